@@ -1,0 +1,238 @@
+// The AgentTask contract (episodic.dev/v1alpha1). This zod schema is the single source of truth:
+// TypeScript types, defaults, validation messages and the CRD's OpenAPI schema all come from it.
+import { z } from 'zod';
+
+export const GROUP = 'episodic.dev';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KIND = 'AgentTask';
+export const PLURAL = 'agenttasks';
+
+// RFC 1123 label: what Kubernetes accepts for names we turn into pod names and label values.
+const dnsLabel = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a lowercase RFC 1123 label (a-z, 0-9, "-")');
+
+const argv = z.array(z.string().min(1)).min(1).describe('argv array, never a shell string');
+
+const secretKeySelector = z.object({ name: z.string().min(1), key: z.string().min(1), optional: z.boolean().optional() });
+
+export const EnvVarSchema = z.object({
+  name: z.string().min(1).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a valid environment variable name'),
+  value: z.string().optional(),
+  valueFrom: z
+    .object({ secretKeyRef: secretKeySelector.optional(), configMapKeyRef: secretKeySelector.optional() })
+    .optional()
+    .describe('cluster mode only: read the value from a Secret or ConfigMap; never copied into status'),
+});
+
+export const EnvFromSchema = z.object({
+  secretRef: z.object({ name: z.string().min(1) }).optional(),
+  configMapRef: z.object({ name: z.string().min(1) }).optional(),
+  prefix: z.string().optional(),
+});
+
+export const PricingSchema = z
+  .object({
+    inputPerMTok: z.number().nonnegative(),
+    outputPerMTok: z.number().nonnegative(),
+    cacheReadPerMTok: z.number().nonnegative().optional(),
+    cacheWritePerMTok: z.number().nonnegative().optional(),
+  })
+  .describe('USD per million tokens, for agents that report tokens but no cost (codex, gemini)');
+
+export const AgentSchema = z.object({
+  command: argv,
+  promptVia: z.enum(['stdin', 'argument', 'file']).default('stdin'),
+  output: z.enum(['auto', 'claude', 'codex', 'gemini', 'text']).default('auto'),
+  env: z.array(EnvVarSchema).default([]),
+  envFrom: z.array(EnvFromSchema).optional().describe('cluster mode only'),
+  pricing: PricingSchema.optional(),
+  image: z.string().min(1).optional().describe('cluster mode: the agent image (required there)'),
+  imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).optional(),
+  resources: z
+    .object({
+      requests: z.record(z.string(), z.string()).optional(),
+      limits: z.record(z.string(), z.string()).optional(),
+    })
+    .optional()
+    .describe('cluster mode: container resources'),
+  serviceAccountName: z.string().optional().describe('cluster mode: service account of episode pods'),
+});
+
+export const GitWorkspaceSchema = z.object({
+  git: z.object({
+    url: z.string().min(1),
+    ref: z.string().default('main'),
+    secretRef: z.object({ name: z.string().min(1) }).optional(),
+  }),
+});
+export const VolumeWorkspaceSchema = z.object({ volumeClaim: z.string().min(1) });
+
+// Locally a workspace is a directory; on a cluster it may also be a git repo or a PVC.
+export const WorkspaceSchema = z.union([z.string().min(1), GitWorkspaceSchema, VolumeWorkspaceSchema]);
+
+export const CompletionSchema = z.object({
+  promise: z.string().min(1).default('COMPLETE').describe('done when the final output has <promise>VALUE</promise>'),
+  verify: argv.optional().describe('argv run in the workspace after a completion signal; exit 0 required'),
+  onExitZero: z.boolean().default(false).describe('exit code 0 alone means done'),
+});
+
+export const LimitsSchema = z.object({
+  maxEpisodes: z.number().int().min(1).default(20),
+  episodeTimeoutSeconds: z.number().int().min(1).default(3600),
+  maxConsecutiveFailures: z.number().int().min(1).default(3),
+  maxCostUSD: z.number().positive().optional(),
+  maxTokens: z.number().int().positive().optional().describe('input + output tokens, all episodes'),
+});
+
+export const BackoffSchema = z.object({
+  initialSeconds: z.number().min(0).default(10),
+  factor: z.number().min(1).default(2),
+  maxSeconds: z.number().min(0).default(600),
+});
+
+export const AgentTaskSpecSchema = z
+  .object({
+    prompt: z.string().min(1).optional(),
+    promptFile: z.string().min(1).optional().describe('path inside the workspace'),
+    agent: AgentSchema,
+    workspace: WorkspaceSchema.optional().describe('local: directory relative to the spec file (default ws/NAME)'),
+    completion: CompletionSchema.default(() => CompletionSchema.parse({})),
+    limits: LimitsSchema.default(() => LimitsSchema.parse({})),
+    backoff: BackoffSchema.default(() => BackoffSchema.parse({})),
+    dependsOn: z.array(dnsLabel).default([]).describe('names of AgentTasks in the same namespace'),
+    suspend: z.boolean().default(false),
+  })
+  .superRefine((spec, ctx) => {
+    if ((spec.prompt === undefined) === (spec.promptFile === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['prompt'], message: 'exactly one of prompt or promptFile is required' });
+    }
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      { rule: 'has(self.prompt) != has(self.promptFile)', message: 'exactly one of prompt or promptFile is required' },
+    ],
+  });
+
+export const MetadataSchema = z.object({
+  name: dnsLabel,
+  namespace: dnsLabel.default('default'),
+  uid: z.string().optional(),
+  generation: z.number().int().optional(),
+  resourceVersion: z.string().optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+  finalizers: z.array(z.string()).optional(),
+  deletionTimestamp: z.string().optional(),
+  creationTimestamp: z.string().optional(),
+});
+
+// --- status -----------------------------------------------------------------------------------------
+
+export const PHASES = [
+  'Pending',
+  'Running',
+  'Waiting',
+  'Succeeded',
+  'Failed',
+  'Skipped',
+  'NeedsReview',
+  'Suspended',
+] as const;
+export const TERMINAL_PHASES = ['Succeeded', 'Failed', 'Skipped', 'NeedsReview'] as const;
+export const OUTCOMES = [
+  'succeeded',
+  'continue',
+  'failed',
+  'transient',
+  'usageLimit',
+  'fatal',
+  'timeout',
+  'cancelled',
+  'interrupted',
+] as const;
+
+export const TokensSchema = z.object({
+  input: z.number().int().nonnegative().default(0),
+  output: z.number().int().nonnegative().default(0),
+  cacheRead: z.number().int().nonnegative().default(0),
+  cacheWrite: z.number().int().nonnegative().default(0),
+});
+
+export const LastEpisodeSchema = z.object({
+  number: z.number().int(),
+  outcome: z.enum(OUTCOMES),
+  exitCode: z.number().int().nullable().optional(),
+  startedAt: z.string().optional(),
+  finishedAt: z.string().optional(),
+  costUSD: z.number().optional(),
+  message: z.string().optional(),
+});
+
+export const CurrentEpisodeSchema = z.object({
+  number: z.number().int(),
+  startedAt: z.string(),
+  pid: z.number().int().optional().describe('local mode: process group leader'),
+  pidStartTime: z.string().optional().describe('local mode: guards against pid reuse after a restart'),
+  podName: z.string().optional().describe('cluster mode'),
+});
+
+export const ConditionSchema = z.object({
+  type: z.string(),
+  status: z.enum(['True', 'False', 'Unknown']),
+  observedGeneration: z.number().int().optional(),
+  lastTransitionTime: z.string(),
+  reason: z.string(),
+  message: z.string(),
+});
+
+export const AgentTaskStatusSchema = z.object({
+  phase: z.enum(PHASES).optional(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  episodes: z.number().int().nonnegative().default(0),
+  retries: z.number().int().nonnegative().default(0),
+  consecutiveFailures: z.number().int().nonnegative().default(0),
+  consecutiveRetries: z.number().int().nonnegative().default(0).describe('drives the transient backoff exponent'),
+  costUSD: z.number().nonnegative().default(0),
+  tokens: TokensSchema.default(() => TokensSchema.parse({})),
+  currentEpisode: CurrentEpisodeSchema.optional(),
+  lastEpisode: LastEpisodeSchema.optional(),
+  nextEpisodeAt: z.string().optional(),
+  conditions: z.array(ConditionSchema).default([]),
+  observedGeneration: z.number().int().optional(),
+});
+
+export const AgentTaskSchema = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(KIND),
+  metadata: MetadataSchema,
+  spec: AgentTaskSpecSchema,
+  status: AgentTaskStatusSchema.optional(),
+});
+
+export type AgentTask = z.infer<typeof AgentTaskSchema>;
+export type AgentTaskSpec = z.infer<typeof AgentTaskSpecSchema>;
+export type AgentTaskStatus = z.infer<typeof AgentTaskStatusSchema>;
+export type Phase = (typeof PHASES)[number];
+export type Outcome = (typeof OUTCOMES)[number];
+export type Tokens = z.infer<typeof TokensSchema>;
+export type Condition = z.infer<typeof ConditionSchema>;
+export type LastEpisode = z.infer<typeof LastEpisodeSchema>;
+export type CurrentEpisode = z.infer<typeof CurrentEpisodeSchema>;
+export type Workspace = z.infer<typeof WorkspaceSchema>;
+
+export function isTerminal(phase: Phase | undefined): boolean {
+  return phase !== undefined && (TERMINAL_PHASES as readonly string[]).includes(phase);
+}
+
+export function emptyStatus(): AgentTaskStatus {
+  return AgentTaskStatusSchema.parse({});
+}
+
+export function taskKey(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}

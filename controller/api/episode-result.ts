@@ -1,0 +1,51 @@
+// What an executor reports about one finished episode. Facts only: the reconciler turns them into an
+// outcome. In cluster mode this travels as compact JSON through the pod's termination message (≤ 4 KiB).
+import { z } from 'zod';
+
+export const ERROR_CLASSES = ['none', 'transient', 'usageLimit', 'fatal'] as const;
+export type ErrorClass = (typeof ERROR_CLASSES)[number];
+
+export const OUTPUT_FORMATS = ['claude', 'codex', 'gemini', 'text'] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
+export const EpisodeResultSchema = z.object({
+  /** Process exit code; null when killed by a signal or never started. */
+  exitCode: z.number().int().nullable(),
+  signal: z.string().optional(),
+  /** Killed because episodeTimeoutSeconds elapsed. */
+  timedOut: z.boolean().default(false),
+  /** Stopped on purpose (task suspended or deleted). */
+  cancelled: z.boolean().default(false),
+  /** The controller died mid-episode; found on restart. */
+  interrupted: z.boolean().default(false),
+  /** Which output format was recognised. */
+  format: z.enum(OUTPUT_FORMATS).default('text'),
+  /** The agent itself reported an error (claude is_error, codex turn.failed, gemini error/status). */
+  agentError: z.boolean().default(false),
+  errorClass: z.enum(ERROR_CLASSES).default('none'),
+  /** Usage limits: when the agent may run again (RFC 3339). */
+  resetAt: z.string().optional(),
+  /** A completion signal in the final output: the promise sentinel or RALPH_STATUS EXIT_SIGNAL: true. */
+  completion: z.enum(['promise', 'exitSignal']).optional(),
+  costUSD: z.number().nonnegative().default(0),
+  tokens: z
+    .object({
+      input: z.number().int().nonnegative().default(0),
+      output: z.number().int().nonnegative().default(0),
+      cacheRead: z.number().int().nonnegative().default(0),
+      cacheWrite: z.number().int().nonnegative().default(0),
+    })
+    .default({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }),
+  /** The verify command's exit code, when it ran (only after a completion signal). */
+  verifyExitCode: z.number().int().nullable().optional(),
+  /** One short line for humans: the error, or the tail of the agent's final message. */
+  message: z.string().max(1000).optional(),
+  durationMs: z.number().nonnegative().optional(),
+});
+
+export type EpisodeResult = z.infer<typeof EpisodeResultSchema>;
+export type EpisodeResultInput = z.input<typeof EpisodeResultSchema>;
+
+export function episodeResult(partial: EpisodeResultInput): EpisodeResult {
+  return EpisodeResultSchema.parse(partial);
+}

@@ -1,0 +1,42 @@
+// The contract between an episode's byte streams and its EpisodeResult.
+import type { ErrorClass, OutputFormat } from '../../api/episode-result.ts';
+import type { Tokens } from '../../api/agent-task.ts';
+
+export type OutputSetting = OutputFormat | 'auto';
+
+export interface AnalyzerOptions {
+  /** What spec.agent.output says; 'auto' detects the format from the first lines. */
+  format: OutputSetting;
+  /** The completion promise value: done when the final output contains <promise>VALUE</promise>. */
+  promise: string;
+  /** USD per million tokens, used when the agent reports tokens but no cost. */
+  pricing?: { inputPerMTok: number; outputPerMTok: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number };
+  /** Clock, for turning "resets 3pm (Europe/Berlin)" into an absolute time. */
+  now?: () => Date;
+}
+
+export interface ProcessExit {
+  exitCode: number | null;
+  signal?: string;
+  /** e.g. 'ENOENT' when the agent command does not exist. */
+  spawnErrorCode?: string;
+  spawnErrorMessage?: string;
+}
+
+/** What the output says about the episode; the executor adds exit code, timing and verify. */
+export interface OutputAnalysis {
+  format: OutputFormat;
+  agentError: boolean;
+  errorClass: ErrorClass;
+  resetAt?: string;
+  completion?: 'promise' | 'exitSignal';
+  costUSD: number;
+  tokens: Tokens;
+  message?: string;
+}
+
+/** Incremental, bounded-memory reader of one episode's output. */
+export interface OutputAnalyzer {
+  write(chunk: Buffer | string, stream: 'stdout' | 'stderr'): void;
+  finish(exit: ProcessExit): OutputAnalysis;
+}
