@@ -1,0 +1,177 @@
+// The AgentTask CustomResourceDefinition, generated from the zod schema in agent-task.ts so the apiserver
+// and the controller can never disagree. zod emits JSON Schema 2020-12; the apiserver wants a *structural*
+// OpenAPI v3 schema (every node typed, no anyOf/const/$schema, no additionalProperties next to properties),
+// so we convert node by node and fail loudly on anything we do not know how to translate.
+import { z } from 'zod';
+import { stringify } from 'yaml';
+import { AgentTaskSchema, GROUP, KIND, PLURAL, VERSION } from './agent-task.ts';
+
+export const CRD_NAME = `${PLURAL}.${GROUP}`;
+export const CRD_FILE = `crds/${GROUP}_${PLURAL}.yaml`;
+export const CRD_HEADER = '# Generated from controller/api/agent-task.ts by `episodic crd`. Do not edit.\n';
+
+type Json = Record<string, unknown>;
+
+// Keywords that mean the same in JSON Schema and in the apiserver's OpenAPI v3 subset.
+const COPIED_KEYWORDS = new Set([
+  'type',
+  'description',
+  'default',
+  'enum',
+  'format',
+  'pattern',
+  'minLength',
+  'maxLength',
+  'minItems',
+  'maxItems',
+  'minProperties',
+  'maxProperties',
+  'required',
+  'nullable',
+]);
+// Keywords that carry no validation the apiserver can use.
+const DROPPED_KEYWORDS = new Set(['$schema', 'propertyNames', 'title', 'examples']);
+
+/** Convert one JSON Schema node (as produced by z.toJSONSchema) into a structural OpenAPI v3 node. */
+export function toStructuralSchema(node: Json, path = '$'): Json {
+  if (Array.isArray(node.anyOf)) return convertUnion(node, path);
+  const out: Json = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (COPIED_KEYWORDS.has(key) || key.startsWith('x-kubernetes-')) {
+      out[key] = value;
+    } else if (DROPPED_KEYWORDS.has(key)) {
+      continue;
+    } else if (key === 'const') {
+      out.enum = [value];
+    } else if (key === 'minimum' || key === 'maximum') {
+      // zod bounds every int() by Number.MAX_SAFE_INTEGER; that is noise in a CRD.
+      if (Math.abs(value as number) !== Number.MAX_SAFE_INTEGER) out[key] = value;
+    } else if (key === 'exclusiveMinimum' || key === 'exclusiveMaximum') {
+      // 2020-12 has a numeric bound; OpenAPI 3.0 has a boolean next to minimum/maximum.
+      out[key === 'exclusiveMinimum' ? 'minimum' : 'maximum'] = value;
+      out[key] = true;
+    } else if (key === 'properties') {
+      const props: Json = {};
+      for (const [name, child] of Object.entries(value as Record<string, Json>)) {
+        props[name] = toStructuralSchema(child, `${path}.${name}`);
+      }
+      out.properties = props;
+    } else if (key === 'items') {
+      out.items = toStructuralSchema(value as Json, `${path}[]`);
+    } else if (key === 'additionalProperties') {
+      // `false` (zod's strict objects) is the apiserver's default pruning anyway and is not allowed next
+      // to properties; a schema (a record) is kept.
+      if (typeof value === 'object' && value !== null) {
+        out.additionalProperties = toStructuralSchema(value as Json, `${path}{}`);
+      }
+    } else {
+      throw new Error(`crd: cannot translate JSON Schema keyword "${key}" at ${path}`);
+    }
+  }
+  if (out.type === undefined && out['x-kubernetes-preserve-unknown-fields'] !== true) {
+    throw new Error(`crd: schema node at ${path} has no type; structural schemas need one`);
+  }
+  return typeAndDescriptionFirst(out);
+}
+
+// Readers of the YAML (and of kubectl explain) look for these first.
+function typeAndDescriptionFirst(node: Json): Json {
+  const { type, description, ...rest } = node;
+  return { ...(type === undefined ? {} : { type }), ...(description === undefined ? {} : { description }), ...rest };
+}
+
+function convertUnion(node: Json, path: string): Json {
+  const { anyOf, ...rest } = node;
+  const variants = anyOf as Json[];
+  const nonNull = variants.filter((v) => v.type !== 'null');
+  // `X | null` is OpenAPI's `nullable: true`.
+  if (nonNull.length === 1 && variants.length === 2) {
+    return toStructuralSchema({ ...rest, ...nonNull[0], nullable: true }, path);
+  }
+  // A real union has no structural form: accept any value here and let the controller validate it with
+  // zod (it reports InvalidSpec), and tell kubectl-explain readers what the shapes are.
+  const shapes = nonNull.map(describeShape).join(' | ');
+  const base = typeof rest.description === 'string' ? `${rest.description}. ` : '';
+  const out: Json = {
+    description: `${base}One of: ${shapes}. Validated by the controller (InvalidSpec), not the apiserver.`,
+    'x-kubernetes-preserve-unknown-fields': true,
+  };
+  if (variants.length !== nonNull.length) out.nullable = true;
+  return out;
+}
+
+function describeShape(variant: Json): string {
+  if (variant.type !== 'object' || typeof variant.properties !== 'object' || variant.properties === null) {
+    return String(variant.type ?? 'any');
+  }
+  return `{${Object.keys(variant.properties).join(', ')}}`;
+}
+
+/** The openAPIV3Schema of the AgentTask CRD. */
+export function agentTaskOpenApiSchema(): Json {
+  const jsonSchema = z.toJSONSchema(AgentTaskSchema, { io: 'input', unrepresentable: 'any', cycles: 'throw' }) as Json;
+  const properties = jsonSchema.properties as Record<string, Json>;
+  const spec = toStructuralSchema(properties.spec, '$.spec');
+  const status = toStructuralSchema(properties.status, '$.status');
+  return {
+    type: 'object',
+    description: 'AgentTask runs an AI coding agent in episodes until it reports completion or a limit is hit.',
+    properties: {
+      // apiVersion/kind are checked by the apiserver itself; an enum here would break future versions.
+      apiVersion: { type: 'string' },
+      kind: { type: 'string' },
+      // The apiserver allows no restrictions on metadata beyond name/generateName.
+      metadata: { type: 'object' },
+      spec: typeAndDescriptionFirst({ ...spec, description: 'What to run, where, and when it is done.' }),
+      status: typeAndDescriptionFirst({ ...status, description: 'Observed state, written by the controller.' }),
+    },
+    required: ['spec'],
+  };
+}
+
+const printerColumns = [
+  { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+  { name: 'Episodes', type: 'integer', jsonPath: '.status.episodes' },
+  { name: 'Cost', type: 'number', jsonPath: '.status.costUSD' },
+  { name: 'Reason', type: 'string', jsonPath: '.status.reason' },
+  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  // priority 1: only with `kubectl get -o wide`.
+  { name: 'Last Outcome', type: 'string', jsonPath: '.status.lastEpisode.outcome', priority: 1 },
+  // A string, not a date: kubectl renders future dates as "<invalid>".
+  { name: 'Next Episode', type: 'string', jsonPath: '.status.nextEpisodeAt', priority: 1 },
+];
+
+export function agentTaskCrd(): object {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: CRD_NAME },
+    spec: {
+      group: GROUP,
+      names: {
+        kind: KIND,
+        listKind: `${KIND}List`,
+        plural: PLURAL,
+        singular: KIND.toLowerCase(),
+        shortNames: ['at'],
+        categories: ['episodic'],
+      },
+      scope: 'Namespaced',
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: printerColumns,
+          schema: { openAPIV3Schema: agentTaskOpenApiSchema() },
+        },
+      ],
+    },
+  };
+}
+
+export function agentTaskCrdYaml(): string {
+  // lineWidth 0: no folding, so diffs of the checked-in file stay one line per change.
+  return CRD_HEADER + stringify(agentTaskCrd(), { lineWidth: 0 });
+}

@@ -1,0 +1,30 @@
+// The contract between the cluster controller and the episode runner inside an episode pod
+// (`episodic episode -- <agent argv>`). The controller puts this JSON in the EPISODIC_EPISODE_CONFIG
+// environment variable; the runner answers with a compact EpisodeResult in the termination message.
+import { z } from 'zod';
+import { AgentSchema, CompletionSchema, GitWorkspaceSchema } from './agent-task.ts';
+
+export const EPISODE_CONFIG_ENV = 'EPISODIC_EPISODE_CONFIG';
+/** The rendered prompt travels separately: it can be long and it is not configuration. */
+export const EPISODE_PROMPT_ENV = 'EPISODIC_PROMPT';
+export const TERMINATION_LOG = '/dev/termination-log';
+/** Kubernetes truncates termination messages at 4096 bytes; stay below it. */
+export const TERMINATION_MESSAGE_LIMIT = 4096;
+export const POD_WORKSPACE = '/workspace';
+
+export const EpisodeConfigSchema = z.object({
+  task: z.string(),
+  namespace: z.string(),
+  episode: z.number().int().min(1),
+  maxEpisodes: z.number().int().min(1),
+  promptVia: AgentSchema.shape.promptVia,
+  output: AgentSchema.shape.output,
+  pricing: AgentSchema.shape.pricing,
+  completion: CompletionSchema,
+  timeoutSeconds: z.number().int().min(1),
+  workspaceDir: z.string().default(POD_WORKSPACE),
+  /** Set for git workspaces: clone before the episode, commit and push after it. */
+  git: GitWorkspaceSchema.shape.git.optional(),
+});
+
+export type EpisodeConfig = z.infer<typeof EpisodeConfigSchema>;

@@ -1,0 +1,146 @@
+// `episodic run [DIR]`: local mode. Reconciles until every task is terminal (or forever with --watch).
+// Exit codes: 0 all Succeeded, 1 otherwise, 2 invalid usage, 130 interrupted by SIGINT/SIGTERM.
+import { existsSync, statSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { EpisodicMetrics } from '../metrics/metrics.ts';
+import { startMetricsServer } from '../metrics/server.ts';
+import type { RunningServer } from '../metrics/server.ts';
+import { LocalController } from '../local/local-controller.ts';
+import { acquireStateLock, StateLockError } from '../local/state-lock.ts';
+import { loadSpecDir } from '../sources/spec-files.ts';
+import { SpecWatcher } from '../sources/spec-watcher.ts';
+import { createLogger } from '../util/logger.ts';
+import { LiveTable } from './live-table.ts';
+import { parseNumberOption, UsageError } from './options.ts';
+
+export interface RunOptions {
+  watch?: boolean;
+  stateDir?: string;
+  maxConcurrent: string;
+  budgetUsd?: string;
+  metricsAddr?: string;
+  metricsFile?: string;
+  logLevel: string;
+  table?: boolean;
+}
+
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .description('reconcile the AgentTasks in DIR into local agent processes')
+    .argument('[dir]', 'directory of AgentTask YAML files', '.')
+    .option('-w, --watch', 'keep running and follow changes to the spec files')
+    .option('--state-dir <path>', 'where status, logs and the lock live (default DIR/.episodic)')
+    .option('--max-concurrent <n>', 'episodes running at once, across tasks', '4')
+    .option('--budget-usd <usd>', 'stop starting episodes once all tasks together spent this much')
+    .option('--metrics-addr <host:port>', 'serve /metrics, /healthz and /readyz here')
+    .option('--metrics-file <path>', 'write Prometheus text metrics here on exit (textfile collector)')
+    .option('--log-level <level>', 'trace, debug, info, warn, error', 'info')
+    .option('--no-table', 'JSON logs even on a terminal')
+    .action(async (dir: string, opts: RunOptions) => {
+      process.exitCode = await runCommand(dir, opts);
+    });
+}
+
+export async function runCommand(dirArg: string, opts: RunOptions): Promise<number> {
+  const dir = resolve(dirArg);
+  let maxConcurrent: number;
+  let budgetUSD: number | undefined;
+  try {
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`${dirArg}: not a directory`);
+    maxConcurrent = parseNumberOption('--max-concurrent', opts.maxConcurrent, { integer: true, min: 1 });
+    budgetUSD = opts.budgetUsd === undefined ? undefined : parseNumberOption('--budget-usd', opts.budgetUsd, { min: 0 });
+  } catch (err) {
+    console.error(`episodic run: ${(err as Error).message}`);
+    return 2;
+  }
+  const stateDir = resolve(opts.stateDir ?? join(dir, '.episodic'));
+  const live = opts.table !== false && process.stdout.isTTY === true;
+  // On a terminal the table owns the screen, so logs go to a file beside the state.
+  const logger = createLogger({ level: opts.logLevel, file: live ? join(stateDir, 'controller.log') : undefined });
+
+  let lock;
+  try {
+    lock = await acquireStateLock(stateDir);
+  } catch (err) {
+    console.error(`episodic run: ${(err as Error).message}`);
+    return err instanceof StateLockError ? 1 : 2;
+  }
+  const metrics = new EpisodicMetrics();
+  const controller = new LocalController({ dir, stateDir, maxConcurrent, budgetUSD, logger, metrics });
+  let server: RunningServer | undefined;
+  let watcher: SpecWatcher | undefined;
+  let table: LiveTable | undefined;
+  let interrupted = false;
+  const onSignal = (signal: string) => {
+    if (interrupted) return;
+    interrupted = true;
+    logger.warn({ signal }, 'stopping: no new episodes; terminating running ones');
+    void controller.shutdown();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    if (opts.metricsAddr) {
+      server = await startMetricsServer({ address: opts.metricsAddr, metrics, ready: () => true });
+      logger.info({ url: `${server.url}/metrics` }, 'serving metrics');
+    }
+    await controller.recover();
+    const initial = await loadSpecDir(dir);
+    for (const line of initial.errors) logger.error(line);
+    for (const line of initial.ignored) logger.debug(`ignored ${line}`);
+    if (initial.tasks.size === 0 && !opts.watch) {
+      const problem = initial.errors.length > 0 ? 'no valid AgentTask' : 'no AgentTask';
+      console.error(`episodic run: ${problem} found in ${dir}`);
+      return 1;
+    }
+    logger.info({ dir, stateDir, tasks: initial.tasks.size }, 'specs loaded');
+    controller.setSpecs(initial);
+    if (opts.watch) {
+      watcher = new SpecWatcher({
+        dir,
+        onChange: (specs) => {
+          for (const line of specs.errors) logger.error(line);
+          controller.setSpecs(specs);
+        },
+        onError: (err) => logger.error({ err }, 'watching spec files failed'),
+      });
+      watcher.seed(initial);
+      await watcher.start();
+    }
+    if (live) table = new LiveTable(() => controller.view());
+    await waitUntil(controller, () => interrupted || (!opts.watch && controller.settled()));
+    if (interrupted) await controller.shutdown();
+    table?.stop();
+    const view = controller.view();
+    if (!live) for (const { task, status } of view) logger.info({ namespace: task.namespace, task: task.name, phase: status.phase, reason: status.reason, episodes: status.episodes, costUSD: status.costUSD }, 'final status');
+    else LiveTable.print(view);
+    if (interrupted) return 130;
+    const allSucceeded = view.length > 0 && view.every(({ status }) => status.phase === 'Succeeded') && initial.errors.length === 0;
+    return allSucceeded ? 0 : 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    table?.stop();
+    await watcher?.close();
+    await server?.close();
+    if (opts.metricsFile) await writeFile(opts.metricsFile, await metrics.text());
+    await lock.release();
+    await new Promise<void>((r) => logger.flush(() => r()));
+  }
+}
+
+/** Re-checks the predicate whenever the controller reports a change (and at least once a second). */
+async function waitUntil(controller: LocalController, done: () => boolean): Promise<void> {
+  while (!done()) {
+    await new Promise<void>((resolveWait) => {
+      const timer = setTimeout(resolveWait, 1000);
+      controller.onChange(() => {
+        clearTimeout(timer);
+        resolveWait();
+      });
+    });
+  }
+}

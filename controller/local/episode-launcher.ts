@@ -1,0 +1,90 @@
+// Turns a StartEpisode action into a running process: workspace, prompt, env, log file.
+// Anything that stops the episode from starting becomes an EpisodeResult, never an exception.
+import { join } from 'node:path';
+import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
+import { episodeResult } from '../api/episode-result.ts';
+import type { EpisodeResult } from '../api/episode-result.ts';
+import { startProcessEpisode } from '../executors/process-episode.ts';
+import { renderPrompt } from '../executors/prompt.ts';
+import { prepareWorkspace, readPromptTemplate, WorkspaceError } from './workspace.ts';
+
+export interface LaunchRequest {
+  root: string;
+  stateDir: string;
+  specFile: string;
+  namespace: string;
+  name: string;
+  number: number;
+  spec: AgentTaskSpec;
+  status: AgentTaskStatus;
+  killGraceMs?: number;
+}
+
+export interface LaunchedEpisode {
+  number: number;
+  startedAt: string;
+  pid?: number;
+  pidStartTime?: string;
+  result: Promise<EpisodeResult>;
+  cancel(reason: 'cancelled' | 'timeout'): void;
+}
+
+export function episodeLogPath(stateDir: string, namespace: string, name: string, number: number): string {
+  return join(stateDir, 'logs', namespace, name, `episode-${number}.log`);
+}
+
+export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode> {
+  const startedAt = new Date().toISOString();
+  const failed = (message: string): LaunchedEpisode => ({
+    number: req.number,
+    startedAt,
+    // A spec that cannot run (workspace outside the root, missing promptFile) will not fix itself by retrying.
+    result: Promise.resolve(episodeResult({ exitCode: null, errorClass: 'fatal', message })),
+    cancel: () => undefined,
+  });
+  let workspace: string;
+  let template: string;
+  try {
+    workspace = await prepareWorkspace(req.root, req.specFile, req.name, req.spec);
+    template = await readPromptTemplate(workspace, req.spec);
+  } catch (err) {
+    if (err instanceof WorkspaceError) return failed(err.message);
+    return failed(`could not prepare the workspace: ${(err as Error).message}`);
+  }
+  const { spec } = req;
+  const prompt = renderPrompt(template, {
+    task: req.name,
+    episode: req.number,
+    maxEpisodes: spec.limits.maxEpisodes,
+    lastEpisodeMessage: req.status.lastEpisode?.message,
+  });
+  const env: Record<string, string> = {};
+  for (const e of spec.agent.env) {
+    if (e.value !== undefined) env[e.name] = e.value;
+  }
+  const running = startProcessEpisode({
+    namespace: req.namespace,
+    name: req.name,
+    episode: req.number,
+    maxEpisodes: spec.limits.maxEpisodes,
+    argv: spec.agent.command,
+    promptVia: spec.agent.promptVia,
+    prompt,
+    env,
+    cwd: workspace,
+    timeoutMs: spec.limits.episodeTimeoutSeconds * 1000,
+    killGraceMs: req.killGraceMs,
+    logFile: episodeLogPath(req.stateDir, req.namespace, req.name, req.number),
+    verify: spec.completion.verify,
+    onExitZero: spec.completion.onExitZero,
+    analyzer: { format: spec.agent.output, promise: spec.completion.promise, pricing: spec.agent.pricing },
+  });
+  return {
+    number: req.number,
+    startedAt,
+    pid: running.pid,
+    pidStartTime: running.pidStartTime,
+    result: running.result,
+    cancel: () => running.cancel(),
+  };
+}

@@ -1,0 +1,267 @@
+// Local mode: spec directory (source) → pure reconciler → process episodes (executor) → status files (sink).
+// One work-queue key per task: a task is reconciled by one worker at a time, so it never has two episodes.
+import { resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { emptyStatus, isTerminal, taskKey } from '../api/agent-task.ts';
+import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
+import { episodeResult } from '../api/episode-result.ts';
+import { killOrphanEpisode } from '../executors/process-tree.ts';
+import type { EpisodicMetrics } from '../metrics/metrics.ts';
+import { findCycle } from '../reconciler/dependencies.ts';
+import { reconcile } from '../reconciler/reconcile.ts';
+import type { Action, ObservedEpisode } from '../reconciler/reconcile.ts';
+import { FileStatusStore } from '../sinks/file-status.ts';
+import type { StoredStatus } from '../sinks/file-status.ts';
+import type { LoadedSpecs, SpecTask } from '../sources/spec-files.ts';
+import { WorkQueue } from '../util/work-queue.ts';
+import { launchEpisode } from './episode-launcher.ts';
+import type { LaunchedEpisode } from './episode-launcher.ts';
+
+export interface LocalControllerOptions {
+  dir: string;
+  stateDir: string;
+  maxConcurrent: number;
+  budgetUSD?: number;
+  logger: Logger;
+  metrics: EpisodicMetrics;
+  killGraceMs?: number;
+}
+
+export class LocalController {
+  readonly store: FileStatusStore;
+  private readonly opts: LocalControllerOptions;
+  private readonly root: string;
+  private specs = new Map<string, SpecTask>();
+  /** Specs of tasks whose file went away while an episode ran: needed to record its end. */
+  private readonly lastSpecs = new Map<string, SpecTask>();
+  private readonly records = new Map<string, StoredStatus>();
+  private readonly running = new Map<string, LaunchedEpisode>();
+  private readonly finished = new Map<string, ObservedEpisode>();
+  private readonly queue: WorkQueue;
+  private stopping = false;
+  /** Slots promised to episodes between the reconcile that starts them and their spawn (keeps --max-concurrent exact). */
+  private starting = 0;
+  private changeListeners: Array<() => void> = [];
+
+  constructor(opts: LocalControllerOptions) {
+    this.opts = opts;
+    this.root = resolve(opts.dir);
+    this.store = new FileStatusStore(opts.stateDir);
+    this.queue = new WorkQueue((key) => this.reconcileKey(key), {
+      concurrency: 4,
+      onError: (key, err) => {
+        opts.metrics.reconcileErrors.inc();
+        opts.logger.error({ task: key, err }, 'reconcile failed; will retry');
+      },
+    });
+  }
+
+  /** Reads recorded state and ends episodes a previous (killed) controller left behind. */
+  async recover(): Promise<void> {
+    const { records, errors } = await this.store.readAll();
+    for (const e of errors) this.opts.logger.warn(e);
+    for (const record of records) {
+      const key = taskKey(record.namespace, record.name);
+      this.records.set(key, record);
+      const current = record.status.currentEpisode;
+      if (!current) continue;
+      const killed = current.pid ? await killOrphanEpisode(current.pid, current.pidStartTime) : false;
+      this.opts.logger.warn(
+        { namespace: record.namespace, task: record.name, episode: current.number, orphanKilled: killed },
+        'episode interrupted by a controller restart',
+      );
+      this.finished.set(key, {
+        number: current.number,
+        state: 'finished',
+        startedAt: current.startedAt,
+        result: episodeResult({ exitCode: null, interrupted: true, message: 'controller restarted mid-episode' }),
+      });
+    }
+  }
+
+  /** New desired state: reconcile everything it touches. */
+  setSpecs(loaded: LoadedSpecs): void {
+    const before = this.specs;
+    this.specs = loaded.tasks;
+    for (const [key, task] of loaded.tasks) this.lastSpecs.set(key, task);
+    const keys = new Set([...before.keys(), ...loaded.tasks.keys()]);
+    for (const key of keys) {
+      if (before.get(key)?.specHash !== loaded.tasks.get(key)?.specHash || !before.has(key)) this.queue.add(key);
+    }
+    // Dependency phases may now resolve differently.
+    for (const key of loaded.tasks.keys()) if (!before.has(key)) this.enqueueAll();
+    this.notify();
+  }
+
+  enqueueAll(): void {
+    for (const key of new Set([...this.specs.keys(), ...this.running.keys(), ...this.finished.keys()])) this.queue.add(key);
+  }
+
+  /** Stop starting episodes, cancel running ones and wait until their ends are recorded. */
+  async shutdown(): Promise<void> {
+    this.stopping = true;
+    for (const episode of this.running.values()) episode.cancel('cancelled');
+    while (this.running.size > 0 || this.finished.size > 0) {
+      await new Promise<void>((r) => this.onChange(r));
+    }
+    await this.queue.idle();
+    this.queue.stop();
+  }
+
+  onChange(listener: () => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  /** Every task terminal (or stuck on something that cannot change without an edit) and nothing running. */
+  settled(): boolean {
+    if (this.running.size > 0 || this.finished.size > 0 || this.queue.length > 0) return false;
+    for (const [key, task] of this.specs) {
+      const status = this.records.get(key)?.status;
+      if (isTerminal(status?.phase)) continue;
+      if (status?.phase === 'Suspended') continue;
+      const missingDep = status?.reason === 'DependenciesPending' && (task.spec?.dependsOn ?? []).some((d) => !this.specs.has(taskKey(task.namespace, d)));
+      if (missingDep) continue;
+      return false;
+    }
+    return true;
+  }
+
+  view(): Array<{ task: SpecTask; status: AgentTaskStatus }> {
+    return [...this.specs.values()].map((task) => ({ task, status: this.records.get(task.key)?.status ?? emptyStatus() }));
+  }
+
+  totalCost(): number {
+    let sum = 0;
+    for (const r of this.records.values()) sum += r.status.costUSD;
+    return sum;
+  }
+
+  private async reconcileKey(key: string): Promise<void> {
+    const task = this.specs.get(key) ?? this.lastSpecs.get(key);
+    if (!task) return;
+    const deleted = !this.specs.has(key);
+    const record = this.records.get(key);
+    if (deleted && !this.running.has(key) && !this.finished.has(key)) return;
+
+    const generation = !record ? 1 : record.specHash === task.specHash ? record.generation : record.generation + 1;
+    const before = record?.status ?? emptyStatus();
+    const running = this.running.get(key);
+    const observed: ObservedEpisode | undefined =
+      this.finished.get(key) ?? (running ? { number: running.number, state: 'running', startedAt: running.startedAt } : undefined);
+    const out = reconcile({
+      namespace: task.namespace,
+      name: task.name,
+      generation,
+      spec: task.spec,
+      specError: task.errors.join('; ') || undefined,
+      deleted,
+      status: before,
+      episode: observed,
+      ...this.dependencyView(task),
+      capacity: !this.stopping && this.running.size + this.starting < this.opts.maxConcurrent,
+      globalBudget: this.opts.budgetUSD !== undefined ? { limitUSD: this.opts.budgetUSD, spentUSD: this.totalCost() } : undefined,
+      now: new Date(),
+      jitter: Math.random(),
+    });
+    const next: StoredStatus = { namespace: task.namespace, name: task.name, generation, specHash: task.specHash, status: out.status };
+    const recorded = observed?.state === 'finished' && out.status.currentEpisode?.number !== observed.number;
+
+    const start = out.actions.find((a) => a.type === 'StartEpisode');
+    if (start && task.spec) {
+      this.starting++;
+      try {
+        // Persist "episode N started" before spawning: a crash in between is then seen as interrupted, never lost.
+        await this.persist(next, before);
+        await this.start(task, task.spec, start.number, next);
+      } finally {
+        this.starting--;
+      }
+    } else {
+      await this.persist(next, before);
+    }
+    if (recorded) this.finished.delete(key);
+    this.act(task, out.actions);
+    if (out.requeueAfterMs !== undefined && !start) this.queue.addAfter(key, out.requeueAfterMs);
+    if (recorded || before.phase !== out.status.phase) this.wakeDependents(task);
+    this.notify();
+  }
+
+  private async start(task: SpecTask, spec: AgentTaskSpec, number: number, record: StoredStatus): Promise<void> {
+    const log = this.opts.logger.child({ namespace: task.namespace, task: task.name, episode: number });
+    const episode = await launchEpisode({
+      root: this.root,
+      stateDir: this.opts.stateDir,
+      specFile: task.file,
+      namespace: task.namespace,
+      name: task.name,
+      number,
+      spec,
+      status: record.status,
+      killGraceMs: this.opts.killGraceMs,
+    });
+    this.running.set(task.key, episode);
+    if (episode.pid && record.status.currentEpisode) {
+      record.status.currentEpisode = { ...record.status.currentEpisode, pid: episode.pid, pidStartTime: episode.pidStartTime };
+      await this.store.write(record);
+    }
+    log.info({ agentPid: episode.pid }, "episode started");
+    void episode.result.then((result) => {
+      log.info({ exitCode: result.exitCode, errorClass: result.errorClass, costUSD: result.costUSD, completion: result.completion }, 'episode ended');
+      this.running.delete(task.key);
+      this.finished.set(task.key, { number, state: 'finished', startedAt: episode.startedAt, finishedAt: new Date().toISOString(), result });
+      this.queue.add(task.key);
+      this.wakeQueued();
+    });
+  }
+
+  private act(task: SpecTask, actions: Action[]): void {
+    const log = this.opts.logger.child({ namespace: task.namespace, task: task.name });
+    for (const action of actions) {
+      if (action.type === 'StopEpisode') {
+        this.running.get(task.key)?.cancel(action.reason);
+        log.info({ episode: action.number, reason: action.reason }, 'stopping episode');
+      } else if (action.type === 'RecordEvent') {
+        const level = action.eventType === 'Warning' ? 'warn' : 'info';
+        log[level]({ event: action.reason }, action.message);
+      }
+    }
+  }
+
+  private async persist(next: StoredStatus, before: AgentTaskStatus): Promise<void> {
+    const prev = this.records.get(`${next.namespace}/${next.name}`);
+    this.records.set(`${next.namespace}/${next.name}`, next);
+    this.opts.metrics.observeTransition(next.namespace, before, next.status);
+    if (prev && JSON.stringify(prev) === JSON.stringify(next)) return;
+    await this.store.write(next);
+  }
+
+  private dependencyView(task: SpecTask): { dependencies: Record<string, Phase | undefined>; dependencyCycle?: string[] } {
+    const dependencies: Record<string, Phase | undefined> = {};
+    const deps = task.spec?.dependsOn ?? [];
+    if (deps.length === 0) return { dependencies };
+    const graph: Record<string, string[]> = {};
+    for (const t of this.specs.values()) if (t.namespace === task.namespace) graph[t.name] = t.spec?.dependsOn ?? [];
+    for (const d of deps) {
+      const key = taskKey(task.namespace, d);
+      dependencies[d] = this.specs.has(key) ? (this.records.get(key)?.status.phase ?? 'Pending') : undefined;
+    }
+    return { dependencies, dependencyCycle: findCycle(task.name, graph) };
+  }
+
+  private wakeDependents(task: SpecTask): void {
+    for (const t of this.specs.values()) {
+      if (t.namespace === task.namespace && t.spec?.dependsOn.includes(task.name)) this.queue.add(t.key);
+    }
+  }
+
+  /** A slot freed up: tasks waiting for capacity get another look. */
+  private wakeQueued(): void {
+    for (const [key, record] of this.records) if (record.status.reason === 'Queued' && this.specs.has(key)) this.queue.add(key);
+  }
+
+  private notify(): void {
+    const listeners = this.changeListeners;
+    this.changeListeners = [];
+    for (const l of listeners) l();
+  }
+}

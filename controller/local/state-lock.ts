@@ -1,0 +1,53 @@
+// One controller per state directory. The lock file holds the owner's pid; a lock whose owner is dead
+// (kill -9) is stale and taken over, so a crash never needs manual cleanup.
+import { open, readFile, unlink, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export class StateLockError extends Error {}
+
+export interface StateLock {
+  path: string;
+  release(): Promise<void>;
+}
+
+export async function acquireStateLock(stateDir: string): Promise<StateLock> {
+  await mkdir(stateDir, { recursive: true });
+  const path = join(stateDir, 'lock');
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const handle = await open(path, 'wx');
+      await handle.writeFile(`${process.pid}\n`);
+      await handle.sync();
+      await handle.close();
+      return {
+        path,
+        release: async () => {
+          if ((await ownerOf(path)) === process.pid) await unlink(path).catch(() => undefined);
+        },
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const owner = await ownerOf(path);
+      if (owner !== undefined && owner !== process.pid && isAlive(owner)) {
+        throw new StateLockError(`state directory ${stateDir} is in use by another episodic controller (pid ${owner})`);
+      }
+      await unlink(path).catch(() => undefined); // stale: its owner is gone
+    }
+  }
+  throw new StateLockError(`could not lock ${path}`);
+}
+
+async function ownerOf(path: string): Promise<number | undefined> {
+  const text = await readFile(path, 'utf8').catch(() => '');
+  const pid = Number.parseInt(text.trim(), 10);
+  return Number.isFinite(pid) && pid > 0 ? pid : undefined;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

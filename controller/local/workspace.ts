@@ -1,0 +1,43 @@
+// Local workspaces: a directory relative to the spec file that must stay inside the spec root,
+// checked both lexically and after resolving symlinks (a link must not lead out either).
+import { mkdir, readFile, realpath } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import type { AgentTaskSpec } from '../api/agent-task.ts';
+
+export class WorkspaceError extends Error {}
+
+export function isInside(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/** Resolves and creates the workspace directory of a task; throws WorkspaceError naming the field. */
+export async function prepareWorkspace(root: string, specFile: string, name: string, spec: AgentTaskSpec): Promise<string> {
+  const ws = spec.workspace ?? join('ws', name);
+  if (typeof ws !== 'string') {
+    throw new WorkspaceError('spec.workspace: git and volumeClaim workspaces work on a cluster only; locally use a directory');
+  }
+  const rootReal = await realpath(root);
+  const dir = resolve(dirname(specFile), ws);
+  if (!isInside(resolve(root), dir) && !isInside(rootReal, dir)) {
+    throw new WorkspaceError(`spec.workspace: "${ws}" resolves outside the spec directory ${root}`);
+  }
+  await mkdir(dir, { recursive: true });
+  const real = await realpath(dir);
+  if (!isInside(rootReal, real)) {
+    throw new WorkspaceError(`spec.workspace: "${ws}" leads outside the spec directory through a symlink (${real})`);
+  }
+  return real;
+}
+
+/** The prompt text: inline, or read from promptFile inside the workspace. */
+export async function readPromptTemplate(workspace: string, spec: AgentTaskSpec): Promise<string> {
+  if (spec.prompt !== undefined) return spec.prompt;
+  const file = resolve(workspace, spec.promptFile as string);
+  if (!isInside(workspace, file)) throw new WorkspaceError(`spec.promptFile: "${spec.promptFile}" is outside the workspace`);
+  const real = await realpath(file).catch(() => {
+    throw new WorkspaceError(`spec.promptFile: ${file} does not exist`);
+  });
+  if (!isInside(workspace, real)) throw new WorkspaceError(`spec.promptFile: "${spec.promptFile}" leads outside the workspace`);
+  return readFile(real, 'utf8');
+}

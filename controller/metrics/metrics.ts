@@ -1,0 +1,112 @@
+// Prometheus metrics shared by local and cluster mode. Labels stop at namespace: a per-task label would
+// grow without bound (cardinality); per-task figures live in status.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { AgentTaskStatus, Outcome, Phase, Tokens } from '../api/agent-task.ts';
+import { PHASES } from '../api/agent-task.ts';
+
+export class EpisodicMetrics {
+  readonly registry = new Registry();
+  readonly episodes = new Counter({
+    name: 'episodic_episodes_total',
+    help: 'Episodes finished, by outcome',
+    labelNames: ['namespace', 'outcome'],
+    registers: [this.registry],
+  });
+  readonly retries = new Counter({
+    name: 'episodic_episode_retries_total',
+    help: 'Episodes retried without counting as failures (transient errors, usage limits, interruptions)',
+    labelNames: ['namespace', 'reason'],
+    registers: [this.registry],
+  });
+  readonly skipped = new Counter({
+    name: 'episodic_tasks_skipped_total',
+    help: 'Tasks that were skipped',
+    labelNames: ['namespace', 'reason'],
+    registers: [this.registry],
+  });
+  readonly cost = new Counter({
+    name: 'episodic_cost_usd_total',
+    help: 'Agent spend in US dollars',
+    labelNames: ['namespace'],
+    registers: [this.registry],
+  });
+  readonly tokens = new Counter({
+    name: 'episodic_tokens_total',
+    help: 'Tokens used, by kind (input, output, cacheRead, cacheWrite)',
+    labelNames: ['namespace', 'kind'],
+    registers: [this.registry],
+  });
+  readonly duration = new Histogram({
+    name: 'episodic_episode_duration_seconds',
+    help: 'Episode wall time, by outcome',
+    labelNames: ['namespace', 'outcome'],
+    buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200],
+    registers: [this.registry],
+  });
+  readonly tasks = new Gauge({
+    name: 'episodic_tasks',
+    help: 'Tasks by phase',
+    labelNames: ['namespace', 'phase'],
+    registers: [this.registry],
+  });
+  readonly reconcileErrors = new Counter({
+    name: 'episodic_reconcile_errors_total',
+    help: 'Reconciles that failed with an error (retried with backoff)',
+    registers: [this.registry],
+  });
+  readonly watchRestarts = new Counter({
+    name: 'episodic_watch_restarts_total',
+    help: 'Watches restarted after an error, a 410 Gone or silence',
+    labelNames: ['resource', 'cause'],
+    registers: [this.registry],
+  });
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Called once per finished episode with its recorded outcome. */
+  recordEpisode(namespace: string, outcome: Outcome, durationSeconds: number, costUSD: number, tokens: Tokens): void {
+    this.episodes.inc({ namespace, outcome });
+    this.duration.observe({ namespace, outcome }, Math.max(0, durationSeconds));
+    if (costUSD > 0) this.cost.inc({ namespace }, costUSD);
+    for (const kind of ['input', 'output', 'cacheRead', 'cacheWrite'] as const) {
+      if (tokens[kind] > 0) this.tokens.inc({ namespace, kind }, tokens[kind]);
+    }
+    if (outcome === 'transient' || outcome === 'usageLimit' || outcome === 'interrupted') {
+      this.retries.inc({ namespace, reason: outcome });
+    }
+  }
+
+  /** Compare a status before and after a reconcile and count what became true. */
+  observeTransition(namespace: string, before: AgentTaskStatus | undefined, after: AgentTaskStatus): void {
+    const last = after.lastEpisode;
+    if (last && last.number !== before?.lastEpisode?.number) {
+      const started = last.startedAt ? Date.parse(last.startedAt) : NaN;
+      const finished = last.finishedAt ? Date.parse(last.finishedAt) : NaN;
+      const seconds = Number.isFinite(started) && Number.isFinite(finished) ? (finished - started) / 1000 : 0;
+      const tokens = {
+        input: after.tokens.input - (before?.tokens.input ?? 0),
+        output: after.tokens.output - (before?.tokens.output ?? 0),
+        cacheRead: after.tokens.cacheRead - (before?.tokens.cacheRead ?? 0),
+        cacheWrite: after.tokens.cacheWrite - (before?.tokens.cacheWrite ?? 0),
+      };
+      this.recordEpisode(namespace, last.outcome, seconds, last.costUSD ?? 0, tokens);
+    }
+    if (after.phase === 'Skipped' && before?.phase !== 'Skipped') {
+      this.skipped.inc({ namespace, reason: after.reason ?? 'Unknown' });
+    }
+  }
+
+  /** Replace the phase gauge from a full count (cheap: a handful of label sets). */
+  setPhaseCounts(counts: Map<string, Map<Phase, number>>): void {
+    this.tasks.reset();
+    for (const [namespace, byPhase] of counts) {
+      for (const phase of PHASES) this.tasks.set({ namespace, phase }, byPhase.get(phase) ?? 0);
+    }
+  }
+
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

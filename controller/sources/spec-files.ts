@@ -1,0 +1,138 @@
+// Desired state from a directory of Kubernetes YAML: every AgentTask document in DIR/*.yaml|*.yml
+// (top level only, like `kubectl apply -f DIR`). Spec files are read, never written.
+import { createHash } from 'node:crypto';
+import { readFile, readdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { API_VERSION, KIND, taskKey } from '../api/agent-task.ts';
+import type { AgentTaskSpec } from '../api/agent-task.ts';
+import { validateMetadata, validateSpec } from '../api/validate.ts';
+
+export interface SpecTask {
+  key: string;
+  namespace: string;
+  name: string;
+  file: string;
+  /** The validated, defaulted spec; undefined when invalid (see errors). */
+  spec?: AgentTaskSpec;
+  errors: string[];
+  /** Hash of the spec as written: a change bumps the local generation. */
+  specHash: string;
+  /** The manifest as written (for `episodic get -o yaml`). */
+  manifest: Record<string, unknown>;
+}
+
+export interface ParsedFile {
+  tasks: SpecTask[];
+  /** Problems that keep a document from becoming a task at all (YAML syntax, missing name…). */
+  errors: string[];
+  /** Documents of other kinds, ignored. */
+  ignored: string[];
+}
+
+export function isSpecFileName(name: string): boolean {
+  return /\.ya?ml$/i.test(name) && !name.startsWith('.');
+}
+
+export function parseSpecText(file: string, text: string): ParsedFile {
+  const out: ParsedFile = { tasks: [], errors: [], ignored: [] };
+  let docs;
+  try {
+    docs = parseAllDocuments(text, { prettyErrors: true });
+  } catch (err) {
+    out.errors.push(`${file}: ${(err as Error).message}`);
+    return out;
+  }
+  const list = Array.isArray(docs) ? docs : [docs];
+  list.forEach((doc, index) => {
+    const where = list.length > 1 ? `${file} (document ${index + 1})` : file;
+    if (doc.errors.length > 0) {
+      for (const e of doc.errors) out.errors.push(`${where}: YAML: ${e.message.split('\n')[0]}`);
+      return;
+    }
+    const value: unknown = doc.toJS();
+    if (value === null || value === undefined) return; // empty document, e.g. a trailing "---"
+    if (typeof value !== 'object' || Array.isArray(value)) {
+      out.errors.push(`${where}: expected a Kubernetes object (a YAML mapping)`);
+      return;
+    }
+    const manifest = value as Record<string, unknown>;
+    if (manifest.kind !== KIND) {
+      out.ignored.push(`${where}: kind ${String(manifest.kind ?? '(none)')}`);
+      return;
+    }
+    if (manifest.apiVersion !== API_VERSION) {
+      out.errors.push(`${where}: apiVersion: expected "${API_VERSION}", got "${String(manifest.apiVersion)}"`);
+      return;
+    }
+    const meta = validateMetadata(manifest.metadata);
+    if (!meta.ok) {
+      for (const e of meta.errors) out.errors.push(`${where}: ${e}`);
+      return;
+    }
+    const label = `${where}: AgentTask ${meta.namespace}/${meta.name}`;
+    const spec = validateSpec(manifest.spec);
+    out.tasks.push({
+      key: taskKey(meta.namespace, meta.name),
+      namespace: meta.namespace,
+      name: meta.name,
+      file,
+      spec: spec.ok ? spec.spec : undefined,
+      errors: spec.ok ? [] : spec.errors.map((e) => `${label}: ${e}`),
+      specHash: hashSpec(manifest.spec),
+      manifest,
+    });
+  });
+  return out;
+}
+
+export interface LoadedSpecs {
+  tasks: Map<string, SpecTask>;
+  /** All problems, one line each, naming file and field. */
+  errors: string[];
+  ignored: string[];
+  files: string[];
+  /** Per-file parse results, in the order of files (lets a watcher re-parse one file at a time). */
+  parsed: ParsedFile[];
+}
+
+/** Loads every spec file in dir. The first definition of a namespace/name wins; later ones are errors. */
+export async function loadSpecDir(dir: string): Promise<LoadedSpecs> {
+  const root = resolve(dir);
+  const entries = await readdir(root, { withFileTypes: true });
+  const files = entries.filter((e) => e.isFile() && isSpecFileName(e.name)).map((e) => join(root, e.name)).sort();
+  const parsed = await Promise.all(files.map(async (f) => parseSpecText(f, await readFile(f, 'utf8'))));
+  return mergeParsed(files, parsed);
+}
+
+export function mergeParsed(files: string[], parsed: ParsedFile[]): LoadedSpecs {
+  const out: LoadedSpecs = { tasks: new Map(), errors: [], ignored: [], files, parsed };
+  for (const p of parsed) {
+    out.errors.push(...p.errors);
+    out.ignored.push(...p.ignored);
+    for (const t of p.tasks) {
+      const first = out.tasks.get(t.key);
+      if (first) {
+        out.errors.push(`${t.file}: AgentTask ${t.key} is already defined in ${first.file}; this copy is ignored`);
+        continue;
+      }
+      out.tasks.set(t.key, t);
+      out.errors.push(...t.errors);
+    }
+  }
+  return out;
+}
+
+/** Stable across key order, so reformatting a file is not an edit. */
+export function hashSpec(spec: unknown): string {
+  return createHash('sha256').update(stableJson(spec)).digest('hex').slice(0, 16);
+}
+
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

@@ -1,0 +1,73 @@
+// Follows a spec directory with chokidar: re-parses only the file that changed, then hands the merged
+// view to the controller. Writes that land in bursts (editors, git checkout) are coalesced.
+import { readFile } from 'node:fs/promises';
+import { basename, resolve } from 'node:path';
+import { watch } from 'chokidar';
+import type { FSWatcher } from 'chokidar';
+import { isSpecFileName, mergeParsed, parseSpecText } from './spec-files.ts';
+import type { LoadedSpecs, ParsedFile } from './spec-files.ts';
+
+export interface SpecWatcherOptions {
+  dir: string;
+  onChange: (specs: LoadedSpecs) => void;
+  onError?: (err: unknown) => void;
+  debounceMs?: number;
+}
+
+export class SpecWatcher {
+  private readonly parsed = new Map<string, ParsedFile>();
+  private readonly opts: SpecWatcherOptions;
+  private watcher?: FSWatcher;
+  private timer?: NodeJS.Timeout;
+  private pending = new Set<string>();
+
+  constructor(opts: SpecWatcherOptions) {
+    this.opts = opts;
+  }
+
+  /** Seeds the per-file cache from an initial load, so the first event does not re-read everything. */
+  seed(initial: LoadedSpecs): void {
+    initial.files.forEach((f, i) => this.parsed.set(f, initial.parsed[i]));
+  }
+
+  async start(): Promise<void> {
+    const root = resolve(this.opts.dir);
+    this.watcher = watch(root, {
+      depth: 0,
+      ignoreInitial: true,
+      // Only top-level YAML files matter; never descend into workspaces or the state dir.
+      ignored: (path: string, stats?: { isFile(): boolean; isDirectory(): boolean }) =>
+        path !== root && (stats?.isDirectory() === true || (stats?.isFile() === true && !isSpecFileName(basename(path)))),
+      awaitWriteFinish: { stabilityThreshold: 50, pollInterval: 20 },
+    });
+    const touch = (path: string) => {
+      if (!isSpecFileName(basename(path))) return;
+      this.pending.add(path);
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => void this.flush(), this.opts.debounceMs ?? 100);
+    };
+    this.watcher.on('add', touch).on('change', touch).on('unlink', touch);
+    this.watcher.on('error', (err) => this.opts.onError?.(err));
+    await new Promise<void>((ready) => this.watcher?.once('ready', () => ready()));
+  }
+
+  async close(): Promise<void> {
+    clearTimeout(this.timer);
+    await this.watcher?.close();
+  }
+
+  private async flush(): Promise<void> {
+    const paths = [...this.pending];
+    this.pending.clear();
+    for (const path of paths) {
+      try {
+        this.parsed.set(path, parseSpecText(path, await readFile(path, 'utf8')));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') this.parsed.delete(path);
+        else this.opts.onError?.(err);
+      }
+    }
+    const files = [...this.parsed.keys()].sort();
+    this.opts.onChange(mergeParsed(files, files.map((f) => this.parsed.get(f) as ParsedFile)));
+  }
+}

@@ -1,0 +1,34 @@
+// pino JSON logs. Secrets never reach a log line: redaction covers the places they could appear.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { pino } from 'pino';
+import type { Logger } from 'pino';
+
+export const REDACT_PATHS = [
+  'env',
+  '*.env',
+  'token',
+  '*.token',
+  'password',
+  '*.password',
+  'authorization',
+  '*.authorization',
+  'headers.authorization',
+];
+
+export function createLogger(opts: { level?: string; file?: string; name?: string } = {}): Logger {
+  const destination = opts.file
+    ? (mkdirSync(dirname(opts.file), { recursive: true }), pino.destination({ dest: opts.file, sync: false }))
+    : pino.destination({ dest: 2, sync: false });
+  return pino(
+    {
+      name: opts.name ?? 'episodic',
+      base: { pid: process.pid },
+      level: opts.level ?? 'info',
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination,
+  );
+}
