@@ -159,7 +159,7 @@ export class LocalController {
       episode: observed,
       ...this.dependencyView(task),
       capacity: !this.stopping && this.running.size + this.starting < this.opts.maxConcurrent,
-      globalBudget: this.opts.budgetUSD !== undefined ? { limitUSD: this.opts.budgetUSD, spentUSD: this.totalCost() } : undefined,
+      globalBudget: this.opts.budgetUSD !== undefined ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: this.totalCost() - before.costUSD } : undefined,
       now: new Date(),
       jitter: Math.random(),
     });

@@ -41,7 +41,8 @@ export interface ReconcileInput {
   dependencyCycle?: string[];
   /** Whether a concurrency slot is free to start an episode now. */
   capacity: boolean;
-  globalBudget?: { limitUSD: number; spentUSD: number };
+  /** --budget-usd: the limit and what all OTHER tasks spent (this task's own spend is in status). */
+  globalBudget?: { limitUSD: number; othersSpentUSD: number };
   now: Date;
   /** In [0, 1): the caller's randomness for backoff jitter. */
   jitter: number;
@@ -293,8 +294,9 @@ function capReached(
   if (maxTokens !== undefined && tokens >= maxTokens) {
     return { reason: 'BudgetExceeded', message: `used ${tokens} of maxTokens ${maxTokens}` };
   }
-  if (global && global.spentUSD >= global.limitUSD) {
-    return { reason: 'GlobalBudgetExceeded', message: `all tasks together spent $${global.spentUSD.toFixed(4)} of --budget-usd $${global.limitUSD}` };
+  const allSpent = global ? global.othersSpentUSD + status.costUSD : 0;
+  if (global && allSpent >= global.limitUSD) {
+    return { reason: 'GlobalBudgetExceeded', message: `all tasks together spent $${allSpent.toFixed(4)} of --budget-usd $${global.limitUSD}` };
   }
   if (status.episodes >= maxEpisodes) {
     return { reason: 'MaxEpisodesReached', message: `${status.episodes} episodes without a completion signal (maxEpisodes ${maxEpisodes})` };

@@ -185,7 +185,7 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
   },
   {
     name: 'global budget → NeedsReview',
-    in: { globalBudget: { limitUSD: 1, spentUSD: 1.2 } },
+    in: { ...finishing({ exitCode: 0, costUSD: 0.3 }, { costUSD: 0.2 }), globalBudget: { limitUSD: 1, othersSpentUSD: 0.5 } },
     phase: 'NeedsReview',
     reason: 'GlobalBudgetExceeded',
   },

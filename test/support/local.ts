@@ -1,0 +1,137 @@
+// Helpers for local-mode end-to-end tests: a temp spec directory, the real CLI as a subprocess, and the
+// stand-in agents from test/agents/.
+import { execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const CLI = join(REPO, 'controller/cli/main.ts');
+export const FAKE_CLAUDE = join(REPO, 'test/agents/fake-claude.mjs');
+export const FAKE_CODEX = join(REPO, 'test/agents/fake-codex.mjs');
+export const NODE = process.execPath;
+
+export function tempDir(prefix = 'episodic-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export interface TaskOptions {
+  name: string;
+  namespace?: string;
+  /** Extra spec fields, merged over a fake-claude default. */
+  spec?: Record<string, unknown>;
+  /** Written to ws/NAME/.fake-agent.json: the stand-in agent's script. */
+  script?: Record<string, unknown>;
+}
+
+/** A manifest as YAML (JSON is valid YAML, and keeps this helper dependency-free). */
+export function taskYaml(t: TaskOptions): string {
+  const spec = {
+    prompt: 'Do the next thing. Episode {{episode}} of {{maxEpisodes}}.',
+    agent: { command: [NODE, FAKE_CLAUDE], output: 'claude' },
+    workspace: `ws/${t.name}`,
+    limits: { maxEpisodes: 10, episodeTimeoutSeconds: 30 },
+    backoff: { initialSeconds: 0.2, factor: 2, maxSeconds: 1 },
+    ...t.spec,
+  };
+  const metadata = t.namespace ? { name: t.name, namespace: t.namespace } : { name: t.name };
+  return JSON.stringify({ apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', metadata, spec }, null, 2);
+}
+
+/** Creates DIR with one file per task (or all in one file) and each task's agent script. */
+export function specDir(tasks: TaskOptions[], opts: { dir?: string; file?: string } = {}): string {
+  const dir = opts.dir ?? tempDir();
+  for (const t of tasks) {
+    if (t.script) {
+      const ws = join(dir, 'ws', t.name);
+      mkdirSync(ws, { recursive: true });
+      writeFileSync(join(ws, '.fake-agent.json'), JSON.stringify(t.script));
+    }
+  }
+  if (opts.file) writeFileSync(join(dir, opts.file), tasks.map(taskYaml).join('\n---\n'));
+  else for (const t of tasks) writeFileSync(join(dir, `${t.name}.yaml`), taskYaml(t));
+  return dir;
+}
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runCli(args: string[], opts: { cwd?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  return new Promise((done) => {
+    execFile(
+      NODE,
+      [CLI, ...args],
+      { cwd: opts.cwd ?? REPO, timeout: opts.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, ...opts.env } },
+      (err, stdout, stderr) => {
+        const e = err as (NodeJS.ErrnoException & { code?: number | string; signal?: NodeJS.Signals }) | null;
+        done({ code: e ? (typeof e.code === 'number' ? e.code : null) : 0, signal: e?.signal ?? null, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** Starts the CLI in the background (for --watch, kill -9 and SIGINT tests). */
+export function startCli(args: string[], opts: { cwd?: string } = {}): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(NODE, [CLI, ...args], { cwd: opts.cwd ?? REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  return { child, output: () => output, exited };
+}
+
+export interface StoredStatusFile {
+  generation: number;
+  status: {
+    phase?: string;
+    reason?: string;
+    message?: string;
+    episodes: number;
+    retries: number;
+    consecutiveFailures: number;
+    costUSD: number;
+    tokens: { input: number; output: number; cacheRead: number; cacheWrite: number };
+    currentEpisode?: { number: number; pid?: number };
+    lastEpisode?: { number: number; outcome: string; exitCode?: number | null; message?: string };
+    nextEpisodeAt?: string;
+    conditions: Array<{ type: string; status: string }>;
+    observedGeneration?: number;
+  };
+}
+
+export function readStatus(dir: string, name: string, namespace = 'default'): StoredStatusFile | undefined {
+  const file = join(dir, '.episodic', 'status', namespace, `${name}.json`);
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as StoredStatusFile) : undefined;
+}
+
+/** Polls until the predicate holds (tests wait on observable state, never on fixed sleeps). */
+export async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let value: T | undefined | false;
+    try {
+      value = probe();
+    } catch {
+      value = undefined;
+    }
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
