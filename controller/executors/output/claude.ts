@@ -1,0 +1,125 @@
+// Claude Code `-p --output-format json|stream-json`: the final {"type":"result"} object is the verdict.
+// Branch on is_error / api_error_status, never on subtype: an API failure can carry subtype "success".
+import type { Tokens } from '../../api/agent-task.ts';
+import { FINAL_TEXT_MAX_CHARS, type FormatFacts, type FormatReader } from './format-reader.ts';
+import {
+  addTokens,
+  appendTail,
+  asNumber,
+  asObject,
+  asString,
+  count,
+  httpStatus,
+  keepTail,
+  zeroTokens,
+  type JsonObject,
+} from './json-fields.ts';
+
+function claudeTokens(usage: JsonObject): Tokens {
+  // Anthropic's input_tokens already excludes cache reads and writes, so no subtraction here.
+  return {
+    input: count(usage.input_tokens),
+    output: count(usage.output_tokens),
+    cacheRead: count(usage.cache_read_input_tokens),
+    cacheWrite: count(usage.cache_creation_input_tokens),
+  };
+}
+
+function textOf(message: JsonObject): string {
+  const content = message.content;
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  let text = '';
+  for (const block of content) {
+    const b = asObject(block);
+    if (b?.type === 'text' && typeof b.text === 'string') text += b.text;
+  }
+  return text;
+}
+
+export function createClaudeReader(): FormatReader {
+  let result: JsonObject | undefined;
+  // Fallback when the stream is cut before the result: usage summed per assistant message id. Claude emits
+  // one event per content block, each repeating its message's usage, so only the latest per id counts.
+  const assistantTokens = zeroTokens();
+  let currentId: string | undefined;
+  let currentUsage: Tokens | undefined;
+  let lastAssistantText: string | undefined;
+  let lastTextId: string | undefined;
+  let retryStatus: number | undefined;
+  let retryText: string | undefined;
+
+  const onAssistant = (message: JsonObject): void => {
+    const id = asString(message.id);
+    const usage = asObject(message.usage);
+    if (id === undefined || id !== currentId) {
+      if (currentUsage) addTokens(assistantTokens, currentUsage);
+      currentUsage = undefined;
+      currentId = id;
+    }
+    if (usage) currentUsage = claudeTokens(usage);
+    const text = textOf(message);
+    if (text === '') return;
+    const sameMessage = id !== undefined && id === lastTextId && lastAssistantText !== undefined;
+    lastAssistantText = appendTail(sameMessage ? (lastAssistantText ?? '') : '', text, FINAL_TEXT_MAX_CHARS);
+    lastTextId = id;
+  };
+
+  return {
+    format: 'claude',
+    event(value: JsonObject): boolean {
+      switch (value.type) {
+        case 'result':
+          result = value;
+          return true;
+        case 'assistant': {
+          const message = asObject(value.message);
+          if (message) onAssistant(message);
+          return true;
+        }
+        case 'system':
+          if (value.subtype === 'api_retry') {
+            retryStatus = httpStatus(value.error_status) ?? retryStatus;
+            retryText = asString(value.error) ?? retryText;
+          }
+          return true;
+        case 'user':
+        case 'stream_event':
+          return true;
+        default:
+          return false;
+      }
+    },
+    facts(): FormatFacts {
+      if (!result) {
+        const tokens = zeroTokens();
+        addTokens(tokens, assistantTokens);
+        if (currentUsage) addTokens(tokens, currentUsage);
+        const hints = { texts: retryText ? [retryText] : [], statuses: retryStatus ? [retryStatus] : [] };
+        const finalText = lastAssistantText === undefined ? undefined : keepTail(lastAssistantText, FINAL_TEXT_MAX_CHARS);
+        return { agentError: false, hints, finalText, tokens };
+      }
+      const apiStatus = httpStatus(result.api_error_status);
+      const agentError = result.is_error === true || apiStatus !== undefined;
+      const resultText = asString(result.result);
+      const usage = asObject(result.usage);
+      const facts: FormatFacts = {
+        agentError,
+        hints: { texts: [], statuses: [] },
+        finalText: resultText,
+        tokens: usage ? claudeTokens(usage) : zeroTokens(),
+        costUSD: asNumber(result.total_cost_usd) ?? asNumber(result.cost_usd),
+      };
+      if (agentError) {
+        const errors = Array.isArray(result.errors) ? result.errors.filter((e) => typeof e === 'string') : [];
+        facts.errorMessage =
+          (resultText?.trim() ? resultText : undefined) ??
+          (errors.length > 0 ? errors.join('; ') : undefined) ??
+          asString(result.subtype) ??
+          'claude reported an error';
+        facts.apiStatus = apiStatus;
+      }
+      return facts;
+    },
+  };
+}

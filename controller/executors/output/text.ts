@@ -1,0 +1,53 @@
+// Completion signals in an agent's final text, and short human-readable lines.
+
+export type Completion = 'promise' | 'exitSignal';
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+export function hasPromise(text: string, promise: string): boolean {
+  if (promise === '') return false;
+  return new RegExp(`<promise>\\s*${escapeRegExp(promise.trim())}\\s*</promise>`).test(text);
+}
+
+const STATUS_START = '---RALPH_STATUS---';
+const STATUS_END = '---END_RALPH_STATUS---';
+
+/** EXIT_SIGNAL: true in the LAST RALPH_STATUS block (earlier blocks are superseded). */
+export function hasExitSignal(text: string): boolean {
+  const start = text.lastIndexOf(STATUS_START);
+  if (start === -1) return false;
+  const end = text.indexOf(STATUS_END, start);
+  const block = text.slice(start + STATUS_START.length, end === -1 ? undefined : end);
+  return /^\s*EXIT_SIGNAL\s*:\s*\**\s*true\b/im.test(block);
+}
+
+export function findCompletion(finalText: string | undefined, promise: string): Completion | undefined {
+  if (!finalText) return undefined;
+  if (hasPromise(finalText, promise)) return 'promise';
+  if (hasExitSignal(finalText)) return 'exitSignal';
+  return undefined;
+}
+
+export const MESSAGE_MAX_CHARS = 300;
+
+function collapse(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** The start of a text on one line: error messages lead with what matters. */
+export function headLine(text: string | undefined, max = MESSAGE_MAX_CHARS): string | undefined {
+  if (text === undefined) return undefined;
+  const line = collapse(text.length > max * 8 ? text.slice(0, max * 8) : text);
+  if (line === '') return undefined;
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+/** The end of a text on one line: an agent's final words sit at the end. */
+export function tailLine(text: string | undefined, max = MESSAGE_MAX_CHARS): string | undefined {
+  if (text === undefined) return undefined;
+  const line = collapse(text.length > max * 8 ? text.slice(-max * 8) : text);
+  if (line === '') return undefined;
+  return line.length > max ? `…${line.slice(line.length - max + 1)}` : line;
+}
