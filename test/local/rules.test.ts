@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FAKE_CODEX, NODE, isAlive, readStatus, runCli, specDir, taskYaml, tempDir } from '../support/local.ts';
+import { FAKE_CODEX, NODE, assertAllDead, readStatus, runCli, specDir, taskYaml, tempDir } from '../support/local.ts';
 
 test('transient twice, then success: retries 2, no failures counted', async () => {
   const dir = specDir([{ name: 'flaky', script: { steps: [{ mode: 'transient' }, { mode: 'transient' }, { mode: 'success' }] } }]);
@@ -145,7 +145,7 @@ test('timeout kills the whole tree, grandchildren included, and counts as a fail
   assert.equal(s?.phase, 'Skipped');
   const pids = readFileSync(pidFile, 'utf8').split(/\s+/).filter(Boolean).map(Number);
   assert.ok(pids.length >= 2, `agent and its descendants recorded: ${pids.join(',')}`);
-  for (const pid of pids) assert.equal(isAlive(pid), false, `pid ${pid} survived the timeout`);
+  await assertAllDead(pids, 'tree after timeout');
 });
 
 test('dependsOn waits for success; a failed dependency skips its dependents (DependencyFailed)', async () => {

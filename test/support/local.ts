@@ -127,11 +127,22 @@ export async function waitFor<T>(what: string, probe: () => T | undefined | fals
   }
 }
 
+/** A zombie (killed, waiting for init to reap it) counts as dead. */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
   }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) [ZX]/s.test(stat);
+  } catch {
+    return false;
+  }
+}
+
+/** Killed processes vanish once the kernel (and init, for orphans) finishes with them: allow a moment. */
+export async function assertAllDead(pids: number[], what: string): Promise<void> {
+  for (const pid of pids) await waitFor(`${what}: pid ${pid} to be gone`, () => !isAlive(pid), 3000);
 }

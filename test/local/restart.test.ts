@@ -1,0 +1,113 @@
+// Crash safety and live changes: kill -9 and restart, specs edited/deleted/suspended mid-episode, SIGINT.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { assertAllDead, isAlive, readStatus, runCli, specDir, startCli, taskYaml, tempDir, waitFor } from '../support/local.ts';
+
+function pidsIn(file: string): number[] {
+  return existsSync(file) ? readFileSync(file, 'utf8').split(/\s+/).filter(Boolean).map(Number) : [];
+}
+
+test('kill -9 mid-episode, restart: orphan tree killed, episode recorded as interrupted, nothing lost', async () => {
+  const dir = tempDir();
+  const pidFile = join(dir, 'pids.txt');
+  specDir([{ name: 'crashy', script: { steps: [{ mode: 'continue', costUSD: 0.5 }, { mode: 'sleep', sleepSeconds: 300, pidFile }, { mode: 'success' }] } }], { dir });
+  const first = startCli(['run', dir]);
+  await waitFor('episode 2 running with its tree', () => readStatus(dir, 'crashy')?.status.currentEpisode?.number === 2 && pidsIn(pidFile).length >= 2);
+  first.child.kill('SIGKILL');
+  await first.exited;
+  const orphans = pidsIn(pidFile);
+  assert.ok(orphans.some(isAlive), 'the agent tree outlives a kill -9 of its controller (own process group)');
+  const before = readStatus(dir, 'crashy')?.status;
+  assert.equal(before?.costUSD, 0.5, 'cost of episode 1 was recorded before the crash');
+
+  const second = await runCli(['run', dir]);
+  assert.equal(second.code, 0, second.stderr);
+  await assertAllDead(orphans, 'orphans after restart');
+  const s = readStatus(dir, 'crashy')?.status;
+  assert.equal(s?.phase, 'Succeeded');
+  assert.equal(s?.episodes, 3, 'episodes 1 (continue), 2 (interrupted), 3 (success): no number reused');
+  assert.equal(s?.consecutiveFailures, 0, 'interrupted is not a failure');
+  assert.ok(Math.abs((s?.costUSD ?? 0) - 0.5 - 0.0123) < 1e-9, `cost intact: ${s?.costUSD}`);
+  assert.match(readFileSync(join(dir, '.episodic/logs/default/crashy/episode-2.log'), 'utf8'), /"type":"system"/);
+});
+
+test('two controllers cannot share a state directory', async () => {
+  const dir = specDir([{ name: 'solo', script: { default: { mode: 'sleep', sleepSeconds: 30 } } }]);
+  const first = startCli(['run', dir]);
+  await waitFor('episode running', () => readStatus(dir, 'solo')?.status.currentEpisode?.pid);
+  const second = await runCli(['run', dir]);
+  assert.equal(second.code, 1);
+  assert.match(second.stderr, /in use by another episodic controller/);
+  first.child.kill('SIGINT');
+  assert.equal(await first.exited, 130);
+});
+
+test('SIGINT: stop starting, terminate running trees, persist, exit 130; a rerun carries on', async () => {
+  const dir = tempDir();
+  const pidFile = join(dir, 'pids.txt');
+  specDir([{ name: 'interrupted', script: { steps: [{ mode: 'sleep', sleepSeconds: 300, pidFile }, { mode: 'success' }] } }], { dir });
+  const run = startCli(['run', dir]);
+  await waitFor('tree started', () => pidsIn(pidFile).length >= 2);
+  run.child.kill('SIGINT');
+  assert.equal(await run.exited, 130);
+  await assertAllDead(pidsIn(pidFile), 'tree after SIGINT');
+  const s = readStatus(dir, 'interrupted')?.status;
+  assert.equal(s?.lastEpisode?.outcome, 'cancelled');
+  assert.equal(s?.currentEpisode, undefined);
+  const again = await runCli(['run', dir]);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(readStatus(dir, 'interrupted')?.status.phase, 'Succeeded');
+});
+
+test('--watch: an edit mid-episode lets it finish; the next episode runs the new spec', async () => {
+  const dir = tempDir();
+  const record = join(dir, 'runs.jsonl');
+  const script = { steps: [{ mode: 'sleep', sleepSeconds: 2, then: 'continue', children: false }, { mode: 'success' }], record };
+  specDir([{ name: 'edited', script }], { dir });
+  const run = startCli(['run', dir, '--watch']);
+  await waitFor('episode 1 running', () => readStatus(dir, 'edited')?.status.currentEpisode?.number === 1);
+  writeFileSync(join(dir, 'edited.yaml'), taskYaml({ name: 'edited', spec: { prompt: 'NEW PROMPT for episode {{episode}}' } }));
+  await waitFor('task succeeded', () => readStatus(dir, 'edited')?.status.phase === 'Succeeded', 30_000);
+  const runs = readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { stdin: string });
+  assert.equal(runs.length, 2);
+  assert.doesNotMatch(runs[0].stdin, /NEW PROMPT/);
+  assert.match(runs[1].stdin, /NEW PROMPT for episode 2/);
+  const stored = readStatus(dir, 'edited');
+  assert.equal(stored?.generation, 2);
+  assert.equal(stored?.status.observedGeneration, 2);
+  assert.equal(stored?.status.lastEpisode?.number, 2, 'episode 1 was not cancelled by the edit');
+
+  // Editing a finished task re-opens it; counters that enforce caps stay cumulative.
+  writeFileSync(join(dir, 'edited.yaml'), taskYaml({ name: 'edited', spec: { prompt: 'again {{episode}}' } }));
+  await waitFor('re-opened and done again', () => {
+    const s = readStatus(dir, 'edited');
+    return s?.generation === 3 && s.status.phase === 'Succeeded' && s.status.episodes === 3;
+  });
+  run.child.kill('SIGINT');
+  assert.equal(await run.exited, 130);
+});
+
+test('--watch: deleting a spec mid-episode cancels it; suspend stops it; both keep what was recorded', async () => {
+  const dir = tempDir();
+  const goneFile = join(dir, 'gone-pids.txt');
+  const pausedFile = join(dir, 'paused-pids.txt');
+  specDir(
+    [
+      { name: 'gone', script: { default: { mode: 'sleep', sleepSeconds: 300, pidFile: goneFile } } },
+      { name: 'paused', script: { default: { mode: 'sleep', sleepSeconds: 300, pidFile: pausedFile } } },
+    ],
+    { dir },
+  );
+  const run = startCli(['run', dir, '--watch']);
+  await waitFor('both running', () => pidsIn(goneFile).length >= 2 && pidsIn(pausedFile).length >= 2);
+  rmSync(join(dir, 'gone.yaml'));
+  writeFileSync(join(dir, 'paused.yaml'), taskYaml({ name: 'paused', spec: { suspend: true } }));
+  await waitFor('deleted task cancelled', () => readStatus(dir, 'gone')?.status.lastEpisode?.outcome === 'cancelled');
+  await waitFor('suspended', () => readStatus(dir, 'paused')?.status.phase === 'Suspended' && readStatus(dir, 'paused')?.status.lastEpisode?.outcome === 'cancelled');
+  await assertAllDead([...pidsIn(goneFile), ...pidsIn(pausedFile)], 'cancelled trees');
+  assert.equal(readStatus(dir, 'gone')?.status.episodes, 1, 'status of a deleted task is kept');
+  run.child.kill('SIGINT');
+  assert.equal(await run.exited, 130);
+});
