@@ -1,0 +1,182 @@
+// Timeouts, cancellation and orphan killing leave no process of the episode's tree alive: the fake agent's
+// sleep mode starts a same-group child, a setsid'd child, a double-forked orphan and a SIGTERM-ignorer.
+import { strict as assert } from 'node:assert';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import { startProcessEpisode } from '../../controller/executors/process-episode.ts';
+import {
+  killOrphanEpisode,
+  killProcessTree,
+  readPidStartTime,
+  readProcStat,
+  TREE_MARKER_ENV,
+} from '../../controller/executors/process-tree.ts';
+import { FAKE_CLAUDE, isGone, killAll, readPidFile, request, sandbox, waitFor } from './support.ts';
+import type { Sandbox } from './support.ts';
+
+let box: Sandbox;
+let leftovers: number[] = [];
+beforeEach(() => {
+  box = sandbox();
+  leftovers = [];
+});
+afterEach(() => {
+  killAll(leftovers);
+  box.cleanup();
+});
+
+function assertAllGone(pids: number[]): void {
+  assert.equal(pids.length, 5, 'agent + 4 descendants');
+  for (const pid of pids) assert.ok(isGone(pid), `pid ${pid} survived`);
+}
+
+/** Start the fake agent in sleep mode outside any executor, as a previous controller would have. */
+function startDetachedSleeper(pidFile: string, marker?: string) {
+  const child = spawn(process.execPath, [FAKE_CLAUDE], {
+    cwd: box.ws,
+    detached: true,
+    stdio: 'ignore',
+    env: { ...process.env, FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile, ...(marker ? { [TREE_MARKER_ENV]: marker } : {}) },
+  });
+  child.unref();
+  return child.pid!;
+}
+
+describe('episode timeout and cancel', () => {
+  test('timeout: SIGTERM then SIGKILL to the whole tree; no descendant survives', async () => {
+    const pidFile = join(box.root, 'pids');
+    const started = Date.now();
+    const running = startProcessEpisode(
+      request(box, {
+        timeoutMs: 2500,
+        killGraceMs: 300,
+        env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile, FAKE_AGENT_IGNORE_SIGTERM: '1' },
+      }),
+    );
+    leftovers = await readPidFile(pidFile);
+    const result = await running.result;
+    assert.equal(result.timedOut, true);
+    assert.equal(result.cancelled, false);
+    assert.equal(result.exitCode, null);
+    assert.equal(result.signal, 'SIGKILL', 'the agent ignored SIGTERM');
+    assert.match(result.message ?? '', /timed out after 3s/);
+    assert.ok(Date.now() - started < 8000);
+    assertAllGone(leftovers);
+  });
+
+  test('cancel mid-episode kills the tree and reports cancelled', async () => {
+    const pidFile = join(box.root, 'pids');
+    const running = startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }));
+    leftovers = await readPidFile(pidFile);
+    assert.equal(leftovers[0], running.pid);
+    running.cancel();
+    running.cancel(); // idempotent
+    const result = await running.result;
+    assert.equal(result.cancelled, true);
+    assert.equal(result.timedOut, false);
+    assert.equal(result.signal, 'SIGTERM');
+    assert.equal(result.message, 'cancelled');
+    assertAllGone(leftovers);
+  });
+
+  test('a gracefully exiting agent gets exactly one SIGTERM and its exit code is kept', async () => {
+    const counter = join(box.root, 'terms');
+    const script = [
+      "const fs = require('node:fs');",
+      `process.on('SIGTERM', () => { fs.appendFileSync(${JSON.stringify(counter)}, 'T'); setTimeout(() => process.exit(7), 300); });`,
+      `fs.writeFileSync(${JSON.stringify(counter)}, '');`,
+      'setInterval(() => {}, 1000);',
+    ].join('\n');
+    const running = startProcessEpisode(request(box, { argv: [process.execPath, '-e', script], killGraceMs: 3000 }));
+    leftovers = [running.pid!];
+    await waitFor('the agent to start', () => existsSync(counter));
+    running.cancel();
+    const result = await running.result;
+    assert.equal(readFileSync(counter, 'utf8'), 'T');
+    assert.equal(result.exitCode, 7);
+    assert.equal(result.cancelled, true);
+  });
+});
+
+describe('killProcessTree', () => {
+  test('kills a tree found through ppid links, the group and the env marker', async () => {
+    const pidFile = join(box.root, 'pids');
+    const pid = startDetachedSleeper(pidFile, 'marker-kill-tree-test');
+    leftovers = await readPidFile(pidFile);
+    await killProcessTree(pid, { graceMs: 300, marker: 'marker-kill-tree-test' });
+    assertAllGone(leftovers);
+  });
+
+  test('without the marker, a double-forked orphan is out of reach but everything else dies', async () => {
+    const pidFile = join(box.root, 'pids');
+    const pid = startDetachedSleeper(pidFile);
+    leftovers = await readPidFile(pidFile);
+    await killProcessTree(pid, { graceMs: 300 });
+    const [agent, sameGroup, setsid, orphan, ignorer] = leftovers;
+    for (const p of [agent, sameGroup, setsid, ignorer]) assert.ok(isGone(p), `pid ${p} survived`);
+    assert.ok(!isGone(orphan), 'documents the limit: no ppid, group or marker link to the orphan');
+  });
+
+  test('leaves a pid alone whose start time says it is another process now', async () => {
+    const pidFile = join(box.root, 'pids');
+    const pid = startDetachedSleeper(pidFile);
+    leftovers = await readPidFile(pidFile);
+    await killProcessTree(pid, { graceMs: 100, startTime: '1', pgid: pid });
+    for (const p of leftovers.filter((p) => p !== leftovers[3])) assert.ok(!isGone(p), `pid ${p} was killed`);
+  });
+
+  test('a pid that does not exist is a no-op', async () => {
+    await killProcessTree(2 ** 22 + 12345, { graceMs: 100 });
+  });
+});
+
+describe('killOrphanEpisode', () => {
+  test('kills the whole tree of a live episode whose start time matches', async () => {
+    const pidFile = join(box.root, 'pids');
+    const pid = startDetachedSleeper(pidFile, 'marker-orphan-test');
+    leftovers = await readPidFile(pidFile);
+    const startTime = readPidStartTime(pid);
+    assert.ok(startTime);
+    assert.equal(await killOrphanEpisode(pid, String(Number(startTime) + 1), { graceMs: 300 }), false);
+    assert.ok(!isGone(pid), 'a start-time mismatch (pid reuse) leaves the process alone');
+    assert.equal(await killOrphanEpisode(pid, undefined), false);
+    assert.equal(await killOrphanEpisode(pid, startTime, { graceMs: 300 }), true);
+    assertAllGone(leftovers);
+    assert.equal(await killOrphanEpisode(pid, startTime), false, 'nothing left to kill');
+  });
+
+  test('an episode started by startProcessEpisode can be found again from its pid and start time', async () => {
+    const pidFile = join(box.root, 'pids');
+    const running = startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }));
+    leftovers = await readPidFile(pidFile);
+    assert.equal(await killOrphanEpisode(running.pid!, running.pidStartTime, { graceMs: 300 }), true);
+    assertAllGone(leftovers);
+    const result = await running.result;
+    assert.equal(result.exitCode, null);
+    assert.equal(result.signal, 'SIGTERM');
+  });
+
+  test('refuses our own pid and nonsense pids', async () => {
+    assert.equal(await killOrphanEpisode(process.pid, readPidStartTime(process.pid)), false);
+    assert.equal(await killOrphanEpisode(1, '1'), false);
+    assert.equal(await killOrphanEpisode(-5, '1'), false);
+  });
+});
+
+describe('readProcStat', () => {
+  test('parses a command name with spaces and parentheses', async () => {
+    const dir = join(box.root, 'bin');
+    mkdirSync(dir);
+    const weird = join(dir, 'a b) (c');
+    symlinkSync('/bin/sleep', weird);
+    const child = spawn(weird, ['30'], { stdio: 'ignore' });
+    leftovers = [child.pid!];
+    await waitFor('exec', () => readFileSync(`/proc/${child.pid}/comm`, 'utf8').startsWith('a b) (c'));
+    const stat = readProcStat(child.pid!);
+    assert.equal(stat?.ppid, process.pid);
+    assert.match(stat?.startTime ?? '', /^\d+$/);
+    child.kill('SIGKILL');
+  });
+});
