@@ -231,6 +231,7 @@ export class LocalController {
     const prev = this.records.get(`${next.namespace}/${next.name}`);
     this.records.set(`${next.namespace}/${next.name}`, next);
     this.opts.metrics.observeTransition(next.namespace, before, next.status);
+    this.opts.metrics.movePhase(next.namespace, prev?.status.phase, next.status.phase);
     if (prev && JSON.stringify(prev) === JSON.stringify(next)) return;
     await this.store.write(next);
   }

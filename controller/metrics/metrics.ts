@@ -98,6 +98,13 @@ export class EpisodicMetrics {
     }
   }
 
+  /** A task moved between phases (undefined: it appeared or disappeared). */
+  movePhase(namespace: string, from: Phase | undefined, to: Phase | undefined): void {
+    if (from === to) return;
+    if (from) this.tasks.dec({ namespace, phase: from });
+    if (to) this.tasks.inc({ namespace, phase: to });
+  }
+
   /** Replace the phase gauge from a full count (cheap: a handful of label sets). */
   setPhaseCounts(counts: Map<string, Map<Phase, number>>): void {
     this.tasks.reset();

@@ -20,7 +20,8 @@ export interface Classification {
 
 const TRANSIENT_STATUSES = new Set([429, 500, 502, 503, 504, 529]);
 const FATAL_STATUSES = new Set([400, 401, 403, 404]);
-const FATAL_SPAWN_CODES = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EPERM']);
+// E2BIG: a prompt too long for argv (promptVia: argument) fails the same way every episode.
+const FATAL_SPAWN_CODES = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EPERM', 'E2BIG']);
 
 // Gemini CLI exit codes: 41 auth, 42 input error, 52 config error are not fixed by retrying; 53 is the turn
 // limit: a plain failure, nothing to back off from.
