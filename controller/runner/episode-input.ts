@@ -1,0 +1,50 @@
+// What the controller hands the runner through the environment: the episode config (JSON, validated) and
+// the rendered prompt. Everything wrong here is a configuration error: retrying cannot fix it.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, EpisodeConfigSchema } from '../api/episode-config.ts';
+import { renderPrompt } from '../executors/prompt.ts';
+
+// The cluster controller also sends promptFile (a path inside the workspace, only readable in the pod).
+export const RunnerConfigSchema = EpisodeConfigSchema.extend({ promptFile: z.string().min(1).optional() });
+export type RunnerConfig = z.infer<typeof RunnerConfigSchema>;
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
+
+export function readEpisodeConfig(env: NodeJS.ProcessEnv): Parsed<RunnerConfig> {
+  const raw = env[EPISODE_CONFIG_ENV];
+  if (raw === undefined || raw.trim() === '') return { ok: false, message: `${EPISODE_CONFIG_ENV} is not set` };
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (err) {
+    return { ok: false, message: `${EPISODE_CONFIG_ENV} is not valid JSON: ${(err as Error).message}` };
+  }
+  const parsed = RunnerConfigSchema.safeParse(json);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+    return { ok: false, message: `invalid ${EPISODE_CONFIG_ENV}: ${issues.join('; ')}` };
+  }
+  if (parsed.data.promptFile === undefined && !env[EPISODE_PROMPT_ENV]) {
+    return { ok: false, message: `${EPISODE_PROMPT_ENV} is not set and the config names no promptFile` };
+  }
+  return { ok: true, value: parsed.data };
+}
+
+/** The prompt: rendered by the controller, or read from the workspace (after a clone) and rendered here. */
+export async function readPrompt(config: RunnerConfig, env: NodeJS.ProcessEnv): Promise<Parsed<string>> {
+  if (config.promptFile === undefined) return { ok: true, value: env[EPISODE_PROMPT_ENV] ?? '' };
+  const file = path.resolve(config.workspaceDir, config.promptFile);
+  let template: string;
+  try {
+    template = await readFile(file, 'utf8');
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    return { ok: false, message: `cannot read promptFile ${config.promptFile} in the workspace: ${why}` };
+  }
+  return {
+    ok: true,
+    value: renderPrompt(template, { task: config.task, episode: config.episode, maxEpisodes: config.maxEpisodes }),
+  };
+}

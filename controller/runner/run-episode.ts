@@ -1,0 +1,196 @@
+// The episode runner: what `episodic episode -- <agent argv>` does inside an episode pod. It turns the
+// controller's environment contract into one local episode (startProcessEpisode), wraps a git workspace
+// around it, and reports the EpisodeResult through the termination message.
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { episodeResult } from '../api/episode-result.ts';
+import type { EpisodeResult, ErrorClass } from '../api/episode-result.ts';
+import { startProcessEpisode } from '../executors/process-episode.ts';
+import { readEpisodeConfig, readPrompt } from './episode-input.ts';
+import type { RunnerConfig } from './episode-input.ts';
+import { followFile } from './follow-file.ts';
+import { redactCredentials, takeGitCredentials } from './git-credentials.ts';
+import type { GitCredentials } from './git-credentials.ts';
+import { prepareGitWorkspace, saveGitWorkspace } from './git-workspace.ts';
+import type { GitWorkspace } from './git-workspace.ts';
+import { encodeTerminationMessage } from './termination-message.ts';
+
+/** Exit code for a configuration the runner cannot use (like a CLI usage error). */
+export const EXIT_BAD_CONFIG = 2;
+// Time kept back from the agent for commit and push, so the work is saved before the pod's
+// activeDeadlineSeconds (the same timeout) kills everything.
+const MAX_SAVE_RESERVE_MS = 60_000;
+// After SIGTERM the kubelet waits terminationGracePeriodSeconds (30 s by default) before SIGKILL.
+const PUSH_TIMEOUT_WHEN_CANCELLED_MS = 15_000;
+
+export interface EpisodeRunnerOptions {
+  agentArgv: string[];
+  /** Where the termination message goes (/dev/termination-log in a pod). */
+  resultFile: string;
+  /** Keep the agent's output here too; default: a temporary file, deleted afterwards. */
+  logFile?: string;
+  /** Normally process.env: the agent inherits it, so git credentials are deleted from it. */
+  env: NodeJS.ProcessEnv;
+  /** The agent's output is copied here live (the pod log). */
+  stdout: NodeJS.WritableStream;
+  /** The runner's own progress lines. */
+  log: (line: string) => void;
+  /** Aborted on SIGTERM: the agent is stopped and the result says cancelled. */
+  signal?: AbortSignal;
+}
+
+export interface EpisodeRunnerOutcome {
+  result: EpisodeResult;
+  /** The process exit code: the agent's, 1 when it has none, EXIT_BAD_CONFIG for a bad config. */
+  exitCode: number;
+}
+
+export async function runEpisode(opts: EpisodeRunnerOptions): Promise<EpisodeRunnerOutcome> {
+  const startedAt = Date.now();
+  // Before anything else, so no code path can hand the credentials to the agent.
+  const credentials = takeGitCredentials(opts.env);
+  const parsed = readEpisodeConfig(opts.env);
+  if (!parsed.ok) {
+    opts.log(parsed.message);
+    return finish(opts, fatal(parsed.message, startedAt), EXIT_BAD_CONFIG);
+  }
+  try {
+    return await runConfiguredEpisode(opts, parsed.value, credentials, startedAt);
+  } catch (err) {
+    // A bug or an unusable workspace directory: still a result, so the controller learns why.
+    const message = redactCredentials(`episode runner failed: ${(err as Error).message ?? String(err)}`, credentials);
+    opts.log(message);
+    return finish(opts, fatal(message, startedAt));
+  }
+}
+
+async function runConfiguredEpisode(
+  opts: EpisodeRunnerOptions,
+  config: RunnerConfig,
+  credentials: GitCredentials | undefined,
+  startedAt: number,
+): Promise<EpisodeRunnerOutcome> {
+  const timeoutMs = config.timeoutSeconds * 1000;
+  const where = `${config.namespace}/${config.task} episode ${config.episode}`;
+  opts.log(`${where} of ${config.maxEpisodes} starting: ${JSON.stringify(opts.agentArgv)}`);
+
+  const git: GitWorkspace | undefined = config.git && {
+    url: config.git.url,
+    ref: config.git.ref,
+    dir: config.workspaceDir,
+    credentials,
+    log: opts.log,
+  };
+  if (git) {
+    const prepared = await prepareGitWorkspace(git);
+    if (!prepared.ok) return finish(opts, failed(prepared.errorClass, prepared.message, startedAt));
+  } else {
+    await mkdir(config.workspaceDir, { recursive: true });
+  }
+  const prompt = await readPrompt(config, opts.env);
+  if (!prompt.ok) {
+    opts.log(prompt.message);
+    return finish(opts, fatal(prompt.message, startedAt), EXIT_BAD_CONFIG);
+  }
+  if (opts.signal?.aborted) return finish(opts, episodeResult({ exitCode: null, cancelled: true, message: 'cancelled' }));
+
+  const reserveMs = git ? Math.min(MAX_SAVE_RESERVE_MS, timeoutMs / 10) : 0;
+  const agentTimeoutMs = Math.max(1000, startedAt + timeoutMs - reserveMs - Date.now());
+  let result = await runAgent(opts, config, prompt.value, agentTimeoutMs);
+
+  if (git) {
+    const cancelled = result.cancelled || opts.signal?.aborted === true;
+    const saved = await saveGitWorkspace(git, `episodic: ${config.namespace}/${config.task} episode ${config.episode}`, {
+      pushTimeoutMs: cancelled ? PUSH_TIMEOUT_WHEN_CANCELLED_MS : undefined,
+    });
+    // Unsaved work is lost work: retry the episode, unless it already failed for a weightier reason.
+    if (!saved.ok && result.errorClass === 'none') {
+      result = episodeResult({ ...result, errorClass: saved.errorClass, message: clip(saved.message) });
+    }
+  }
+  return finish(opts, result);
+}
+
+async function runAgent(
+  opts: EpisodeRunnerOptions,
+  config: RunnerConfig,
+  prompt: string,
+  timeoutMs: number,
+): Promise<EpisodeResult> {
+  const tempDir = opts.logFile ? undefined : await mkdtemp(path.join(os.tmpdir(), 'episodic-episode-'));
+  // promptVia=file puts the prompt next to the log: outside the workspace, so it is never committed.
+  const logFile = opts.logFile ?? path.join(tempDir as string, `episode-${config.episode}.log`);
+  const follower = followFile(logFile, opts.stdout, await sizeOf(logFile));
+  try {
+    const running = startProcessEpisode({
+      namespace: config.namespace,
+      name: config.task,
+      episode: config.episode,
+      maxEpisodes: config.maxEpisodes,
+      argv: opts.agentArgv,
+      promptVia: config.promptVia,
+      prompt,
+      cwd: config.workspaceDir,
+      timeoutMs,
+      logFile,
+      verify: config.completion.verify,
+      onExitZero: config.completion.onExitZero,
+      analyzer: { format: config.output, promise: config.completion.promise, pricing: config.pricing },
+    });
+    const cancel = () => running.cancel();
+    opts.signal?.addEventListener('abort', cancel, { once: true });
+    try {
+      return await running.result;
+    } finally {
+      opts.signal?.removeEventListener('abort', cancel);
+    }
+  } finally {
+    await follower.stop();
+    if (tempDir) await rm(tempDir, { recursive: true, force: true });
+  }
+}
+
+async function finish(opts: EpisodeRunnerOptions, result: EpisodeResult, exitCode?: number): Promise<EpisodeRunnerOutcome> {
+  try {
+    await writeFile(opts.resultFile, encodeTerminationMessage(result));
+  } catch (err) {
+    opts.log(`cannot write the result to ${opts.resultFile}: ${(err as Error).message}`);
+  }
+  opts.log(`episode finished: ${summary(result)}`);
+  return { result, exitCode: exitCode ?? processExitCode(result.exitCode) };
+}
+
+function processExitCode(code: number | null): number {
+  return code !== null && Number.isInteger(code) && code >= 0 && code <= 255 ? code : 1;
+}
+
+function summary(r: EpisodeResult): string {
+  const parts = [`exit ${r.exitCode ?? (r.signal ? r.signal : 'none')}`];
+  if (r.errorClass !== 'none') parts.push(r.errorClass);
+  if (r.timedOut) parts.push('timed out');
+  if (r.cancelled) parts.push('cancelled');
+  if (r.completion) parts.push(`completion ${r.completion}`);
+  if (r.costUSD > 0) parts.push(`$${r.costUSD.toFixed(4)}`);
+  if (r.message) parts.push(JSON.stringify(r.message.length > 200 ? `${r.message.slice(0, 199)}…` : r.message));
+  return parts.join(', ');
+}
+
+async function sizeOf(file: string): Promise<number> {
+  return stat(file).then(
+    (s) => s.size,
+    () => 0,
+  );
+}
+
+function fatal(message: string, startedAt: number): EpisodeResult {
+  return failed('fatal', message, startedAt);
+}
+
+function failed(errorClass: ErrorClass, message: string, startedAt: number): EpisodeResult {
+  return episodeResult({ exitCode: null, errorClass, message: clip(message), durationMs: Date.now() - startedAt });
+}
+
+function clip(text: string): string {
+  return text.length <= 1000 ? text : `${text.slice(0, 999)}…`;
+}

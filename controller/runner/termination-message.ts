@@ -1,0 +1,80 @@
+// The EpisodeResult as a pod termination message. The kubelet keeps at most 4096 bytes of it, so the
+// runner shortens the one free-text field until the JSON fits, and the controller decodes whatever it
+// finds there without ever throwing: a runner killed mid-write or an image without our runner leaves
+// garbage or nothing.
+import { TERMINATION_MESSAGE_LIMIT } from '../api/episode-config.ts';
+import { EpisodeResultSchema } from '../api/episode-result.ts';
+import type { EpisodeResult } from '../api/episode-result.ts';
+
+const ELLIPSIS = '…';
+const TRUNCATED_NOTE = '(termination message was truncated)';
+// Enough to step back over the trailing fields of a cut-off message; bounded so garbage stays cheap.
+const MAX_REPAIR_ATTEMPTS = 64;
+/** EpisodeResultSchema's cap on message. */
+const MESSAGE_MAX = 1000;
+
+/** Compact JSON of the result, at most `limitBytes` UTF-8 bytes (the message is shortened to fit). */
+export function encodeTerminationMessage(result: EpisodeResult, limitBytes = TERMINATION_MESSAGE_LIMIT): string {
+  const { message, ...facts } = result;
+  // message last: if anything ever cuts the text, only the message is lost (see decode).
+  const encode = (m: string | undefined) => JSON.stringify(m === undefined ? facts : { ...facts, message: m });
+  const full = encode(message);
+  if (message === undefined || byteLength(full) <= limitBytes) return full;
+
+  // Longest prefix (in code points, so no surrogate pair is split) that still fits.
+  const chars = Array.from(message);
+  let lo = 0;
+  let hi = chars.length - 1;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (byteLength(encode(chars.slice(0, mid).join('') + ELLIPSIS)) <= limitBytes) lo = mid;
+    else hi = mid - 1;
+  }
+  const shortened = encode(chars.slice(0, lo).join('') + ELLIPSIS);
+  return byteLength(shortened) <= limitBytes ? shortened : encode(undefined);
+}
+
+/** The result in a termination message, or undefined when there is none; tolerant of truncation. */
+export function decodeTerminationMessage(text: string): EpisodeResult | undefined {
+  const start = text.indexOf('{');
+  if (start < 0) return undefined;
+  const body = text.slice(start).trimEnd();
+  const whole = parseResult(body) ?? parseResult(body.slice(0, body.lastIndexOf('}') + 1));
+  if (whole) return whole;
+  return repairTruncated(body);
+}
+
+/** Cut-off JSON: close an open message string, else drop trailing fields until what is left parses. */
+function repairTruncated(body: string): EpisodeResult | undefined {
+  const closedMessage = parseResult(`${body}"}`);
+  if (closedMessage) {
+    const suffix = `${ELLIPSIS} ${TRUNCATED_NOTE}`;
+    const kept = Array.from(closedMessage.message ?? '').slice(0, MESSAGE_MAX - suffix.length).join('');
+    return { ...closedMessage, message: `${kept}${suffix}` };
+  }
+  let cut = body.length;
+  for (let attempt = 0; attempt < MAX_REPAIR_ATTEMPTS; attempt++) {
+    cut = body.lastIndexOf(',"', cut - 1);
+    if (cut <= 0) return undefined;
+    const repaired = parseResult(`${body.slice(0, cut)}}`);
+    if (repaired) return { ...repaired, message: repaired.message ?? TRUNCATED_NOTE };
+  }
+  return undefined;
+}
+
+function parseResult(json: string): EpisodeResult | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  // An empty object or an unrelated JSON document is not a result, even though every field has a default.
+  if (typeof value !== 'object' || value === null || !('exitCode' in value)) return undefined;
+  const parsed = EpisodeResultSchema.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}
+
+function byteLength(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}

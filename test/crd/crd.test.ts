@@ -1,0 +1,208 @@
+// The AgentTask CRD: generated from the zod schema, checked in, structural, and accepted and enforced by a
+// real kube-apiserver (scripts/cluster/up.sh; set EPISODIC_SKIP_CLUSTER=1 to skip those parts).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { CRD_FILE, CRD_NAME, agentTaskCrd, agentTaskCrdYaml, toStructuralSchema } from '../../controller/api/crd.ts';
+import { API_VERSION, AgentTaskSpecSchema, KIND } from '../../controller/api/agent-task.ts';
+import { ensureCluster, kubectl, repoRoot } from '../support/cluster.ts';
+
+type Node = Record<string, unknown>;
+
+function openApiSchema(): Node {
+  const crd = agentTaskCrd() as { spec: { versions: { schema: { openAPIV3Schema: Node } }[] } };
+  return crd.spec.versions[0].schema.openAPIV3Schema;
+}
+
+/** Every violation of the apiserver's structural-schema rules, as "path: problem". */
+function structuralViolations(node: Node, at = '$'): string[] {
+  const problems: string[] = [];
+  const preserves = node['x-kubernetes-preserve-unknown-fields'] === true;
+  const intOrString = node['x-kubernetes-int-or-string'] === true;
+  if (typeof node.type !== 'string' && !preserves && !intOrString) problems.push(`${at}: no type`);
+  for (const keyword of ['anyOf', 'oneOf', 'allOf', 'not', '$ref', '$schema', 'const', 'propertyNames']) {
+    if (keyword in node) problems.push(`${at}: ${keyword} is not allowed here`);
+  }
+  if (node.properties !== undefined && node.additionalProperties !== undefined) {
+    problems.push(`${at}: additionalProperties next to properties`);
+  }
+  for (const [name, child] of Object.entries((node.properties ?? {}) as Record<string, Node>)) {
+    problems.push(...structuralViolations(child, `${at}.${name}`));
+  }
+  if (node.items) problems.push(...structuralViolations(node.items as Node, `${at}[]`));
+  if (typeof node.additionalProperties === 'object') {
+    problems.push(...structuralViolations(node.additionalProperties as Node, `${at}{}`));
+  }
+  return problems;
+}
+
+describe('AgentTask CRD generation', () => {
+  it('the checked-in manifest equals the generated one', async () => {
+    const checkedIn = await readFile(path.join(repoRoot, CRD_FILE), 'utf8');
+    assert.ok(
+      checkedIn === agentTaskCrdYaml(),
+      `${CRD_FILE} is stale: regenerate it with \`node scripts/gen-crds.ts\` (or \`episodic crd > ${CRD_FILE}\`)`,
+    );
+  });
+
+  it('`episodic crd` prints the same manifest', () => {
+    const printed = execFileSync(process.execPath, [path.join(repoRoot, 'controller/cli/main.ts'), 'crd'], { encoding: 'utf8' });
+    assert.equal(printed, agentTaskCrdYaml());
+  });
+
+  it('is a structural schema', () => {
+    assert.deepEqual(structuralViolations(openApiSchema()), []);
+  });
+
+  it('leaves metadata unrestricted and keeps the CEL rule, defaults and enums', () => {
+    const root = openApiSchema() as { properties: Record<string, Node> };
+    assert.deepEqual(root.properties.metadata, { type: 'object' });
+    const spec = root.properties.spec as { properties: Record<string, Node>; 'x-kubernetes-validations': unknown };
+    assert.deepEqual(spec['x-kubernetes-validations'], [
+      { rule: 'has(self.prompt) != has(self.promptFile)', message: 'exactly one of prompt or promptFile is required' },
+    ]);
+    assert.equal(spec.properties.workspace['x-kubernetes-preserve-unknown-fields'], true);
+    assert.match(String(spec.properties.workspace.description), /\{git\}/);
+    const agent = spec.properties.agent as { properties: Record<string, Node> };
+    assert.equal(agent.properties.promptVia.default, 'stdin');
+    assert.deepEqual(agent.properties.promptVia.enum, ['stdin', 'argument', 'file']);
+  });
+
+  it('translates nullable unions and exclusive bounds, and refuses what it cannot translate', () => {
+    assert.deepEqual(toStructuralSchema({ anyOf: [{ type: 'integer' }, { type: 'null' }] }), {
+      type: 'integer',
+      nullable: true,
+    });
+    assert.deepEqual(toStructuralSchema({ type: 'number', exclusiveMinimum: 0 }), {
+      type: 'number',
+      minimum: 0,
+      exclusiveMinimum: true,
+    });
+    assert.throws(() => toStructuralSchema({ type: 'object', patternProperties: {} }), /patternProperties/);
+    assert.throws(() => toStructuralSchema({ description: 'untyped' }), /no type/);
+  });
+});
+
+const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
+
+describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
+  // Unique per run: without kube-controller-manager a deleted namespace stays Terminating forever.
+  const ns = `crd-test-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+  let clusterReady = false;
+
+  const task = (name: string, spec: Node): Node => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec });
+  const validSpec = (): Node => ({
+    prompt: 'Make the tests pass. Say <promise>COMPLETE</promise> when done.',
+    agent: { command: ['claude', '-p', '--output-format', 'stream-json', '--verbose'], image: 'example/agent:1' },
+    workspace: { git: { url: 'https://example.com/repo.git', ref: 'main' } },
+  });
+  const apply = (obj: Node) => kubectl(['apply', '-n', ns, '-f', '-'], { input: JSON.stringify(obj) });
+  const rejection = async (obj: Node): Promise<string> => {
+    const err = await apply(obj).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    assert.ok(err, 'the apiserver accepted an invalid AgentTask');
+    return err.message;
+  };
+
+  before(
+    async () => {
+      await ensureCluster();
+      clusterReady = true;
+      await kubectl(['apply', '-f', path.join(repoRoot, CRD_FILE)]);
+      await kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${CRD_NAME}`]);
+      await kubectl(['create', 'namespace', ns]);
+    },
+    { timeout: 90 * 60_000 },
+  );
+
+  after(async () => {
+    if (!clusterReady) return;
+    await kubectl(['delete', 'agenttasks', '--all', '-n', ns, '--wait=false']);
+    await kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
+  });
+
+  it('is Established with the names and the status subresource', async () => {
+    const crd = JSON.parse(await kubectl(['get', 'crd', CRD_NAME, '-o', 'json']));
+    const established = crd.status.conditions.find((c: Node) => c.type === 'Established');
+    assert.equal(established.status, 'True');
+    const nonStructural = crd.status.conditions.find((c: Node) => c.type === 'NonStructuralSchema');
+    assert.equal(nonStructural, undefined, JSON.stringify(nonStructural));
+    assert.deepEqual(crd.status.acceptedNames.shortNames, ['at']);
+    assert.deepEqual(crd.spec.versions[0].subresources, { status: {} });
+  });
+
+  it('accepts a valid AgentTask and fills in the same defaults zod would', async () => {
+    await apply(task('valid', validSpec()));
+    const stored = JSON.parse(await kubectl(['get', 'agenttask', 'valid', '-n', ns, '-o', 'json']));
+    assert.equal(stored.spec.limits.maxEpisodes, 20);
+    assert.equal(stored.spec.agent.promptVia, 'stdin');
+    assert.equal(stored.spec.completion.promise, 'COMPLETE');
+    assert.deepEqual(stored.spec.dependsOn, []);
+    // The apiserver's defaulting and zod's agree: parsing adds nothing.
+    assert.deepEqual(AgentTaskSpecSchema.parse(stored.spec), stored.spec);
+  });
+
+  it('rejects a missing agent command, naming the field', async () => {
+    const spec = validSpec();
+    spec.agent = { image: 'example/agent:1' };
+    assert.match(await rejection(task('no-command', spec)), /spec\.agent\.command: Required value/);
+  });
+
+  it('rejects both prompt and promptFile with the CEL message', async () => {
+    const both = { ...validSpec(), promptFile: 'PROMPT.md' };
+    assert.match(await rejection(task('both-prompts', both)), /spec: Invalid value.*exactly one of prompt or promptFile/);
+    const neither = validSpec();
+    delete neither.prompt;
+    assert.match(await rejection(task('no-prompt', neither)), /exactly one of prompt or promptFile is required/);
+  });
+
+  it('rejects an unknown promptVia, listing the allowed values', async () => {
+    const spec = validSpec();
+    spec.agent = { command: ['claude'], promptVia: 'carrier-pigeon' };
+    assert.match(
+      await rejection(task('bad-prompt-via', spec)),
+      /spec\.agent\.promptVia: Unsupported value: "carrier-pigeon": supported values: "stdin", "argument", "file"/,
+    );
+  });
+
+  it('shows the printer columns via the short name, and more with -o wide', async () => {
+    await apply(task('columns', validSpec()));
+    const status = {
+      phase: 'Waiting',
+      reason: 'EpisodeContinue',
+      episodes: 3,
+      costUSD: 1.25,
+      lastEpisode: { number: 3, outcome: 'continue' },
+      nextEpisodeAt: '2030-01-02T03:04:05Z',
+    };
+    await kubectl(['patch', 'at', 'columns', '-n', ns, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
+
+    const [header, row] = (await kubectl(['get', 'at', 'columns', '-n', ns])).trim().split('\n');
+    assert.deepEqual(header.split(/\s{2,}/), ['NAME', 'PHASE', 'EPISODES', 'COST', 'REASON', 'AGE']);
+    assert.deepEqual(row.split(/\s+/).slice(0, 5), ['columns', 'Waiting', '3', '1.25', 'EpisodeContinue']);
+
+    const [wideHeader, wideRow] = (await kubectl(['get', 'at', 'columns', '-n', ns, '-o', 'wide'])).trim().split('\n');
+    assert.deepEqual(wideHeader.split(/\s{2,}/), [
+      'NAME', 'PHASE', 'EPISODES', 'COST', 'REASON', 'AGE', 'LAST OUTCOME', 'NEXT EPISODE',
+    ]);
+    assert.deepEqual(wideRow.split(/\s+/).slice(-2), ['continue', '2030-01-02T03:04:05Z']);
+
+    // The category lists it too (`kubectl get episodic`).
+    assert.match(await kubectl(['get', 'episodic', '-n', ns]), /^columns\s+Waiting\s+3\b/m);
+  });
+
+  it('stores a null exit code in status and applies status defaults', async () => {
+    await apply(task('nullable', validSpec()));
+    const patch = [{ op: 'add', path: '/status', value: { lastEpisode: { number: 1, outcome: 'failed', exitCode: null } } }];
+    await kubectl(['patch', 'at', 'nullable', '-n', ns, '--subresource=status', '--type=json', '-p', JSON.stringify(patch)]);
+    const stored = JSON.parse(await kubectl(['get', 'at', 'nullable', '-n', ns, '-o', 'json']));
+    assert.equal(stored.status.lastEpisode.exitCode, null);
+    assert.equal(stored.status.episodes, 0);
+    assert.deepEqual(stored.status.conditions, []);
+  });
+});

@@ -1,0 +1,184 @@
+// The episode runner end to end: the real CLI as a subprocess with stand-in agents, checked the way the
+// cluster controller sees it (exit code + termination message) and the way a human does (kubectl logs).
+import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { TERMINATION_MESSAGE_LIMIT } from '../../controller/api/episode-config.ts';
+import { episodeConfig, fakeClaude, nodeAgent, removeTempDirs, runRunner, tempDir } from './runner-harness.ts';
+
+describe('episodic episode', () => {
+  after(removeTempDirs);
+
+  it('reports a completed episode: promise, cost, tokens, exit 0, and streams the agent output', async () => {
+    const ws = await tempDir('ws');
+    const run = await runRunner({
+      agent: fakeClaude,
+      config: episodeConfig({ workspaceDir: ws }),
+      prompt: 'Finish the plan.',
+      env: { FAKE_AGENT_MODE: 'success', FAKE_AGENT_COST_USD: '0.42' },
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.result?.exitCode, 0);
+    assert.equal(run.result?.completion, 'promise');
+    assert.equal(run.result?.format, 'claude');
+    assert.equal(run.result?.costUSD, 0.42);
+    assert.ok((run.result?.tokens.input ?? 0) > 0);
+    assert.equal(run.result?.errorClass, 'none');
+    // What `kubectl logs` shows: the agent's own stream-json, line by line.
+    assert.match(run.stdout, /^\{"type":"system","subtype":"init"/m);
+    assert.match(run.stdout, /"type":"result"/);
+    assert.match(run.stderr, /episodic: team-a\/demo episode 1 of 5 starting/);
+    assert.match(run.stderr, /episodic: episode finished: exit 0, completion promise, \$0\.4200/);
+  });
+
+  it('classifies an overloaded API as transient and exits with the agent code', async () => {
+    const run = await runRunner({
+      agent: fakeClaude,
+      config: episodeConfig({ workspaceDir: await tempDir('ws') }),
+      prompt: 'Work.',
+      env: { FAKE_AGENT_MODE: 'transient' },
+    });
+    assert.equal(run.code, 1);
+    assert.equal(run.result?.exitCode, 1);
+    assert.equal(run.result?.errorClass, 'transient');
+    assert.equal(run.result?.agentError, true);
+  });
+
+  it('passes the agent exit code through, and uses 1 when the agent never ran', async () => {
+    const seven = await runRunner({
+      agent: nodeAgent('console.log("bye"); process.exit(7)'),
+      config: episodeConfig({ workspaceDir: await tempDir('ws') }),
+      prompt: 'x',
+    });
+    assert.equal(seven.code, 7);
+    assert.equal(seven.result?.exitCode, 7);
+    assert.equal(seven.stdout, 'bye\n');
+
+    const missing = await runRunner({
+      agent: ['/nonexistent/agent-binary'],
+      config: episodeConfig({ workspaceDir: await tempDir('ws') }),
+      prompt: 'x',
+    });
+    assert.equal(missing.code, 1);
+    assert.equal(missing.result?.exitCode, null);
+    assert.equal(missing.result?.errorClass, 'fatal');
+  });
+
+  it('gives the prompt to the agent and keeps git credentials away from it', async () => {
+    const script = `
+      let stdin = '';
+      process.stdin.on('data', (d) => (stdin += d)).on('end', () => {
+        const seen = { stdin, token: process.env.GIT_TOKEN ?? null, user: process.env.GIT_USERNAME ?? null,
+          password: process.env.password ?? null, episode: process.env.EPISODIC_EPISODE };
+        console.log(JSON.stringify(seen));
+      });`;
+    const run = await runRunner({
+      agent: nodeAgent(script),
+      config: episodeConfig({ workspaceDir: await tempDir('ws'), episode: 3 }),
+      prompt: 'Fix bug #12.',
+      env: { GIT_TOKEN: 'ghp_topsecret123', GIT_USERNAME: 'robot', password: 'basic-auth-secret' },
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout), {
+      stdin: 'Fix bug #12.',
+      token: null,
+      user: null,
+      password: null,
+      episode: '3',
+    });
+    assert.doesNotMatch(run.stdout + run.stderr + run.terminationMessage, /topsecret|basic-auth-secret/);
+  });
+
+  it('reads and renders promptFile from the workspace', async () => {
+    const ws = await tempDir('ws');
+    await writeFile(path.join(ws, 'PROMPT.md'), 'Episode {{episode}} of {{maxEpisodes}} for {{task}}.');
+    const run = await runRunner({
+      agent: nodeAgent('process.stdin.pipe(process.stdout)'),
+      config: episodeConfig({ workspaceDir: ws, episode: 2, promptFile: 'PROMPT.md' }),
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stdout, 'Episode 2 of 5 for demo.');
+  });
+
+  it('rejects a bad config with a clear error, exit 2 and a fatal result', async () => {
+    const missingField = await runRunner({
+      agent: fakeClaude,
+      config: { ...episodeConfig(), episode: 0, promptVia: 'carrier-pigeon' },
+      prompt: 'x',
+    });
+    assert.equal(missingField.code, 2);
+    assert.match(missingField.stderr, /invalid EPISODIC_EPISODE_CONFIG: .*episode: .*promptVia: /);
+    assert.equal(missingField.result?.errorClass, 'fatal');
+    assert.match(missingField.result?.message ?? '', /invalid EPISODIC_EPISODE_CONFIG/);
+    assert.equal(missingField.stdout, '', 'the agent must not run');
+
+    const notJson = await runRunner({ agent: fakeClaude, config: '{"task": ', prompt: 'x' });
+    assert.equal(notJson.code, 2);
+    assert.match(notJson.stderr, /EPISODIC_EPISODE_CONFIG is not valid JSON/);
+    assert.equal(notJson.result?.errorClass, 'fatal');
+
+    const unset = await runRunner({ agent: fakeClaude, prompt: 'x' });
+    assert.equal(unset.code, 2);
+    assert.match(unset.stderr, /EPISODIC_EPISODE_CONFIG is not set/);
+
+    const noPrompt = await runRunner({ agent: fakeClaude, config: episodeConfig({ workspaceDir: await tempDir('ws') }) });
+    assert.equal(noPrompt.code, 2);
+    assert.match(noPrompt.stderr, /EPISODIC_PROMPT is not set/);
+  });
+
+  it('reports an unusable workspace directory as fatal instead of crashing', async () => {
+    const file = path.join(await tempDir('ws'), 'a-file');
+    await writeFile(file, '');
+    const run = await runRunner({ agent: fakeClaude, config: episodeConfig({ workspaceDir: path.join(file, 'ws') }), prompt: 'x' });
+    assert.equal(run.code, 1);
+    assert.equal(run.result?.errorClass, 'fatal');
+    assert.match(run.result?.message ?? '', /^episode runner failed: ENOTDIR/);
+  });
+
+  it(`keeps the termination message within ${TERMINATION_MESSAGE_LIMIT} bytes even with a huge message`, async () => {
+    // Control characters cost 6 bytes each in JSON: a 1000-character message would take ~6 KB.
+    const promptFile = '\u0001'.repeat(3000);
+    const run = await runRunner({
+      agent: fakeClaude,
+      config: episodeConfig({ workspaceDir: await tempDir('ws'), promptFile }),
+    });
+    assert.equal(run.code, 2);
+    assert.ok(Buffer.byteLength(run.terminationMessage) <= TERMINATION_MESSAGE_LIMIT, `${run.terminationMessage.length}`);
+    assert.equal(run.result?.errorClass, 'fatal');
+    assert.match(run.result?.message ?? '', /^cannot read promptFile \u0001+…$/);
+  });
+
+  it('stops the agent on SIGTERM and reports a cancelled episode', async () => {
+    const ws = await tempDir('ws');
+    const run = await runRunner({
+      agent: nodeAgent('console.log("working"); setInterval(() => {}, 1000)'),
+      config: episodeConfig({ workspaceDir: ws }),
+      prompt: 'x',
+      onSpawn: (child) => {
+        child.stdout?.on('data', (d: Buffer) => {
+          if (d.toString().includes('working')) child.kill('SIGTERM');
+        });
+      },
+    });
+    assert.equal(run.result?.cancelled, true);
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /SIGTERM: stopping the agent/);
+  });
+
+  it('keeps the agent output in --log-file as well', async () => {
+    const dir = await tempDir('log');
+    const logFile = path.join(dir, 'episode.log');
+    await writeFile(logFile, 'older episode\n');
+    const ws = await tempDir('ws');
+    const run = await runRunner({
+      agent: nodeAgent('console.log("hello from the agent")'),
+      config: episodeConfig({ workspaceDir: ws }),
+      prompt: 'x',
+      logFile,
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stdout, 'hello from the agent\n', 'only the new output goes to stdout');
+    assert.match(await readFile(logFile, 'utf8'), /^older episode\nhello from the agent\n/);
+  });
+});

@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { TERMINATION_MESSAGE_LIMIT } from '../../controller/api/episode-config.ts';
+import { episodeResult } from '../../controller/api/episode-result.ts';
+import { decodeTerminationMessage, encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
+
+const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
+
+describe('termination message', () => {
+  const result = episodeResult({
+    exitCode: 0,
+    format: 'claude',
+    completion: 'promise',
+    costUSD: 0.0734,
+    tokens: { input: 5050, output: 310, cacheRead: 12000, cacheWrite: 0 },
+    message: 'All done. <promise>COMPLETE</promise>',
+    durationMs: 18342,
+  });
+
+  it('round-trips a result as compact JSON with the message last', () => {
+    const text = encodeTerminationMessage(result);
+    assert.doesNotMatch(text, /\n/);
+    assert.match(text, /,"message":"All done\. <promise>COMPLETE<\/promise>"\}$/);
+    assert.deepEqual(decodeTerminationMessage(text), result);
+  });
+
+  it('shortens the message until the JSON fits, never splitting a character', () => {
+    for (const unit of ['\u0001', '😀', 'é', '"', 'x']) {
+      const huge = episodeResult({ exitCode: 1, message: unit.repeat(1000 / unit.length) });
+      const text = encodeTerminationMessage(huge);
+      assert.ok(bytes(text) <= TERMINATION_MESSAGE_LIMIT, `${unit}: ${bytes(text)} bytes`);
+      const decoded = decodeTerminationMessage(text);
+      assert.equal(decoded?.exitCode, 1);
+      assert.ok(decoded?.message?.startsWith(unit), unit);
+      assert.doesNotMatch(decoded?.message ?? '', /\uFFFD/);
+    }
+    const tiny = encodeTerminationMessage(episodeResult({ exitCode: 1, message: 'x'.repeat(1000) }), 300);
+    assert.ok(bytes(tiny) <= 300, tiny);
+    assert.match(decodeTerminationMessage(tiny)?.message ?? '', /^x+…$/);
+  });
+
+  it('salvages a message cut off by the kubelet', () => {
+    const text = encodeTerminationMessage(episodeResult({ exitCode: 3, errorClass: 'transient', message: 'y'.repeat(900) }));
+    const decoded = decodeTerminationMessage(text.slice(0, text.length - 400));
+    assert.equal(decoded?.exitCode, 3);
+    assert.equal(decoded?.errorClass, 'transient');
+    assert.match(decoded?.message ?? '', /^y+… \(termination message was truncated\)$/);
+  });
+
+  it('salvages the facts when the cut falls outside the message', () => {
+    const text = encodeTerminationMessage(result);
+    const cut = text.slice(0, text.indexOf('"message"') + 4); // inside the key
+    const decoded = decodeTerminationMessage(cut);
+    assert.equal(decoded?.completion, 'promise');
+    assert.equal(decoded?.costUSD, 0.0734);
+    assert.equal(decoded?.message, '(termination message was truncated)');
+  });
+
+  it('tolerates surrounding noise and returns undefined for garbage', () => {
+    assert.deepEqual(decodeTerminationMessage(`\n${encodeTerminationMessage(result)}\n`), result);
+    for (const junk of ['', 'Error: OOMKilled', '{}', '{"hello":"world"}', '{"exitCode":"zero"}', '{"exitCode":', '[1,2]', 'null']) {
+      assert.equal(decodeTerminationMessage(junk), undefined, JSON.stringify(junk));
+    }
+  });
+});
