@@ -23,6 +23,10 @@ export const EpisodeConfigSchema = z.object({
   completion: CompletionSchema,
   timeoutSeconds: z.number().int().min(1),
   workspaceDir: z.string().default(POD_WORKSPACE),
+  /** spec.promptFile: the runner reads and renders it, since only the pod sees the workspace. */
+  promptFile: z.string().min(1).optional(),
+  /** For {{lastEpisode.message}} when the runner renders a promptFile. */
+  lastEpisodeMessage: z.string().optional(),
   /** Set for git workspaces: clone before the episode, commit and push after it. */
   git: GitWorkspaceSchema.shape.git.optional(),
 });

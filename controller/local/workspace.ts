@@ -1,15 +1,11 @@
 // Local workspaces: a directory relative to the spec file that must stay inside the spec root,
 // checked both lexically and after resolving symlinks (a link must not lead out either).
 import { mkdir, readFile, realpath } from 'node:fs/promises';
-import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { isInside } from '../util/paths.ts';
 import type { AgentTaskSpec } from '../api/agent-task.ts';
 
 export class WorkspaceError extends Error {}
-
-export function isInside(root: string, path: string): boolean {
-  const rel = relative(root, path);
-  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
-}
 
 /** Resolves and creates the workspace directory of a task; throws WorkspaceError naming the field. */
 export async function prepareWorkspace(root: string, specFile: string, name: string, spec: AgentTaskSpec): Promise<string> {

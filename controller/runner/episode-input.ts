@@ -5,9 +5,9 @@ import path from 'node:path';
 import { z } from 'zod';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, EpisodeConfigSchema } from '../api/episode-config.ts';
 import { renderPrompt } from '../executors/prompt.ts';
+import { isInside } from '../util/paths.ts';
 
-// The cluster controller also sends promptFile (a path inside the workspace, only readable in the pod).
-export const RunnerConfigSchema = EpisodeConfigSchema.extend({ promptFile: z.string().min(1).optional() });
+export const RunnerConfigSchema = EpisodeConfigSchema;
 export type RunnerConfig = z.infer<typeof RunnerConfigSchema>;
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
@@ -36,6 +36,9 @@ export function readEpisodeConfig(env: NodeJS.ProcessEnv): Parsed<RunnerConfig> 
 export async function readPrompt(config: RunnerConfig, env: NodeJS.ProcessEnv): Promise<Parsed<string>> {
   if (config.promptFile === undefined) return { ok: true, value: env[EPISODE_PROMPT_ENV] ?? '' };
   const file = path.resolve(config.workspaceDir, config.promptFile);
+  if (!isInside(path.resolve(config.workspaceDir), file)) {
+    return { ok: false, message: `promptFile ${config.promptFile} is outside the workspace` };
+  }
   let template: string;
   try {
     template = await readFile(file, 'utf8');
@@ -45,6 +48,11 @@ export async function readPrompt(config: RunnerConfig, env: NodeJS.ProcessEnv): 
   }
   return {
     ok: true,
-    value: renderPrompt(template, { task: config.task, episode: config.episode, maxEpisodes: config.maxEpisodes }),
+    value: renderPrompt(template, {
+      task: config.task,
+      episode: config.episode,
+      maxEpisodes: config.maxEpisodes,
+      lastEpisodeMessage: config.lastEpisodeMessage,
+    }),
   };
 }
