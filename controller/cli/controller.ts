@@ -1,0 +1,151 @@
+// `episodic controller`: cluster mode. Watches AgentTasks and runs each episode as a Pod.
+// Exit codes: 0 after SIGINT/SIGTERM, 1 when leadership is lost or startup fails, 2 invalid usage.
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Command } from 'commander';
+import { ClusterController, inClusterNamespace } from '../cluster/controller.ts';
+import { LEASE_NAME } from '../cluster/leader-election.ts';
+import { createLogger } from '../util/logger.ts';
+import { parseNumberOption, UsageError } from './options.ts';
+
+export interface ControllerCliOptions {
+  kubeconfig?: string;
+  namespace?: string;
+  metricsAddr: string;
+  healthAddr: string;
+  leaderElect?: boolean;
+  leaderElectionNamespace?: string;
+  leaseDuration: string;
+  renewDeadline: string;
+  retryPeriod: string;
+  maxConcurrent: string;
+  budgetUsd?: string;
+  podRetention: string;
+  imagePullGrace: string;
+  workers: string;
+  kubeApiQps: string;
+  kubeApiBurst: string;
+  watchTimeout: string;
+  watchWatchdog?: string;
+  logLevel: string;
+}
+
+export function registerController(program: Command): void {
+  program
+    .command('controller')
+    .description('reconcile AgentTasks on a Kubernetes cluster: one Pod per episode')
+    .option('--kubeconfig <path>', 'kubeconfig file (default $KUBECONFIG, then in-cluster, then ~/.kube/config)')
+    .option('--namespace <ns>', 'watch only this namespace (default: all namespaces)')
+    .option('--metrics-addr <host:port>', 'serve /metrics here ("" to disable)', ':8080')
+    .option('--health-addr <host:port>', 'serve /healthz and /readyz here ("" to disable)', ':8081')
+    .option('--leader-elect', 'run as one of several replicas: only the holder of the Lease reconciles')
+    .option('--leader-election-namespace <ns>', `namespace of the "${LEASE_NAME}" Lease (default: own namespace, --namespace, or default)`)
+    .option('--lease-duration <duration>', 'how long a Lease is valid without renewal', '15s')
+    .option('--renew-deadline <duration>', 'the leader gives up if it cannot renew within this', '10s')
+    .option('--retry-period <duration>', 'how often to try to acquire or renew the Lease', '2s')
+    .option('--max-concurrent <n>', 'episode pods running at once, across all tasks', '10')
+    .option('--budget-usd <usd>', 'stop starting episodes once all watched tasks together spent this much')
+    .option('--pod-retention <n>', 'finished episode pods kept per task (older ones are deleted)', '3')
+    .option('--image-pull-grace <duration>', 'how long an image pull may fail before the episode is fatal', '2m')
+    .option('--workers <n>', 'tasks reconciled in parallel', '16')
+    .option('--kube-api-qps <n>', 'client-side limit on API requests per second (0: none)', '20')
+    .option('--kube-api-burst <n>', 'requests allowed in a burst above --kube-api-qps', '30')
+    .option('--watch-timeout <duration>', 'server-side watch timeout; each watch picks a value in [t, 2t)', '5m')
+    .option('--watch-watchdog <duration>', 'restart a watch silent for this long (default: 2 × watch-timeout + 30s)')
+    .option('--log-level <level>', 'trace, debug, info, warn, error', 'info')
+    .action(async (opts: ControllerCliOptions) => {
+      process.exitCode = await controllerCommand(opts);
+    });
+}
+
+/** "90s", "2m", "500ms", "1h" or a bare number of seconds. */
+export function parseDuration(flag: string, raw: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(raw.trim());
+  if (!match) throw new UsageError(`${flag}: "${raw}" is not a duration (e.g. 500ms, 15s, 2m)`);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  return Number(match[1]) * unit;
+}
+
+export function loadKubeConfig(path: string | undefined): KubeConfig {
+  const kc = new KubeConfig();
+  if (path) kc.loadFromFile(path);
+  else if (!process.env.KUBECONFIG && process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  return kc;
+}
+
+export async function controllerCommand(opts: ControllerCliOptions): Promise<number> {
+  let settings;
+  try {
+    const leaseDurationMs = parseDuration('--lease-duration', opts.leaseDuration);
+    const renewDeadlineMs = parseDuration('--renew-deadline', opts.renewDeadline);
+    if (renewDeadlineMs >= leaseDurationMs) throw new UsageError('--renew-deadline: must be shorter than --lease-duration');
+    settings = {
+      maxConcurrent: parseNumberOption('--max-concurrent', opts.maxConcurrent, { integer: true, min: 1 }),
+      budgetUSD: opts.budgetUsd === undefined ? undefined : parseNumberOption('--budget-usd', opts.budgetUsd, { min: 0 }),
+      podRetention: parseNumberOption('--pod-retention', opts.podRetention, { integer: true, min: 0 }),
+      imagePullGraceMs: parseDuration('--image-pull-grace', opts.imagePullGrace),
+      workers: parseNumberOption('--workers', opts.workers, { integer: true, min: 1 }),
+      qps: parseNumberOption('--kube-api-qps', opts.kubeApiQps, { min: 0 }),
+      burst: parseNumberOption('--kube-api-burst', opts.kubeApiBurst, { integer: true, min: 1 }),
+      watchTimeoutSeconds: Math.max(1, Math.round(parseDuration('--watch-timeout', opts.watchTimeout) / 1000)),
+      watchdogMs: opts.watchWatchdog === undefined ? undefined : parseDuration('--watch-watchdog', opts.watchWatchdog),
+      lease: { leaseDurationMs, renewDeadlineMs, retryPeriodMs: parseDuration('--retry-period', opts.retryPeriod) },
+    };
+  } catch (err) {
+    console.error(`episodic controller: ${(err as Error).message}`);
+    return 2;
+  }
+  const log = createLogger({ level: opts.logLevel, name: 'episodic-controller' });
+  let kubeConfig: KubeConfig;
+  try {
+    kubeConfig = loadKubeConfig(opts.kubeconfig);
+    if (!kubeConfig.getCurrentCluster()) throw new Error('no current cluster in the kubeconfig');
+  } catch (err) {
+    log.error({ err: (err as Error).message }, 'cannot load a kubeconfig');
+    log.flush();
+    return 1;
+  }
+
+  let lost = false;
+  let finish: (code: number) => void = () => {};
+  const finished = new Promise<number>((resolve) => (finish = resolve));
+  let controller: ClusterController;
+  try {
+    controller = await ClusterController.start({
+      kubeConfig,
+      log,
+      namespace: opts.namespace,
+      ...settings,
+      metricsAddr: opts.metricsAddr || undefined,
+      healthAddr: opts.healthAddr || undefined,
+      leaderElection: opts.leaderElect
+        ? { namespace: opts.leaderElectionNamespace ?? inClusterNamespace() ?? opts.namespace ?? 'default', ...settings.lease }
+        : undefined,
+      onLostLeadership: () => {
+        lost = true;
+        finish(1);
+      },
+    });
+  } catch (err) {
+    log.error({ err: (err as Error).message }, 'controller failed to start');
+    log.flush();
+    return 1;
+  }
+  log.info(
+    { namespace: opts.namespace ?? '(all)', servers: controller.servers.map((s) => s.url), leaderElect: !!opts.leaderElect, identity: controller.identity },
+    'episodic controller started',
+  );
+  const onSignal = (signal: string) => {
+    log.info({ signal }, 'shutting down');
+    finish(0);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const code = await finished;
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
+  if (lost) log.error('leadership lost; exiting so a fresh start re-joins the election');
+  await controller.stop();
+  log.flush();
+  return code;
+}

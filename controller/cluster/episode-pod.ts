@@ -1,0 +1,167 @@
+// The Pod of one episode. Its name is a pure function of (task, episode number), so creating it twice is
+// harmless (AlreadyExists) and a restarted controller finds, and adopts, the pod it created before.
+import { createHash } from 'node:crypto';
+import type { AgentTask, AgentTaskSpec } from '../api/agent-task.ts';
+import { API_VERSION, KIND } from '../api/agent-task.ts';
+import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_WORKSPACE, TERMINATION_LOG } from '../api/episode-config.ts';
+import type { EpisodeConfig } from '../api/episode-config.ts';
+import { renderPrompt } from '../executors/prompt.ts';
+
+export const TASK_LABEL = 'episodic.dev/task';
+export const EPISODE_LABEL = 'episodic.dev/episode';
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const AGENT_CONTAINER = 'agent';
+/** The non-root user of episode pods (the "nonroot" uid of distroless images). */
+export const EPISODE_UID = 65532;
+const HOME_DIR = '/home/episodic';
+const MAX_NAME = 63;
+
+/** `<task>-ep-<n>`; past 63 characters the task part is cut and a hash keeps names unique. */
+export function episodePodName(task: string, episode: number): string {
+  const suffix = `-ep-${episode}`;
+  if (task.length + suffix.length <= MAX_NAME) return `${task}${suffix}`;
+  const hash = createHash('sha256').update(task).digest('hex').slice(0, 8);
+  const keep = MAX_NAME - suffix.length - hash.length - 1;
+  return `${task.slice(0, keep).replace(/-+$/, '')}-${hash}${suffix}`;
+}
+
+/** Episode number of a pod we created, or undefined for a pod that is not an episode pod. */
+export function podEpisode(pod: { metadata: { labels?: Record<string, string> } }): number | undefined {
+  const n = Number(pod.metadata.labels?.[EPISODE_LABEL]);
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+}
+
+export interface EpisodePodInput {
+  task: AgentTask;
+  /** The validated spec (defaults applied). */
+  spec: AgentTaskSpec;
+  episode: number;
+  /** Message of the previous episode, for {{lastEpisode.message}}. */
+  lastEpisodeMessage?: string;
+}
+
+export function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig & { promptFile?: string } {
+  const { task, spec, episode } = input;
+  const git = spec.workspace && typeof spec.workspace === 'object' && 'git' in spec.workspace ? spec.workspace.git : undefined;
+  return {
+    task: task.metadata.name,
+    namespace: task.metadata.namespace,
+    episode,
+    maxEpisodes: spec.limits.maxEpisodes,
+    promptVia: spec.agent.promptVia,
+    output: spec.agent.output,
+    pricing: spec.agent.pricing,
+    completion: spec.completion,
+    timeoutSeconds: spec.limits.episodeTimeoutSeconds,
+    workspaceDir: POD_WORKSPACE,
+    ...(git ? { git } : {}),
+    // The runner reads and renders promptFile itself: the file lives in the workspace, which only the pod sees.
+    ...(spec.promptFile ? { promptFile: spec.promptFile } : {}),
+  };
+}
+
+export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
+  const { task, spec, episode } = input;
+  const name = task.metadata.name;
+  const env: Array<Record<string, unknown>> = [
+    { name: EPISODE_CONFIG_ENV, value: JSON.stringify(buildEpisodeConfig(input)) },
+  ];
+  if (spec.prompt !== undefined) {
+    const prompt = renderPrompt(spec.prompt, {
+      task: name,
+      episode,
+      maxEpisodes: spec.limits.maxEpisodes,
+      lastEpisodeMessage: input.lastEpisodeMessage,
+    });
+    env.push({ name: EPISODE_PROMPT_ENV, value: prompt });
+  }
+  const userEnv = spec.agent.env.map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
+  if (!userEnv.some((e) => e.name === 'HOME')) env.push({ name: 'HOME', value: HOME_DIR });
+  env.push(...userEnv);
+
+  const envFrom: Array<Record<string, unknown>> = (spec.agent.envFrom ?? []).map((e) => stripUndefined({ ...e }));
+  const workspace = workspaceVolume(spec.workspace);
+  if (workspace.gitSecret) envFrom.push({ secretRef: { name: workspace.gitSecret } });
+
+  const container = stripUndefined({
+    name: AGENT_CONTAINER,
+    image: spec.agent.image,
+    imagePullPolicy: spec.agent.imagePullPolicy,
+    command: ['episodic', 'episode', '--', ...spec.agent.command],
+    workingDir: POD_WORKSPACE,
+    env,
+    envFrom: envFrom.length > 0 ? envFrom : undefined,
+    resources: spec.agent.resources,
+    terminationMessagePath: TERMINATION_LOG,
+    terminationMessagePolicy: 'File',
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: EPISODE_UID,
+      runAsGroup: EPISODE_UID,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    },
+    volumeMounts: [
+      { name: 'workspace', mountPath: POD_WORKSPACE },
+      // A read-only root needs writable scratch space: agents keep state in $HOME and /tmp.
+      { name: 'home', mountPath: HOME_DIR },
+      { name: 'tmp', mountPath: '/tmp' },
+    ],
+  });
+
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: episodePodName(name, episode),
+      namespace: task.metadata.namespace,
+      labels: { [TASK_LABEL]: name, [EPISODE_LABEL]: String(episode), [MANAGED_BY_LABEL]: 'episodic' },
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: KIND,
+          name,
+          uid: task.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec: stripUndefined({
+      restartPolicy: 'Never',
+      activeDeadlineSeconds: spec.limits.episodeTimeoutSeconds,
+      serviceAccountName: spec.agent.serviceAccountName,
+      // Agents get no API credentials unless the task names a service account on purpose.
+      automountServiceAccountToken: spec.agent.serviceAccountName ? undefined : false,
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: EPISODE_UID,
+        runAsGroup: EPISODE_UID,
+        fsGroup: EPISODE_UID,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      containers: [container],
+      volumes: [workspace.volume, { name: 'home', emptyDir: {} }, { name: 'tmp', emptyDir: {} }],
+    }),
+  };
+}
+
+/**
+ * volumeClaim → that PVC; git → an emptyDir the runner clones into (credentials from the secret as env);
+ * a plain directory string is a local-mode path that means nothing on a node, so it gets an emptyDir too.
+ */
+function workspaceVolume(workspace: AgentTaskSpec['workspace']): { volume: Record<string, unknown>; gitSecret?: string } {
+  if (workspace && typeof workspace === 'object' && 'volumeClaim' in workspace) {
+    return { volume: { name: 'workspace', persistentVolumeClaim: { claimName: workspace.volumeClaim } } };
+  }
+  if (workspace && typeof workspace === 'object' && 'git' in workspace) {
+    return { volume: { name: 'workspace', emptyDir: {} }, gitSecret: workspace.git.secretRef?.name };
+  }
+  return { volume: { name: 'workspace', emptyDir: {} } };
+}
+
+function stripUndefined<T extends Record<string, unknown>>(obj: T): T {
+  for (const key of Object.keys(obj)) if (obj[key] === undefined) delete obj[key];
+  return obj;
+}

@@ -1,0 +1,73 @@
+// `episodic controller` as a command: flag validation (exit 2 naming the flag), a kubeconfig that does not
+// load (exit 1), and the health endpoints of a running process.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { parseDuration } from '../../controller/cli/controller.ts';
+import { repoRoot } from '../support/cluster.ts';
+import type { Cluster } from '../support/cluster.ts';
+import { MAIN, NODE, clusterWithCrd, createNamespace, startControllerProcess, waitFor } from '../support/kubelet.ts';
+import type { ControllerProcess } from '../support/kubelet.ts';
+
+const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
+
+async function cli(args: string[]): Promise<{ code: number; stderr: string }> {
+  try {
+    await promisify(execFile)(NODE, [MAIN, 'controller', ...args], { cwd: repoRoot, timeout: 30_000 });
+    return { code: 0, stderr: '' };
+  } catch (err) {
+    const e = err as { code?: number; stderr?: string };
+    return { code: e.code ?? -1, stderr: e.stderr ?? '' };
+  }
+}
+
+describe('episodic controller (CLI)', () => {
+  it('parses durations', () => {
+    assert.equal(parseDuration('--x', '15s'), 15_000);
+    assert.equal(parseDuration('--x', '2m'), 120_000);
+    assert.equal(parseDuration('--x', '500ms'), 500);
+    assert.equal(parseDuration('--x', '4'), 4_000);
+    assert.throws(() => parseDuration('--lease-duration', 'soon'), /--lease-duration: "soon" is not a duration/);
+  });
+
+  it('rejects bad flags with exit code 2, naming the flag', async () => {
+    const zero = await cli(['--max-concurrent', '0']);
+    assert.equal(zero.code, 2);
+    assert.match(zero.stderr, /--max-concurrent: must be at least 1/);
+    const deadline = await cli(['--lease-duration', '4s', '--renew-deadline', '5s']);
+    assert.equal(deadline.code, 2);
+    assert.match(deadline.stderr, /--renew-deadline: must be shorter than --lease-duration/);
+  });
+
+  it('exits 1 when the kubeconfig cannot be loaded', async () => {
+    const missing = await cli(['--kubeconfig', '/nonexistent/kubeconfig', '--metrics-addr', '', '--health-addr', '']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /cannot load a kubeconfig/);
+  });
+});
+
+describe('episodic controller (process): health endpoints', { skip, timeout: 60_000 }, () => {
+  let cluster: Cluster;
+  let proc: ControllerProcess;
+
+  before(async () => {
+    cluster = await clusterWithCrd();
+  }, { timeout: 90 * 60_000 });
+
+  after(async () => proc?.kill('SIGTERM'));
+
+  it('serves /healthz, /readyz (after the caches synced) and /metrics on their addresses', async () => {
+    const ns = await createNamespace('ctl-cli');
+    proc = await startControllerProcess(cluster, ['--namespace', ns, '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0']);
+    const started = proc.logs.find((l) => l.msg === 'episodic controller started');
+    const [metricsUrl, healthUrl] = started?.servers as string[];
+    assert.notEqual(metricsUrl, healthUrl);
+    assert.equal((await fetch(`${healthUrl}/healthz`)).status, 200);
+    await waitFor('ready', async () => (await fetch(`${healthUrl}/readyz`)).status === 200);
+    const metrics = await (await fetch(`${metricsUrl}/metrics`)).text();
+    assert.match(metrics, /# TYPE episodic_watch_restarts_total counter/);
+    assert.match(metrics, /process_resident_memory_bytes/);
+    assert.equal(await proc.kill('SIGTERM'), 0);
+  });
+});

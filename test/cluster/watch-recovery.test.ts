@@ -1,0 +1,147 @@
+// Watches must survive what real networks and API servers do to them. The controller talks to the API
+// server through a TCP proxy in this test, which can reset every connection (errors) or stop forwarding
+// on the open ones while keeping them open (a silently dead connection: only a watchdog notices). A 410
+// Gone comes from the real API server, by resuming a watch from a resourceVersion it no longer has.
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterController } from '../../controller/cluster/controller.ts';
+import type { KubeClient } from '../../controller/cluster/kube-client.ts';
+import { kubectl } from '../support/cluster.ts';
+import {
+  agentTaskManifest,
+  clusterWithCrd,
+  createNamespace,
+  fakeClaudeSpec,
+  startController,
+  testClient,
+  waitFor,
+  waitForPod,
+} from '../support/kubelet.ts';
+
+const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
+
+/** A TCP proxy to the API server whose open connections can be reset or frozen. */
+class ChaosProxy {
+  private readonly server: net.Server;
+  private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket; frozen: boolean }>();
+  port = 0;
+
+  constructor(target: { host: string; port: number }) {
+    this.server = net.createServer((client) => {
+      const upstream = net.connect(target.port, target.host);
+      const pair = { client, upstream, frozen: false };
+      this.pairs.add(pair);
+      // Forward by hand so a frozen pair drops bytes instead of buffering them.
+      client.on('data', (d) => pair.frozen || upstream.write(d));
+      upstream.on('data', (d) => pair.frozen || client.write(d));
+      const close = () => {
+        this.pairs.delete(pair);
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on('close', close).on('error', close);
+      upstream.on('close', close).on('error', close);
+    });
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as net.AddressInfo).port;
+  }
+
+  /** Reset every open connection (RST), like an API server restart or a load balancer failover. */
+  reset(): number {
+    const n = this.pairs.size;
+    for (const { client, upstream } of this.pairs) {
+      client.resetAndDestroy();
+      upstream.destroy();
+    }
+    return n;
+  }
+
+  /** Open connections stay open but carry nothing any more (a dead NAT entry). New ones work. */
+  freeze(): number {
+    for (const pair of this.pairs) pair.frozen = true;
+    return this.pairs.size;
+  }
+
+  close(): void {
+    this.reset();
+    this.server.close();
+  }
+}
+
+async function restarts(controller: ClusterController, resource: string, cause: string): Promise<number> {
+  const metric = await controller.metrics.watchRestarts.get();
+  return metric.values.find((v) => v.labels.resource === resource && v.labels.cause === cause)?.value ?? 0;
+}
+
+describe('cluster controller: watch recovery', { skip, timeout: 60_000 }, () => {
+  let ns: string;
+  let client: KubeClient;
+  let controller: ClusterController;
+  let proxy: ChaosProxy;
+  const apply = (name: string) => kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, fakeClaudeSpec()) });
+
+  before(async () => {
+    const cluster = await clusterWithCrd();
+    ns = await createNamespace('ctl-watch');
+    client = await testClient(cluster);
+    const server = new URL(cluster.server);
+    proxy = new ChaosProxy({ host: server.hostname, port: Number(server.port) });
+    await proxy.listen();
+    const text = await readFile(cluster.kubeconfigPath, 'utf8');
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(text.replace(cluster.server, `https://127.0.0.1:${proxy.port}`));
+    // Watches end normally every 2-4 s; only a watch silent for 6 s is dead.
+    controller = await startController(cluster, {
+      kubeConfig,
+      namespace: ns,
+      watchTimeoutSeconds: 2,
+      watchdogMs: 6_000,
+      requestTimeoutMs: 5_000,
+    });
+  }, { timeout: 90 * 60_000 });
+
+  after(async () => {
+    await controller?.stop();
+    proxy?.close();
+    client?.close();
+  });
+
+  it('reconciles through the proxy; normal watch ends are not restarts', async () => {
+    await apply('before');
+    await waitForPod(client, ns, 'before-ep-1');
+    await new Promise((r) => setTimeout(r, 4_500)); // at least one server-side watch timeout
+    assert.equal(await restarts(controller, 'agenttasks', 'silent'), 0);
+    assert.equal(await restarts(controller, 'agenttasks', 'error'), 0);
+  });
+
+  it('connections reset mid-stream → the watches restart with backoff and events flow again', async () => {
+    assert.ok(proxy.reset() >= 2, 'both watches were open');
+    await waitFor('error restarts counted', async () => (await restarts(controller, 'agenttasks', 'error')) >= 1 && (await restarts(controller, 'pods', 'error')) >= 1);
+    await apply('after-reset');
+    await waitForPod(client, ns, 'after-reset-ep-1', 15_000);
+  });
+
+  it('a watch that goes silent without closing → the watchdog restarts it', async () => {
+    proxy.freeze();
+    await waitFor('silent restart counted', async () => (await restarts(controller, 'agenttasks', 'silent')) >= 1, 15_000);
+    await apply('after-freeze');
+    await waitForPod(client, ns, 'after-freeze-ep-1', 15_000);
+  });
+
+  it('410 Gone from the API server → relist, and nothing is missed', async () => {
+    const before = await restarts(controller, 'agenttasks', 'gone');
+    // Resume from a resourceVersion the API server compacted away long ago.
+    controller.tasks.setResourceVersion('1');
+    controller.tasks.restartWatch();
+    await waitFor('gone restart counted', async () => (await restarts(controller, 'agenttasks', 'gone')) > before);
+    await apply('after-gone');
+    await waitForPod(client, ns, 'after-gone-ep-1');
+    assert.ok(controller.ready());
+  });
+});
