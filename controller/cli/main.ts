@@ -17,6 +17,8 @@ export function buildProgram(): Command {
     .description('Run AI coding agents as episodes, reconciled like Kubernetes resources')
     .version(VERSION_STRING, '-v, --version')
     .showHelpAfterError()
+    // Subcommand options only after the subcommand: lets `episode` pass the agent's own flags through.
+    .enablePositionalOptions()
     .exitOverride();
   registerRun(program);
   registerGet(program);

@@ -12,6 +12,7 @@ import { EpisodicMetrics } from '../metrics/metrics.ts';
 import { startMetricsServer } from '../metrics/server.ts';
 import type { RunningServer } from '../metrics/server.ts';
 import { WorkQueue } from '../util/work-queue.ts';
+import type { EpisodeDefaults } from './episode-defaults.ts';
 import { TASK_LABEL } from './episode-pod.ts';
 import { EpisodeSlots } from './episode-slots.ts';
 import { EventRecorder } from './events.ts';
@@ -31,6 +32,8 @@ export interface ClusterControllerOptions {
   budgetUSD?: number;
   podRetention?: number;
   imagePullGraceMs?: number;
+  /** --episode-defaults: pod settings for what a task's spec leaves unset. */
+  episodeDefaults?: EpisodeDefaults;
   workers?: number;
   qps?: number;
   burst?: number;
@@ -119,6 +122,7 @@ export class ClusterController {
       budgetUSD: opts.budgetUSD,
       podRetention: opts.podRetention ?? 3,
       imagePullGraceMs: opts.imagePullGraceMs ?? 120_000,
+      episodeDefaults: opts.episodeDefaults,
       enqueueAfter: (key, ms) => this.queue?.addAfter(key, ms),
       setWaitingForSlot: (key, waiting) => (waiting ? this.waitingForSlot.add(key) : this.waitingForSlot.delete(key)),
       onPhaseChange: (key) => this.enqueueDependents(key),

@@ -6,6 +6,7 @@ import { API_VERSION, KIND } from '../api/agent-task.ts';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_WORKSPACE, TERMINATION_LOG } from '../api/episode-config.ts';
 import type { EpisodeConfig } from '../api/episode-config.ts';
 import { renderPrompt } from '../executors/prompt.ts';
+import type { EpisodeDefaults } from './episode-defaults.ts';
 
 export const TASK_LABEL = 'episodic.dev/task';
 export const EPISODE_LABEL = 'episodic.dev/episode';
@@ -15,6 +16,22 @@ export const AGENT_CONTAINER = 'agent';
 export const EPISODE_UID = 65532;
 const HOME_DIR = '/home/episodic';
 const MAX_NAME = 63;
+
+const HARDENED_POD_SECURITY = {
+  runAsNonRoot: true,
+  runAsUser: EPISODE_UID,
+  runAsGroup: EPISODE_UID,
+  fsGroup: EPISODE_UID,
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+const HARDENED_CONTAINER_SECURITY = {
+  runAsNonRoot: true,
+  runAsUser: EPISODE_UID,
+  runAsGroup: EPISODE_UID,
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+};
 
 /** `<task>-ep-<n>`; past 63 characters the task part is cut and a hash keeps names unique. */
 export function episodePodName(task: string, episode: number): string {
@@ -38,10 +55,12 @@ export interface EpisodePodInput {
   episode: number;
   /** Message of the previous episode, for {{lastEpisode.message}}. */
   lastEpisodeMessage?: string;
+  /** --episode-defaults: what the task's spec leaves unset. */
+  defaults?: EpisodeDefaults;
 }
 
-export function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig & { promptFile?: string } {
-  const { task, spec, episode } = input;
+export function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
+  const { task, spec, episode, lastEpisodeMessage } = input;
   const git = spec.workspace && typeof spec.workspace === 'object' && 'git' in spec.workspace ? spec.workspace.git : undefined;
   return {
     task: task.metadata.name,
@@ -57,11 +76,14 @@ export function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig & { pr
     ...(git ? { git } : {}),
     // The runner reads and renders promptFile itself: the file lives in the workspace, which only the pod sees.
     ...(spec.promptFile ? { promptFile: spec.promptFile } : {}),
+    ...(spec.promptFile && lastEpisodeMessage !== undefined ? { lastEpisodeMessage } : {}),
   };
 }
 
 export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
   const { task, spec, episode } = input;
+  // A copy: pods must not share nested objects with the defaults (or with each other).
+  const defaults = structuredClone(input.defaults ?? {});
   const name = task.metadata.name;
   const env: Array<Record<string, unknown>> = [
     { name: EPISODE_CONFIG_ENV, value: JSON.stringify(buildEpisodeConfig(input)) },
@@ -76,8 +98,12 @@ export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
     env.push({ name: EPISODE_PROMPT_ENV, value: prompt });
   }
   const userEnv = spec.agent.env.map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
-  if (!userEnv.some((e) => e.name === 'HOME')) env.push({ name: 'HOME', value: HOME_DIR });
-  env.push(...userEnv);
+  const taskNames = new Set(userEnv.map((e) => e.name));
+  const defaultEnv = (defaults.env ?? [])
+    .filter((e) => !taskNames.has(e.name))
+    .map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
+  if (![...userEnv, ...defaultEnv].some((e) => e.name === 'HOME')) env.push({ name: 'HOME', value: HOME_DIR });
+  env.push(...defaultEnv, ...userEnv);
 
   const envFrom: Array<Record<string, unknown>> = (spec.agent.envFrom ?? []).map((e) => stripUndefined({ ...e }));
   const workspace = workspaceVolume(spec.workspace);
@@ -85,23 +111,16 @@ export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
 
   const container = stripUndefined({
     name: AGENT_CONTAINER,
-    image: spec.agent.image,
-    imagePullPolicy: spec.agent.imagePullPolicy,
+    image: spec.agent.image ?? defaults.image,
+    imagePullPolicy: spec.agent.imagePullPolicy ?? defaults.imagePullPolicy,
     command: ['episodic', 'episode', '--', ...spec.agent.command],
     workingDir: POD_WORKSPACE,
     env,
     envFrom: envFrom.length > 0 ? envFrom : undefined,
-    resources: spec.agent.resources,
+    resources: spec.agent.resources ?? defaults.resources,
     terminationMessagePath: TERMINATION_LOG,
     terminationMessagePolicy: 'File',
-    securityContext: {
-      runAsNonRoot: true,
-      runAsUser: EPISODE_UID,
-      runAsGroup: EPISODE_UID,
-      allowPrivilegeEscalation: false,
-      readOnlyRootFilesystem: true,
-      capabilities: { drop: ['ALL'] },
-    },
+    securityContext: { ...structuredClone(HARDENED_CONTAINER_SECURITY), ...defaults.securityContext },
     volumeMounts: [
       { name: 'workspace', mountPath: POD_WORKSPACE },
       // A read-only root needs writable scratch space: agents keep state in $HOME and /tmp.
@@ -110,13 +129,17 @@ export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
     ],
   });
 
+  // A task's "" opts out of the default service account.
+  const serviceAccountName = (spec.agent.serviceAccountName ?? defaults.serviceAccountName) || undefined;
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
       name: episodePodName(name, episode),
       namespace: task.metadata.namespace,
-      labels: { [TASK_LABEL]: name, [EPISODE_LABEL]: String(episode), [MANAGED_BY_LABEL]: 'episodic' },
+      // Our labels last: the controller finds its pods by them, so defaults must not override them.
+      labels: { ...defaults.podLabels, [TASK_LABEL]: name, [EPISODE_LABEL]: String(episode), [MANAGED_BY_LABEL]: 'episodic' },
+      ...(defaults.podAnnotations ? { annotations: { ...defaults.podAnnotations } } : {}),
       ownerReferences: [
         {
           apiVersion: API_VERSION,
@@ -131,16 +154,15 @@ export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
     spec: stripUndefined({
       restartPolicy: 'Never',
       activeDeadlineSeconds: spec.limits.episodeTimeoutSeconds,
-      serviceAccountName: spec.agent.serviceAccountName,
-      // Agents get no API credentials unless the task names a service account on purpose.
-      automountServiceAccountToken: spec.agent.serviceAccountName ? undefined : false,
-      securityContext: {
-        runAsNonRoot: true,
-        runAsUser: EPISODE_UID,
-        runAsGroup: EPISODE_UID,
-        fsGroup: EPISODE_UID,
-        seccompProfile: { type: 'RuntimeDefault' },
-      },
+      serviceAccountName,
+      // Agents get no API credentials unless a service account is named on purpose.
+      automountServiceAccountToken: serviceAccountName ? undefined : false,
+      priorityClassName: defaults.priorityClassName,
+      imagePullSecrets: defaults.imagePullSecrets,
+      nodeSelector: defaults.nodeSelector,
+      tolerations: defaults.tolerations,
+      affinity: defaults.affinity,
+      securityContext: { ...structuredClone(HARDENED_POD_SECURITY), ...defaults.podSecurityContext },
       containers: [container],
       volumes: [workspace.volume, { name: 'home', emptyDir: {} }, { name: 'tmp', emptyDir: {} }],
     }),

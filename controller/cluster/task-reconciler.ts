@@ -7,12 +7,13 @@
 import type { Logger } from 'pino';
 import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { episodeResult } from '../api/episode-result.ts';
-import { validateSpec } from '../api/validate.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { conditionsFor } from '../reconciler/conditions.ts';
 import { findCycle } from '../reconciler/dependencies.ts';
 import { reconcile } from '../reconciler/reconcile.ts';
 import type { Action, ObservedEpisode, ReconcileResult } from '../reconciler/reconcile.ts';
+import { clusterSpec } from './episode-defaults.ts';
+import type { EpisodeDefaults } from './episode-defaults.ts';
 import { buildEpisodePod, episodePodName, podEpisode } from './episode-pod.ts';
 import { isFinishedPod } from './episode-slots.ts';
 import type { EpisodeSlots } from './episode-slots.ts';
@@ -40,6 +41,8 @@ export interface TaskReconcilerOptions {
   budgetUSD?: number;
   podRetention: number;
   imagePullGraceMs: number;
+  /** --episode-defaults. */
+  episodeDefaults?: EpisodeDefaults;
   enqueueAfter(key: string, delayMs: number): void;
   /** The task now waits for a free slot (or no longer does). */
   setWaitingForSlot(key: string, waiting: boolean): void;
@@ -96,11 +99,12 @@ export class TaskReconciler {
     const now = this.opts.now?.() ?? new Date();
     const server = parseStatus(task.status);
     const prev = this.opts.statusWriter.effective(key, server);
-    const { spec, specError } = clusterSpec(task.spec);
+    const { spec, specError } = clusterSpec(task.spec, this.opts.episodeDefaults);
     const observation = this.observe(key, task, prev, pods, now);
 
     const result = this.decide(task, spec, specError, prev, observation, now);
     const { status } = result;
+    notePodName(status, pods);
     const start = result.actions.find((a): a is Extract<Action, { type: 'StartEpisode' }> => a.type === 'StartEpisode');
     // Reserve the slot before the first await: parallel reconciles must see it taken.
     if (start) this.opts.slots.reserve();
@@ -224,7 +228,13 @@ export class TaskReconciler {
   }
 
   private async startEpisode(key: string, task: KubeObject, spec: AgentTaskSpec, n: number, status: AgentTaskStatus, log: Logger): Promise<void> {
-    const pod = buildEpisodePod({ task: task as any, spec, episode: n, lastEpisodeMessage: status.lastEpisode?.message });
+    const pod = buildEpisodePod({
+      task: task as any,
+      spec,
+      episode: n,
+      lastEpisodeMessage: status.lastEpisode?.message,
+      defaults: this.opts.episodeDefaults,
+    });
     const path = `/api/v1/namespaces/${task.metadata.namespace}/pods`;
     try {
       this.opts.pods.upsert(await this.opts.client.create(path, pod, 'work'));
@@ -249,6 +259,7 @@ export class TaskReconciler {
       }
     }
     this.startPending.delete(key);
+    if (!this.overrides.has(key)) notePodName(status, [pod as KubeObject]);
   }
 
   private async stopEpisode(task: KubeObject, pods: KubeObject[], n: number, reason: 'cancelled' | 'timeout', log: Logger): Promise<void> {
@@ -373,14 +384,12 @@ export class TaskReconciler {
   }
 }
 
-/** validateSpec plus the one rule that only holds on a cluster: the image is required. */
-export function clusterSpec(raw: unknown): { spec?: AgentTaskSpec; specError?: string } {
-  const validation = validateSpec(raw);
-  if (!validation.ok) return { specError: validation.errors.join('; ') };
-  if (!validation.spec.agent.image) {
-    return { specError: 'spec.agent.image: required in cluster mode (an image that contains the episodic runner and the agent)' };
-  }
-  return { spec: validation.spec };
+/** status.currentEpisode.podName once its pod exists (created or adopted): a cluster detail, so not in reconcile(). */
+function notePodName(status: AgentTaskStatus, pods: KubeObject[]): void {
+  const current = status.currentEpisode;
+  if (!current || current.podName) return;
+  const pod = pods.find((p) => podEpisode(p) === current.number);
+  if (pod) status.currentEpisode = { ...current, podName: pod.metadata.name };
 }
 
 function ownerUid(pod: KubeObject): string | undefined {

@@ -2,6 +2,9 @@
 // load (exit 1), and the health endpoints of a running process.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { parseDuration } from '../../controller/cli/controller.ts';
@@ -38,6 +41,22 @@ describe('episodic controller (CLI)', () => {
     const deadline = await cli(['--lease-duration', '4s', '--renew-deadline', '5s']);
     assert.equal(deadline.code, 2);
     assert.match(deadline.stderr, /--renew-deadline: must be shorter than --lease-duration/);
+  });
+
+  it('rejects a bad --episode-defaults file with exit code 2, naming the file and the field', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'episodic-defaults-'));
+    try {
+      const file = path.join(dir, 'episode-defaults.yaml');
+      await writeFile(file, 'image: agents/claude:1\ntolerations: { key: agents }\n');
+      const bad = await cli(['--episode-defaults', file, '--kubeconfig', '/nonexistent/kubeconfig']);
+      assert.equal(bad.code, 2, bad.stderr);
+      assert.match(bad.stderr, new RegExp(`--episode-defaults ${file}: tolerations: .*expected array`));
+      const missing = await cli(['--episode-defaults', path.join(dir, 'nope.yaml')]);
+      assert.equal(missing.code, 2);
+      assert.match(missing.stderr, /nope\.yaml: cannot read: ENOENT/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('exits 1 when the kubeconfig cannot be loaded', async () => {

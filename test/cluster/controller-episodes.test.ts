@@ -49,6 +49,7 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
     const task = await waitForTask(client, ns, 'shape', (s) => s.phase === 'Running');
     assert.deepEqual(task.metadata.finalizers, ['episodic.dev/cleanup']);
     assert.equal(task.status?.currentEpisode?.number, 1);
+    assert.equal(task.status?.currentEpisode?.podName, 'shape-ep-1', 'status names the pod it created');
     assert.equal(task.status?.observedGeneration, task.metadata.generation);
 
     assert.equal(pod.metadata.labels!['episodic.dev/task'], 'shape');
@@ -110,6 +111,7 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
     assert.equal(waiting.status?.retries, 1);
     assert.equal(waiting.status?.consecutiveFailures, 0);
     const second = await waitForPod(client, ns, 'flaky-ep-2');
+    await waitForTask(client, ns, 'flaky', (s) => s.currentEpisode?.podName === 'flaky-ep-2');
     await kubelet.runEpisode(second, { env: { FAKE_AGENT_MODE: 'success' } });
     const done = await waitForTask(client, ns, 'flaky', (s) => s.phase === 'Succeeded');
     assert.equal(done.status?.episodes, 2);

@@ -66,7 +66,10 @@ describe('cluster controller: kill -9 and restart', { skip, timeout: 60_000 }, (
 
     await start();
     for (const name of ['r1', 'r2']) await waitForTask(client, ns, name, (s) => s.phase === 'Succeeded' && s.episodes === 1);
-    for (const name of ['r3', 'r4', 'r5', 'r6']) await waitForTask(client, ns, name, (s) => s.phase === 'Running' && s.currentEpisode?.number === 1 && s.episodes === 1);
+    for (const name of ['r3', 'r4', 'r5', 'r6']) {
+      // Adopted pods are named in status too.
+      await waitForTask(client, ns, name, (s) => s.phase === 'Running' && s.currentEpisode?.number === 1 && s.episodes === 1 && s.currentEpisode.podName === `${name}-ep-1`);
+    }
     await new Promise((r) => setTimeout(r, 1_500));
     assert.deepEqual(await podNames(), TASKS.map((n) => `${n}-ep-1`));
 

@@ -7,7 +7,7 @@ import type { AgentTask } from '../../controller/api/agent-task.ts';
 import { EpisodeConfigSchema } from '../../controller/api/episode-config.ts';
 import { buildEpisodePod, episodePodName, podEpisode } from '../../controller/cluster/episode-pod.ts';
 import { observeDeletedPod, observePod } from '../../controller/cluster/pod-outcome.ts';
-import { clusterSpec } from '../../controller/cluster/task-reconciler.ts';
+import { clusterSpec, parseEpisodeDefaults } from '../../controller/cluster/episode-defaults.ts';
 import type { KubeObject } from '../../controller/cluster/informer.ts';
 
 function task(name = 'demo', spec: Record<string, unknown> = {}): { task: AgentTask; spec: ReturnType<typeof AgentTaskSpecSchema.parse> } {
@@ -110,17 +110,140 @@ describe('buildEpisodePod', () => {
     assert.deepEqual(buildEpisodePod({ ...dir, episode: 1 }).spec.volumes[0], { name: 'workspace', emptyDir: {} });
   });
 
-  it('leaves promptFile to the runner', () => {
+  it('leaves promptFile to the runner, with the last episode message for {{lastEpisode.message}}', () => {
     const { task: t, spec } = task('demo', { prompt: undefined, promptFile: 'PROMPT.md' });
-    const c = buildEpisodePod({ task: t, spec, episode: 1 }).spec.containers[0];
+    const c = buildEpisodePod({ task: t, spec, episode: 2, lastEpisodeMessage: 'tests fail' }).spec.containers[0];
     assert.equal(c.env.find((e: any) => e.name === 'EPISODIC_PROMPT'), undefined);
-    assert.equal(JSON.parse(c.env[0].value).promptFile, 'PROMPT.md');
+    const config = EpisodeConfigSchema.parse(JSON.parse(c.env[0].value));
+    assert.equal(config.promptFile, 'PROMPT.md');
+    assert.equal(config.lastEpisodeMessage, 'tests fail');
+    const first = EpisodeConfigSchema.parse(JSON.parse(buildEpisodePod({ task: t, spec, episode: 1 }).spec.containers[0].env[0].value));
+    assert.equal(first.lastEpisodeMessage, undefined);
+    const inline = task();
+    const rendered = JSON.parse(buildEpisodePod({ ...inline, episode: 2, lastEpisodeMessage: 'x' }).spec.containers[0].env[0].value);
+    assert.equal(rendered.lastEpisodeMessage, undefined, 'an inline prompt is rendered by the controller');
   });
 
-  it('requires an image in cluster mode', () => {
+  it('requires an image in cluster mode, from the task or the episode defaults', () => {
     assert.match(clusterSpec({ prompt: 'x', agent: { command: ['a'] } }).specError ?? '', /spec\.agent\.image: required/);
     assert.match(clusterSpec({ prompt: 'x', agent: {} }).specError ?? '', /spec\.agent\.command/);
     assert.ok(clusterSpec({ prompt: 'x', agent: { command: ['a'], image: 'i' } }).spec);
+    assert.ok(clusterSpec({ prompt: 'x', agent: { command: ['a'] } }, { image: 'default:1' }).spec);
+    assert.match(clusterSpec({ prompt: 'x', agent: { command: ['a'] } }, { nodeSelector: {} }).specError ?? '', /--episode-defaults/);
+  });
+});
+
+describe('buildEpisodePod with --episode-defaults', () => {
+  const defaults = parseEpisodeDefaults(
+    [
+      'image: agents/claude:2',
+      'imagePullPolicy: IfNotPresent',
+      'imagePullSecrets: [{ name: regcred }]',
+      'serviceAccountName: agent',
+      'priorityClassName: batch-low',
+      'nodeSelector: { episodic.dev/agents: "true" }',
+      'tolerations: [{ key: agents, operator: Exists, effect: NoSchedule }]',
+      'affinity: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [] } }',
+      'resources: { requests: { cpu: 500m }, limits: { memory: 2Gi } }',
+      'podSecurityContext: { fsGroupChangePolicy: OnRootMismatch, runAsUser: 1001 }',
+      'securityContext: { readOnlyRootFilesystem: false }',
+      'podLabels: { team: ml, episodic.dev/task: hijack }',
+      'podAnnotations: { cost-center: "42" }',
+      'env:',
+      '  - { name: ANTHROPIC_API_KEY, valueFrom: { secretKeyRef: { name: agent-keys, key: anthropic, optional: true } } }',
+      '  - { name: LOG_LEVEL, value: debug }',
+    ].join('\n'),
+    'defaults.yaml',
+  );
+
+  it('fills in what the task leaves unset: image, pod-level scheduling fields, labels, env', () => {
+    const spec = AgentTaskSpecSchema.parse({ prompt: 'p', agent: { command: ['claude'] } });
+    const t: AgentTask = { apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', metadata: { name: 'demo', namespace: 'ns1', uid: 'uid-1' }, spec };
+    const p = buildEpisodePod({ task: t, spec, episode: 1, defaults });
+    const c = p.spec.containers[0];
+    assert.equal(c.image, 'agents/claude:2');
+    assert.equal(c.imagePullPolicy, 'IfNotPresent');
+    assert.deepEqual(c.resources, { requests: { cpu: '500m' }, limits: { memory: '2Gi' } });
+    assert.deepEqual(p.spec.imagePullSecrets, [{ name: 'regcred' }]);
+    assert.equal(p.spec.serviceAccountName, 'agent');
+    assert.equal(p.spec.automountServiceAccountToken, undefined, 'a named service account gets its token');
+    assert.equal(p.spec.priorityClassName, 'batch-low');
+    assert.deepEqual(p.spec.nodeSelector, { 'episodic.dev/agents': 'true' });
+    assert.deepEqual(p.spec.tolerations, [{ key: 'agents', operator: 'Exists', effect: 'NoSchedule' }]);
+    assert.deepEqual(p.spec.affinity, { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [] } });
+    assert.deepEqual(p.metadata.labels, { team: 'ml', 'episodic.dev/task': 'demo', 'episodic.dev/episode': '1', 'app.kubernetes.io/managed-by': 'episodic' });
+    assert.deepEqual(p.metadata.annotations, { 'cost-center': '42' });
+    const env = Object.fromEntries(c.env.map((e: any) => [e.name, e]));
+    assert.deepEqual(env.ANTHROPIC_API_KEY, { name: 'ANTHROPIC_API_KEY', valueFrom: { secretKeyRef: { name: 'agent-keys', key: 'anthropic', optional: true } } });
+    assert.equal(env.LOG_LEVEL.value, 'debug');
+    assert.equal(env.HOME.value, '/home/episodic');
+  });
+
+  it('security contexts: the defaults layer over the hardened ones, key by key', () => {
+    const { task: t, spec } = task();
+    const p = buildEpisodePod({ task: t, spec, episode: 1, defaults });
+    assert.deepEqual(p.spec.securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 1001,
+      runAsGroup: 65532,
+      fsGroup: 65532,
+      seccompProfile: { type: 'RuntimeDefault' },
+      fsGroupChangePolicy: 'OnRootMismatch',
+    });
+    assert.deepEqual(p.spec.containers[0].securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      runAsGroup: 65532,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: false,
+      capabilities: { drop: ['ALL'] },
+    });
+  });
+
+  it("the task's own spec wins", () => {
+    const { task: t, spec } = task('demo', {
+      agent: {
+        image: 'img:1',
+        command: ['claude'],
+        imagePullPolicy: 'Always',
+        resources: { limits: { cpu: '1' } },
+        serviceAccountName: 'own',
+        env: [{ name: 'ANTHROPIC_API_KEY', valueFrom: { secretKeyRef: { name: 'mine', key: 'k' } } }],
+      },
+    });
+    const p = buildEpisodePod({ task: t, spec, episode: 1, defaults });
+    const c = p.spec.containers[0];
+    assert.equal(c.image, 'img:1');
+    assert.equal(c.imagePullPolicy, 'Always');
+    assert.deepEqual(c.resources, { limits: { cpu: '1' } });
+    assert.equal(p.spec.serviceAccountName, 'own');
+    const keys = c.env.filter((e: any) => e.name === 'ANTHROPIC_API_KEY');
+    assert.deepEqual(keys, [{ name: 'ANTHROPIC_API_KEY', valueFrom: { secretKeyRef: { name: 'mine', key: 'k' } } }]);
+    assert.ok(c.env.some((e: any) => e.name === 'LOG_LEVEL'), 'other default variables still apply');
+
+    const optOut = task('demo', { agent: { image: 'img:1', command: ['claude'], serviceAccountName: '' } });
+    const noSa = buildEpisodePod({ ...optOut, episode: 1, defaults });
+    assert.equal(noSa.spec.serviceAccountName, undefined, '"" opts out of the default service account');
+    assert.equal(noSa.spec.automountServiceAccountToken, false);
+  });
+
+  it('pods share no objects with the defaults', () => {
+    const { task: t, spec } = task();
+    const a = buildEpisodePod({ task: t, spec, episode: 1, defaults });
+    a.spec.tolerations.push({ key: 'x' });
+    a.spec.containers[0].securityContext.capabilities.drop.push('NET_RAW');
+    const b = buildEpisodePod({ task: t, spec, episode: 2, defaults });
+    assert.equal(b.spec.tolerations.length, 1);
+    assert.deepEqual(b.spec.containers[0].securityContext.capabilities, { drop: ['ALL'] });
+  });
+
+  it('rejects a bad file naming the file and the field', () => {
+    assert.throws(() => parseEpisodeDefaults('nodeSelectr: { a: b }', '/etc/d.yaml'), /^Error: \/etc\/d\.yaml: .*Unrecognized key: "nodeSelectr"/);
+    assert.throws(() => parseEpisodeDefaults('nodeSelector: { a: 1 }', 'd.yaml'), /d\.yaml: nodeSelector\.a: .*expected string/);
+    assert.throws(() => parseEpisodeDefaults('env: [{ name: K, valueFrom: { secretKeyRef: { name: s } } }]', 'd.yaml'), /d\.yaml: env\[0\]\.valueFrom\.secretKeyRef\.key/);
+    assert.throws(() => parseEpisodeDefaults('imagePullPolicy: Sometimes', 'd.yaml'), /d\.yaml: imagePullPolicy/);
+    assert.throws(() => parseEpisodeDefaults('image: [', 'd.yaml'), /d\.yaml: not valid YAML/);
+    assert.deepEqual(parseEpisodeDefaults('', 'd.yaml'), {}, 'an empty file: no defaults');
   });
 });
 

@@ -166,6 +166,22 @@ describe('episodic episode', () => {
     assert.match(run.stderr, /SIGTERM: stopping the agent/);
   });
 
+  it('passes agent flags through without `--`, even ones that look like its own', async () => {
+    const dir = await tempDir('argv');
+    const agent = path.join(dir, 'print-argv.mjs');
+    await writeFile(agent, 'console.log(JSON.stringify(process.argv.slice(2)));\n');
+    const agentFlags = ['-p', '--log-file', 'not-ours.log', '--result-file', 'not-ours', '--help', '-v', '--', 'x'];
+    const run = await runRunner({
+      agent: [process.execPath, agent, ...agentFlags],
+      config: episodeConfig({ workspaceDir: dir }),
+      prompt: 'x',
+      dashDash: false,
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout), agentFlags);
+    assert.equal(run.result?.exitCode, 0, 'the result went to the runner\'s own --result-file');
+  });
+
   it('keeps the agent output in --log-file as well', async () => {
     const dir = await tempDir('log');
     const logFile = path.join(dir, 'episode.log');

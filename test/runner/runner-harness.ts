@@ -56,6 +56,8 @@ export interface RunnerInput {
   env?: Record<string, string>;
   /** Passed as --log-file. */
   logFile?: string;
+  /** Put `--` before the agent argv (default true; the runner does not need it). */
+  dashDash?: boolean;
   /** Called once the runner is spawned, e.g. to signal it. */
   onSpawn?: (child: ReturnType<typeof spawn>) => void;
 }
@@ -89,7 +91,7 @@ export async function runRunner(input: RunnerInput): Promise<RunnerRun> {
       '--result-file',
       resultFile,
       ...(input.logFile ? ['--log-file', input.logFile] : []),
-      '--',
+      ...(input.dashDash === false ? [] : ['--']),
       ...input.agent,
     ],
     { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] },
