@@ -42,6 +42,14 @@ export class LocalController {
   /** Slots promised to episodes between the reconcile that starts them and their spawn (keeps --max-concurrent exact). */
   private starting = 0;
   private changeListeners: Array<() => void> = [];
+  /** Tasks whose last reconcile found no free slot (reason Queued), longest waiting first. */
+  private readonly slotWaiters = new Set<string>();
+  /** Task key → keys of the tasks that dependOn it (rebuilt with every new set of specs). */
+  private dependents = new Map<string, string[]>();
+  /** Namespace → dependsOn graph of its tasks, for cycle checks (built on demand, dropped with new specs). */
+  private graphs = new Map<string, Record<string, string[]>>();
+  /** Sum of all recorded costs; undefined when a cost changed since it was last summed. */
+  private spentUSD: number | undefined;
 
   constructor(opts: LocalControllerOptions) {
     this.opts = opts;
@@ -63,6 +71,7 @@ export class LocalController {
     for (const record of records) {
       const key = taskKey(record.namespace, record.name);
       this.records.set(key, record);
+      this.spentUSD = undefined;
       const current = record.status.currentEpisode;
       if (!current) continue;
       const killed = current.pid ? await killOrphanEpisode(current.pid, current.pidStartTime) : false;
@@ -83,13 +92,25 @@ export class LocalController {
   setSpecs(loaded: LoadedSpecs): void {
     const before = this.specs;
     this.specs = loaded.tasks;
-    for (const [key, task] of loaded.tasks) this.lastSpecs.set(key, task);
+    this.graphs = new Map();
+    this.dependents = new Map();
+    let added = false;
+    for (const [key, task] of loaded.tasks) {
+      this.lastSpecs.set(key, task);
+      if (!before.has(key)) added = true;
+      for (const dep of task.spec?.dependsOn ?? []) {
+        const depKey = taskKey(task.namespace, dep);
+        const list = this.dependents.get(depKey);
+        if (list) list.push(key);
+        else this.dependents.set(depKey, [key]);
+      }
+    }
     const keys = new Set([...before.keys(), ...loaded.tasks.keys()]);
     for (const key of keys) {
       if (before.get(key)?.specHash !== loaded.tasks.get(key)?.specHash || !before.has(key)) this.queue.add(key);
     }
-    // Dependency phases may now resolve differently.
-    for (const key of loaded.tasks.keys()) if (!before.has(key)) this.enqueueAll();
+    // Dependency phases may now resolve differently (once, not once per new task: O(n²) for many specs).
+    if (added) this.enqueueAll();
     this.notify();
   }
 
@@ -131,9 +152,12 @@ export class LocalController {
   }
 
   totalCost(): number {
-    let sum = 0;
-    for (const r of this.records.values()) sum += r.status.costUSD;
-    return sum;
+    if (this.spentUSD === undefined) {
+      let sum = 0;
+      for (const r of this.records.values()) sum += r.status.costUSD;
+      this.spentUSD = sum;
+    }
+    return this.spentUSD;
   }
 
   private async reconcileKey(key: string): Promise<void> {
@@ -179,10 +203,14 @@ export class LocalController {
     } else {
       await this.persist(next, before);
     }
-    if (recorded) this.finished.delete(key);
+    // Only the result this pass recorded: the episode just started may already have ended (and be waiting
+    // in `finished`) while start() awaited its status write; deleting that would lose it and hang the task.
+    if (recorded && this.finished.get(key) === observed) this.finished.delete(key);
     this.act(task, out.actions);
     if (out.requeueAfterMs !== undefined && !start) this.queue.addAfter(key, out.requeueAfterMs);
     if (recorded || before.phase !== out.status.phase) this.wakeDependents(task);
+    // A slot this pass freed or left unused (e.g. the task finished) goes to the next waiting task.
+    if (!start) this.wakeQueued();
     this.notify();
   }
 
@@ -228,8 +256,12 @@ export class LocalController {
   }
 
   private async persist(next: StoredStatus, before: AgentTaskStatus): Promise<void> {
-    const prev = this.records.get(`${next.namespace}/${next.name}`);
-    this.records.set(`${next.namespace}/${next.name}`, next);
+    const key = `${next.namespace}/${next.name}`;
+    const prev = this.records.get(key);
+    this.records.set(key, next);
+    if (prev?.status.costUSD !== next.status.costUSD) this.spentUSD = undefined;
+    if (next.status.reason === 'Queued') this.slotWaiters.add(key);
+    else this.slotWaiters.delete(key);
     this.opts.metrics.observeTransition(next.namespace, before, next.status);
     this.opts.metrics.movePhase(next.namespace, prev?.status.phase, next.status.phase);
     if (prev && JSON.stringify(prev) === JSON.stringify(next)) return;
@@ -240,8 +272,12 @@ export class LocalController {
     const dependencies: Record<string, Phase | undefined> = {};
     const deps = task.spec?.dependsOn ?? [];
     if (deps.length === 0) return { dependencies };
-    const graph: Record<string, string[]> = {};
-    for (const t of this.specs.values()) if (t.namespace === task.namespace) graph[t.name] = t.spec?.dependsOn ?? [];
+    let graph = this.graphs.get(task.namespace);
+    if (!graph) {
+      graph = {};
+      for (const t of this.specs.values()) if (t.namespace === task.namespace) graph[t.name] = t.spec?.dependsOn ?? [];
+      this.graphs.set(task.namespace, graph);
+    }
     for (const d of deps) {
       const key = taskKey(task.namespace, d);
       dependencies[d] = this.specs.has(key) ? (this.records.get(key)?.status.phase ?? 'Pending') : undefined;
@@ -250,14 +286,26 @@ export class LocalController {
   }
 
   private wakeDependents(task: SpecTask): void {
-    for (const t of this.specs.values()) {
-      if (t.namespace === task.namespace && t.spec?.dependsOn.includes(task.name)) this.queue.add(t.key);
-    }
+    for (const key of this.dependents.get(task.key) ?? []) this.queue.add(key);
   }
 
-  /** A slot freed up: tasks waiting for capacity get another look. */
+  /**
+   * A slot freed up: as many tasks as there are free slots, longest waiting first, get another look. (Waking
+   * every queued task on every episode end made each end cost a reconcile per waiting task: O(n²) for n tasks.)
+   * A woken task that does not take its slot leaves the queue, and its reconcile wakes the next one.
+   */
   private wakeQueued(): void {
-    for (const [key, record] of this.records) if (record.status.reason === 'Queued' && this.specs.has(key)) this.queue.add(key);
+    if (this.stopping) return;
+    let free = this.opts.maxConcurrent - this.running.size - this.starting;
+    for (const key of this.slotWaiters) {
+      if (free <= 0) break;
+      if (!this.specs.has(key)) {
+        this.slotWaiters.delete(key);
+        continue;
+      }
+      this.queue.add(key);
+      free--;
+    }
   }
 
   private notify(): void {

@@ -1,7 +1,8 @@
 // Desired state from a directory of Kubernetes YAML: every AgentTask document in DIR/*.yaml|*.yml
 // (top level only, like `kubectl apply -f DIR`). Spec files are read, never written.
 import { createHash } from 'node:crypto';
-import { readFile, readdir } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { API_VERSION, KIND, taskKey } from '../api/agent-task.ts';
@@ -101,7 +102,9 @@ export async function loadSpecDir(dir: string): Promise<LoadedSpecs> {
   const root = resolve(dir);
   const entries = await readdir(root, { withFileTypes: true });
   const files = entries.filter((e) => e.isFile() && isSpecFileName(e.name)).map((e) => join(root, e.name)).sort();
-  const parsed = await Promise.all(files.map(async (f) => parseSpecText(f, await readFile(f, 'utf8'))));
+  // Read synchronously: parsing blocks anyway, and for thousands of small files one readFile per file through
+  // the thread pool is ~10x slower (and 10k in flight at once held ~100 MB of buffers).
+  const parsed = files.map((f) => parseSpecText(f, readFileSync(f, 'utf8')));
   return mergeParsed(files, parsed);
 }
 

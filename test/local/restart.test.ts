@@ -111,3 +111,16 @@ test('--watch: deleting a spec mid-episode cancels it; suspend stops it; both ke
   run.child.kill('SIGINT');
   assert.equal(await run.exited, 130);
 });
+
+test('many instant episodes in a row never lose a result (an episode may end before its pid is persisted)', async () => {
+  const dir = tempDir();
+  const agent = join(dir, 'instant.sh');
+  writeFileSync(agent, '#!/bin/sh\ncat >/dev/null\necho "{\\"type\\":\\"result\\",\\"is_error\\":false,\\"result\\":\\"step\\",\\"total_cost_usd\\":0}"\n', { mode: 0o755 });
+  specDir([{ name: 'rapid', spec: { agent: { command: [agent], output: 'claude' }, limits: { maxEpisodes: 40, episodeTimeoutSeconds: 30 } } }], { dir });
+  const res = await runCli(['run', dir], { timeoutMs: 60_000 });
+  assert.equal(res.signal, null, 'the run finished on its own');
+  const s = readStatus(dir, 'rapid')?.status;
+  assert.equal(s?.reason, 'MaxEpisodesReached');
+  assert.equal(s?.episodes, 40);
+  assert.equal(s?.lastEpisode?.number, 40);
+});
