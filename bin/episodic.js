@@ -1,4 +1,5 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=8
+// The small young generation keeps RSS (and with it the cost of fork() per episode) down with many tasks.
 // Thin launcher: the compiled CLI lives in dist/ (built by `npm ci` through the prepare script).
 import('../dist/cli/main.js').catch((err) => {
   if (err && err.code === 'ERR_MODULE_NOT_FOUND' && String(err.message).includes('dist/cli/main.js')) {
