@@ -25,14 +25,8 @@ if [[ "${EPISODIC_CLUSTER_LOCK_HELD:-}" != 1 ]]; then
   flock -w 3600 9 || { log "ERROR: timed out waiting for $CLUSTER_DIR/.up.lock"; exit 1; }
 fi
 
-pid_is() {
-  local pid="$1" name="$2"
-  local cmdline
-  [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 1
-  cmdline="$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")" || return 1
-  # Ours = right binary AND its flags point into this checkout's .cluster/.
-  [[ "$cmdline" == *"$name"* && "$cmdline" == *"$CLUSTER_DIR/"* ]]
-}
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # Stop one component: SIGTERM its process group (up.sh starts each daemon
 # with setsid, so pid == pgid), wait up to 15s for a clean shutdown, then

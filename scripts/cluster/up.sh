@@ -64,16 +64,8 @@ LOCK="$CLUSTER_DIR/.up.lock"
 exec 9>"$LOCK"
 flock -w 3600 9 || { log "ERROR: timed out waiting for $LOCK (another cluster:up/down?)"; exit 1; }
 
-# Is the process with this pid alive and running the named binary? Guards
-# against acting on a stale pid file whose pid was reused by something else.
-pid_is() {
-  local pid="$1" name="$2"
-  local cmdline
-  [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 1
-  cmdline="$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")" || return 1
-  # Ours = right binary AND its flags point into this checkout's .cluster/.
-  [[ "$cmdline" == *"$name"* && "$cmdline" == *"$CLUSTER_DIR/"* ]]
-}
+# shellcheck source=lib.sh
+source "$SCRIPTS/lib.sh"
 
 healthy() {
   [[ -f "$STATE" && -f "$KUBECONFIG_PATH" && -x "$KUBECTL" ]] || return 1
