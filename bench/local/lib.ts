@@ -348,3 +348,21 @@ export async function runAlone(part: (opts: BenchOptions) => Promise<PartResult>
   const result = await part(opts);
   console.log(summaryTable([result]));
 }
+
+/** One AgentTask document running `agent` (an executable path) with a text-output, templated prompt. */
+export function benchTaskDoc(name: string, agent: string, opts: { maxEpisodes: number; onExitZero?: boolean; episodeTimeoutSeconds?: number }): string {
+  const completion = opts.onExitZero ? '  completion:\n    onExitZero: true\n' : '';
+  const timeout = opts.episodeTimeoutSeconds ? `    episodeTimeoutSeconds: ${opts.episodeTimeoutSeconds}\n` : '';
+  return `apiVersion: episodic.dev/v1alpha1
+kind: AgentTask
+metadata:
+  name: ${name}
+spec:
+  prompt: "Task {{task}}, episode {{episode}}."
+  agent:
+    command: [${JSON.stringify(agent)}]
+    output: text
+${completion}  limits:
+    maxEpisodes: ${opts.maxEpisodes}
+${timeout}`;
+}

@@ -13,30 +13,15 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BenchOptions, LogLine, PartResult, Spawned } from './lib.ts';
-import { cliArgv, cpuSeconds, LogTail, memoryMB, metric, pollUntil, progress, removeDir, round, runAlone, spawnTo, stop, tempDir, timed } from './lib.ts';
+import { benchTaskDoc, cliArgv, cpuSeconds, LogTail, memoryMB, metric, pollUntil, progress, removeDir, round, runAlone, spawnTo, stop, tempDir, timed } from './lib.ts';
 
 const CONCURRENCY = 16;
 const DOCS_PER_FILE = 100;
 
-export const INSTANT_AGENT = '#!/bin/sh\nexit 0\n';
+/** Done on the first exit 0: every task is exactly one instant episode. */
+const INSTANT_TASK = { maxEpisodes: 3, onExitZero: true, episodeTimeoutSeconds: 600 };
 
-function taskDoc(name: string, agent: string): string {
-  return `apiVersion: episodic.dev/v1alpha1
-kind: AgentTask
-metadata:
-  name: ${name}
-spec:
-  prompt: "Task {{task}}, episode {{episode}}."
-  agent:
-    command: [${JSON.stringify(agent)}]
-    output: text
-  completion:
-    onExitZero: true
-  limits:
-    maxEpisodes: 3
-    episodeTimeoutSeconds: 600
-`;
-}
+export const INSTANT_AGENT = '#!/bin/sh\nexit 0\n';
 
 function taskName(i: number, n: number): string {
   return `t${String(i).padStart(String(n - 1).length, '0')}`;
@@ -46,12 +31,12 @@ function taskName(i: number, n: number): string {
 function writeSpecs(dir: string, n: number, agent: string, multiDoc: boolean): void {
   mkdirSync(dir, { recursive: true });
   if (!multiDoc) {
-    for (let i = 0; i < n; i++) writeFileSync(join(dir, `${taskName(i, n)}.yaml`), taskDoc(taskName(i, n), agent));
+    for (let i = 0; i < n; i++) writeFileSync(join(dir, `${taskName(i, n)}.yaml`), benchTaskDoc(taskName(i, n), agent, INSTANT_TASK));
     return;
   }
   for (let start = 0; start < n; start += DOCS_PER_FILE) {
     const docs: string[] = [];
-    for (let i = start; i < Math.min(n, start + DOCS_PER_FILE); i++) docs.push(taskDoc(taskName(i, n), agent));
+    for (let i = start; i < Math.min(n, start + DOCS_PER_FILE); i++) docs.push(benchTaskDoc(taskName(i, n), agent, INSTANT_TASK));
     writeFileSync(join(dir, `tasks-${String(start / DOCS_PER_FILE).padStart(4, '0')}.yaml`), docs.join('---\n'));
   }
 }

@@ -9,7 +9,7 @@
 import { chmodSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchOptions, PartResult } from './lib.ts';
-import { cliArgv, cpuSeconds, LogTail, metric, pollUntil, progress, removeDir, round, runAlone, spawnTo, stop, tempDir } from './lib.ts';
+import { benchTaskDoc, cliArgv, cpuSeconds, LogTail, metric, pollUntil, progress, removeDir, round, runAlone, spawnTo, stop, tempDir } from './lib.ts';
 
 const CONCURRENCY = 16;
 /** Mean episode length of the stand-in agent. */
@@ -22,21 +22,6 @@ const AGENT = `#!/bin/sh
 d=\${EPISODIC_TASK#"\${EPISODIC_TASK%?}"}
 exec sleep "1.$d"
 `;
-
-function taskDoc(name: string, agent: string): string {
-  return `apiVersion: episodic.dev/v1alpha1
-kind: AgentTask
-metadata:
-  name: ${name}
-spec:
-  prompt: "Task {{task}}, episode {{episode}}."
-  agent:
-    command: [${JSON.stringify(agent)}]
-    output: text
-  limits:
-    maxEpisodes: 1000
-`;
-}
 
 function countFiles(dir: string): number {
   try {
@@ -62,7 +47,7 @@ async function measure(opts: BenchOptions, root: string, agent: string, n: numbe
   const width = String(n - 1).length;
   for (let i = 0; i < n; i++) {
     const name = `q${String(i).padStart(width, '0')}`;
-    writeFileSync(join(specs, `${name}.yaml`), taskDoc(name, agent));
+    writeFileSync(join(specs, `${name}.yaml`), benchTaskDoc(name, agent, { maxEpisodes: 1000 }));
   }
   const state = join(dir, 'state');
   const stderr = join(dir, 'controller.err');
