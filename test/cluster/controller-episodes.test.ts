@@ -1,7 +1,7 @@
 // Cluster mode end to end against the real kube-apiserver: kubectl apply → episode pods → the real
 // runner (played out by FakeKubelet) → status, Events and metrics, all read back the way a person would.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import type { KubeClient } from '../../controller/cluster/kube-client.ts';
 import { EpisodeConfigSchema } from '../../controller/api/episode-config.ts';
@@ -9,15 +9,12 @@ import { kubectl } from '../support/cluster.ts';
 import {
   FakeKubelet,
   agentTaskManifest,
-  clusterWithCrd,
-  createNamespace,
   fakeClaudeSpec,
   listPods,
-  startController,
-  testClient,
   waitFor,
   waitForPod,
   waitForTask,
+  withController,
 } from '../support/kubelet.ts';
 
 const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
@@ -29,18 +26,7 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
   let kubelet: FakeKubelet;
   const apply = (name: string, spec: Record<string, unknown>) => kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, spec) });
 
-  before(async () => {
-    const cluster = await clusterWithCrd();
-    ns = await createNamespace('ctl-episodes');
-    client = await testClient(cluster);
-    kubelet = new FakeKubelet(client);
-    controller = await startController(cluster, { namespace: ns });
-  }, { timeout: 90 * 60_000 });
-
-  after(async () => {
-    await controller?.stop();
-    client?.close();
-  });
+  withController('ctl-episodes', {}, (f) => ({ ns, client, kubelet, controller } = f));
 
   it('kubectl apply → the first episode pod, with the runner, the config, an owner and a finalizer', async () => {
     await kubectl(['create', 'secret', 'generic', 'llm', '-n', ns, '--from-literal=key=sk-test-SECRET-value']);

@@ -2,22 +2,19 @@
 // OOM, eviction, deletion by someone else, an image that never pulls, no node that fits, a pod the API
 // server refuses. FakeKubelet writes the pod status exactly as those components do.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import type { KubeClient } from '../../controller/cluster/kube-client.ts';
 import { kubectl } from '../support/cluster.ts';
 import {
   FakeKubelet,
   agentTaskManifest,
-  clusterWithCrd,
-  createNamespace,
   fakeClaudeSpec,
   listPods,
-  startController,
-  testClient,
   waitFor,
   waitForPod,
   waitForTask,
+  withController,
 } from '../support/kubelet.ts';
 
 const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
@@ -30,18 +27,7 @@ describe('cluster controller: pod-level outcomes', { skip, timeout: 60_000 }, ()
   let kubelet: FakeKubelet;
   const apply = (name: string, spec: Record<string, unknown>) => kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, spec) });
 
-  before(async () => {
-    const cluster = await clusterWithCrd();
-    ns = await createNamespace('ctl-outcomes');
-    client = await testClient(cluster);
-    kubelet = new FakeKubelet(client);
-    controller = await startController(cluster, { namespace: ns, imagePullGraceMs: 1_500 });
-  }, { timeout: 90 * 60_000 });
-
-  after(async () => {
-    await controller?.stop();
-    client?.close();
-  });
+  withController('ctl-outcomes', { imagePullGraceMs: 1_500 }, (f) => ({ ns, client, kubelet, controller } = f));
 
   it('DeadlineExceeded (activeDeadlineSeconds) → timeout, counted as a failure, next episode after backoff', async () => {
     await apply('slow', fakeClaudeSpec(patient));

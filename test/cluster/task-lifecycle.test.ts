@@ -10,16 +10,15 @@ import { kubectl } from '../support/cluster.ts';
 import {
   FakeKubelet,
   agentTaskManifest,
-  clusterWithCrd,
   createNamespace,
   fakeClaudeSpec,
   getTask,
   listPods,
   startController,
-  testClient,
   waitFor,
   waitForPod,
   waitForTask,
+  withController,
 } from '../support/kubelet.ts';
 
 const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
@@ -37,18 +36,7 @@ describe('cluster controller: task lifecycle', { skip, timeout: 60_000 }, () => 
   const finish = async (namespace: string, pod: string, message: string) =>
     kubelet.terminate(await kubelet.setRunning(await waitForPod(client, namespace, pod)), { exitCode: 0, message });
 
-  before(async () => {
-    cluster = await clusterWithCrd();
-    ns = await createNamespace('ctl-lifecycle');
-    client = await testClient(cluster);
-    kubelet = new FakeKubelet(client);
-    controller = await startController(cluster, { namespace: ns });
-  }, { timeout: 90 * 60_000 });
-
-  after(async () => {
-    await controller?.stop();
-    client?.close();
-  });
+  withController('ctl-lifecycle', {}, (f) => ({ cluster, ns, client, kubelet, controller } = f));
 
   it('dependsOn: waits for the dependency to succeed, then starts', async () => {
     await apply('second', fakeClaudeSpec({ dependsOn: ['first'] }));

@@ -7,6 +7,7 @@
 // Also here: the small harness every cluster test file shares (CRD install, namespaces, an in-process
 // controller, polling).
 import { execFile, spawn } from 'node:child_process';
+import { after, before } from 'node:test';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -32,6 +33,35 @@ export const CRD_PATH = path.join(repoRoot, 'crds', 'episodic.dev_agenttasks.yam
 // ---------------------------------------------------------------------------------------------------
 // Harness
 // ---------------------------------------------------------------------------------------------------
+
+export interface ControllerFixture {
+  cluster: Cluster;
+  ns: string;
+  client: KubeClient;
+  kubelet: FakeKubelet;
+  controller: ClusterController;
+}
+
+/**
+ * Registers before/after hooks in the calling describe(): a fresh namespace, a client, a fake kubelet and
+ * an in-process controller watching that namespace. `bind` hands the pieces to the test file's variables.
+ */
+export function withController(nsPrefix: string, opts: Partial<ClusterControllerOptions>, bind: (f: ControllerFixture) => void): void {
+  let fixture: ControllerFixture | undefined;
+  before(async () => {
+    const cluster = await clusterWithCrd();
+    const ns = await createNamespace(nsPrefix);
+    const client = await testClient(cluster);
+    const kubelet = new FakeKubelet(client);
+    const controller = await startController(cluster, { namespace: ns, ...opts });
+    fixture = { cluster, ns, client, kubelet, controller };
+    bind(fixture);
+  }, { timeout: 90 * 60_000 });
+  after(async () => {
+    await fixture?.controller.stop();
+    fixture?.client.close();
+  });
+}
 
 /** The shared control plane with the AgentTask CRD installed and established. */
 export async function clusterWithCrd(): Promise<Cluster> {
