@@ -1,13 +1,13 @@
 // Local mode: one episode = one fresh agent process in the workspace, then (if it claims to be done) the
 // verify command. Produces the EpisodeResult facts; the reconciler decides what they mean.
-import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
-import type { WriteStream } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, parse, resolve } from 'node:path';
 import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { createOutputAnalyzer } from './output/index.ts';
 import { createByteTail } from './output/byte-tail.ts';
 import type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } from './output/types.ts';
+import type { SpawnHelper } from './spawn-helper.ts';
 import { startTrackedProcess } from './tracked-process.ts';
 import type { TrackedExit, TrackedProcess } from './tracked-process.ts';
 
@@ -38,6 +38,8 @@ export interface ProcessEpisodeRequest {
   /** Exit code 0 alone counts as a completion claim (so verify runs after it). */
   onExitZero: boolean;
   analyzer: AnalyzerOptions;
+  /** Start processes through this helper (the local controller's default); directly without it. */
+  helper?: SpawnHelper;
 }
 
 export interface RunningEpisode {
@@ -57,41 +59,51 @@ const DEFAULT_KILL_GRACE_MS = 5000;
 const MIN_VERIFY_TIMEOUT_MS = 60_000;
 const MESSAGE_MAX = 1000;
 
-export function startProcessEpisode(req: ProcessEpisodeRequest): RunningEpisode {
+/** Resolves once the agent runs (or could not be started: then `result` says why). */
+export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<RunningEpisode> {
   const startedAt = Date.now();
   const killGraceMs = req.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
-  let log: WriteStream;
   let env: Record<string, string>;
   let analyzer: OutputAnalyzer;
+  let stdinFile: string | undefined;
   try {
     analyzer = createOutputAnalyzer(req.analyzer);
     mkdirSync(dirname(req.logFile), { recursive: true });
-    env = episodeEnv(req);
-    log = createWriteStream(req.logFile, { flags: 'a' });
-    log.on('error', () => {}); // a broken log must not crash the controller or fail the episode
+    const promptFile = req.promptVia === 'argument' ? undefined : writePromptFile(req);
+    env = episodeEnv(req, promptFile);
+    stdinFile = req.promptVia === 'stdin' ? promptFile : undefined;
   } catch (err) {
     return notStarted(req, startedAt, err);
   }
+  // Notes of ours between the agent's output; a broken log must not fail the episode.
+  const note = (text: string) => {
+    try {
+      appendFileSync(req.logFile, text);
+    } catch {
+      // the analysis does not depend on the log
+    }
+  };
 
   const argv = req.promptVia === 'argument' ? [...req.argv, req.prompt] : req.argv;
-  let current: TrackedProcess = startTrackedProcess({
+  let current: TrackedProcess = await startTrackedProcess({
     argv,
     cwd: req.cwd,
     env,
-    stdinText: req.promptVia === 'stdin' ? req.prompt : undefined,
-    log,
+    stdinFile,
+    logFile: req.logFile,
     onOutput: (chunk, stream) => analyzer.write(chunk, stream),
     timeoutMs: req.timeoutMs,
     killGraceMs,
+    helper: req.helper,
   });
   let cancelled = false;
   let finished = false;
 
   const run = async (): Promise<EpisodeResult> => {
     const exit = await current.exit;
-    if (exit.spawnErrorMessage) log.write(`\n--- episodic: ${exit.spawnErrorMessage} ---\n`);
-    if (exit.timedOut) log.write(`\n--- episodic: timed out after ${seconds(req.timeoutMs)}; process tree killed ---\n`);
-    if (exit.cancelled) log.write('\n--- episodic: cancelled; process tree killed ---\n');
+    if (exit.spawnErrorMessage) note(`\n--- episodic: ${exit.spawnErrorMessage} ---\n`);
+    if (exit.timedOut) note(`\n--- episodic: timed out after ${seconds(req.timeoutMs)}; process tree killed ---\n`);
+    if (exit.cancelled) note('\n--- episodic: cancelled; process tree killed ---\n');
     const analysis = analyzer.finish(processExit(exit));
 
     let verify: VerifyOutcome | undefined;
@@ -100,20 +112,20 @@ export function startProcessEpisode(req: ProcessEpisodeRequest): RunningEpisode 
     if (claimsDone && req.verify && req.verify.length > 0 && !cancelled && !exit.timedOut) {
       const verifyTimeoutMs = Math.max(req.timeoutMs - (Date.now() - startedAt), MIN_VERIFY_TIMEOUT_MS);
       const tail = createByteTail(4096); // for the last line of its output in the message
-      log.write(`\n--- episodic: verify ${JSON.stringify(req.verify)} ---\n`);
-      current = startTrackedProcess({
+      note(`\n--- episodic: verify ${JSON.stringify(req.verify)} ---\n`);
+      current = await startTrackedProcess({
         argv: req.verify,
         cwd: req.cwd,
         env,
-        log,
+        logFile: req.logFile,
         onOutput: (chunk) => tail.push(chunk),
         timeoutMs: verifyTimeoutMs,
         killGraceMs,
+        helper: req.helper,
       });
       verify = describeVerify(await current.exit, tail.text(), verifyTimeoutMs);
-      log.write(`--- episodic: ${verify.note ?? 'verify passed'} ---\n`);
+      note(`--- episodic: ${verify.note ?? 'verify passed'} ---\n`);
     }
-    await closeLog(log);
     return buildResult({ req, exit, analysis, verify, cancelled, durationMs: Date.now() - startedAt });
   };
 
@@ -135,20 +147,22 @@ export function startProcessEpisode(req: ProcessEpisodeRequest): RunningEpisode 
   };
 }
 
-function episodeEnv(req: ProcessEpisodeRequest): Record<string, string> {
+/** Next to the log, not in the workspace: the agent must not commit it or mistake it for project files. */
+function writePromptFile(req: ProcessEpisodeRequest): string {
+  const { dir, name } = parse(resolve(req.logFile));
+  const promptFile = join(dir, `${name}.prompt.md`);
+  writeFileSync(promptFile, req.prompt, { mode: 0o600 });
+  return promptFile;
+}
+
+function episodeEnv(req: ProcessEpisodeRequest, promptFile: string | undefined): Record<string, string> {
   const env: Record<string, string> = {
     EPISODIC_TASK: req.name,
     EPISODIC_NAMESPACE: req.namespace,
     EPISODIC_EPISODE: String(req.episode),
     EPISODIC_MAX_EPISODES: String(req.maxEpisodes),
   };
-  if (req.promptVia === 'file') {
-    // Next to the log, not in the workspace: the agent must not commit it or mistake it for project files.
-    const { dir, name } = parse(resolve(req.logFile));
-    const promptFile = join(dir, `${name}.prompt.md`);
-    writeFileSync(promptFile, req.prompt);
-    env.EPISODIC_PROMPT_FILE = promptFile;
-  }
+  if (req.promptVia === 'file' && promptFile) env.EPISODIC_PROMPT_FILE = promptFile;
   return { ...env, ...req.env };
 }
 
@@ -238,14 +252,6 @@ function internalError(err: unknown, startedAt: number): EpisodeResult {
     errorClass: 'fatal',
     message: clip(`episodic internal error: ${text}`, MESSAGE_MAX),
     durationMs: Date.now() - startedAt,
-  });
-}
-
-function closeLog(log: WriteStream): Promise<void> {
-  return new Promise((done) => {
-    if (log.destroyed || log.errored) return done();
-    log.once('error', () => done());
-    log.end(() => done());
   });
 }
 

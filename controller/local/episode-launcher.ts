@@ -6,6 +6,7 @@ import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { startProcessEpisode } from '../executors/process-episode.ts';
 import { renderPrompt } from '../executors/prompt.ts';
+import type { SpawnHelper } from '../executors/spawn-helper.ts';
 import { prepareWorkspace, readPromptTemplate, WorkspaceError } from './workspace.ts';
 
 export interface LaunchRequest {
@@ -18,6 +19,8 @@ export interface LaunchRequest {
   spec: AgentTaskSpec;
   status: AgentTaskStatus;
   killGraceMs?: number;
+  /** Start the agent through it (see spawn-helper.ts); directly without it. */
+  helper?: SpawnHelper;
 }
 
 export interface LaunchedEpisode {
@@ -62,7 +65,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
   for (const e of spec.agent.env) {
     if (e.value !== undefined) env[e.name] = e.value;
   }
-  const running = startProcessEpisode({
+  const running = await startProcessEpisode({
     namespace: req.namespace,
     name: req.name,
     episode: req.number,
@@ -78,6 +81,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     verify: spec.completion.verify,
     onExitZero: spec.completion.onExitZero,
     analyzer: { format: spec.agent.output, promise: spec.completion.promise, pricing: spec.agent.pricing },
+    helper: req.helper,
   });
   return {
     number: req.number,

@@ -14,6 +14,7 @@ import { FileStatusStore } from '../sinks/file-status.ts';
 import type { StoredStatus } from '../sinks/file-status.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/spec-files.ts';
 import { WorkQueue } from '../util/work-queue.ts';
+import { sharedSpawnHelper } from '../executors/spawn-helper.ts';
 import { launchEpisode } from './episode-launcher.ts';
 import type { LaunchedEpisode } from './episode-launcher.ts';
 
@@ -28,6 +29,7 @@ export interface LocalControllerOptions {
 }
 
 export class LocalController {
+  private warnedNoHelper = false;
   readonly store: FileStatusStore;
   private readonly opts: LocalControllerOptions;
   private readonly root: string;
@@ -216,6 +218,11 @@ export class LocalController {
 
   private async start(task: SpecTask, spec: AgentTaskSpec, number: number, record: StoredStatus): Promise<void> {
     const log = this.opts.logger.child({ namespace: task.namespace, task: task.name, episode: number });
+    const helper = await sharedSpawnHelper((why) => {
+      if (this.warnedNoHelper) return;
+      this.warnedNoHelper = true;
+      this.opts.logger.warn({ reason: why }, 'spawn helper unavailable; starting agents from the controller process (slower per episode)');
+    });
     const episode = await launchEpisode({
       root: this.root,
       stateDir: this.opts.stateDir,
@@ -226,18 +233,22 @@ export class LocalController {
       spec,
       status: record.status,
       killGraceMs: this.opts.killGraceMs,
+      helper,
     });
     this.running.set(task.key, episode);
     if (episode.pid && record.status.currentEpisode) {
       record.status.currentEpisode = { ...record.status.currentEpisode, pid: episode.pid, pidStartTime: episode.pidStartTime };
-      await this.store.write(record);
+      // Only a restarted controller needs the pid (to stop an orphan); after a power loss there is none.
+      await this.store.write(record, { durable: false });
     }
     log.info({ agentPid: episode.pid }, "episode started");
     void episode.result.then((result) => {
       log.info({ exitCode: result.exitCode, errorClass: result.errorClass, costUSD: result.costUSD, completion: result.completion }, 'episode ended');
       this.running.delete(task.key);
       this.finished.set(task.key, { number, state: 'finished', startedAt: episode.startedAt, finishedAt: new Date().toISOString(), result });
-      this.queue.add(task.key);
+      // Record the result before starting more episodes: with many waiting tasks it would otherwise queue
+      // behind all of them, and what the status files say would lag far behind what happened.
+      this.queue.addFirst(task.key);
       this.wakeQueued();
     });
   }
@@ -265,7 +276,7 @@ export class LocalController {
     this.opts.metrics.observeTransition(next.namespace, before, next.status);
     this.opts.metrics.movePhase(next.namespace, prev?.status.phase, next.status.phase);
     if (prev && JSON.stringify(prev) === JSON.stringify(next)) return;
-    await this.store.write(next);
+    await this.store.write(next, { durable: changesEpisodeFacts(prev?.status ?? emptyStatus(), next.status) });
   }
 
   private dependencyView(task: SpecTask): { dependencies: Record<string, Phase | undefined>; dependencyCycle?: string[] } {
@@ -313,4 +324,20 @@ export class LocalController {
     this.changeListeners = [];
     for (const l of listeners) l();
   }
+}
+
+/**
+ * Whether `next` records something about episodes that `prev` did not (one started or ended, cost, counters,
+ * a final phase). Those writes are fsynced; the rest (Queued, a new message) is recomputed after a restart.
+ */
+function changesEpisodeFacts(prev: AgentTaskStatus, next: AgentTaskStatus): boolean {
+  return (
+    prev.episodes !== next.episodes ||
+    prev.retries !== next.retries ||
+    prev.consecutiveFailures !== next.consecutiveFailures ||
+    prev.costUSD !== next.costUSD ||
+    prev.currentEpisode?.number !== next.currentEpisode?.number ||
+    prev.lastEpisode?.number !== next.lastEpisode?.number ||
+    (isTerminal(next.phase) && prev.phase !== next.phase)
+  );
 }

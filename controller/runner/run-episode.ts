@@ -123,7 +123,7 @@ async function runAgent(
   const logFile = opts.logFile ?? path.join(tempDir as string, `episode-${config.episode}.log`);
   const follower = followFile(logFile, opts.stdout, await sizeOf(logFile));
   try {
-    const running = startProcessEpisode({
+    const running = await startProcessEpisode({
       namespace: config.namespace,
       name: config.task,
       episode: config.episode,

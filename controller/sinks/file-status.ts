@@ -1,7 +1,9 @@
 // Actual state for local mode: one JSON file per task under STATE/status/NAMESPACE/NAME.json, written
 // atomically (temp file + fsync + rename + directory fsync) so a kill -9 leaves the old or the new
 // version, never half of one.
-import { mkdir, open, readFile, readdir, rename, unlink } from 'node:fs/promises';
+import { closeSync, existsSync, fsync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { readFile, readdir } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { AgentTaskStatusSchema } from '../api/agent-task.ts';
@@ -28,8 +30,9 @@ export class FileStatusStore {
     return join(this.root, namespace, `${name}.json`);
   }
 
-  async write(record: StoredStatus): Promise<void> {
-    await writeFileAtomic(this.pathFor(record.namespace, record.name), `${JSON.stringify(record, null, 2)}\n`);
+  /** `durable: false` for what a restart recomputes or a power loss makes moot (see writeFileAtomic). */
+  async write(record: StoredStatus, opts: { durable?: boolean } = {}): Promise<void> {
+    await writeFileAtomic(this.pathFor(record.namespace, record.name), `${JSON.stringify(record, null, 2)}\n`, opts);
   }
 
   /** Every stored status; unreadable files are reported, not fatal (and never deleted: nothing recorded is lost). */
@@ -58,29 +61,86 @@ export class FileStatusStore {
   }
 }
 
-export async function writeFileAtomic(path: string, data: string): Promise<void> {
+/**
+ * Writes `path` as a whole or not at all: temp file + rename. `durable` fsyncs the file before the rename
+ * and the directory after it, so the write itself survives a power loss. Without it the file is still
+ * fsynced when it replaces an existing one (else a power loss could leave an empty file where the old,
+ * recorded one was); only the rename may then be lost, which leaves the old version.
+ * Small writes are synchronous (a few µs each); only the fsyncs go to the thread pool.
+ */
+export async function writeFileAtomic(path: string, data: string, opts: { durable?: boolean } = {}): Promise<void> {
+  const durable = opts.durable ?? true;
   const dir = dirname(path);
-  await mkdir(dir, { recursive: true });
   const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-  const handle = await open(tmp, 'w', 0o644);
+  let fd: number;
   try {
-    await handle.writeFile(data);
-    await handle.sync();
-  } finally {
-    await handle.close();
+    fd = openSync(tmp, 'w', 0o644);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    mkdirSync(dir, { recursive: true });
+    fd = openSync(tmp, 'w', 0o644);
   }
   try {
-    await rename(tmp, path);
+    writeSync(fd, data);
+    if (durable || existsSync(path)) await fsyncAsync(fd);
   } catch (err) {
-    await unlink(tmp).catch(() => undefined);
+    closeSync(fd);
+    unlinkQuietly(tmp);
     throw err;
   }
-  // The rename itself must survive a crash too: fsync the directory entry.
-  const dirHandle = await open(dir, 'r');
+  closeSync(fd);
   try {
-    await dirHandle.sync();
+    renameSync(tmp, path);
+  } catch (err) {
+    unlinkQuietly(tmp);
+    throw err;
+  }
+  // The rename itself must survive a power loss too: fsync the directory entry.
+  if (durable) await syncDirectory(dir);
+}
+
+const fsyncAsync = promisify(fsync);
+const dirSyncs = new Map<string, { running: Promise<void>; next?: Promise<void> }>();
+
+/**
+ * fsync a directory; callers that arrive while one runs share the next one (group commit): it starts after
+ * their rename, so it covers them, and a burst of status writes costs two directory fsyncs, not one each.
+ */
+function syncDirectory(dir: string): Promise<void> {
+  const state = dirSyncs.get(dir);
+  if (state) {
+    state.next ??= state.running.then(
+      () => undefined,
+      () => undefined,
+    ).then(() => {
+      state.running = state.next as Promise<void>;
+      state.next = undefined;
+      return fsyncDir(dir);
+    });
+    return state.next;
+  }
+  const running = fsyncDir(dir).finally(() => {
+    const s = dirSyncs.get(dir);
+    if (s && s.running === running && !s.next) dirSyncs.delete(dir);
+  });
+  dirSyncs.set(dir, { running });
+  return running;
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const fd = openSync(dir, 'r');
+  try {
+    await fsyncAsync(fd);
   } finally {
-    await dirHandle.close();
+    closeSync(fd);
+  }
+}
+
+function unlinkQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // already gone
   }
 }
 

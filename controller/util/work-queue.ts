@@ -15,6 +15,8 @@ export interface WorkQueueOptions {
 
 export class WorkQueue {
   private readonly queue: string[] = [];
+  /** Keys added with addFirst: processed before anything in `queue`. */
+  private readonly urgent: string[] = [];
   private readonly queued = new Set<string>();
   private readonly inFlight = new Set<string>();
   private readonly dirtyWhileInFlight = new Set<string>();
@@ -50,6 +52,25 @@ export class WorkQueue {
     this.pump();
   }
 
+  /**
+   * Like add, but ahead of everything queued with add (moved there if already queued): for news that must
+   * be recorded before more work is started, such as an episode's end.
+   */
+  addFirst(key: string): void {
+    if (this.stopped) return;
+    if (this.inFlight.has(key)) {
+      this.dirtyWhileInFlight.add(key);
+      return;
+    }
+    if (this.queued.has(key)) {
+      if (this.urgent.includes(key)) return;
+      this.queue.splice(this.queue.indexOf(key), 1);
+    }
+    this.queued.add(key);
+    this.urgent.push(key);
+    this.pump();
+  }
+
   /** Process key after delayMs; an earlier pending timer for the key wins (like client-go's AddAfter). */
   addAfter(key: string, delayMs: number): void {
     if (this.stopped) return;
@@ -79,12 +100,12 @@ export class WorkQueue {
   }
 
   get length(): number {
-    return this.queue.length;
+    return this.queue.length + this.urgent.length;
   }
 
   /** Resolves when nothing is queued or in flight (delayed adds don't count). */
   idle(): Promise<void> {
-    if (this.queue.length === 0 && this.active === 0) return Promise.resolve();
+    if (this.length === 0 && this.active === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -93,18 +114,19 @@ export class WorkQueue {
     for (const { timer } of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     this.queue.length = 0;
+    this.urgent.length = 0;
     this.queued.clear();
   }
 
   private pump(): void {
-    while (this.active < this.concurrency && this.queue.length > 0) {
-      const key = this.queue.shift() as string;
+    while (this.active < this.concurrency && this.length > 0) {
+      const key = (this.urgent.length > 0 ? this.urgent.shift() : this.queue.shift()) as string;
       this.queued.delete(key);
       this.inFlight.add(key);
       this.active++;
       void this.run(key);
     }
-    if (this.active === 0 && this.queue.length === 0) {
+    if (this.active === 0 && this.length === 0) {
       const waiters = this.idleWaiters;
       this.idleWaiters = [];
       for (const w of waiters) w();

@@ -18,8 +18,8 @@ afterEach(() => box.cleanup());
 
 const NOW = new Date('2026-03-02T10:00:00Z');
 
-function run(overrides: Partial<ProcessEpisodeRequest>): Promise<EpisodeResult> {
-  return startProcessEpisode(request(box, { analyzer: { format: 'auto', promise: 'COMPLETE', now: () => NOW }, ...overrides }))
+async function run(overrides: Partial<ProcessEpisodeRequest>): Promise<EpisodeResult> {
+  return (await startProcessEpisode(request(box, { analyzer: { format: 'auto', promise: 'COMPLETE', now: () => NOW }, ...overrides })))
     .result;
 }
 const claude = (mode: string, env: Record<string, string> = {}) => run({ env: { FAKE_AGENT_MODE: mode, ...env } });

@@ -48,7 +48,7 @@ describe('episode timeout and cancel', () => {
   test('timeout: SIGTERM then SIGKILL to the whole tree; no descendant survives', async () => {
     const pidFile = join(box.root, 'pids');
     const started = Date.now();
-    const running = startProcessEpisode(
+    const running = await startProcessEpisode(
       request(box, {
         timeoutMs: 2500,
         killGraceMs: 300,
@@ -68,7 +68,7 @@ describe('episode timeout and cancel', () => {
 
   test('cancel mid-episode kills the tree and reports cancelled', async () => {
     const pidFile = join(box.root, 'pids');
-    const running = startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }));
+    const running = await startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }));
     leftovers = await readPidFile(pidFile);
     assert.equal(leftovers[0], running.pid);
     running.cancel();
@@ -89,7 +89,7 @@ describe('episode timeout and cancel', () => {
       `fs.writeFileSync(${JSON.stringify(counter)}, '');`,
       'setInterval(() => {}, 1000);',
     ].join('\n');
-    const running = startProcessEpisode(request(box, { argv: [process.execPath, '-e', script], killGraceMs: 3000 }));
+    const running = await startProcessEpisode(request(box, { argv: [process.execPath, '-e', script], killGraceMs: 3000 }));
     leftovers = [running.pid!];
     await waitFor('the agent to start', () => existsSync(counter));
     running.cancel();
@@ -149,7 +149,7 @@ describe('killOrphanEpisode', () => {
 
   test('an episode started by startProcessEpisode can be found again from its pid and start time', async () => {
     const pidFile = join(box.root, 'pids');
-    const running = startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }));
+    const running = await startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }));
     leftovers = await readPidFile(pidFile);
     assert.equal(await killOrphanEpisode(running.pid!, running.pidStartTime, { graceMs: 300 }), true);
     assertAllGone(leftovers);

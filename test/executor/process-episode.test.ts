@@ -25,7 +25,7 @@ describe('prompt delivery, argv, env and cwd', () => {
 
   test('promptVia stdin: prompt on stdin, argv untouched, EPISODIC_* and extra env set, cwd is the workspace', async () => {
     const record = join(box.root, 'record.jsonl');
-    const running = startProcessEpisode(
+    const running = await startProcessEpisode(
       request(box, { prompt, episode: 2, maxEpisodes: 7, env: { FAKE_AGENT_RECORD: record, CUSTOM: 'yes' } }),
     );
     assert.equal(typeof running.pid, 'number');
@@ -46,7 +46,7 @@ describe('prompt delivery, argv, env and cwd', () => {
 
   test('promptVia argument: prompt is the last argv element, stdin is empty', async () => {
     const record = join(box.root, 'record.jsonl');
-    const result = await startProcessEpisode(request(box, { prompt, promptVia: 'argument', env: { FAKE_AGENT_RECORD: record } }))
+    const result = await (await startProcessEpisode(request(box, { prompt, promptVia: 'argument', env: { FAKE_AGENT_RECORD: record } })))
       .result;
     assert.equal(result.exitCode, 0);
     const [run] = readRecords(record);
@@ -56,7 +56,7 @@ describe('prompt delivery, argv, env and cwd', () => {
 
   test('promptVia file: EPISODIC_PROMPT_FILE points next to the log, outside the workspace', async () => {
     const record = join(box.root, 'record.jsonl');
-    const result = await startProcessEpisode(request(box, { prompt, promptVia: 'file', env: { FAKE_AGENT_RECORD: record } })).result;
+    const result = await (await startProcessEpisode(request(box, { prompt, promptVia: 'file', env: { FAKE_AGENT_RECORD: record } }))).result;
     assert.equal(result.exitCode, 0);
     const [run] = readRecords(record);
     const file = run.env.EPISODIC_PROMPT_FILE;
@@ -70,7 +70,7 @@ describe('prompt delivery, argv, env and cwd', () => {
 
 describe('result and log', () => {
   test('a successful claude episode: completion, cost, tokens, message, duration; output in the log', async () => {
-    const running = startProcessEpisode(request(box));
+    const running = await startProcessEpisode(request(box));
     assert.equal(readProcStat(running.pid!)?.pgid, running.pid, 'the agent leads its own process group');
     assert.match(running.pidStartTime ?? '', /^\d+$/);
     const result = await running.result;
@@ -90,8 +90,8 @@ describe('result and log', () => {
   });
 
   test('the log is appended to, and stderr lands in it too', async () => {
-    await startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'continue' } })).result;
-    const result = await startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'fail' } })).result;
+    await (await startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'continue' } }))).result;
+    const result = await (await startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'fail' } }))).result;
     assert.equal(result.exitCode, 1);
     const log = readFileSync(box.logFile, 'utf8');
     assert.match(log, /more remain/);
@@ -99,7 +99,7 @@ describe('result and log', () => {
   });
 
   test('a command that does not exist is a fatal result, not a rejection', async () => {
-    const running = startProcessEpisode(request(box, { argv: ['episodic-no-such-agent-xyz', '-p'] }));
+    const running = await startProcessEpisode(request(box, { argv: ['episodic-no-such-agent-xyz', '-p'] }));
     assert.equal(running.pid, undefined);
     running.cancel(); // harmless
     const result = await running.result;
@@ -110,10 +110,10 @@ describe('result and log', () => {
   });
 
   test('an empty argv and an uncreatable log directory are fatal results too', async () => {
-    const empty = await startProcessEpisode(request(box, { argv: [] })).result;
+    const empty = await (await startProcessEpisode(request(box, { argv: [] }))).result;
     assert.equal(empty.errorClass, 'fatal');
     writeFileSync(join(box.root, 'blocker'), '');
-    const noLog = await startProcessEpisode(request(box, { logFile: join(box.root, 'blocker', 'x', 'e.log') })).result;
+    const noLog = await (await startProcessEpisode(request(box, { logFile: join(box.root, 'blocker', 'x', 'e.log') }))).result;
     assert.equal(noLog.errorClass, 'fatal');
     assert.match(noLog.message ?? '', /cannot prepare episode/);
   });
@@ -121,7 +121,7 @@ describe('result and log', () => {
   test('descendants left running after a normal exit are killed, even ones holding the output pipe', async () => {
     const pidFile = join(box.root, 'pids');
     const started = Date.now();
-    const running = startProcessEpisode(
+    const running = await startProcessEpisode(
       request(box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_SLEEP_SECONDS: '0.5', FAKE_AGENT_PID_FILE: pidFile } }),
     );
     const result = await running.result;
@@ -144,14 +144,14 @@ describe('verify', () => {
   test('runs after a completion signal in the workspace with the same env; pass is recorded', async () => {
     const script = { default: { mode: 'success', writeFiles: { 'done.txt': 'ok' } } };
     writeFileSync(join(box.ws, '.fake-agent.json'), JSON.stringify(script));
-    const result = await startProcessEpisode(request(box, { verify })).result;
+    const result = await (await startProcessEpisode(request(box, { verify }))).result;
     assert.equal(result.completion, 'promise');
     assert.equal(result.verifyExitCode, 0);
     assert.match(readFileSync(box.logFile, 'utf8'), /verify-output-marker task=demo/);
   });
 
   test('a failing verify is recorded with its exit code and last output line', async () => {
-    const result = await startProcessEpisode(request(box, { verify })).result;
+    const result = await (await startProcessEpisode(request(box, { verify }))).result;
     assert.equal(result.completion, 'promise');
     assert.equal(result.verifyExitCode, 3);
     assert.match(result.message ?? '', /verify exited 3: tests failing: done.txt missing/);
@@ -159,24 +159,24 @@ describe('verify', () => {
   });
 
   test('does not run without a completion claim; runs after exit 0 when onExitZero', async () => {
-    const noClaim = await startProcessEpisode(request(box, { verify, env: { FAKE_AGENT_MODE: 'continue' } })).result;
+    const noClaim = await (await startProcessEpisode(request(box, { verify, env: { FAKE_AGENT_MODE: 'continue' } }))).result;
     assert.equal(noClaim.verifyExitCode, undefined);
-    const exitZero = await startProcessEpisode(request(box, { verify, onExitZero: true, env: { FAKE_AGENT_MODE: 'continue' } }))
+    const exitZero = await (await startProcessEpisode(request(box, { verify, onExitZero: true, env: { FAKE_AGENT_MODE: 'continue' } })))
       .result;
     assert.equal(exitZero.completion, undefined);
     assert.equal(exitZero.verifyExitCode, 3);
   });
 
   test('does not run after an agent error, even with onExitZero and exit code 0', async () => {
-    const result = await startProcessEpisode(
+    const result = await (await startProcessEpisode(
       request(box, { verify, onExitZero: true, env: { FAKE_AGENT_MODE: 'auth', FAKE_AGENT_EXIT_CODE: '0' } }),
-    ).result;
+    )).result;
     assert.equal(result.agentError, true);
     assert.equal(result.verifyExitCode, undefined);
   });
 
   test('a verify command that does not exist counts as a failed verify', async () => {
-    const result = await startProcessEpisode(request(box, { verify: ['episodic-no-such-verify-xyz'] })).result;
+    const result = await (await startProcessEpisode(request(box, { verify: ['episodic-no-such-verify-xyz'] }))).result;
     assert.equal(result.verifyExitCode, null);
     assert.match(result.message ?? '', /verify failed: cannot start episodic-no-such-verify-xyz/);
   });
@@ -184,7 +184,7 @@ describe('verify', () => {
   test('cancel while verify runs kills it', async () => {
     const pidFile = join(box.root, 'verify.pid');
     const slowVerify = [process.execPath, '-e', `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(() => {}, 60000)`];
-    const running = startProcessEpisode(request(box, { verify: slowVerify }));
+    const running = await startProcessEpisode(request(box, { verify: slowVerify }));
     await waitFor('verify to start', () => existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '');
     const verifyPid = Number(readFileSync(pidFile, 'utf8'));
     leftovers = [verifyPid];

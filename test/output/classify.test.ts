@@ -162,6 +162,13 @@ test('agent command not found: ENOENT and EACCES are fatal, exit 127 too', () =>
   assert.equal(shell.message, 'sh: 1: claude: command not found');
 });
 
+test('our side failing to start or watch the agent is transient: fork EAGAIN, spawn helper died', () => {
+  const lost = run({}, { exitCode: null, spawnErrorCode: 'EHELPER', spawnErrorMessage: 'the spawn helper exited (SIGKILL)' });
+  assert.equal(lost.errorClass, 'transient');
+  assert.equal(lost.message, 'the spawn helper exited (SIGKILL)');
+  assert.equal(run({}, { exitCode: null, spawnErrorCode: 'EAGAIN' }).errorClass, 'transient');
+});
+
 test('gemini exit codes: 42 fatal, 53 plain failure, 1 classified from text', () => {
   const stdout = fixture('gemini-json.json');
   assert.equal(run({ stdout, stderr: 'Error: 503 Service Unavailable' }, { exitCode: 42 }).errorClass, 'fatal');

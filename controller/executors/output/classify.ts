@@ -22,6 +22,8 @@ const TRANSIENT_STATUSES = new Set([429, 500, 502, 503, 504, 529]);
 const FATAL_STATUSES = new Set([400, 401, 403, 404]);
 // E2BIG: a prompt too long for argv (promptVia: argument) fails the same way every episode.
 const FATAL_SPAWN_CODES = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EPERM', 'E2BIG']);
+// Our side failed, not the agent: fork hit a process limit, or the spawn helper died mid-episode.
+const TRANSIENT_SPAWN_CODES = new Set(['EAGAIN', 'EHELPER']);
 
 // Gemini CLI exit codes: 41 auth, 42 input error, 52 config error are not fixed by retrying; 53 is the turn
 // limit: a plain failure, nothing to back off from.
@@ -95,6 +97,9 @@ export function classifyFailure(input: FailureInput): Classification {
   const { exit } = input;
   if (exit.spawnErrorCode !== undefined && FATAL_SPAWN_CODES.has(exit.spawnErrorCode)) {
     return { errorClass: 'fatal', evidence: exit.spawnErrorMessage ?? `cannot start agent: ${exit.spawnErrorCode}` };
+  }
+  if (exit.spawnErrorCode !== undefined && TRANSIENT_SPAWN_CODES.has(exit.spawnErrorCode)) {
+    return { errorClass: 'transient', evidence: exit.spawnErrorMessage ?? `cannot start agent: ${exit.spawnErrorCode}` };
   }
   if (input.geminiExitCodes && exit.exitCode !== null) {
     if (exit.exitCode === GEMINI_TURN_LIMIT_EXIT) return { errorClass: 'none' };

@@ -1,0 +1,139 @@
+#!/usr/bin/perl
+# episodic's spawn helper: a small, long-lived process that starts agent processes for the local controller.
+#
+# Why it exists: Node starts a child with fork(), which copies the page tables of the whole controller (a
+# few ms at 50 MB, tens of ms at 300 MB) on the controller's only thread. This helper is a few MB, so its
+# fork is cheap, and it runs beside the controller instead of blocking it. Perl because it is on every
+# Linux and macOS machine (Debian: perl-base is Essential) and has fork, exec, setpgid and waitpid in core.
+#
+# It is also a child subreaper (Linux): processes an agent leaves behind are re-parented here instead of
+# to init, so the controller can tell "nothing was left behind" without scanning /proc after every episode.
+#
+# Protocol (stdin, from the controller): one request per record,
+#   COUNT \0 id \0 cwd \0 stdin-path \0 stdout-path \0 stderr-path \0 argc \0 argv... \0 KEY=VALUE... \0
+# where COUNT is the number of NUL-terminated fields after it. argv is exec'd directly, never via a shell.
+# Replies (stdout), one line each, in order per id:
+#   S id pid            exec'd; an X follows
+#   F id ERRNO message  could not be set up or exec'd (nothing runs; no X follows)
+#   X id code signal    the child was reaped ("-" for the absent one of code/signal)
+# EOF on stdin: exit at once, leaving running children alone (a restarted controller adopts or kills them).
+use strict;
+use warnings;
+use Config;
+use Errno ();
+use POSIX ();
+
+# The controller decides what to do on Ctrl-C/TERM; children get the default dispositions back before exec.
+$SIG{$_} = 'IGNORE' for qw(INT TERM HUP QUIT PIPE);
+
+# prctl(PR_SET_CHILD_SUBREAPER, 1). Perl has no prctl; syscall numbers per architecture.
+my %PRCTL = (x86_64 => 157, aarch64 => 167, i686 => 172, i386 => 172, arm => 172, armv7l => 172, ppc64le => 171, s390x => 172, riscv64 => 167);
+my ($arch) = $Config{archname} =~ /^([^-]+)/;
+my $subreaper = ($^O eq 'linux' && defined $arch && $PRCTL{$arch} && syscall($PRCTL{$arch}, 36, 1, 0, 0, 0) == 0) ? 1 : 0;
+
+$| = 1;
+pipe(my $wake_r, my $wake_w) or die "pipe: $!";
+$wake_w->autoflush(1);
+for my $fh ($wake_r, $wake_w) { my $f = fcntl($fh, POSIX::F_GETFL(), 0); fcntl($fh, POSIX::F_SETFL(), $f | POSIX::O_NONBLOCK()); }
+$SIG{CHLD} = sub { syswrite($wake_w, 'x') };
+
+print "READY $$ $subreaper\n";
+
+my %id_of;    # pid => request id, for children started here and not yet reaped
+my $buf = '';
+
+sub reply { syswrite(STDOUT, $_[0]); return }
+
+sub reap {
+  while ((my $pid = waitpid(-1, POSIX::WNOHANG())) > 0) {
+    my $status = $?;
+    my $id = delete $id_of{$pid};
+    next unless defined $id;    # an orphan re-parented here: just reap it
+    my $code = POSIX::WIFEXITED($status) ? POSIX::WEXITSTATUS($status) : '-';
+    my $sig = POSIX::WIFSIGNALED($status) ? POSIX::WTERMSIG($status) : '-';
+    reply("X $id $code $sig\n");
+  }
+}
+
+sub errno_name {
+  local $! = 0 + $_[0];
+  my ($name) = grep { $!{$_} } keys %!;
+  return $name // 'ESPAWN';
+}
+
+sub start {
+  my ($id, $cwd, $in, $out, $err, $argc, @rest) = @_;
+  my @argv = splice(@rest, 0, $argc);
+  my %env = map { my $i = index($_, '='); (substr($_, 0, $i) => substr($_, $i + 1)) } @rest;
+  # Like libuv: the child reports a failed set-up or exec on a close-on-exec pipe, so EOF means exec worked.
+  pipe(my $status_r, my $status_w) or return reply("F $id " . errno_name($!) . " pipe failed: $!\n");
+  my $pid = fork();
+  if (!defined $pid) {
+    my $e = $!;
+    return reply("F $id " . errno_name($e) . " fork failed: $e\n");
+  }
+  if ($pid == 0) {
+    # The child: own process group, default signals, files on 0/1/2, then exec (fds above 2 are
+    # close-on-exec in Perl, so the agent inherits nothing of ours).
+    close($status_r);
+    my $fail = sub { my $e = $!; syswrite($status_w, errno_name($e) . " $_[0]: $e"); POSIX::_exit(127) };
+    POSIX::setpgid(0, 0);
+    $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP QUIT PIPE CHLD);
+    POSIX::sigprocmask(POSIX::SIG_SETMASK(), POSIX::SigSet->new());
+    chdir($cwd) or $fail->("cannot enter $cwd");
+    @ENV{keys %env} = values %env;
+    open(STDIN, '<', $in eq '' ? '/dev/null' : $in) or $fail->("cannot open $in");
+    open(STDOUT, '>>', $out) or $fail->("cannot open $out");
+    open(STDERR, '>>', $err) or $fail->("cannot open $err");
+    { no warnings 'exec'; exec { $argv[0] } @argv; }
+    $fail->("cannot start $argv[0]");
+  }
+  close($status_w);
+  POSIX::setpgid($pid, $pid);    # also here, so the group exists before we report the pid
+  my $failure = '';
+  for (;;) {
+    my $got = sysread($status_r, $failure, 4096, length $failure);
+    next if !defined $got && $!{EINTR};
+    last if !$got;
+  }
+  close($status_r);
+  if ($failure ne '') {
+    waitpid($pid, 0);
+    $failure =~ s/\n/ /g;
+    return reply("F $id $failure\n");
+  }
+  $id_of{$pid} = $id;
+  reply("S $id $pid\n");
+}
+
+# Parse complete records out of $buf; leave a partial one for the next read.
+sub take_requests {
+  while ($buf =~ /^(\d+)\0/) {
+    my ($count, $at) = ($1, length($1) + 1);
+    my @fields;
+    for (1 .. $count) {
+      my $end = index($buf, "\0", $at);
+      return if $end < 0;
+      push @fields, substr($buf, $at, $end - $at);
+      $at = $end + 1;
+    }
+    substr($buf, 0, $at) = '';
+    start(@fields);
+  }
+  die "spawn helper: malformed request\n" if length($buf) && $buf !~ /^\d*$/;
+}
+
+my $rin = '';
+vec($rin, fileno(STDIN), 1) = 1;
+vec($rin, fileno($wake_r), 1) = 1;
+for (;;) {
+  reap();
+  my $n = select(my $rout = $rin, undef, undef, undef);
+  next if $n < 0;    # EINTR: SIGCHLD arrived
+  if (vec($rout, fileno($wake_r), 1)) { 1 while sysread($wake_r, my $drain, 512) }
+  if (vec($rout, fileno(STDIN), 1)) {
+    my $got = sysread(STDIN, $buf, 65536, length $buf);
+    exit 0 if !$got;    # the controller is gone
+    take_requests();
+  }
+}

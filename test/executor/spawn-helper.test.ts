@@ -1,0 +1,119 @@
+// The spawn helper (spawn-helper.pl + spawn-helper.ts) on its own: exact argv/env/cwd delivery without a
+// shell, exit codes and signals matched to the right request under concurrency, exec failures, the cheap
+// "anything left behind?" check, and what happens when the helper itself dies mid-episode.
+import { strict as assert } from 'node:assert';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, afterEach, beforeEach, test } from 'node:test';
+import { startProcessEpisode } from '../../controller/executors/process-episode.ts';
+import { killProcessTree } from '../../controller/executors/process-tree.ts';
+import { SpawnHelper, sharedSpawnHelper } from '../../controller/executors/spawn-helper.ts';
+import type { HelperSpawnRequest } from '../../controller/executors/spawn-helper.ts';
+import { isGone, killAll, request, sandbox, waitFor } from './support.ts';
+import type { Sandbox } from './support.ts';
+
+let box: Sandbox;
+let leftovers: number[] = [];
+const helper = await SpawnHelper.start();
+after(() => helper.close());
+beforeEach(() => {
+  box = sandbox();
+  leftovers = [];
+});
+afterEach(() => {
+  killAll(leftovers);
+  box.cleanup();
+});
+
+function req(argv: string[], more: Partial<HelperSpawnRequest> = {}): HelperSpawnRequest {
+  mkdirSync(join(box.root, 'out'), { recursive: true });
+  return { argv, cwd: box.ws, env: {}, stdoutFile: join(box.root, 'out', 'o.log'), stderrFile: join(box.root, 'out', 'e.log'), ...more };
+}
+
+test('argv, env, cwd and stdin reach the process exactly, with no shell in between', async () => {
+  const stdin = join(box.root, 'in.txt');
+  writeFileSync(stdin, 'from stdin\n');
+  const script = 'process.stdout.write(JSON.stringify({ argv: process.argv.slice(1), cwd: process.cwd(), v: process.env.WEIRD, stdin: require("fs").readFileSync(0, "utf8") }))';
+  const weird = ['a b', '"quoted"', "$(touch pwned)", '*', 'naïve ✓', ''];
+  const started = await helper.spawn(req([process.execPath, '-e', script, ...weird], { env: { WEIRD: 'x=y\nz' }, stdinFile: stdin }));
+  assert.ok(started.ok);
+  assert.deepEqual(await started.exit, { code: 0 });
+  const seen = JSON.parse(readFileSync(join(box.root, 'out', 'o.log'), 'utf8'));
+  assert.deepEqual(seen.argv, weird);
+  assert.equal(seen.cwd, box.ws);
+  assert.equal(seen.v, 'x=y\nz');
+  assert.equal(seen.stdin, 'from stdin\n');
+});
+
+test('exit codes and signals go to the right request when many run at once', async () => {
+  const runs = await Promise.all(
+    Array.from({ length: 40 }, (_, i) =>
+      helper.spawn(req(['/bin/sh', '-c', i % 4 === 0 ? 'kill -TERM $$' : `sleep 0.0${i % 7}; exit ${i}`])),
+    ),
+  );
+  const exits = await Promise.all(runs.map((r) => (r.ok ? r.exit : Promise.reject(new Error(r.message)))));
+  exits.forEach((e, i) => assert.deepEqual(e, i % 4 === 0 ? { code: null, signal: 'SIGTERM' } : { code: i }, `run ${i}`));
+});
+
+test('a command that cannot be exec\'d, or a cwd that does not exist, fails with its errno and nothing runs', async () => {
+  const missing = await helper.spawn(req(['episodic-no-such-command-xyz']));
+  assert.deepEqual(missing.ok ? 'started' : [missing.code, missing.message], ['ENOENT', 'cannot start episodic-no-such-command-xyz: No such file or directory']);
+  const notExecutable = join(box.root, 'plain.txt');
+  writeFileSync(notExecutable, 'hello');
+  const denied = await helper.spawn(req([notExecutable]));
+  assert.equal(denied.ok ? 'started' : denied.code, 'EACCES');
+  const noCwd = await helper.spawn(req(['/bin/true'], { cwd: join(box.root, 'gone') }));
+  assert.match(noCwd.ok ? 'started' : `${noCwd.code} ${noCwd.message}`, /^ENOENT cannot enter .*gone/);
+});
+
+test('leftovers: none after a clean exit; a setsid\'d orphan lands with the helper and is reported', async () => {
+  assert.equal(process.platform === 'linux' ? helper.subreaper : true, true, 'subreaper on Linux');
+  const clean = await helper.spawn(req(['/bin/sh', '-c', 'exit 0']));
+  assert.ok(clean.ok);
+  await clean.exit;
+  assert.equal(helper.mayHaveLeftovers(clean.pid), false);
+
+  const pidFile = join(box.root, 'orphan.pid');
+  const dirty = await helper.spawn(req(['/bin/sh', '-c', `setsid /bin/sh -c 'echo $$ > ${pidFile}; exec sleep 30' & sleep 0.3; exit 0`]));
+  assert.ok(dirty.ok);
+  await dirty.exit;
+  await waitFor('orphan pid', () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
+  const orphan = Number(readFileSync(pidFile, 'utf8').trim());
+  leftovers.push(orphan);
+  assert.equal(helper.mayHaveLeftovers(dirty.pid), true);
+  await killProcessTree(orphan, { graceMs: 200 });
+  await waitFor('orphan reaped by the helper', () => !helper.mayHaveLeftovers(dirty.pid));
+});
+
+test('the helper dying mid-episode: the episode ends as a transient failure and its processes are killed', async () => {
+  const own = await SpawnHelper.start();
+  const pidFile = join(box.root, 'pids');
+  const running = await startProcessEpisode(request(box, { helper: own, killGraceMs: 200, argv: ['/bin/sh', '-c', `echo $$ > ${pidFile}; sleep 30`] }));
+  assert.ok(running.pid);
+  leftovers.push(running.pid);
+  await waitFor('agent running', () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
+  process.kill(own.pid, 'SIGKILL');
+  const result = await running.result;
+  assert.equal(result.errorClass, 'transient');
+  assert.match(result.message ?? '', /spawn helper exited \(SIGKILL\)/);
+  assert.ok(isGone(running.pid), 'the agent was killed');
+  const again = await own.spawn(req(['/bin/true']));
+  assert.equal(again.ok ? 'started' : again.code, 'EHELPER');
+});
+
+test('sharedSpawnHelper: one per process, restarted after it died, none with EPISODIC_SPAWNER=direct', async () => {
+  const first = await sharedSpawnHelper();
+  assert.ok(first);
+  assert.equal(await sharedSpawnHelper(), first);
+  process.kill(first.pid, 'SIGKILL');
+  await waitFor('helper seen dead', () => !first.alive);
+  const second = await sharedSpawnHelper();
+  assert.ok(second && second !== first && second.alive);
+  process.env.EPISODIC_SPAWNER = 'direct';
+  try {
+    assert.equal(await sharedSpawnHelper(), undefined);
+  } finally {
+    delete process.env.EPISODIC_SPAWNER;
+  }
+  second.close();
+});
