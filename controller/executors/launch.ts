@@ -31,7 +31,7 @@ export type Launch =
       pid: number;
       exited: Promise<LaunchExit>;
       /** After the process exited: whether descendants may still run (false = certainly none). */
-      mayHaveLeftovers(): boolean;
+      mayHaveLeftovers(): boolean | Promise<boolean>;
       /** After exit and kill: hands the remaining output to onOutput and settles the log. Never rejects. */
       collectOutput(): Promise<void>;
     }

@@ -34,6 +34,8 @@ export type HelperSpawnResult =
 
 interface Pending {
   resolveStart(result: HelperSpawnResult): void;
+  /** Settles with resolveStart. */
+  started: Promise<unknown>;
   resolveExit?: (exit: HelperExit) => void;
   pid?: number;
 }
@@ -97,18 +99,20 @@ export class SpawnHelper {
     const fields = [String(id), req.cwd, req.stdinFile ?? '', req.stdoutFile, req.stderrFile, String(req.argv.length), ...req.argv, ...env];
     const bad = fields.find((f) => f.includes('\0'));
     if (bad !== undefined) return Promise.resolve({ ok: false, code: 'EINVAL', message: `NUL byte in ${JSON.stringify(bad)}` });
-    return new Promise((resolveStart) => {
-      this.pending.set(id, { resolveStart });
-      this.updateRef();
-      this.child.stdin.write(`${fields.length}\0${fields.join('\0')}\0`);
-    });
+    let resolveStart!: (result: HelperSpawnResult) => void;
+    const started = new Promise<HelperSpawnResult>((resolve) => (resolveStart = resolve));
+    this.pending.set(id, { resolveStart, started });
+    this.updateRef();
+    this.child.stdin.write(`${fields.length}\0${fields.join('\0')}\0`);
+    return started;
   }
 
   /**
    * After an episode's process exited: could it have left anything running? False only when its process
-   * group is empty and nothing but our own live episodes is parented to the helper (orphans land here).
+   * group is empty and nothing but our own live episodes is parented to the helper (orphans land there).
+   * A child forked for a spawn we have not heard back about yet looks like an orphan: wait for those.
    */
-  mayHaveLeftovers(pgid: number): boolean {
+  async mayHaveLeftovers(pgid: number): Promise<boolean> {
     try {
       process.kill(-pgid, 0);
       return true;
@@ -116,13 +120,29 @@ export class SpawnHelper {
       // ESRCH: the group is empty. (EPERM cannot happen for our own children.)
     }
     if (!this.subreaper || this.dead) return true;
+    const before = this.strangers();
+    if (before === undefined) return true;
+    if (before.length === 0) return false;
+    // A stranger may be a fork for a spawn whose reply is still on its way: once the spawns in flight now
+    // have answered, such a child is either known (running) or reaped. Whatever is left is an orphan.
+    await Promise.all([...this.pending.values()].filter((p) => p.pid === undefined).map((p) => p.started));
+    const after = this.strangers();
+    return after === undefined || after.some((pid) => before.includes(pid));
+  }
+
+  /** The helper's children that are not our running episodes; undefined when that cannot be read. */
+  private strangers(): number[] | undefined {
     let children: string;
     try {
       children = readFileSync(`/proc/${this.pid}/task/${this.pid}/children`, 'utf8');
     } catch {
-      return true; // kernel without CONFIG_PROC_CHILDREN
+      return undefined; // kernel without CONFIG_PROC_CHILDREN
     }
-    return children.split(' ').some((p) => p.trim() !== '' && !this.livePids.has(Number(p)));
+    return children
+      .split(' ')
+      .filter((p) => p.trim() !== '')
+      .map(Number)
+      .filter((pid) => !this.livePids.has(pid));
   }
 
   /** Ends the helper (running children are left alone, as on a controller crash). */

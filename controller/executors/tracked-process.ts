@@ -70,7 +70,7 @@ export async function startTrackedProcess(opts: TrackedProcessOptions): Promise<
     clearTimeout(timer);
     // Also on a normal exit: background processes the agent left behind must not outlive the episode.
     if (stopping) await stopping;
-    else if (lost || launched.mayHaveLeftovers()) await killTree();
+    else if (lost || (await launched.mayHaveLeftovers())) await killTree();
     await launched.collectOutput();
     if (lost) return { ...spawnFailure('EHELPER', `${lost}; the episode's processes were stopped`), timedOut, cancelled };
     return { exitCode: code, ...(signal ? { signal } : {}), timedOut, cancelled };

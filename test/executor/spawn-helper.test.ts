@@ -5,6 +5,7 @@ import { strict as assert } from 'node:assert';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, afterEach, beforeEach, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startProcessEpisode } from '../../controller/executors/process-episode.ts';
 import { killProcessTree } from '../../controller/executors/process-tree.ts';
 import { SpawnHelper, sharedSpawnHelper } from '../../controller/executors/spawn-helper.ts';
@@ -71,7 +72,7 @@ test('leftovers: none after a clean exit; a setsid\'d orphan lands with the help
   const clean = await helper.spawn(req(['/bin/sh', '-c', 'exit 0']));
   assert.ok(clean.ok);
   await clean.exit;
-  assert.equal(helper.mayHaveLeftovers(clean.pid), false);
+  assert.equal(await helper.mayHaveLeftovers(clean.pid), false);
 
   const pidFile = join(box.root, 'orphan.pid');
   const dirty = await helper.spawn(req(['/bin/sh', '-c', `setsid /bin/sh -c 'echo $$ > ${pidFile}; exec sleep 30' & sleep 0.3; exit 0`]));
@@ -80,9 +81,32 @@ test('leftovers: none after a clean exit; a setsid\'d orphan lands with the help
   await waitFor('orphan pid', () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
   const orphan = Number(readFileSync(pidFile, 'utf8').trim());
   leftovers.push(orphan);
-  assert.equal(helper.mayHaveLeftovers(dirty.pid), true);
+  assert.equal(await helper.mayHaveLeftovers(dirty.pid), true);
   await killProcessTree(orphan, { graceMs: 200 });
-  await waitFor('orphan reaped by the helper', () => !helper.mayHaveLeftovers(dirty.pid));
+  let reaped = false;
+  for (let i = 0; i < 100 && !reaped; i++) {
+    reaped = !(await helper.mayHaveLeftovers(dirty.pid));
+    if (!reaped) await sleep(20);
+  }
+  assert.ok(reaped, 'orphan reaped by the helper');
+});
+
+test('children forked for spawns still in flight are not mistaken for leftovers', async () => {
+  // 16 slots kept busy, as the local controller does: every exit is checked while others are starting.
+  let next = 0;
+  const verdicts: boolean[] = [];
+  const slot = async () => {
+    while (next < 120) {
+      next++;
+      const started = await helper.spawn(req(['/bin/true']));
+      assert.ok(started.ok);
+      await started.exit;
+      verdicts.push(await helper.mayHaveLeftovers(started.pid));
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, slot));
+  assert.equal(verdicts.length, 120);
+  assert.deepEqual(verdicts.filter(Boolean), [], 'no clean exit may be reported as leaving something behind');
 });
 
 test('the helper dying mid-episode: the episode ends as a transient failure and its processes are killed', async () => {
