@@ -279,7 +279,14 @@ export async function stop(s: Spawned, graceMs = 30_000): Promise<number> {
 /** argv that runs the episodic CLI (optionally under --cpu-prof). */
 export function cliArgv(opts: BenchOptions, args: string[], profileName: string): string[] {
   const prof = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${profileName}.cpuprofile`] : [];
-  return [NODE, ...prof, opts.cli, ...args];
+  return [NODE, ...launcherFlags(opts.cli), ...prof, opts.cli, ...args];
+}
+
+/** The node flags a launcher asks for in its shebang (`#!/usr/bin/env -S node FLAGS`), as it runs when installed. */
+function launcherFlags(entry: string): string[] {
+  const first = readFileSync(entry, 'utf8').split('\n', 1)[0];
+  const m = /^#!\S*env -S node\s+(.*)$/.exec(first);
+  return m ? m[1].trim().split(/\s+/) : [];
 }
 
 // --- the controller's log ---------------------------------------------------------------------------------

@@ -88,7 +88,6 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
       logger.info({ url: `${server.url}/metrics` }, 'serving metrics');
     }
     await controller.recover();
-    const loadStartedAt = Date.now();
     const initial = await loadSpecDir(dir);
     for (const line of initial.errors) logger.error(line);
     for (const line of initial.ignored) logger.debug(`ignored ${line}`);
@@ -108,7 +107,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
         },
         onError: (err) => logger.error({ err }, 'watching spec files failed'),
       });
-      watcher.seed(initial, loadStartedAt);
+      watcher.seed(initial);
       await watcher.start();
     }
     if (live) table = new LiveTable(() => controller.view());

@@ -1,7 +1,7 @@
 // Desired state from a directory of Kubernetes YAML: every AgentTask document in DIR/*.yaml|*.yml
 // (top level only, like `kubectl apply -f DIR`). Spec files are read, never written.
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -95,6 +95,13 @@ export interface LoadedSpecs {
   files: string[];
   /** Per-file parse results, in the order of files (lets a watcher re-parse one file at a time). */
   parsed: ParsedFile[];
+  /** File → fileStamp() of what was read (set by loadSpecDir): a watcher starting later re-reads only changed files. */
+  stamps?: Map<string, string>;
+}
+
+/** mtime and size: what a file looked like when it was read. */
+export function fileStamp(stats: { mtimeMs: number; size: number }): string {
+  return `${stats.mtimeMs}:${stats.size}`;
 }
 
 /** Loads every spec file in dir. The first definition of a namespace/name wins; later ones are errors. */
@@ -104,8 +111,17 @@ export async function loadSpecDir(dir: string): Promise<LoadedSpecs> {
   const files = entries.filter((e) => e.isFile() && isSpecFileName(e.name)).map((e) => join(root, e.name)).sort();
   // Read synchronously: parsing blocks anyway, and for thousands of small files one readFile per file through
   // the thread pool is ~10x slower (and 10k in flight at once held ~100 MB of buffers).
-  const parsed = files.map((f) => parseSpecText(f, readFileSync(f, 'utf8')));
-  return mergeParsed(files, parsed);
+  const stamps = new Map<string, string>();
+  const parsed = files.map((f) => {
+    const fd = openSync(f, 'r');
+    try {
+      stamps.set(f, fileStamp(fstatSync(fd)));
+      return parseSpecText(f, readFileSync(fd, 'utf8'));
+    } finally {
+      closeSync(fd);
+    }
+  });
+  return { ...mergeParsed(files, parsed), stamps };
 }
 
 export function mergeParsed(files: string[], parsed: ParsedFile[]): LoadedSpecs {

@@ -4,11 +4,8 @@ import { readFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { watch } from 'chokidar';
 import type { FSWatcher } from 'chokidar';
-import { isSpecFileName, mergeParsed, parseSpecText } from './spec-files.ts';
+import { fileStamp, isSpecFileName, mergeParsed, parseSpecText } from './spec-files.ts';
 import type { LoadedSpecs, ParsedFile } from './spec-files.ts';
-
-// mtimes come from the kernel's coarse clock (a tick behind) and some filesystems round them to 1 s.
-const MTIME_MARGIN_MS = 1000;
 
 export interface SpecWatcherOptions {
   dir: string;
@@ -23,20 +20,17 @@ export class SpecWatcher {
   private watcher?: FSWatcher;
   private timer?: NodeJS.Timeout;
   private pending = new Set<string>();
-  /** When the seeding load began: files changed since then may differ from what it read. */
-  private loadedAt = 0;
+  /** What each seeded file looked like when the initial load read it. */
+  private stamps = new Map<string, string>();
 
   constructor(opts: SpecWatcherOptions) {
     this.opts = opts;
   }
 
-  /**
-   * Seeds the per-file cache from an initial load (begun at `loadStartedAt`, epoch ms), so the first event
-   * does not re-read everything.
-   */
-  seed(initial: LoadedSpecs, loadStartedAt: number): void {
+  /** Seeds the per-file cache from an initial load, so the first event does not re-read everything. */
+  seed(initial: LoadedSpecs): void {
     initial.files.forEach((f, i) => this.parsed.set(f, initial.parsed[i]));
-    this.loadedAt = loadStartedAt;
+    this.stamps = initial.stamps ?? new Map();
   }
 
   async start(): Promise<void> {
@@ -56,14 +50,14 @@ export class SpecWatcher {
       this.timer = setTimeout(() => void this.flush(), this.opts.debounceMs ?? 100);
     };
     // The initial scan reports every file. Edits made between the seeding load and the end of this scan
-    // would otherwise be missed: re-read files modified since the load began (with a margin for coarse
-    // mtimes), and forget seeded files the scan did not find.
+    // would otherwise be missed: re-read files that differ from what the load read, and forget seeded
+    // files the scan did not find.
     let scanning = true;
     const seen = new Set<string>();
-    this.watcher.on('add', (path: string, stats?: { mtimeMs: number }) => {
+    this.watcher.on('add', (path: string, stats?: { mtimeMs: number; size: number }) => {
       if (!scanning) return touch(path);
       seen.add(path);
-      if (!this.parsed.has(path) || (stats?.mtimeMs ?? Infinity) >= this.loadedAt - MTIME_MARGIN_MS) touch(path);
+      if (!this.parsed.has(path) || !stats || this.stamps.get(path) !== fileStamp(stats)) touch(path);
     });
     this.watcher.on('change', touch).on('unlink', touch);
     this.watcher.on('error', (err) => this.opts.onError?.(err));
