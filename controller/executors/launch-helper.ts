@@ -1,7 +1,8 @@
 // Starting a process through the spawn helper: the child writes straight into the episode log (stdout) and a
 // side file (stderr), so no output passes through the controller while it runs. After exit the controller
 // reads both once, for the analyzer, and appends stderr to the log.
-import { closeSync, createReadStream, openSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, openSync, readSync, statSync, writeSync } from 'node:fs';
+import { removeQuietly } from '../util/fs.ts';
 import type { Launch, LaunchOptions } from './launch.ts';
 import { launchFailure } from './launch.ts';
 import type { SpawnHelper } from './spawn-helper.ts';
@@ -79,13 +80,5 @@ function safely(f: () => void): void {
     f();
   } catch {
     // A throwing consumer must not lose the rest of the output.
-  }
-}
-
-function removeQuietly(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch {
-    // already gone
   }
 }

@@ -1,9 +1,10 @@
 // Actual state for local mode: one JSON file per task under STATE/status/NAMESPACE/NAME.json, written
 // atomically (temp file + fsync + rename + directory fsync) so a kill -9 leaves the old or the new
 // version, never half of one.
-import { closeSync, existsSync, fsync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { promisify } from 'node:util';
+import { removeQuietly } from '../util/fs.ts';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { AgentTaskStatusSchema } from '../api/agent-task.ts';
@@ -85,14 +86,14 @@ export async function writeFileAtomic(path: string, data: string, opts: { durabl
     if (durable || existsSync(path)) await fsyncAsync(fd);
   } catch (err) {
     closeSync(fd);
-    unlinkQuietly(tmp);
+    removeQuietly(tmp);
     throw err;
   }
   closeSync(fd);
   try {
     renameSync(tmp, path);
   } catch (err) {
-    unlinkQuietly(tmp);
+    removeQuietly(tmp);
     throw err;
   }
   // The rename itself must survive a power loss too: fsync the directory entry.
@@ -133,14 +134,6 @@ async function fsyncDir(dir: string): Promise<void> {
     await fsyncAsync(fd);
   } finally {
     closeSync(fd);
-  }
-}
-
-function unlinkQuietly(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch {
-    // already gone
   }
 }
 
