@@ -33,6 +33,12 @@ function assertAllGone(pids: number[]): void {
 }
 
 /** Start the fake agent in sleep mode outside any executor, as a previous controller would have. */
+/**
+ * A marker unique to this test process: kill-tree-via-helper.test.ts runs this suite at the same time, and a
+ * shared marker would let one file's killProcessTree take the other's sleepers.
+ */
+const uniqueMarker = (name: string) => `${name}-${process.pid}`;
+
 function startDetachedSleeper(pidFile: string, marker?: string) {
   const child = spawn(process.execPath, [FAKE_CLAUDE], {
     cwd: box.ws,
@@ -103,9 +109,9 @@ describe('episode timeout and cancel', () => {
 describe('killProcessTree', () => {
   test('kills a tree found through ppid links, the group and the env marker', async () => {
     const pidFile = join(box.root, 'pids');
-    const pid = startDetachedSleeper(pidFile, 'marker-kill-tree-test');
+    const pid = startDetachedSleeper(pidFile, uniqueMarker('marker-kill-tree-test'));
     leftovers = await readPidFile(pidFile);
-    await killProcessTree(pid, { graceMs: 300, marker: 'marker-kill-tree-test' });
+    await killProcessTree(pid, { graceMs: 300, marker: uniqueMarker('marker-kill-tree-test') });
     assertAllGone(leftovers);
   });
 
@@ -135,7 +141,7 @@ describe('killProcessTree', () => {
 describe('killOrphanEpisode', () => {
   test('kills the whole tree of a live episode whose start time matches', async () => {
     const pidFile = join(box.root, 'pids');
-    const pid = startDetachedSleeper(pidFile, 'marker-orphan-test');
+    const pid = startDetachedSleeper(pidFile, uniqueMarker('marker-orphan-test'));
     leftovers = await readPidFile(pidFile);
     const startTime = readPidStartTime(pid);
     assert.ok(startTime);
