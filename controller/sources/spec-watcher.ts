@@ -1,7 +1,8 @@
 // Follows a spec directory with chokidar: re-parses only the file that changed, then hands the merged
 // view to the controller. Writes that land in bursts (editors, git checkout) are coalesced.
 import { readFile } from 'node:fs/promises';
-import { basename, resolve } from 'node:path';
+import { readdirSync, statSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { watch } from 'chokidar';
 import type { FSWatcher } from 'chokidar';
 import { fileStamp, isSpecFileName, mergeParsed, parseSpecText } from './spec-files.ts';
@@ -37,7 +38,7 @@ export class SpecWatcher {
     const root = resolve(this.opts.dir);
     this.watcher = watch(root, {
       depth: 0,
-      alwaysStat: true,
+      ignoreInitial: true,
       // Only top-level YAML files matter; never descend into workspaces or the state dir.
       ignored: (path: string, stats?: { isFile(): boolean; isDirectory(): boolean }) =>
         path !== root && (stats?.isDirectory() === true || (stats?.isFile() === true && !isSpecFileName(basename(path)))),
@@ -49,21 +50,26 @@ export class SpecWatcher {
       clearTimeout(this.timer);
       this.timer = setTimeout(() => void this.flush(), this.opts.debounceMs ?? 100);
     };
-    // The initial scan reports every file. Edits made between the seeding load and the end of this scan
-    // would otherwise be missed: re-read files that differ from what the load read, and forget seeded
-    // files the scan did not find.
-    let scanning = true;
-    const seen = new Set<string>();
-    this.watcher.on('add', (path: string, stats?: { mtimeMs: number; size: number }) => {
-      if (!scanning) return touch(path);
-      seen.add(path);
-      if (!this.parsed.has(path) || !stats || this.stamps.get(path) !== fileStamp(stats)) touch(path);
-    });
-    this.watcher.on('change', touch).on('unlink', touch);
+    this.watcher.on('add', touch).on('change', touch).on('unlink', touch);
     this.watcher.on('error', (err) => this.opts.onError?.(err));
     await new Promise<void>((ready) => this.watcher?.once('ready', () => ready()));
-    scanning = false;
-    for (const path of this.parsed.keys()) if (!seen.has(path)) touch(path);
+    // From here on every change raises an event. What changed between the seeding load and now (chokidar's
+    // initial scan may have looked at a file before an edit and watched it only after) is found by comparing
+    // the directory with what the load read.
+    for (const path of this.changedSinceLoad(root)) touch(path);
+  }
+
+  private changedSinceLoad(root: string): string[] {
+    const now = readdirSync(root).filter(isSpecFileName).map((name) => join(root, name));
+    const changed = now.filter((path) => !this.parsed.has(path));
+    for (const path of this.parsed.keys()) {
+      try {
+        if (this.stamps.get(path) !== fileStamp(statSync(path))) changed.push(path);
+      } catch {
+        changed.push(path); // gone (or unreadable): flush() finds out which
+      }
+    }
+    return changed;
   }
 
   async close(): Promise<void> {
