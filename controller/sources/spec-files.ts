@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { loadAll } from 'js-yaml';
 import { parseAllDocuments } from 'yaml';
 import { API_VERSION, KIND, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskSpec } from '../api/agent-task.ts';
@@ -39,19 +40,18 @@ export function parseSpecText(file: string, text: string): ParsedFile {
   const out: ParsedFile = { tasks: [], errors: [], ignored: [] };
   let docs;
   try {
-    docs = parseAllDocuments(text, { prettyErrors: true });
+    docs = parseDocuments(text);
   } catch (err) {
     out.errors.push(`${file}: ${(err as Error).message}`);
     return out;
   }
-  const list = Array.isArray(docs) ? docs : [docs];
-  list.forEach((doc, index) => {
-    const where = list.length > 1 ? `${file} (document ${index + 1})` : file;
+  docs.forEach((doc, index) => {
+    const where = docs.length > 1 ? `${file} (document ${index + 1})` : file;
     if (doc.errors.length > 0) {
-      for (const e of doc.errors) out.errors.push(`${where}: YAML: ${e.message.split('\n')[0]}`);
+      for (const e of doc.errors) out.errors.push(`${where}: YAML: ${e}`);
       return;
     }
-    const value: unknown = doc.toJS();
+    const value = doc.value;
     if (value === null || value === undefined) return; // empty document, e.g. a trailing "---"
     if (typeof value !== 'object' || Array.isArray(value)) {
       out.errors.push(`${where}: expected a Kubernetes object (a YAML mapping)`);
@@ -85,6 +85,26 @@ export function parseSpecText(file: string, text: string): ParsedFile {
     });
   });
   return out;
+}
+
+interface YamlDocument {
+  value?: unknown;
+  errors: string[];
+}
+
+/**
+ * The documents of a YAML stream (YAML 1.2 core schema). js-yaml is ~10x faster than `yaml` (10,000 spec files:
+ * 0.1 s vs 1 s) but stops at a file's first error; then `yaml` re-reads the file to report errors per
+ * document, so one broken document does not take its siblings in the same file down with it.
+ */
+function parseDocuments(text: string): YamlDocument[] {
+  try {
+    return loadAll(text).map((value) => ({ value, errors: [] }));
+  } catch {
+    return parseAllDocuments(text, { prettyErrors: true }).map((doc) =>
+      doc.errors.length > 0 ? { errors: doc.errors.map((e) => e.message.split('\n')[0]) } : { value: doc.toJS(), errors: [] },
+    );
+  }
 }
 
 export interface LoadedSpecs {
