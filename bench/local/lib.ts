@@ -4,7 +4,7 @@
 // same run, and nothing here is a pass/fail test.
 import { spawn, execFileSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, fstatSync, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import { cpus, release, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,7 +65,19 @@ export function parseOptions(argv: string[]): BenchOptions & { only?: string[] }
       process.exit(0);
     } else throw new Error(`unknown option ${a}\n${USAGE}`);
   }
+  if (opts.cli !== DEFAULT_CLI) refuseStaleBuild();
   return opts;
+}
+
+/** The launcher and dist/ run the compiled CLI: measuring an old build would report on code that is gone. */
+function refuseStaleBuild(): void {
+  const built = join(REPO, 'dist/cli/main.js');
+  if (!existsSync(built)) throw new Error('--cli: dist/ is not built; run `npm run build` first');
+  const builtAt = statSync(built).mtimeMs;
+  const newer = readdirSync(join(REPO, 'controller'), { recursive: true, encoding: 'utf8' }).find(
+    (f) => /\.(ts|pl)$/.test(f) && statSync(join(REPO, 'controller', f)).mtimeMs > builtAt,
+  );
+  if (newer) throw new Error(`--cli: controller/${newer} is newer than dist/; run \`npm run build\` first`);
 }
 
 function positiveInt(name: string, v: string): number {
