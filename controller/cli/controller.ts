@@ -5,7 +5,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import type { ClusterController } from '../cluster/controller.ts';
-import { EpisodeDefaultsError, loadEpisodeDefaults } from '../cluster/episode-defaults.ts';
 import type { EpisodeDefaults } from '../cluster/episode-defaults.ts';
 import { LEASE_NAME } from '../cluster/leader-election.ts';
 import { createLogger } from '../util/logger.ts';
@@ -104,6 +103,7 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
   }
   let episodeDefaults: EpisodeDefaults | undefined;
   if (opts.episodeDefaults !== undefined) {
+    const { EpisodeDefaultsError, loadEpisodeDefaults } = await import('../cluster/episode-defaults.ts');
     try {
       episodeDefaults = await loadEpisodeDefaults(opts.episodeDefaults);
     } catch (err) {

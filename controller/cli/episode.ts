@@ -4,7 +4,6 @@
 // See docs/episode-runner.md.
 import type { Command } from 'commander';
 import { TERMINATION_LOG } from '../api/episode-config.ts';
-import { runEpisode } from '../runner/run-episode.ts';
 
 export function registerEpisode(program: Command): void {
   program
@@ -25,6 +24,7 @@ export function registerEpisode(program: Command): void {
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
       try {
+        const { runEpisode } = await import('../runner/run-episode.ts'); // not loaded by other subcommands
         const { exitCode } = await runEpisode({
           agentArgv,
           resultFile: options.resultFile,

@@ -5,12 +5,11 @@ import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { EpisodicMetrics } from '../metrics/metrics.ts';
-import { startMetricsServer } from '../metrics/server.ts';
 import type { RunningServer } from '../metrics/server.ts';
 import { LocalController } from '../local/local-controller.ts';
 import { acquireStateLock, StateLockError } from '../local/state-lock.ts';
 import { loadSpecDir } from '../sources/spec-files.ts';
-import { SpecWatcher } from '../sources/spec-watcher.ts';
+import type { SpecWatcher } from '../sources/spec-watcher.ts';
 import { createLogger } from '../util/logger.ts';
 import { LiveTable } from './live-table.ts';
 import { parseNumberOption, UsageError } from './options.ts';
@@ -83,7 +82,9 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
+    // node:http and chokidar load only when asked for: every run pays the start-up time of what it imports.
     if (opts.metricsAddr) {
+      const { startMetricsServer } = await import('../metrics/server.ts');
       server = await startMetricsServer({ address: opts.metricsAddr, metrics, ready: () => true });
       logger.info({ url: `${server.url}/metrics` }, 'serving metrics');
     }
@@ -99,6 +100,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
     logger.info({ dir, stateDir, tasks: initial.tasks.size }, 'specs loaded');
     controller.setSpecs(initial);
     if (opts.watch) {
+      const { SpecWatcher } = await import('../sources/spec-watcher.ts');
       watcher = new SpecWatcher({
         dir,
         onChange: (specs) => {

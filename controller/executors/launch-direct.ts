@@ -4,19 +4,22 @@ import { createWriteStream } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { execa } from 'execa';
+import type { execa as Execa } from 'execa';
 import type { Launch, LaunchOptions } from './launch.ts';
 import { launchFailure } from './launch.ts';
 
 // A descendant we could not kill may hold the output pipes open; stop waiting for EOF after this long.
 const STREAM_DRAIN_MS = 2000;
 
-export function launchDirect(opts: LaunchOptions): Promise<Launch> {
+export async function launchDirect(opts: LaunchOptions): Promise<Launch> {
   const [file, ...args] = opts.argv;
   // Reported like a missing command: a configuration error that retrying cannot fix.
-  if (file === undefined) return Promise.resolve(launchFailure('ENOENT', 'cannot start (empty command): empty argv'));
+  if (file === undefined) return launchFailure('ENOENT', 'cannot start (empty command): empty argv');
+  // Loaded on first use: the local controller normally starts agents through the spawn helper, and execa
+  // is ~80 ms of every CLI start-up.
+  const { execa } = await import('execa');
   let log: Writable;
-  let subprocess: ReturnType<typeof execa>;
+  let subprocess: ReturnType<typeof Execa>;
   try {
     log = createWriteStream(opts.logFile, { flags: 'a' });
     log.on('error', () => {}); // a broken log must not crash the controller or fail the episode
@@ -32,7 +35,7 @@ export function launchDirect(opts: LaunchOptions): Promise<Launch> {
       stderr: 'pipe',
     });
   } catch (err) {
-    return Promise.resolve(launchFailure(errorCode(err), `cannot start ${file}: ${errorText(err)}`));
+    return launchFailure(errorCode(err), `cannot start ${file}: ${errorText(err)}`);
   }
   const pid = subprocess.pid;
   if (pid === undefined) {
@@ -52,7 +55,7 @@ export function launchDirect(opts: LaunchOptions): Promise<Launch> {
   const exited = new Promise<{ code: number | null; signal?: NodeJS.Signals }>((resolve) =>
     subprocess.once('exit', (code, signal) => resolve({ code, ...(signal ? { signal } : {}) })),
   );
-  return Promise.resolve({
+  return {
     ok: true,
     pid,
     exited,
@@ -66,7 +69,7 @@ export function launchDirect(opts: LaunchOptions): Promise<Launch> {
         log.end(() => done());
       });
     },
-  });
+  };
 }
 
 function streamOutput(stream: Readable | null, name: 'stdout' | 'stderr', log: Writable, opts: LaunchOptions) {
