@@ -59,6 +59,7 @@ export async function launchDirect(opts: LaunchOptions): Promise<Launch> {
     ok: true,
     pid,
     exited,
+    release: () => undefined, // it already runs: only the helper can hold a process before exec
     mayHaveLeftovers: () => true, // only a /proc scan can tell
     async collectOutput() {
       await drain(outputs);

@@ -1,14 +1,17 @@
 // Starting a process through the spawn helper: the child writes straight into the episode log (stdout) and a
 // side file (stderr), so no output passes through the controller while it runs. After exit the controller
 // reads both once, for the analyzer, and appends stderr to the log.
-import { closeSync, createReadStream, openSync, readSync, statSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, openSync, readSync, statSync, truncateSync, writeSync } from 'node:fs';
 import { removeQuietly } from '../util/fs.ts';
 import type { Launch, LaunchOptions } from './launch.ts';
 import { launchFailure } from './launch.ts';
 import type { SpawnHelper } from './spawn-helper.ts';
 
 export async function launchViaHelper(helper: SpawnHelper, opts: LaunchOptions): Promise<Launch> {
-  const stderrFile = `${opts.logFile}.stderr`;
+  const stderrFile = opts.stderrFile ?? `${opts.logFile}.stderr`;
+  // A given scratch file is emptied, not removed: on some file systems every file created and deleted per
+  // episode slows down the next creations (ext4 without a journal skips recently freed inodes one by one).
+  const discardStderr = () => (opts.stderrFile ? emptyQuietly(stderrFile) : removeQuietly(stderrFile));
   let offset: number;
   try {
     // Create the log now: the child appends to it, and its output starts at today's end.
@@ -17,9 +20,9 @@ export async function launchViaHelper(helper: SpawnHelper, opts: LaunchOptions):
   } catch (err) {
     return launchFailure((err as NodeJS.ErrnoException).code ?? 'ESETUP', `cannot open log ${opts.logFile}: ${(err as Error).message}`);
   }
-  const started = await helper.spawn({ argv: opts.argv, cwd: opts.cwd, env: opts.env, stdinFile: opts.stdinFile, stdoutFile: opts.logFile, stderrFile });
+  const started = await helper.spawn({ argv: opts.argv, cwd: opts.cwd, env: opts.env, stdinFile: opts.stdinFile, stdoutFile: opts.logFile, stderrFile, hold: opts.hold });
   if (!started.ok) {
-    removeQuietly(stderrFile);
+    discardStderr();
     // The helper's own messages say what failed ("cannot start X: …", "cannot enter DIR: …").
     const message = started.message.startsWith('cannot ') ? started.message : `cannot start ${opts.argv[0] ?? '(empty command)'}: ${started.message}`;
     return launchFailure(started.code, message);
@@ -27,7 +30,12 @@ export async function launchViaHelper(helper: SpawnHelper, opts: LaunchOptions):
   return {
     ok: true,
     pid: started.pid,
-    exited: started.exit.then((e) => (e.helperLost ? { code: null, lost: e.helperLost } : { code: e.code, ...(e.signal ? { signal: e.signal } : {}) })),
+    exited: started.exit.then((e) => {
+      if (e.helperLost) return { code: null, lost: e.helperLost };
+      if (e.spawnError) return { code: null, spawnError: e.spawnError };
+      return { code: e.code, ...(e.signal ? { signal: e.signal } : {}) };
+    }),
+    release: started.release,
     mayHaveLeftovers: () => helper.mayHaveLeftovers(started.pid),
     async collectOutput() {
       try {
@@ -47,7 +55,7 @@ export async function launchViaHelper(helper: SpawnHelper, opts: LaunchOptions):
       } catch {
         // A log we cannot read is not the agent's failure; the analysis sees what it got.
       } finally {
-        removeQuietly(stderrFile);
+        discardStderr();
       }
     },
   };
@@ -80,5 +88,13 @@ function safely(f: () => void): void {
     f();
   } catch {
     // A throwing consumer must not lose the rest of the output.
+  }
+}
+
+function emptyQuietly(file: string): void {
+  try {
+    if (statSync(file).size > 0) truncateSync(file, 0);
+  } catch {
+    // missing already, or unwritable: the next process truncates it anyway
   }
 }

@@ -15,6 +15,16 @@ export interface LaunchOptions {
   onOutput?: (chunk: Buffer, stream: 'stdout' | 'stderr') => void;
   /** Start through this helper instead of from the controller's own process. */
   helper?: SpawnHelper;
+  /**
+   * Where the helper puts stderr until exit (then it is appended to the log). Given: reused, truncated per
+   * process (one process at a time per file). Default `${logFile}.stderr`, removed after.
+   */
+  stderrFile?: string;
+  /**
+   * Through the helper: stop just before exec until release(), so the caller can record the pid first.
+   * A direct launch cannot hold: it runs at once.
+   */
+  hold?: boolean;
 }
 
 export interface LaunchExit {
@@ -22,6 +32,8 @@ export interface LaunchExit {
   signal?: NodeJS.Signals;
   /** The process's fate is unknown (the spawn helper died); set instead of code/signal. */
   lost?: string;
+  /** A held process could not exec after release(): nothing ran. */
+  spawnError?: { code: string; message: string };
 }
 
 export type Launch =
@@ -30,6 +42,8 @@ export type Launch =
       /** Leads its own process group. */
       pid: number;
       exited: Promise<LaunchExit>;
+      /** Lets a held process exec; a no-op otherwise. */
+      release(): void;
       /** After the process exited: whether descendants may still run (false = certainly none). */
       mayHaveLeftovers(): boolean | Promise<boolean>;
       /** After exit and kill: hands the remaining output to onOutput and settles the log. Never rejects. */

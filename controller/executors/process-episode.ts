@@ -40,6 +40,10 @@ export interface ProcessEpisodeRequest {
   analyzer: AnalyzerOptions;
   /** Start processes through this helper (the local controller's default); directly without it. */
   helper?: SpawnHelper;
+  /** See LaunchOptions.stderrFile: a scratch file reused by every episode of the task. */
+  stderrFile?: string;
+  /** Hold the agent just before exec until release() (through the helper only; see LaunchOptions.hold). */
+  hold?: boolean;
 }
 
 export interface RunningEpisode {
@@ -51,6 +55,8 @@ export interface RunningEpisode {
   result: Promise<EpisodeResult>;
   /** Kill the whole process tree (agent or verify); the result then says cancelled. No-op once finished. */
   cancel(): void;
+  /** Lets a held agent exec (request.hold); a no-op otherwise. */
+  release(): void;
 }
 
 const DEFAULT_KILL_GRACE_MS = 5000;
@@ -95,7 +101,10 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     timeoutMs: req.timeoutMs,
     killGraceMs,
     helper: req.helper,
+    stderrFile: req.stderrFile,
+    hold: req.hold,
   });
+  const agent = current;
   let cancelled = false;
   let finished = false;
 
@@ -122,6 +131,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
         timeoutMs: verifyTimeoutMs,
         killGraceMs,
         helper: req.helper,
+        stderrFile: req.stderrFile,
       });
       verify = describeVerify(await current.exit, tail.text(), verifyTimeoutMs);
       note(`--- episodic: ${verify.note ?? 'verify passed'} ---\n`);
@@ -144,6 +154,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
       cancelled = true;
       current.cancel();
     },
+    release: () => agent.release(),
   };
 }
 
@@ -241,7 +252,7 @@ function notStarted(req: ProcessEpisodeRequest, startedAt: number, err: unknown)
       durationMs: Date.now() - startedAt,
     });
   });
-  return { pid: undefined, result: result.catch((e: unknown) => internalError(e, startedAt)), cancel() {} };
+  return { pid: undefined, result: result.catch((e: unknown) => internalError(e, startedAt)), cancel() {}, release() {} };
 }
 
 /** A bug of ours (analyzer threw, result did not validate): still a result, never a rejection. */

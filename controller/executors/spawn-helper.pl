@@ -9,14 +9,18 @@
 # It is also a child subreaper (Linux): processes an agent leaves behind are re-parented here instead of
 # to init, so the controller can tell "nothing was left behind" without scanning /proc after every episode.
 #
-# Protocol (stdin, from the controller): one request per record,
-#   COUNT \0 id \0 cwd \0 stdin-path \0 stdout-path \0 stderr-path \0 argc \0 argv... \0 KEY=VALUE... \0
-# where COUNT is the number of NUL-terminated fields after it. argv is exec'd directly, never via a shell.
+# Protocol (stdin, from the controller): one request per record, COUNT \0 op \0 id \0 fields... \0, where COUNT
+# is the number of NUL-terminated fields after it.
+#   start: op "run" or "hold", then cwd \0 stdin-path \0 stdout-path \0 stderr-path \0 argc \0 argv... \0 KEY=VALUE...
+#          argv is exec'd directly, never via a shell. "hold" stops the child just before exec until "go":
+#          the controller records the pid first, so a crash in between leaves nothing running unrecorded.
+#   go:    op "go", no fields: exec the held child.
 # Replies (stdout), one line each, in order per id:
-#   S id pid            exec'd; an X follows
+#   S id pid            exec'd (run) or set up and waiting (hold); an X follows, or an F if a held exec fails
 #   F id ERRNO message  could not be set up or exec'd (nothing runs; no X follows)
 #   X id code signal    the child was reaped ("-" for the absent one of code/signal)
-# EOF on stdin: exit at once, leaving running children alone (a restarted controller adopts or kills them).
+# EOF on stdin: exit at once. Running children are left alone (a restarted controller adopts or kills them);
+# held ones see their go pipe close and exit without exec.
 use strict;
 use warnings;
 use Config;
@@ -40,6 +44,7 @@ $SIG{CHLD} = sub { syswrite($wake_w, 'x') };
 print "READY $$ $subreaper\n";
 
 my %id_of;    # pid => request id, for children started here and not yet reaped
+my %held;     # request id => [go pipe, status pipe, pid] of children waiting for "go"
 my $buf = '';
 
 sub reply { syswrite(STDOUT, $_[0]); return }
@@ -49,6 +54,7 @@ sub reap {
     my $status = $?;
     my $id = delete $id_of{$pid};
     next unless defined $id;    # an orphan re-parented here: just reap it
+    delete $held{$id};          # killed while held: its pipes close with the entry
     my $code = POSIX::WIFEXITED($status) ? POSIX::WEXITSTATUS($status) : '-';
     my $sig = POSIX::WIFSIGNALED($status) ? POSIX::WTERMSIG($status) : '-';
     reply("X $id $code $sig\n");
@@ -61,12 +67,33 @@ sub errno_name {
   return $name // 'ESPAWN';
 }
 
+# Reads what the child reports on its status pipe: '' once it exec'd (EOF), 'H' when it is held, else why it failed.
+sub child_report {
+  my ($status_r) = @_;
+  my $report = '';
+  for (;;) {
+    my $got = sysread($status_r, $report, 4096, length $report);
+    next if !defined $got && $!{EINTR};
+    last if !$got || $report eq 'H';
+  }
+  return $report;
+}
+
+sub failed {
+  my ($id, $pid, $report) = @_;
+  waitpid($pid, 0);
+  $report =~ s/\n/ /g;
+  reply("F $id $report\n");
+}
+
 sub start {
-  my ($id, $cwd, $in, $out, $err, $argc, @rest) = @_;
+  my ($hold, $id, $cwd, $in, $out, $err, $argc, @rest) = @_;
   my @argv = splice(@rest, 0, $argc);
   my %env = map { my $i = index($_, '='); (substr($_, 0, $i) => substr($_, $i + 1)) } @rest;
   # Like libuv: the child reports a failed set-up or exec on a close-on-exec pipe, so EOF means exec worked.
   pipe(my $status_r, my $status_w) or return reply("F $id " . errno_name($!) . " pipe failed: $!\n");
+  my ($go_r, $go_w);
+  if ($hold) { pipe($go_r, $go_w) or return reply("F $id " . errno_name($!) . " pipe failed: $!\n") }
   my $pid = fork();
   if (!defined $pid) {
     my $e = $!;
@@ -84,26 +111,42 @@ sub start {
     @ENV{keys %env} = values %env;
     open(STDIN, '<', $in eq '' ? '/dev/null' : $in) or $fail->("cannot open $in");
     open(STDOUT, '>>', $out) or $fail->("cannot open $out");
-    open(STDERR, '>>', $err) or $fail->("cannot open $err");
+    open(STDERR, '>', $err) or $fail->("cannot open $err");
+    if ($hold) {
+      close($go_w);
+      syswrite($status_w, 'H');
+      my $got;
+      do { $got = sysread($go_r, my $go, 1) } while (!defined $got && $!{EINTR});
+      POSIX::_exit(125) if !$got;    # the controller is gone (or gave up): never start unrecorded
+    }
     { no warnings 'exec'; exec { $argv[0] } @argv; }
     $fail->("cannot start $argv[0]");
   }
   close($status_w);
   POSIX::setpgid($pid, $pid);    # also here, so the group exists before we report the pid
-  my $failure = '';
-  for (;;) {
-    my $got = sysread($status_r, $failure, 4096, length $failure);
-    next if !defined $got && $!{EINTR};
-    last if !$got;
-  }
-  close($status_r);
-  if ($failure ne '') {
-    waitpid($pid, 0);
-    $failure =~ s/\n/ /g;
-    return reply("F $id $failure\n");
-  }
+  my $report = child_report($status_r);
+  return failed($id, $pid, $report) if $report ne '' && $report ne 'H';
   $id_of{$pid} = $id;
+  if ($report eq 'H') {
+    close($go_r);
+    $held{$id} = [$go_w, $status_r, $pid];
+  } else {
+    close($status_r);
+  }
   reply("S $id $pid\n");
+}
+
+sub go {
+  my ($id) = @_;
+  my $h = delete $held{$id} or return;    # already gone (killed while held)
+  my ($go_w, $status_r, $pid) = @$h;
+  syswrite($go_w, 'g');
+  close($go_w);
+  my $report = child_report($status_r);
+  close($status_r);
+  return if $report eq '';
+  delete $id_of{$pid};
+  failed($id, $pid, $report);
 }
 
 # Parse complete records out of $buf; leave a partial one for the next read.
@@ -118,7 +161,10 @@ sub take_requests {
       $at = $end + 1;
     }
     substr($buf, 0, $at) = '';
-    start(@fields);
+    my $op = shift @fields // '';
+    if ($op eq 'go') { go(@fields) }
+    elsif ($op eq 'run' || $op eq 'hold') { start($op eq 'hold', @fields) }
+    else { die "spawn helper: unknown request $op\n" }
   }
   die "spawn helper: malformed request\n" if length($buf) && $buf !~ /^\d*$/;
 }

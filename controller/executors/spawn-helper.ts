@@ -18,7 +18,10 @@ export interface HelperSpawnRequest {
   stdinFile?: string;
   /** Appended to (created if missing). */
   stdoutFile: string;
+  /** Truncated when the child starts. */
   stderrFile: string;
+  /** Stop the child just before exec until release(): the caller can record the pid first. */
+  hold?: boolean;
 }
 
 export interface HelperExit {
@@ -26,10 +29,13 @@ export interface HelperExit {
   signal?: NodeJS.Signals;
   /** Set when the helper itself died: the child's fate is unknown (it may still run). */
   helperLost?: string;
+  /** A held child could not exec after release() (e.g. ENOENT): nothing ran. */
+  spawnError?: { code: string; message: string };
 }
 
 export type HelperSpawnResult =
-  | { ok: true; pid: number; exit: Promise<HelperExit> }
+  /** release() lets a held child exec (a no-op otherwise). */
+  | { ok: true; pid: number; exit: Promise<HelperExit>; release(): void }
   | { ok: false; code: string; message: string };
 
 interface Pending {
@@ -38,6 +44,7 @@ interface Pending {
   started: Promise<unknown>;
   resolveExit?: (exit: HelperExit) => void;
   pid?: number;
+  held: boolean;
 }
 
 const SCRIPT = fileURLToPath(new URL('./spawn-helper.pl', import.meta.url));
@@ -96,12 +103,12 @@ export class SpawnHelper {
     if (req.argv.length === 0) return Promise.resolve({ ok: false, code: 'ENOENT', message: 'empty argv' });
     const id = this.nextId++;
     const env = Object.entries(req.env).map(([k, v]) => `${k}=${v}`);
-    const fields = [String(id), req.cwd, req.stdinFile ?? '', req.stdoutFile, req.stderrFile, String(req.argv.length), ...req.argv, ...env];
+    const fields = [req.hold ? 'hold' : 'run', String(id), req.cwd, req.stdinFile ?? '', req.stdoutFile, req.stderrFile, String(req.argv.length), ...req.argv, ...env];
     const bad = fields.find((f) => f.includes('\0'));
     if (bad !== undefined) return Promise.resolve({ ok: false, code: 'EINVAL', message: `NUL byte in ${JSON.stringify(bad)}` });
     let resolveStart!: (result: HelperSpawnResult) => void;
     const started = new Promise<HelperSpawnResult>((resolve) => (resolveStart = resolve));
-    this.pending.set(id, { resolveStart, started });
+    this.pending.set(id, { resolveStart, started, held: req.hold === true });
     this.updateRef();
     this.child.stdin.write(`${fields.length}\0${fields.join('\0')}\0`);
     return started;
@@ -176,10 +183,21 @@ export class SpawnHelper {
       p.pid = pid;
       this.livePids.add(pid);
       const exit = new Promise<HelperExit>((resolve) => (p.resolveExit = resolve));
-      p.resolveStart({ ok: true, pid, exit });
+      let released = !p.held;
+      const release = () => {
+        if (released || this.dead || !this.pending.has(id)) return;
+        released = true;
+        this.child.stdin.write(`2\0go\0${id}\0`);
+      };
+      p.resolveStart({ ok: true, pid, exit, release });
     } else if (kind === 'F') {
       this.pending.delete(id);
-      p.resolveStart({ ok: false, code: a ?? 'ESPAWN', message: line.split(' ').slice(3).join(' ') });
+      const failure = { code: a ?? 'ESPAWN', message: line.split(' ').slice(3).join(' ') };
+      if (p.resolveExit) {
+        // A held child that could not exec after release(): it was reaped; nothing ran.
+        if (p.pid !== undefined) this.livePids.delete(p.pid);
+        p.resolveExit({ code: null, spawnError: failure });
+      } else p.resolveStart({ ok: false, ...failure });
     } else if (kind === 'X') {
       this.pending.delete(id);
       if (p.pid !== undefined) this.livePids.delete(p.pid);

@@ -30,6 +30,8 @@ export interface TrackedProcess {
   /** Resolves (never rejects) once the process and all its descendants are gone and output is collected. */
   exit: Promise<TrackedExit>;
   cancel(): void;
+  /** Lets a process started with `hold` exec; a no-op otherwise. */
+  release(): void;
 }
 
 /** Resolves once the process runs (or could not be started: then `exit` says why). */
@@ -42,7 +44,7 @@ export async function startTrackedProcess(opts: TrackedProcessOptions): Promise<
   } catch (err) {
     launched = { ok: false, code: 'ESPAWN', message: `cannot start ${opts.argv[0]}: ${(err as Error).message}` };
   }
-  if (!launched.ok) return { exit: Promise.resolve(spawnFailure(launched.code, launched.message)), cancel() {} };
+  if (!launched.ok) return { exit: Promise.resolve(spawnFailure(launched.code, launched.message)), cancel() {}, release() {} };
   const { pid } = launched;
 
   const pidStartTime = readPidStartTime(pid);
@@ -65,9 +67,13 @@ export async function startTrackedProcess(opts: TrackedProcessOptions): Promise<
     : undefined;
 
   const exit = (async (): Promise<TrackedExit> => {
-    const { code, signal, lost } = await launched.exited;
+    const { code, signal, lost, spawnError } = await launched.exited;
     exited = true;
     clearTimeout(timer);
+    if (spawnError) {
+      await launched.collectOutput();
+      return { ...spawnFailure(spawnError.code, spawnError.message), timedOut, cancelled };
+    }
     // Also on a normal exit: background processes the agent left behind must not outlive the episode.
     if (stopping) await stopping;
     else if (lost || (await launched.mayHaveLeftovers())) await killTree();
@@ -85,6 +91,7 @@ export async function startTrackedProcess(opts: TrackedProcessOptions): Promise<
       cancelled = true;
       stop();
     },
+    release: () => launched.release(),
   };
 }
 

@@ -1,6 +1,6 @@
 // Turns a StartEpisode action into a running process: workspace, prompt, env, log file.
 // Anything that stops the episode from starting becomes an EpisodeResult, never an exception.
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
@@ -21,6 +21,8 @@ export interface LaunchRequest {
   killGraceMs?: number;
   /** Start the agent through it (see spawn-helper.ts); directly without it. */
   helper?: SpawnHelper;
+  /** Through the helper: the agent waits just before exec until release() (see LaunchOptions.hold). */
+  hold?: boolean;
 }
 
 export interface LaunchedEpisode {
@@ -30,6 +32,8 @@ export interface LaunchedEpisode {
   pidStartTime?: string;
   result: Promise<EpisodeResult>;
   cancel(reason: 'cancelled' | 'timeout'): void;
+  /** Lets a held agent exec; a no-op otherwise. */
+  release(): void;
 }
 
 export function episodeLogPath(stateDir: string, namespace: string, name: string, number: number): string {
@@ -44,6 +48,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     // A spec that cannot run (workspace outside the root, missing promptFile) will not fix itself by retrying.
     result: Promise.resolve(episodeResult({ exitCode: null, errorClass: 'fatal', message })),
     cancel: () => undefined,
+    release: () => undefined,
   });
   let workspace: string;
   let template: string;
@@ -65,6 +70,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
   for (const e of spec.agent.env) {
     if (e.value !== undefined) env[e.name] = e.value;
   }
+  const logFile = episodeLogPath(req.stateDir, req.namespace, req.name, req.number);
   const running = await startProcessEpisode({
     namespace: req.namespace,
     name: req.name,
@@ -77,7 +83,10 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     cwd: workspace,
     timeoutMs: spec.limits.episodeTimeoutSeconds * 1000,
     killGraceMs: req.killGraceMs,
-    logFile: episodeLogPath(req.stateDir, req.namespace, req.name, req.number),
+    logFile,
+    // One task runs one process at a time: its episodes share one stderr scratch file.
+    stderrFile: join(dirname(logFile), '.stderr'),
+    hold: req.hold,
     verify: spec.completion.verify,
     onExitZero: spec.completion.onExitZero,
     analyzer: { format: spec.agent.output, promise: spec.completion.promise, pricing: spec.agent.pricing },
@@ -90,5 +99,6 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     pidStartTime: running.pidStartTime,
     result: running.result,
     cancel: () => running.cancel(),
+    release: () => running.release(),
   };
 }

@@ -196,9 +196,7 @@ export class LocalController {
     if (start && task.spec) {
       this.starting++;
       try {
-        // Persist "episode N started" before spawning: a crash in between is then seen as interrupted, never lost.
-        await this.persist(next, before);
-        await this.start(task, task.spec, start.number, next);
+        await this.start(task, task.spec, start.number, next, before);
       } finally {
         this.starting--;
       }
@@ -216,7 +214,12 @@ export class LocalController {
     this.notify();
   }
 
-  private async start(task: SpecTask, spec: AgentTaskSpec, number: number, record: StoredStatus): Promise<void> {
+  /**
+   * Starts episode `number` and records it (with its pid) before the agent runs: through the spawn helper
+   * the agent waits just before exec until the status is written, so a crash in between leaves nothing
+   * running that a restart would not know about (a held agent exits when the helper sees us gone).
+   */
+  private async start(task: SpecTask, spec: AgentTaskSpec, number: number, record: StoredStatus, before: AgentTaskStatus): Promise<void> {
     const log = this.opts.logger.child({ namespace: task.namespace, task: task.name, episode: number });
     const helper = await sharedSpawnHelper((why) => {
       if (this.warnedNoHelper) return;
@@ -234,13 +237,18 @@ export class LocalController {
       status: record.status,
       killGraceMs: this.opts.killGraceMs,
       helper,
+      hold: true,
     });
-    this.running.set(task.key, episode);
-    if (episode.pid && record.status.currentEpisode) {
-      record.status.currentEpisode = { ...record.status.currentEpisode, pid: episode.pid, pidStartTime: episode.pidStartTime };
-      // Only a restarted controller needs the pid (to stop an orphan); after a power loss there is none.
-      await this.store.write(record, { durable: false });
+    const current = record.status.currentEpisode;
+    if (episode.pid && current) record.status.currentEpisode = { ...current, pid: episode.pid, pidStartTime: episode.pidStartTime };
+    try {
+      await this.persist(record, before);
+    } catch (err) {
+      episode.cancel('cancelled'); // never run an episode that is not on record
+      throw err;
     }
+    episode.release();
+    this.running.set(task.key, episode);
     log.info({ agentPid: episode.pid }, "episode started");
     void episode.result.then((result) => {
       log.info({ exitCode: result.exitCode, errorClass: result.errorClass, costUSD: result.costUSD, completion: result.completion }, 'episode ended');

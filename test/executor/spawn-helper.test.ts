@@ -67,6 +67,42 @@ test('a command that cannot be exec\'d, or a cwd that does not exist, fails with
   assert.match(noCwd.ok ? 'started' : `${noCwd.code} ${noCwd.message}`, /^ENOENT cannot enter .*gone/);
 });
 
+test('a held child runs nothing until release(); then it execs with its pid unchanged', async () => {
+  const marker = join(box.root, 'ran');
+  const started = await helper.spawn(req(['/bin/sh', '-c', `echo $$ > ${marker}`], { hold: true }));
+  assert.ok(started.ok);
+  await sleep(200);
+  assert.equal(existsSync(marker), false, 'held: not exec\'d yet');
+  assert.equal(readFileSync(`/proc/${started.pid}/stat`, 'utf8').split(' ')[1], '(perl)', 'the held child is still the helper\'s fork');
+  started.release();
+  started.release(); // idempotent
+  assert.deepEqual(await started.exit, { code: 0 });
+  assert.equal(readFileSync(marker, 'utf8').trim(), String(started.pid));
+});
+
+test('a held child whose command cannot be exec\'d reports it after release(), as a spawn error', async () => {
+  const started = await helper.spawn(req(['episodic-no-such-command-xyz'], { hold: true }));
+  assert.ok(started.ok, 'set-up worked, so the child is held');
+  started.release();
+  const exit = await started.exit;
+  assert.deepEqual(exit.spawnError, { code: 'ENOENT', message: 'cannot start episodic-no-such-command-xyz: No such file or directory' });
+  assert.ok(isGone(started.pid));
+});
+
+test('held children never start when the controller goes away, and a killed held child is reaped', async () => {
+  const own = await SpawnHelper.start();
+  const marker = join(box.root, 'ran');
+  const held = await own.spawn(req(['/bin/sh', '-c', `touch ${marker}`], { hold: true }));
+  assert.ok(held.ok);
+  const killed = await own.spawn(req(['/bin/sh', '-c', `touch ${marker}`], { hold: true }));
+  assert.ok(killed.ok);
+  process.kill(-killed.pid, 'SIGTERM');
+  assert.deepEqual(await killed.exit, { code: null, signal: 'SIGTERM' });
+  own.close(); // what a crashed controller looks like to the helper: EOF on its stdin
+  await waitFor('held child gone', () => isGone(held.pid));
+  assert.equal(existsSync(marker), false, 'nothing was exec\'d');
+});
+
 test('leftovers: none after a clean exit; a setsid\'d orphan lands with the helper and is reported', async () => {
   assert.equal(process.platform === 'linux' ? helper.subreaper : true, true, 'subreaper on Linux');
   const clean = await helper.spawn(req(['/bin/sh', '-c', 'exit 0']));

@@ -124,3 +124,21 @@ test('many instant episodes in a row never lose a result (an episode may end bef
   assert.equal(s?.episodes, 40);
   assert.equal(s?.lastEpisode?.number, 40);
 });
+
+test('an agent starts only once its episode and pid are on record (a crash in between leaves nothing unrecorded)', async () => {
+  const dir = tempDir();
+  const agent = join(dir, 'check.sh');
+  writeFileSync(agent, '#!/bin/sh\necho "stderr of $EPISODIC_EPISODE" >&2\nif grep -q "\\"pid\\": $$," "$STATUS_FILE"; then echo "pid $$ on record"; exit 0; fi\necho "pid $$ not on record"; exit 1\n', { mode: 0o755 });
+  const statusFile = join(dir, '.episodic/status/default/checked.json');
+  specDir([{ name: 'checked', spec: { agent: { command: [agent], output: 'text', env: [{ name: 'STATUS_FILE', value: statusFile }] }, limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30 } } }], { dir });
+  const res = await runCli(['run', dir], { timeoutMs: 60_000 });
+  assert.equal(res.code, 1, 'three episodes that only continue end in NeedsReview');
+  const s = readStatus(dir, 'checked')?.status;
+  assert.equal(s?.reason, 'MaxEpisodesReached');
+  for (let n = 1; n <= 3; n++) {
+    const log = readFileSync(join(dir, `.episodic/logs/default/checked/episode-${n}.log`), 'utf8');
+    assert.match(log, /^pid \d+ on record$/m, `episode ${n}`);
+    // Episodes share one stderr scratch file: each log gets its own episode's stderr, once.
+    assert.equal(log.match(/stderr of \d+/g)?.join(), `stderr of ${n}`, log);
+  }
+});
