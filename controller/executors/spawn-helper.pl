@@ -16,7 +16,8 @@
 #          the controller records the pid first, so a crash in between leaves nothing running unrecorded.
 #   go:    op "go", no fields: exec the held child.
 # Replies (stdout), one line each, in order per id:
-#   S id pid            exec'd (run) or set up and waiting (hold); an X follows, or an F if a held exec fails
+#   S id pid            exec'd (run) or forked and waiting (hold); an X follows (or, for a held child whose
+#                       set-up or exec failed, an F)
 #   F id ERRNO message  could not be set up or exec'd (nothing runs; no X follows)
 #   X id code signal    the child was reaped ("-" for the absent one of code/signal)
 # EOF on stdin: exit at once. Running children are left alone (a restarted controller adopts or kills them);
@@ -29,6 +30,7 @@ use POSIX ();
 
 # The controller decides what to do on Ctrl-C/TERM; children get the default dispositions back before exec.
 $SIG{$_} = 'IGNORE' for qw(INT TERM HUP QUIT PIPE);
+my $STOP_SIGNALS = POSIX::SigSet->new(map { POSIX->can("SIG$_")->() } qw(INT TERM HUP QUIT));
 
 # prctl(PR_SET_CHILD_SUBREAPER, 1). Perl has no prctl; syscall numbers per architecture.
 my %PRCTL = (x86_64 => 157, aarch64 => 167, i686 => 172, i386 => 172, arm => 172, armv7l => 172, ppc64le => 171, s390x => 172, riscv64 => 167);
@@ -54,7 +56,15 @@ sub reap {
     my $status = $?;
     my $id = delete $id_of{$pid};
     next unless defined $id;    # an orphan re-parented here: just reap it
-    delete $held{$id};          # killed while held: its pipes close with the entry
+    if (my $h = delete $held{$id}) {
+      # Ended while held: killed, or its set-up failed (then it said why; the pipe is complete now).
+      my $report = child_report($h->[1]);
+      if ($report ne '') {
+        $report =~ s/\n/ /g;
+        reply("F $id $report\n");
+        next;
+      }
+    }
     my $code = POSIX::WIFEXITED($status) ? POSIX::WEXITSTATUS($status) : '-';
     my $sig = POSIX::WIFSIGNALED($status) ? POSIX::WTERMSIG($status) : '-';
     reply("X $id $code $sig\n");
@@ -67,14 +77,14 @@ sub errno_name {
   return $name // 'ESPAWN';
 }
 
-# Reads what the child reports on its status pipe: '' once it exec'd (EOF), 'H' when it is held, else why it failed.
+# Reads what the child reports on its status pipe until EOF: '' when it exec'd, else why it failed.
 sub child_report {
   my ($status_r) = @_;
   my $report = '';
   for (;;) {
     my $got = sysread($status_r, $report, 4096, length $report);
     next if !defined $got && $!{EINTR};
-    last if !$got || $report eq 'H';
+    last if !$got;
   }
   return $report;
 }
@@ -94,9 +104,15 @@ sub start {
   pipe(my $status_r, my $status_w) or return reply("F $id " . errno_name($!) . " pipe failed: $!\n");
   my ($go_r, $go_w);
   if ($hold) { pipe($go_r, $go_w) or return reply("F $id " . errno_name($!) . " pipe failed: $!\n") }
+  # The pid may be signalled as soon as it is known (a held child is reported before it has reset the
+  # signals it inherits as ignored): blocked until then, a signal stays pending instead of being dropped.
+  my $unblocked = POSIX::SigSet->new;
+  POSIX::sigprocmask(POSIX::SIG_BLOCK(), $STOP_SIGNALS, $unblocked);
   my $pid = fork();
+  if ($pid) { POSIX::sigprocmask(POSIX::SIG_SETMASK(), $unblocked) }
   if (!defined $pid) {
     my $e = $!;
+    POSIX::sigprocmask(POSIX::SIG_SETMASK(), $unblocked);
     return reply("F $id " . errno_name($e) . " fork failed: $e\n");
   }
   if ($pid == 0) {
@@ -114,7 +130,6 @@ sub start {
     open(STDERR, '>', $err) or $fail->("cannot open $err");
     if ($hold) {
       close($go_w);
-      syswrite($status_w, 'H');
       my $got;
       do { $got = sysread($go_r, my $go, 1) } while (!defined $got && $!{EINTR});
       POSIX::_exit(125) if !$got;    # the controller is gone (or gave up): never start unrecorded
@@ -124,14 +139,19 @@ sub start {
   }
   close($status_w);
   POSIX::setpgid($pid, $pid);    # also here, so the group exists before we report the pid
-  my $report = child_report($status_r);
-  return failed($id, $pid, $report) if $report ne '' && $report ne 'H';
   $id_of{$pid} = $id;
-  if ($report eq 'H') {
+  if ($hold) {
+    # Reply at once: the child sets itself up while the controller records the pid. A set-up failure
+    # comes back as F after go (or when the child is reaped, if that is first).
     close($go_r);
     $held{$id} = [$go_w, $status_r, $pid];
-  } else {
-    close($status_r);
+    return reply("S $id $pid\n");
+  }
+  my $report = child_report($status_r);
+  close($status_r);
+  if ($report ne '') {
+    delete $id_of{$pid};
+    return failed($id, $pid, $report);
   }
   reply("S $id $pid\n");
 }

@@ -80,13 +80,34 @@ test('a held child runs nothing until release(); then it execs with its pid unch
   assert.equal(readFileSync(marker, 'utf8').trim(), String(started.pid));
 });
 
-test('a held child whose command cannot be exec\'d reports it after release(), as a spawn error', async () => {
+test('a held child that cannot be set up or exec\'d reports why through its exit, as a spawn error', async () => {
   const started = await helper.spawn(req(['episodic-no-such-command-xyz'], { hold: true }));
-  assert.ok(started.ok, 'set-up worked, so the child is held');
+  assert.ok(started.ok, 'forked and held');
   started.release();
   const exit = await started.exit;
   assert.deepEqual(exit.spawnError, { code: 'ENOENT', message: 'cannot start episodic-no-such-command-xyz: No such file or directory' });
   assert.ok(isGone(started.pid));
+  // A set-up failure (missing cwd) is known before release: reported whether or not release() comes.
+  const noCwd = await helper.spawn(req(['/bin/true'], { cwd: join(box.root, 'gone'), hold: true }));
+  assert.ok(noCwd.ok);
+  const noCwdExit = await noCwd.exit;
+  assert.match(`${noCwdExit.spawnError?.code} ${noCwdExit.spawnError?.message}`, /^ENOENT cannot enter .*gone/);
+  noCwd.release(); // too late: a no-op
+});
+
+test('many held children released out of order all run, each once', async () => {
+  const marks = join(box.root, 'marks');
+  mkdirSync(marks);
+  const held = await Promise.all(Array.from({ length: 12 }, (_, i) => helper.spawn(req(['/bin/sh', '-c', `echo $$ > ${join(marks, String(i))}`], { hold: true }))));
+  const order = held.map((_, i) => i).reverse();
+  for (const i of order) {
+    const h = held[i];
+    assert.ok(h.ok);
+    h.release();
+  }
+  const exits = await Promise.all(held.map((h) => (h.ok ? h.exit : Promise.reject(new Error('not started')))));
+  assert.deepEqual(exits, held.map(() => ({ code: 0 })));
+  held.forEach((h, i) => assert.equal(readFileSync(join(marks, String(i)), 'utf8').trim(), String(h.ok && h.pid)));
 });
 
 test('held children never start when the controller goes away, and a killed held child is reaped', async () => {
