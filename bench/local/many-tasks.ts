@@ -1,7 +1,7 @@
 // Part (b): many tasks. N task specs (one file each) with an instant agent (`completion.onExitZero: true`, a
 // shell script that exits 0), run with `episodic run --watch --max-concurrent 16`. Measured from outside:
 //   1. time from spawning the CLI until every spec is loaded, validated and queued (the "specs loaded" log
-//      line, and the first "episode started" line, which comes after the whole batch was queued);
+//      line, and the first EpisodeStarted event line, which comes after the whole batch was queued);
 //   2. wall time until the N-th task succeeded, against `xargs -P16` running the same agent N times
 //      (measured before and after the controller run; their mean is the baseline);
 //   3. peak RSS of the controller (VmHWM from /proc, plus VmRSS sampled every 100 ms);
@@ -68,14 +68,16 @@ class Progress {
 
   private take(line: LogLine): void {
     if (line.msg === 'specs loaded') this.specsLoadedMs = this.at(line);
-    else if (line.msg === 'episode started') this.firstStartedMs ??= this.at(line);
-    else if (line.msg === 'episode ended') this.episodesEnded++;
-    else if (line.event === 'EpisodeSucceeded') {
-      this.succeeded++;
-      this.lastSucceededMs = this.at(line);
-    } else if (line.msg === 'final status') {
+    else if (line.event === 'EpisodeStarted') this.firstStartedMs ??= this.at(line);
+    else if (line.msg === 'final status') {
       const phase = String(line.phase);
       this.finalPhases.set(phase, (this.finalPhases.get(phase) ?? 0) + 1);
+    }
+    // The event line of an episode's end carries its result.
+    if ('exitCode' in line) this.episodesEnded++;
+    if (line.event === 'EpisodeSucceeded') {
+      this.succeeded++;
+      this.lastSucceededMs = this.at(line);
     }
     if ((line.level === 'error' || line.level === 'fatal') && this.errors.length < 20) this.errors.push(JSON.stringify(line).slice(0, 400));
   }

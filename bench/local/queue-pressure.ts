@@ -56,7 +56,7 @@ async function measure(opts: BenchOptions, root: string, agent: string, n: numbe
   const tail = new LogTail(stderr);
   let ended = 0;
   const poll = () => {
-    for (const line of tail.poll()) if (line.msg === 'episode ended') ended++;
+    for (const line of tail.poll()) if ('exitCode' in line) ended++; // an episode's end event line
   };
   const alive = () => s.child.exitCode === null && s.child.signalCode === null;
   const timeoutMs = Math.max(120_000, n * 100);

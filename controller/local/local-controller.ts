@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { emptyStatus, isTerminal, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { episodeResult } from '../api/episode-result.ts';
+import type { EpisodeResult } from '../api/episode-result.ts';
 import { killOrphanEpisode } from '../executors/process-tree.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { findCycle } from '../reconciler/dependencies.ts';
@@ -206,7 +207,10 @@ export class LocalController {
     // Only the result this pass recorded: the episode just started may already have ended (and be waiting
     // in `finished`) while start() awaited its status write; deleting that would lose it and hang the task.
     if (recorded && this.finished.get(key) === observed) this.finished.delete(key);
-    this.act(task, out.actions);
+    this.act(task, out.actions, {
+      started: start ? { episode: start.number, agentPid: this.running.get(key)?.pid } : undefined,
+      ended: recorded && observed.result ? { episode: observed.number, ...resultFields(observed.result) } : undefined,
+    });
     if (out.requeueAfterMs !== undefined && !start) this.queue.addAfter(key, out.requeueAfterMs);
     if (recorded || before.phase !== out.status.phase) this.wakeDependents(task);
     // A slot this pass freed or left unused (e.g. the task finished) goes to the next waiting task.
@@ -220,7 +224,6 @@ export class LocalController {
    * running that a restart would not know about (a held agent exits when the helper sees us gone).
    */
   private async start(task: SpecTask, spec: AgentTaskSpec, number: number, record: StoredStatus, before: AgentTaskStatus): Promise<void> {
-    const log = this.opts.logger.child({ namespace: task.namespace, task: task.name, episode: number });
     const helper = await sharedSpawnHelper((why) => {
       if (this.warnedNoHelper) return;
       this.warnedNoHelper = true;
@@ -249,9 +252,7 @@ export class LocalController {
     }
     episode.release();
     this.running.set(task.key, episode);
-    log.info({ agentPid: episode.pid }, "episode started");
     void episode.result.then((result) => {
-      log.info({ exitCode: result.exitCode, errorClass: result.errorClass, costUSD: result.costUSD, completion: result.completion }, 'episode ended');
       this.running.delete(task.key);
       this.finished.set(task.key, { number, state: 'finished', startedAt: episode.startedAt, finishedAt: new Date().toISOString(), result });
       // Record the result before starting more episodes: with many waiting tasks it would otherwise queue
@@ -261,7 +262,11 @@ export class LocalController {
     });
   }
 
-  private act(task: SpecTask, actions: Action[]): void {
+  /**
+   * Stops episodes and logs the reconciler's events. The event lines of an episode's start and end carry
+   * its details (pid; exit code, error class, cost), so each episode logs two lines, not four.
+   */
+  private act(task: SpecTask, actions: Action[], episode: { started?: Record<string, unknown>; ended?: Record<string, unknown> }): void {
     const log = this.opts.logger.child({ namespace: task.namespace, task: task.name });
     for (const action of actions) {
       if (action.type === 'StopEpisode') {
@@ -269,7 +274,8 @@ export class LocalController {
         log.info({ episode: action.number, reason: action.reason }, 'stopping episode');
       } else if (action.type === 'RecordEvent') {
         const level = action.eventType === 'Warning' ? 'warn' : 'info';
-        log[level]({ event: action.reason }, action.message);
+        const details = action.reason === 'EpisodeStarted' ? episode.started : episode.ended;
+        log[level]({ event: action.reason, ...details }, action.message);
       }
     }
   }
@@ -348,4 +354,9 @@ function changesEpisodeFacts(prev: AgentTaskStatus, next: AgentTaskStatus): bool
     prev.lastEpisode?.number !== next.lastEpisode?.number ||
     (isTerminal(next.phase) && prev.phase !== next.phase)
   );
+}
+
+/** What an episode-end log line says about the result. */
+function resultFields(result: EpisodeResult): Record<string, unknown> {
+  return { exitCode: result.exitCode, errorClass: result.errorClass, costUSD: result.costUSD, completion: result.completion };
 }
