@@ -53,6 +53,21 @@ test('byte tail keeps exactly the last N bytes over any chunking', () => {
   assert.equal(short.text(), 'hello');
 });
 
+test('byte tail grows to its capacity as output arrives, keeping the same bytes as a full ring would', () => {
+  let seed = 7;
+  const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+  for (const total of [0, 1, 255, 256, 257, 999, 1000, 1001, 4321]) {
+    const data = Buffer.from(Array.from({ length: total }, (_, i) => String.fromCharCode(97 + ((i * 7) % 26))).join(''));
+    const tail = createByteTail(1000);
+    for (let i = 0; i < data.length; ) {
+      const n = 1 + random(300);
+      tail.push(data.subarray(i, i + n));
+      i += n;
+    }
+    assert.equal(tail.text(), data.subarray(Math.max(0, total - 1000)).toString(), `${total} bytes`);
+  }
+});
+
 test('byte tail drops a multi-byte character cut at its start', () => {
   const tail = createByteTail(4);
   tail.push(Buffer.from('x∙ab')); // ∙ is 3 bytes: e2 88 99; the tail keeps 88 99 'a' 'b'

@@ -9,10 +9,18 @@ export interface ByteTail {
 }
 
 export function createByteTail(capacity: number): ByteTail {
-  const ring = Buffer.alloc(capacity);
+  // Grows up to capacity: most episodes print a few hundred bytes, and three 64 KB rings per episode were
+  // most of what the controller allocated (and what made V8 collect garbage) per episode.
+  let ring = Buffer.allocUnsafe(0);
   let position = 0;
   let full = false;
   let totalBytes = 0;
+  const reserve = (needed: number): void => {
+    if (ring.length >= needed) return;
+    const grown = Buffer.allocUnsafe(Math.min(capacity, Math.max(needed, 2 * ring.length)));
+    ring.copy(grown, 0, 0, position);
+    ring = grown;
+  };
 
   return {
     get totalBytes() {
@@ -20,6 +28,7 @@ export function createByteTail(capacity: number): ByteTail {
     },
     push(chunk: Buffer): void {
       totalBytes += chunk.length;
+      if (!full) reserve(Math.min(capacity, position + chunk.length));
       if (chunk.length >= capacity) {
         chunk.copy(ring, 0, chunk.length - capacity);
         position = 0;
