@@ -236,15 +236,16 @@ let shared: Promise<SpawnHelper | undefined> | undefined;
 /**
  * The process-wide helper, started on first use and restarted if it died; undefined when it cannot run here
  * (no Perl, not Linux/macOS) or EPISODIC_SPAWNER=direct. `onUnavailable` hears why, once.
+ * `shared` is replaced synchronously, so callers arriving together chain on one start (or one restart).
  */
-export async function sharedSpawnHelper(onUnavailable?: (why: string) => void): Promise<SpawnHelper | undefined> {
-  if (process.env.EPISODIC_SPAWNER === 'direct' || process.platform === 'win32') return undefined;
-  const current = await shared;
-  if (current?.alive) return current;
-  if (shared && current === undefined) return undefined;
-  shared = SpawnHelper.start().catch((err: unknown) => {
-    onUnavailable?.(err instanceof Error ? err.message : String(err));
-    return undefined;
-  });
+export function sharedSpawnHelper(onUnavailable?: (why: string) => void): Promise<SpawnHelper | undefined> {
+  if (process.env.EPISODIC_SPAWNER === 'direct' || process.platform === 'win32') return Promise.resolve(undefined);
+  const start = () =>
+    SpawnHelper.start().catch((err: unknown) => {
+      onUnavailable?.(err instanceof Error ? err.message : String(err));
+      return undefined;
+    });
+  const previous = shared;
+  shared = previous ? previous.then((helper) => (helper === undefined || helper.alive ? helper : start())) : start();
   return shared;
 }

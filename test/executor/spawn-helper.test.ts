@@ -183,13 +183,18 @@ test('the helper dying mid-episode: the episode ends as a transient failure and 
 });
 
 test('sharedSpawnHelper: one per process, restarted after it died, none with EPISODIC_SPAWNER=direct', async () => {
-  const first = await sharedSpawnHelper();
+  // Callers arriving together (the controller reconciles several tasks at once) all get the one helper.
+  const firsts = await Promise.all(Array.from({ length: 5 }, () => sharedSpawnHelper()));
+  const first = firsts[0];
   assert.ok(first);
+  assert.deepEqual(firsts, firsts.map(() => first), 'concurrent first calls share one helper');
   assert.equal(await sharedSpawnHelper(), first);
   process.kill(first.pid, 'SIGKILL');
   await waitFor('helper seen dead', () => !first.alive);
-  const second = await sharedSpawnHelper();
+  const seconds = await Promise.all(Array.from({ length: 5 }, () => sharedSpawnHelper()));
+  const second = seconds[0];
   assert.ok(second && second !== first && second.alive);
+  assert.deepEqual(seconds, seconds.map(() => second), 'one restart, shared by everyone who asked meanwhile');
   process.env.EPISODIC_SPAWNER = 'direct';
   try {
     assert.equal(await sharedSpawnHelper(), undefined);
