@@ -55,14 +55,20 @@ async function measure(opts: BenchOptions, root: string, agent: string, n: numbe
   const s = spawnTo(cliArgv(opts, args, `queue-pressure-${n}`), { stdout: join(dir, 'controller.out'), stderr });
   const tail = new LogTail(stderr);
   let ended = 0;
+  let watching = false;
   const poll = () => {
-    for (const line of tail.poll()) if ('exitCode' in line) ended++; // an episode's end event line
+    for (const line of tail.poll()) {
+      if ('exitCode' in line) ended++; // an episode's end event line
+      else if (line.msg === 'watching for spec changes') watching = true;
+    }
   };
   const alive = () => s.child.exitCode === null && s.child.signalCode === null;
   const timeoutMs = Math.max(120_000, n * 100);
   try {
-    // Every task has been reconciled once (it has a status file): the start-up burst is over.
+    // Every task has been reconciled once (it has a status file) and the spec watcher has finished its first
+    // scan of the directory: the start-up burst is over.
     await pollUntil('a status for every task', () => countFiles(join(state, 'status', 'default')) >= n, { timeoutMs, onTick: poll, alive, intervalMs: 200 });
+    await pollUntil('the spec watcher', () => watching, { timeoutMs, onTick: poll, alive, intervalMs: 200 });
     poll();
     const from = ended;
     const cpu0 = cpuSeconds(s.pid) ?? NaN;

@@ -111,6 +111,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
       });
       watcher.seed(initial);
       await watcher.start();
+      logger.info({ dir }, 'watching for spec changes');
     }
     if (live) table = new LiveTable(() => controller.view());
     await waitUntil(controller, () => interrupted || (!opts.watch && controller.settled()));
