@@ -181,9 +181,12 @@ start_daemon() {
   local pid=$!
   echo "$pid" >"$pidfile"
   # Until the forked shell has exec'd the daemon, /proc/PID/cmdline still
-  # shows this script, and pid_is would report "exited". Wait for the exec.
+  # shows this script, and pid_is would report "exited". Wait for the exec
+  # (up to 30 s: on a busy machine, loading the ~100 MB kube-apiserver binary
+  # once took longer than the 5 s this used to allow, and CI failed with an
+  # empty log).
   local name; name="$(basename "$pidfile" .pid)"
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 600); do
     pid_is "$pid" "$name" && return 0
     kill -0 "$pid" 2>/dev/null || return 0   # died; callers report it
     sleep 0.05
