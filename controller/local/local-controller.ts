@@ -250,7 +250,9 @@ export class LocalController {
       episode.cancel('cancelled'); // never run an episode that is not on record
       throw err;
     }
-    episode.release();
+    // A shutdown that began while this episode was being recorded did not see it to cancel it.
+    if (this.stopping) episode.cancel('cancelled');
+    else episode.release();
     this.running.set(task.key, episode);
     void episode.result.then((result) => {
       this.running.delete(task.key);
