@@ -45,8 +45,9 @@ $SIG{CHLD} = sub { syswrite($wake_w, 'x') };
 
 print "READY $$ $subreaper\n";
 
-my %id_of;    # pid => request id, for children started here and not yet reaped
-my %held;     # request id => [go pipe, status pipe, pid] of children waiting for "go"
+my %id_of;      # pid => request id, for children started here and not yet reaped
+my %held;       # request id => [go pipe, status pipe, pid] of children waiting for "go"
+my %execing;    # pid => { fh, id, pid, report, run } of children whose exec outcome is not known yet
 my $buf = '';
 
 sub reply { syswrite(STDOUT, $_[0]); return }
@@ -56,6 +57,11 @@ sub reap {
     my $status = $?;
     my $id = delete $id_of{$pid};
     next unless defined $id;    # an orphan re-parented here: just reap it
+    # Dead before we heard how its exec went: the pipe is complete now (only the child held its write end).
+    if (my $e = $execing{$pid}) {
+      $e->{report} .= child_report($e->{fh});
+      next if !exec_known($e);    # it failed: F sent, no X
+    }
     if (my $h = delete $held{$id}) {
       # Ended while held: killed, or its set-up failed (then it said why; the pipe is complete now).
       my $report = child_report($h->[1]);
@@ -69,6 +75,26 @@ sub reap {
     my $sig = POSIX::WIFSIGNALED($status) ? POSIX::WTERMSIG($status) : '-';
     reply("X $id $code $sig\n");
   }
+}
+
+# A child's status pipe reached EOF: it exec'd ('' report), or failed and said why. Returns whether it runs.
+sub exec_known {
+  my ($e) = @_;
+  delete $execing{$e->{pid}};
+  close($e->{fh});
+  if ($e->{report} eq '') {
+    reply("S $e->{id} $e->{pid}\n") if $e->{run};
+    return 1;
+  }
+  delete $id_of{$e->{pid}};
+  failed($e->{id}, $e->{pid}, $e->{report});
+  return 0;
+}
+
+# Waits for the exec in the main loop instead of here: the helper never blocks on one child's exec.
+sub watch_exec {
+  my ($status_r, $id, $pid, $run) = @_;
+  $execing{$pid} = { fh => $status_r, id => $id, pid => $pid, report => '', run => $run };
 }
 
 sub errno_name {
@@ -91,7 +117,7 @@ sub child_report {
 
 sub failed {
   my ($id, $pid, $report) = @_;
-  waitpid($pid, 0);
+  waitpid($pid, 0);    # -1 if reap() got it first
   $report =~ s/\n/ /g;
   reply("F $id $report\n");
 }
@@ -147,13 +173,7 @@ sub start {
     $held{$id} = [$go_w, $status_r, $pid];
     return reply("S $id $pid\n");
   }
-  my $report = child_report($status_r);
-  close($status_r);
-  if ($report ne '') {
-    delete $id_of{$pid};
-    return failed($id, $pid, $report);
-  }
-  reply("S $id $pid\n");
+  watch_exec($status_r, $id, $pid, 1);    # S (or F) once it exec'd
 }
 
 sub go {
@@ -162,11 +182,7 @@ sub go {
   my ($go_w, $status_r, $pid) = @$h;
   syswrite($go_w, 'g');
   close($go_w);
-  my $report = child_report($status_r);
-  close($status_r);
-  return if $report eq '';
-  delete $id_of{$pid};
-  failed($id, $pid, $report);
+  watch_exec($status_r, $id, $pid, 0);    # nothing to say if the exec works; F if it fails
 }
 
 # Parse complete records out of $buf; leave a partial one for the next read.
@@ -189,14 +205,18 @@ sub take_requests {
   die "spawn helper: malformed request\n" if length($buf) && $buf !~ /^\d*$/;
 }
 
-my $rin = '';
-vec($rin, fileno(STDIN), 1) = 1;
-vec($rin, fileno($wake_r), 1) = 1;
 for (;;) {
   reap();
+  my $rin = '';
+  vec($rin, fileno($_), 1) = 1 for \*STDIN, $wake_r, map { $_->{fh} } values %execing;
   my $n = select(my $rout = $rin, undef, undef, undef);
   next if $n < 0;    # EINTR: SIGCHLD arrived
   if (vec($rout, fileno($wake_r), 1)) { 1 while sysread($wake_r, my $drain, 512) }
+  for my $e (values %execing) {
+    next unless vec($rout, fileno($e->{fh}), 1);
+    my $got = sysread($e->{fh}, $e->{report}, 4096, length $e->{report});
+    exec_known($e) if defined $got && $got == 0;
+  }
   if (vec($rout, fileno(STDIN), 1)) {
     my $got = sysread(STDIN, $buf, 65536, length $buf);
     exit 0 if !$got;    # the controller is gone

@@ -59,7 +59,10 @@ export class LocalController {
     this.root = resolve(opts.dir);
     this.store = new FileStatusStore(opts.stateDir);
     this.queue = new WorkQueue((key) => this.reconcileKey(key), {
-      concurrency: 4,
+      // A reconcile that starts or ends an episode mostly waits (spawn helper, fsync): with a fixed 4 workers,
+      // 16 slots were on average 3.5 full with instant episodes. One episode needs at most two (its end and
+      // the start of the next task), so twice the slots keeps every slot busy.
+      concurrency: Math.max(4, 2 * opts.maxConcurrent),
       onError: (key, err) => {
         opts.metrics.reconcileErrors.inc();
         opts.logger.error({ task: key, err }, 'reconcile failed; will retry');
