@@ -4,7 +4,7 @@ import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { startProcessEpisode } from '../../controller/executors/process-episode.ts';
 import {
   killOrphanEpisode,
@@ -13,19 +13,9 @@ import {
   readProcStat,
   TREE_MARKER_ENV,
 } from '../../controller/executors/process-tree.ts';
-import { FAKE_CLAUDE, isGone, killAll, readPidFile, request, sandbox, waitFor } from './support.ts';
-import type { Sandbox } from './support.ts';
+import { FAKE_CLAUDE, isGone, readPidFile, request, sandboxPerTest, waitFor } from './support.ts';
 
-let box: Sandbox;
-let leftovers: number[] = [];
-beforeEach(() => {
-  box = sandbox();
-  leftovers = [];
-});
-afterEach(() => {
-  killAll(leftovers);
-  box.cleanup();
-});
+const t = sandboxPerTest();
 
 function assertAllGone(pids: number[]): void {
   assert.equal(pids.length, 5, 'agent + 4 descendants');
@@ -41,7 +31,7 @@ const uniqueMarker = (name: string) => `${name}-${process.pid}`;
 
 function startDetachedSleeper(pidFile: string, marker?: string) {
   const child = spawn(process.execPath, [FAKE_CLAUDE], {
-    cwd: box.ws,
+    cwd: t.box.ws,
     detached: true,
     stdio: 'ignore',
     env: { ...process.env, FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile, ...(marker ? { [TREE_MARKER_ENV]: marker } : {}) },
@@ -52,16 +42,16 @@ function startDetachedSleeper(pidFile: string, marker?: string) {
 
 describe('episode timeout and cancel', () => {
   test('timeout: SIGTERM then SIGKILL to the whole tree; no descendant survives', async () => {
-    const pidFile = join(box.root, 'pids');
+    const pidFile = join(t.box.root, 'pids');
     const started = Date.now();
     const running = await startProcessEpisode(
-      request(box, {
+      request(t.box, {
         timeoutMs: 2500,
         killGraceMs: 300,
         env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile, FAKE_AGENT_IGNORE_SIGTERM: '1' },
       }),
     );
-    leftovers = await readPidFile(pidFile);
+    t.leftovers = await readPidFile(pidFile);
     const result = await running.result;
     assert.equal(result.timedOut, true);
     assert.equal(result.cancelled, false);
@@ -69,14 +59,14 @@ describe('episode timeout and cancel', () => {
     assert.equal(result.signal, 'SIGKILL', 'the agent ignored SIGTERM');
     assert.match(result.message ?? '', /timed out after 3s/);
     assert.ok(Date.now() - started < 8000);
-    assertAllGone(leftovers);
+    assertAllGone(t.leftovers);
   });
 
   test('cancel mid-episode kills the tree and reports cancelled', async () => {
-    const pidFile = join(box.root, 'pids');
-    const running = await startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }));
-    leftovers = await readPidFile(pidFile);
-    assert.equal(leftovers[0], running.pid);
+    const pidFile = join(t.box.root, 'pids');
+    const running = await startProcessEpisode(request(t.box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }));
+    t.leftovers = await readPidFile(pidFile);
+    assert.equal(t.leftovers[0], running.pid);
     running.cancel();
     running.cancel(); // idempotent
     const result = await running.result;
@@ -84,19 +74,19 @@ describe('episode timeout and cancel', () => {
     assert.equal(result.timedOut, false);
     assert.equal(result.signal, 'SIGTERM');
     assert.equal(result.message, 'cancelled');
-    assertAllGone(leftovers);
+    assertAllGone(t.leftovers);
   });
 
   test('a gracefully exiting agent gets exactly one SIGTERM and its exit code is kept', async () => {
-    const counter = join(box.root, 'terms');
+    const counter = join(t.box.root, 'terms');
     const script = [
       "const fs = require('node:fs');",
       `process.on('SIGTERM', () => { fs.appendFileSync(${JSON.stringify(counter)}, 'T'); setTimeout(() => process.exit(7), 300); });`,
       `fs.writeFileSync(${JSON.stringify(counter)}, '');`,
       'setInterval(() => {}, 1000);',
     ].join('\n');
-    const running = await startProcessEpisode(request(box, { argv: [process.execPath, '-e', script], killGraceMs: 3000 }));
-    leftovers = [running.pid!];
+    const running = await startProcessEpisode(request(t.box, { argv: [process.execPath, '-e', script], killGraceMs: 3000 }));
+    t.leftovers = [running.pid!];
     await waitFor('the agent to start', () => existsSync(counter));
     running.cancel();
     const result = await running.result;
@@ -108,29 +98,29 @@ describe('episode timeout and cancel', () => {
 
 describe('killProcessTree', () => {
   test('kills a tree found through ppid links, the group and the env marker', async () => {
-    const pidFile = join(box.root, 'pids');
+    const pidFile = join(t.box.root, 'pids');
     const pid = startDetachedSleeper(pidFile, uniqueMarker('marker-kill-tree-test'));
-    leftovers = await readPidFile(pidFile);
+    t.leftovers = await readPidFile(pidFile);
     await killProcessTree(pid, { graceMs: 300, marker: uniqueMarker('marker-kill-tree-test') });
-    assertAllGone(leftovers);
+    assertAllGone(t.leftovers);
   });
 
   test('without the marker, a double-forked orphan is out of reach but everything else dies', async () => {
-    const pidFile = join(box.root, 'pids');
+    const pidFile = join(t.box.root, 'pids');
     const pid = startDetachedSleeper(pidFile);
-    leftovers = await readPidFile(pidFile);
+    t.leftovers = await readPidFile(pidFile);
     await killProcessTree(pid, { graceMs: 300 });
-    const [agent, sameGroup, setsid, orphan, ignorer] = leftovers;
+    const [agent, sameGroup, setsid, orphan, ignorer] = t.leftovers;
     for (const p of [agent, sameGroup, setsid, ignorer]) assert.ok(isGone(p), `pid ${p} survived`);
     assert.ok(!isGone(orphan), 'documents the limit: no ppid, group or marker link to the orphan');
   });
 
   test('leaves a pid alone whose start time says it is another process now', async () => {
-    const pidFile = join(box.root, 'pids');
+    const pidFile = join(t.box.root, 'pids');
     const pid = startDetachedSleeper(pidFile);
-    leftovers = await readPidFile(pidFile);
+    t.leftovers = await readPidFile(pidFile);
     await killProcessTree(pid, { graceMs: 100, startTime: '1', pgid: pid });
-    for (const p of leftovers.filter((p) => p !== leftovers[3])) assert.ok(!isGone(p), `pid ${p} was killed`);
+    for (const p of t.leftovers.filter((p) => p !== t.leftovers[3])) assert.ok(!isGone(p), `pid ${p} was killed`);
   });
 
   test('a pid that does not exist is a no-op', async () => {
@@ -140,25 +130,25 @@ describe('killProcessTree', () => {
 
 describe('killOrphanEpisode', () => {
   test('kills the whole tree of a live episode whose start time matches', async () => {
-    const pidFile = join(box.root, 'pids');
+    const pidFile = join(t.box.root, 'pids');
     const pid = startDetachedSleeper(pidFile, uniqueMarker('marker-orphan-test'));
-    leftovers = await readPidFile(pidFile);
+    t.leftovers = await readPidFile(pidFile);
     const startTime = readPidStartTime(pid);
     assert.ok(startTime);
     assert.equal(await killOrphanEpisode(pid, String(Number(startTime) + 1), { graceMs: 300 }), false);
     assert.ok(!isGone(pid), 'a start-time mismatch (pid reuse) leaves the process alone');
     assert.equal(await killOrphanEpisode(pid, undefined), false);
     assert.equal(await killOrphanEpisode(pid, startTime, { graceMs: 300 }), true);
-    assertAllGone(leftovers);
+    assertAllGone(t.leftovers);
     assert.equal(await killOrphanEpisode(pid, startTime), false, 'nothing left to kill');
   });
 
   test('an episode started by startProcessEpisode can be found again from its pid and start time', async () => {
-    const pidFile = join(box.root, 'pids');
-    const running = await startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }));
-    leftovers = await readPidFile(pidFile);
+    const pidFile = join(t.box.root, 'pids');
+    const running = await startProcessEpisode(request(t.box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }));
+    t.leftovers = await readPidFile(pidFile);
     assert.equal(await killOrphanEpisode(running.pid!, running.pidStartTime, { graceMs: 300 }), true);
-    assertAllGone(leftovers);
+    assertAllGone(t.leftovers);
     const result = await running.result;
     assert.equal(result.exitCode, null);
     assert.equal(result.signal, 'SIGTERM');
@@ -173,12 +163,12 @@ describe('killOrphanEpisode', () => {
 
 describe('readProcStat', () => {
   test('parses a command name with spaces and parentheses', async () => {
-    const dir = join(box.root, 'bin');
+    const dir = join(t.box.root, 'bin');
     mkdirSync(dir);
     const weird = join(dir, 'a b) (c');
     symlinkSync('/bin/sleep', weird);
     const child = spawn(weird, ['30'], { stdio: 'ignore' });
-    leftovers = [child.pid!];
+    t.leftovers = [child.pid!];
     await waitFor('exec', () => readFileSync(`/proc/${child.pid}/comm`, 'utf8').startsWith('a b) (c'));
     const stat = readProcStat(child.pid!);
     assert.equal(stat?.ppid, process.pid);

@@ -3,30 +3,20 @@
 import { strict as assert } from 'node:assert';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { afterEach, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { startProcessEpisode } from '../../controller/executors/process-episode.ts';
 import { readProcStat } from '../../controller/executors/process-tree.ts';
-import { isGone, killAll, readPidFile, readRecords, request, sandbox, waitFor } from './support.ts';
-import type { Sandbox } from './support.ts';
+import { isGone, readPidFile, readRecords, request, sandboxPerTest, waitFor } from './support.ts';
 
-let box: Sandbox;
-let leftovers: number[] = [];
-beforeEach(() => {
-  box = sandbox();
-  leftovers = [];
-});
-afterEach(() => {
-  killAll(leftovers);
-  box.cleanup();
-});
+const t = sandboxPerTest();
 
 describe('prompt delivery, argv, env and cwd', () => {
   const prompt = 'Do the thing.\nLine two with "quotes" and {{braces}}.';
 
   test('promptVia stdin: prompt on stdin, argv untouched, EPISODIC_* and extra env set, cwd is the workspace', async () => {
-    const record = join(box.root, 'record.jsonl');
+    const record = join(t.box.root, 'record.jsonl');
     const running = await startProcessEpisode(
-      request(box, { prompt, episode: 2, maxEpisodes: 7, env: { FAKE_AGENT_RECORD: record, CUSTOM: 'yes' } }),
+      request(t.box, { prompt, episode: 2, maxEpisodes: 7, env: { FAKE_AGENT_RECORD: record, CUSTOM: 'yes' } }),
     );
     assert.equal(typeof running.pid, 'number');
     const result = await running.result;
@@ -34,7 +24,7 @@ describe('prompt delivery, argv, env and cwd', () => {
     const [run] = readRecords(record);
     assert.equal(run.stdin, prompt);
     assert.deepEqual(run.argv, ['-p', '--output-format', 'stream-json', '--verbose']);
-    assert.equal(run.cwd, box.ws);
+    assert.equal(run.cwd, t.box.ws);
     assert.equal(run.env.EPISODIC_TASK, 'demo');
     assert.equal(run.env.EPISODIC_NAMESPACE, 'default');
     assert.equal(run.env.EPISODIC_EPISODE, '2');
@@ -45,8 +35,8 @@ describe('prompt delivery, argv, env and cwd', () => {
   });
 
   test('promptVia argument: prompt is the last argv element, stdin is empty', async () => {
-    const record = join(box.root, 'record.jsonl');
-    const result = await (await startProcessEpisode(request(box, { prompt, promptVia: 'argument', env: { FAKE_AGENT_RECORD: record } })))
+    const record = join(t.box.root, 'record.jsonl');
+    const result = await (await startProcessEpisode(request(t.box, { prompt, promptVia: 'argument', env: { FAKE_AGENT_RECORD: record } })))
       .result;
     assert.equal(result.exitCode, 0);
     const [run] = readRecords(record);
@@ -55,13 +45,13 @@ describe('prompt delivery, argv, env and cwd', () => {
   });
 
   test('promptVia file: EPISODIC_PROMPT_FILE points next to the log, outside the workspace', async () => {
-    const record = join(box.root, 'record.jsonl');
-    const result = await (await startProcessEpisode(request(box, { prompt, promptVia: 'file', env: { FAKE_AGENT_RECORD: record } }))).result;
+    const record = join(t.box.root, 'record.jsonl');
+    const result = await (await startProcessEpisode(request(t.box, { prompt, promptVia: 'file', env: { FAKE_AGENT_RECORD: record } }))).result;
     assert.equal(result.exitCode, 0);
     const [run] = readRecords(record);
     const file = run.env.EPISODIC_PROMPT_FILE;
-    assert.equal(dirname(file), dirname(box.logFile));
-    assert.ok(!file.startsWith(box.ws));
+    assert.equal(dirname(file), dirname(t.box.logFile));
+    assert.ok(!file.startsWith(t.box.ws));
     assert.equal(run.promptFileContent, prompt);
     assert.equal(run.stdin, '');
     assert.deepEqual(run.argv, ['-p', '--output-format', 'stream-json', '--verbose']);
@@ -70,7 +60,7 @@ describe('prompt delivery, argv, env and cwd', () => {
 
 describe('result and log', () => {
   test('a successful claude episode: completion, cost, tokens, message, duration; output in the log', async () => {
-    const running = await startProcessEpisode(request(box));
+    const running = await startProcessEpisode(request(t.box));
     assert.equal(readProcStat(running.pid!)?.pgid, running.pid, 'the agent leads its own process group');
     assert.match(running.pidStartTime ?? '', /^\d+$/);
     const result = await running.result;
@@ -84,52 +74,52 @@ describe('result and log', () => {
     assert.equal(result.cancelled, false);
     assert.match(result.message ?? '', /COMPLETE/);
     assert.ok((result.durationMs ?? -1) >= 0);
-    const log = readFileSync(box.logFile, 'utf8');
+    const log = readFileSync(t.box.logFile, 'utf8');
     assert.match(log, /"type":"system","subtype":"init"/);
     assert.match(log, /"type":"result"/);
   });
 
   test('the log is appended to, and stderr lands in it too', async () => {
-    await (await startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'continue' } }))).result;
-    const result = await (await startProcessEpisode(request(box, { env: { FAKE_AGENT_MODE: 'fail' } }))).result;
+    await (await startProcessEpisode(request(t.box, { env: { FAKE_AGENT_MODE: 'continue' } }))).result;
+    const result = await (await startProcessEpisode(request(t.box, { env: { FAKE_AGENT_MODE: 'fail' } }))).result;
     assert.equal(result.exitCode, 1);
-    const log = readFileSync(box.logFile, 'utf8');
+    const log = readFileSync(t.box.logFile, 'utf8');
     assert.match(log, /more remain/);
     assert.match(log, /the agent crashed/);
   });
 
   test('a command that does not exist is a fatal result, not a rejection', async () => {
-    const running = await startProcessEpisode(request(box, { argv: ['episodic-no-such-agent-xyz', '-p'] }));
+    const running = await startProcessEpisode(request(t.box, { argv: ['episodic-no-such-agent-xyz', '-p'] }));
     assert.equal(running.pid, undefined);
     running.cancel(); // harmless
     const result = await running.result;
     assert.equal(result.exitCode, null);
     assert.equal(result.errorClass, 'fatal');
     assert.match(result.message ?? '', /episodic-no-such-agent-xyz/);
-    assert.match(readFileSync(box.logFile, 'utf8'), /cannot start episodic-no-such-agent-xyz/);
+    assert.match(readFileSync(t.box.logFile, 'utf8'), /cannot start episodic-no-such-agent-xyz/);
   });
 
   test('an empty argv and an uncreatable log directory are fatal results too', async () => {
-    const empty = await (await startProcessEpisode(request(box, { argv: [] }))).result;
+    const empty = await (await startProcessEpisode(request(t.box, { argv: [] }))).result;
     assert.equal(empty.errorClass, 'fatal');
-    writeFileSync(join(box.root, 'blocker'), '');
-    const noLog = await (await startProcessEpisode(request(box, { logFile: join(box.root, 'blocker', 'x', 'e.log') }))).result;
+    writeFileSync(join(t.box.root, 'blocker'), '');
+    const noLog = await (await startProcessEpisode(request(t.box, { logFile: join(t.box.root, 'blocker', 'x', 'e.log') }))).result;
     assert.equal(noLog.errorClass, 'fatal');
     assert.match(noLog.message ?? '', /cannot prepare episode/);
   });
 
   test('descendants left running after a normal exit are killed, even ones holding the output pipe', async () => {
-    const pidFile = join(box.root, 'pids');
+    const pidFile = join(t.box.root, 'pids');
     const started = Date.now();
     const running = await startProcessEpisode(
-      request(box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_SLEEP_SECONDS: '0.5', FAKE_AGENT_PID_FILE: pidFile } }),
+      request(t.box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_SLEEP_SECONDS: '0.5', FAKE_AGENT_PID_FILE: pidFile } }),
     );
     const result = await running.result;
-    leftovers = await readPidFile(pidFile);
+    t.leftovers = await readPidFile(pidFile);
     assert.equal(result.exitCode, 0);
     assert.equal(result.timedOut, false);
     assert.ok(Date.now() - started < 10_000, 'did not wait for the sleepers');
-    for (const pid of leftovers) assert.ok(isGone(pid), `pid ${pid} survived`);
+    for (const pid of t.leftovers) assert.ok(isGone(pid), `pid ${pid} survived`);
   });
 });
 
@@ -143,25 +133,25 @@ describe('verify', () => {
 
   test('runs after a completion signal in the workspace with the same env; pass is recorded', async () => {
     const script = { default: { mode: 'success', writeFiles: { 'done.txt': 'ok' } } };
-    writeFileSync(join(box.ws, '.fake-agent.json'), JSON.stringify(script));
-    const result = await (await startProcessEpisode(request(box, { verify }))).result;
+    writeFileSync(join(t.box.ws, '.fake-agent.json'), JSON.stringify(script));
+    const result = await (await startProcessEpisode(request(t.box, { verify }))).result;
     assert.equal(result.completion, 'promise');
     assert.equal(result.verifyExitCode, 0);
-    assert.match(readFileSync(box.logFile, 'utf8'), /verify-output-marker task=demo/);
+    assert.match(readFileSync(t.box.logFile, 'utf8'), /verify-output-marker task=demo/);
   });
 
   test('a failing verify is recorded with its exit code and last output line', async () => {
-    const result = await (await startProcessEpisode(request(box, { verify }))).result;
+    const result = await (await startProcessEpisode(request(t.box, { verify }))).result;
     assert.equal(result.completion, 'promise');
     assert.equal(result.verifyExitCode, 3);
     assert.match(result.message ?? '', /verify exited 3: tests failing: done.txt missing/);
-    assert.match(readFileSync(box.logFile, 'utf8'), /tests failing/);
+    assert.match(readFileSync(t.box.logFile, 'utf8'), /tests failing/);
   });
 
   test('does not run without a completion claim; runs after exit 0 when onExitZero', async () => {
-    const noClaim = await (await startProcessEpisode(request(box, { verify, env: { FAKE_AGENT_MODE: 'continue' } }))).result;
+    const noClaim = await (await startProcessEpisode(request(t.box, { verify, env: { FAKE_AGENT_MODE: 'continue' } }))).result;
     assert.equal(noClaim.verifyExitCode, undefined);
-    const exitZero = await (await startProcessEpisode(request(box, { verify, onExitZero: true, env: { FAKE_AGENT_MODE: 'continue' } })))
+    const exitZero = await (await startProcessEpisode(request(t.box, { verify, onExitZero: true, env: { FAKE_AGENT_MODE: 'continue' } })))
       .result;
     assert.equal(exitZero.completion, undefined);
     assert.equal(exitZero.verifyExitCode, 3);
@@ -169,25 +159,25 @@ describe('verify', () => {
 
   test('does not run after an agent error, even with onExitZero and exit code 0', async () => {
     const result = await (await startProcessEpisode(
-      request(box, { verify, onExitZero: true, env: { FAKE_AGENT_MODE: 'auth', FAKE_AGENT_EXIT_CODE: '0' } }),
+      request(t.box, { verify, onExitZero: true, env: { FAKE_AGENT_MODE: 'auth', FAKE_AGENT_EXIT_CODE: '0' } }),
     )).result;
     assert.equal(result.agentError, true);
     assert.equal(result.verifyExitCode, undefined);
   });
 
   test('a verify command that does not exist counts as a failed verify', async () => {
-    const result = await (await startProcessEpisode(request(box, { verify: ['episodic-no-such-verify-xyz'] }))).result;
+    const result = await (await startProcessEpisode(request(t.box, { verify: ['episodic-no-such-verify-xyz'] }))).result;
     assert.equal(result.verifyExitCode, null);
     assert.match(result.message ?? '', /verify failed: cannot start episodic-no-such-verify-xyz/);
   });
 
   test('cancel while verify runs kills it', async () => {
-    const pidFile = join(box.root, 'verify.pid');
+    const pidFile = join(t.box.root, 'verify.pid');
     const slowVerify = [process.execPath, '-e', `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(() => {}, 60000)`];
-    const running = await startProcessEpisode(request(box, { verify: slowVerify }));
+    const running = await startProcessEpisode(request(t.box, { verify: slowVerify }));
     await waitFor('verify to start', () => existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '');
     const verifyPid = Number(readFileSync(pidFile, 'utf8'));
-    leftovers = [verifyPid];
+    t.leftovers = [verifyPid];
     running.cancel();
     const result = await running.result;
     assert.equal(result.cancelled, true);

@@ -4,44 +4,34 @@
 import { strict as assert } from 'node:assert';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, afterEach, beforeEach, test } from 'node:test';
+import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startProcessEpisode } from '../../controller/executors/process-episode.ts';
 import { killProcessTree } from '../../controller/executors/process-tree.ts';
 import { SpawnHelper, sharedSpawnHelper } from '../../controller/executors/spawn-helper.ts';
 import type { HelperSpawnRequest } from '../../controller/executors/spawn-helper.ts';
-import { isGone, killAll, request, sandbox, waitFor } from './support.ts';
-import type { Sandbox } from './support.ts';
+import { isGone, request, sandboxPerTest, waitFor } from './support.ts';
 
-let box: Sandbox;
-let leftovers: number[] = [];
+const t = sandboxPerTest();
 const helper = await SpawnHelper.start();
 after(() => helper.close());
-beforeEach(() => {
-  box = sandbox();
-  leftovers = [];
-});
-afterEach(() => {
-  killAll(leftovers);
-  box.cleanup();
-});
 
 function req(argv: string[], more: Partial<HelperSpawnRequest> = {}): HelperSpawnRequest {
-  mkdirSync(join(box.root, 'out'), { recursive: true });
-  return { argv, cwd: box.ws, env: {}, stdoutFile: join(box.root, 'out', 'o.log'), stderrFile: join(box.root, 'out', 'e.log'), ...more };
+  mkdirSync(join(t.box.root, 'out'), { recursive: true });
+  return { argv, cwd: t.box.ws, env: {}, stdoutFile: join(t.box.root, 'out', 'o.log'), stderrFile: join(t.box.root, 'out', 'e.log'), ...more };
 }
 
 test('argv, env, cwd and stdin reach the process exactly, with no shell in between', async () => {
-  const stdin = join(box.root, 'in.txt');
+  const stdin = join(t.box.root, 'in.txt');
   writeFileSync(stdin, 'from stdin\n');
   const script = 'process.stdout.write(JSON.stringify({ argv: process.argv.slice(1), cwd: process.cwd(), v: process.env.WEIRD, stdin: require("fs").readFileSync(0, "utf8") }))';
   const weird = ['a b', '"quoted"', "$(touch pwned)", '*', 'naïve ✓', ''];
   const started = await helper.spawn(req([process.execPath, '-e', script, ...weird], { env: { WEIRD: 'x=y\nz' }, stdinFile: stdin }));
   assert.ok(started.ok);
   assert.deepEqual(await started.exit, { code: 0 });
-  const seen = JSON.parse(readFileSync(join(box.root, 'out', 'o.log'), 'utf8'));
+  const seen = JSON.parse(readFileSync(join(t.box.root, 'out', 'o.log'), 'utf8'));
   assert.deepEqual(seen.argv, weird);
-  assert.equal(seen.cwd, box.ws);
+  assert.equal(seen.cwd, t.box.ws);
   assert.equal(seen.v, 'x=y\nz');
   assert.equal(seen.stdin, 'from stdin\n');
 });
@@ -59,16 +49,16 @@ test('exit codes and signals go to the right request when many run at once', asy
 test('a command that cannot be exec\'d, or a cwd that does not exist, fails with its errno and nothing runs', async () => {
   const missing = await helper.spawn(req(['episodic-no-such-command-xyz']));
   assert.deepEqual(missing.ok ? 'started' : [missing.code, missing.message], ['ENOENT', 'cannot start episodic-no-such-command-xyz: No such file or directory']);
-  const notExecutable = join(box.root, 'plain.txt');
+  const notExecutable = join(t.box.root, 'plain.txt');
   writeFileSync(notExecutable, 'hello');
   const denied = await helper.spawn(req([notExecutable]));
   assert.equal(denied.ok ? 'started' : denied.code, 'EACCES');
-  const noCwd = await helper.spawn(req(['/bin/true'], { cwd: join(box.root, 'gone') }));
+  const noCwd = await helper.spawn(req(['/bin/true'], { cwd: join(t.box.root, 'gone') }));
   assert.match(noCwd.ok ? 'started' : `${noCwd.code} ${noCwd.message}`, /^ENOENT cannot enter .*gone/);
 });
 
 test('a held child runs nothing until release(); then it execs with its pid unchanged', async () => {
-  const marker = join(box.root, 'ran');
+  const marker = join(t.box.root, 'ran');
   const started = await helper.spawn(req(['/bin/sh', '-c', `echo $$ > ${marker}`], { hold: true }));
   assert.ok(started.ok);
   await sleep(200);
@@ -88,7 +78,7 @@ test('a held child that cannot be set up or exec\'d reports why through its exit
   assert.deepEqual(exit.spawnError, { code: 'ENOENT', message: 'cannot start episodic-no-such-command-xyz: No such file or directory' });
   assert.ok(isGone(started.pid));
   // A set-up failure (missing cwd) is known before release: reported whether or not release() comes.
-  const noCwd = await helper.spawn(req(['/bin/true'], { cwd: join(box.root, 'gone'), hold: true }));
+  const noCwd = await helper.spawn(req(['/bin/true'], { cwd: join(t.box.root, 'gone'), hold: true }));
   assert.ok(noCwd.ok);
   const noCwdExit = await noCwd.exit;
   assert.match(`${noCwdExit.spawnError?.code} ${noCwdExit.spawnError?.message}`, /^ENOENT cannot enter .*gone/);
@@ -96,7 +86,7 @@ test('a held child that cannot be set up or exec\'d reports why through its exit
 });
 
 test('many held children released out of order all run, each once', async () => {
-  const marks = join(box.root, 'marks');
+  const marks = join(t.box.root, 'marks');
   mkdirSync(marks);
   const held = await Promise.all(Array.from({ length: 12 }, (_, i) => helper.spawn(req(['/bin/sh', '-c', `echo $$ > ${join(marks, String(i))}`], { hold: true }))));
   const order = held.map((_, i) => i).reverse();
@@ -112,7 +102,7 @@ test('many held children released out of order all run, each once', async () => 
 
 test('held children never start when the controller goes away, and a killed held child is reaped', async () => {
   const own = await SpawnHelper.start();
-  const marker = join(box.root, 'ran');
+  const marker = join(t.box.root, 'ran');
   const held = await own.spawn(req(['/bin/sh', '-c', `touch ${marker}`], { hold: true }));
   assert.ok(held.ok);
   const killed = await own.spawn(req(['/bin/sh', '-c', `touch ${marker}`], { hold: true }));
@@ -124,20 +114,20 @@ test('held children never start when the controller goes away, and a killed held
   assert.equal(existsSync(marker), false, 'nothing was exec\'d');
 });
 
-test('leftovers: none after a clean exit; a setsid\'d orphan lands with the helper and is reported', async () => {
+test('t.leftovers: none after a clean exit; a setsid\'d orphan lands with the helper and is reported', async () => {
   assert.equal(process.platform === 'linux' ? helper.subreaper : true, true, 'subreaper on Linux');
   const clean = await helper.spawn(req(['/bin/sh', '-c', 'exit 0']));
   assert.ok(clean.ok);
   await clean.exit;
   assert.equal(await helper.mayHaveLeftovers(clean.pid), false);
 
-  const pidFile = join(box.root, 'orphan.pid');
+  const pidFile = join(t.box.root, 'orphan.pid');
   const dirty = await helper.spawn(req(['/bin/sh', '-c', `setsid /bin/sh -c 'echo $$ > ${pidFile}; exec sleep 30' & sleep 0.3; exit 0`]));
   assert.ok(dirty.ok);
   await dirty.exit;
   await waitFor('orphan pid', () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
   const orphan = Number(readFileSync(pidFile, 'utf8').trim());
-  leftovers.push(orphan);
+  t.leftovers.push(orphan);
   assert.equal(await helper.mayHaveLeftovers(dirty.pid), true);
   await killProcessTree(orphan, { graceMs: 200 });
   let reaped = false;
@@ -148,7 +138,7 @@ test('leftovers: none after a clean exit; a setsid\'d orphan lands with the help
   assert.ok(reaped, 'orphan reaped by the helper');
 });
 
-test('children forked for spawns still in flight are not mistaken for leftovers', async () => {
+test('children forked for spawns still in flight are not mistaken for t.leftovers', async () => {
   // 16 slots kept busy, as the local controller does: every exit is checked while others are starting.
   let next = 0;
   const verdicts: boolean[] = [];
@@ -168,10 +158,10 @@ test('children forked for spawns still in flight are not mistaken for leftovers'
 
 test('the helper dying mid-episode: the episode ends as a transient failure and its processes are killed', async () => {
   const own = await SpawnHelper.start();
-  const pidFile = join(box.root, 'pids');
-  const running = await startProcessEpisode(request(box, { helper: own, killGraceMs: 200, argv: ['/bin/sh', '-c', `echo $$ > ${pidFile}; sleep 30`] }));
+  const pidFile = join(t.box.root, 'pids');
+  const running = await startProcessEpisode(request(t.box, { helper: own, killGraceMs: 200, argv: ['/bin/sh', '-c', `echo $$ > ${pidFile}; sleep 30`] }));
   assert.ok(running.pid);
-  leftovers.push(running.pid);
+  t.leftovers.push(running.pid);
   await waitFor('agent running', () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
   process.kill(own.pid, 'SIGKILL');
   const result = await running.result;

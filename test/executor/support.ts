@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync 
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProcessEpisodeRequest } from '../../controller/executors/process-episode.ts';
 import { SpawnHelper } from '../../controller/executors/spawn-helper.ts';
@@ -36,6 +37,20 @@ export function sandbox(): Sandbox {
     logFile: join(root, 'state', 'logs', 'default', 'demo', 'episode-1.log'),
     cleanup: () => rmSync(root, { recursive: true, force: true }),
   };
+}
+
+/** A fresh sandbox for every test of the file, and pids a test wants SIGKILLed however it ends. */
+export function sandboxPerTest(): { box: Sandbox; leftovers: number[] } {
+  const t = { box: undefined as unknown as Sandbox, leftovers: [] as number[] };
+  beforeEach(() => {
+    t.box = sandbox();
+    t.leftovers = [];
+  });
+  afterEach(() => {
+    killAll(t.leftovers);
+    t.box.cleanup();
+  });
+  return t;
 }
 
 export function request(box: Sandbox, overrides: Partial<ProcessEpisodeRequest> = {}): ProcessEpisodeRequest {
