@@ -1,8 +1,8 @@
 // Starting a process through the spawn helper: the child writes straight into the episode log (stdout) and a
 // side file (stderr), so no output passes through the controller while it runs. After exit the controller
 // reads both once, for the analyzer, and appends stderr to the log.
-import { closeSync, createReadStream, openSync, readSync, statSync, truncateSync, writeSync } from 'node:fs';
-import { removeQuietly } from '../util/fs.ts';
+import { closeSync, createReadStream, openSync, readSync, statSync, writeSync } from 'node:fs';
+import { emptyQuietly, removeQuietly } from '../util/fs.ts';
 import type { Launch, LaunchOptions } from './launch.ts';
 import { launchFailure } from './launch.ts';
 import type { SpawnHelper } from './spawn-helper.ts';
@@ -88,13 +88,5 @@ function safely(f: () => void): void {
     f();
   } catch {
     // A throwing consumer must not lose the rest of the output.
-  }
-}
-
-function emptyQuietly(file: string): void {
-  try {
-    if (statSync(file).size > 0) truncateSync(file, 0);
-  } catch {
-    // missing already, or unwritable: the next process truncates it anyway
   }
 }

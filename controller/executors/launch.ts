@@ -32,7 +32,7 @@ export interface LaunchExit {
   signal?: NodeJS.Signals;
   /** The process's fate is unknown (the spawn helper died); set instead of code/signal. */
   lost?: string;
-  /** A held process could not exec after release(): nothing ran. */
+  /** A held process could not be set up or exec'd (reported after its pid): nothing ran. */
   spawnError?: { code: string; message: string };
 }
 

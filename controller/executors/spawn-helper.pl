@@ -66,8 +66,7 @@ sub reap {
       # Ended while held: killed, or its set-up failed (then it said why; the pipe is complete now).
       my $report = child_report($h->[1]);
       if ($report ne '') {
-        $report =~ s/\n/ /g;
-        reply("F $id $report\n");
+        failed($id, $pid, $report);
         next;
       }
     }
@@ -117,7 +116,7 @@ sub child_report {
 
 sub failed {
   my ($id, $pid, $report) = @_;
-  waitpid($pid, 0);    # -1 if reap() got it first
+  waitpid($pid, 0);    # -1 when reap() got it first
   $report =~ s/\n/ /g;
   reply("F $id $report\n");
 }

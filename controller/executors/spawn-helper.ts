@@ -29,7 +29,7 @@ export interface HelperExit {
   signal?: NodeJS.Signals;
   /** Set when the helper itself died: the child's fate is unknown (it may still run). */
   helperLost?: string;
-  /** A held child could not exec after release() (e.g. ENOENT): nothing ran. */
+  /** A held child could not be set up or exec'd (e.g. ENOENT), reported after its pid: nothing ran. */
   spawnError?: { code: string; message: string };
 }
 
@@ -194,7 +194,7 @@ export class SpawnHelper {
       this.pending.delete(id);
       const failure = { code: a ?? 'ESPAWN', message: line.split(' ').slice(3).join(' ') };
       if (p.resolveExit) {
-        // A held child that could not exec after release(): it was reaped; nothing ran.
+        // A held child that could not be set up or exec'd: it was reaped; nothing ran.
         if (p.pid !== undefined) this.livePids.delete(p.pid);
         p.resolveExit({ code: null, spawnError: failure });
       } else p.resolveStart({ ok: false, ...failure });
