@@ -10,10 +10,10 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { ensureCluster, kubectl, repoRoot } from '../support/cluster.ts';
+import { ensureCluster, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
 import type { Cluster } from '../support/cluster.ts';
 
-const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
+const skip = skipCluster;
 
 describe('test control plane', { skip }, () => {
   let cluster: Cluster;

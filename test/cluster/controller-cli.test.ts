@@ -8,12 +8,12 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { parseDuration } from '../../controller/cli/controller.ts';
-import { repoRoot } from '../support/cluster.ts';
+import { repoRoot, skipCluster } from '../support/cluster.ts';
 import type { Cluster } from '../support/cluster.ts';
 import { MAIN, NODE, clusterWithCrd, createNamespace, startControllerProcess, waitFor } from '../support/kubelet.ts';
 import type { ControllerProcess } from '../support/kubelet.ts';
 
-const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
+const skip = skipCluster;
 
 async function cli(args: string[]): Promise<{ code: number; stderr: string }> {
   try {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/cluster/kube-client.ts';
 import type { Cluster } from '../support/cluster.ts';
-import { kubectl } from '../support/cluster.ts';
+import { kubectl, skipCluster } from '../support/cluster.ts';
 import {
   FakeKubelet,
   agentTaskManifest,
@@ -21,7 +21,7 @@ import {
 } from '../support/kubelet.ts';
 import type { ControllerProcess } from '../support/kubelet.ts';
 
-const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
+const skip = skipCluster;
 const SUCCESS = JSON.stringify({ exitCode: 0, completion: 'promise', message: 'done' });
 const TASKS = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
 

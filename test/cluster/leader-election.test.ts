@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/cluster/kube-client.ts';
 import type { Cluster } from '../support/cluster.ts';
-import { kubectl } from '../support/cluster.ts';
+import { kubectl, skipCluster } from '../support/cluster.ts';
 import {
   FakeKubelet,
   agentTaskManifest,
@@ -20,7 +20,7 @@ import {
 } from '../support/kubelet.ts';
 import type { ControllerProcess } from '../support/kubelet.ts';
 
-const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
+const skip = skipCluster;
 const LEASE_SECONDS = 4;
 
 describe('cluster controller: leader election', { skip, timeout: 60_000 }, () => {

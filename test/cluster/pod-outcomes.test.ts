@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import type { KubeClient } from '../../controller/cluster/kube-client.ts';
-import { kubectl } from '../support/cluster.ts';
+import { kubectl, skipCluster } from '../support/cluster.ts';
 import {
   FakeKubelet,
   agentTaskManifest,
@@ -17,7 +17,7 @@ import {
   withController,
 } from '../support/kubelet.ts';
 
-const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
+const skip = skipCluster;
 const patient = { limits: { maxEpisodes: 10, maxConsecutiveFailures: 5, episodeTimeoutSeconds: 600 } };
 
 describe('cluster controller: pod-level outcomes', { skip, timeout: 60_000 }, () => {

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import type { KubeClient } from '../../controller/cluster/kube-client.ts';
 import type { Cluster } from '../support/cluster.ts';
-import { kubectl } from '../support/cluster.ts';
+import { kubectl, skipCluster } from '../support/cluster.ts';
 import {
   FakeKubelet,
   agentTaskManifest,
@@ -21,7 +21,7 @@ import {
   withController,
 } from '../support/kubelet.ts';
 
-const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
+const skip = skipCluster;
 const SUCCESS = JSON.stringify({ exitCode: 0, completion: 'promise', message: 'done' });
 const CONTINUE = JSON.stringify({ exitCode: 0, message: 'more to do' });
 

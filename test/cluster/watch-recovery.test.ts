@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import type { KubeClient } from '../../controller/cluster/kube-client.ts';
-import { kubectl } from '../support/cluster.ts';
+import { kubectl, skipCluster } from '../support/cluster.ts';
 import {
   agentTaskManifest,
   clusterWithCrd,
@@ -21,7 +21,7 @@ import {
   waitForPod,
 } from '../support/kubelet.ts';
 
-const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
+const skip = skipCluster;
 
 /** A TCP proxy to the API server whose open connections can be reset or frozen. */
 class ChaosProxy {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CRD_FILE, CRD_NAME, agentTaskCrd, agentTaskCrdYaml, toStructuralSchema } from '../../controller/api/crd.ts';
 import { API_VERSION, AgentTaskSpecSchema, KIND } from '../../controller/api/agent-task.ts';
-import { ensureCluster, kubectl, repoRoot } from '../support/cluster.ts';
+import { ensureCluster, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
 
 type Node = Record<string, unknown>;
 
@@ -86,7 +86,7 @@ describe('AgentTask CRD generation', () => {
   });
 });
 
-const skip = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
+const skip = skipCluster;
 
 describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
   // Unique per run: without kube-controller-manager a deleted namespace stays Terminating forever.

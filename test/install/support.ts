@@ -4,15 +4,14 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { CHART_DIR, helmBinary } from '../../scripts/gen-manifests.ts';
-import { repoRoot } from '../support/cluster.ts';
+import { repoRoot, skipCluster } from '../support/cluster.ts';
 
 const execFileAsync = promisify(execFile);
 
-export { CHART_DIR, repoRoot };
+export { CHART_DIR, repoRoot, skipCluster };
 export const RELEASE = 'episodic';
 export const NAMESPACE = 'episodic-system';
 export const SA_USER = `system:serviceaccount:${NAMESPACE}:episodic`;
-export const skipCluster = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
 
 export type K8sObject = {
   apiVersion: string;

@@ -21,6 +21,8 @@ export const clusterDir = path.join(repoRoot, '.cluster');
 export const kubeconfigPath = path.join(clusterDir, 'kubeconfig');
 export const kubectlPath = path.join(clusterDir, 'bin', 'kubectl');
 export const helmPath = path.join(clusterDir, 'bin', 'helm');
+/** `skip` for suites that need the control plane: a developer's opt-out (CI never sets it). */
+export const skipCluster = process.env.EPISODIC_SKIP_CLUSTER === '1' ? 'EPISODIC_SKIP_CLUSTER=1' : false;
 
 export interface Cluster {
   kubeconfigPath: string;
