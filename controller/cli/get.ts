@@ -1,7 +1,6 @@
 // `episodic get [DIR]`: the local equivalent of `kubectl get agenttasks`.
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { stringify } from 'yaml';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { FileStatusStore } from '../sinks/file-status.ts';
@@ -45,7 +44,8 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
   });
   if (opts.output === 'json' || opts.output === 'yaml') {
     const list = { apiVersion: 'v1', kind: 'List', items: items.map((i) => i.manifest) };
-    process.stdout.write(opts.output === 'json' ? `${JSON.stringify(list, null, 2)}\n` : stringify(list));
+    if (opts.output === 'json') process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
+    else process.stdout.write((await import('yaml')).stringify(list)); // loaded only for -o yaml
     return 0;
   }
   const wide = opts.output === 'wide';

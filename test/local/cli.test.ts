@@ -54,6 +54,24 @@ test('run: invalid usage exits 2', async () => {
   assert.equal((await runCli(['frobnicate'])).code, 2);
 });
 
+test('help lists every subcommand; a subcommand\'s help, --version and unknown commands work with lazy loading', async () => {
+  const help = await runCli(['--help']);
+  assert.equal(help.code, 0);
+  for (const name of ['run', 'get', 'validate', 'logs', 'crd', 'controller', 'episode']) {
+    assert.match(help.stdout, new RegExp(`^  ${name} `, 'm'), `--help lists ${name}`);
+  }
+  const runHelp = await runCli(['run', '--help']);
+  assert.equal(runHelp.code, 0);
+  assert.match(runHelp.stdout, /--max-concurrent <n>/);
+  assert.doesNotMatch(runHelp.stdout, /--kubeconfig/, "only run's own options");
+  const version = await runCli(['--version']);
+  assert.equal(version.code, 0);
+  assert.equal(version.stdout.trim(), JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).version);
+  const unknown = await runCli(['lgos']);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown command 'lgos'[\s\S]*Did you mean logs\?/);
+});
+
 test('get (table, wide, json, yaml) and logs after a run; metrics file written at exit', async () => {
   const dir = specDir([
     { name: 'alpha', script: { steps: [{ mode: 'continue', text: 'first step done' }, { mode: 'success', costUSD: 0.5 }] } },
