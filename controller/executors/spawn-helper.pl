@@ -208,7 +208,9 @@ for (;;) {
   reap();
   my $rin = '';
   vec($rin, fileno($_), 1) = 1 for \*STDIN, $wake_r, map { $_->{fh} } values %execing;
-  my $n = select(my $rout = $rin, undef, undef, undef);
+  # Perl runs %SIG handlers between ops, so a SIGCHLD that lands just before select() blocks does not wake
+  # it (seen once as a test that hung with a zombie child): while children run, look every 100 ms at worst.
+  my $n = select(my $rout = $rin, undef, undef, %id_of ? 0.1 : undef);
   next if $n < 0;    # EINTR: SIGCHLD arrived
   if (vec($rout, fileno($wake_r), 1)) { 1 while sysread($wake_r, my $drain, 512) }
   for my $e (values %execing) {
