@@ -248,15 +248,22 @@ export class LocalController {
     });
     const current = record.status.currentEpisode;
     if (episode.pid && current) record.status.currentEpisode = { ...current, pid: episode.pid, pidStartTime: episode.pidStartTime };
+    // The agent starts once its pid is on record for any restart to find, not after the directory fsync:
+    // only a power loss could undo the rename, and that stops the agent too.
+    let released = false;
+    const release = () => {
+      // A shutdown that began while this episode was being recorded did not see it to cancel it.
+      if (this.stopping) episode.cancel('cancelled');
+      else episode.release();
+      released = true;
+    };
     try {
-      await this.persist(record, before);
+      await this.persist(record, before, release);
     } catch (err) {
       episode.cancel('cancelled'); // never run an episode that is not on record
       throw err;
     }
-    // A shutdown that began while this episode was being recorded did not see it to cancel it.
-    if (this.stopping) episode.cancel('cancelled');
-    else episode.release();
+    if (!released) release(); // nothing new to write (cannot happen for a new episode, but never hold forever)
     this.running.set(task.key, episode);
     void episode.result.then((result) => {
       this.running.delete(task.key);
@@ -286,7 +293,7 @@ export class LocalController {
     }
   }
 
-  private async persist(next: StoredStatus, before: AgentTaskStatus): Promise<void> {
+  private async persist(next: StoredStatus, before: AgentTaskStatus, onVisible?: () => void): Promise<void> {
     const key = `${next.namespace}/${next.name}`;
     const prev = this.records.get(key);
     this.records.set(key, next);
@@ -296,7 +303,7 @@ export class LocalController {
     this.opts.metrics.observeTransition(next.namespace, before, next.status);
     this.opts.metrics.movePhase(next.namespace, prev?.status.phase, next.status.phase);
     if (prev && JSON.stringify(prev) === JSON.stringify(next)) return;
-    await this.store.write(next, { durable: changesEpisodeFacts(prev?.status ?? emptyStatus(), next.status) });
+    await this.store.write(next, { durable: changesEpisodeFacts(prev?.status ?? emptyStatus(), next.status), onVisible });
   }
 
   private dependencyView(task: SpecTask): { dependencies: Record<string, Phase | undefined>; dependencyCycle?: string[] } {

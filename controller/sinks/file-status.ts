@@ -32,7 +32,7 @@ export class FileStatusStore {
   }
 
   /** `durable: false` for what a restart recomputes or a power loss makes moot (see writeFileAtomic). */
-  async write(record: StoredStatus, opts: { durable?: boolean } = {}): Promise<void> {
+  async write(record: StoredStatus, opts: WriteOptions = {}): Promise<void> {
     await writeFileAtomic(this.pathFor(record.namespace, record.name), `${JSON.stringify(record, null, 2)}\n`, opts);
   }
 
@@ -62,6 +62,16 @@ export class FileStatusStore {
   }
 }
 
+export interface WriteOptions {
+  durable?: boolean;
+  /**
+   * Called once the new version is in place (renamed over the old, its data fsynced), before the directory
+   * fsync: from then on any process, e.g. a restarted controller, reads it. Only a power loss could still
+   * lose the rename, and it would take down whatever `onVisible` started as well.
+   */
+  onVisible?: () => void;
+}
+
 /**
  * Writes `path` as a whole or not at all: temp file + rename. `durable` fsyncs the file before the rename
  * and the directory after it, so the write itself survives a power loss. Without it the file is still
@@ -69,7 +79,7 @@ export class FileStatusStore {
  * recorded one was); only the rename may then be lost, which leaves the old version.
  * Small writes are synchronous (a few µs each); only the fsyncs go to the thread pool.
  */
-export async function writeFileAtomic(path: string, data: string, opts: { durable?: boolean } = {}): Promise<void> {
+export async function writeFileAtomic(path: string, data: string, opts: WriteOptions = {}): Promise<void> {
   const durable = opts.durable ?? true;
   const dir = dirname(path);
   const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
@@ -96,6 +106,7 @@ export async function writeFileAtomic(path: string, data: string, opts: { durabl
     removeQuietly(tmp);
     throw err;
   }
+  opts.onVisible?.();
   // The rename itself must survive a power loss too: fsync the directory entry.
   if (durable) await syncDirectory(dir);
 }
