@@ -14,9 +14,9 @@ export async function launchViaHelper(helper: SpawnHelper, opts: LaunchOptions):
   const discardStderr = () => (opts.stderrFile ? emptyQuietly(stderrFile) : removeQuietly(stderrFile));
   let offset: number;
   try {
-    // Create the log now: the child appends to it, and its output starts at today's end.
-    closeSync(openSync(opts.logFile, 'a'));
-    offset = statSync(opts.logFile).size;
+    // The child creates the log (or appends, e.g. verify after the agent): its output starts at today's end.
+    // Not created here, so the create overlaps the status write instead of preceding it.
+    offset = statSync(opts.logFile, { throwIfNoEntry: false })?.size ?? 0;
   } catch (err) {
     return launchFailure((err as NodeJS.ErrnoException).code ?? 'ESETUP', `cannot open log ${opts.logFile}: ${(err as Error).message}`);
   }

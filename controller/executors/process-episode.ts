@@ -42,6 +42,11 @@ export interface ProcessEpisodeRequest {
   helper?: SpawnHelper;
   /** See LaunchOptions.stderrFile: a scratch file reused by every episode of the task. */
   stderrFile?: string;
+  /**
+   * Where the prompt is written for promptVia stdin/file: a scratch file reused by every episode of the
+   * task (rewritten, not created, per episode; see launch-helper.ts). Default: episode-N.prompt.md by the log.
+   */
+  promptFile?: string;
   /** Hold the agent just before exec until release() (through the helper only; see LaunchOptions.hold). */
   hold?: boolean;
 }
@@ -161,7 +166,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
 /** Next to the log, not in the workspace: the agent must not commit it or mistake it for project files. */
 function writePromptFile(req: ProcessEpisodeRequest): string {
   const { dir, name } = parse(resolve(req.logFile));
-  const promptFile = join(dir, `${name}.prompt.md`);
+  const promptFile = req.promptFile ?? join(dir, `${name}.prompt.md`);
   writeFileSync(promptFile, req.prompt, { mode: 0o600 });
   return promptFile;
 }

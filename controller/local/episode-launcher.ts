@@ -84,8 +84,9 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     timeoutMs: spec.limits.episodeTimeoutSeconds * 1000,
     killGraceMs: req.killGraceMs,
     logFile,
-    // One task runs one process at a time: its episodes share one stderr scratch file.
+    // One task runs one process at a time: its episodes share one stderr and one prompt scratch file.
     stderrFile: join(dirname(logFile), '.stderr'),
+    promptFile: join(dirname(logFile), '.prompt.md'),
     hold: req.hold,
     verify: spec.completion.verify,
     onExitZero: spec.completion.onExitZero,

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FAKE_CODEX, NODE, assertAllDead, readStatus, runCli, specDir, taskYaml, tempDir } from '../support/local.ts';
+import { FAKE_CLAUDE, FAKE_CODEX, NODE, assertAllDead, readStatus, runCli, specDir, taskYaml, tempDir } from '../support/local.ts';
 
 test('transient twice, then success: retries 2, no failures counted', async () => {
   const dir = specDir([{ name: 'flaky', script: { steps: [{ mode: 'transient' }, { mode: 'transient' }, { mode: 'success' }] } }]);
@@ -214,4 +214,18 @@ test('a workspace outside the spec directory is refused', async () => {
   const s = readStatus(dir, 'escape')?.status;
   assert.equal(s?.phase, 'Failed');
   assert.match(s?.message ?? '', /outside the spec directory/);
+});
+
+test('each episode gets its own rendered prompt, on stdin or in EPISODIC_PROMPT_FILE, never a leftover of the last', async () => {
+  // Episode 2's prompt is longer than episode 3's: a reused prompt file must not keep the tail of the old one.
+  const steps = [{ mode: 'continue', text: 'a much longer message from the first episode' }, { mode: 'continue', text: 'short' }, { mode: 'success' }];
+  for (const promptVia of ['stdin', 'file']) {
+    const record = join(tempDir(), 'record.jsonl');
+    const dir = specDir([{ name: 'p', spec: { prompt: 'Episode {{episode}}: {{lastEpisode.message}}', agent: { command: [NODE, FAKE_CLAUDE], output: 'claude', promptVia } }, script: { steps, record } }]);
+    const res = await runCli(['run', dir]);
+    assert.equal(res.code, 0, res.stderr);
+    const runs = readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const given = runs.map((r) => (promptVia === 'stdin' ? r.stdin : r.promptFileContent));
+    assert.deepEqual(given, ['Episode 1: ', `Episode 2: ${steps[0].text}`, `Episode 3: ${steps[1].text}`], promptVia);
+  }
 });
