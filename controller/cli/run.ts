@@ -69,6 +69,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   }
   const metrics = new EpisodicMetrics();
   const controller = new LocalController({ dir, stateDir, maxConcurrent, budgetUSD, logger, metrics });
+  controller.warmUp();
   let server: RunningServer | undefined;
   let watcher: SpecWatcher | undefined;
   let table: LiveTable | undefined;

@@ -16,6 +16,7 @@ import type { StoredStatus } from '../sinks/file-status.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/spec-files.ts';
 import { WorkQueue } from '../util/work-queue.ts';
 import { sharedSpawnHelper } from '../executors/spawn-helper.ts';
+import type { SpawnHelper } from '../executors/spawn-helper.ts';
 import { launchEpisode } from './episode-launcher.ts';
 import type { LaunchedEpisode } from './episode-launcher.ts';
 
@@ -68,6 +69,19 @@ export class LocalController {
         opts.metrics.reconcileErrors.inc();
         opts.logger.error({ task: key, err }, 'reconcile failed; will retry');
       },
+    });
+  }
+
+  /** Starts the spawn helper now, so its start-up overlaps loading specs instead of delaying the first episode. */
+  warmUp(): void {
+    void this.spawnHelper();
+  }
+
+  private spawnHelper(): Promise<SpawnHelper | undefined> {
+    return sharedSpawnHelper((why) => {
+      if (this.warnedNoHelper) return;
+      this.warnedNoHelper = true;
+      this.opts.logger.warn({ reason: why }, 'spawn helper unavailable; starting agents from the controller process (slower per episode)');
     });
   }
 
@@ -228,11 +242,7 @@ export class LocalController {
    * running that a restart would not know about (a held agent exits when the helper sees us gone).
    */
   private async start(task: SpecTask, spec: AgentTaskSpec, number: number, record: StoredStatus, before: AgentTaskStatus): Promise<void> {
-    const helper = await sharedSpawnHelper((why) => {
-      if (this.warnedNoHelper) return;
-      this.warnedNoHelper = true;
-      this.opts.logger.warn({ reason: why }, 'spawn helper unavailable; starting agents from the controller process (slower per episode)');
-    });
+    const helper = await this.spawnHelper();
     const episode = await launchEpisode({
       root: this.root,
       stateDir: this.opts.stateDir,
