@@ -4,7 +4,7 @@ import { existsSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { EpisodicMetrics } from '../metrics/metrics.ts';
+import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import type { RunningServer } from '../metrics/server.ts';
 import { LocalController } from '../local/local-controller.ts';
 import { acquireStateLock, StateLockError } from '../local/state-lock.ts';
@@ -67,7 +67,9 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
     console.error(`episodic run: ${(err as Error).message}`);
     return err instanceof StateLockError ? 1 : 2;
   }
-  const metrics = new EpisodicMetrics();
+  // prom-client (~30 ms of start-up) loads only when the metrics will be read: served or written at exit.
+  const metrics: EpisodicMetrics | undefined =
+    opts.metricsAddr || opts.metricsFile ? new (await import('../metrics/metrics.ts')).EpisodicMetrics() : undefined;
   const controller = new LocalController({ dir, stateDir, maxConcurrent, budgetUSD, logger, metrics });
   controller.warmUp();
   let server: RunningServer | undefined;
@@ -84,7 +86,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   process.on('SIGTERM', onSignal);
   try {
     // node:http and chokidar load only when asked for: every run pays the start-up time of what it imports.
-    if (opts.metricsAddr) {
+    if (opts.metricsAddr && metrics) {
       const { startMetricsServer } = await import('../metrics/server.ts');
       server = await startMetricsServer({ address: opts.metricsAddr, metrics, ready: () => true });
       logger.info({ url: `${server.url}/metrics` }, 'serving metrics');
@@ -130,7 +132,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
     table?.stop();
     await watcher?.close();
     await server?.close();
-    if (opts.metricsFile) await writeFile(opts.metricsFile, await metrics.text());
+    if (opts.metricsFile && metrics) await writeFile(opts.metricsFile, await metrics.text());
     await lock.release();
     await new Promise<void>((r) => logger.flush(() => r()));
   }

@@ -26,7 +26,8 @@ export interface LocalControllerOptions {
   maxConcurrent: number;
   budgetUSD?: number;
   logger: Logger;
-  metrics: EpisodicMetrics;
+  /** Undefined when nothing will read them (no --metrics-addr or --metrics-file). */
+  metrics?: EpisodicMetrics;
   killGraceMs?: number;
 }
 
@@ -66,7 +67,7 @@ export class LocalController {
       // RSS from ~170 MB to ~275 MB. The main thread, not the number of workers, is what limits.
       concurrency: 4,
       onError: (key, err) => {
-        opts.metrics.reconcileErrors.inc();
+        opts.metrics?.reconcileErrors.inc();
         opts.logger.error({ task: key, err }, 'reconcile failed; will retry');
       },
     });
@@ -310,8 +311,8 @@ export class LocalController {
     if (prev?.status.costUSD !== next.status.costUSD) this.spentUSD = undefined;
     if (next.status.reason === 'Queued') this.slotWaiters.add(key);
     else this.slotWaiters.delete(key);
-    this.opts.metrics.observeTransition(next.namespace, before, next.status);
-    this.opts.metrics.movePhase(next.namespace, prev?.status.phase, next.status.phase);
+    this.opts.metrics?.observeTransition(next.namespace, before, next.status);
+    this.opts.metrics?.movePhase(next.namespace, prev?.status.phase, next.status.phase);
     if (prev && JSON.stringify(prev) === JSON.stringify(next)) return;
     await this.store.write(next, { durable: changesEpisodeFacts(prev?.status ?? emptyStatus(), next.status), onVisible });
   }
