@@ -3,6 +3,7 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, parse, resolve } from 'node:path';
 import { episodeResult } from '../api/episode-result.ts';
+import { rewriteInPlace } from '../util/fs.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { createOutputAnalyzer } from './output/index.ts';
 import { createByteTail } from './output/byte-tail.ts';
@@ -166,7 +167,11 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
 /** Next to the log, not in the workspace: the agent must not commit it or mistake it for project files. */
 function writePromptFile(req: ProcessEpisodeRequest): string {
   const { dir, name } = parse(resolve(req.logFile));
-  const promptFile = req.promptFile ?? join(dir, `${name}.prompt.md`);
+  if (req.promptFile) {
+    rewriteInPlace(req.promptFile, req.prompt); // the task's scratch file: one episode (and reader) at a time
+    return req.promptFile;
+  }
+  const promptFile = join(dir, `${name}.prompt.md`);
   writeFileSync(promptFile, req.prompt, { mode: 0o600 });
   return promptFile;
 }
