@@ -259,22 +259,25 @@ export class LocalController {
     });
     const current = record.status.currentEpisode;
     if (episode.pid && current) record.status.currentEpisode = { ...current, pid: episode.pid, pidStartTime: episode.pidStartTime };
-    // The agent starts once its pid is on record for any restart to find, not after the directory fsync:
-    // only a power loss could undo the rename, and that stops the agent too.
-    let released = false;
-    const release = () => {
-      // A shutdown that began while this episode was being recorded did not see it to cancel it.
-      if (this.stopping) episode.cancel('cancelled');
-      else episode.release();
-      released = true;
-    };
+    // The agent starts once its pid is on record for any restart to find (the status file renamed into
+    // place), not after the directory fsync: only a power loss could undo the rename, and that stops the
+    // agent too. Nor does this worker wait for that fsync: the episode's end is written durably anyway.
+    let visible!: () => void;
+    const onRecord = new Promise<void>((resolve) => (visible = resolve));
+    const written = this.persist(record, before, visible);
     try {
-      await this.persist(record, before, release);
+      await Promise.race([onRecord, written]); // `written` settles first when nothing was written, or on failure
     } catch (err) {
       episode.cancel('cancelled'); // never run an episode that is not on record
       throw err;
     }
-    if (!released) release(); // nothing new to write (cannot happen for a new episode, but never hold forever)
+    // A shutdown that began while this episode was being recorded did not see it to cancel it.
+    if (this.stopping) episode.cancel('cancelled');
+    else episode.release();
+    written.catch((err: unknown) => {
+      this.opts.metrics?.reconcileErrors.inc();
+      this.opts.logger.error({ namespace: task.namespace, task: task.name, episode: number, err }, 'status of a started episode may not survive a power loss');
+    });
     this.running.set(task.key, episode);
     void episode.result.then((result) => {
       this.running.delete(task.key);
