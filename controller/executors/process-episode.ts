@@ -50,6 +50,11 @@ export interface ProcessEpisodeRequest {
   promptFile?: string;
   /** Hold the agent just before exec until release() (through the helper only; see LaunchOptions.hold). */
   hold?: boolean;
+  /**
+   * TREE_MARKER_ENV of every process of the episode, agent and verify (default: a new random one): what a
+   * restarted controller looks for to kill what a crashed one left running.
+   */
+  marker?: string;
 }
 
 export interface RunningEpisode {
@@ -109,6 +114,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     helper: req.helper,
     stderrFile: req.stderrFile,
     hold: req.hold,
+    marker: req.marker,
   });
   const agent = current;
   let cancelled = false;
@@ -138,6 +144,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
         killGraceMs,
         helper: req.helper,
         stderrFile: req.stderrFile,
+        marker: req.marker,
       });
       verify = describeVerify(await current.exit, tail.text(), verifyTimeoutMs);
       note(`--- episodic: ${verify.note ?? 'verify passed'} ---\n`);

@@ -264,3 +264,17 @@ export async function killOrphanEpisode(
   await killProcessTree(pid, { graceMs: opts.graceMs, marker, pgid: stat.pgid === pid ? pid : undefined, startTime: pidStartTime });
   return true;
 }
+
+/**
+ * After a controller restart: kill every live process that carries `marker` in TREE_MARKER_ENV (an episode's
+ * processes: the agent, verify, whatever they started), with their descendants. A marker is a random UUID,
+ * so an unrelated process can never match. Returns whether something was killed.
+ */
+export async function killMarkedProcesses(marker: string, opts: { graceMs?: number } = {}): Promise<boolean> {
+  if (!hasProc() || marker === '') return false;
+  const carriers = listLiveProcs().filter((p) => p.pid !== process.pid && readProcEnv(p.pid, TREE_MARKER_ENV) === marker);
+  if (carriers.length === 0) return false;
+  const root = carriers.find((p) => p.pgid === p.pid) ?? carriers[0];
+  await killProcessTree(root.pid, { graceMs: opts.graceMs, marker, pgid: root.pgid === root.pid ? root.pid : undefined, startTime: root.startTime });
+  return true;
+}

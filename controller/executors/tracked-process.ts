@@ -12,6 +12,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export interface TrackedProcessOptions extends LaunchOptions {
   timeoutMs: number;
   killGraceMs: number;
+  /** TREE_MARKER_ENV for the process and all it starts (default: a new random one). */
+  marker?: string;
 }
 
 export interface TrackedExit {
@@ -36,7 +38,7 @@ export interface TrackedProcess {
 
 /** Resolves once the process runs (or could not be started: then `exit` says why). */
 export async function startTrackedProcess(opts: TrackedProcessOptions): Promise<TrackedProcess> {
-  const marker = randomUUID();
+  const marker = opts.marker ?? randomUUID();
   const launchOpts = { ...opts, env: { ...opts.env, [TREE_MARKER_ENV]: marker } };
   let launched: Launch;
   try {

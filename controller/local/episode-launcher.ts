@@ -23,6 +23,8 @@ export interface LaunchRequest {
   helper?: SpawnHelper;
   /** Through the helper: the agent waits just before exec until release() (see LaunchOptions.hold). */
   hold?: boolean;
+  /** See ProcessEpisodeRequest.marker. */
+  marker?: string;
 }
 
 export interface LaunchedEpisode {
@@ -88,6 +90,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     stderrFile: join(dirname(logFile), '.stderr'),
     promptFile: join(dirname(logFile), '.prompt.md'),
     hold: req.hold,
+    marker: req.marker,
     verify: spec.completion.verify,
     onExitZero: spec.completion.onExitZero,
     analyzer: { format: spec.agent.output, promise: spec.completion.promise, pricing: spec.agent.pricing },

@@ -1,12 +1,13 @@
 // Local mode: spec directory (source) → pure reconciler → process episodes (executor) → status files (sink).
 // One work-queue key per task: a task is reconciled by one worker at a time, so it never has two episodes.
+import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { emptyStatus, isTerminal, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
-import { killOrphanEpisode } from '../executors/process-tree.ts';
+import { killMarkedProcesses, killOrphanEpisode } from '../executors/process-tree.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { findCycle } from '../reconciler/dependencies.ts';
 import { reconcile } from '../reconciler/reconcile.ts';
@@ -96,7 +97,12 @@ export class LocalController {
       this.spentUSD = undefined;
       const current = record.status.currentEpisode;
       if (!current) continue;
-      const killed = current.pid ? await killOrphanEpisode(current.pid, current.pidStartTime) : false;
+      // By the marker its processes carry (agent, verify and descendants); by pid for older state files.
+      const killed = record.processMarker
+        ? await killMarkedProcesses(record.processMarker)
+        : current.pid
+          ? await killOrphanEpisode(current.pid, current.pidStartTime)
+          : false;
       this.opts.logger.warn(
         { namespace: record.namespace, task: record.name, episode: current.number, orphanKilled: killed },
         'episode interrupted by a controller restart',
@@ -210,6 +216,9 @@ export class LocalController {
       jitter: Math.random(),
     });
     const next: StoredStatus = { namespace: task.namespace, name: task.name, generation, specHash: task.specHash, status: out.status };
+    // Other writes while an episode runs (a spec edit, a message) keep its marker on record.
+    const sameEpisode = out.status.currentEpisode !== undefined && out.status.currentEpisode.number === before.currentEpisode?.number;
+    if (sameEpisode && record?.processMarker) next.processMarker = record.processMarker;
     const recorded = observed?.state === 'finished' && out.status.currentEpisode?.number !== observed.number;
 
     const start = out.actions.find((a) => a.type === 'StartEpisode');
@@ -244,7 +253,13 @@ export class LocalController {
    */
   private async start(task: SpecTask, spec: AgentTaskSpec, number: number, record: StoredStatus, before: AgentTaskStatus): Promise<void> {
     const helper = await this.spawnHelper();
-    const episode = await launchEpisode({
+    // The agent execs only once the status says "episode N runs, its processes carry this marker": a crash
+    // at any moment leaves either nothing running (a held agent exits when the helper sees us gone) or
+    // processes a restart finds by the marker. The marker, unlike the pid, is known before the spawn, so the
+    // helper's fork and the status write run at the same time.
+    const marker = randomUUID();
+    record.processMarker = marker;
+    const launching = launchEpisode({
       root: this.root,
       stateDir: this.opts.stateDir,
       specFile: task.file,
@@ -256,21 +271,25 @@ export class LocalController {
       killGraceMs: this.opts.killGraceMs,
       helper,
       hold: true,
+      marker,
     });
-    const current = record.status.currentEpisode;
-    if (episode.pid && current) record.status.currentEpisode = { ...current, pid: episode.pid, pidStartTime: episode.pidStartTime };
-    // The agent starts once its pid is on record for any restart to find (the status file renamed into
-    // place), not after the directory fsync: only a power loss could undo the rename, and that stops the
-    // agent too. Nor does this worker wait for that fsync: the episode's end is written durably anyway.
+    // On record once the file is renamed into place, not after the directory fsync: only a power loss could
+    // undo the rename, and that stops the agent too. Nor does this worker wait for that fsync: the
+    // episode's end is written durably anyway.
     let visible!: () => void;
     const onRecord = new Promise<void>((resolve) => (visible = resolve));
     const written = this.persist(record, before, visible);
+    let episode: LaunchedEpisode;
     try {
-      await Promise.race([onRecord, written]); // `written` settles first when nothing was written, or on failure
+      // `written` settles first when nothing was written, or on failure.
+      [episode] = await Promise.all([launching, Promise.race([onRecord, written])]);
     } catch (err) {
-      episode.cancel('cancelled'); // never run an episode that is not on record
+      void launching.then((e) => e.cancel('cancelled')); // never run an episode that is not on record
       throw err;
     }
+    // Known now, for our own use (stop, logs); a restart goes by the marker.
+    const current = record.status.currentEpisode;
+    if (episode.pid && current) record.status.currentEpisode = { ...current, pid: episode.pid, pidStartTime: episode.pidStartTime };
     // A shutdown that began while this episode was being recorded did not see it to cancel it.
     if (this.stopping) episode.cancel('cancelled');
     else episode.release();

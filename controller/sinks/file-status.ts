@@ -17,6 +17,11 @@ export const StoredStatusSchema = z.object({
   generation: z.number().int().min(1),
   specHash: z.string(),
   status: AgentTaskStatusSchema,
+  /**
+   * While an episode runs: the EPISODIC_PROCESS_TREE value all its processes carry. Written before the
+   * agent execs, so a controller restarted after a crash finds (and kills) whatever it left running.
+   */
+  processMarker: z.string().optional(),
 });
 export type StoredStatus = z.infer<typeof StoredStatusSchema>;
 

@@ -19,8 +19,14 @@ test('kill -9 mid-episode, restart: orphan tree killed, episode recorded as inte
   await first.exited;
   const orphans = pidsIn(pidFile);
   assert.ok(orphans.some(isAlive), 'the agent tree outlives a kill -9 of its controller (own process group)');
-  const before = readStatus(dir, 'crashy')?.status;
-  assert.equal(before?.costUSD, 0.5, 'cost of episode 1 was recorded before the crash');
+  const before = readStatus(dir, 'crashy');
+  assert.equal(before?.status.costUSD, 0.5, 'cost of episode 1 was recorded before the crash');
+  // What the restart goes by: the marker on record is the one every process of the episode carries.
+  const marker = before?.processMarker ?? '';
+  assert.match(marker, /^[0-9a-f-]{36}$/);
+  for (const pid of orphans.filter(isAlive)) {
+    assert.ok(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`EPISODIC_PROCESS_TREE=${marker}`), `pid ${pid} carries the marker`);
+  }
 
   const second = await runCli(['run', dir]);
   assert.equal(second.code, 0, second.stderr);
@@ -36,7 +42,7 @@ test('kill -9 mid-episode, restart: orphan tree killed, episode recorded as inte
 test('two controllers cannot share a state directory', async () => {
   const dir = specDir([{ name: 'solo', script: { default: { mode: 'sleep', sleepSeconds: 30 } } }]);
   const first = startCli(['run', dir]);
-  await waitFor('episode running', () => readStatus(dir, 'solo')?.status.currentEpisode?.pid);
+  await waitFor('episode running', () => readStatus(dir, 'solo')?.status.currentEpisode?.number === 1);
   const second = await runCli(['run', dir]);
   assert.equal(second.code, 1);
   assert.match(second.stderr, /in use by another episodic controller/);
@@ -125,10 +131,12 @@ test('many instant episodes in a row never lose a result (an episode may end bef
   assert.equal(s?.lastEpisode?.number, 40);
 });
 
-test('an agent starts only once its episode and pid are on record (a crash in between leaves nothing unrecorded)', async () => {
+// The agent's check runs milliseconds after its exec, so this catches an agent started before the status write,
+// not one that beats the write by less than that; the order itself is start() in local-controller.ts.
+test('an agent starts only once its episode and process marker are on record (a crash in between leaves nothing unrecorded)', async () => {
   const dir = tempDir();
   const agent = join(dir, 'check.sh');
-  writeFileSync(agent, '#!/bin/sh\necho "stderr of $EPISODIC_EPISODE" >&2\nif grep -q "\\"pid\\": $$," "$STATUS_FILE"; then echo "pid $$ on record"; exit 0; fi\necho "pid $$ not on record"; exit 1\n', { mode: 0o755 });
+  writeFileSync(agent, '#!/bin/sh\necho "stderr of $EPISODIC_EPISODE" >&2\nif grep -q "\\"processMarker\\": \\"$EPISODIC_PROCESS_TREE\\"" "$STATUS_FILE" && grep -q "\\"number\\": $EPISODIC_EPISODE," "$STATUS_FILE"; then echo "episode $EPISODIC_EPISODE on record"; exit 0; fi\necho "not on record"; exit 1\n', { mode: 0o755 });
   const statusFile = join(dir, '.episodic/status/default/checked.json');
   specDir([{ name: 'checked', spec: { agent: { command: [agent], output: 'text', env: [{ name: 'STATUS_FILE', value: statusFile }] }, limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30 } } }], { dir });
   const res = await runCli(['run', dir], { timeoutMs: 60_000 });
@@ -137,8 +145,28 @@ test('an agent starts only once its episode and pid are on record (a crash in be
   assert.equal(s?.reason, 'MaxEpisodesReached');
   for (let n = 1; n <= 3; n++) {
     const log = readFileSync(join(dir, `.episodic/logs/default/checked/episode-${n}.log`), 'utf8');
-    assert.match(log, /^pid \d+ on record$/m, `episode ${n}`);
+    assert.match(log, new RegExp(`^episode ${n} on record$`, 'm'), `episode ${n}`);
     // Episodes share one stderr scratch file: each log gets its own episode's stderr, once.
     assert.equal(log.match(/stderr of \d+/g)?.join(), `stderr of ${n}`, log);
   }
+});
+
+test('kill -9 while verify runs, restart: the verify process is killed too (it carries the episode marker)', async () => {
+  const dir = tempDir();
+  const pidFile = join(dir, 'verify.pid');
+  // First verify: write its pid and hang; later ones pass at once.
+  const verify = join(dir, 'verify.sh');
+  writeFileSync(verify, `#!/bin/sh\nif [ -e "${pidFile}" ]; then exit 0; fi\necho $$ > "${pidFile}"\nexec sleep 300\n`, { mode: 0o755 });
+  specDir([{ name: 'verified', spec: { completion: { promise: 'COMPLETE', verify: [verify] } }, script: { default: { mode: 'success' } } }], { dir });
+  const first = startCli(['run', dir]);
+  const pid = await waitFor('verify running', () => pidsIn(pidFile)[0]);
+  first.child.kill('SIGKILL');
+  await first.exited;
+  assert.ok(isAlive(pid), 'verify outlives a kill -9 of its controller');
+  const second = await runCli(['run', dir]);
+  assert.equal(second.code, 0, second.stderr);
+  await assertAllDead([pid], 'verify after restart');
+  const s = readStatus(dir, 'verified')?.status;
+  assert.equal(s?.phase, 'Succeeded');
+  assert.equal(s?.episodes, 2, 'episode 1 interrupted during verify, episode 2 verified');
 });

@@ -89,6 +89,7 @@ export function startCli(args: string[], opts: { cwd?: string } = {}): { child: 
 
 export interface StoredStatusFile {
   generation: number;
+  processMarker?: string;
   status: {
     phase?: string;
     reason?: string;
