@@ -8,14 +8,14 @@
 # Docker engine. Keep every RUN either an npm/ln command or one of the system steps that test knows.
 ARG NODE_IMAGE=node:24-bookworm-slim
 
-# ---- build: compile TypeScript to dist/ -------------------------------------------------------------
+# ---- build: bundle the TypeScript into dist/ (esbuild) ----------------------------------------------
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-# --ignore-scripts: `prepare` would run tsc before the sources are here, and the `node` devDependency's
+# --ignore-scripts: `prepare` would build before the sources are here, and the `node` devDependency's
 # install script would download a second Node; the base image has Node already.
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build.mjs ./scripts/
 COPY controller ./controller
 RUN npm run build
 

@@ -1,4 +1,4 @@
-import { createRequire } from 'node:module';
+// A static JSON import: the bundler inlines it (dist/ has no package.json beside it), Node reads it from source.
+import pkg from '../package.json' with { type: 'json' };
 
-const pkg = createRequire(import.meta.url)('../package.json') as { version: string };
 export const VERSION_STRING: string = pkg.version;

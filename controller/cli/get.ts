@@ -5,6 +5,7 @@ import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { FileStatusStore } from '../sinks/file-status.ts';
 import { loadSpecDir } from '../sources/spec-files.ts';
+import { yamlLib } from '../util/yaml-lib.ts';
 import { formatTable } from './live-table.ts';
 
 export function registerGet(program: Command): void {
@@ -45,7 +46,7 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
   if (opts.output === 'json' || opts.output === 'yaml') {
     const list = { apiVersion: 'v1', kind: 'List', items: items.map((i) => i.manifest) };
     if (opts.output === 'json') process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
-    else process.stdout.write((await import('yaml')).stringify(list)); // loaded only for -o yaml
+    else process.stdout.write(yamlLib().stringify(list));
     return 0;
   }
   const wide = opts.output === 'wide';

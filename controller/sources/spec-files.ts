@@ -2,13 +2,13 @@
 // (top level only, like `kubectl apply -f DIR`). Spec files are read, never written.
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { loadAll } from 'js-yaml';
 import { API_VERSION, KIND, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskSpec } from '../api/agent-task.ts';
 import { validateMetadata, validateSpec } from '../api/validate.ts';
+import { yamlLib } from '../util/yaml-lib.ts';
 
 export interface SpecTask {
   key: string;
@@ -101,15 +101,10 @@ function parseDocuments(text: string): YamlDocument[] {
   try {
     return loadAll(text).map((value) => ({ value, errors: [] }));
   } catch {
-    return yamlParser().parseAllDocuments(text, { prettyErrors: true }).map((doc) =>
+    return yamlLib().parseAllDocuments(text, { prettyErrors: true }).map((doc) =>
       doc.errors.length > 0 ? { errors: doc.errors.map((e) => e.message.split('\n')[0]) } : { value: doc.toJS(), errors: [] },
     );
   }
-}
-
-/** `yaml` loads only when a file has errors: it is ~70 modules, and every `episodic run` would pay for them. */
-function yamlParser(): typeof import('yaml') {
-  return createRequire(import.meta.url)('yaml') as typeof import('yaml');
 }
 
 export interface LoadedSpecs {

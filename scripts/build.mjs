@@ -1,0 +1,32 @@
+// Builds dist/: the CLI bundled by esbuild (one file per lazily loaded part) instead of one output file per
+// source module. Node resolves and loads ~300 small modules at every start otherwise (zod alone is 99 files);
+// bundled, a one-episode `episodic run` starts ~45 ms sooner and `episodic get` ~30 ms (see the commit).
+// Type checking stays with tsc (`npm test` runs `tsc --noEmit`); esbuild only strips types.
+import { copyFileSync, rmSync } from 'node:fs';
+import { build } from 'esbuild';
+
+const repo = new URL('../', import.meta.url);
+const out = new URL('dist/cli/', repo);
+rmSync(new URL('dist/', repo), { recursive: true, force: true });
+
+await build({
+  absWorkingDir: repo.pathname,
+  entryPoints: ['controller/cli/main.ts'],
+  outdir: 'dist/cli',
+  bundle: true,
+  // Every lazy import() becomes its own chunk: `episodic get` still loads nothing of `run` or `controller`.
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  sourcemap: true,
+  logLevel: 'warning',
+  // Left to node_modules: client-node (only `episodic controller` loads it; large, and tested unbundled)
+  // and pino (its transports load worker files by path).
+  external: ['@kubernetes/client-node', 'pino'],
+  // Bundled CommonJS packages call require() for Node built-ins; ESM output has no require of its own.
+  banner: { js: "import { createRequire as __episodicRequire } from 'node:module'; const require = __episodicRequire(import.meta.url);" },
+});
+
+// Found next to the code that starts it (new URL('./spawn-helper.pl', import.meta.url)): every chunk is here.
+copyFileSync(new URL('controller/executors/spawn-helper.pl', repo), new URL('spawn-helper.pl', out));
