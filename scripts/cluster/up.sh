@@ -180,14 +180,15 @@ start_daemon() {
   setsid nohup "$@" </dev/null >>"$logfile" 2>&1 9>&- &
   local pid=$!
   echo "$pid" >"$pidfile"
-  # Until the forked shell has exec'd the daemon, /proc/PID/cmdline still
-  # shows this script, and pid_is would report "exited". Wait for the exec
-  # (up to 30 s: on a busy machine, loading the ~100 MB kube-apiserver binary
-  # once took longer than the 5 s this used to allow, and CI failed with an
-  # empty log).
-  local name; name="$(basename "$pidfile" .pid)"
+  # The forked shell execs setsid, which execs nohup, which execs the daemon.
+  # Wait until the pid runs the daemon's own binary: the callers' pid_is checks
+  # read /proc/PID/cmdline, which matched at the setsid/nohup stage already and
+  # can read empty in the middle of the next exec - a CI run once reported
+  # "kube-apiserver exited during startup" (empty log) for an apiserver that
+  # was still starting. Up to 30 s: loading the ~100 MB binary can be slow.
+  local exe; exe="$(readlink -f "$1")"
   for _ in $(seq 1 600); do
-    pid_is "$pid" "$name" && return 0
+    [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$exe" ]] && return 0
     kill -0 "$pid" 2>/dev/null || return 0   # died; callers report it
     sleep 0.05
   done
