@@ -247,16 +247,13 @@ export class LocalController {
   }
 
   /**
-   * Starts episode `number` and records it (with its pid) before the agent runs: through the spawn helper
-   * the agent waits just before exec until the status is written, so a crash in between leaves nothing
-   * running that a restart would not know about (a held agent exits when the helper sees us gone).
+   * Starts episode `number`. The agent execs only once the status says "episode N runs, its processes carry
+   * this marker": a crash at any moment leaves either nothing running (a held agent exits when the helper
+   * sees us gone) or processes a restart finds by the marker. The marker, unlike the pid, is known before
+   * the spawn, so the helper's fork and the status write run at the same time.
    */
   private async start(task: SpecTask, spec: AgentTaskSpec, number: number, record: StoredStatus, before: AgentTaskStatus): Promise<void> {
     const helper = await this.spawnHelper();
-    // The agent execs only once the status says "episode N runs, its processes carry this marker": a crash
-    // at any moment leaves either nothing running (a held agent exits when the helper sees us gone) or
-    // processes a restart finds by the marker. The marker, unlike the pid, is known before the spawn, so the
-    // helper's fork and the status write run at the same time.
     const marker = randomUUID();
     record.processMarker = marker;
     const launching = launchEpisode({
