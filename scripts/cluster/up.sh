@@ -178,20 +178,18 @@ start_daemon() {
   local pidfile="$1" logfile="$2"; shift 2
   : >"$logfile"
   setsid nohup "$@" </dev/null >>"$logfile" 2>&1 9>&- &
-  local pid=$!
-  echo "$pid" >"$pidfile"
-  # The forked shell execs setsid, which execs nohup, which execs the daemon.
-  # Wait until the pid runs the daemon's own binary: the callers' pid_is checks
-  # read /proc/PID/cmdline, which matched at the setsid/nohup stage already and
-  # can read empty in the middle of the next exec - a CI run once reported
-  # "kube-apiserver exited during startup" (empty log) for an apiserver that
-  # was still starting. Up to 30 s: loading the ~100 MB binary can be slow.
-  local exe; exe="$(readlink -f "$1")"
-  for _ in $(seq 1 600); do
-    [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$exe" ]] && return 0
-    kill -0 "$pid" 2>/dev/null || return 0   # died; callers report it
-    sleep 0.05
-  done
+  echo "$!" >"$pidfile"
+}
+
+# Whether a daemon started here still runs: the pid exists and is not a zombie (a dead daemon stays one
+# until this shell reaps it). Not pid_is: its /proc/PID/cmdline check gave false negatives while the pid
+# was still exec'ing (setsid -> nohup -> daemon; the cmdline reads empty inside an exec), and CI twice
+# reported "kube-apiserver exited during startup" with an empty log for an apiserver that was starting.
+# The pid is our own child here, so it cannot have been reused.
+pid_alive() {
+  local state
+  state="$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null)"
+  [[ -n "$state" && "$state" != Z && "$state" != X ]]
 }
 
 # 3. etcd: single member, loopback only, data under .cluster/etcd.
@@ -222,7 +220,7 @@ ETCD_PID=$(cat "$CLUSTER_DIR/etcd.pid")
 # but failing here gives a much clearer error).
 for i in $(seq 1 60); do
   (exec 3<>"/dev/tcp/127.0.0.1/$ETCD_CLIENT_PORT") 2>/dev/null && break
-  pid_is "$ETCD_PID" etcd || die_with_log "etcd exited during startup" "$CLUSTER_DIR/etcd.log"
+  pid_alive "$ETCD_PID" || die_with_log "etcd exited during startup" "$CLUSTER_DIR/etcd.log"
   [[ $i -eq 60 ]] && die_with_log "etcd did not listen on $ETCD_URL within 30s" "$CLUSTER_DIR/etcd.log"
   sleep 0.5
 done
@@ -275,7 +273,7 @@ APISERVER_PID=$(cat "$CLUSTER_DIR/kube-apiserver.pid")
 CA_FILE="$PKI/serving/apiserver.crt"
 deadline=$(( $(date +%s) + READY_TIMEOUT ))
 until [[ -s "$CA_FILE" ]]; do
-  pid_is "$APISERVER_PID" kube-apiserver ||
+  pid_alive "$APISERVER_PID" ||
     die_with_log "kube-apiserver exited during startup" "$CLUSTER_DIR/kube-apiserver.log"
   (( $(date +%s) < deadline )) ||
     die_with_log "kube-apiserver wrote no serving cert within ${READY_TIMEOUT}s" "$CLUSTER_DIR/kube-apiserver.log"
@@ -311,7 +309,7 @@ log "waiting for $APISERVER_URL/readyz (timeout ${READY_TIMEOUT}s)"
 start_wait=$(date +%s)
 until "$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=5s \
     get --raw /readyz >/dev/null 2>&1; do
-  pid_is "$APISERVER_PID" kube-apiserver ||
+  pid_alive "$APISERVER_PID" ||
     die_with_log "kube-apiserver exited during startup" "$CLUSTER_DIR/kube-apiserver.log"
   (( $(date +%s) < deadline )) ||
     die_with_log "kube-apiserver not ready within ${READY_TIMEOUT}s" "$CLUSTER_DIR/kube-apiserver.log"
