@@ -45,7 +45,7 @@ export interface ProcessEpisodeRequest {
   stderrFile?: string;
   /**
    * Where the prompt is written for promptVia stdin/file: a scratch file reused by every episode of the
-   * task (rewritten, not created, per episode; see launch-helper.ts). Default: episode-N.prompt.md by the log.
+   * task (rewritten in place, see rewriteInPlace in util/fs.ts). Default: episode-N.prompt.md by the log.
    */
   promptFile?: string;
   /** Hold the agent just before exec until release() (through the helper only; see LaunchOptions.hold). */
