@@ -117,6 +117,13 @@ export const AgentTaskSpecSchema = z
     ],
   });
 
+/** The schema's defaults, for rules that must act on a task whose spec did not validate. */
+export const DEFAULT_SPEC = {
+  completion: CompletionSchema.parse({}),
+  limits: LimitsSchema.parse({}),
+  backoff: BackoffSchema.parse({}),
+} as const;
+
 export const MetadataSchema = z.object({
   name: dnsLabel,
   namespace: dnsLabel.default('default'),

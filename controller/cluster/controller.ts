@@ -11,7 +11,7 @@ import type { Phase } from '../api/agent-task.ts';
 import { EpisodicMetrics } from '../metrics/metrics.ts';
 import { startMetricsServer } from '../metrics/server.ts';
 import type { RunningServer } from '../metrics/server.ts';
-import { WorkQueue } from '../util/work-queue.ts';
+import { WorkQueue } from '../core/work-queue.ts';
 import type { EpisodeDefaults } from './episode-defaults.ts';
 import { TASK_LABEL } from './episode-pod.ts';
 import { EpisodeSlots } from './episode-slots.ts';

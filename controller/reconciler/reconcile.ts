@@ -2,7 +2,8 @@
 // No I/O, no Date.now(), no Math.random(): everything it needs comes in as input, so every rule is
 // table-testable and local and cluster mode share it unchanged.
 import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
-import { isTerminal } from '../api/agent-task.ts';
+import { DEFAULT_SPEC, isTerminal } from '../api/agent-task.ts';
+import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { backoffMs } from './backoff.ts';
 import { conditionsFor } from './conditions.ts';
@@ -14,13 +15,25 @@ export const DEADLINE_GRACE_MS = 30_000;
 /** Usage limit without a parseable reset time. */
 export const USAGE_LIMIT_FALLBACK_MS = 60 * 60 * 1000;
 
+export type StopReason = 'cancelled' | 'timeout';
+
+/** What an executor sees of a task's newest episode: facts only; reconcile() decides what they mean. */
 export interface ObservedEpisode {
   number: number;
-  state: 'running' | 'finished';
+  /** 'gone': nothing of the episode exists any more (or never did) and it left no result. */
+  state: 'running' | 'finished' | 'gone';
   startedAt?: string;
   finishedAt?: string;
   /** Present when state is 'finished'. */
   result?: EpisodeResult;
+  /** Running but cannot be scheduled (cluster): the task waits, and the episode's clock does not run. */
+  unschedulable?: string;
+  /** When 'gone': who removed its pod or process. Undefined: it never existed (a crash between recording and starting it). */
+  removedBy?: 'controller' | 'someone-else';
+  /** Cluster: the episode's pod, shown in status.currentEpisode. */
+  podName?: string;
+  /** Look again then even if nothing changes (e.g. when an image-pull grace period ends). */
+  recheckAfterMs?: number;
 }
 
 export interface ReconcileInput {
@@ -32,9 +45,13 @@ export interface ReconcileInput {
   specError?: string;
   /** The task is being deleted: stop what runs, start nothing. */
   deleted?: boolean;
+  /** The controller is stopping (SIGINT): stop what runs, start nothing, and say so. */
+  shuttingDown?: boolean;
   status: AgentTaskStatus;
   /** The newest episode the executor knows of for this task. */
   episode?: ObservedEpisode;
+  /** A StopEpisode this controller already asked for: its reason decides how the episode ended. */
+  stopRequested?: { number: number; reason: StopReason };
   /** Phase of each dependsOn entry; undefined when that task does not exist. */
   dependencies: Record<string, Phase | undefined>;
   /** A dependsOn cycle through this task, e.g. ["a", "b", "a"]. */
@@ -50,7 +67,7 @@ export interface ReconcileInput {
 
 export type Action =
   | { type: 'StartEpisode'; number: number }
-  | { type: 'StopEpisode'; number: number; reason: 'cancelled' | 'timeout' }
+  | { type: 'StopEpisode'; number: number; reason: StopReason }
   | { type: 'RecordEvent'; eventType: 'Normal' | 'Warning'; reason: string; message: string };
 
 export interface ReconcileResult {
@@ -69,9 +86,9 @@ export function reconcile(input: ReconcileInput): ReconcileResult {
   let status: AgentTaskStatus = structuredClone(input.status);
 
   status = adoptUnknownEpisode(status, input.episode, now);
-  const finished = input.episode;
-  if (finished?.state === 'finished' && finished.result && status.currentEpisode?.number === finished.number) {
-    status = recordEpisode(status, finished, input, events);
+  const ended = endedEpisode(input.episode, input.stopRequested);
+  if (ended && status.currentEpisode?.number === ended.number) {
+    status = recordEpisode(status, ended, input, events);
   }
 
   const decided = decide(status, input, events);
@@ -80,6 +97,38 @@ export function reconcile(input: ReconcileInput): ReconcileResult {
   status.observedGeneration = input.generation;
   status.conditions = conditionsFor(status, input.generation, now);
   return { status, actions, requeueAfterMs: decided.requeueAfterMs };
+}
+
+/**
+ * The episode's end as a result, when it ended. A stop this controller asked for decides the outcome over
+ * what the process or pod reported while being killed; an episode that vanished without a result ended as
+ * its remover (or its absence) says.
+ */
+function endedEpisode(episode: ObservedEpisode | undefined, stop: ReconcileInput['stopRequested']): ObservedEpisode | undefined {
+  if (!episode || episode.state === 'running') return undefined;
+  const stopped = stop?.number === episode.number ? stop.reason : undefined;
+  if (stopped) {
+    const exitCode = episode.result?.exitCode ?? null;
+    const result =
+      stopped === 'timeout'
+        ? episodeResult({ exitCode, timedOut: true, message: episode.result?.timedOut ? episode.result.message : 'episode timed out; stopped' })
+        : episodeResult({ exitCode, cancelled: true, message: 'episode cancelled; stopped' });
+    return { ...episode, state: 'finished', result: { ...result, costUSD: episode.result?.costUSD ?? 0, tokens: episode.result?.tokens ?? result.tokens } };
+  }
+  if (episode.state === 'finished') return episode.result ? episode : undefined;
+  const n = episode.number;
+  const result =
+    episode.removedBy === 'someone-else'
+      ? episodeResult({ exitCode: null, errorClass: 'transient', message: `episode ${n} was stopped by someone else` })
+      : episodeResult({
+          exitCode: null,
+          interrupted: true,
+          message:
+            episode.removedBy === 'controller'
+              ? `episode ${n} was stopped by an earlier controller`
+              : `episode ${n} was on record but never started (the controller stopped in between)`,
+        });
+  return { ...episode, state: 'finished', result };
 }
 
 /** A running episode the status does not know (status write lost before a crash): adopt it, never re-run its number. */
@@ -101,7 +150,7 @@ function recordEpisode(
 ): AgentTaskStatus {
   const result = episode.result as EpisodeResult;
   const now = input.now;
-  const completion = input.spec?.completion ?? { promise: 'COMPLETE', onExitZero: false };
+  const completion = input.spec?.completion ?? DEFAULT_SPEC.completion;
   const { outcome, reason } = classifyOutcome(result, completion);
   const n = episode.number;
   const detail = result.message ? `: ${result.message}` : '';
@@ -131,8 +180,8 @@ function recordEpisode(
     status.reason = why;
     status.message = message;
   };
-  const backoff = input.spec?.backoff ?? { initialSeconds: 10, factor: 2, maxSeconds: 600 };
-  const maxFailures = input.spec?.limits.maxConsecutiveFailures ?? 3;
+  const backoff = input.spec?.backoff ?? DEFAULT_SPEC.backoff;
+  const maxFailures = (input.spec?.limits ?? DEFAULT_SPEC.limits).maxConsecutiveFailures;
 
   switch (outcome) {
     case 'succeeded':
@@ -209,10 +258,10 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
   const nowMs = input.now.getTime();
   const running = status.currentEpisode;
   const set = (phase: Phase, reason: string, message: string): AgentTaskStatus => ({ ...status, phase, reason, message });
-  const stop = (reason: 'cancelled' | 'timeout'): Action[] =>
+  const stop = (reason: StopReason): Action[] =>
     running ? [{ type: 'StopEpisode', number: running.number, reason }] : [];
 
-  if (input.deleted) return { status, actions: stop('cancelled') };
+  if (input.deleted || (input.shuttingDown && running)) return { status, actions: stop('cancelled') };
 
   // An edited spec re-opens a finished task. Counters that enforce caps (episodes, cost) stay cumulative.
   if (isTerminal(status.phase) && status.observedGeneration !== undefined && status.observedGeneration !== input.generation) {
@@ -230,7 +279,12 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
     return { status: set('Suspended', 'Suspended', 'task is suspended'), actions: [] };
   }
   if (running) {
-    const deadline = Date.parse(running.startedAt) + spec.limits.episodeTimeoutSeconds * 1000 + DEADLINE_GRACE_MS;
+    const observed = input.episode?.number === running.number ? input.episode : undefined;
+    if (observed?.podName) status = { ...status, currentEpisode: { ...running, podName: observed.podName } };
+    if (observed?.unschedulable) return { status: set('Waiting', 'Unschedulable', observed.unschedulable), actions: [] };
+    // The clock runs from when the episode really started (a pod may wait to be scheduled first).
+    const startedAt = Math.max(Date.parse(running.startedAt), Date.parse(observed?.startedAt ?? '') || 0);
+    const deadline = startedAt + spec.limits.episodeTimeoutSeconds * 1000 + DEADLINE_GRACE_MS;
     if (nowMs >= deadline) return { status, actions: stop('timeout') };
     const message = `episode ${running.number}/${spec.limits.maxEpisodes} running`;
     return { status: set('Running', 'EpisodeRunning', message), actions: [], requeueAfterMs: deadline - nowMs };
@@ -261,6 +315,9 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
   if (nextAt > nowMs) {
     const phase: AgentTaskStatus = status.phase === 'Waiting' ? status : set('Waiting', 'Backoff', `next episode at ${status.nextEpisodeAt}`);
     return { status: phase, actions: [], requeueAfterMs: nextAt - nowMs };
+  }
+  if (input.shuttingDown) {
+    return { status: set('Pending', 'ControllerStopped', 'the controller stopped; the next episode starts when it runs again'), actions: [] };
   }
   if (!input.capacity) {
     return { status: set('Pending', 'Queued', 'waiting for a free episode slot (--max-concurrent)'), actions: [] };

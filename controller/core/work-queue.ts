@@ -2,6 +2,9 @@
 // never processed by two workers at once (added while in flight → processed again afterwards), delayed
 // adds for requeue-after, and per-key exponential backoff for failed reconciles.
 
+import { systemClock } from './clock.ts';
+import type { Clock, Timer } from './clock.ts';
+
 export type Handler = (key: string) => Promise<void>;
 
 export interface WorkQueueOptions {
@@ -11,6 +14,7 @@ export interface WorkQueueOptions {
   baseRetryMs?: number;
   maxRetryMs?: number;
   onError?: (key: string, err: unknown) => void;
+  clock?: Clock;
 }
 
 export class WorkQueue {
@@ -20,7 +24,7 @@ export class WorkQueue {
   private readonly queued = new Set<string>();
   private readonly inFlight = new Set<string>();
   private readonly dirtyWhileInFlight = new Set<string>();
-  private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly timers = new Map<string, { at: number; timer: Timer }>();
   private readonly failures = new Map<string, number>();
   private active = 0;
   private stopped = false;
@@ -28,6 +32,7 @@ export class WorkQueue {
   private readonly concurrency: number;
   private readonly baseRetryMs: number;
   private readonly maxRetryMs: number;
+  private readonly clock: Clock;
 
   private readonly handler: Handler;
   private readonly opts: WorkQueueOptions;
@@ -38,6 +43,7 @@ export class WorkQueue {
     this.concurrency = Math.max(1, opts.concurrency ?? 1);
     this.baseRetryMs = opts.baseRetryMs ?? 5;
     this.maxRetryMs = opts.maxRetryMs ?? 60_000;
+    this.clock = opts.clock ?? systemClock;
   }
 
   add(key: string): void {
@@ -75,15 +81,14 @@ export class WorkQueue {
   addAfter(key: string, delayMs: number): void {
     if (this.stopped) return;
     if (delayMs <= 0) return this.add(key);
-    const at = Date.now() + delayMs;
+    const at = this.clock.now().getTime() + delayMs;
     const existing = this.timers.get(key);
     if (existing && existing.at <= at) return;
-    if (existing) clearTimeout(existing.timer);
-    const timer = setTimeout(() => {
+    existing?.timer.cancel();
+    const timer = this.clock.setTimer(() => {
       this.timers.delete(key);
       this.add(key);
     }, delayMs);
-    timer.unref?.();
     this.timers.set(key, { at, timer });
   }
 
@@ -99,6 +104,11 @@ export class WorkQueue {
     this.failures.delete(key);
   }
 
+  /** Keys waiting for a timer (requeue-after or retry backoff). */
+  get delayed(): number {
+    return this.timers.size;
+  }
+
   get length(): number {
     return this.queue.length + this.urgent.length;
   }
@@ -111,7 +121,7 @@ export class WorkQueue {
 
   stop(): void {
     this.stopped = true;
-    for (const { timer } of this.timers.values()) clearTimeout(timer);
+    for (const { timer } of this.timers.values()) timer.cancel();
     this.timers.clear();
     this.queue.length = 0;
     this.urgent.length = 0;

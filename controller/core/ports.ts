@@ -1,0 +1,71 @@
+// The three ports the one controller loop runs over. Local mode implements them with a spec directory,
+// processes and status files; cluster mode with an AgentTask informer, Pods and the /status subresource.
+import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
+import type { ObservedEpisode, StopReason } from '../reconciler/reconcile.ts';
+
+/** Desired state of one task, as its source has it now. */
+export interface DesiredTask {
+  /** "namespace/name": the work-queue key. */
+  key: string;
+  namespace: string;
+  name: string;
+  /** Bumped by every spec change (metadata.generation; locally a spec-hash counter). */
+  generation: number;
+  /** The validated, defaulted spec; undefined when it does not validate (specError says why). */
+  spec?: AgentTaskSpec;
+  specError?: string;
+  /** dependsOn as written, even when the spec is invalid: the dependents index needs it. */
+  dependsOn: readonly string[];
+  /** The task is being deleted: stop what runs, start nothing, then release it. */
+  deleting: boolean;
+}
+
+/** Desired state and its changes. */
+export interface TaskSource<T extends DesiredTask = DesiredTask> {
+  get(key: string): T | undefined;
+  list(): Iterable<T>;
+  /** Called with a task's key whenever its desired state changes (added, edited, deleted). */
+  subscribe(onChange: (key: string) => void): void;
+  /** A deleting task has nothing running any more: let it go (cluster: drop the finalizer). */
+  release(task: T): Promise<void>;
+}
+
+/** Episodes: processes locally, Pods on a cluster. */
+export interface EpisodeExecutor<T extends DesiredTask = DesiredTask> {
+  /** Facts about the task's newest episode; undefined when there is none to tell about. */
+  observe(task: T, status: AgentTaskStatus, now: Date): ObservedEpisode | undefined;
+  /**
+   * Starts episode `number`, whose start is already on record. Returns log fields about it (a pid, a pod).
+   * Throws only for errors worth retrying; an episode that cannot run is reported by observe().
+   */
+  start(task: T, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>>;
+  /** Stops the episode; its end is reported by observe(). Idempotent. */
+  stop(task: T, number: number, reason: StopReason): Promise<void>;
+  /** After a reconcile whose status is written: housekeeping (cluster: old pods, finalizer). */
+  tidy(task: T, status: AgentTaskStatus): Promise<void>;
+  /** The task is gone for good: remove whatever is left of its episodes. */
+  forget(key: string): Promise<void>;
+  /** Episodes holding a concurrency slot now. */
+  runningCount(): number;
+  /** Keys of every task the executor has an episode for (after a restart: what the source may lack). */
+  keys(): Iterable<string>;
+  /** Called with a task's key whenever one of its episodes changes (started, ended, vanished). */
+  subscribe(onChange: (key: string) => void): void;
+}
+
+/** A status and the events of one task: files and log lines locally, /status and Events on a cluster. */
+export interface StatusSink<T extends DesiredTask = DesiredTask> {
+  /** The status last written for the task (pending writes included); undefined when none. */
+  read(task: Pick<DesiredTask, 'key' | 'namespace' | 'name'>): AgentTaskStatus | undefined;
+  /**
+   * Records a status. With `beforeStart` it returns only once the status would survive a crash of the
+   * controller, so an episode is never running without being on record.
+   */
+  write(task: T, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void>;
+  event(task: T, type: 'Normal' | 'Warning', reason: string, message: string, details: Record<string, unknown>): void;
+}
+
+/** An error retrying cannot fix (controller-runtime's TerminalError): logged, counted, not requeued. */
+export class TerminalError extends Error {
+  override name = 'TerminalError';
+}
