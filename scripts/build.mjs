@@ -2,7 +2,7 @@
 // source module. Node resolves and loads ~300 small modules at every start otherwise (zod alone is 99 files);
 // bundled, a one-episode `episodic run` takes ~60 ms less and `episodic get` ~50 ms less (see the commit).
 // Type checking stays with tsc (`npm test` runs `tsc --noEmit`); esbuild only strips types.
-import { copyFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
@@ -28,6 +28,3 @@ await build({
   // Bundled CommonJS packages call require() for Node built-ins; ESM output has no require of its own.
   banner: { js: "import { createRequire as __episodicRequire } from 'node:module'; const require = __episodicRequire(import.meta.url);" },
 });
-
-// Found next to the code that starts it (new URL('./spawn-helper.pl', import.meta.url)): every chunk is here.
-copyFileSync(new URL('controller/executors/spawn-helper.pl', repo), new URL('spawn-helper.pl', out));

@@ -71,7 +71,6 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   const metrics: EpisodicMetrics | undefined =
     opts.metricsAddr || opts.metricsFile ? new (await import('../metrics/metrics.ts')).EpisodicMetrics() : undefined;
   const controller = new LocalController({ dir, stateDir, maxConcurrent, budgetUSD, logger, metrics });
-  controller.warmUp();
   let server: RunningServer | undefined;
   let watcher: SpecWatcher | undefined;
   let table: LiveTable | undefined;

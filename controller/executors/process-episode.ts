@@ -1,16 +1,20 @@
-// Local mode: one episode = one fresh agent process in the workspace, then (if it claims to be done) the
-// verify command. Produces the EpisodeResult facts; the reconciler decides what they mean.
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+// One episode as local processes: a fresh agent in the workspace, then (if it claims to be done) the verify
+// command; the local controller and the runner in an episode pod both start every process here. Each one
+// gets its argv without a shell, leads its own process group, carries the episode's marker in its
+// environment, and streams its output into the log and the analyzer; on timeout, cancel or exit its whole
+// tree is killed. Produces the EpisodeResult facts; the reconciler decides what they mean.
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, parse, resolve } from 'node:path';
 import { episodeResult } from '../api/episode-result.ts';
-import { rewriteInPlace } from '../util/fs.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
+import { rewriteInPlace } from '../util/fs.ts';
+import { EpisodeLog } from './episode-log.ts';
+import type { OutputListener } from './episode-log.ts';
 import { createOutputAnalyzer } from './output/index.ts';
 import { createByteTail } from './output/byte-tail.ts';
 import type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } from './output/types.ts';
-import type { SpawnHelper } from './spawn-helper.ts';
-import { startTrackedProcess } from './tracked-process.ts';
-import type { TrackedExit, TrackedProcess } from './tracked-process.ts';
+import { killProcessTree, readPidStartTime, TREE_MARKER_ENV } from './process-tree.ts';
 
 export type PromptVia = 'stdin' | 'argument' | 'file';
 
@@ -39,17 +43,11 @@ export interface ProcessEpisodeRequest {
   /** Exit code 0 alone counts as a completion claim (so verify runs after it). */
   onExitZero: boolean;
   analyzer: AnalyzerOptions;
-  /** Start processes through this helper (the local controller's default); directly without it. */
-  helper?: SpawnHelper;
-  /** See LaunchOptions.stderrFile: a scratch file reused by every episode of the task. */
-  stderrFile?: string;
   /**
    * Where the prompt is written for promptVia stdin/file: a scratch file reused by every episode of the
    * task (rewritten in place, see rewriteInPlace in util/fs.ts). Default: episode-N.prompt.md by the log.
    */
   promptFile?: string;
-  /** Hold the agent just before exec until release() (through the helper only; see LaunchOptions.hold). */
-  hold?: boolean;
   /**
    * TREE_MARKER_ENV of every process of the episode, agent and verify (default: a new random one): what a
    * restarted controller looks for to kill what a crashed one left running.
@@ -62,12 +60,10 @@ export interface RunningEpisode {
   pid: number | undefined;
   /** /proc start time of pid, to recognise the same process after a controller restart (Linux only). */
   pidStartTime?: string;
-  /** Never rejects. */
+  /** Never rejects; the log is complete when it resolves. */
   result: Promise<EpisodeResult>;
   /** Kill the whole process tree (agent or verify); the result then says cancelled. No-op once finished. */
   cancel(): void;
-  /** Lets a held agent exec (request.hold); a no-op otherwise. */
-  release(): void;
 }
 
 const DEFAULT_KILL_GRACE_MS = 5000;
@@ -75,85 +71,63 @@ const DEFAULT_KILL_GRACE_MS = 5000;
 // episode should not fail just because the agent used most of its budget.
 const MIN_VERIFY_TIMEOUT_MS = 60_000;
 const MESSAGE_MAX = 1000;
+// setTimeout overflows above 2^31-1 ms and would fire immediately.
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Resolves once the agent runs (or could not be started: then `result` says why). */
 export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<RunningEpisode> {
   const startedAt = Date.now();
   const killGraceMs = req.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  const marker = req.marker ?? randomUUID();
   let env: Record<string, string>;
-  let analyzer: OutputAnalyzer;
   let stdinFile: string | undefined;
+  let analyzer: OutputAnalyzer;
   try {
     analyzer = createOutputAnalyzer(req.analyzer);
     mkdirSync(dirname(req.logFile), { recursive: true });
     const promptFile = req.promptVia === 'argument' ? undefined : writePromptFile(req);
-    env = episodeEnv(req, promptFile);
+    env = { ...episodeEnv(req, promptFile), [TREE_MARKER_ENV]: marker };
     stdinFile = req.promptVia === 'stdin' ? promptFile : undefined;
   } catch (err) {
     return notStarted(req, startedAt, err);
   }
-  // Notes of ours between the agent's output; a broken log must not fail the episode.
-  const note = (text: string) => {
-    try {
-      appendFileSync(req.logFile, text);
-    } catch {
-      // the analysis does not depend on the log
-    }
-  };
+  // Loaded on first use: the CLI's other commands never start a process.
+  const { execa } = await import('execa');
+  const log = new EpisodeLog(req.logFile);
+  const start = (argv: string[], stdin: string | undefined, timeoutMs: number, onOutput: OutputListener) =>
+    startProcess(execa, argv, { cwd: req.cwd, env, stdinFile: stdin, timeoutMs, killGraceMs, marker, log, onOutput });
 
   const argv = req.promptVia === 'argument' ? [...req.argv, req.prompt] : req.argv;
-  let current: TrackedProcess = await startTrackedProcess({
-    argv,
-    cwd: req.cwd,
-    env,
-    stdinFile,
-    logFile: req.logFile,
-    onOutput: (chunk, stream) => analyzer.write(chunk, stream),
-    timeoutMs: req.timeoutMs,
-    killGraceMs,
-    helper: req.helper,
-    stderrFile: req.stderrFile,
-    hold: req.hold,
-    marker: req.marker,
-  });
-  const agent = current;
+  let current = start(argv, stdinFile, req.timeoutMs, (chunk, stream) => analyzer.write(chunk, stream));
   let cancelled = false;
   let finished = false;
 
   const run = async (): Promise<EpisodeResult> => {
     const exit = await current.exit;
-    if (exit.spawnErrorMessage) note(`\n--- episodic: ${exit.spawnErrorMessage} ---\n`);
-    if (exit.timedOut) note(`\n--- episodic: timed out after ${seconds(req.timeoutMs)}; process tree killed ---\n`);
-    if (exit.cancelled) note('\n--- episodic: cancelled; process tree killed ---\n');
-    const analysis = analyzer.finish(processExit(exit));
+    if (exit.spawnErrorMessage) log.note(`\n--- episodic: ${exit.spawnErrorMessage} ---\n`);
+    if (exit.timedOut) log.note(`\n--- episodic: timed out after ${seconds(req.timeoutMs)}; process tree killed ---\n`);
+    if (exit.cancelled) log.note('\n--- episodic: cancelled; process tree killed ---\n');
+    const analysis = analyzer.finish(exit);
 
     let verify: VerifyOutcome | undefined;
-    const claimsDone =
-      exit.exitCode === 0 && !analysis.agentError && (analysis.completion !== undefined || req.onExitZero);
+    const claimsDone = exit.exitCode === 0 && !analysis.agentError && (analysis.completion !== undefined || req.onExitZero);
     if (claimsDone && req.verify && req.verify.length > 0 && !cancelled && !exit.timedOut) {
       const verifyTimeoutMs = Math.max(req.timeoutMs - (Date.now() - startedAt), MIN_VERIFY_TIMEOUT_MS);
       const tail = createByteTail(4096); // for the last line of its output in the message
-      note(`\n--- episodic: verify ${JSON.stringify(req.verify)} ---\n`);
-      current = await startTrackedProcess({
-        argv: req.verify,
-        cwd: req.cwd,
-        env,
-        logFile: req.logFile,
-        onOutput: (chunk) => tail.push(chunk),
-        timeoutMs: verifyTimeoutMs,
-        killGraceMs,
-        helper: req.helper,
-        stderrFile: req.stderrFile,
-        marker: req.marker,
-      });
+      log.note(`\n--- episodic: verify ${JSON.stringify(req.verify)} ---\n`);
+      current = start(req.verify, undefined, verifyTimeoutMs, (chunk) => tail.push(chunk));
       verify = describeVerify(await current.exit, tail.text(), verifyTimeoutMs);
-      note(`--- episodic: ${verify.note ?? 'verify passed'} ---\n`);
+      log.note(`--- episodic: ${verify.note ?? 'verify passed'} ---\n`);
     }
     return buildResult({ req, exit, analysis, verify, cancelled, durationMs: Date.now() - startedAt });
   };
 
   const result = run()
     .catch((err: unknown) => internalError(err, startedAt))
+    .then(async (r) => {
+      await log.close();
+      return r;
+    })
     .finally(() => {
       finished = true;
     });
@@ -167,8 +141,112 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
       cancelled = true;
       current.cancel();
     },
-    release: () => agent.release(),
   };
+}
+
+interface ProcessOptions {
+  cwd: string;
+  /** Added to the controller's environment. */
+  env: Record<string, string>;
+  /** Becomes stdin; /dev/null without it. */
+  stdinFile?: string;
+  timeoutMs: number;
+  killGraceMs: number;
+  marker: string;
+  log: EpisodeLog;
+  onOutput: OutputListener;
+}
+
+interface ProcessEnd extends ProcessExit {
+  timedOut: boolean;
+  cancelled: boolean;
+}
+
+interface StartedProcess {
+  /** Undefined when the command could not be started. */
+  pid?: number;
+  pidStartTime?: string;
+  /** Never rejects; resolves once the process and all its descendants are gone and its output is logged. */
+  exit: Promise<ProcessEnd>;
+  cancel(): void;
+}
+
+function startProcess(execa: typeof import('execa').execa, argv: string[], o: ProcessOptions): StartedProcess {
+  const [file, ...args] = argv;
+  // Reported like a missing command: a configuration error that retrying cannot fix.
+  if (file === undefined) return notSpawned('ENOENT', 'cannot start (empty command): empty argv');
+  let child: ReturnType<typeof execa>;
+  try {
+    child = execa(file, args, {
+      cwd: o.cwd,
+      env: o.env,
+      extendEnv: true,
+      detached: true, // leads its own process group, so the group can be signalled as a whole
+      buffer: false, // never hold the output in memory: a chatty agent can print gigabytes
+      reject: false,
+      stdin: o.stdinFile === undefined ? 'ignore' : { file: o.stdinFile },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+  } catch (err) {
+    return notSpawned(errorCode(err), `cannot start ${file}: ${errorText(err)}`);
+  }
+  const pid = child.pid;
+  if (pid === undefined) {
+    const exit = child.then(
+      (r) => spawnFailure(r.code ?? 'ESPAWN', `cannot start ${file}: ${r.cause instanceof Error ? r.cause.message : r.shortMessage}`),
+      (err: unknown) => spawnFailure(errorCode(err), `cannot start ${file}: ${errorText(err)}`),
+    );
+    return { exit, cancel() {} };
+  }
+  const pidStartTime = readPidStartTime(pid);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    child.once('exit', (code, signal) => done({ code, signal })),
+  );
+  const output = o.log.follow(child.stdout!, child.stderr!, o.onOutput, exited); // both 'pipe' above
+  let stopping: Promise<void> | undefined;
+  const killTree = () => (stopping ??= killProcessTree(pid, { graceMs: o.killGraceMs, marker: o.marker, pgid: pid, startTime: pidStartTime }));
+  let timedOut = false;
+  let cancelled = false;
+  let ended = false;
+  const timer = Number.isFinite(o.timeoutMs)
+    ? setTimeout(() => ((timedOut = true), killTree()), Math.min(Math.max(o.timeoutMs, 0), MAX_TIMER_MS))
+    : undefined;
+  const exit = exited.then(async ({ code, signal }): Promise<ProcessEnd> => {
+    ended = true;
+    clearTimeout(timer);
+    // Also after a normal exit: what the process left running in the background must not outlive it.
+    await killTree();
+    await output;
+    return { exitCode: code, ...(signal ? { signal } : {}), timedOut, cancelled };
+  });
+  return {
+    pid,
+    pidStartTime,
+    exit,
+    cancel() {
+      if (ended) return;
+      cancelled = true;
+      void killTree();
+    },
+  };
+}
+
+function notSpawned(code: string, message: string): StartedProcess {
+  return { exit: Promise.resolve(spawnFailure(code, message)), cancel() {} };
+}
+
+function spawnFailure(code: string, message: string): ProcessEnd {
+  return { exitCode: null, spawnErrorCode: code, spawnErrorMessage: message, timedOut: false, cancelled: false };
+}
+
+function errorCode(err: unknown, otherwise = 'ESPAWN'): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : otherwise;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** Next to the log, not in the workspace: the agent must not commit it or mistake it for project files. */
@@ -194,22 +272,13 @@ function episodeEnv(req: ProcessEpisodeRequest, promptFile: string | undefined):
   return { ...env, ...req.env };
 }
 
-function processExit(exit: TrackedExit): ProcessExit {
-  return {
-    exitCode: exit.exitCode,
-    ...(exit.signal ? { signal: exit.signal } : {}),
-    ...(exit.spawnErrorCode ? { spawnErrorCode: exit.spawnErrorCode } : {}),
-    ...(exit.spawnErrorMessage ? { spawnErrorMessage: exit.spawnErrorMessage } : {}),
-  };
-}
-
 interface VerifyOutcome {
   exitCode: number | null;
   /** Set when verify did not pass. */
   note?: string;
 }
 
-function describeVerify(exit: TrackedExit, outputTail: string, timeoutMs: number): VerifyOutcome {
+function describeVerify(exit: ProcessEnd, outputTail: string, timeoutMs: number): VerifyOutcome {
   if (exit.spawnErrorMessage) return { exitCode: null, note: `verify failed: ${exit.spawnErrorMessage}` };
   if (exit.timedOut) return { exitCode: null, note: `verify timed out after ${seconds(timeoutMs)}` };
   if (exit.cancelled) return { exitCode: exit.exitCode, note: 'verify cancelled' };
@@ -221,7 +290,7 @@ function describeVerify(exit: TrackedExit, outputTail: string, timeoutMs: number
 
 function buildResult(o: {
   req: ProcessEpisodeRequest;
-  exit: TrackedExit;
+  exit: ProcessEnd;
   analysis: OutputAnalysis;
   verify?: VerifyOutcome;
   cancelled: boolean;
@@ -252,33 +321,27 @@ function buildResult(o: {
 
 /** Setup failed before anything ran (e.g. the log directory cannot be created): a fatal, not a throw. */
 function notStarted(req: ProcessEpisodeRequest, startedAt: number, err: unknown): RunningEpisode {
-  const code = (err as { code?: unknown } | null)?.code;
-  const text = err instanceof Error ? err.message : String(err);
+  const text = `cannot prepare episode: ${errorText(err)}`;
   const result = Promise.resolve().then(() => {
-    const analysis = createOutputAnalyzer(req.analyzer).finish({
-      exitCode: null,
-      spawnErrorCode: typeof code === 'string' ? code : 'ESETUP',
-      spawnErrorMessage: `cannot prepare episode: ${text}`,
-    });
+    const analysis = createOutputAnalyzer(req.analyzer).finish({ exitCode: null, spawnErrorCode: errorCode(err, 'ESETUP'), spawnErrorMessage: text });
     return episodeResult({
       exitCode: null,
       format: analysis.format,
       agentError: analysis.agentError,
       errorClass: analysis.errorClass,
-      message: clip(analysis.message ?? `cannot prepare episode: ${text}`, MESSAGE_MAX),
+      message: clip(analysis.message ?? text, MESSAGE_MAX),
       durationMs: Date.now() - startedAt,
     });
   });
-  return { pid: undefined, result: result.catch((e: unknown) => internalError(e, startedAt)), cancel() {}, release() {} };
+  return { pid: undefined, result: result.catch((e: unknown) => internalError(e, startedAt)), cancel() {} };
 }
 
 /** A bug of ours (analyzer threw, result did not validate): still a result, never a rejection. */
 function internalError(err: unknown, startedAt: number): EpisodeResult {
-  const text = err instanceof Error ? err.message : String(err);
   return episodeResult({
     exitCode: null,
     errorClass: 'fatal',
-    message: clip(`episodic internal error: ${text}`, MESSAGE_MAX),
+    message: clip(`episodic internal error: ${errorText(err)}`, MESSAGE_MAX),
     durationMs: Date.now() - startedAt,
   });
 }

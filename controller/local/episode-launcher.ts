@@ -6,7 +6,6 @@ import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { startProcessEpisode } from '../executors/process-episode.ts';
 import { renderPrompt } from '../executors/prompt.ts';
-import type { SpawnHelper } from '../executors/spawn-helper.ts';
 import { prepareWorkspace, readPromptTemplate, WorkspaceError } from './workspace.ts';
 
 export interface LaunchRequest {
@@ -19,10 +18,6 @@ export interface LaunchRequest {
   spec: AgentTaskSpec;
   status: AgentTaskStatus;
   killGraceMs?: number;
-  /** Start the agent through it (see spawn-helper.ts); directly without it. */
-  helper?: SpawnHelper;
-  /** Through the helper: the agent waits just before exec until release() (see LaunchOptions.hold). */
-  hold?: boolean;
   /** See ProcessEpisodeRequest.marker. */
   marker?: string;
 }
@@ -34,8 +29,6 @@ export interface LaunchedEpisode {
   pidStartTime?: string;
   result: Promise<EpisodeResult>;
   cancel(reason: 'cancelled' | 'timeout'): void;
-  /** Lets a held agent exec; a no-op otherwise. */
-  release(): void;
 }
 
 export function episodeLogPath(stateDir: string, namespace: string, name: string, number: number): string {
@@ -50,7 +43,6 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     // A spec that cannot run (workspace outside the root, missing promptFile) will not fix itself by retrying.
     result: Promise.resolve(episodeResult({ exitCode: null, errorClass: 'fatal', message })),
     cancel: () => undefined,
-    release: () => undefined,
   });
   let workspace: string;
   let template: string;
@@ -86,15 +78,12 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     timeoutMs: spec.limits.episodeTimeoutSeconds * 1000,
     killGraceMs: req.killGraceMs,
     logFile,
-    // One task runs one process at a time: its episodes share one stderr and one prompt scratch file.
-    stderrFile: join(dirname(logFile), '.stderr'),
+    // One task runs one episode at a time: its episodes share one prompt scratch file.
     promptFile: join(dirname(logFile), '.prompt.md'),
-    hold: req.hold,
     marker: req.marker,
     verify: spec.completion.verify,
     onExitZero: spec.completion.onExitZero,
     analyzer: { format: spec.agent.output, promise: spec.completion.promise, pricing: spec.agent.pricing },
-    helper: req.helper,
   });
   return {
     number: req.number,
@@ -103,6 +92,5 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     pidStartTime: running.pidStartTime,
     result: running.result,
     cancel: () => running.cancel(),
-    release: () => running.release(),
   };
 }

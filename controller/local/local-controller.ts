@@ -15,9 +15,7 @@ import type { Action, ObservedEpisode } from '../reconciler/reconcile.ts';
 import { FileStatusStore } from '../sinks/file-status.ts';
 import type { StoredStatus } from '../sinks/file-status.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/spec-files.ts';
-import { WorkQueue } from '../util/work-queue.ts';
-import { sharedSpawnHelper } from '../executors/spawn-helper.ts';
-import type { SpawnHelper } from '../executors/spawn-helper.ts';
+import { WorkQueue } from '../core/work-queue.ts';
 import { launchEpisode } from './episode-launcher.ts';
 import type { LaunchedEpisode } from './episode-launcher.ts';
 
@@ -33,7 +31,6 @@ export interface LocalControllerOptions {
 }
 
 export class LocalController {
-  private warnedNoHelper = false;
   readonly store: FileStatusStore;
   private readonly opts: LocalControllerOptions;
   private readonly root: string;
@@ -71,19 +68,6 @@ export class LocalController {
         opts.metrics?.reconcileErrors.inc();
         opts.logger.error({ task: key, err }, 'reconcile failed; will retry');
       },
-    });
-  }
-
-  /** Starts the spawn helper now, so its start-up overlaps loading specs instead of delaying the first episode. */
-  warmUp(): void {
-    void this.spawnHelper();
-  }
-
-  private spawnHelper(): Promise<SpawnHelper | undefined> {
-    return sharedSpawnHelper((why) => {
-      if (this.warnedNoHelper) return;
-      this.warnedNoHelper = true;
-      this.opts.logger.warn({ reason: why }, 'spawn helper unavailable; starting agents from the controller process (slower per episode)');
     });
   }
 
@@ -247,16 +231,21 @@ export class LocalController {
   }
 
   /**
-   * Starts episode `number`. The agent execs only once the status says "episode N runs, its processes carry
-   * this marker": a crash at any moment leaves either nothing running (a held agent exits when the helper
-   * sees us gone) or processes a restart finds by the marker. The marker, unlike the pid, is known before
-   * the spawn, so the helper's fork and the status write run at the same time.
+   * Starts episode `number` in this order: first "episode N runs, its processes carry marker M" is on
+   * record (fsynced and renamed into place), then the agent starts with M in its environment. A crash
+   * after the write leaves either no process or processes carrying M; a restart kills those and records
+   * the episode as interrupted either way.
    */
   private async start(task: SpecTask, spec: AgentTaskSpec, number: number, record: StoredStatus, before: AgentTaskStatus): Promise<void> {
-    const helper = await this.spawnHelper();
     const marker = randomUUID();
     record.processMarker = marker;
-    const launching = launchEpisode({
+    // Visible to a restarted controller once renamed into place; the directory fsync after it runs on while
+    // the agent starts: only a power loss could undo the rename, and that stops the agent too.
+    let visible!: () => void;
+    const onRecord = new Promise<void>((resolve) => (visible = resolve));
+    const written = this.persist(record, before, visible);
+    await Promise.race([onRecord, written]); // `written` settles first when nothing was written, or on failure
+    const episode = await launchEpisode({
       root: this.root,
       stateDir: this.opts.stateDir,
       specFile: task.file,
@@ -266,30 +255,13 @@ export class LocalController {
       spec,
       status: record.status,
       killGraceMs: this.opts.killGraceMs,
-      helper,
-      hold: true,
       marker,
     });
-    // On record once the file is renamed into place, not after the directory fsync: only a power loss could
-    // undo the rename, and that stops the agent too. Nor does this worker wait for that fsync: the
-    // episode's end is written durably anyway.
-    let visible!: () => void;
-    const onRecord = new Promise<void>((resolve) => (visible = resolve));
-    const written = this.persist(record, before, visible);
-    let episode: LaunchedEpisode;
-    try {
-      // `written` settles first when nothing was written, or on failure.
-      [episode] = await Promise.all([launching, Promise.race([onRecord, written])]);
-    } catch (err) {
-      void launching.then((e) => e.cancel('cancelled')); // never run an episode that is not on record
-      throw err;
-    }
     // Known now, for our own use (stop, logs); a restart goes by the marker.
     const current = record.status.currentEpisode;
     if (episode.pid && current) record.status.currentEpisode = { ...current, pid: episode.pid, pidStartTime: episode.pidStartTime };
     // A shutdown that began while this episode was being recorded did not see it to cancel it.
     if (this.stopping) episode.cancel('cancelled');
-    else episode.release();
     written.catch((err: unknown) => {
       this.opts.metrics?.reconcileErrors.inc();
       this.opts.logger.error({ namespace: task.namespace, task: task.name, episode: number, err }, 'status of a started episode may not survive a power loss');

@@ -6,14 +6,6 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProcessEpisodeRequest } from '../../controller/executors/process-episode.ts';
-import { SpawnHelper } from '../../controller/executors/spawn-helper.ts';
-
-/**
- * Which way episodes start in this test process: directly (default) or through the spawn helper, as the
- * local controller does. The *-via-helper.test.ts files set EPISODIC_TEST_SPAWNER=helper and re-run a suite.
- */
-export const SPAWNER = process.env.EPISODIC_TEST_SPAWNER === 'helper' ? 'helper' : 'direct';
-export const testHelper = SPAWNER === 'helper' ? await SpawnHelper.start() : undefined;
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const FAKE_CLAUDE = resolve(here, '../agents/fake-claude.mjs');
@@ -69,7 +61,6 @@ export function request(box: Sandbox, overrides: Partial<ProcessEpisodeRequest> 
     logFile: box.logFile,
     onExitZero: false,
     analyzer: { format: 'auto', promise: 'COMPLETE' },
-    helper: testHelper,
     ...overrides,
   };
 }

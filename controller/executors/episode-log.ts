@@ -1,0 +1,129 @@
+// An episode's log, written as the output arrives: stdout unchanged (its JSON lines stay readable by a later
+// analysis), stderr line by line behind a `[stderr] ` prefix, our own notes between them. Only whole lines
+// are written while a process runs, so a stderr line never lands inside a stdout line.
+import { createWriteStream } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export const STDERR_PREFIX = '[stderr] ';
+const PREFIX = Buffer.from(STDERR_PREFIX);
+const NEWLINE = Buffer.from('\n');
+// A longer unfinished line is written as it is: memory stays bounded whatever an agent prints.
+const MAX_PENDING_BYTES = 256 * 1024;
+// A descendant we could not kill may hold the output pipes open; stop waiting for EOF after this long.
+const STREAM_DRAIN_MS = 2000;
+
+export type OutputListener = (chunk: Buffer, stream: 'stdout' | 'stderr') => void;
+
+export class EpisodeLog {
+  private readonly out;
+  private broken = false;
+
+  constructor(file: string) {
+    this.out = createWriteStream(file, { flags: 'a' });
+    this.out.on('error', () => {
+      this.broken = true; // a log we cannot write must not fail the episode; the analysis does not need it
+      this.out.emit('drain'); // streams paused for it read on (into nothing but the analysis)
+    });
+  }
+
+  note(text: string): void {
+    this.write(Buffer.from(text));
+  }
+
+  /**
+   * Copies a process's output into the log and to `listener` until both streams end; the promise resolves
+   * once they did (or STREAM_DRAIN_MS after `exited`), with the unfinished last lines written.
+   */
+  follow(stdout: Readable, stderr: Readable, listener: OutputListener, exited: Promise<unknown>): Promise<void> {
+    const lines = { stdout: new PendingLine(), stderr: new PendingLine() };
+    const streams = { stdout, stderr };
+    for (const name of ['stdout', 'stderr'] as const) {
+      streams[name].on('data', (chunk: Buffer) => {
+        safely(() => listener(chunk, name));
+        const whole = lines[name].take(chunk);
+        if (whole.length === 0) return;
+        const ok = this.write(name === 'stdout' ? Buffer.concat(whole) : prefixLines(whole));
+        if (!ok) {
+          // Backpressure: a slow disk makes the agent wait on its pipe instead of us buffering its output.
+          streams[name].pause();
+          this.out.once('drain', () => streams[name].resume());
+        }
+      });
+    }
+    const ended = Promise.all([stdout, stderr].map((s) => finished(s).catch(() => undefined)));
+    const gaveUp = exited.then(() => sleep(STREAM_DRAIN_MS, undefined, { ref: false }));
+    return Promise.race([ended, gaveUp]).then(() => {
+      stdout.destroy();
+      stderr.destroy();
+      const err = lines.stderr.rest();
+      if (err.length > 0) this.write(prefixLines(err));
+      const out = lines.stdout.rest();
+      if (out.length > 0) this.write(Buffer.concat(out));
+    });
+  }
+
+  /** Resolves once everything is written (or the log failed). Never rejects. */
+  close(): Promise<void> {
+    return new Promise((done) => {
+      if (this.broken) return done();
+      this.out.once('error', () => done());
+      this.out.end(() => done());
+    });
+  }
+
+  /** False: wait for 'drain' before writing more. */
+  private write(data: Buffer): boolean {
+    if (this.broken) return true;
+    return this.out.write(data);
+  }
+}
+
+/** The bytes of a stream's unfinished last line, between chunks. */
+class PendingLine {
+  private parts: Buffer[] = [];
+  private bytes = 0;
+
+  /** Whole lines completed by `chunk` (each with its '\n'; the pending part is merged into the first). */
+  take(chunk: Buffer): Buffer[] {
+    const last = chunk.lastIndexOf(0x0a);
+    const done = last < 0 ? [] : [...this.rest(), chunk.subarray(0, last + 1)];
+    if (last + 1 < chunk.length) {
+      this.parts.push(chunk.subarray(last + 1));
+      this.bytes += chunk.length - last - 1;
+      if (this.bytes > MAX_PENDING_BYTES) done.push(...this.rest());
+    }
+    return done;
+  }
+
+  rest(): Buffer[] {
+    const parts = this.parts;
+    this.parts = [];
+    this.bytes = 0;
+    return parts;
+  }
+}
+
+/** `[stderr] ` before every line of the given bytes (which end a line, except after MAX_PENDING_BYTES). */
+function prefixLines(parts: Buffer[]): Buffer {
+  const text = Buffer.concat(parts);
+  const out: Buffer[] = [];
+  let start = 0;
+  while (start < text.length) {
+    const nl = text.indexOf(0x0a, start);
+    const end = nl < 0 ? text.length : nl + 1;
+    out.push(PREFIX, text.subarray(start, end));
+    start = end;
+  }
+  if (text.length > 0 && text[text.length - 1] !== 0x0a) out.push(NEWLINE);
+  return Buffer.concat(out);
+}
+
+function safely(f: () => void): void {
+  try {
+    f();
+  } catch {
+    // A throwing consumer must not crash the controller from inside a stream event; the log still has it.
+  }
+}

@@ -1,4 +1,0 @@
-// The same suite as kill-tree.test.ts, with every process started through the spawn helper (the local
-// controller's way) instead of directly from the test process.
-process.env.EPISODIC_TEST_SPAWNER = 'helper';
-await import('./kill-tree.test.ts');
