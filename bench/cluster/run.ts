@@ -9,13 +9,13 @@
 // --quick (N=100, M=1000), --only throughput|memory.
 import { parseArgs } from 'node:util';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { buildEpisodePod } from '../../controller/cluster/episode-pod.ts';
-import { RateLimiter } from '../../controller/cluster/rate-limiter.ts';
+import { buildEpisodePod } from '../../controller/executors/cluster/episode-pod.ts';
+import { RateLimiter } from '../../controller/kube/rate-limiter.ts';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import { clusterWithCrd, createNamespace, loadTestKubeConfig, startControllerProcess, testClient } from '../../test/support/kubelet.ts';
 import type { ControllerProcess } from '../../test/support/kubelet.ts';
 import type { Cluster } from '../../test/support/cluster.ts';
-import type { KubeClient } from '../../controller/cluster/kube-client.ts';
+import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { createAll, deleteTasksThenPods, phaseCounter, podCounter, readRss, taskBody } from './support.ts';
 
 const { values } = parseArgs({

@@ -1,8 +1,8 @@
 // Helpers for bench/cluster/run.ts: bulk create, pod counting through a watch, cleanup, RSS.
 import { readFile } from 'node:fs/promises';
-import { Informer } from '../../controller/cluster/informer.ts';
-import type { KubeObject } from '../../controller/cluster/informer.ts';
-import type { KubeClient } from '../../controller/cluster/kube-client.ts';
+import { Informer } from '../../controller/kube/informer.ts';
+import type { KubeObject } from '../../controller/kube/informer.ts';
+import type { KubeClient } from '../../controller/kube/kube-client.ts';
 
 const TASKS = '/apis/episodic.dev/v1alpha1/namespaces';
 

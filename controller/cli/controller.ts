@@ -6,7 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import type { ClusterController } from '../cluster/controller.ts';
 import type { EpisodeDefaults } from '../cluster/episode-defaults.ts';
-import { LEASE_NAME } from '../cluster/leader-election.ts';
+import { LEASE_NAME } from '../kube/leader-election.ts';
 import { createLogger } from '../util/logger.ts';
 import { parseNumberOption, UsageError } from './options.ts';
 

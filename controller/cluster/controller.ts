@@ -6,22 +6,23 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { GROUP, PLURAL, PHASES, VERSION } from '../api/agent-task.ts';
-import type { Phase } from '../api/agent-task.ts';
+import { GROUP, PLURAL, VERSION } from '../api/agent-task.ts';
+import { Controller } from '../core/controller.ts';
+import { PodEpisodeExecutor } from '../executors/cluster/pod-executor.ts';
+import { TASK_LABEL } from '../executors/cluster/episode-pod.ts';
+import { EventRecorder } from '../kube/events.ts';
+import { Informer } from '../kube/informer.ts';
+import type { KubeObject } from '../kube/informer.ts';
+import { KubeClient } from '../kube/kube-client.ts';
+import { LeaderElector } from '../kube/leader-election.ts';
 import { EpisodicMetrics } from '../metrics/metrics.ts';
 import { startMetricsServer } from '../metrics/server.ts';
 import type { RunningServer } from '../metrics/server.ts';
-import { WorkQueue } from '../core/work-queue.ts';
+import { KubeStatusSink } from '../sinks/cluster/status-sink.ts';
+import { StatusWriter } from '../sinks/cluster/status-writer.ts';
+import { AgentTaskSource } from '../sources/cluster/agent-task-source.ts';
+import type { ClusterTask } from '../sources/cluster/agent-task-source.ts';
 import type { EpisodeDefaults } from './episode-defaults.ts';
-import { TASK_LABEL } from './episode-pod.ts';
-import { EpisodeSlots } from './episode-slots.ts';
-import { EventRecorder } from './events.ts';
-import { Informer, objectKey } from './informer.ts';
-import type { KubeObject } from './informer.ts';
-import { KubeClient } from './kube-client.ts';
-import { LeaderElector } from './leader-election.ts';
-import { StatusWriter } from './status-writer.ts';
-import { TaskReconciler } from './task-reconciler.ts';
 
 export interface ClusterControllerOptions {
   kubeConfig: KubeConfig;
@@ -50,8 +51,6 @@ export interface ClusterControllerOptions {
   };
   watchTimeoutSeconds?: number;
   watchdogMs?: number;
-  /** How often the episodic_tasks gauge is recounted from the cache. */
-  phaseGaugeIntervalMs?: number;
   metrics?: EpisodicMetrics;
   /** Leadership was lost: the process should exit (the CLI does), since its view may be stale. */
   onLostLeadership?: () => void;
@@ -66,14 +65,12 @@ export class ClusterController {
   readonly statusWriter: StatusWriter;
   readonly events: EventRecorder;
   readonly servers: RunningServer[] = [];
-  private queue: WorkQueue | undefined;
+  private loop: Controller<ClusterTask> | undefined;
   private elector: LeaderElector | undefined;
   private leaseClient: KubeClient | undefined;
-  private readonly reconciler: TaskReconciler;
-  private readonly slots: EpisodeSlots;
-  private readonly waitingForSlot = new Set<string>();
-  private readonly dependents = new Map<string, Set<string>>();
-  private phaseTimer: NodeJS.Timeout | undefined;
+  private readonly source: AgentTaskSource;
+  private readonly executor: PodEpisodeExecutor;
+  private readonly sink: KubeStatusSink;
   private stopped = false;
   private readonly opts: ClusterControllerOptions;
 
@@ -98,36 +95,23 @@ export class ClusterController {
       });
     this.tasks = informer('agenttasks', ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURAL}` : `/apis/${GROUP}/${VERSION}/${PLURAL}`);
     this.pods = informer('pods', ns ? `/api/v1/namespaces/${ns}/pods` : '/api/v1/pods', TASK_LABEL);
-    this.pods.addIndex('task', (pod) => {
-      const task = pod.metadata.labels?.[TASK_LABEL];
-      return task ? [`${pod.metadata.namespace}/${task}`] : [];
-    });
-    this.slots = new EpisodeSlots(opts.maxConcurrent ?? 10, () => this.wakeWaiters());
     this.statusWriter = new StatusWriter({
       client,
       tasks: this.tasks,
       log: opts.log,
-      onWriteError: (key, err) => opts.log.warn({ ...keyFields(key), err: String(err) }, 'status write failed'),
+      onWriteError: (key, err) => opts.log.warn({ key, err: String(err) }, 'status write failed'),
     });
     this.events = new EventRecorder({ client, identity: this.identity, log: opts.log });
-    this.reconciler = new TaskReconciler({
+    this.source = new AgentTaskSource({ tasks: this.tasks, client, log: opts.log, episodeDefaults: opts.episodeDefaults });
+    this.executor = new PodEpisodeExecutor({
       client,
-      tasks: this.tasks,
       pods: this.pods,
-      statusWriter: this.statusWriter,
-      events: this.events,
-      slots: this.slots,
-      metrics: this.metrics,
       log: opts.log,
-      budgetUSD: opts.budgetUSD,
       podRetention: opts.podRetention ?? 3,
       imagePullGraceMs: opts.imagePullGraceMs ?? 120_000,
       episodeDefaults: opts.episodeDefaults,
-      enqueueAfter: (key, ms) => this.queue?.addAfter(key, ms),
-      setWaitingForSlot: (key, waiting) => (waiting ? this.waitingForSlot.add(key) : this.waitingForSlot.delete(key)),
-      onPhaseChange: (key) => this.enqueueDependents(key),
     });
-    this.wireInformers();
+    this.sink = new KubeStatusSink({ tasks: this.tasks, writer: this.statusWriter, events: this.events, log: opts.log });
   }
 
   static async start(opts: ClusterControllerOptions): Promise<ClusterController> {
@@ -143,7 +127,7 @@ export class ClusterController {
   }
 
   get isLeader(): boolean {
-    return this.queue !== undefined;
+    return this.loop !== undefined;
   }
 
   async waitForSync(): Promise<void> {
@@ -152,14 +136,13 @@ export class ClusterController {
 
   /** Resolves when nothing is queued or being reconciled and every write went out (tests). */
   async idle(): Promise<void> {
-    await this.queue?.idle();
+    await this.loop?.idle();
     await this.statusWriter.drain();
     await this.events.drain();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.phaseTimer);
     this.stopProcessing();
     await this.elector?.stop();
     // Give pending status writes and events a moment, but never hang shutdown on a dead API server.
@@ -186,8 +169,6 @@ export class ClusterController {
     }
     this.tasks.start();
     this.pods.start();
-    this.phaseTimer = setInterval(() => this.updatePhaseGauge(), this.opts.phaseGaugeIntervalMs ?? 5_000);
-    this.phaseTimer.unref();
     const le = this.opts.leaderElection;
     if (!le) {
       // Not awaited: an unreachable API server must not hang startup; /readyz tells when we are synced.
@@ -218,113 +199,26 @@ export class ClusterController {
   }
 
   private startProcessing(): void {
-    if (this.queue || this.stopped) return;
-    this.queue = new WorkQueue((key) => this.reconcileKey(key), {
-      concurrency: this.opts.workers ?? 16,
-      onError: (key, err) => {
-        this.metrics.reconcileErrors.inc();
-        this.opts.log.warn({ ...keyFields(key), err: String(err) }, 'reconcile failed; retrying with backoff');
-      },
+    if (this.loop || this.stopped) return;
+    this.loop = new Controller({
+      source: this.source,
+      executor: this.executor,
+      sink: this.sink,
+      logger: this.opts.log,
+      maxConcurrent: this.opts.maxConcurrent ?? 10,
+      budgetUSD: this.opts.budgetUSD,
+      workers: this.opts.workers ?? 16,
+      metrics: this.metrics,
     });
     this.opts.log.info({ tasks: this.tasks.size, pods: this.pods.size, identity: this.identity }, 'caches synced; reconciling');
     // Every task, plus the task of every pod (a pod whose task is gone is an orphan to delete).
-    for (const task of this.tasks.list()) this.queue.add(objectKey(task));
-    for (const pod of this.pods.list()) this.enqueuePodOwner(pod);
+    this.loop.start();
   }
 
   private stopProcessing(): void {
-    this.queue?.stop();
-    this.queue = undefined;
+    this.loop?.halt();
+    this.loop = undefined;
   }
-
-  private async reconcileKey(key: string): Promise<void> {
-    await this.reconciler.reconcile(key);
-    this.queue?.forget(key);
-  }
-
-  private wireInformers(): void {
-    this.tasks.on({
-      add: (task) => {
-        this.indexDependsOn(undefined, task);
-        this.queue?.add(objectKey(task));
-      },
-      update: (old, task) => {
-        this.indexDependsOn(old, task);
-        this.queue?.add(objectKey(task));
-        if (old.status?.phase !== task.status?.phase) this.enqueueDependents(objectKey(task));
-      },
-      delete: (task) => {
-        this.indexDependsOn(task, undefined);
-        this.queue?.add(objectKey(task));
-        this.enqueueDependents(objectKey(task));
-      },
-    });
-    this.pods.on({
-      add: (pod) => {
-        this.slots.observe(pod);
-        this.enqueuePodOwner(pod);
-      },
-      update: (_old, pod) => {
-        this.slots.observe(pod);
-        this.enqueuePodOwner(pod);
-      },
-      delete: (pod) => {
-        this.slots.observe(pod, true);
-        this.reconciler.podDeleted(pod);
-        this.enqueuePodOwner(pod);
-      },
-    });
-  }
-
-  private enqueuePodOwner(pod: KubeObject): void {
-    const task = pod.metadata.labels?.[TASK_LABEL];
-    if (task) this.queue?.add(`${pod.metadata.namespace}/${task}`);
-  }
-
-  /** A slot came free: wake as many queued tasks as there are free slots, oldest first. */
-  private wakeWaiters(): void {
-    let free = this.slots.free();
-    for (const key of this.waitingForSlot) {
-      if (free-- <= 0) break;
-      this.waitingForSlot.delete(key);
-      this.queue?.add(key);
-    }
-  }
-
-  private indexDependsOn(old: KubeObject | undefined, task: KubeObject | undefined): void {
-    const deps = (t: KubeObject | undefined) =>
-      t && Array.isArray(t.spec?.dependsOn) ? (t.spec.dependsOn as unknown[]).filter((d): d is string => typeof d === 'string') : [];
-    for (const dep of deps(old)) this.dependents.get(`${old!.metadata.namespace}/${dep}`)?.delete(objectKey(old!));
-    for (const dep of deps(task)) {
-      const key = `${task!.metadata.namespace}/${dep}`;
-      let set = this.dependents.get(key);
-      if (!set) this.dependents.set(key, (set = new Set()));
-      set.add(objectKey(task!));
-    }
-  }
-
-  private enqueueDependents(key: string): void {
-    for (const dependent of this.dependents.get(key) ?? []) this.queue?.add(dependent);
-  }
-
-  private updatePhaseGauge(): void {
-    const counts = new Map<string, Map<Phase, number>>();
-    for (const task of this.tasks.list()) {
-      const ns = task.metadata.namespace as string;
-      const raw = this.statusWriter.pending(objectKey(task))?.phase ?? task.status?.phase ?? 'Pending';
-      const phase: Phase = (PHASES as readonly string[]).includes(raw) ? raw : 'Pending';
-      let byPhase = counts.get(ns);
-      if (!byPhase) counts.set(ns, (byPhase = new Map()));
-      byPhase.set(phase, (byPhase.get(phase) ?? 0) + 1);
-    }
-    this.metrics.setPhaseCounts(counts);
-  }
-}
-
-/** Log fields of a work queue key: every line about a task names its namespace and task. */
-function keyFields(key: string): { namespace: string; task: string } {
-  const [namespace, task] = key.split('/') as [string, string];
-  return { namespace, task };
 }
 
 /** The namespace this pod runs in (in-cluster), for the default lease namespace. */

@@ -219,8 +219,9 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     if (delays.length > 0) this.queue.addAfter(key, Math.min(...delays));
     if (ended || before.phase !== status.phase) this.wakeDependents(key);
     if (startNumber === undefined) this.wakeSlotWaiters(); // a slot this pass left unused goes to the next waiting task
-    if (deleted && !status.currentEpisode) await this.release(task, !current);
-    else await executor.tidy(task, status);
+    if (deleted && !status.currentEpisode) return this.release(task, !current);
+    await executor.tidy(task, status);
+    if (!deleted) await source.hold(task);
   }
 
   /** What the executor sees, except that an episode whose start is being retried has not vanished. */

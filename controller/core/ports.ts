@@ -26,6 +26,8 @@ export interface TaskSource<T extends DesiredTask = DesiredTask> {
   list(): Iterable<T>;
   /** Called with a task's key whenever its desired state changes (added, edited, deleted). */
   subscribe(onChange: (key: string) => void): void;
+  /** The controller has taken charge of the task: keep it until release() (cluster: add the finalizer). */
+  hold(task: T): Promise<void>;
   /** A deleting task has nothing running any more: let it go (cluster: drop the finalizer). */
   release(task: T): Promise<void>;
 }

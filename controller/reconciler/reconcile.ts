@@ -119,7 +119,7 @@ function endedEpisode(episode: ObservedEpisode | undefined, stop: ReconcileInput
   const n = episode.number;
   const result =
     episode.removedBy === 'someone-else'
-      ? episodeResult({ exitCode: null, errorClass: 'transient', message: `episode ${n} was stopped by someone else` })
+      ? episodeResult({ exitCode: null, errorClass: 'transient', message: `episode ${n} was deleted by someone else (its pod or process)` })
       : episodeResult({
           exitCode: null,
           interrupted: true,

@@ -2,7 +2,7 @@
 // adopted, pods that finished meanwhile are recorded, and no episode number is ever created twice.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { KubeClient } from '../../controller/cluster/kube-client.ts';
+import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import type { Cluster } from '../support/cluster.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
 import {

@@ -5,10 +5,10 @@ import { describe, it } from 'node:test';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import type { AgentTask } from '../../controller/api/agent-task.ts';
 import { EpisodeConfigSchema } from '../../controller/api/episode-config.ts';
-import { buildEpisodePod, episodePodName, podEpisode } from '../../controller/cluster/episode-pod.ts';
-import { observeDeletedPod, observePod } from '../../controller/cluster/pod-outcome.ts';
+import { buildEpisodePod, episodePodName, podEpisode } from '../../controller/executors/cluster/episode-pod.ts';
+import { observeDeletedPod, observePod } from '../../controller/executors/cluster/pod-outcome.ts';
 import { clusterSpec, parseEpisodeDefaults } from '../../controller/cluster/episode-defaults.ts';
-import type { KubeObject } from '../../controller/cluster/informer.ts';
+import type { KubeObject } from '../../controller/kube/informer.ts';
 
 function task(name = 'demo', spec: Record<string, unknown> = {}): { task: AgentTask; spec: ReturnType<typeof AgentTaskSpecSchema.parse> } {
   const parsed = AgentTaskSpecSchema.parse({ prompt: 'do {{task}} #{{episode}}/{{maxEpisodes}} after: {{lastEpisode.message}}', agent: { image: 'img:1', command: ['claude', '-p'] }, ...spec });
@@ -279,20 +279,21 @@ describe('observePod', () => {
     assert.equal(disrupted?.errorClass, 'transient');
   });
 
-  it('our own stop decides the outcome; someone else deleting the pod is transient', () => {
+  it('a pod being deleted or gone is reported as gone, with who removed it (reconcile decides what that means)', () => {
     const deleting = pod({ deletionTimestamp: '2026-01-01T00:09:00Z' }, { phase: 'Running' });
-    assert.equal(observePod(deleting, { ...opts, stopIntent: 'timeout' }).episode.result?.timedOut, true);
-    assert.equal(observePod(deleting, { ...opts, stopIntent: 'cancelled' }).episode.result?.cancelled, true);
-    assert.equal(observePod(deleting, opts).episode.result?.errorClass, 'transient');
-    assert.equal(observeDeletedPod(2, opts).result?.errorClass, 'transient');
-    assert.equal(observeDeletedPod(2, { ...opts, stopIntent: 'cancelled' }).result?.cancelled, true);
+    assert.deepEqual([observePod(deleting, { ...opts, deletedByController: true }).episode.state, observePod(deleting, { ...opts, deletedByController: true }).episode.removedBy], ['gone', 'controller']);
+    assert.equal(observePod(deleting, opts).episode.removedBy, 'someone-else');
+    assert.equal(observeDeletedPod(2, opts).removedBy, 'someone-else');
+    assert.equal(observeDeletedPod(2, { ...opts, deletedByController: true }).removedBy, 'controller');
+    const finished = pod({}, { phase: 'Succeeded', containerStatuses: [{ name: 'agent', state: { terminated: { exitCode: 0 } } }] });
+    assert.equal(observeDeletedPod(1, opts, finished).state, 'finished', 'a pod seen finished keeps its result');
   });
 
   it('an image that never pulls is fatal after the grace period, with the kubelet message', () => {
     const waiting = { phase: 'Pending', containerStatuses: [{ name: 'agent', state: { waiting: { reason: 'ImagePullBackOff', message: 'Back-off pulling image "img:1"' } } }] };
     const young = observePod(pod({ creationTimestamp: '2026-01-01T00:09:00Z' }, waiting), opts);
     assert.equal(young.episode.state, 'running');
-    assert.equal(young.recheckAfterMs, 60_000);
+    assert.equal(young.episode.recheckAfterMs, 60_000);
     const old = observePod(pod({}, waiting), opts);
     assert.equal(old.episode.result?.errorClass, 'fatal');
     assert.equal(old.episode.result?.message, 'ImagePullBackOff: Back-off pulling image "img:1"');
@@ -302,6 +303,6 @@ describe('observePod', () => {
   it('an unschedulable pod keeps the episode waiting', () => {
     const o = observePod(pod({}, { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/3 nodes' }] }), opts);
     assert.equal(o.episode.state, 'running');
-    assert.match(o.unschedulable?.message ?? '', /0\/3 nodes/);
+    assert.match(o.episode.unschedulable ?? '', /0\/3 nodes/);
   });
 });

@@ -2,7 +2,7 @@
 // other takes over within the lease duration, adopting the running episode instead of starting another.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { KubeClient } from '../../controller/cluster/kube-client.ts';
+import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import type { Cluster } from '../support/cluster.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
 import {
@@ -39,7 +39,7 @@ describe('cluster controller: leader election', { skip, timeout: 60_000 }, () =>
     return p;
   };
   const lease = async () => JSON.parse(await kubectl(['get', 'lease', 'episodic-controller', '-n', ns, '-o', 'json']));
-  const created = (p: ControllerProcess) => p.logs.filter((l) => l.msg === 'episode pod created').map((l) => l.pod as string);
+  const created = (p: ControllerProcess) => p.logs.filter((l) => l.event === 'EpisodeStarted').map((l) => l.pod as string);
 
   before(async () => {
     cluster = await clusterWithCrd();

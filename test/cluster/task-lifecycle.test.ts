@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
-import type { KubeClient } from '../../controller/cluster/kube-client.ts';
+import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import type { Cluster } from '../support/cluster.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
 import {

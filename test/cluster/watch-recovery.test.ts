@@ -8,7 +8,7 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
-import type { KubeClient } from '../../controller/cluster/kube-client.ts';
+import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
 import {
   agentTaskManifest,

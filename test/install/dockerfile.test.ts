@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { buildEpisodePod } from '../../controller/cluster/episode-pod.ts';
+import { buildEpisodePod } from '../../controller/executors/cluster/episode-pod.ts';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import type { AgentTask } from '../../controller/api/agent-task.ts';
 import { EpisodeResultSchema } from '../../controller/api/episode-result.ts';

@@ -24,7 +24,7 @@ import { parse as parseYaml } from 'yaml';
 import { ensureCluster, helm, kubeconfigPath, kubectl, kubectlPath } from '../support/cluster.ts';
 import type { Cluster } from '../support/cluster.ts';
 import { FAKE_CLAUDE, FakeKubelet, NODE, testClient, waitFor } from '../support/kubelet.ts';
-import type { KubeClient } from '../../controller/cluster/kube-client.ts';
+import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { CHART_DIR, NAMESPACE, RELEASE, SA_USER, repoRoot, skipCluster } from './support.ts';
 
 const execFileAsync = promisify(execFile);

@@ -369,7 +369,7 @@ const observationCases: Array<{ name: string; in: ReconcileInput; phase: string;
     phase: 'Waiting',
     reason: 'Backoff',
     outcome: 'transient',
-    message: /stopped by someone else/,
+    message: /deleted by someone else/,
   },
   {
     name: 'an episode on record that never started is interrupted',

@@ -18,9 +18,9 @@ import { pino } from 'pino';
 import type { Logger } from 'pino';
 import { ClusterController } from '../../controller/cluster/controller.ts';
 import type { ClusterControllerOptions } from '../../controller/cluster/controller.ts';
-import { AGENT_CONTAINER } from '../../controller/cluster/episode-pod.ts';
-import type { KubeObject } from '../../controller/cluster/informer.ts';
-import { KubeClient, isStatus } from '../../controller/cluster/kube-client.ts';
+import { AGENT_CONTAINER } from '../../controller/executors/cluster/episode-pod.ts';
+import type { KubeObject } from '../../controller/kube/informer.ts';
+import { KubeClient, isStatus } from '../../controller/kube/kube-client.ts';
 import { EPISODE_CONFIG_ENV } from '../../controller/api/episode-config.ts';
 import { ensureCluster, kubectl, repoRoot } from './cluster.ts';
 import type { Cluster } from './cluster.ts';
@@ -101,7 +101,6 @@ export async function startController(cluster: Cluster, opts: Partial<ClusterCon
     qps: 0,
     metricsAddr: '127.0.0.1:0',
     imagePullGraceMs: 2_000,
-    phaseGaugeIntervalMs: 200,
     ...opts,
   });
   await controller.waitForSync();

@@ -33,6 +33,10 @@ export class MemorySource implements TaskSource {
   subscribe(l: (key: string) => void): void {
     this.listeners.push(l);
   }
+  readonly held = new Set<string>();
+  async hold(task: DesiredTask): Promise<void> {
+    this.held.add(task.key);
+  }
   async release(task: DesiredTask): Promise<void> {
     this.released.push(task.key);
   }

@@ -1,12 +1,12 @@
 // What a pod tells about its episode: still running, finished (with an EpisodeResult), or stuck in a
 // way only the pod shows (unschedulable, image never pulled). Pod-level facts beat the runner's own
 // report: a runner killed by the kernel or the kubelet never got to write one.
-import type { EpisodeResult } from '../api/episode-result.ts';
-import { episodeResult } from '../api/episode-result.ts';
-import type { ObservedEpisode } from '../reconciler/reconcile.ts';
-import { decodeTerminationMessage } from '../runner/termination-message.ts';
+import type { EpisodeResult } from '../../api/episode-result.ts';
+import { episodeResult } from '../../api/episode-result.ts';
+import type { ObservedEpisode } from '../../reconciler/reconcile.ts';
+import { decodeTerminationMessage } from '../../runner/termination-message.ts';
 import { AGENT_CONTAINER, podEpisode } from './episode-pod.ts';
-import type { KubeObject } from './informer.ts';
+import type { KubeObject } from '../../kube/informer.ts';
 
 /** Waiting reasons that never fix themselves: after the grace period the episode is fatal. */
 const STUCK_REASONS = new Set([
@@ -18,24 +18,30 @@ const STUCK_REASONS = new Set([
   'CreateContainerError',
 ]);
 
-/** Why the controller itself deleted a pod; decides the outcome once the pod is gone. */
-export type StopIntent = 'cancelled' | 'timeout' | 'cleanup';
+/** A pod that holds a concurrency slot: an episode pod that has not finished and is not being deleted. */
+export function isRunningPod(pod: KubeObject): boolean {
+  if (podEpisode(pod) === undefined || pod.metadata.deletionTimestamp) return false;
+  return !isFinishedPod(pod);
+}
+
+export function isFinishedPod(pod: KubeObject): boolean {
+  const status = pod.status ?? {};
+  if (status.phase === 'Succeeded' || status.phase === 'Failed') return true;
+  const container = (status.containerStatuses ?? []).find((c: any) => c.name === AGENT_CONTAINER);
+  return !!container?.state?.terminated;
+}
 
 export interface PodObservation {
   episode: ObservedEpisode;
-  /** Set while the pod cannot be scheduled: the task shows Waiting and the episode clock does not run. */
-  unschedulable?: { message: string };
-  /** The episode is decided but the pod still exists (stuck pulling): delete it once status is recorded. */
+  /** The pod is stuck (never pulled its image): delete it once its episode is on record. */
   deletePod?: boolean;
-  /** Look again at this time even if nothing changes (the end of the image-pull grace period). */
-  recheckAfterMs?: number;
 }
 
 export interface ObserveOptions {
   now: Date;
   imagePullGraceMs: number;
-  /** Set when we deleted (or are deleting) this pod. */
-  stopIntent?: StopIntent;
+  /** This controller deleted (or is deleting) the pod. */
+  deletedByController?: boolean;
 }
 
 export function observePod(pod: KubeObject, opts: ObserveOptions): PodObservation {
@@ -50,13 +56,12 @@ export function observePod(pod: KubeObject, opts: ObserveOptions): PodObservatio
   const terminated = container?.state?.terminated;
   const podDone = status.phase === 'Succeeded' || status.phase === 'Failed';
   if (terminated || podDone) {
-    return finished(resultOfTerminatedPod(pod, terminated, opts.stopIntent), terminated?.finishedAt);
+    return finished(resultOfTerminatedPod(pod, terminated), terminated?.finishedAt);
   }
 
-  // Our own delete in progress (a real kubelet takes up to the grace period to stop the container).
-  if (pod.metadata.deletionTimestamp && opts.stopIntent) return finished(resultOfStop(opts.stopIntent));
+  // Being deleted: the episode is over (a real kubelet takes up to the grace period to stop the container).
   if (pod.metadata.deletionTimestamp) {
-    return finished(transient(`episode pod ${pod.metadata.name} was deleted by someone else`));
+    return { episode: { number, state: 'gone', startedAt, removedBy: opts.deletedByController ? 'controller' : 'someone-else' } };
   }
   if (status.reason === 'Evicted' || hasCondition(pod, 'DisruptionTarget')) {
     return finished(transient(`episode pod was evicted: ${status.message ?? status.reason ?? 'DisruptionTarget'}`));
@@ -74,34 +79,29 @@ export function observePod(pod: KubeObject, opts: ObserveOptions): PodObservatio
       });
       return { ...finished(result), deletePod: true };
     }
-    return { episode: { number, state: 'running', startedAt }, recheckAfterMs: remaining };
+    return { episode: { number, state: 'running', startedAt, recheckAfterMs: remaining } };
   }
 
   const scheduled = (status.conditions ?? []).find((c: any) => c.type === 'PodScheduled');
   if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') {
-    return {
-      episode: { number, state: 'running', startedAt },
-      unschedulable: { message: clip(`episode pod cannot be scheduled: ${scheduled.message ?? 'Unschedulable'}`) },
-    };
+    const unschedulable = clip(`episode pod cannot be scheduled: ${scheduled.message ?? 'Unschedulable'}`);
+    return { episode: { number, state: 'running', startedAt, unschedulable } };
   }
   return { episode: { number, state: 'running', startedAt } };
 }
 
-/** The pod vanished before we saw it finish: our delete → its intent; anyone else's → transient. */
+/** The pod vanished: what it said last if it had finished, else gone (removed by us, or by someone else). */
 export function observeDeletedPod(number: number, opts: ObserveOptions, lastSeen?: KubeObject): ObservedEpisode {
   if (lastSeen) {
     const seen = observePod(lastSeen, opts);
     if (seen.episode.state === 'finished') return seen.episode;
   }
-  const result = opts.stopIntent ? resultOfStop(opts.stopIntent) : transient(`episode pod ${number} was deleted by someone else`);
-  return { number, state: 'finished', finishedAt: opts.now.toISOString(), result };
+  return { number, state: 'gone', removedBy: opts.deletedByController ? 'controller' : 'someone-else' };
 }
 
-function resultOfTerminatedPod(pod: KubeObject, terminated: any, stopIntent: StopIntent | undefined): EpisodeResult {
+function resultOfTerminatedPod(pod: KubeObject, terminated: any): EpisodeResult {
   const status = pod.status ?? {};
   const exitCode: number | null = typeof terminated?.exitCode === 'number' ? terminated.exitCode : null;
-  // Our stop wins over what the runner said while being killed.
-  if (stopIntent === 'cancelled' || stopIntent === 'timeout') return { ...resultOfStop(stopIntent), exitCode };
   if (status.reason === 'DeadlineExceeded') {
     return episodeResult({ exitCode, timedOut: true, message: clip(status.message ?? 'activeDeadlineSeconds exceeded') });
   }
@@ -120,11 +120,6 @@ function resultOfTerminatedPod(pod: KubeObject, terminated: any, stopIntent: Sto
     agentError: true,
     message: clip(`episode pod ended without a result (exit code ${exitCode ?? 'unknown'}${why ? `, ${why}` : ''})`),
   });
-}
-
-function resultOfStop(intent: StopIntent): EpisodeResult {
-  if (intent === 'timeout') return episodeResult({ exitCode: null, timedOut: true, message: 'episode timed out; pod deleted' });
-  return episodeResult({ exitCode: null, cancelled: true, message: 'episode cancelled; pod deleted' });
 }
 
 function transient(message: string): EpisodeResult {

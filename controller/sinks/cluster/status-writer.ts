@@ -3,16 +3,13 @@
 // flood of new tasks gets its pods first); flush() makes a write synchronous where order matters (a
 // finished episode must be on record before the next one may start).
 import type { Logger } from 'pino';
-import type { AgentTaskStatus } from '../api/agent-task.ts';
-import { AgentTaskStatusSchema, GROUP, PLURAL, VERSION } from '../api/agent-task.ts';
-import { KubeError } from './kube-client.ts';
-import type { KubeClient } from './kube-client.ts';
-import type { Lane } from './rate-limiter.ts';
-import type { Informer, KubeObject } from './informer.ts';
-
-export function taskPath(namespace: string, name: string, subresource = ''): string {
-  return `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}/${name}${subresource ? `/${subresource}` : ''}`;
-}
+import type { AgentTaskStatus } from '../../api/agent-task.ts';
+import { AgentTaskStatusSchema } from '../../api/agent-task.ts';
+import { taskPath } from '../../sources/cluster/agent-task-source.ts';
+import { KubeError } from '../../kube/kube-client.ts';
+import type { KubeClient } from '../../kube/kube-client.ts';
+import type { Lane } from '../../kube/rate-limiter.ts';
+import type { Informer, KubeObject } from '../../kube/informer.ts';
 
 /** The stored status with defaults; a status someone mangled by hand reads as empty rather than crashing us. */
 export function parseStatus(raw: unknown): AgentTaskStatus {

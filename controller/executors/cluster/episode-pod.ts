@@ -1,12 +1,12 @@
 // The Pod of one episode. Its name is a pure function of (task, episode number), so creating it twice is
 // harmless (AlreadyExists) and a restarted controller finds, and adopts, the pod it created before.
 import { createHash } from 'node:crypto';
-import type { AgentTask, AgentTaskSpec } from '../api/agent-task.ts';
-import { API_VERSION, KIND } from '../api/agent-task.ts';
-import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_WORKSPACE, TERMINATION_LOG } from '../api/episode-config.ts';
-import type { EpisodeConfig } from '../api/episode-config.ts';
-import { renderPrompt } from '../executors/prompt.ts';
-import type { EpisodeDefaults } from './episode-defaults.ts';
+import type { AgentTask, AgentTaskSpec } from '../../api/agent-task.ts';
+import { API_VERSION, KIND } from '../../api/agent-task.ts';
+import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_WORKSPACE, TERMINATION_LOG } from '../../api/episode-config.ts';
+import type { EpisodeConfig } from '../../api/episode-config.ts';
+import { renderPrompt } from '../prompt.ts';
+import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
 
 export const TASK_LABEL = 'episodic.dev/task';
 export const EPISODE_LABEL = 'episodic.dev/episode';

@@ -1,0 +1,208 @@
+// Episodes on a cluster: one Pod per episode, named after (task, episode number) so creating it twice is
+// harmless and a restarted controller adopts what runs. observe() reports what the pods say; the facts
+// only pods can tell (who deleted one, what it said last, a create the API server refused) are kept here.
+import type { Logger } from 'pino';
+import type { AgentTaskStatus } from '../../api/agent-task.ts';
+import { episodeResult } from '../../api/episode-result.ts';
+import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
+import type { EpisodeExecutor } from '../../core/ports.ts';
+import type { Informer, KubeObject } from '../../kube/informer.ts';
+import { objectKey } from '../../kube/informer.ts';
+import { KubeError, isStatus } from '../../kube/kube-client.ts';
+import type { KubeClient } from '../../kube/kube-client.ts';
+import type { Lane } from '../../kube/rate-limiter.ts';
+import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
+import type { ClusterTask } from '../../sources/cluster/agent-task-source.ts';
+import { buildEpisodePod, episodePodName, podEpisode, TASK_LABEL } from './episode-pod.ts';
+import { isFinishedPod, isRunningPod, observeDeletedPod, observePod } from './pod-outcome.ts';
+
+// Pods we deleted and pods that vanished are remembered this long (an hour of pod churn at most).
+const MEMORY_MS = 60 * 60_000;
+
+export interface PodExecutorOptions {
+  client: KubeClient;
+  pods: Informer<KubeObject>;
+  log: Logger;
+  /** Finished pods kept per task (for `kubectl logs`), newest first. */
+  podRetention: number;
+  /** How long a pod may fail to pull its image before its episode is fatal. */
+  imagePullGraceMs: number;
+  episodeDefaults?: EpisodeDefaults;
+}
+
+export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
+  private readonly opts: PodExecutorOptions;
+  /** Pods holding a concurrency slot, from the pod cache: a restarted controller sees what runs. */
+  private readonly running = new Set<string>();
+  private readonly deletedByUs = new Map<string, number>();
+  /** Pod key → the last state of a pod that disappeared. */
+  private readonly tombstones = new Map<string, { pod: KubeObject; at: number }>();
+  /** Task key → an episode whose pod the API server refused to create. */
+  private readonly refused = new Map<string, { number: number; message: string }>();
+  /** Pods stuck pulling their image, to delete once their episode is on record. */
+  private readonly stuck = new Set<string>();
+  private listeners: Array<(key: string) => void> = [];
+
+  constructor(opts: PodExecutorOptions) {
+    this.opts = opts;
+    opts.pods.addIndex('task', (pod) => {
+      const task = pod.metadata.labels?.[TASK_LABEL];
+      return task ? [`${pod.metadata.namespace}/${task}`] : [];
+    });
+    opts.pods.on({
+      add: (pod) => this.podChanged(pod),
+      update: (_old, pod) => this.podChanged(pod),
+      delete: (pod) => {
+        this.tombstones.set(objectKey(pod), { pod, at: Date.now() });
+        this.forgetOld();
+        this.podChanged(pod, true);
+      },
+    });
+  }
+
+  observe(task: ClusterTask, status: AgentTaskStatus, now: Date): ObservedEpisode | undefined {
+    const current = status.currentEpisode;
+    const refused = this.refused.get(task.key);
+    if (refused && current?.number === refused.number) {
+      return { number: refused.number, state: 'finished', result: episodeResult({ exitCode: null, errorClass: 'fatal', message: refused.message }) };
+    }
+    const opts = { now, imagePullGraceMs: this.opts.imagePullGraceMs };
+    let newest: KubeObject | undefined;
+    for (const pod of this.podsOf(task)) if ((podEpisode(pod) ?? 0) > (newest ? (podEpisode(newest) ?? 0) : 0)) newest = pod;
+    const newestNumber = newest ? (podEpisode(newest) ?? 0) : 0;
+    if (current && current.number > newestNumber) {
+      const podKey = `${task.namespace}/${episodePodName(task.name, current.number)}`;
+      const tomb = this.tombstones.get(podKey);
+      if (!tomb && !this.deletedByUs.has(podKey)) return { number: current.number, state: 'gone' }; // never created
+      return observeDeletedPod(current.number, { ...opts, deletedByController: this.deletedByUs.has(podKey) }, tomb?.pod);
+    }
+    if (!newest) return undefined;
+    const seen = observePod(newest, { ...opts, deletedByController: this.deletedByUs.has(objectKey(newest)) });
+    if (seen.deletePod) this.stuck.add(objectKey(newest));
+    return { ...seen.episode, podName: newest.metadata.name };
+  }
+
+  async start(task: ClusterTask, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>> {
+    if (!task.spec) throw new Error(`${task.key} has no valid spec to start`);
+    const pod = buildEpisodePod({ task: task.object as any, spec: task.spec, episode: number, lastEpisodeMessage: status.lastEpisode?.message, defaults: this.opts.episodeDefaults });
+    const path = `/api/v1/namespaces/${task.namespace}/pods`;
+    try {
+      this.opts.pods.upsert(await this.opts.client.create(path, pod, 'work'));
+    } catch (err) {
+      if (isStatus(err, 409)) {
+        // Our deterministic name exists: adopt it if it is ours, clear it away if it is a leftover.
+        const existing: KubeObject = await this.opts.client.get(`${path}/${pod.metadata.name}`);
+        if (ownerUid(existing) !== task.object.metadata.uid) {
+          await this.deletePod(existing, 'work');
+          throw new KubeError(409, 'AlreadyExists', `pod ${pod.metadata.name} of an earlier task with this name is in the way; deleted it`);
+        }
+        this.opts.pods.upsert(existing);
+      } else if (isRefusal(err)) {
+        // Retrying sends the same pod again: the episode is over, as the API server says.
+        this.refused.set(task.key, { number, message: clip(`the API server refused the episode pod: ${(err as KubeError).detail}`) });
+        this.notify(task.key);
+      } else {
+        throw err;
+      }
+    }
+    return { pod: pod.metadata.name };
+  }
+
+  async stop(task: ClusterTask, number: number, _reason: StopReason): Promise<void> {
+    const pod = this.podsOf(task).find((p) => podEpisode(p) === number);
+    this.deletedByUs.set(`${task.namespace}/${episodePodName(task.name, number)}`, Date.now());
+    if (pod) await this.deletePod(pod, 'work');
+    else this.notify(task.key);
+  }
+
+  /** Strays of an earlier task with the same name, stuck pods on record, finished pods past retention. */
+  async tidy(task: ClusterTask, status: AgentTaskStatus): Promise<void> {
+    const all = this.opts.pods.byIndex('task', task.key);
+    const uid = task.object.metadata.uid;
+    const doomed = all.filter((p) => ownerUid(p) !== uid);
+    // Only what the server has on record: a status still being written may yet be lost with its pod.
+    const recorded = Math.min(status.lastEpisode?.number ?? 0, task.object.status?.lastEpisode?.number ?? 0);
+    const mine = all.filter((p) => ownerUid(p) === uid && !p.metadata.deletionTimestamp);
+    doomed.push(...mine.filter((p) => this.stuck.has(objectKey(p)) && (podEpisode(p) ?? 0) <= recorded));
+    const finished = mine
+      .filter((p) => (podEpisode(p) ?? 0) <= recorded && podEpisode(p) !== status.currentEpisode?.number && isFinishedPod(p))
+      .sort((a, b) => (podEpisode(b) ?? 0) - (podEpisode(a) ?? 0));
+    doomed.push(...finished.slice(this.opts.podRetention));
+    await Promise.all([...new Set(doomed)].map((pod) => this.deletePod(pod, 'bookkeeping')));
+  }
+
+  async forget(key: string): Promise<void> {
+    this.refused.delete(key);
+    await Promise.all(this.opts.pods.byIndex('task', key).map((pod) => this.deletePod(pod, 'work')));
+  }
+
+  runningCount(): number {
+    return this.running.size;
+  }
+
+  keys(): Iterable<string> {
+    const keys = new Set<string>();
+    for (const pod of this.opts.pods.list()) {
+      const task = pod.metadata.labels?.[TASK_LABEL];
+      if (task) keys.add(`${pod.metadata.namespace}/${task}`);
+    }
+    return keys;
+  }
+
+  subscribe(onChange: (key: string) => void): void {
+    this.listeners.push(onChange);
+  }
+
+  private podsOf(task: ClusterTask): KubeObject[] {
+    const uid = task.object.metadata.uid;
+    return this.opts.pods.byIndex('task', task.key).filter((p) => ownerUid(p) === uid);
+  }
+
+  private podChanged(pod: KubeObject, deleted = false): void {
+    const key = objectKey(pod);
+    if (!deleted && isRunningPod(pod)) this.running.add(key);
+    else this.running.delete(key);
+    if (deleted) this.stuck.delete(key);
+    const task = pod.metadata.labels?.[TASK_LABEL];
+    if (task) this.notify(`${pod.metadata.namespace}/${task}`);
+  }
+
+  private async deletePod(pod: KubeObject, lane: Lane): Promise<void> {
+    const key = objectKey(pod);
+    if (!this.deletedByUs.has(key)) this.deletedByUs.set(key, Date.now());
+    try {
+      await this.opts.client.delete(
+        `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`,
+        { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Background', preconditions: { uid: pod.metadata.uid } },
+        lane,
+      );
+    } catch (err) {
+      // Gone already, or a different pod now has the name: nothing of ours to delete.
+      if (!isStatus(err, 404) && !isStatus(err, 409)) throw err;
+    }
+  }
+
+  private forgetOld(): void {
+    const now = Date.now();
+    for (const [key, t] of this.tombstones) if (now - t.at > MEMORY_MS) this.tombstones.delete(key);
+    for (const [key, at] of this.deletedByUs) if (now - at > MEMORY_MS) this.deletedByUs.delete(key);
+  }
+
+  private notify(key: string): void {
+    for (const l of this.listeners) l(key);
+  }
+}
+
+function ownerUid(pod: KubeObject): string | undefined {
+  return pod.metadata.ownerReferences?.find((o) => o.controller)?.uid;
+}
+
+/** Pod creates the API server will refuse again if retried: invalid specs and PodSecurity rejections. */
+function isRefusal(err: unknown): boolean {
+  if (!(err instanceof KubeError)) return false;
+  return err.status === 400 || err.status === 422 || (err.status === 403 && /PodSecurity/i.test(err.message));
+}
+
+function clip(text: string): string {
+  return text.length > 1000 ? `${text.slice(0, 997)}...` : text;
+}

@@ -1,0 +1,45 @@
+// Status on a cluster: the /status subresource (write-behind, see status-writer.ts) and core/v1 Events,
+// plus a log line per event like local mode.
+import type { Logger } from 'pino';
+import type { AgentTaskStatus } from '../../api/agent-task.ts';
+import type { StatusSink } from '../../core/ports.ts';
+import type { EventRecorder } from '../../kube/events.ts';
+import type { Informer, KubeObject } from '../../kube/informer.ts';
+import type { ClusterTask } from '../../sources/cluster/agent-task-source.ts';
+import { parseStatus } from './status-writer.ts';
+import type { StatusWriter } from './status-writer.ts';
+
+export class KubeStatusSink implements StatusSink<ClusterTask> {
+  private readonly tasks: Informer<KubeObject>;
+  private readonly writer: StatusWriter;
+  private readonly events: EventRecorder;
+  private readonly log: Logger;
+
+  constructor(opts: { tasks: Informer<KubeObject>; writer: StatusWriter; events: EventRecorder; log: Logger }) {
+    this.tasks = opts.tasks;
+    this.writer = opts.writer;
+    this.events = opts.events;
+    this.log = opts.log;
+  }
+
+  read(task: { key: string }): AgentTaskStatus | undefined {
+    const obj = this.tasks.get(task.key);
+    return obj ? this.writer.effective(task.key, parseStatus(obj.status)) : undefined;
+  }
+
+  /**
+   * Write-behind, so a flood of new tasks gets its pods first. Before a start, a finished episode must be
+   * on the server (its cost is never lost); a first start need not be: the pod's name is its episode
+   * number, so a restart adopts a pod whose start the status lost.
+   */
+  async write(task: ClusterTask, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void> {
+    const server = parseStatus(this.tasks.get(task.key)?.status);
+    this.writer.set(task.key, status);
+    if (opts.beforeStart && (server.lastEpisode?.number ?? 0) !== (status.lastEpisode?.number ?? 0)) await this.writer.flush(task.key);
+  }
+
+  event(task: ClusterTask, type: 'Normal' | 'Warning', reason: string, message: string, details: Record<string, unknown>): void {
+    this.events.record(task.object, type, reason, message);
+    this.log[type === 'Warning' ? 'warn' : 'info']({ namespace: task.namespace, task: task.name, event: reason, ...details }, message);
+  }
+}
