@@ -1,6 +1,6 @@
 // An episode's log, written as the output arrives: stdout unchanged (its JSON lines stay readable by a later
-// analysis), stderr line by line behind a `[stderr] ` prefix, our own notes between them. Only whole lines
-// are written while a process runs, so a stderr line never lands inside a stdout line.
+// analysis), stderr line by line behind a `[stderr] ` prefix, our own notes between them. Lines are written
+// whole, so a stderr line never lands inside a stdout line.
 import { createWriteStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
@@ -37,15 +37,42 @@ export class EpisodeLog {
    * once they did (or STREAM_DRAIN_MS after `exited`), with the unfinished last lines written.
    */
   follow(stdout: Readable, stderr: Readable, listener: OutputListener, exited: Promise<unknown>): Promise<void> {
-    const lines = { stdout: new PendingLine(), stderr: new PendingLine() };
     const streams = { stdout, stderr };
+    const pending = { stdout: new PendingLine(), stderr: new PendingLine() };
+    // Set while a stdout line longer than MAX_PENDING_BYTES is partly written: stderr lines wait for its end.
+    let midLine = false;
+    let held: Buffer[] = [];
+    let heldBytes = 0;
+    const release = (): Buffer[] => {
+      const out = held;
+      held = [];
+      heldBytes = 0;
+      return out;
+    };
+    const toLog = (name: 'stdout' | 'stderr', parts: Buffer[]): boolean => {
+      let data: Buffer;
+      if (name === 'stdout') {
+        data = Buffer.concat(parts);
+        midLine = data[data.length - 1] !== 0x0a;
+        if (!midLine && held.length > 0) data = Buffer.concat([data, ...release()]);
+      } else {
+        data = prefixLines(parts);
+        if (midLine) {
+          held.push(data);
+          heldBytes += data.length;
+          if (heldBytes <= MAX_PENDING_BYTES) return true;
+          // Too much to hold: a line break ends the long stdout line here, so the stderr lines stay apart.
+          data = Buffer.concat([NEWLINE, ...release()]);
+          midLine = false;
+        }
+      }
+      return this.write(data);
+    };
     for (const name of ['stdout', 'stderr'] as const) {
       streams[name].on('data', (chunk: Buffer) => {
         safely(() => listener(chunk, name));
-        const whole = lines[name].take(chunk);
-        if (whole.length === 0) return;
-        const ok = this.write(name === 'stdout' ? Buffer.concat(whole) : prefixLines(whole));
-        if (!ok) {
+        const whole = pending[name].take(chunk);
+        if (whole.length > 0 && !toLog(name, whole)) {
           // Backpressure: a slow disk makes the agent wait on its pipe instead of us buffering its output.
           streams[name].pause();
           this.out.once('drain', () => streams[name].resume());
@@ -57,10 +84,11 @@ export class EpisodeLog {
     return Promise.race([ended, gaveUp]).then(() => {
       stdout.destroy();
       stderr.destroy();
-      const err = lines.stderr.rest();
-      if (err.length > 0) this.write(prefixLines(err));
-      const out = lines.stdout.rest();
-      if (out.length > 0) this.write(Buffer.concat(out));
+      const err = pending.stderr.rest();
+      if (err.length > 0) toLog('stderr', err);
+      const out = pending.stdout.rest();
+      if (out.length > 0) toLog('stdout', out);
+      if (held.length > 0) this.write(Buffer.concat([NEWLINE, ...release()])); // stdout's last line never ended
     });
   }
 

@@ -22,13 +22,10 @@ function assertAllGone(pids: number[]): void {
   for (const pid of pids) assert.ok(isGone(pid), `pid ${pid} survived`);
 }
 
-/** Start the fake agent in sleep mode outside any executor, as a previous controller would have. */
-/**
- * A marker unique to this test process: kill-tree-via-helper.test.ts runs this suite at the same time, and a
- * shared marker would let one file's killProcessTree take the other's sleepers.
- */
+/** A marker unique to this test process: a marker shared with a concurrently running suite would mix their sleepers. */
 const uniqueMarker = (name: string) => `${name}-${process.pid}`;
 
+/** Start the fake agent in sleep mode outside any executor, as a previous controller would have. */
 function startDetachedSleeper(pidFile: string, marker?: string) {
   const child = spawn(process.execPath, [FAKE_CLAUDE], {
     cwd: t.box.ws,
@@ -123,8 +120,16 @@ describe('killProcessTree', () => {
     for (const p of t.leftovers.filter((p) => p !== t.leftovers[3])) assert.ok(!isGone(p), `pid ${p} was killed`);
   });
 
-  test('a pid that does not exist is a no-op', async () => {
-    await killProcessTree(2 ** 22 + 12345, { graceMs: 100 });
+  test('a pid that does not exist is a no-op: no other process is signalled, no grace period waited out', async () => {
+    const pidFile = join(t.box.root, 'pids');
+    startDetachedSleeper(pidFile, uniqueMarker('marker-bystander'));
+    t.leftovers = await readPidFile(pidFile);
+    const started = Date.now();
+    // Above the largest pid Linux hands out (2^22), so it never exists.
+    await killProcessTree(2 ** 22 + 12345, { graceMs: 10_000 });
+    // Had anything been signalled, the SIGTERM-ignorer among the bystanders would have kept it waiting 10 s.
+    assert.ok(Date.now() - started < 5000, `took ${Date.now() - started} ms`);
+    for (const p of t.leftovers) assert.ok(!isGone(p), `bystander ${p} was killed`);
   });
 });
 

@@ -85,7 +85,65 @@ describe('result and log', () => {
     assert.equal(result.exitCode, 1);
     const log = readFileSync(t.box.logFile, 'utf8');
     assert.match(log, /more remain/);
-    assert.match(log, /the agent crashed/);
+    assert.match(log, /^\[stderr\] Error: the agent crashed/m);
+  });
+
+  test('output reaches the log while the agent runs', async () => {
+    const go = join(t.box.root, 'go');
+    const script = `console.log('first line'); const fs = require('node:fs'); const wait = () => fs.existsSync(${JSON.stringify(go)}) ? process.exit(0) : setTimeout(wait, 20); wait();`;
+    const running = await startProcessEpisode(request(t.box, { argv: [process.execPath, '-e', script], analyzer: { format: 'text', promise: 'COMPLETE' } }));
+    // The agent exits only after this: a log written after exit would never show the line.
+    await waitFor('the first line in the log', () => existsSync(t.box.logFile) && readFileSync(t.box.logFile, 'utf8').includes('first line\n'));
+    writeFileSync(go, '');
+    assert.equal((await running.result).exitCode, 0);
+  });
+
+  test('stdout stays whole JSON lines in the log, with stderr lines marked between them and nothing lost', async () => {
+    // Each JSON line is written in two pieces with stderr (a whole line, then a partial one) in between.
+    const script = `
+      const pause = () => new Promise((r) => setTimeout(r, 5));
+      (async () => {
+        for (let i = 0; i < 20; i++) {
+          process.stdout.write('{"type":"assistant","n":' + i);
+          await pause();
+          process.stderr.write('warning ' + i + '\\nhalf ');
+          await pause();
+          process.stdout.write(',"pad":"' + 'x'.repeat(100) + '"}\\n');
+          process.stderr.write('of ' + i + '\\n');
+        }
+        process.stdout.write('{"type":"result","subtype":"success","is_error":false,"result":"<promise>COMPLETE</promise>"}\\n');
+        process.stderr.write('no newline at the end');
+      })();`;
+    const result = await (await startProcessEpisode(request(t.box, { argv: [process.execPath, '-e', script], analyzer: { format: 'auto', promise: 'COMPLETE' } })))
+      .result;
+    assert.equal(result.format, 'claude', 'the analyzer read stdout apart from stderr');
+    assert.equal(result.completion, 'promise');
+    const lines = readFileSync(t.box.logFile, 'utf8').split('\n');
+    assert.equal(lines.pop(), '', 'the log ends with a whole line');
+    const stderr = lines.filter((l) => l.startsWith('[stderr] ')).map((l) => l.slice('[stderr] '.length));
+    const stdout = lines.filter((l) => !l.startsWith('[stderr] ')).map((l) => JSON.parse(l) as { n?: number });
+    assert.deepEqual(stdout.slice(0, 20).map((o) => o.n), [...Array(20).keys()]);
+    assert.equal(stdout.length, 21);
+    assert.deepEqual(stderr, [...[...Array(20).keys()].flatMap((i) => [`warning ${i}`, `half of ${i}`]), 'no newline at the end']);
+  });
+
+  test('long lines reach the log in full, and a stderr line waits for the end of a long stdout line', async () => {
+    const script = `
+      const a = 'a'.repeat(600_000);
+      process.stdout.write(a, () => setTimeout(() => {
+        process.stderr.write('warning in the middle\\n', () => setTimeout(() => {
+          process.stdout.write(a + '\\n' + 'b'.repeat(100_000));
+          process.stderr.write('c'.repeat(100_000));
+        }, 50));
+      }, 50));`;
+    await (await startProcessEpisode(request(t.box, { argv: [process.execPath, '-e', script], analyzer: { format: 'text', promise: 'COMPLETE' } }))).result;
+    const lines = readFileSync(t.box.logFile, 'utf8').split('\n');
+    assert.ok(lines[0] === 'a'.repeat(1_200_000), `the long stdout line is whole and first (${lines[0].length} bytes)`);
+    assert.equal(lines[1], '[stderr] warning in the middle');
+    const rest = lines.slice(2);
+    assert.equal(rest.join('').match(/b/g)?.length, 100_000);
+    assert.equal(rest.join('').match(/c/g)?.length, 100_000);
+    assert.ok(rest.filter((l) => l.includes('c')).every((l) => /^\[stderr\] c+$/.test(l)), 'stderr stays in marked lines');
   });
 
   test('a command that does not exist is a fatal result, not a rejection', async () => {
