@@ -1,8 +1,10 @@
 // Crash safety and live changes: kill -9 and restart, specs edited/deleted/suspended mid-episode, SIGINT.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { hashSpec } from '../../controller/sources/spec-files.ts';
 import { assertAllDead, isAlive, readStatus, runCli, specDir, startCli, taskYaml, tempDir, waitFor } from '../support/local.ts';
 
 function pidsIn(file: string): number[] {
@@ -37,6 +39,43 @@ test('kill -9 mid-episode, restart: orphan tree killed, episode recorded as inte
   assert.equal(s?.consecutiveFailures, 0, 'interrupted is not a failure');
   assert.ok(Math.abs((s?.costUSD ?? 0) - 0.5 - 0.0123) < 1e-9, `cost intact: ${s?.costUSD}`);
   assert.match(readFileSync(join(dir, '.episodic/logs/default/crashy/episode-2.log'), 'utf8'), /"type":"system"/);
+});
+
+test('a crash after an episode is on record but before its agent started: recorded as interrupted, counters intact', async () => {
+  const dir = tempDir();
+  const record = join(dir, 'runs.jsonl');
+  specDir([{ name: 'unspawned', script: { default: { mode: 'success' }, record } }], { dir });
+  const spec = JSON.parse(readFileSync(join(dir, 'unspawned.yaml'), 'utf8')).spec;
+  // What start() writes before it spawns: episode 2 runs, its processes carry this marker. Episode 1 continued
+  // and cost $0.50. No process carries the marker: the controller died before the spawn.
+  const marker = randomUUID();
+  const status = {
+    phase: 'Running',
+    reason: 'EpisodeRunning',
+    episodes: 2,
+    costUSD: 0.5,
+    currentEpisode: { number: 2, startedAt: new Date(Date.now() - 60_000).toISOString() },
+    lastEpisode: { number: 1, outcome: 'continue', exitCode: 0, costUSD: 0.5 },
+    observedGeneration: 1,
+  };
+  mkdirSync(join(dir, '.episodic/status/default'), { recursive: true });
+  const stored = { namespace: 'default', name: 'unspawned', generation: 1, specHash: hashSpec(spec), status, processMarker: marker };
+  writeFileSync(join(dir, '.episodic/status/default/unspawned.json'), JSON.stringify(stored));
+
+  const res = await runCli(['run', dir]);
+  assert.equal(res.code, 0, res.stderr);
+  const logLines = res.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const restart = logLines.find((l) => l.msg === 'episode interrupted by a controller restart');
+  assert.deepEqual([restart?.episode, restart?.orphanKilled], [2, false], 'nothing carried the marker, and the episode still ended');
+  assert.ok(logLines.some((l) => l.event === 'EpisodeInterrupted' && l.episode === 2), res.stderr);
+  const s = readStatus(dir, 'unspawned')?.status;
+  assert.equal(s?.phase, 'Succeeded');
+  assert.equal(s?.episodes, 3, 'episode 2 keeps its number; episode 3 succeeds');
+  assert.equal(s?.consecutiveFailures, 0, 'interrupted is not a failure');
+  assert.ok(Math.abs((s?.costUSD ?? 0) - 0.5 - 0.0123) < 1e-9, `cost intact: ${s?.costUSD}`);
+  const runs = readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { env: Record<string, string> });
+  assert.deepEqual(runs.map((r) => r.env.EPISODIC_EPISODE), ['3'], 'the agent ran once, for episode 3');
+  assert.notEqual(runs[0].env.EPISODIC_PROCESS_TREE, marker, 'a new episode, a new marker');
 });
 
 test('two controllers cannot share a state directory', async () => {
@@ -146,8 +185,8 @@ test('an agent starts only once its episode and process marker are on record (a 
   for (let n = 1; n <= 3; n++) {
     const log = readFileSync(join(dir, `.episodic/logs/default/checked/episode-${n}.log`), 'utf8');
     assert.match(log, new RegExp(`^episode ${n} on record$`, 'm'), `episode ${n}`);
-    // Episodes share one stderr scratch file: each log gets its own episode's stderr, once.
-    assert.equal(log.match(/stderr of \d+/g)?.join(), `stderr of ${n}`, log);
+    // Each log gets its own episode's stderr, once, as a marked line.
+    assert.equal(log.match(/^\[stderr\] stderr of \d+$/gm)?.join(), `[stderr] stderr of ${n}`, log);
   }
 });
 
