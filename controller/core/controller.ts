@@ -188,10 +188,11 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     const startNumber = start?.number ?? (retry !== undefined && retry === status.currentEpisode?.number ? retry : undefined);
     const ended =
       episode !== undefined && episode.state !== 'running' && episode.number === before.currentEpisode?.number && status.currentEpisode?.number !== episode.number;
-    if (startNumber !== undefined) this.reserved++; // before the first await: parallel passes must see the slot taken
+    // Before the first await: parallel passes must see the slot taken and the spend counted.
+    if (startNumber !== undefined) this.reserved++;
+    this.noteDecided(task, before, status);
     try {
       await sink.write(task, status, { beforeStart: startNumber !== undefined });
-      this.noteWritten(task, before, status);
       const endDetails = ended && episode ? resultFields(episode, status) : {};
       for (const a of out.actions) {
         if (a.type === 'RecordEvent' && a.reason !== 'EpisodeStarted') sink.event(task, a.eventType, a.reason, a.message, endDetails);
@@ -247,7 +248,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     this.phases.delete(task.key);
   }
 
-  private noteWritten(task: T, before: AgentTaskStatus, status: AgentTaskStatus): void {
+  private noteDecided(task: T, before: AgentTaskStatus, status: AgentTaskStatus): void {
     this.totalSpent += status.costUSD - (this.spent.get(task.key) ?? 0);
     this.spent.set(task.key, status.costUSD);
     const metrics = this.opts.metrics;

@@ -23,9 +23,11 @@ test('kill -9 mid-episode, restart: orphan tree killed, episode recorded as inte
   assert.ok(orphans.some(isAlive), 'the agent tree outlives a kill -9 of its controller (own process group)');
   const before = readStatus(dir, 'crashy');
   assert.equal(before?.status.costUSD, 0.5, 'cost of episode 1 was recorded before the crash');
-  // What the restart goes by: the marker on record is the one every process of the episode carries.
-  const marker = before?.processMarker ?? '';
-  assert.match(marker, /^[0-9a-f-]{36}$/);
+  // What the restart goes by: the episode on record names the marker every process of it carries
+  // (the state directory's id, the task, the episode number).
+  const stateId = readFileSync(join(dir, '.episodic/id'), 'utf8').trim();
+  assert.match(stateId, /^[0-9a-f-]{36}$/);
+  const marker = `${stateId}/default/crashy/${before?.status.currentEpisode?.number}`;
   for (const pid of orphans.filter(isAlive)) {
     assert.ok(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`EPISODIC_PROCESS_TREE=${marker}`), `pid ${pid} carries the marker`);
   }
@@ -175,9 +177,11 @@ test('many instant episodes in a row never lose a result (an episode may end bef
 test('an agent starts only once its episode and process marker are on record (a crash in between leaves nothing unrecorded)', async () => {
   const dir = tempDir();
   const agent = join(dir, 'check.sh');
-  writeFileSync(agent, '#!/bin/sh\necho "stderr of $EPISODIC_EPISODE" >&2\nif grep -q "\\"processMarker\\": \\"$EPISODIC_PROCESS_TREE\\"" "$STATUS_FILE" && grep -q "\\"number\\": $EPISODIC_EPISODE," "$STATUS_FILE"; then echo "episode $EPISODIC_EPISODE on record"; exit 0; fi\necho "not on record"; exit 1\n', { mode: 0o755 });
+  // On record: the status file names this episode as the current one, and the marker this process carries
+  // is the one a restart derives from that record.
+  writeFileSync(agent, '#!/bin/sh\necho "stderr of $EPISODIC_EPISODE" >&2\nif [ "$EPISODIC_PROCESS_TREE" = "$(cat "$STATE_ID")/default/checked/$EPISODIC_EPISODE" ] && tr -d " \\n" < "$STATUS_FILE" | grep -q "\\"currentEpisode\\":{\\"number\\":$EPISODIC_EPISODE,"; then echo "episode $EPISODIC_EPISODE on record"; exit 0; fi\necho "not on record"; exit 1\n', { mode: 0o755 });
   const statusFile = join(dir, '.episodic/status/default/checked.json');
-  specDir([{ name: 'checked', spec: { agent: { command: [agent], output: 'text', env: [{ name: 'STATUS_FILE', value: statusFile }] }, limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30 } } }], { dir });
+  specDir([{ name: 'checked', spec: { agent: { command: [agent], output: 'text', env: [{ name: 'STATUS_FILE', value: statusFile }, { name: 'STATE_ID', value: join(dir, '.episodic/id') }] }, limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30 } } }], { dir });
   const res = await runCli(['run', dir], { timeoutMs: 60_000 });
   assert.equal(res.code, 1, 'three episodes that only continue end in NeedsReview');
   const s = readStatus(dir, 'checked')?.status;

@@ -1,0 +1,123 @@
+// Episodes locally: one process tree per episode, in the task's workspace. Every process of episode N
+// carries a marker derived from (state directory, task, N), so the marker is on record the moment
+// "episode N starts" is; a restarted controller kills whatever carries the marker of an episode on record
+// and reports that episode as interrupted, whether its agent ran or the crash came before the spawn.
+import type { Logger } from 'pino';
+import type { AgentTaskStatus } from '../../api/agent-task.ts';
+import { episodeResult } from '../../api/episode-result.ts';
+import type { EpisodeExecutor } from '../../core/ports.ts';
+import { launchEpisode } from '../../local/episode-launcher.ts';
+import type { LaunchedEpisode } from '../../local/episode-launcher.ts';
+import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
+import type { StoredStatus } from '../../sinks/file-status.ts';
+import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
+import { killMarkedProcesses, killOrphanEpisode } from '../process-tree.ts';
+
+export interface ProcessExecutorOptions {
+  /** The spec directory: workspaces must stay inside it. */
+  root: string;
+  stateDir: string;
+  /** Unique to this state directory (see local-controller.ts): the first part of every marker. */
+  stateId: string;
+  logger: Logger;
+  killGraceMs?: number;
+}
+
+export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
+  private readonly opts: ProcessExecutorOptions;
+  private readonly running = new Map<string, LaunchedEpisode>();
+  /** Ended episodes whose end is not on record yet. */
+  private readonly finished = new Map<string, ObservedEpisode>();
+  private listeners: Array<(key: string) => void> = [];
+
+  constructor(opts: ProcessExecutorOptions) {
+    this.opts = opts;
+  }
+
+  markerFor(namespace: string, name: string, episode: number): string {
+    return `${this.opts.stateId}/${namespace}/${name}/${episode}`;
+  }
+
+  /** After a restart: kill what the episodes on record left running; each ended as interrupted. */
+  async recover(records: StoredStatus[]): Promise<void> {
+    for (const record of records) {
+      const current = record.status.currentEpisode;
+      if (!current) continue;
+      // processMarker and pid: state files written by earlier versions.
+      const marker = record.processMarker ?? this.markerFor(record.namespace, record.name, current.number);
+      const killed = (await killMarkedProcesses(marker)) || (current.pid ? await killOrphanEpisode(current.pid, current.pidStartTime) : false);
+      this.opts.logger.warn(
+        { namespace: record.namespace, task: record.name, episode: current.number, orphanKilled: killed },
+        'episode interrupted by a controller restart',
+      );
+      this.finished.set(`${record.namespace}/${record.name}`, {
+        number: current.number,
+        state: 'finished',
+        startedAt: current.startedAt,
+        result: episodeResult({ exitCode: null, interrupted: true, message: 'controller restarted mid-episode' }),
+      });
+    }
+  }
+
+  observe(task: LocalTask, status: AgentTaskStatus): ObservedEpisode | undefined {
+    const ended = this.finished.get(task.key);
+    if (ended && status.currentEpisode?.number === ended.number) return ended;
+    if (ended) this.finished.delete(task.key); // on record now
+    const run = this.running.get(task.key);
+    if (run) return { number: run.number, state: 'running', startedAt: run.startedAt };
+    // On record, but no process of ours ever ran it (a crash between the record and the spawn).
+    if (status.currentEpisode) return { number: status.currentEpisode.number, state: 'gone' };
+    return undefined;
+  }
+
+  async start(task: LocalTask, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>> {
+    if (!task.spec) throw new Error(`${task.key} has no valid spec to start`);
+    const episode = await launchEpisode({
+      root: this.opts.root,
+      stateDir: this.opts.stateDir,
+      specFile: task.file,
+      namespace: task.namespace,
+      name: task.name,
+      number,
+      spec: task.spec,
+      status,
+      killGraceMs: this.opts.killGraceMs,
+      marker: this.markerFor(task.namespace, task.name, number),
+    });
+    this.running.set(task.key, episode);
+    void episode.result.then((result) => {
+      this.running.delete(task.key);
+      this.finished.set(task.key, { number, state: 'finished', startedAt: episode.startedAt, finishedAt: new Date().toISOString(), result });
+      this.notify(task.key);
+    });
+    return { agentPid: episode.pid };
+  }
+
+  async stop(task: LocalTask, number: number, reason: StopReason): Promise<void> {
+    const run = this.running.get(task.key);
+    if (run?.number === number) run.cancel(reason);
+    else this.notify(task.key); // nothing of it runs here: look again, it ends as the reconciler says
+  }
+
+  async tidy(): Promise<void> {}
+
+  async forget(key: string): Promise<void> {
+    this.finished.delete(key);
+  }
+
+  runningCount(): number {
+    return this.running.size;
+  }
+
+  keys(): Iterable<string> {
+    return new Set([...this.running.keys(), ...this.finished.keys()]);
+  }
+
+  subscribe(onChange: (key: string) => void): void {
+    this.listeners.push(onChange);
+  }
+
+  private notify(key: string): void {
+    for (const l of this.listeners) l(key);
+  }
+}

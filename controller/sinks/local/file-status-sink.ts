@@ -1,0 +1,71 @@
+// Status locally: one JSON file per task (atomic, see file-status.ts) and one log line per event.
+import type { Logger } from 'pino';
+import { isTerminal } from '../../api/agent-task.ts';
+import type { AgentTaskStatus } from '../../api/agent-task.ts';
+import type { StatusSink } from '../../core/ports.ts';
+import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
+import { FileStatusStore } from '../file-status.ts';
+import type { StoredStatus } from '../file-status.ts';
+
+export class FileStatusSink implements StatusSink<LocalTask> {
+  readonly store: FileStatusStore;
+  private readonly records = new Map<string, StoredStatus>();
+  private readonly logger: Logger;
+
+  constructor(stateDir: string, logger: Logger) {
+    this.store = new FileStatusStore(stateDir);
+    this.logger = logger;
+  }
+
+  /** What is on disk; unreadable files are reported, never removed. */
+  async load(): Promise<StoredStatus[]> {
+    const { records, errors } = await this.store.readAll();
+    for (const e of errors) this.logger.warn(e);
+    for (const r of records) this.records.set(`${r.namespace}/${r.name}`, r);
+    return records;
+  }
+
+  record(key: string): StoredStatus | undefined {
+    return this.records.get(key);
+  }
+
+  read(task: { key: string }): AgentTaskStatus | undefined {
+    return this.records.get(task.key)?.status;
+  }
+
+  /**
+   * Episode facts are fsynced; the rest (Queued, a message) a restart recomputes. Before a start the call
+   * returns once the file is renamed into place: only a power loss could undo that, and it stops the agent
+   * too. The directory fsync goes on meanwhile.
+   */
+  async write(task: LocalTask, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void> {
+    const prev = this.records.get(task.key);
+    const next: StoredStatus = { namespace: task.namespace, name: task.name, generation: task.generation, specHash: task.specHash, status };
+    this.records.set(task.key, next);
+    if (prev && JSON.stringify(prev) === JSON.stringify(next)) return;
+    const durable = opts.beforeStart || changesEpisodeFacts(prev?.status, status);
+    if (!opts.beforeStart) return this.store.write(next, { durable });
+    let visible!: () => void;
+    const onRecord = new Promise<void>((resolve) => (visible = resolve));
+    const written = this.store.write(next, { durable, onVisible: visible });
+    written.catch((err: unknown) => this.logger.error({ namespace: task.namespace, task: task.name, err }, 'status of a started episode may not survive a power loss'));
+    await Promise.race([onRecord, written]); // `written` rejects first when the write failed
+  }
+
+  event(task: LocalTask, type: 'Normal' | 'Warning', reason: string, message: string, details: Record<string, unknown>): void {
+    this.logger[type === 'Warning' ? 'warn' : 'info']({ namespace: task.namespace, task: task.name, event: reason, ...details }, message);
+  }
+}
+
+/** Whether `next` records something about episodes that `prev` did not: those writes are fsynced. */
+function changesEpisodeFacts(prev: AgentTaskStatus | undefined, next: AgentTaskStatus): boolean {
+  return (
+    prev?.episodes !== next.episodes ||
+    prev.retries !== next.retries ||
+    prev.consecutiveFailures !== next.consecutiveFailures ||
+    prev.costUSD !== next.costUSD ||
+    prev.currentEpisode?.number !== next.currentEpisode?.number ||
+    prev.lastEpisode?.number !== next.lastEpisode?.number ||
+    (isTerminal(next.phase) && prev.phase !== next.phase)
+  );
+}

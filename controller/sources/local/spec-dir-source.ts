@@ -1,0 +1,71 @@
+// Desired state locally: the AgentTasks of a spec directory, as loaded and then followed by the watcher.
+// Generation, which a cluster's API server keeps, is counted here: one up for every new spec hash.
+import type { DesiredTask, TaskSource } from '../../core/ports.ts';
+import type { LoadedSpecs, SpecTask } from '../spec-files.ts';
+
+export interface LocalTask extends DesiredTask {
+  /** The file it came from: a relative workspace is resolved against it. */
+  file: string;
+  specHash: string;
+  source: SpecTask;
+}
+
+export class SpecDirSource implements TaskSource<LocalTask> {
+  private tasks = new Map<string, LocalTask>();
+  private listeners: Array<(key: string) => void> = [];
+  private readonly recorded: (key: string) => { generation: number; specHash: string } | undefined;
+
+  /** `recorded`: the generation and spec hash on record for a task (from its status file). */
+  constructor(recorded: (key: string) => { generation: number; specHash: string } | undefined) {
+    this.recorded = recorded;
+  }
+
+  /** A new view of the directory: every task added, edited or removed is announced. */
+  set(loaded: LoadedSpecs): void {
+    const before = this.tasks;
+    const next = new Map<string, LocalTask>();
+    for (const [key, spec] of loaded.tasks) {
+      const old = before.get(key);
+      next.set(key, old && old.specHash === spec.specHash ? old : this.desired(spec));
+    }
+    this.tasks = next;
+    for (const key of new Set([...before.keys(), ...next.keys()])) {
+      if (before.get(key) !== next.get(key)) for (const l of this.listeners) l(key);
+    }
+  }
+
+  get(key: string): LocalTask | undefined {
+    return this.tasks.get(key);
+  }
+
+  list(): Iterable<LocalTask> {
+    return this.tasks.values();
+  }
+
+  subscribe(onChange: (key: string) => void): void {
+    this.listeners.push(onChange);
+  }
+
+  // Spec files are never written: nothing to hold or release.
+  async hold(): Promise<void> {}
+  async release(): Promise<void> {}
+
+  private desired(spec: SpecTask): LocalTask {
+    const rec = this.recorded(spec.key);
+    const generation = !rec ? 1 : rec.specHash === spec.specHash ? rec.generation : rec.generation + 1;
+    const raw = (spec.manifest.spec as { dependsOn?: unknown } | undefined)?.dependsOn;
+    return {
+      key: spec.key,
+      namespace: spec.namespace,
+      name: spec.name,
+      generation,
+      spec: spec.spec,
+      specError: spec.errors.join('; ') || undefined,
+      dependsOn: spec.spec?.dependsOn ?? (Array.isArray(raw) ? raw.filter((d): d is string => typeof d === 'string') : []),
+      deleting: false,
+      file: spec.file,
+      specHash: spec.specHash,
+      source: spec,
+    };
+  }
+}
