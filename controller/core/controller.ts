@@ -192,6 +192,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     if (startNumber !== undefined) this.reserved++;
     this.noteDecided(task, before, status);
     try {
+      if (!deleted) await source.hold(task); // in charge before anything of the task exists
       await sink.write(task, status, { beforeStart: startNumber !== undefined });
       const endDetails = ended && episode ? resultFields(episode, status) : {};
       for (const a of out.actions) {
@@ -222,7 +223,6 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     if (startNumber === undefined) this.wakeSlotWaiters(); // a slot this pass left unused goes to the next waiting task
     if (deleted && !status.currentEpisode) return this.release(task, !current);
     await executor.tidy(task, status);
-    if (!deleted) await source.hold(task);
   }
 
   /** What the executor sees, except that an episode whose start is being retried has not vanished. */

@@ -71,7 +71,8 @@ export class AgentTaskSource implements TaskSource<ClusterTask> {
     const obj = this.opts.tasks.get(task.key);
     if (!obj || !cleanupFinalizer.isOn(obj)) return;
     const updated = await cleanupFinalizer.remove(this.opts.client, obj);
-    if (updated) this.opts.tasks.upsert(updated);
+    // Without finalizers a deleting object is gone: caching the API's last answer would resurrect it.
+    if (updated && !(updated.metadata.deletionTimestamp && (updated.metadata.finalizers ?? []).length === 0)) this.opts.tasks.upsert(updated);
   }
 
   private desired(obj: KubeObject): ClusterTask {

@@ -26,7 +26,7 @@ export class SpecDirSource implements TaskSource<LocalTask> {
     const next = new Map<string, LocalTask>();
     for (const [key, spec] of loaded.tasks) {
       const old = before.get(key);
-      next.set(key, old && old.specHash === spec.specHash ? old : this.desired(spec));
+      next.set(key, old && old.specHash === spec.specHash ? old : this.desired(spec, old));
     }
     this.tasks = next;
     for (const key of new Set([...before.keys(), ...next.keys()])) {
@@ -50,8 +50,9 @@ export class SpecDirSource implements TaskSource<LocalTask> {
   async hold(): Promise<void> {}
   async release(): Promise<void> {}
 
-  private desired(spec: SpecTask): LocalTask {
-    const rec = this.recorded(spec.key);
+  /** `old`: the version it replaces, if this source saw one; else the generation comes from the record. */
+  private desired(spec: SpecTask, old?: LocalTask): LocalTask {
+    const rec = old ?? this.recorded(spec.key);
     const generation = !rec ? 1 : rec.specHash === spec.specHash ? rec.generation : rec.generation + 1;
     const raw = (spec.manifest.spec as { dependsOn?: unknown } | undefined)?.dependsOn;
     return {
