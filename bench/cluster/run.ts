@@ -4,9 +4,11 @@
 //    subprocess, against a baseline that creates the same N pods directly with @kubernetes/client-node
 //    at the same client-side QPS. Goal: ratio ≤ 1.2.
 // 2. Memory: controller RSS with M AgentTasks cached (suspended, so no pods). Goal: < 400 MB.
+// 3. Turnaround: episode pod terminated → the next episode's pod created, p50 and p99 over T tasks × E
+//    episodes, against bare clients doing the same watch-and-create (turnaround.ts). Goal: ratio ≤ 1.2.
 //
 // Figures are printed, never asserted. Flags: --tasks N (1000), --memory-tasks M (10000), --qps Q (50),
-// --quick (N=100, M=1000), --only throughput|memory.
+// --turnaround-tasks T (100), --episodes E (5), --quick (N=100, M=1000, T=20), --only throughput|memory|turnaround.
 import { parseArgs } from 'node:util';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { buildEpisodePod } from '../../controller/executors/cluster/episode-pod.ts';
@@ -17,18 +19,24 @@ import type { ControllerProcess } from '../../test/support/kubelet.ts';
 import type { Cluster } from '../../test/support/cluster.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { createAll, deleteTasksThenPods, phaseCounter, podCounter, readRss, taskBody } from './support.ts';
+import { bareTurnaround, controllerTurnaround } from './turnaround.ts';
 
 const { values } = parseArgs({
   options: {
     tasks: { type: 'string' },
     'memory-tasks': { type: 'string' },
     qps: { type: 'string', default: '50' },
+    'turnaround-tasks': { type: 'string' },
+    episodes: { type: 'string', default: '5' },
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
   },
 });
 const runThroughput = values.only === undefined || values.only === 'throughput';
 const runMemory = values.only === undefined || values.only === 'memory';
+const runTurnaround = values.only === undefined || values.only === 'turnaround';
+const T = Number(values['turnaround-tasks'] ?? (values.quick ? 20 : 100));
+const E = Number(values.episodes);
 const N = Number(values.tasks ?? (values.quick ? 100 : 1000));
 const M = Number(values['memory-tasks'] ?? (values.quick ? 1000 : 10_000));
 const QPS = Number(values.qps);
@@ -40,6 +48,13 @@ console.log(`cluster bench: ${N} tasks for throughput, ${M} for memory, client Q
 const baselineMs = runThroughput ? await baseline(cluster, client) : 0;
 const controllerRun = runThroughput ? await throughput(cluster, client) : undefined;
 const memory = runMemory ? await memoryBench(cluster, client) : undefined;
+const turnaround = runTurnaround
+  ? {
+      bare: await bareTurnaround(client, T, E, false),
+      bareStatus: await bareTurnaround(client, T, E, true),
+      controller: await controllerTurnaround(cluster, client, T, E),
+    }
+  : undefined;
 client.close();
 
 console.log('');
@@ -55,6 +70,18 @@ if (memory) {
   console.log(
     `controller RSS with ${M} AgentTasks cached: ${memory.rssMB.toFixed(0)} MB settled, ${memory.peakMB.toFixed(0)} MB peak (goal < 400 MB); ` +
       `all reconciled after ${(memory.settleMs / 1000).toFixed(1)} s`,
+  );
+}
+
+if (turnaround) {
+  const f = (t: { p50: number; p99: number; samples: number }) => `p50 ${t.p50.toFixed(1)} ms, p99 ${t.p99.toFixed(1)} ms (${t.samples} turnarounds)`;
+  console.log(`turnaround, bare client (watch → create):                ${f(turnaround.bare)}`);
+  console.log(`turnaround, bare client (watch → status patch → create): ${f(turnaround.bareStatus)}`);
+  console.log(`turnaround, controller:                                  ${f(turnaround.controller)}`);
+  const r = (a: number, b: number) => (a / b).toFixed(2);
+  console.log(
+    `turnaround ratio controller/bare: p50 ${r(turnaround.controller.p50, turnaround.bare.p50)}, p99 ${r(turnaround.controller.p99, turnaround.bare.p99)} (goal ≤ 1.2); ` +
+      `vs bare+status: p50 ${r(turnaround.controller.p50, turnaround.bareStatus.p50)}, p99 ${r(turnaround.controller.p99, turnaround.bareStatus.p99)}`,
   );
 }
 

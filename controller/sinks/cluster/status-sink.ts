@@ -3,6 +3,7 @@
 import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import type { StatusSink } from '../../core/ports.ts';
+import { episodePodName } from '../../executors/cluster/episode-pod.ts';
 import type { EventRecorder } from '../../kube/events.ts';
 import type { Informer, KubeObject } from '../../kube/informer.ts';
 import type { ClusterTask } from '../../sources/cluster/agent-task-source.ts';
@@ -34,6 +35,9 @@ export class KubeStatusSink implements StatusSink<ClusterTask> {
    */
   async write(task: ClusterTask, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void> {
     const server = parseStatus(this.tasks.get(task.key)?.status);
+    // The pod's name follows from the episode: naming it now saves a second write once the pod exists.
+    const current = status.currentEpisode;
+    if (current && !current.podName) status = { ...status, currentEpisode: { ...current, podName: episodePodName(task.name, current.number) } };
     this.writer.set(task.key, status);
     if (opts.beforeStart && (server.lastEpisode?.number ?? 0) !== (status.lastEpisode?.number ?? 0)) await this.writer.flush(task.key);
   }
