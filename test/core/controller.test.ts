@@ -246,3 +246,24 @@ test('controller: shutdown stops running episodes and records them cancelled', a
   assert.equal(t.executor.runningCount(), 0);
   assert.equal(t.status('c')?.reason, 'ControllerStopped', 'not "Queued": nothing will run it');
 });
+
+test('controller: a TerminalError is not retried; any other error is, with backoff', async () => {
+  const { TerminalError } = await import('../../controller/core/ports.ts');
+  const t = setup();
+  let calls = 0;
+  let error: Error = new TerminalError('the API server will never accept this');
+  t.executor.start = async () => {
+    calls++;
+    throw error;
+  };
+  t.controller.start();
+  t.source.set(desired('a'));
+  await t.settle();
+  assert.equal(calls, 1);
+  assert.deepEqual(t.clock.pending().filter((d) => d < 1000), [], 'no retry scheduled');
+  error = new Error('connection reset');
+  t.source.set(desired('b'));
+  await t.settle();
+  assert.equal(calls, 2);
+  assert.ok(t.clock.pending().some((d) => d < 1000), 'a retry with backoff is scheduled');
+});

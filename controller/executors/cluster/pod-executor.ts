@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
+import { TerminalError } from '../../core/ports.ts';
 import type { EpisodeExecutor } from '../../core/ports.ts';
 import type { Informer, KubeObject } from '../../kube/informer.ts';
 import { objectKey } from '../../kube/informer.ts';
@@ -83,7 +84,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
   }
 
   async start(task: ClusterTask, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>> {
-    if (!task.spec) throw new Error(`${task.key} has no valid spec to start`);
+    if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
     const pod = buildEpisodePod({ task: task.object as any, spec: task.spec, episode: number, lastEpisodeMessage: status.lastEpisode?.message, defaults: this.opts.episodeDefaults });
     const path = `/api/v1/namespaces/${task.namespace}/pods`;
     try {

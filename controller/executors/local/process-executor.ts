@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import { episodeResult } from '../../api/episode-result.ts';
+import { TerminalError } from '../../core/ports.ts';
 import type { EpisodeExecutor } from '../../core/ports.ts';
 import { launchEpisode } from '../../local/episode-launcher.ts';
 import type { LaunchedEpisode } from '../../local/episode-launcher.ts';
@@ -71,7 +72,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
   }
 
   async start(task: LocalTask, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>> {
-    if (!task.spec) throw new Error(`${task.key} has no valid spec to start`);
+    if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
     const episode = await launchEpisode({
       root: this.opts.root,
       stateDir: this.opts.stateDir,
