@@ -14,7 +14,7 @@ import type { OutputListener } from './episode-log.ts';
 import { createOutputAnalyzer } from './output/index.ts';
 import { createByteTail } from './output/byte-tail.ts';
 import type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } from './output/types.ts';
-import { killProcessTree, readPidStartTime, TREE_MARKER_ENV } from './process-tree.ts';
+import { killProcessTree, pidCursor, readPidStartTime, TREE_MARKER_ENV } from './process-tree.ts';
 
 export type PromptVia = 'stdin' | 'argument' | 'file';
 
@@ -176,6 +176,7 @@ function startProcess(execa: typeof import('execa').execa, argv: string[], o: Pr
   // Reported like a missing command: a configuration error that retrying cannot fix.
   if (file === undefined) return notSpawned('ENOENT', 'cannot start (empty command): empty argv');
   let child: ReturnType<typeof execa>;
+  const after = pidCursor(); // the process and all it starts get later pids: the kill looks at those only
   try {
     child = execa(file, args, {
       cwd: o.cwd,
@@ -205,7 +206,7 @@ function startProcess(execa: typeof import('execa').execa, argv: string[], o: Pr
   );
   const output = o.log.follow(child.stdout!, child.stderr!, o.onOutput, exited); // both 'pipe' above
   let stopping: Promise<void> | undefined;
-  const killTree = () => (stopping ??= killProcessTree(pid, { graceMs: o.killGraceMs, marker: o.marker, pgid: pid, startTime: pidStartTime }));
+  const killTree = () => (stopping ??= killProcessTree(pid, { graceMs: o.killGraceMs, marker: o.marker, pgid: pid, startTime: pidStartTime, after }));
   let timedOut = false;
   let cancelled = false;
   let ended = false;

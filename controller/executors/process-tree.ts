@@ -70,16 +70,49 @@ function isDeadState(state: string): boolean {
   return state === 'Z' || state === 'X' || state === 'x';
 }
 
+let ownGroup: number | undefined;
+function ownPgid(): number | undefined {
+  ownGroup ??= readProcStat(process.pid)?.pgid;
+  return ownGroup;
+}
+
+let procMounted: boolean | undefined;
 function hasProc(): boolean {
+  procMounted ??= readProcStat(process.pid) !== undefined;
+  return procMounted;
+}
+
+/** Where the kernel's pid counter stood: processes created later got the pids after `lastPid`, cyclically. */
+export interface PidCursor {
+  lastPid: number;
+  /** Processes and threads created since boot (all namespaces): tells whether the counter went round. */
+  forks: number;
+}
+
+/** Now; undefined without /proc. */
+export function pidCursor(): PidCursor | undefined {
   try {
-    readFileSync('/proc/self/stat');
-    return true;
+    const lastPid = Number(readFileSync('/proc/loadavg', 'utf8').trim().split(' ').pop());
+    const forks = Number(/^processes (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'))?.[1]);
+    return Number.isInteger(lastPid) && Number.isInteger(forks) ? { lastPid, forks } : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
-function listLiveProcs(): ProcStat[] {
+let pidMax: number | undefined;
+/** Whether a pid was handed out after `since`; undefined when that cannot be told (the counter may have gone round). */
+function allocatedSince(since: PidCursor | undefined): ((pid: number) => boolean) | undefined {
+  const now = since && pidCursor();
+  pidMax ??= Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8')) || 0;
+  // After wrapping, the kernel hands out pids from 300 up again.
+  if (!since || !now || now.forks - since.forks >= pidMax - 300) return undefined;
+  const { lastPid: from } = since;
+  const { lastPid: to } = now;
+  return to >= from ? (pid) => pid > from && pid <= to : (pid) => pid > from || pid <= to;
+}
+
+function listLiveProcs(include?: (pid: number) => boolean): ProcStat[] {
   let names: string[];
   try {
     names = readdirSync('/proc');
@@ -88,7 +121,7 @@ function listLiveProcs(): ProcStat[] {
   }
   const procs: ProcStat[] = [];
   for (const name of names) {
-    if (!/^\d+$/.test(name)) continue;
+    if (!/^\d+$/.test(name) || (include && !include(Number(name)))) continue;
     const stat = readProcStat(Number(name));
     if (stat && !isDeadState(stat.state)) procs.push(stat);
   }
@@ -118,6 +151,11 @@ export interface KillTreeOptions {
    * and its group are left alone (the kernel never reuses a pid while its group has members).
    */
   startTime?: string;
+  /**
+   * Taken just before the root was started: then only processes created after it are looked at (all of the
+   * tree's are), instead of every process on the machine.
+   */
+  after?: PidCursor;
 }
 
 /**
@@ -127,13 +165,18 @@ export interface KillTreeOptions {
 class ProcessTree {
   readonly members = new Map<number, string>();
   private readonly ownPid = process.pid;
-  private readonly ownPgid = readProcStat(process.pid)?.pgid;
+  private readonly ownPgid = ownPgid();
   private readonly markerChecked = new Set<string>();
   readonly groups: number[];
   private readonly marker: string | undefined;
+  /** The root's start time: a process started before it cannot have inherited its marker. */
+  private readonly since: number;
+  private readonly after: PidCursor | undefined;
 
   constructor(rootPid: number, opts: KillTreeOptions) {
     this.marker = opts.marker;
+    this.after = opts.after;
+    this.since = opts.startTime === undefined ? 0 : Number(opts.startTime);
     const found = readProcStat(rootPid);
     const reused = found !== undefined && opts.startTime !== undefined && found.startTime !== opts.startTime;
     const root = reused ? undefined : found;
@@ -145,7 +188,7 @@ class ProcessTree {
 
   /** Re-scan /proc; returns the members that are alive now (new ones included). */
   refresh(): ProcStat[] {
-    const procs = listLiveProcs();
+    const procs = listLiveProcs(allocatedSince(this.after));
     const byPid = new Map(procs.map((p) => [p.pid, p]));
     let grew = true;
     while (grew) {
@@ -164,7 +207,8 @@ class ProcessTree {
   }
 
   private carriesMarker(p: ProcStat): boolean {
-    if (this.marker === undefined) return false;
+    // Reading every process's environment costs more than the rest of a scan; only the young can match.
+    if (this.marker === undefined || Number(p.startTime) < this.since) return false;
     const key = `${p.pid}:${p.startTime}`;
     if (this.markerChecked.has(key)) return false;
     this.markerChecked.add(key);

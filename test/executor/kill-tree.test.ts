@@ -9,6 +9,7 @@ import { startProcessEpisode } from '../../controller/executors/process-episode.
 import {
   killOrphanEpisode,
   killProcessTree,
+  pidCursor,
   readPidStartTime,
   readProcStat,
   TREE_MARKER_ENV,
@@ -100,6 +101,27 @@ describe('killProcessTree', () => {
     t.leftovers = await readPidFile(pidFile);
     await killProcessTree(pid, { graceMs: 300, marker: uniqueMarker('marker-kill-tree-test') });
     assertAllGone(t.leftovers);
+  });
+
+  test('given a pid cursor from before the start, looks at newer processes only and still finds the whole tree', async () => {
+    const olderFile = join(t.box.root, 'older-pids');
+    const marker = uniqueMarker('marker-cursor-test');
+    // Carries the marker but started before the cursor: not one of the tree's processes, so left alone.
+    startDetachedSleeper(olderFile, marker);
+    const older = await readPidFile(olderFile);
+    t.leftovers = [...older];
+    const after = pidCursor();
+    assert.ok(after, 'Linux /proc');
+    const pidFile = join(t.box.root, 'pids');
+    const pid = startDetachedSleeper(pidFile, marker);
+    const tree = await readPidFile(pidFile);
+    t.leftovers.push(...tree);
+    await killProcessTree(pid, { graceMs: 300, marker, after });
+    assertAllGone(tree);
+    for (const p of older) assert.ok(!isGone(p), `older pid ${p} was killed`);
+    // A cursor the pid counter may have gone round since (too many forks) means looking at every process.
+    await killProcessTree(older[0], { graceMs: 300, marker, after: { ...after, forks: after.forks - 10_000_000 } });
+    assertAllGone(older);
   });
 
   test('without the marker, a double-forked orphan is out of reach but everything else dies', async () => {
