@@ -1,7 +1,7 @@
 // `episodic controller`: cluster mode. Watches AgentTasks and runs each episode as a Pod.
 // Exit codes: 0 after SIGINT/SIGTERM, 1 when leadership is lost or startup fails, 2 invalid usage.
 // @kubernetes/client-node and the cluster controller are imported only when this command runs: client-node
-// alone costs ~100 MB RSS and ~0.7 s, which `episodic run` and every episode pod's runner would pay for nothing.
+// is heavy to load, and `episodic run` and every episode pod's runner never need it (bench/README.md).
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import type { ClusterController } from '../cluster/controller.ts';

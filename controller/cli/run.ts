@@ -67,7 +67,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
     console.error(`episodic run: ${(err as Error).message}`);
     return err instanceof StateLockError ? 1 : 2;
   }
-  // prom-client (~30 ms of start-up) loads only when the metrics will be read: served or written at exit.
+  // prom-client is a noticeable part of start-up: it loads only when the metrics will be read (served or written at exit).
   const metrics: EpisodicMetrics | undefined =
     opts.metricsAddr || opts.metricsFile ? new (await import('../metrics/metrics.ts')).EpisodicMetrics() : undefined;
   const controller = new LocalController({ dir, stateDir, maxConcurrent, budgetUSD, logger, metrics });

@@ -25,7 +25,7 @@ export interface LocalControllerOptions {
   killGraceMs?: number;
 }
 
-// Measured with 10,000 instant episodes: more reconciles in flight did not shorten runs and cost RSS.
+// More reconciles in flight did not shorten runs of many instant episodes and cost memory (bench/README.md).
 const WORKERS = 4;
 
 export class LocalController {

@@ -64,8 +64,8 @@ export class EpisodicMetrics {
   });
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
-    // The event-loop lag histogram samples with a libuv timer: prom-client's default 10 ms woke an idle
-    // controller 100 times a second (~1% CPU doing nothing). 100 ms still catches the stalls worth seeing.
+    // The event-loop lag histogram samples with a libuv timer: prom-client's default 10 ms would wake an
+    // idle controller 100 times a second. 100 ms still catches the stalls worth seeing.
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_PRECISION_MS });
   }
 
