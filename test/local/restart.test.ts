@@ -173,7 +173,7 @@ test('many instant episodes in a row never lose a result (an episode may end bef
 });
 
 // The agent's check runs milliseconds after its exec, so this catches an agent started before the status write,
-// not one that beats the write by less than that; the order itself is start() in local-controller.ts.
+// not one that beats the write by less than that; the order itself is reconcileTask() in core/controller.ts.
 test('an agent starts only once its episode and process marker are on record (a crash in between leaves nothing unrecorded)', async () => {
   const dir = tempDir();
   const agent = join(dir, 'check.sh');
