@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
-import { FileStatusStore } from '../sinks/file-status.ts';
+import { FileStatusStore } from '../sinks/local/file-status.ts';
 import { loadSpecDir } from '../sources/spec-files.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { formatTable } from './live-table.ts';

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { isTerminal } from '../api/agent-task.ts';
-import { FileStatusStore } from '../sinks/file-status.ts';
+import { FileStatusStore } from '../sinks/local/file-status.ts';
 import { episodeLogPath } from '../local/episode-launcher.ts';
 import { parseNumberOption } from './options.ts';
 

@@ -18,7 +18,7 @@ import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
 import { KubeStatusSink } from '../../controller/sinks/cluster/status-sink.ts';
 import { StatusWriter } from '../../controller/sinks/cluster/status-writer.ts';
-import { FileStatusStore } from '../../controller/sinks/file-status.ts';
+import { FileStatusStore } from '../../controller/sinks/local/file-status.ts';
 import { FileStatusSink } from '../../controller/sinks/local/file-status-sink.ts';
 import { AgentTaskSource } from '../../controller/sources/cluster/agent-task-source.ts';
 import { SpecDirSource } from '../../controller/sources/local/spec-dir-source.ts';

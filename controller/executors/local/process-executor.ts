@@ -10,7 +10,7 @@ import type { EpisodeExecutor } from '../../core/ports.ts';
 import { launchEpisode } from '../../local/episode-launcher.ts';
 import type { LaunchedEpisode } from '../../local/episode-launcher.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
-import type { StoredStatus } from '../../sinks/file-status.ts';
+import type { StoredStatus } from '../../sinks/local/file-status.ts';
 import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
 import { killMarkedProcesses, killOrphanEpisode } from '../process-tree.ts';
 

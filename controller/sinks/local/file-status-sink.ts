@@ -4,8 +4,8 @@ import { isTerminal } from '../../api/agent-task.ts';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import type { StatusSink } from '../../core/ports.ts';
 import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
-import { FileStatusStore } from '../file-status.ts';
-import type { StoredStatus } from '../file-status.ts';
+import { FileStatusStore } from './file-status.ts';
+import type { StoredStatus } from './file-status.ts';
 
 export class FileStatusSink implements StatusSink<LocalTask> {
   readonly store: FileStatusStore;

@@ -4,11 +4,11 @@
 import { closeSync, existsSync, fsync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import { removeQuietly } from '../util/fs.ts';
+import { removeQuietly } from '../../util/fs.ts';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
-import { AgentTaskStatusSchema } from '../api/agent-task.ts';
-import type { AgentTaskStatus } from '../api/agent-task.ts';
+import { AgentTaskStatusSchema } from '../../api/agent-task.ts';
+import type { AgentTaskStatus } from '../../api/agent-task.ts';
 
 export const StoredStatusSchema = z.object({
   namespace: z.string(),
