@@ -1,0 +1,160 @@
+// Recording an episode's end: its facts become an outcome, counters, spend and the next phase.
+import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
+import { DEFAULT_SPEC } from '../api/agent-task.ts';
+import { episodeResult } from '../api/episode-result.ts';
+import type { EpisodeResult } from '../api/episode-result.ts';
+import { backoffMs } from './backoff.ts';
+import { classifyOutcome } from './outcome.ts';
+import { normal, USAGE_LIMIT_FALLBACK_MS, warning } from './types.ts';
+import type { Events, ObservedEpisode, ReconcileInput } from './types.ts';
+
+/**
+ * The episode's end as a result, when it ended. A stop this controller asked for decides the outcome over
+ * what the process or pod reported while being killed; an episode that vanished without a result ended as
+ * its remover (or its absence) says.
+ */
+export function endedEpisode(episode: ObservedEpisode | undefined, stop: ReconcileInput['stopRequested']): ObservedEpisode | undefined {
+  if (!episode || episode.state === 'running') return undefined;
+  const stopped = stop?.number === episode.number ? stop.reason : undefined;
+  if (stopped) {
+    const exitCode = episode.result?.exitCode ?? null;
+    const result =
+      stopped === 'timeout'
+        ? episodeResult({ exitCode, timedOut: true, message: episode.result?.timedOut ? episode.result.message : 'episode timed out; stopped' })
+        : episodeResult({ exitCode, cancelled: true, message: 'episode cancelled; stopped' });
+    return { ...episode, state: 'finished', result: { ...result, costUSD: episode.result?.costUSD ?? 0, tokens: episode.result?.tokens ?? result.tokens } };
+  }
+  if (episode.state === 'finished') return episode.result ? episode : undefined;
+  const n = episode.number;
+  const result =
+    episode.removedBy === 'someone-else'
+      ? episodeResult({ exitCode: null, errorClass: 'transient', message: `episode ${n} was deleted by someone else (its pod or process)` })
+      : episodeResult({
+          exitCode: null,
+          interrupted: true,
+          message:
+            episode.removedBy === 'controller'
+              ? `episode ${n} was stopped by an earlier controller`
+              : `episode ${n} was on record but never started (the controller stopped in between)`,
+        });
+  return { ...episode, state: 'finished', result };
+}
+
+/** A running episode the status does not know (status write lost before a crash): adopt it, never re-run its number. */
+export function adoptUnknownEpisode(status: AgentTaskStatus, episode: ObservedEpisode | undefined, now: string): AgentTaskStatus {
+  if (!episode || status.currentEpisode) return status;
+  if (episode.number <= (status.lastEpisode?.number ?? 0)) return status;
+  return {
+    ...status,
+    episodes: Math.max(status.episodes, episode.number),
+    currentEpisode: { number: episode.number, startedAt: episode.startedAt ?? now },
+  };
+}
+
+export function recordEpisode(
+  prev: AgentTaskStatus,
+  episode: ObservedEpisode,
+  input: ReconcileInput,
+  events: Events,
+): AgentTaskStatus {
+  const result = episode.result as EpisodeResult;
+  const now = input.now;
+  const completion = input.spec?.completion ?? DEFAULT_SPEC.completion;
+  const { outcome, reason } = classifyOutcome(result, completion);
+  const n = episode.number;
+  const detail = result.message ? `: ${result.message}` : '';
+  const status: AgentTaskStatus = {
+    ...prev,
+    currentEpisode: undefined,
+    nextEpisodeAt: undefined,
+    costUSD: round6(prev.costUSD + result.costUSD),
+    tokens: {
+      input: prev.tokens.input + result.tokens.input,
+      output: prev.tokens.output + result.tokens.output,
+      cacheRead: prev.tokens.cacheRead + result.tokens.cacheRead,
+      cacheWrite: prev.tokens.cacheWrite + result.tokens.cacheWrite,
+    },
+    lastEpisode: {
+      number: n,
+      outcome,
+      exitCode: result.exitCode,
+      startedAt: episode.startedAt ?? prev.currentEpisode?.startedAt,
+      finishedAt: episode.finishedAt ?? now.toISOString(),
+      costUSD: result.costUSD,
+      message: result.message,
+    },
+  };
+  const setPhase = (phase: Phase, why: string, message: string) => {
+    status.phase = phase;
+    status.reason = why;
+    status.message = message;
+  };
+  const backoff = input.spec?.backoff ?? DEFAULT_SPEC.backoff;
+  const maxFailures = (input.spec?.limits ?? DEFAULT_SPEC.limits).maxConsecutiveFailures;
+
+  switch (outcome) {
+    case 'succeeded':
+      status.consecutiveFailures = 0;
+      status.consecutiveRetries = 0;
+      setPhase('Succeeded', reason, `episode ${n} finished the task (${reason})`);
+      events.push(normal('EpisodeSucceeded', `episode ${n} succeeded (${reason})`));
+      break;
+    case 'continue':
+      status.consecutiveFailures = 0;
+      status.consecutiveRetries = 0;
+      setPhase('Pending', 'EpisodeFinished', `episode ${n} exited 0 without a completion signal; continuing`);
+      events.push(normal('EpisodeFinished', `episode ${n} made progress; no completion signal yet`));
+      break;
+    case 'failed':
+    case 'timeout': {
+      status.consecutiveFailures = prev.consecutiveFailures + 1;
+      status.consecutiveRetries = 0;
+      const what = outcome === 'timeout' ? 'timed out' : `failed (${reason})`;
+      events.push(warning('EpisodeFailed', `episode ${n} ${what}${detail}`));
+      if (status.consecutiveFailures >= maxFailures) {
+        setPhase('Skipped', 'ConsecutiveFailures', `${status.consecutiveFailures} consecutive failed episodes; last ${what}${detail}`);
+        events.push(warning('TaskSkipped', status.message as string));
+      } else {
+        const wait = backoffMs(backoff, status.consecutiveFailures, input.jitter);
+        status.nextEpisodeAt = new Date(now.getTime() + wait).toISOString();
+        setPhase('Waiting', 'Backoff', `episode ${n} ${what}; failure ${status.consecutiveFailures}/${maxFailures}, next episode at ${status.nextEpisodeAt}`);
+      }
+      break;
+    }
+    case 'transient': {
+      status.retries = prev.retries + 1;
+      status.consecutiveRetries = prev.consecutiveRetries + 1;
+      const wait = backoffMs(backoff, status.consecutiveRetries, input.jitter);
+      status.nextEpisodeAt = new Date(now.getTime() + wait).toISOString();
+      setPhase('Waiting', 'Backoff', `episode ${n} hit a transient error${detail}; retrying at ${status.nextEpisodeAt}`);
+      events.push(warning('EpisodeRetrying', status.message as string));
+      break;
+    }
+    case 'usageLimit': {
+      status.retries = prev.retries + 1;
+      const reset = result.resetAt ? Date.parse(result.resetAt) : NaN;
+      const at = reset > now.getTime() ? reset : now.getTime() + USAGE_LIMIT_FALLBACK_MS;
+      status.nextEpisodeAt = new Date(at).toISOString();
+      setPhase('Waiting', 'UsageLimit', `episode ${n} hit the agent's usage limit; resuming at ${status.nextEpisodeAt}`);
+      events.push(warning('UsageLimit', status.message as string));
+      break;
+    }
+    case 'fatal':
+      setPhase('Failed', 'FatalError', `episode ${n} failed fatally${detail}`);
+      events.push(warning('TaskFailed', status.message as string));
+      break;
+    case 'interrupted':
+      setPhase('Pending', 'Interrupted', `episode ${n} was interrupted (controller restart); retrying`);
+      events.push(warning('EpisodeInterrupted', status.message as string));
+      break;
+    case 'cancelled':
+      setPhase('Pending', 'Cancelled', `episode ${n} was cancelled`);
+      events.push(normal('EpisodeCancelled', status.message as string));
+      break;
+  }
+  return status;
+}
+
+function round6(x: number): number {
+  return Math.round(x * 1e6) / 1e6;
+}

@@ -1,0 +1,80 @@
+// What goes into the pure reconciler and what comes out of it.
+import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
+import type { EpisodeResult } from '../api/episode-result.ts';
+
+/** Grace past the episode timeout before the reconciler itself asks for a stop (the executor should have). */
+export const DEADLINE_GRACE_MS = 30_000;
+/** Usage limit without a parseable reset time. */
+export const USAGE_LIMIT_FALLBACK_MS = 60 * 60 * 1000;
+
+export type StopReason = 'cancelled' | 'timeout';
+
+/** What an executor sees of a task's newest episode: facts only; reconcile() decides what they mean. */
+export interface ObservedEpisode {
+  number: number;
+  /** 'gone': nothing of the episode exists any more (or never did) and it left no result. */
+  state: 'running' | 'finished' | 'gone';
+  startedAt?: string;
+  finishedAt?: string;
+  /** Present when state is 'finished'. */
+  result?: EpisodeResult;
+  /** Running but cannot be scheduled (cluster): the task waits, and the episode's clock does not run. */
+  unschedulable?: string;
+  /** When 'gone': who removed its pod or process. Undefined: it never existed (a crash between recording and starting it). */
+  removedBy?: 'controller' | 'someone-else';
+  /** Cluster: the episode's pod, shown in status.currentEpisode. */
+  podName?: string;
+  /** Look again then even if nothing changes (e.g. when an image-pull grace period ends). */
+  recheckAfterMs?: number;
+}
+
+export interface ReconcileInput {
+  namespace: string;
+  name: string;
+  generation: number;
+  /** Undefined when the spec does not validate; specError then says why. */
+  spec?: AgentTaskSpec;
+  specError?: string;
+  /** The task is being deleted: stop what runs, start nothing. */
+  deleted?: boolean;
+  /** The controller is stopping (SIGINT): stop what runs, start nothing, and say so. */
+  shuttingDown?: boolean;
+  status: AgentTaskStatus;
+  /** The newest episode the executor knows of for this task. */
+  episode?: ObservedEpisode;
+  /** A StopEpisode this controller already asked for: its reason decides how the episode ended. */
+  stopRequested?: { number: number; reason: StopReason };
+  /** Phase of each dependsOn entry; undefined when that task does not exist. */
+  dependencies: Record<string, Phase | undefined>;
+  /** A dependsOn cycle through this task, e.g. ["a", "b", "a"]. */
+  dependencyCycle?: string[];
+  /** Whether a concurrency slot is free to start an episode now. */
+  capacity: boolean;
+  /** --budget-usd: the limit and what all OTHER tasks spent (this task's own spend is in status). */
+  globalBudget?: { limitUSD: number; othersSpentUSD: number };
+  now: Date;
+  /** In [0, 1): the caller's randomness for backoff jitter. */
+  jitter: number;
+}
+
+export type Action =
+  | { type: 'StartEpisode'; number: number }
+  | { type: 'StopEpisode'; number: number; reason: StopReason }
+  | { type: 'RecordEvent'; eventType: 'Normal' | 'Warning'; reason: string; message: string };
+
+export interface ReconcileResult {
+  status: AgentTaskStatus;
+  actions: Action[];
+  /** Reconcile again after this long even if nothing changes (a backoff ends, a deadline passes). */
+  requeueAfterMs?: number;
+}
+
+export type Events = Extract<Action, { type: 'RecordEvent' }>[];
+
+export function normal(reason: string, message: string): Events[number] {
+  return { type: 'RecordEvent', eventType: 'Normal', reason, message };
+}
+
+export function warning(reason: string, message: string): Events[number] {
+  return { type: 'RecordEvent', eventType: 'Warning', reason, message };
+}
