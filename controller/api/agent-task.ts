@@ -1,6 +1,7 @@
 // The AgentTask contract (episodic.dev/v1alpha1). This zod schema is the single source of truth:
 // TypeScript types, defaults, validation messages and the CRD's OpenAPI schema all come from it.
 import { z } from 'zod';
+import { BreakerSpecSchema, BreakerStatusSchema, ChecklistCountsSchema, ProgressSpecSchema } from './leash.ts';
 
 export const GROUP = 'episodic.dev';
 export const VERSION = 'v1alpha1';
@@ -78,6 +79,12 @@ export const CompletionSchema = z.object({
   promise: z.string().min(1).default('COMPLETE').describe('done when the final output has <promise>VALUE</promise>'),
   verify: argv.optional().describe('argv run in the workspace after a completion signal; exit 0 required'),
   onExitZero: z.boolean().default(false).describe('exit code 0 alone means done'),
+  requires: z
+    .array(z.enum(['verify', 'changes', 'cleanTree', 'checklist']))
+    .default([])
+    .describe('evidence a completion signal needs; without it the episode only continues'),
+  minEpisodes: z.number().int().min(1).default(1).describe('no completion before this many episodes'),
+  checklist: z.boolean().default(false).describe('done when every item of progress.checklist is done or skipped'),
 });
 
 export const LimitsSchema = z.object({
@@ -105,8 +112,16 @@ export const AgentTaskSpecSchema = z
     backoff: BackoffSchema.default(() => BackoffSchema.parse({})),
     dependsOn: z.array(dnsLabel).default([]).describe('names of AgentTasks in the same namespace'),
     suspend: z.boolean().default(false),
+    progress: ProgressSpecSchema.default(() => ProgressSpecSchema.parse({})),
+    breaker: BreakerSpecSchema.default(() => BreakerSpecSchema.parse({})),
   })
   .superRefine((spec, ctx) => {
+    if (spec.completion.requires.includes('verify') && !spec.completion.verify) {
+      ctx.addIssue({ code: 'custom', path: ['completion', 'requires'], message: 'requires verify, but completion.verify names no command' });
+    }
+    if ((spec.completion.requires.includes('checklist') || spec.completion.checklist) && !spec.progress.checklist) {
+      ctx.addIssue({ code: 'custom', path: ['progress', 'checklist'], message: 'a checklist completion needs progress.checklist (the plan file)' });
+    }
     if ((spec.prompt === undefined) === (spec.promptFile === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['prompt'], message: 'exactly one of prompt or promptFile is required' });
     }
@@ -122,6 +137,7 @@ export const DEFAULT_SPEC = {
   completion: CompletionSchema.parse({}),
   limits: LimitsSchema.parse({}),
   backoff: BackoffSchema.parse({}),
+  breaker: BreakerSpecSchema.parse({}),
 } as const;
 
 export const MetadataSchema = z.object({
@@ -211,6 +227,9 @@ export const AgentTaskStatusSchema = z.object({
   nextEpisodeAt: z.string().optional(),
   conditions: z.array(ConditionSchema).default([]),
   observedGeneration: z.number().int().optional(),
+  progress: ChecklistCountsSchema.optional().describe('the checklist of progress.checklist, as of the last episode'),
+  breaker: BreakerStatusSchema.optional(),
+  workspaceChanges: z.number().int().nonnegative().default(0).describe('episodes since the task (re)opened that changed the workspace'),
 });
 
 export const AgentTaskSchema = z.object({

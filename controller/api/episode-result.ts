@@ -1,6 +1,7 @@
 // What an executor reports about one finished episode. Facts only: the reconciler turns them into an
 // outcome. In cluster mode this travels as compact JSON through the pod's termination message (≤ 4 KiB).
 import { z } from 'zod';
+import { EvidenceSchema } from './leash.ts';
 
 export const ERROR_CLASSES = ['none', 'transient', 'usageLimit', 'fatal'] as const;
 export type ErrorClass = (typeof ERROR_CLASSES)[number];
@@ -41,6 +42,8 @@ export const EpisodeResultSchema = z.object({
   /** One short line for humans: the error, or the tail of the agent's final message. */
   message: z.string().max(1000).optional(),
   durationMs: z.number().nonnegative().optional(),
+  /** What the episode changed and left behind (workspace, checklist, error fingerprint, RALPH_STATUS). */
+  evidence: EvidenceSchema.optional(),
 });
 
 export type EpisodeResult = z.infer<typeof EpisodeResultSchema>;

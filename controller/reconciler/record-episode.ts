@@ -1,10 +1,13 @@
 // Recording an episode's end: its facts become an outcome, counters, spend and the next phase.
-import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
-import { DEFAULT_SPEC } from '../api/agent-task.ts';
+import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
+import { DEFAULT_SPEC, isTerminal } from '../api/agent-task.ts';
 import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { backoffMs } from './backoff.ts';
+import { stepBreaker } from './breaker.ts';
+import { checklistComplete, missingEvidence } from './completion.ts';
 import { classifyOutcome } from './outcome.ts';
+import type { ClassifiedOutcome } from './outcome.ts';
 import { normal, USAGE_LIMIT_FALLBACK_MS, warning } from './types.ts';
 import type { Events, ObservedEpisode, ReconcileInput } from './types.ts';
 
@@ -60,11 +63,17 @@ export function recordEpisode(
   const result = episode.result as EpisodeResult;
   const now = input.now;
   const completion = input.spec?.completion ?? DEFAULT_SPEC.completion;
-  const { outcome, reason } = classifyOutcome(result, completion);
   const n = episode.number;
+  const evidence = result.evidence;
+  const changed = evidence?.workspace?.changed === true;
+  const counters = { ...prev, episodes: Math.max(prev.episodes, n), workspaceChanges: prev.workspaceChanges + (changed ? 1 : 0) };
+  const judged = judge(result, completion, counters);
+  const { outcome, reason } = judged;
   const detail = result.message ? `: ${result.message}` : '';
   const status: AgentTaskStatus = {
     ...prev,
+    workspaceChanges: counters.workspaceChanges,
+    progress: evidence?.checklist ?? prev.progress,
     currentEpisode: undefined,
     nextEpisodeAt: undefined,
     costUSD: round6(prev.costUSD + result.costUSD),
@@ -102,8 +111,15 @@ export function recordEpisode(
     case 'continue':
       status.consecutiveFailures = 0;
       status.consecutiveRetries = 0;
-      setPhase('Pending', 'EpisodeFinished', `episode ${n} exited 0 without a completion signal; continuing`);
-      events.push(normal('EpisodeFinished', `episode ${n} made progress; no completion signal yet`));
+      if (judged.missing) {
+        const why = `completion claimed without evidence: missing ${judged.missing}`;
+        status.lastEpisode = { ...status.lastEpisode!, message: clip(result.message ? `${why} (agent: ${result.message})` : why) };
+        setPhase('Pending', reason, `episode ${n} ${why}; continuing`);
+        events.push(warning('CompletionRejected', status.message as string));
+      } else {
+        setPhase('Pending', 'EpisodeFinished', `episode ${n} exited 0 without a completion signal; continuing`);
+        events.push(normal('EpisodeFinished', `episode ${n} made progress; no completion signal yet`));
+      }
       break;
     case 'failed':
     case 'timeout': {
@@ -152,7 +168,41 @@ export function recordEpisode(
       events.push(normal('EpisodeCancelled', status.message as string));
       break;
   }
+  const step = stepBreaker(prev.breaker, input.spec?.breaker ?? DEFAULT_SPEC.breaker, {
+    outcome,
+    evidence,
+    checklistBefore: prev.progress,
+    at: status.lastEpisode?.finishedAt ?? now.toISOString(),
+  });
+  status.breaker = step.breaker;
+  if (step.transition?.to === 'Open' && !isTerminal(status.phase)) {
+    status.nextEpisodeAt = undefined;
+    setPhase('NeedsReview', 'CircuitOpen', `circuit breaker open: ${step.message}`);
+    events.push(warning('CircuitOpen', status.message as string));
+  } else if (step.transition) {
+    const { from, to, rule } = step.transition;
+    const words = to === 'HalfOpen' ? `no progress in ${step.breaker.noProgress} episodes; watching` : 'progress again';
+    events.push((to === 'HalfOpen' ? warning : normal)(`Breaker${to}`, `circuit breaker ${from} → ${to} (${rule}): ${words}`));
+  }
   return status;
+}
+
+/**
+ * The outcome, with the leash's completion rules on top of the signals: a complete checklist can finish
+ * the task, and a claim without the evidence spec.completion requires only continues.
+ */
+function judge(result: EpisodeResult, completion: AgentTaskSpec['completion'], counted: AgentTaskStatus): ClassifiedOutcome & { missing?: string } {
+  let judged = classifyOutcome(result, completion);
+  if (judged.outcome === 'continue' && completion.checklist && checklistComplete(result.evidence?.checklist)) {
+    judged = { outcome: 'succeeded', reason: 'ChecklistComplete' };
+  }
+  if (judged.outcome !== 'succeeded') return judged;
+  const missing = missingEvidence(completion, result, counted);
+  return missing.length === 0 ? judged : { outcome: 'continue', reason: 'MissingEvidence', missing: missing.join(', ') };
+}
+
+function clip(text: string): string {
+  return text.length <= 1000 ? text : `${text.slice(0, 999)}…`;
 }
 
 function round6(x: number): number {
