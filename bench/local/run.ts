@@ -1,23 +1,29 @@
 // Local-mode benchmarks: runs every part, prints a summary table and writes results/latest.json.
 //
-//   node bench/local/run.ts [--quick] [--only a,b,c] [--reps N] [--cli PATH] [--cpu-prof DIR] [--keep]
+//   node bench/local/run.ts [--quick] [--only a,b,c,d,s] [--reps N] [--cli PATH] [--cpu-prof DIR] [--keep]
 //
 // Parts (each also runnable alone):
 //   a  episodes.ts        N episodes of one task vs a bash while loop         (node bench/local/episodes.ts)
 //   b  many-tasks.ts      10,000 tasks: load time, wall vs xargs, RSS, idle   (node bench/local/many-tasks.ts)
 //   c  queue-pressure.ts  CPU per episode with 10,000 tasks waiting vs 32     (node bench/local/queue-pressure.ts)
+//   d  concurrent.ts      500 long episodes at once: controller CPU and RSS   (node bench/local/concurrent.ts)
+//   s  spawn-latency.ts   time to start a process at a small and a large heap (node bench/local/spawn-latency.ts)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { benchConcurrent } from './concurrent.ts';
 import { benchEpisodes } from './episodes.ts';
 import type { BenchOptions, PartResult } from './lib.ts';
 import { BENCH_DIR, hostInfo, parseOptions, progress, REPO, summaryTable } from './lib.ts';
 import { benchManyTasks } from './many-tasks.ts';
 import { benchQueuePressure } from './queue-pressure.ts';
+import { benchSpawnLatency } from './spawn-latency.ts';
 
 const PARTS: Record<string, (opts: BenchOptions) => Promise<PartResult>> = {
   a: benchEpisodes,
   b: benchManyTasks,
   c: benchQueuePressure,
+  d: benchConcurrent,
+  s: benchSpawnLatency,
 };
 
 const opts = parseOptions(process.argv.slice(2));
