@@ -11,8 +11,9 @@ const PREFIX = Buffer.from(STDERR_PREFIX);
 const NEWLINE = Buffer.from('\n');
 // A longer unfinished line is written as it is: memory stays bounded whatever an agent prints.
 const MAX_PENDING_BYTES = 256 * 1024;
-// A descendant we could not kill may hold the output pipes open; stop waiting for EOF after this long.
-const STREAM_DRAIN_MS = 2000;
+// A descendant we could not kill may hold the output pipes open: once the tree is killed, stop waiting for
+// EOF when no output came for this long.
+const STREAM_IDLE_MS = 2000;
 
 export type OutputListener = (chunk: Buffer, stream: 'stdout' | 'stderr') => void;
 
@@ -33,11 +34,13 @@ export class EpisodeLog {
   }
 
   /**
-   * Copies a process's output into the log and to `listener` until both streams end; the promise resolves
-   * once they did (or STREAM_DRAIN_MS after `exited`), with the unfinished last lines written.
+   * Copies a process's output into the log and to `listener` as it arrives. The returned function, called
+   * once the process tree is gone, resolves when both streams ended (or went idle), with the unfinished last
+   * lines written.
    */
-  follow(stdout: Readable, stderr: Readable, listener: OutputListener, exited: Promise<unknown>): Promise<void> {
+  follow(stdout: Readable, stderr: Readable, listener: OutputListener): () => Promise<void> {
     const streams = { stdout, stderr };
+    let lastProgress = Date.now();
     const pending = { stdout: new PendingLine(), stderr: new PendingLine() };
     // Set while a stdout line longer than MAX_PENDING_BYTES is partly written: stderr lines wait for its end.
     let midLine = false;
@@ -70,18 +73,26 @@ export class EpisodeLog {
     };
     for (const name of ['stdout', 'stderr'] as const) {
       streams[name].on('data', (chunk: Buffer) => {
+        lastProgress = Date.now();
         safely(() => listener(chunk, name));
         const whole = pending[name].take(chunk);
         if (whole.length > 0 && !toLog(name, whole)) {
           // Backpressure: a slow disk makes the agent wait on its pipe instead of us buffering its output.
           streams[name].pause();
-          this.out.once('drain', () => streams[name].resume());
+          this.out.once('drain', () => {
+            lastProgress = Date.now();
+            streams[name].resume();
+          });
         }
       });
     }
-    const ended = Promise.all([stdout, stderr].map((s) => finished(s).catch(() => undefined)));
-    const gaveUp = exited.then(() => sleep(STREAM_DRAIN_MS, undefined, { ref: false }));
-    return Promise.race([ended, gaveUp]).then(() => {
+    const ended = Promise.all([stdout, stderr].map((s) => finished(s).then(yes, yes)));
+    return async () => {
+      // Slow progress (a slow disk draining a chatty agent's output) is still progress: only idleness ends it.
+      for (;;) {
+        const done = await Promise.race([ended, sleep(STREAM_IDLE_MS, false, { ref: false })]);
+        if (done || Date.now() - lastProgress >= STREAM_IDLE_MS) break;
+      }
       stdout.destroy();
       stderr.destroy();
       const err = pending.stderr.rest();
@@ -89,7 +100,7 @@ export class EpisodeLog {
       const out = pending.stdout.rest();
       if (out.length > 0) toLog('stdout', out);
       if (held.length > 0) this.write(Buffer.concat([NEWLINE, ...release()])); // stdout's last line never ended
-    });
+    };
   }
 
   /** Resolves once everything is written (or the log failed). Never rejects. */
@@ -147,6 +158,8 @@ function prefixLines(parts: Buffer[]): Buffer {
   if (text.length > 0 && text[text.length - 1] !== 0x0a) out.push(NEWLINE);
   return Buffer.concat(out);
 }
+
+const yes = () => true;
 
 function safely(f: () => void): void {
   try {

@@ -204,7 +204,7 @@ function startProcess(execa: typeof import('execa').execa, argv: string[], o: Pr
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
     child.once('exit', (code, signal) => done({ code, signal })),
   );
-  const output = o.log.follow(child.stdout!, child.stderr!, o.onOutput, exited); // both 'pipe' above
+  const outputDone = o.log.follow(child.stdout!, child.stderr!, o.onOutput); // both 'pipe' above
   let stopping: Promise<void> | undefined;
   const killTree = () => (stopping ??= killProcessTree(pid, { graceMs: o.killGraceMs, marker: o.marker, pgid: pid, startTime: pidStartTime, after }));
   let timedOut = false;
@@ -218,7 +218,7 @@ function startProcess(execa: typeof import('execa').execa, argv: string[], o: Pr
     clearTimeout(timer);
     // Also after a normal exit: what the process left running in the background must not outlive it.
     await killTree();
-    await output;
+    await outputDone();
     return { exitCode: code, ...(signal ? { signal } : {}), timedOut, cancelled };
   });
   return {
