@@ -20,6 +20,8 @@ export interface LaunchRequest {
   killGraceMs?: number;
   /** See ProcessEpisodeRequest.marker. */
   marker?: string;
+  /** Runs once the workspace exists, before the agent starts (e.g. a snapshot for evidence). */
+  beforeSpawn?: (workspace: string) => Promise<void>;
 }
 
 export interface LaunchedEpisode {
@@ -29,6 +31,8 @@ export interface LaunchedEpisode {
   pidStartTime?: string;
   result: Promise<EpisodeResult>;
   cancel(reason: 'cancelled' | 'timeout'): void;
+  /** The prepared workspace; undefined when it could not be prepared. */
+  workspace?: string;
 }
 
 export function episodeLogPath(stateDir: string, namespace: string, name: string, number: number): string {
@@ -53,6 +57,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     if (err instanceof WorkspaceError) return failed(err.message);
     return failed(`could not prepare the workspace: ${(err as Error).message}`);
   }
+  await req.beforeSpawn?.(workspace);
   const { spec } = req;
   const prompt = renderPrompt(template, {
     task: req.name,
@@ -92,5 +97,6 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     pidStartTime: running.pidStartTime,
     result: running.result,
     cancel: () => running.cancel(),
+    workspace,
   };
 }

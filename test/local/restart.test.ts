@@ -163,7 +163,8 @@ test('many instant episodes in a row never lose a result (an episode may end bef
   const dir = tempDir();
   const agent = join(dir, 'instant.sh');
   writeFileSync(agent, '#!/bin/sh\ncat >/dev/null\necho "{\\"type\\":\\"result\\",\\"is_error\\":false,\\"result\\":\\"step\\",\\"total_cost_usd\\":0}"\n', { mode: 0o755 });
-  specDir([{ name: 'rapid', spec: { agent: { command: [agent], output: 'claude' }, limits: { maxEpisodes: 40, episodeTimeoutSeconds: 30 } } }], { dir });
+  // The agent changes nothing: the breaker is off, this is about the loop never losing a result.
+  specDir([{ name: 'rapid', spec: { agent: { command: [agent], output: 'claude' }, limits: { maxEpisodes: 40, episodeTimeoutSeconds: 30 }, breaker: { noProgressEpisodes: 0 } } }], { dir });
   const res = await runCli(['run', dir], { timeoutMs: 60_000 });
   assert.equal(res.signal, null, 'the run finished on its own');
   const s = readStatus(dir, 'rapid')?.status;

@@ -12,6 +12,9 @@ import type { LaunchedEpisode } from '../../local/episode-launcher.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
 import type { StoredStatus } from '../../sinks/local/file-status.ts';
 import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
+import { collectEvidence } from '../evidence/collect.ts';
+import { snapshotWorkspace } from '../evidence/workspace.ts';
+import type { WorkspaceSnapshot } from '../evidence/workspace.ts';
 import { killMarkedProcesses, killOrphanEpisode } from '../process-tree.ts';
 
 export interface ProcessExecutorOptions {
@@ -73,6 +76,8 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
 
   async start(task: LocalTask, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>> {
     if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
+    let before: WorkspaceSnapshot | undefined;
+    const snapshot = { exclude: [this.opts.stateDir] };
     const episode = await launchEpisode({
       root: this.opts.root,
       stateDir: this.opts.stateDir,
@@ -84,9 +89,17 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
       status,
       killGraceMs: this.opts.killGraceMs,
       marker: this.markerFor(task.namespace, task.name, number),
+      beforeSpawn: async (workspace) => {
+        before = await snapshotWorkspace(workspace, snapshot);
+      },
     });
     this.running.set(task.key, episode);
-    void episode.result.then((result) => {
+    const checklist = task.spec.progress.checklist;
+    void episode.result.then(async (ended) => {
+      const workspace = episode.workspace;
+      // Evidence is best effort: an episode whose evidence could not be gathered is still recorded.
+      const evidence = workspace ? await collectEvidence({ workspace, before, checklist, snapshot }, ended).catch(() => undefined) : undefined;
+      const result = evidence ? { ...ended, evidence } : ended;
       this.running.delete(task.key);
       this.finished.set(task.key, { number, state: 'finished', startedAt: episode.startedAt, finishedAt: new Date().toISOString(), result });
       this.notify(task.key);
