@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { StoredStatus } from '../../controller/sinks/local/file-status.ts';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CLI = join(REPO, 'controller/cli/main.ts');
@@ -87,25 +88,8 @@ export function startCli(args: string[], opts: { cwd?: string } = {}): { child: 
   return { child, output: () => output, exited };
 }
 
-export interface StoredStatusFile {
-  generation: number;
-  processMarker?: string;
-  status: {
-    phase?: string;
-    reason?: string;
-    message?: string;
-    episodes: number;
-    retries: number;
-    consecutiveFailures: number;
-    costUSD: number;
-    tokens: { input: number; output: number; cacheRead: number; cacheWrite: number };
-    currentEpisode?: { number: number; pid?: number };
-    lastEpisode?: { number: number; outcome: string; exitCode?: number | null; message?: string };
-    nextEpisodeAt?: string;
-    conditions: Array<{ type: string; status: string }>;
-    observedGeneration?: number;
-  };
-}
+/** A status file as the controller writes it (its own schema's type: tests read what the code writes). */
+export type StoredStatusFile = StoredStatus;
 
 export function readStatus(dir: string, name: string, namespace = 'default'): StoredStatusFile | undefined {
   const file = join(dir, '.episodic', 'status', namespace, `${name}.json`);
