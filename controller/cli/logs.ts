@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { isTerminal } from '../api/agent-task.ts';
 import { FileStatusStore } from '../sinks/local/file-status.ts';
-import { episodeLogPath } from '../local/episode-launcher.ts';
+import { episodeLogPath } from '../executors/local/episode-launcher.ts';
 import { parseNumberOption } from './options.ts';
 
 interface LogsOptions {

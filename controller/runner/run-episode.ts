@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult, ErrorClass } from '../api/episode-result.ts';
-import { startProcessEpisode } from '../executors/process-episode.ts';
+import { startProcessEpisode } from '../executors/process/process-episode.ts';
 import { readEpisodeConfig, readPrompt } from './episode-input.ts';
 import type { RunnerConfig } from './episode-input.ts';
 import { followFile } from './follow-file.ts';

@@ -3,7 +3,7 @@
 import { strict as assert } from 'node:assert';
 import { statSync } from 'node:fs';
 import { afterEach, beforeEach, test } from 'node:test';
-import { startProcessEpisode } from '../../controller/executors/process-episode.ts';
+import { startProcessEpisode } from '../../controller/executors/process/process-episode.ts';
 import { request, sandbox } from './support.ts';
 import type { Sandbox } from './support.ts';
 

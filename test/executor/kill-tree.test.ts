@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { startProcessEpisode } from '../../controller/executors/process-episode.ts';
+import { startProcessEpisode } from '../../controller/executors/process/process-episode.ts';
 import {
   killOrphanEpisode,
   killProcessTree,
@@ -13,7 +13,7 @@ import {
   readPidStartTime,
   readProcStat,
   TREE_MARKER_ENV,
-} from '../../controller/executors/process-tree.ts';
+} from '../../controller/executors/process/process-tree.ts';
 import { FAKE_CLAUDE, isGone, readPidFile, request, sandboxPerTest, waitFor } from './support.ts';
 
 const t = sandboxPerTest();

@@ -4,8 +4,8 @@ import { strict as assert } from 'node:assert';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
-import { startProcessEpisode } from '../../controller/executors/process-episode.ts';
-import { readProcStat } from '../../controller/executors/process-tree.ts';
+import { startProcessEpisode } from '../../controller/executors/process/process-episode.ts';
+import { readProcStat } from '../../controller/executors/process/process-tree.ts';
 import { isGone, readPidFile, readRecords, request, sandboxPerTest, waitFor } from './support.ts';
 
 const t = sandboxPerTest();

@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ProcessEpisodeRequest } from '../../controller/executors/process-episode.ts';
+import type { ProcessEpisodeRequest } from '../../controller/executors/process/process-episode.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const FAKE_CLAUDE = resolve(here, '../agents/fake-claude.mjs');

@@ -7,15 +7,15 @@ import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import { TerminalError } from '../../core/ports.ts';
 import type { EpisodeExecutor } from '../../core/ports.ts';
-import { launchEpisode } from '../../local/episode-launcher.ts';
-import type { LaunchedEpisode } from '../../local/episode-launcher.ts';
+import { launchEpisode } from './episode-launcher.ts';
+import type { LaunchedEpisode } from './episode-launcher.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
 import type { StoredStatus } from '../../sinks/local/file-status.ts';
 import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
 import { collectEvidence } from '../evidence/collect.ts';
 import { snapshotWorkspace } from '../evidence/workspace.ts';
 import type { WorkspaceSnapshot } from '../evidence/workspace.ts';
-import { killMarkedProcesses, killOrphanEpisode } from '../process-tree.ts';
+import { killMarkedProcesses, killOrphanEpisode } from '../process/process-tree.ts';
 
 export interface ProcessExecutorOptions {
   /** The spec directory: workspaces must stay inside it. */

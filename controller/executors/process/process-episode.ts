@@ -6,14 +6,14 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, parse, resolve } from 'node:path';
-import { episodeResult } from '../api/episode-result.ts';
-import type { EpisodeResult } from '../api/episode-result.ts';
-import { rewriteInPlace } from '../util/fs.ts';
+import { episodeResult } from '../../api/episode-result.ts';
+import type { EpisodeResult } from '../../api/episode-result.ts';
+import { rewriteInPlace } from '../../util/fs.ts';
 import { EpisodeLog } from './episode-log.ts';
 import type { OutputListener } from './episode-log.ts';
-import { createOutputAnalyzer } from './output/index.ts';
-import { createByteTail } from './output/byte-tail.ts';
-import type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } from './output/types.ts';
+import { createOutputAnalyzer } from '../output/index.ts';
+import { createByteTail } from '../output/byte-tail.ts';
+import type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } from '../output/types.ts';
 import { killProcessTree, pidCursor, readPidStartTime, TREE_MARKER_ENV } from './process-tree.ts';
 
 export type PromptVia = 'stdin' | 'argument' | 'file';

@@ -1,11 +1,11 @@
 // Turns a StartEpisode action into a running process: workspace, prompt, env, log file.
 // Anything that stops the episode from starting becomes an EpisodeResult, never an exception.
 import { dirname, join } from 'node:path';
-import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
-import { episodeResult } from '../api/episode-result.ts';
-import type { EpisodeResult } from '../api/episode-result.ts';
-import { startProcessEpisode } from '../executors/process-episode.ts';
-import { renderPrompt } from '../executors/prompt.ts';
+import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
+import { episodeResult } from '../../api/episode-result.ts';
+import type { EpisodeResult } from '../../api/episode-result.ts';
+import { startProcessEpisode } from '../process/process-episode.ts';
+import { renderPrompt } from '../prompt.ts';
 import { prepareWorkspace, readPromptTemplate, WorkspaceError } from './workspace.ts';
 
 export interface LaunchRequest {

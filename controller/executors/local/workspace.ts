@@ -3,8 +3,8 @@
 import { mkdirSync, realpathSync } from 'node:fs';
 import { readFile, realpath } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { isInside } from '../util/paths.ts';
-import type { AgentTaskSpec } from '../api/agent-task.ts';
+import { isInside } from '../../util/paths.ts';
+import type { AgentTaskSpec } from '../../api/agent-task.ts';
 
 export class WorkspaceError extends Error {}
 
