@@ -14,6 +14,8 @@ import { redactCredentials, takeGitCredentials } from './git-credentials.ts';
 import type { GitCredentials } from './git-credentials.ts';
 import { prepareGitWorkspace, saveGitWorkspace } from './git-workspace.ts';
 import type { GitWorkspace } from './git-workspace.ts';
+import { collectEvidence } from '../executors/evidence/collect.ts';
+import { snapshotWorkspace } from '../executors/evidence/workspace.ts';
 import { encodeTerminationMessage } from './termination-message.ts';
 
 /** Exit code for a configuration the runner cannot use (like a CLI usage error). */
@@ -97,7 +99,11 @@ async function runConfiguredEpisode(
 
   const reserveMs = git ? Math.min(MAX_SAVE_RESERVE_MS, timeoutMs / 10) : 0;
   const agentTimeoutMs = Math.max(1000, startedAt + timeoutMs - reserveMs - Date.now());
+  // Evidence as locally: the workspace before and after the agent (before our own commit and push).
+  const before = await snapshotWorkspace(config.workspaceDir);
   let result = await runAgent(opts, config, prompt.value, agentTimeoutMs);
+  const evidence = await collectEvidence({ workspace: config.workspaceDir, before, checklist: config.checklist }, result).catch(() => undefined);
+  if (evidence) result = { ...result, evidence };
 
   if (git) {
     const cancelled = result.cancelled || opts.signal?.aborted === true;

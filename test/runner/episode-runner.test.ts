@@ -198,3 +198,32 @@ describe('episodic episode', () => {
     assert.match(await readFile(logFile, 'utf8'), /^older episode\nhello from the agent\n/);
   });
 });
+
+describe('episodic episode: evidence', () => {
+  after(removeTempDirs);
+
+  it('reports what the agent changed and the plan file, inside the termination message', async () => {
+    const ws = await tempDir('ws');
+    await writeFile(path.join(ws, 'PLAN.md'), '- [x] one\n- [ ] two\n');
+    const run = await runRunner({
+      agent: nodeAgent("require('fs').writeFileSync('PLAN.md', '- [x] one\\n- [x] two\\n'); console.log('done')"),
+      config: episodeConfig({ workspaceDir: ws, output: 'text', checklist: 'PLAN.md' }),
+      prompt: 'Work.',
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual([run.result?.evidence?.workspace?.kind, run.result?.evidence?.workspace?.changed], ['directory', true]);
+    assert.deepEqual(run.result?.evidence?.checklist, { done: 2, total: 2, inProgress: 0, failed: 0, skipped: 0 });
+  });
+
+  it('fingerprints a failed episode and keeps the message within the termination message limit', async () => {
+    const run = await runRunner({
+      agent: nodeAgent("console.error('Error: cannot open /tmp/x/' + 'y'.repeat(3000) + ' code 17'); process.exit(3)"),
+      config: episodeConfig({ workspaceDir: await tempDir('ws'), output: 'text' }),
+      prompt: 'Work.',
+    });
+    assert.equal(run.code, 3);
+    assert.ok(run.result?.evidence?.errorFingerprint, 'a fingerprint');
+    assert.equal(run.result?.evidence?.workspace?.changed, false);
+    assert.ok(Buffer.byteLength(run.terminationMessage ?? '') <= TERMINATION_MESSAGE_LIMIT);
+  });
+});

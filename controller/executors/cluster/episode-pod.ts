@@ -74,6 +74,7 @@ export function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
     timeoutSeconds: spec.limits.episodeTimeoutSeconds,
     workspaceDir: POD_WORKSPACE,
     ...(git ? { git } : {}),
+    ...(spec.progress.checklist ? { checklist: spec.progress.checklist } : {}),
     // The runner reads and renders promptFile itself: the file lives in the workspace, which only the pod sees.
     ...(spec.promptFile ? { promptFile: spec.promptFile } : {}),
     ...(spec.promptFile && lastEpisodeMessage !== undefined ? { lastEpisodeMessage } : {}),
