@@ -62,6 +62,8 @@ export async function benchConcurrent(opts: BenchOptions): Promise<PartResult> {
     const peak = memoryMB(s.pid)?.hwm ?? NaN;
     if (startedCount > n) throw new Error(`more episodes started (${startedCount}) than tasks (${n})`);
     await pollUntil(`${n} tasks to succeed`, () => succeeded >= n, { timeoutMs: sleepSeconds * 1000 + 120_000, intervalMs: 200, onTick: poll, alive });
+    // The last "succeeded" line comes just before the run settles and exits on its own: give it time to.
+    await Promise.race([s.exited, sleep(30_000)]);
     const code = await stop(s);
     if (code !== 0) throw new Error(`episodic run exited ${code}; see ${stderr} (use --keep)`);
     return {
