@@ -43,3 +43,23 @@ test('many documents in one file, other kinds ignored, an empty trailing documen
   assert.deepEqual(out.tasks.map((t) => t.name), ['a', 'b']);
   assert.deepEqual(out.ignored, ['m.yaml (document 2): kind ConfigMap']);
 });
+
+test('a self-referencing alias is an error naming the file; the good document beside it loads', () => {
+  const out = parseSpecText('loop.yaml', `${task('a')}---\n${task('b').replace('spec:', 'spec: &s\n  self: *s\n  x:')}`);
+  assert.deepEqual(out.tasks.map((t) => t.name), ['a']);
+  assert.equal(out.errors.length, 1);
+  assert.match(out.errors[0], /^loop\.yaml \(document 2\): .*(cycle|alias)/i);
+});
+
+test('an alias bomb (10^9 nodes from a few hundred bytes) is refused at once, not expanded', () => {
+  const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]', ...'bcdefghi'.split('').map((k, i) => `${k}: &${k} [${Array(10).fill(`*${String.fromCharCode(97 + i)}`).join(',')}]`)].join('\n');
+  const out = parseSpecText('bomb.yaml', `${task('a')}---\n${bomb}\n`); // expanded, this would not return
+  assert.deepEqual(out.tasks.map((t) => t.name), ['a']);
+  assert.match(out.errors.join('\n'), /bomb\.yaml \(document 2\): .*alias/i);
+});
+
+test('a file over 1 MB is refused with its name, unparsed', () => {
+  const out = parseSpecText('huge.yaml', `${task('a')}# ${'x'.repeat(1024 * 1024)}\n`);
+  assert.deepEqual(out.tasks, []);
+  assert.match(out.errors[0], /^huge\.yaml: larger than 1048576 bytes/);
+});
