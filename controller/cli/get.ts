@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { FileStatusStore } from '../sinks/local/file-status.ts';
-import { loadSpecDir } from '../sources/spec-files.ts';
+import { loadSpecDir } from '../sources/local/spec-files.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { formatTable } from './live-table.ts';
 

@@ -1,6 +1,6 @@
 // The live view on a terminal: one row per task, redrawn in place twice a second.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
-import type { SpecTask } from '../sources/spec-files.ts';
+import type { SpecTask } from '../sources/local/spec-files.ts';
 
 export type TaskView = Array<{ task: SpecTask; status: AgentTaskStatus }>;
 

@@ -8,8 +8,8 @@ import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import type { RunningServer } from '../metrics/server.ts';
 import { LocalController } from '../local/local-controller.ts';
 import { acquireStateLock, StateLockError } from '../local/state-lock.ts';
-import { loadSpecDir } from '../sources/spec-files.ts';
-import type { SpecWatcher } from '../sources/spec-watcher.ts';
+import { loadSpecDir } from '../sources/local/spec-files.ts';
+import type { SpecWatcher } from '../sources/local/spec-watcher.ts';
 import { createLogger } from '../util/logger.ts';
 import { LiveTable } from './live-table.ts';
 import { parseNumberOption, UsageError } from './options.ts';
@@ -102,7 +102,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
     logger.info({ dir, stateDir, tasks: initial.tasks.size }, 'specs loaded');
     controller.setSpecs(initial);
     if (opts.watch) {
-      const { SpecWatcher } = await import('../sources/spec-watcher.ts');
+      const { SpecWatcher } = await import('../sources/local/spec-watcher.ts');
       watcher = new SpecWatcher({
         dir,
         onChange: (specs) => {

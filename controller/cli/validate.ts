@@ -1,7 +1,7 @@
 // `episodic validate FILE...`: exit 0 when every AgentTask is valid, 2 with one line per error.
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { parseSpecText } from '../sources/spec-files.ts';
+import { parseSpecText } from '../sources/local/spec-files.ts';
 
 export function registerValidate(program: Command): void {
   program

@@ -10,7 +10,7 @@ import { Controller } from '../core/controller.ts';
 import { ProcessEpisodeExecutor } from '../executors/local/process-executor.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { FileStatusSink } from '../sinks/local/file-status-sink.ts';
-import type { LoadedSpecs, SpecTask } from '../sources/spec-files.ts';
+import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { SpecDirSource } from '../sources/local/spec-dir-source.ts';
 import type { LocalTask } from '../sources/local/spec-dir-source.ts';
 

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
 import { formatTable, renderRows } from '../../controller/cli/live-table.ts';
-import type { SpecTask } from '../../controller/sources/spec-files.ts';
+import type { SpecTask } from '../../controller/sources/local/spec-files.ts';
 
 test('live table rows: task, phase, episode k/max, cost, last outcome, next retry', () => {
   const spec = AgentTaskSpecSchema.parse({ prompt: 'x', agent: { command: ['a'] }, limits: { maxEpisodes: 7 } });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { hashSpec } from '../../controller/sources/spec-files.ts';
+import { hashSpec } from '../../controller/sources/local/spec-files.ts';
 import { assertAllDead, isAlive, readStatus, runCli, specDir, startCli, taskYaml, tempDir, waitFor } from '../support/local.ts';
 
 function pidsIn(file: string): number[] {

@@ -2,7 +2,7 @@
 // the good ones in the same file down; values follow the YAML 1.2 core schema, like kubectl.
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { parseSpecText } from '../../controller/sources/spec-files.ts';
+import { parseSpecText } from '../../controller/sources/local/spec-files.ts';
 
 const task = (name: string, extra = '') =>
   `apiVersion: episodic.dev/v1alpha1\nkind: AgentTask\nmetadata:\n  name: ${name}\nspec:\n  prompt: hi\n  agent:\n    command: [agent]\n${extra}`;

@@ -5,9 +5,9 @@ import { strict as assert } from 'node:assert';
 import { rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { loadSpecDir } from '../../controller/sources/spec-files.ts';
-import type { LoadedSpecs } from '../../controller/sources/spec-files.ts';
-import { SpecWatcher } from '../../controller/sources/spec-watcher.ts';
+import { loadSpecDir } from '../../controller/sources/local/spec-files.ts';
+import type { LoadedSpecs } from '../../controller/sources/local/spec-files.ts';
+import { SpecWatcher } from '../../controller/sources/local/spec-watcher.ts';
 import { specDir, taskYaml } from '../support/local.ts';
 
 async function watched(dir: string, between: () => void) {

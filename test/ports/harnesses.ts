@@ -22,7 +22,7 @@ import { FileStatusStore } from '../../controller/sinks/local/file-status.ts';
 import { FileStatusSink } from '../../controller/sinks/local/file-status-sink.ts';
 import { AgentTaskSource } from '../../controller/sources/cluster/agent-task-source.ts';
 import { SpecDirSource } from '../../controller/sources/local/spec-dir-source.ts';
-import { loadSpecDir } from '../../controller/sources/spec-files.ts';
+import { loadSpecDir } from '../../controller/sources/local/spec-files.ts';
 import { kubectl } from '../support/cluster.ts';
 import { FakeKubelet, clusterWithCrd, createNamespace, fakeClaudeSpec, testClient, testLogger, waitFor } from '../support/kubelet.ts';
 import { NODE, tempDir } from '../support/local.ts';

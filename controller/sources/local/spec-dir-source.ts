@@ -1,7 +1,7 @@
 // Desired state locally: the AgentTasks of a spec directory, as loaded and then followed by the watcher.
 // Generation, which a cluster's API server keeps, is counted here: one up for every new spec hash.
 import type { DesiredTask, TaskSource } from '../../core/ports.ts';
-import type { LoadedSpecs, SpecTask } from '../spec-files.ts';
+import type { LoadedSpecs, SpecTask } from './spec-files.ts';
 
 export interface LocalTask extends DesiredTask {
   /** The file it came from: a relative workspace is resolved against it. */

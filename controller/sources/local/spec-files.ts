@@ -4,10 +4,10 @@ import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { API_VERSION, KIND, taskKey } from '../api/agent-task.ts';
-import type { AgentTaskSpec } from '../api/agent-task.ts';
-import { validateMetadata, validateSpec } from '../api/validate.ts';
-import { yamlLib } from '../util/yaml-lib.ts';
+import { API_VERSION, KIND, taskKey } from '../../api/agent-task.ts';
+import type { AgentTaskSpec } from '../../api/agent-task.ts';
+import { validateMetadata, validateSpec } from '../../api/validate.ts';
+import { yamlLib } from '../../util/yaml-lib.ts';
 
 export interface SpecTask {
   key: string;
