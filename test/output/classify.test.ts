@@ -162,11 +162,12 @@ test('agent command not found: ENOENT and EACCES are fatal, exit 127 too', () =>
   assert.equal(shell.message, 'sh: 1: claude: command not found');
 });
 
-test('our side failing to start or watch the agent is transient: fork EAGAIN, spawn helper died', () => {
-  const lost = run({}, { exitCode: null, spawnErrorCode: 'EHELPER', spawnErrorMessage: 'the spawn helper exited (SIGKILL)' });
-  assert.equal(lost.errorClass, 'transient');
-  assert.equal(lost.message, 'the spawn helper exited (SIGKILL)');
-  assert.equal(run({}, { exitCode: null, spawnErrorCode: 'EAGAIN' }).errorClass, 'transient');
+test('our side failing to start the agent for a moment is transient: fork EAGAIN or ENOMEM', () => {
+  const busy = run({}, { exitCode: null, spawnErrorCode: 'EAGAIN', spawnErrorMessage: 'cannot start claude: spawn EAGAIN' });
+  assert.equal(busy.errorClass, 'transient');
+  assert.equal(busy.message, 'cannot start claude: spawn EAGAIN');
+  assert.equal(run({}, { exitCode: null, spawnErrorCode: 'ENOMEM' }).errorClass, 'transient');
+  assert.equal(run({}, { exitCode: null, spawnErrorCode: 'ENOENT' }).errorClass, 'fatal');
 });
 
 test('gemini exit codes: 42 fatal, 53 plain failure, 1 classified from text', () => {

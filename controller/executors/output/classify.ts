@@ -22,8 +22,8 @@ const TRANSIENT_STATUSES = new Set([429, 500, 502, 503, 504, 529]);
 const FATAL_STATUSES = new Set([400, 401, 403, 404]);
 // E2BIG: a prompt too long for argv (promptVia: argument) fails the same way every episode.
 const FATAL_SPAWN_CODES = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EPERM', 'E2BIG']);
-// Our side failed, not the agent: fork hit a process limit, or the spawn helper died mid-episode.
-const TRANSIENT_SPAWN_CODES = new Set(['EAGAIN', 'EHELPER']);
+// Our side failed, not the agent: fork hit a process or memory limit for a moment.
+const TRANSIENT_SPAWN_CODES = new Set(['EAGAIN', 'ENOMEM']);
 
 // Gemini CLI exit codes: 41 auth, 42 input error, 52 config error are not fixed by retrying; 53 is the turn
 // limit: a plain failure, nothing to back off from.
