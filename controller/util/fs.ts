@@ -12,8 +12,8 @@ export function removeQuietly(file: string): void {
 
 /**
  * Replaces the contents of a reused file in place: write at offset 0, then cut to length. Truncating to zero
- * first (what writeFileSync does) frees the file's blocks and allocates them again, which costs ~0.2 ms on a
- * disk mounted with `discard` (each free is a synchronous TRIM); in place it is ~0.01 ms.
+ * first (what writeFileSync does) frees the file's blocks and allocates them again, which is slow on a disk
+ * mounted with `discard` (each free is a synchronous TRIM; figures in commit 00b7fce).
  * Only for files with one writer and no concurrent reader (a scratch file for the next process).
  */
 export function rewriteInPlace(file: string, data: string, mode = 0o600): void {
