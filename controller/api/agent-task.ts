@@ -18,9 +18,9 @@ const dnsLabel = z
 
 const argv = z.array(z.string().min(1)).min(1).describe('argv array, never a shell string');
 
-const secretKeySelector = z.object({ name: z.string().min(1), key: z.string().min(1), optional: z.boolean().optional() });
+const secretKeySelector = z.strictObject({ name: z.string().min(1), key: z.string().min(1), optional: z.boolean().optional() });
 
-export const EnvVarSchema = z.object({
+export const EnvVarSchema = z.strictObject({
   name: z.string().min(1).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a valid environment variable name'),
   value: z.string().optional(),
   valueFrom: z
@@ -29,9 +29,9 @@ export const EnvVarSchema = z.object({
     .describe('cluster mode only: read the value from a Secret or ConfigMap; never copied into status'),
 });
 
-export const EnvFromSchema = z.object({
-  secretRef: z.object({ name: z.string().min(1) }).optional(),
-  configMapRef: z.object({ name: z.string().min(1) }).optional(),
+export const EnvFromSchema = z.strictObject({
+  secretRef: z.strictObject({ name: z.string().min(1) }).optional(),
+  configMapRef: z.strictObject({ name: z.string().min(1) }).optional(),
   prefix: z.string().optional(),
 });
 
@@ -44,7 +44,7 @@ export const PricingSchema = z
   })
   .describe('USD per million tokens, for agents that report tokens but no cost (codex, gemini)');
 
-export const AgentSchema = z.object({
+export const AgentSchema = z.strictObject({
   command: argv,
   promptVia: z.enum(['stdin', 'argument', 'file']).default('stdin'),
   output: z.enum(['auto', 'claude', 'codex', 'gemini', 'text']).default('auto'),
@@ -63,19 +63,19 @@ export const AgentSchema = z.object({
   serviceAccountName: z.string().optional().describe('cluster mode: service account of episode pods'),
 });
 
-export const GitWorkspaceSchema = z.object({
-  git: z.object({
+export const GitWorkspaceSchema = z.strictObject({
+  git: z.strictObject({
     url: z.string().min(1),
     ref: z.string().default('main'),
-    secretRef: z.object({ name: z.string().min(1) }).optional(),
+    secretRef: z.strictObject({ name: z.string().min(1) }).optional(),
   }),
 });
-export const VolumeWorkspaceSchema = z.object({ volumeClaim: z.string().min(1) });
+export const VolumeWorkspaceSchema = z.strictObject({ volumeClaim: z.string().min(1) });
 
 // Locally a workspace is a directory; on a cluster it may also be a git repo or a PVC.
 export const WorkspaceSchema = z.union([z.string().min(1), GitWorkspaceSchema, VolumeWorkspaceSchema]);
 
-export const CompletionSchema = z.object({
+export const CompletionSchema = z.strictObject({
   promise: z.string().min(1).default('COMPLETE').describe('done when the final output has <promise>VALUE</promise>'),
   verify: argv.optional().describe('argv run in the workspace after a completion signal; exit 0 required'),
   onExitZero: z.boolean().default(false).describe('exit code 0 alone means done'),
@@ -87,7 +87,7 @@ export const CompletionSchema = z.object({
   checklist: z.boolean().default(false).describe('done when every item of progress.checklist is done or skipped'),
 });
 
-export const LimitsSchema = z.object({
+export const LimitsSchema = z.strictObject({
   maxEpisodes: z.number().int().min(1).default(20),
   episodeTimeoutSeconds: z.number().int().min(1).default(3600),
   maxConsecutiveFailures: z.number().int().min(1).default(3),
@@ -95,14 +95,14 @@ export const LimitsSchema = z.object({
   maxTokens: z.number().int().positive().optional().describe('input + output tokens, all episodes'),
 });
 
-export const BackoffSchema = z.object({
+export const BackoffSchema = z.strictObject({
   initialSeconds: z.number().min(0).default(10),
   factor: z.number().min(1).default(2),
   maxSeconds: z.number().min(0).default(600),
 });
 
 export const AgentTaskSpecSchema = z
-  .object({
+  .strictObject({
     prompt: z.string().min(1).optional(),
     promptFile: z.string().min(1).optional().describe('path inside the workspace'),
     agent: AgentSchema,

@@ -47,11 +47,11 @@ export const EvidenceSchema = z.object({
   ralph: RalphStatusSchema.optional(),
 });
 
-export const ProgressSpecSchema = z.object({
+export const ProgressSpecSchema = z.strictObject({
   checklist: z.string().min(1).optional().describe('plan file inside the workspace: Markdown checkboxes or a Ralph prd.json'),
 });
 
-export const BreakerSpecSchema = z.object({
+export const BreakerSpecSchema = z.strictObject({
   noProgressEpisodes: count.default(5).describe('episodes in a row without progress → HalfOpen (0: off)'),
   halfOpenEpisodes: count.default(3).describe('more episodes without progress in HalfOpen → Open (0: open at once)'),
   sameErrorEpisodes: count.default(5).describe('the same error this many episodes in a row → Open (0: off)'),

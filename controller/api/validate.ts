@@ -9,9 +9,66 @@ export function formatIssuePath(path: ReadonlyArray<PropertyKey>, prefix: string
   return out || '(root)';
 }
 
-/** One line per problem, each naming the field. */
-export function describeIssues(error: z.ZodError, prefix: string): string[] {
-  return error.issues.map((issue) => `${formatIssuePath(issue.path, prefix)}: ${issue.message}`);
+/** One line per problem, each naming the field; an unknown field says which known one it may mean. */
+export function describeIssues(error: z.ZodError, prefix: string, schema?: z.ZodType): string[] {
+  return error.issues.flatMap((issue) => {
+    if (issue.code !== 'unrecognized_keys') return [`${formatIssuePath(issue.path, prefix)}: ${issue.message}`];
+    const known = schema ? knownKeys(schema, issue.path) : [];
+    return issue.keys.map((key) => {
+      const near = closest(key, known);
+      return `${formatIssuePath([...issue.path, key], prefix)}: unknown field${near ? ` (did you mean "${near}"?)` : ''}`;
+    });
+  });
+}
+
+/** The fields an object in `schema` at `path` accepts (through defaults, optionals, arrays and unions). */
+export function knownKeys(schema: z.ZodType, path: ReadonlyArray<PropertyKey>): string[] {
+  return [...new Set(shapesAt(schema, path).flatMap((shape) => Object.keys(shape)))];
+}
+
+function shapesAt(node: unknown, path: ReadonlyArray<PropertyKey>): Array<Record<string, unknown>> {
+  const def = (node as { _zod?: { def?: Record<string, any> } } | undefined)?._zod?.def;
+  if (!def) return [];
+  const [head, ...rest] = path;
+  switch (def.type) {
+    case 'object':
+      if (path.length === 0) return [def.shape];
+      return typeof head === 'string' && def.shape[head] ? shapesAt(def.shape[head], rest) : [];
+    case 'array':
+      return typeof head === 'number' ? shapesAt(def.element, rest) : [];
+    case 'union':
+      return def.options.flatMap((option: unknown) => shapesAt(option, path));
+    case 'pipe':
+      return shapesAt(def.in, path);
+    default:
+      return def.innerType ? shapesAt(def.innerType, path) : [];
+  }
+}
+
+/** The known key a typo most likely meant, if any is close enough. */
+function closest(key: string, known: string[]): string | undefined {
+  let best: { key: string; d: number } | undefined;
+  for (const k of known) {
+    const [a, b] = [key.toLowerCase(), k.toLowerCase()];
+    // Same letters in another case, a shortened name ("noProgress"), or a couple of typed-wrong letters.
+    const d = a === b ? 0 : a.length >= 4 && (b.startsWith(a) || a.startsWith(b)) ? 1 : editDistance(a, b);
+    if (d <= Math.max(2, Math.floor(k.length / 4)) && (!best || d < best.d)) best = { key: k, d };
+  }
+  return best?.key;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0];
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const next = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = row[j];
+      row[j] = next;
+    }
+  }
+  return row[b.length];
 }
 
 export type SpecValidation = { ok: true; spec: AgentTaskSpec } | { ok: false; errors: string[] };
@@ -19,7 +76,7 @@ export type SpecValidation = { ok: true; spec: AgentTaskSpec } | { ok: false; er
 /** Validates and defaults a spec as written by a user (locally or on the cluster). */
 export function validateSpec(raw: unknown): SpecValidation {
   const parsed = AgentTaskSpecSchema.safeParse(raw ?? {});
-  return parsed.success ? { ok: true, spec: parsed.data } : { ok: false, errors: describeIssues(parsed.error, 'spec') };
+  return parsed.success ? { ok: true, spec: parsed.data } : { ok: false, errors: describeIssues(parsed.error, 'spec', AgentTaskSpecSchema) };
 }
 
 export function validateMetadata(raw: unknown): { ok: true; name: string; namespace: string } | { ok: false; errors: string[] } {

@@ -170,6 +170,11 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
     );
   });
 
+  it('rejects an unknown field, naming it: a typo never silently lifts a cap (strict field validation)', async () => {
+    const spec = { ...validSpec(), limits: { maxEpisode: 3 } };
+    assert.match(await rejection(task('typo', spec)), /strict decoding error: unknown field "spec\.limits\.maxEpisode"/);
+  });
+
   it('shows the printer columns via the short name, and more with -o wide', async () => {
     await apply(task('columns', validSpec()));
     const status = {
