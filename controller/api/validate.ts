@@ -1,6 +1,6 @@
 // Validation with messages a person can act on: "spec.agent.command: expected array, received undefined".
 import type { z } from 'zod';
-import { AgentTaskSpecSchema, MetadataSchema } from './agent-task.ts';
+import { AgentTaskSpecSchema, AgentTaskStatusSchema, MetadataSchema } from './agent-task.ts';
 import type { AgentTaskSpec } from './agent-task.ts';
 
 export function formatIssuePath(path: ReadonlyArray<PropertyKey>, prefix: string): string {
@@ -83,4 +83,10 @@ export function validateMetadata(raw: unknown): { ok: true; name: string; namesp
   const parsed = MetadataSchema.safeParse(raw ?? {});
   if (!parsed.success) return { ok: false, errors: describeIssues(parsed.error, 'metadata') };
   return { ok: true, name: parsed.data.name, namespace: parsed.data.namespace };
+}
+
+/** Problems of a status about to be written; a status that does not validate is never written. */
+export function statusProblems(status: unknown): string[] {
+  const parsed = AgentTaskStatusSchema.safeParse(status);
+  return parsed.success ? [] : describeIssues(parsed.error, 'status');
 }

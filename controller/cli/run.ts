@@ -120,7 +120,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
     if (interrupted) await controller.shutdown();
     table?.stop();
     const view = controller.view();
-    if (!live) for (const { task, status } of view) logger.info({ namespace: task.namespace, task: task.name, phase: status.phase, reason: status.reason, episodes: status.episodes, costUSD: status.costUSD }, 'final status');
+    if (!live) for (const { task, status } of view) logger.info({ namespace: task.namespace, task: task.name, phase: status.phase, reason: status.reason, message: status.message, episodes: status.episodes, costUSD: status.costUSD }, 'final status');
     else LiveTable.print(view);
     if (interrupted) return 130;
     const allSucceeded = view.length > 0 && view.every(({ status }) => status.phase === 'Succeeded') && initial.errors.length === 0;

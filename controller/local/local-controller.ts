@@ -39,7 +39,10 @@ export class LocalController {
   constructor(opts: LocalControllerOptions) {
     this.opts = opts;
     this.sink = new FileStatusSink(opts.stateDir, opts.logger);
-    this.source = new SpecDirSource((key) => this.sink.record(key));
+    this.source = new SpecDirSource(
+      (key) => this.sink.record(key),
+      (key) => this.sink.unreadable.get(key),
+    );
   }
 
   /** Reads what is on record and ends the episodes a previous (killed) controller left behind. */

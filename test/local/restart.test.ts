@@ -214,3 +214,22 @@ test('kill -9 while verify runs, restart: the verify process is killed too (it c
   assert.equal(s?.phase, 'Succeeded');
   assert.equal(s?.episodes, 2, 'episode 1 interrupted during verify, episode 2 verified');
 });
+
+test('an unreadable status file stops its task with the file named; it is never overwritten or started over', async () => {
+  const dir = tempDir();
+  specDir([{ name: 'kept', spec: { limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30 } }, script: { default: { mode: 'continue' } } }, { name: 'other', script: { default: { mode: 'success' } } }], { dir });
+  const first = await runCli(['run', dir]);
+  assert.equal(first.code, 1);
+  assert.equal(readStatus(dir, 'kept')?.status.reason, 'MaxEpisodesReached');
+  const file = join(dir, '.episodic/status/default/kept.json');
+  const broken = readFileSync(file, 'utf8').replace(/"costUSD": [0-9.e+-]+/, '"costUSD": null');
+  writeFileSync(file, broken);
+  writeFileSync(join(dir, 'kept.yaml'), readFileSync(join(dir, 'kept.yaml'), 'utf8').replace('"maxEpisodes": 3', '"maxEpisodes": 5'));
+  const second = await runCli(['run', dir]);
+  assert.equal(second.code, 1);
+  assert.equal(readFileSync(file, 'utf8'), broken, 'left as it was');
+  assert.match(second.stdout + second.stderr, /kept\.json: unreadable status file/);
+  assert.match(second.stdout + second.stderr, /cannot run: .*kept\.json: unreadable status file.*fix or remove the file/);
+  assert.ok(!existsSync(join(dir, '.episodic/logs/default/kept/episode-4.log')), 'no episode started over or went on');
+  assert.equal(readStatus(dir, 'other')?.status.phase, 'Succeeded');
+});

@@ -229,3 +229,14 @@ test('each episode gets its own rendered prompt, on stdin or in EPISODIC_PROMPT_
     assert.deepEqual(given, ['Episode 1: ', `Episode 2: ${steps[0].text}`, `Episode 3: ${steps[1].text}`], promptVia);
   }
 });
+
+test('an agent reporting a cost of 1e308 cannot corrupt status: it is not spend, and the status stays valid', async () => {
+  const dir = specDir([{ name: 'liar', script: { steps: [{ mode: 'continue', costUSD: 1e308 }, { mode: 'success', costUSD: 1e308 }] } }]);
+  const res = await runCli(['run', dir]);
+  assert.equal(res.code, 0, res.stderr);
+  const s = readStatus(dir, 'liar')?.status;
+  assert.equal(s?.phase, 'Succeeded');
+  assert.equal(s?.costUSD, 0);
+  const get = await runCli(['get', dir, '-o', 'json']);
+  assert.match(get.stdout, /"phase": "Succeeded"/);
+});

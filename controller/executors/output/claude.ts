@@ -5,7 +5,7 @@ import { FINAL_TEXT_MAX_CHARS, type FormatFacts, type FormatReader } from './for
 import {
   addTokens,
   appendTail,
-  asNumber,
+  asCost,
   asObject,
   asString,
   count,
@@ -108,7 +108,7 @@ export function createClaudeReader(): FormatReader {
         hints: { texts: [], statuses: [] },
         finalText: resultText,
         tokens: usage ? claudeTokens(usage) : zeroTokens(),
-        costUSD: asNumber(result.total_cost_usd) ?? asNumber(result.cost_usd),
+        costUSD: asCost(result.total_cost_usd) ?? asCost(result.cost_usd),
       };
       if (agentError) {
         const errors = Array.isArray(result.errors) ? result.errors.filter((e) => typeof e === 'string') : [];

@@ -10,7 +10,7 @@ import { createCodexReader } from './codex.ts';
 import { detectFormat } from './detect.ts';
 import type { FormatFacts, FormatReader, JsonFormat } from './format-reader.ts';
 import { createGeminiReader } from './gemini.ts';
-import { asObject, keepTail, zeroTokens } from './json-fields.ts';
+import { asObject, keepTail, MAX_EPISODE_COST_USD, zeroTokens } from './json-fields.ts';
 import { createJsonLineParser } from './json-lines.ts';
 import { createLineSplitter, DEFAULT_MAX_LINE_BYTES } from './line-splitter.ts';
 import { costFromTokens } from './pricing.ts';
@@ -132,7 +132,7 @@ export function createOutputAnalyzer(opts: AnalyzerOptions, limits: AnalyzerLimi
       agentError,
       errorClass: 'none',
       completion: findCompletion(finalText, opts.promise),
-      costUSD: Number.isFinite(cost) && cost > 0 ? cost : 0,
+      costUSD: Number.isFinite(cost) && cost > 0 ? Math.min(cost, MAX_EPISODE_COST_USD) : 0,
       tokens,
     };
     const succeeded = exit.exitCode === 0 && !agentError && exit.spawnErrorCode === undefined;

@@ -19,7 +19,19 @@ export function asNumber(value: unknown): number | undefined {
 /** A non-negative integer token count; anything else counts as 0. */
 export function count(value: unknown): number {
   const n = asNumber(value);
-  return n !== undefined && n > 0 ? Math.round(n) : 0;
+  return n !== undefined && n > 0 && n <= MAX_TOKENS ? Math.round(n) : 0;
+}
+
+// Past these an agent's report is broken, not spend: summed into status it would overflow or poison caps.
+/** USD for one episode. */
+export const MAX_EPISODE_COST_USD = 10_000;
+/** Tokens of one kind in one episode. */
+export const MAX_TOKENS = 1e10;
+
+/** A cost an agent reported, or undefined when it is missing, negative or absurd. */
+export function asCost(value: unknown): number | undefined {
+  const n = asNumber(value);
+  return n !== undefined && n >= 0 && n <= MAX_EPISODE_COST_USD ? n : undefined;
 }
 
 export function zeroTokens(): Tokens {

@@ -2,6 +2,8 @@
 // plus a log line per event like local mode.
 import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
+import { statusProblems } from '../../api/validate.ts';
+import { TerminalError } from '../../core/ports.ts';
 import type { StatusSink } from '../../core/ports.ts';
 import { episodePodName } from '../../executors/cluster/episode-pod.ts';
 import type { EventRecorder } from '../../kube/events.ts';
@@ -34,6 +36,9 @@ export class KubeStatusSink implements StatusSink<ClusterTask> {
    * number, so a restart adopts a pod whose start the status lost.
    */
   async write(task: ClusterTask, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void> {
+    const problems = statusProblems(status);
+    // A bug or a broken agent report must never replace what is on record with something unreadable.
+    if (problems.length > 0) throw new TerminalError(`refusing to write an invalid status for ${task.key}: ${problems.slice(0, 3).join('; ')}`);
     const server = parseStatus(this.tasks.get(task.key)?.status);
     // The pod's name follows from the episode: naming it now saves a second write once the pod exists.
     const current = status.currentEpisode;

@@ -2,6 +2,8 @@
 import type { Logger } from 'pino';
 import { isTerminal } from '../../api/agent-task.ts';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
+import { statusProblems } from '../../api/validate.ts';
+import { TerminalError } from '../../core/ports.ts';
 import type { StatusSink } from '../../core/ports.ts';
 import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
 import { FileStatusStore } from './file-status.ts';
@@ -18,9 +20,13 @@ export class FileStatusSink implements StatusSink<LocalTask> {
   }
 
   /** What is on disk; unreadable files are reported, never removed. */
+  /** Tasks whose status file cannot be read: they do not run, and the file is never overwritten. */
+  readonly unreadable = new Map<string, string>();
+
   async load(): Promise<StoredStatus[]> {
-    const { records, errors } = await this.store.readAll();
-    for (const e of errors) this.logger.warn(e);
+    const { records, errors, unreadable } = await this.store.readAll();
+    for (const e of errors) this.logger.error(e);
+    for (const u of unreadable) this.unreadable.set(u.key, u.message);
     for (const r of records) this.records.set(`${r.namespace}/${r.name}`, r);
     return records;
   }
@@ -39,10 +45,15 @@ export class FileStatusSink implements StatusSink<LocalTask> {
    * too. The directory fsync goes on meanwhile.
    */
   async write(task: LocalTask, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void> {
+    const problems = statusProblems(status);
+    // A bug or a broken agent report must never replace what is on record with something unreadable.
+    if (problems.length > 0) throw new TerminalError(`refusing to write an invalid status for ${task.key}: ${problems.slice(0, 3).join('; ')}`);
     const prev = this.records.get(task.key);
     const next: StoredStatus = { namespace: task.namespace, name: task.name, generation: task.generation, specHash: task.specHash, status };
     this.records.set(task.key, next);
     if (prev && JSON.stringify(prev) === JSON.stringify(next)) return;
+    // Known to this run, never written: what is on record there stays until a person looks at it.
+    if (this.unreadable.has(task.key)) return;
     const durable = opts.beforeStart || changesEpisodeFacts(prev?.status, status);
     if (!opts.beforeStart) return this.store.write(next, { durable });
     let visible!: () => void;

@@ -8,6 +8,7 @@ import { removeQuietly } from '../../util/fs.ts';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { AgentTaskStatusSchema } from '../../api/agent-task.ts';
+import { describeIssues } from '../../api/validate.ts';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 
 export const StoredStatusSchema = z.object({
@@ -42,14 +43,15 @@ export class FileStatusStore {
   }
 
   /** Every stored status; unreadable files are reported, not fatal (and never deleted: nothing recorded is lost). */
-  async readAll(): Promise<{ records: StoredStatus[]; errors: string[] }> {
+  async readAll(): Promise<{ records: StoredStatus[]; errors: string[]; unreadable: Array<{ key: string; message: string }> }> {
     const records: StoredStatus[] = [];
     const errors: string[] = [];
+    const unreadable: Array<{ key: string; message: string }> = [];
     let namespaces: string[] = [];
     try {
       namespaces = await readdir(this.root);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records, errors };
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records, errors, unreadable };
       throw err;
     }
     for (const ns of namespaces) {
@@ -59,11 +61,14 @@ export class FileStatusStore {
         try {
           records.push(StoredStatusSchema.parse(JSON.parse(await readFile(path, 'utf8'))));
         } catch (err) {
-          errors.push(`${path}: unreadable status file (${(err as Error).message.split('\n')[0]}); left in place`);
+          const why = err instanceof z.ZodError ? describeIssues(err, '').join('; ') : (err as Error).message.split('\n')[0];
+          const message = `${path}: unreadable status file (${why.slice(0, 300)}); left in place`;
+          errors.push(message);
+          unreadable.push({ key: `${ns}/${f.slice(0, -'.json'.length)}`, message });
         }
       }
     }
-    return { records, errors };
+    return { records, errors, unreadable };
   }
 }
 

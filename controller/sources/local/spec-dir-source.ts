@@ -15,9 +15,16 @@ export class SpecDirSource implements TaskSource<LocalTask> {
   private listeners: Array<(key: string) => void> = [];
   private readonly recorded: (key: string) => { generation: number; specHash: string } | undefined;
 
-  /** `recorded`: the generation and spec hash on record for a task (from its status file). */
-  constructor(recorded: (key: string) => { generation: number; specHash: string } | undefined) {
+  private readonly blocked: (key: string) => string | undefined;
+
+  /**
+   * `recorded`: the generation and spec hash on record for a task (from its status file). `blocked`: why a
+   * task must not run although its spec is fine (its status file is unreadable: running it would start
+   * over from episode 1 and ignore its caps).
+   */
+  constructor(recorded: (key: string) => { generation: number; specHash: string } | undefined, blocked: (key: string) => string | undefined = () => undefined) {
     this.recorded = recorded;
+    this.blocked = blocked;
   }
 
   /** A new view of the directory: every task added, edited or removed is announced. */
@@ -55,13 +62,14 @@ export class SpecDirSource implements TaskSource<LocalTask> {
     const rec = old ?? this.recorded(spec.key);
     const generation = !rec ? 1 : rec.specHash === spec.specHash ? rec.generation : rec.generation + 1;
     const raw = (spec.manifest.spec as { dependsOn?: unknown } | undefined)?.dependsOn;
+    const blocked = this.blocked(spec.key);
     return {
       key: spec.key,
       namespace: spec.namespace,
       name: spec.name,
       generation,
-      spec: spec.spec,
-      specError: spec.errors.join('; ') || undefined,
+      spec: blocked ? undefined : spec.spec,
+      specError: blocked ? `cannot run: ${blocked}; fix or remove the file to run this task again` : spec.errors.join('; ') || undefined,
       dependsOn: spec.spec?.dependsOn ?? (Array.isArray(raw) ? raw.filter((d): d is string => typeof d === 'string') : []),
       deleting: false,
       file: spec.file,
