@@ -3,6 +3,9 @@
 import { z } from 'zod';
 import { EvidenceSchema } from './leash.ts';
 
+/** Longest lastEpisode.message, in characters. */
+export const MESSAGE_MAX = 1000;
+
 export const ERROR_CLASSES = ['none', 'transient', 'usageLimit', 'fatal'] as const;
 export type ErrorClass = (typeof ERROR_CLASSES)[number];
 
@@ -40,7 +43,7 @@ export const EpisodeResultSchema = z.object({
   /** The verify command's exit code, when it ran (only after a completion signal). */
   verifyExitCode: z.number().int().nullable().optional(),
   /** One short line for humans: the error, or the tail of the agent's final message. */
-  message: z.string().max(1000).optional(),
+  message: z.string().max(MESSAGE_MAX).optional(),
   durationMs: z.number().nonnegative().optional(),
   /** What the episode changed and left behind (workspace, checklist, error fingerprint, RALPH_STATUS). */
   evidence: EvidenceSchema.optional(),
@@ -49,6 +52,9 @@ export const EpisodeResultSchema = z.object({
 export type EpisodeResult = z.infer<typeof EpisodeResultSchema>;
 export type EpisodeResultInput = z.input<typeof EpisodeResultSchema>;
 
+/** A result from facts; the message is cut to fit here, where it is made, so no caller can trip over it. */
 export function episodeResult(partial: EpisodeResultInput): EpisodeResult {
-  return EpisodeResultSchema.parse(partial);
+  const message = partial.message;
+  const fitted = message !== undefined && message.length > MESSAGE_MAX ? `${message.slice(0, MESSAGE_MAX - 1)}…` : message;
+  return EpisodeResultSchema.parse(fitted === message ? partial : { ...partial, message: fitted });
 }

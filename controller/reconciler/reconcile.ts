@@ -10,6 +10,8 @@ import { DEADLINE_GRACE_MS, normal, warning } from './types.ts';
 import type { Action, Events, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
 
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
+
+const STATUS_MESSAGE_MAX = 2000;
 export type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
 
 export function reconcile(input: ReconcileInput): ReconcileResult {
@@ -27,6 +29,8 @@ export function reconcile(input: ReconcileInput): ReconcileResult {
   const decided = decide(status, input, events);
   status = decided.status;
   actions.push(...events, ...decided.actions);
+  // Messages carry user input (a spec error quotes the spec): bounded here, whatever made them.
+  if (status.message && status.message.length > STATUS_MESSAGE_MAX) status.message = `${status.message.slice(0, STATUS_MESSAGE_MAX - 1)}…`;
   status.observedGeneration = input.generation;
   status.conditions = conditionsFor(status, input.generation, now);
   return { status, actions, requeueAfterMs: decided.requeueAfterMs };

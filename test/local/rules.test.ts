@@ -240,3 +240,18 @@ test('an agent reporting a cost of 1e308 cannot corrupt status: it is not spend,
   const get = await runCli(['get', dir, '-o', 'json']);
   assert.match(get.stdout, /"phase": "Succeeded"/);
 });
+
+test('an over-long message (a 1,500-character workspace quoted in an error) is cut where it is made; the run goes on', async () => {
+  const dir = specDir([
+    { name: 'long', spec: { workspace: `../${'x'.repeat(1500)}` } },
+    { name: 'good', script: { default: { mode: 'success' } } },
+  ]);
+  const res = await runCli(['run', dir]);
+  assert.equal(res.code, 1);
+  assert.doesNotMatch(res.stderr + res.stdout, /ZodError|unhandled/i);
+  const long = readStatus(dir, 'long')?.status;
+  assert.equal(long?.phase, 'Failed');
+  assert.ok((long?.lastEpisode?.message ?? '').length <= 1000);
+  assert.ok((long?.message ?? '').length <= 2000);
+  assert.equal(readStatus(dir, 'good')?.status.phase, 'Succeeded');
+});
