@@ -1,6 +1,6 @@
 // One controller per state directory. The lock file holds the owner's pid; a lock whose owner is dead
 // (kill -9) is stale and taken over, so a crash never needs manual cleanup.
-import { open, readFile, unlink, mkdir } from 'node:fs/promises';
+import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export class StateLockError extends Error {}
@@ -14,11 +14,19 @@ export async function acquireStateLock(stateDir: string): Promise<StateLock> {
   await mkdir(stateDir, { recursive: true });
   const path = join(stateDir, 'lock');
   for (let attempt = 0; attempt < 3; attempt++) {
+    // The pid is written to a private file first and linked into place: the lock never exists without its
+    // owner, so a second controller starting at the same instant cannot take an empty lock for a stale one.
+    const tmp = `${path}.${process.pid}.tmp`;
     try {
-      const handle = await open(path, 'wx');
+      const handle = await open(tmp, 'w');
       await handle.writeFile(`${process.pid}\n`);
       await handle.sync();
       await handle.close();
+      try {
+        await link(tmp, path);
+      } finally {
+        await unlink(tmp).catch(() => undefined);
+      }
       return {
         path,
         release: async () => {

@@ -233,3 +233,20 @@ test('an unreadable status file stops its task with the file named; it is never 
   assert.ok(!existsSync(join(dir, '.episodic/logs/default/kept/episode-4.log')), 'no episode started over or went on');
   assert.equal(readStatus(dir, 'other')?.status.phase, 'Succeeded');
 });
+
+test('stale status temp files of a writer killed mid-write are cleaned up at start; the lock file always names its owner', async () => {
+  const dir = tempDir();
+  specDir([{ name: 'tidy', script: { default: { mode: 'success' } } }], { dir });
+  const stale = join(dir, '.episodic/status/default/tidy.json.4242.abc.tmp');
+  mkdirSync(join(dir, '.episodic/status/default'), { recursive: true });
+  writeFileSync(stale, '{"half": ');
+  const res = await runCli(['run', dir]);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(existsSync(stale), false);
+  // An empty lock file is an owner mid-write in the old scheme; now a lock never exists without its pid.
+  const lock = startCli(['run', dir, '--watch']);
+  const text = await waitFor('the lock', () => (existsSync(join(dir, '.episodic/lock')) ? readFileSync(join(dir, '.episodic/lock'), 'utf8') : undefined));
+  assert.match(text, /^\d+\n$/);
+  lock.child.kill('SIGINT');
+  await lock.exited;
+});

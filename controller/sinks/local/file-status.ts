@@ -55,7 +55,10 @@ export class FileStatusStore {
       throw err;
     }
     for (const ns of namespaces) {
-      const files = (await readdir(join(this.root, ns)).catch(() => [] as string[])).filter((f) => f.endsWith('.json'));
+      const names = await readdir(join(this.root, ns)).catch(() => [] as string[]);
+      // Temp files of a writer that died mid-write: the lock says no writer is running now.
+      for (const f of names) if (f.endsWith('.tmp')) removeQuietly(join(this.root, ns, f));
+      const files = names.filter((f) => f.endsWith('.json'));
       for (const f of files) {
         const path = join(this.root, ns, f);
         try {
