@@ -101,6 +101,10 @@ export const BackoffSchema = z.strictObject({
   maxSeconds: z.number().min(0).default(600),
 });
 
+export const HistorySchema = z.strictObject({
+  keep: z.number().int().min(1).default(100).describe('cluster: AgentEpisode records kept for this task; older ones are deleted'),
+});
+
 export const AgentTaskSpecSchema = z
   .strictObject({
     prompt: z.string().min(1).optional(),
@@ -114,6 +118,7 @@ export const AgentTaskSpecSchema = z
     suspend: z.boolean().default(false),
     progress: ProgressSpecSchema.default(() => ProgressSpecSchema.parse({})),
     breaker: BreakerSpecSchema.default(() => BreakerSpecSchema.parse({})),
+    history: HistorySchema.default(() => HistorySchema.parse({})),
   })
   .superRefine((spec, ctx) => {
     if (spec.completion.requires.includes('verify') && !spec.completion.verify) {

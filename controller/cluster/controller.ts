@@ -18,6 +18,7 @@ import { LeaderElector } from '../kube/leader-election.ts';
 import { EpisodicMetrics } from '../metrics/metrics.ts';
 import { startMetricsServer } from '../metrics/server.ts';
 import type { RunningServer } from '../metrics/server.ts';
+import { EpisodeRecordWriter } from '../sinks/cluster/episode-records.ts';
 import { KubeStatusSink } from '../sinks/cluster/status-sink.ts';
 import { StatusWriter } from '../sinks/cluster/status-writer.ts';
 import { AgentTaskSource } from '../sources/cluster/agent-task-source.ts';
@@ -63,6 +64,7 @@ export class ClusterController {
   readonly metrics: EpisodicMetrics;
   readonly identity: string;
   readonly statusWriter: StatusWriter;
+  readonly records: EpisodeRecordWriter;
   readonly events: EventRecorder;
   readonly servers: RunningServer[] = [];
   private loop: Controller<ClusterTask> | undefined;
@@ -111,7 +113,8 @@ export class ClusterController {
       imagePullGraceMs: opts.imagePullGraceMs ?? 120_000,
       episodeDefaults: opts.episodeDefaults,
     });
-    this.sink = new KubeStatusSink({ tasks: this.tasks, writer: this.statusWriter, events: this.events, log: opts.log });
+    this.records = new EpisodeRecordWriter({ client, tasks: this.tasks, log: opts.log });
+    this.sink = new KubeStatusSink({ tasks: this.tasks, writer: this.statusWriter, events: this.events, records: this.records, log: opts.log });
   }
 
   static async start(opts: ClusterControllerOptions): Promise<ClusterController> {
@@ -139,6 +142,7 @@ export class ClusterController {
     await this.loop?.idle();
     await this.statusWriter.drain();
     await this.events.drain();
+    await this.records.drain();
   }
 
   async stop(): Promise<void> {
@@ -148,11 +152,12 @@ export class ClusterController {
     // Give pending status writes and events a moment, but never hang shutdown on a dead API server.
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.all([this.statusWriter.drain(), this.events.drain()]),
+      Promise.all([this.statusWriter.drain(), this.events.drain(), this.records.drain()]),
       new Promise((resolve) => (timer = setTimeout(resolve, 5_000))),
     ]);
     clearTimeout(timer);
     this.statusWriter.stop();
+    this.records.stop();
     this.tasks.stop();
     this.pods.stop();
     await Promise.all(this.servers.map((s) => s.close()));
@@ -191,6 +196,7 @@ export class ClusterController {
         // view that may be stale (the CLI exits; a fresh process re-joins the election).
         this.stopProcessing();
         this.statusWriter.stop();
+        this.records.stop();
         void this.elector?.stop();
         this.opts.onLostLeadership?.();
       },

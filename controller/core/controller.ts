@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { emptyStatus, isTerminal, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
+import { episodeRecordOf } from '../api/episode-record.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { findCycle } from '../reconciler/dependencies.ts';
 import { reconcile } from '../reconciler/reconcile.ts';
@@ -194,6 +195,9 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     try {
       if (!deleted) await source.hold(task); // in charge before anything of the task exists
       await sink.write(task, status, { beforeStart: startNumber !== undefined });
+      // The finished episode's immutable record, once the status that records it is written.
+      const last = status.lastEpisode;
+      if (ended && episode && last?.number === episode.number) await sink.recordEpisode(task, episodeRecordOf(task.name, last, status.reason, episode.result));
       const endDetails = ended && episode ? resultFields(episode, status) : {};
       for (const a of out.actions) {
         if (a.type === 'RecordEvent' && a.reason !== 'EpisodeStarted') sink.event(task, a.eventType, a.reason, a.message, endDetails);
@@ -236,6 +240,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   /** A deleted task with nothing running: clean up after it and let it go. */
   private async release(task: T, gone: boolean): Promise<void> {
     await this.opts.executor.forget(task.key);
+    await this.opts.sink.forget(task);
     await this.opts.source.release(task);
     if (!gone) return;
     this.known.delete(task.key);

@@ -1,6 +1,7 @@
 // The three ports the one controller loop runs over. Local mode implements them with a spec directory,
 // processes and status files; cluster mode with an AgentTask informer, Pods and the /status subresource.
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
+import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { ObservedEpisode, StopReason } from '../reconciler/reconcile.ts';
 
 /** Desired state of one task, as its source has it now. */
@@ -65,6 +66,14 @@ export interface StatusSink<T extends DesiredTask = DesiredTask> {
    */
   write(task: T, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void>;
   event(task: T, type: 'Normal' | 'Warning', reason: string, message: string, details: Record<string, unknown>): void;
+  /**
+   * Keeps the immutable record of a finished episode, once its status is written (local: a line of
+   * episodes.jsonl; cluster: an AgentEpisode). Recording the same number again is harmless. Never throws:
+   * a record that cannot be kept is logged, and status.lastEpisode still has its facts.
+   */
+  recordEpisode(task: T, record: EpisodeRecord): Promise<void>;
+  /** The task is being deleted and nothing of it runs: remove its records (cluster; local logs stay). */
+  forget(task: T): Promise<void>;
 }
 
 /** An error retrying cannot fix (controller-runtime's TerminalError): logged, counted, not requeued. */

@@ -267,3 +267,49 @@ test('controller: a TerminalError is not retried; any other error is, with backo
   assert.equal(calls, 2);
   assert.ok(t.clock.pending().some((d) => d < 1000), 'a retry with backoff is scheduled');
 });
+
+test('controller: each finished episode is recorded once, in order, after the status that records it; never a running one', async () => {
+  const t = setup();
+  t.source.set(desired('a'));
+  t.controller.start();
+  await t.settle();
+  assert.equal(t.sink.records.length, 0, 'episode 1 runs: nothing to record yet');
+  t.executor.finish('default/a', { exitCode: 1, costUSD: 0.1, message: 'tests failed', tokens: { input: 7 }, evidence: { errorFingerprint: 'tests failed' } });
+  await t.settle();
+  t.clock.advance(Date.parse(t.status('a')!.nextEpisodeAt!) - t.clock.now().getTime());
+  await t.settle();
+  assert.equal(t.executor.running.get('default/a')?.number, 2);
+  t.executor.finish('default/a', { exitCode: 0, completion: 'promise', costUSD: 0.2, evidence: { workspace: { kind: 'git', changed: true, headAfter: 'c0ffee' } } });
+  await t.settle();
+  assert.equal(t.status('a')?.phase, 'Succeeded');
+  await t.settle(); // more passes over the finished task record nothing more
+
+  assert.deepEqual(t.sink.records.map((r) => [r.record.number, r.record.outcome, r.record.reason]), [
+    [1, 'failed', 'Backoff'],
+    [2, 'succeeded', 'PromiseDetected'],
+  ]);
+  for (const { record, status } of t.sink.records) assert.equal(status?.lastEpisode?.number, record.number, 'the status recording the episode was written first');
+  const [first, second] = t.sink.records.map((r) => r.record);
+  assert.deepEqual([first.exitCode, first.costUSD, first.tokens.input, first.evidence?.errorFingerprint, first.message], [1, 0.1, 7, 'tests failed', 'tests failed']);
+  assert.equal(first.startedAt, t.sink.records[0].status?.lastEpisode?.startedAt);
+  assert.deepEqual([second.completion, second.evidence?.workspace?.headAfter, second.task], ['promise', 'c0ffee', 'a']);
+});
+
+test('controller: cancelled and interrupted episodes are recorded too; a deleted task’s records are forgotten on release', async () => {
+  const t = setup();
+  const { emptyStatus } = await import('../../controller/api/agent-task.ts');
+  // Episode 3 on record, but nothing runs it: a controller died mid-episode.
+  t.sink.statuses.set('default/a', { ...emptyStatus(), phase: 'Running', episodes: 3, currentEpisode: { number: 3, startedAt: t.clock.now().toISOString() }, observedGeneration: 1 });
+  t.source.set(desired('a'));
+  t.controller.start();
+  await t.settle();
+  assert.equal(t.executor.running.get('default/a')?.number, 4);
+  t.source.delete('default/a');
+  await t.settle();
+  assert.deepEqual(t.sink.records.map((r) => [r.record.number, r.record.outcome, r.record.exitCode]), [
+    [3, 'interrupted', null],
+    [4, 'cancelled', null],
+  ]);
+  assert.deepEqual(t.sink.forgotten, ['default/a']);
+  assert.deepEqual(t.source.released, ['default/a']);
+});

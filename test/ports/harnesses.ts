@@ -7,6 +7,9 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import type { AgentTaskStatus } from '../../controller/api/agent-task.ts';
 import { episodeResult } from '../../controller/api/episode-result.ts';
+import { EpisodeRecordSchema } from '../../controller/api/episode-record.ts';
+import type { EpisodeRecord } from '../../controller/api/episode-record.ts';
+import { EPISODE_CRD_FILE, EPISODE_CRD_NAME } from '../../controller/api/crd.ts';
 import type { DesiredTask, EpisodeExecutor, StatusSink, TaskSource } from '../../controller/core/ports.ts';
 import { episodePodName } from '../../controller/executors/cluster/episode-pod.ts';
 import { PodEpisodeExecutor } from '../../controller/executors/cluster/pod-executor.ts';
@@ -16,14 +19,16 @@ import { Informer } from '../../controller/kube/informer.ts';
 import type { KubeObject } from '../../controller/kube/informer.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
+import { EpisodeRecordWriter, episodesPath as clusterEpisodesPath } from '../../controller/sinks/cluster/episode-records.ts';
 import { KubeStatusSink } from '../../controller/sinks/cluster/status-sink.ts';
 import { StatusWriter } from '../../controller/sinks/cluster/status-writer.ts';
 import { FileStatusStore } from '../../controller/sinks/local/file-status.ts';
 import { FileStatusSink } from '../../controller/sinks/local/file-status-sink.ts';
+import { episodesPath, readRecords } from '../../controller/sinks/local/episode-records.ts';
 import { AgentTaskSource } from '../../controller/sources/cluster/agent-task-source.ts';
 import { SpecDirSource } from '../../controller/sources/local/spec-dir-source.ts';
 import { loadSpecDir } from '../../controller/sources/local/spec-files.ts';
-import { kubectl } from '../support/cluster.ts';
+import { kubectl, repoRoot } from '../support/cluster.ts';
 import { FakeKubelet, clusterWithCrd, createNamespace, fakeClaudeSpec, testClient, testLogger, waitFor } from '../support/kubelet.ts';
 import { NODE, tempDir } from '../support/local.ts';
 
@@ -46,6 +51,8 @@ export interface PortHarness {
   finish(task: DesiredTask, number: number, ending: Ending): Promise<void>;
   /** The task's status as a fresh reader finds it in durable storage (a restarted controller). */
   readBack(task: DesiredTask): Promise<AgentTaskStatus | undefined>;
+  /** The task's episode records as a fresh reader finds them in durable storage, oldest first. */
+  readRecords(task: DesiredTask): Promise<EpisodeRecord[]>;
   /** Reasons of the events recorded for the task. */
   events(task: DesiredTask): Promise<string[]>;
   keyOf(name: string): string;
@@ -101,6 +108,9 @@ export async function localHarness(): Promise<PortHarness> {
       const { records } = await new FileStatusStore(stateDir).readAll();
       return records.find((r) => r.name === task.name)?.status;
     },
+    async readRecords(task) {
+      return readRecords(episodesPath(stateDir, task.namespace, task.name));
+    },
     async events(task) {
       return lines.filter((l) => l.task === task.name && l.event).map((l) => l.event as string);
     },
@@ -116,6 +126,8 @@ export async function localHarness(): Promise<PortHarness> {
 
 export async function clusterHarness(): Promise<PortHarness> {
   const cluster = await clusterWithCrd();
+  await kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, EPISODE_CRD_FILE)]);
+  await kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${EPISODE_CRD_NAME}`]);
   const ns = await createNamespace('ports');
   const client: KubeClient = await testClient(cluster);
   const log = testLogger();
@@ -126,7 +138,8 @@ export async function clusterHarness(): Promise<PortHarness> {
   const executor = new PodEpisodeExecutor({ client, pods, log, podRetention: 3, imagePullGraceMs: 60_000 });
   const writer = new StatusWriter({ client, tasks, log });
   const recorder = new EventRecorder({ client, identity: 'ports-test', log });
-  const sink = new KubeStatusSink({ tasks, writer, events: recorder, log });
+  const records = new EpisodeRecordWriter({ client, tasks, log });
+  const sink = new KubeStatusSink({ tasks, writer, events: recorder, records, log });
   tasks.start();
   pods.start();
   await Promise.all([tasks.waitForSync(), pods.waitForSync()]);
@@ -158,6 +171,11 @@ export async function clusterHarness(): Promise<PortHarness> {
       const obj: KubeObject = await client.get(`/apis/episodic.dev/v1alpha1/namespaces/${ns}/agenttasks/${task.name}`);
       return obj.status;
     },
+    async readRecords(task) {
+      await records.drain();
+      const list = await client.get(clusterEpisodesPath(ns), { labelSelector: `episodic.dev/task=${task.name}` });
+      return (list.items as Array<{ record: unknown }>).map((o) => EpisodeRecordSchema.parse(o.record)).sort((a, b) => a.number - b.number);
+    },
     async events(task) {
       await recorder.drain();
       const list = await client.get(`/api/v1/namespaces/${ns}/events`, { fieldSelector: `involvedObject.name=${task.name}` });
@@ -166,6 +184,7 @@ export async function clusterHarness(): Promise<PortHarness> {
     keyOf: (name) => `${ns}/${name}`,
     async close() {
       writer.stop();
+      records.stop();
       tasks.stop();
       pods.stop();
       client.close();

@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { emptyStatus } from '../../controller/api/agent-task.ts';
 import type { AgentTaskStatus } from '../../controller/api/agent-task.ts';
+import { episodeResult } from '../../controller/api/episode-result.ts';
+import { episodeRecordOf } from '../../controller/api/episode-record.ts';
 import type { DesiredTask } from '../../controller/core/ports.ts';
 import { skipCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/kubelet.ts';
@@ -145,6 +147,33 @@ for (const impl of implementations) {
         const t = task('recorded');
         await h.sink.write(t, { ...emptyStatus(), phase: 'Succeeded', reason: 'PromiseDetected', costUSD: 0.75, episodes: 2, observedGeneration: 1 }, { beforeStart: false });
         await waitFor('on record', async () => (await h.readBack(t))?.phase === 'Succeeded');
+      });
+
+      it('an episode record is read back by a fresh reader, evidence and all; recording it again keeps one', async () => {
+        await h.apply('chronicle');
+        const t = task('chronicle');
+        const at = (s: number) => new Date(Date.UTC(2026, 10, 23, 10, 0, s)).toISOString();
+        const failed = episodeResult({ exitCode: 1, costUSD: 0.1, message: 'tests failed', evidence: { errorFingerprint: 'expected <n> to equal <n>' } });
+        const changed = episodeResult({
+          exitCode: 0,
+          costUSD: 0.25,
+          completion: 'promise',
+          tokens: { input: 1200, output: 300, cacheRead: 50 },
+          evidence: {
+            workspace: { kind: 'git', changed: true, headBefore: 'a'.repeat(40), headAfter: 'b'.repeat(40), filesChanged: 3, insertions: 40, deletions: 2, dirty: false },
+            checklist: { done: 4, total: 5, inProgress: 1 },
+          },
+        });
+        const first = episodeRecordOf('chronicle', { number: 1, outcome: 'failed', exitCode: 1, startedAt: at(0), finishedAt: at(5), costUSD: 0.1, message: 'tests failed' }, 'Backoff', failed);
+        const second = episodeRecordOf('chronicle', { number: 2, outcome: 'succeeded', exitCode: 0, startedAt: at(9), finishedAt: at(30), costUSD: 0.25 }, 'PromiseDetected', changed);
+        await h.sink.write(t, { ...emptyStatus(), phase: 'Succeeded', episodes: 2, costUSD: 0.35, lastEpisode: { number: 2, outcome: 'succeeded' }, observedGeneration: 1 }, { beforeStart: false });
+        await h.sink.recordEpisode(t, first);
+        await h.sink.recordEpisode(t, second);
+        await h.sink.recordEpisode(t, second); // a restart that saw the episode end again
+        const back = await h.readRecords(t);
+        assert.deepEqual(back, JSON.parse(JSON.stringify([first, second])));
+        assert.equal(back[1].evidence?.workspace?.headAfter, 'b'.repeat(40));
+        assert.deepEqual(back[1].tokens, { input: 1200, output: 300, cacheRead: 50, cacheWrite: 0 });
       });
 
       it('events are recorded with their reason', async () => {

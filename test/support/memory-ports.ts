@@ -3,6 +3,7 @@
 import type { AgentTaskSpec, AgentTaskStatus } from '../../controller/api/agent-task.ts';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import { episodeResult } from '../../controller/api/episode-result.ts';
+import type { EpisodeRecord } from '../../controller/api/episode-record.ts';
 import type { EpisodeResultInput } from '../../controller/api/episode-result.ts';
 import type { DesiredTask, EpisodeExecutor, StatusSink, TaskSource } from '../../controller/core/ports.ts';
 import type { ObservedEpisode, StopReason } from '../../controller/reconciler/reconcile.ts';
@@ -117,5 +118,14 @@ export class MemorySink implements StatusSink {
   }
   event(task: DesiredTask, _type: string, reason: string, message: string, details: Record<string, unknown>): void {
     this.events.push({ key: task.key, reason, message, details });
+  }
+  /** Every record, in order, with the status on record when it came. */
+  readonly records: Array<{ key: string; record: EpisodeRecord; status: AgentTaskStatus | undefined }> = [];
+  readonly forgotten: string[] = [];
+  async recordEpisode(task: DesiredTask, record: EpisodeRecord): Promise<void> {
+    this.records.push({ key: task.key, record, status: this.statuses.get(task.key) });
+  }
+  async forget(task: DesiredTask): Promise<void> {
+    this.forgotten.push(task.key);
   }
 }

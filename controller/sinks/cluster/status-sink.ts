@@ -1,7 +1,8 @@
 // Status on a cluster: the /status subresource (write-behind, see status-writer.ts) and core/v1 Events,
-// plus a log line per event like local mode.
+// plus a log line per event like local mode; episode records as AgentEpisodes (episode-records.ts).
 import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
+import type { EpisodeRecord } from '../../api/episode-record.ts';
 import { statusProblems } from '../../api/validate.ts';
 import { TerminalError } from '../../core/ports.ts';
 import type { StatusSink } from '../../core/ports.ts';
@@ -9,6 +10,7 @@ import { episodePodName } from '../../executors/cluster/episode-pod.ts';
 import type { EventRecorder } from '../../kube/events.ts';
 import type { Informer, KubeObject } from '../../kube/informer.ts';
 import type { ClusterTask } from '../../sources/cluster/agent-task-source.ts';
+import type { EpisodeRecordWriter } from './episode-records.ts';
 import { parseStatus } from './status-writer.ts';
 import type { StatusWriter } from './status-writer.ts';
 
@@ -16,12 +18,14 @@ export class KubeStatusSink implements StatusSink<ClusterTask> {
   private readonly tasks: Informer<KubeObject>;
   private readonly writer: StatusWriter;
   private readonly events: EventRecorder;
+  private readonly records: EpisodeRecordWriter;
   private readonly log: Logger;
 
-  constructor(opts: { tasks: Informer<KubeObject>; writer: StatusWriter; events: EventRecorder; log: Logger }) {
+  constructor(opts: { tasks: Informer<KubeObject>; writer: StatusWriter; events: EventRecorder; records: EpisodeRecordWriter; log: Logger }) {
     this.tasks = opts.tasks;
     this.writer = opts.writer;
     this.events = opts.events;
+    this.records = opts.records;
     this.log = opts.log;
   }
 
@@ -50,5 +54,15 @@ export class KubeStatusSink implements StatusSink<ClusterTask> {
   event(task: ClusterTask, type: 'Normal' | 'Warning', reason: string, message: string, details: Record<string, unknown>): void {
     this.events.record(task.object, type, reason, message);
     this.log[type === 'Warning' ? 'warn' : 'info']({ namespace: task.namespace, task: task.name, event: reason, ...details }, message);
+  }
+
+  /** In the background: the next episode never waits for the record of the last one. */
+  async recordEpisode(task: ClusterTask, record: EpisodeRecord): Promise<void> {
+    this.records.record(task, record);
+  }
+
+  /** Before the finalizer goes, so a task's records never outlive it (no garbage collector needed). */
+  forget(task: ClusterTask): Promise<void> {
+    return this.records.forget(task);
   }
 }

@@ -1,11 +1,14 @@
-// Status locally: one JSON file per task (atomic, see file-status.ts) and one log line per event.
+// Status locally: one JSON file per task (atomic, see file-status.ts), one log line per event and one
+// line of episodes.jsonl per finished episode (episode-records.ts).
 import type { Logger } from 'pino';
 import { isTerminal } from '../../api/agent-task.ts';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
+import type { EpisodeRecord } from '../../api/episode-record.ts';
 import { statusProblems } from '../../api/validate.ts';
 import { TerminalError } from '../../core/ports.ts';
 import type { StatusSink } from '../../core/ports.ts';
 import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
+import { appendRecord, episodesPath, recoverRecords } from './episode-records.ts';
 import { FileStatusStore } from './file-status.ts';
 import type { StoredStatus } from './file-status.ts';
 
@@ -13,9 +16,11 @@ export class FileStatusSink implements StatusSink<LocalTask> {
   readonly store: FileStatusStore;
   private readonly records = new Map<string, StoredStatus>();
   private readonly logger: Logger;
+  private readonly stateDir: string;
 
   constructor(stateDir: string, logger: Logger) {
     this.store = new FileStatusStore(stateDir);
+    this.stateDir = stateDir;
     this.logger = logger;
   }
 
@@ -27,7 +32,14 @@ export class FileStatusSink implements StatusSink<LocalTask> {
     const { records, errors, unreadable } = await this.store.readAll();
     for (const e of errors) this.logger.error(e);
     for (const u of unreadable) this.unreadable.set(u.key, u.message);
-    for (const r of records) this.records.set(`${r.namespace}/${r.name}`, r);
+    for (const r of records) {
+      this.records.set(`${r.namespace}/${r.name}`, r);
+      try {
+        recoverRecords(episodesPath(this.stateDir, r.namespace, r.name), r.name, r.status, this.syncError(r));
+      } catch (err) {
+        this.logger.error({ namespace: r.namespace, task: r.name, err }, 'could not check the episode records');
+      }
+    }
     return records;
   }
 
@@ -61,6 +73,21 @@ export class FileStatusSink implements StatusSink<LocalTask> {
     const written = this.store.write(next, { durable, onVisible: visible });
     written.catch((err: unknown) => this.logger.error({ namespace: task.namespace, task: task.name, err }, 'status of a started episode may not survive a power loss'));
     await Promise.race([onRecord, written]); // `written` rejects first when the write failed
+  }
+
+  async recordEpisode(task: LocalTask, record: EpisodeRecord): Promise<void> {
+    try {
+      appendRecord(episodesPath(this.stateDir, task.namespace, task.name), record, this.syncError(task));
+    } catch (err) {
+      this.logger.error({ namespace: task.namespace, task: task.name, episode: record.number, err }, 'episode record not written');
+    }
+  }
+
+  /** Records stay with the episode logs when a spec file goes away. */
+  async forget(): Promise<void> {}
+
+  private syncError(task: { namespace: string; name: string }): (err: Error) => void {
+    return (err) => this.logger.warn({ namespace: task.namespace, task: task.name, err }, 'episode record may not survive a power loss');
   }
 
   event(task: LocalTask, type: 'Normal' | 'Warning', reason: string, message: string, details: Record<string, unknown>): void {

@@ -1,0 +1,70 @@
+// One immutable record per finished episode: what it was, how it ended, what it cost and what it left
+// behind. Locally a line of logs/NAMESPACE/NAME/episodes.jsonl; on a cluster an AgentEpisode object. This
+// zod schema is the single source of truth for both, and for the AgentEpisode CRD.
+import { z } from 'zod';
+import { API_VERSION, HistorySchema, MetadataSchema, OUTCOMES, TokensSchema } from './agent-task.ts';
+import type { LastEpisode } from './agent-task.ts';
+import { ERROR_CLASSES, MESSAGE_MAX } from './episode-result.ts';
+import type { EpisodeResult } from './episode-result.ts';
+import { EvidenceSchema } from './leash.ts';
+
+export const EPISODE_KIND = 'AgentEpisode';
+export const EPISODE_PLURAL = 'agentepisodes';
+/** Kept per task on a cluster unless spec.history.keep says otherwise. */
+export const DEFAULT_HISTORY_KEEP = HistorySchema.parse({}).keep;
+
+// Every string is bounded: the CRD's `self == oldSelf` rule is costed by the longest value it may compare.
+const timestamp = z.string().max(64);
+
+export const EpisodeRecordSchema = z.object({
+  task: z.string().min(1).max(253),
+  number: z.number().int().min(1),
+  outcome: z.enum(OUTCOMES),
+  reason: z.string().max(128).optional().describe("the task's reason right after this episode (PromiseDetected, Backoff, CircuitOpen…)"),
+  exitCode: z.number().int().nullable(),
+  errorClass: z.enum(ERROR_CLASSES).optional(),
+  completion: z.enum(['promise', 'exitSignal']).optional().describe('the completion signal the agent gave, if any'),
+  startedAt: timestamp.optional(),
+  finishedAt: timestamp.optional(),
+  costUSD: z.number().nonnegative().default(0),
+  tokens: TokensSchema.default(() => TokensSchema.parse({})),
+  evidence: EvidenceSchema.optional(),
+  message: z.string().max(MESSAGE_MAX).optional(),
+});
+
+export type EpisodeRecord = z.infer<typeof EpisodeRecordSchema>;
+
+/** The cluster object. The record is a field of its own: neither desired state (spec) nor observed (status). */
+export const AgentEpisodeSchema = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(EPISODE_KIND),
+  metadata: MetadataSchema,
+  record: EpisodeRecordSchema.meta({
+    'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'an episode record is immutable' }],
+  }),
+});
+
+export type AgentEpisode = z.infer<typeof AgentEpisodeSchema>;
+
+/**
+ * The record of the episode a status just recorded as `last`: the outcome and times as judged, the spend
+ * and evidence as the executor observed them (there is no result for an episode that vanished).
+ */
+export function episodeRecordOf(task: string, last: LastEpisode, reason: string | undefined, result: EpisodeResult | undefined): EpisodeRecord {
+  const message = last.message ?? result?.message;
+  return EpisodeRecordSchema.parse({
+    task,
+    number: last.number,
+    outcome: last.outcome,
+    reason: reason?.slice(0, 128),
+    exitCode: last.exitCode ?? null,
+    errorClass: result && result.errorClass !== 'none' ? result.errorClass : undefined,
+    completion: result?.completion,
+    startedAt: last.startedAt,
+    finishedAt: last.finishedAt,
+    costUSD: last.costUSD ?? result?.costUSD ?? 0,
+    tokens: result?.tokens,
+    evidence: result?.evidence,
+    message: message !== undefined && message.length > MESSAGE_MAX ? `${message.slice(0, MESSAGE_MAX - 1)}…` : message,
+  });
+}
