@@ -1,14 +1,19 @@
-// The AgentTask CustomResourceDefinition, generated from the zod schema in agent-task.ts so the apiserver
-// and the controller can never disagree. zod emits JSON Schema 2020-12; the apiserver wants a *structural*
-// OpenAPI v3 schema (every node typed, no anyOf/const/$schema, no additionalProperties next to properties),
-// so we convert node by node and fail loudly on anything we do not know how to translate.
+// The CustomResourceDefinitions (AgentTask, AgentEpisode), generated from the zod schemas in agent-task.ts
+// and episode-record.ts so the apiserver and the controller can never disagree. zod emits JSON Schema
+// 2020-12; the apiserver wants a *structural* OpenAPI v3 schema (every node typed, no anyOf/const/$schema,
+// no additionalProperties next to properties), so we convert node by node and fail loudly on anything we
+// do not know how to translate.
 import { z } from 'zod';
 import { stringify } from 'yaml';
 import { AgentTaskSchema, GROUP, KIND, PLURAL, VERSION } from './agent-task.ts';
+import { AgentEpisodeSchema, EPISODE_KIND, EPISODE_PLURAL } from './episode-record.ts';
 
 export const CRD_NAME = `${PLURAL}.${GROUP}`;
 export const CRD_FILE = `crds/${GROUP}_${PLURAL}.yaml`;
 export const CRD_HEADER = '# Generated from controller/api/agent-task.ts by `episodic crd`. Do not edit.\n';
+export const EPISODE_CRD_NAME = `${EPISODE_PLURAL}.${GROUP}`;
+export const EPISODE_CRD_FILE = `crds/${GROUP}_${EPISODE_PLURAL}.yaml`;
+export const EPISODE_CRD_HEADER = '# Generated from controller/api/episode-record.ts by `episodic crd`. Do not edit.\n';
 
 type Json = Record<string, unknown>;
 
@@ -107,26 +112,48 @@ function describeShape(variant: Json): string {
   return `{${Object.keys(variant.properties).join(', ')}}`;
 }
 
-/** The openAPIV3Schema of the AgentTask CRD. */
-export function agentTaskOpenApiSchema(): Json {
-  const jsonSchema = z.toJSONSchema(AgentTaskSchema, { io: 'input', unrepresentable: 'any', cycles: 'throw' }) as Json;
+/** A top-level field's schema with its own description (kubectl explain shows it). */
+function field(properties: Record<string, Json>, name: string, description: string): Json {
+  return typeAndDescriptionFirst({ ...toStructuralSchema(properties[name], `$.${name}`), description });
+}
+
+/** The openAPIV3Schema of a kind: `fields` (spec, status, record…) from its zod schema, the rest standard. */
+function openApiSchema(schema: z.ZodType, description: string, fields: Record<string, string>, required: string[]): Json {
+  const jsonSchema = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', cycles: 'throw' }) as Json;
   const properties = jsonSchema.properties as Record<string, Json>;
-  const spec = toStructuralSchema(properties.spec, '$.spec');
-  const status = toStructuralSchema(properties.status, '$.status');
   return {
     type: 'object',
-    description: 'AgentTask runs an AI coding agent in episodes until it reports completion or a limit is hit.',
+    description,
     properties: {
       // apiVersion/kind are checked by the apiserver itself; an enum here would break future versions.
       apiVersion: { type: 'string' },
       kind: { type: 'string' },
       // The apiserver allows no restrictions on metadata beyond name/generateName.
       metadata: { type: 'object' },
-      spec: typeAndDescriptionFirst({ ...spec, description: 'What to run, where, and when it is done.' }),
-      status: typeAndDescriptionFirst({ ...status, description: 'Observed state, written by the controller.' }),
+      ...Object.fromEntries(Object.entries(fields).map(([name, text]) => [name, field(properties, name, text)])),
     },
-    required: ['spec'],
+    required,
   };
+}
+
+/** The openAPIV3Schema of the AgentTask CRD. */
+export function agentTaskOpenApiSchema(): Json {
+  return openApiSchema(
+    AgentTaskSchema,
+    'AgentTask runs an AI coding agent in episodes until it reports completion or a limit is hit.',
+    { spec: 'What to run, where, and when it is done.', status: 'Observed state, written by the controller.' },
+    ['spec'],
+  );
+}
+
+/** The openAPIV3Schema of the AgentEpisode CRD. */
+export function agentEpisodeOpenApiSchema(): Json {
+  return openApiSchema(
+    AgentEpisodeSchema,
+    "AgentEpisode is the immutable record of one finished episode of an AgentTask, written by the controller.",
+    { record: 'How the episode ended, what it cost and the evidence it left. Immutable.' },
+    ['record'],
+  );
 }
 
 const printerColumns = [
@@ -141,20 +168,43 @@ const printerColumns = [
   { name: 'Next Episode', type: 'string', jsonPath: '.status.nextEpisodeAt', priority: 1 },
 ];
 
-export function agentTaskCrd(): object {
+const episodePrinterColumns = [
+  { name: 'Task', type: 'string', jsonPath: '.record.task' },
+  { name: 'Episode', type: 'integer', jsonPath: '.record.number' },
+  { name: 'Outcome', type: 'string', jsonPath: '.record.outcome' },
+  { name: 'Cost', type: 'number', jsonPath: '.record.costUSD' },
+  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  { name: 'Exit', type: 'integer', jsonPath: '.record.exitCode', priority: 1 },
+  { name: 'Reason', type: 'string', jsonPath: '.record.reason', priority: 1 },
+  { name: 'Commit', type: 'string', jsonPath: '.record.evidence.workspace.headAfter', priority: 1 },
+  { name: 'Message', type: 'string', jsonPath: '.record.message', priority: 1 },
+];
+
+interface CrdInput {
+  kind: string;
+  plural: string;
+  shortName: string;
+  /** `kubectl get episodic` lists the kinds in that category. */
+  categories?: string[];
+  subresources?: object;
+  columns: object[];
+  schema: Json;
+}
+
+function crd(input: CrdInput): object {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: CRD_NAME },
+    metadata: { name: `${input.plural}.${GROUP}` },
     spec: {
       group: GROUP,
       names: {
-        kind: KIND,
-        listKind: `${KIND}List`,
-        plural: PLURAL,
-        singular: KIND.toLowerCase(),
-        shortNames: ['at'],
-        categories: ['episodic'],
+        kind: input.kind,
+        listKind: `${input.kind}List`,
+        plural: input.plural,
+        singular: input.kind.toLowerCase(),
+        shortNames: [input.shortName],
+        ...(input.categories ? { categories: input.categories } : {}),
       },
       scope: 'Namespaced',
       versions: [
@@ -162,16 +212,40 @@ export function agentTaskCrd(): object {
           name: VERSION,
           served: true,
           storage: true,
-          subresources: { status: {} },
-          additionalPrinterColumns: printerColumns,
-          schema: { openAPIV3Schema: agentTaskOpenApiSchema() },
+          ...(input.subresources ? { subresources: input.subresources } : {}),
+          additionalPrinterColumns: input.columns,
+          schema: { openAPIV3Schema: input.schema },
         },
       ],
     },
   };
 }
 
+export function agentTaskCrd(): object {
+  return crd({ kind: KIND, plural: PLURAL, shortName: 'at', categories: ['episodic'], subresources: { status: {} }, columns: printerColumns, schema: agentTaskOpenApiSchema() });
+}
+
+export function agentEpisodeCrd(): object {
+  // Not in the category: `kubectl get episodic` shows the tasks, not up to history.keep records of each.
+  return crd({ kind: EPISODE_KIND, plural: EPISODE_PLURAL, shortName: 'ae', columns: episodePrinterColumns, schema: agentEpisodeOpenApiSchema() });
+}
+
+// lineWidth 0: no folding, so diffs of the checked-in files stay one line per change.
 export function agentTaskCrdYaml(): string {
-  // lineWidth 0: no folding, so diffs of the checked-in file stay one line per change.
   return CRD_HEADER + stringify(agentTaskCrd(), { lineWidth: 0 });
+}
+
+export function agentEpisodeCrdYaml(): string {
+  return EPISODE_CRD_HEADER + stringify(agentEpisodeCrd(), { lineWidth: 0 });
+}
+
+/** Every CRD of episodic: its checked-in file and its generated YAML. */
+export const CRDS: ReadonlyArray<{ name: string; file: string; yaml: () => string }> = [
+  { name: CRD_NAME, file: CRD_FILE, yaml: agentTaskCrdYaml },
+  { name: EPISODE_CRD_NAME, file: EPISODE_CRD_FILE, yaml: agentEpisodeCrdYaml },
+];
+
+/** What `episodic crd` prints: every CRD, one YAML document each. */
+export function allCrdsYaml(): string {
+  return CRDS.map((c) => c.yaml()).join('---\n');
 }

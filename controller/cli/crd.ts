@@ -1,12 +1,12 @@
-// `episodic crd`: print the AgentTask CustomResourceDefinition, e.g. `episodic crd | kubectl apply -f -`.
+// `episodic crd`: print the CustomResourceDefinitions (AgentTask, AgentEpisode), e.g. `episodic crd | kubectl apply -f -`.
 import type { Command } from 'commander';
 
 export function registerCrd(program: Command): void {
   program
     .command('crd')
-    .description('print the AgentTask CustomResourceDefinition (YAML), generated from the schema')
+    .description('print the AgentTask and AgentEpisode CustomResourceDefinitions (YAML), generated from the schema')
     .action(async () => {
-      const { agentTaskCrdYaml } = await import('../api/crd.ts'); // yaml and JSON Schema generation: only here
-      process.stdout.write(agentTaskCrdYaml());
+      const { allCrdsYaml } = await import('../api/crd.ts'); // yaml and JSON Schema generation: only here
+      process.stdout.write(allCrdsYaml());
     });
 }

@@ -1,20 +1,19 @@
-// The AgentTask CRD: generated from the zod schema, checked in, structural, and accepted and enforced by a
-// real kube-apiserver (scripts/cluster/up.sh; set EPISODIC_SKIP_CLUSTER=1 to skip those parts).
+// The AgentTask and AgentEpisode CRDs: generated from the zod schemas, checked in, structural, and accepted
+// and enforced by a real kube-apiserver (scripts/cluster/up.sh; set EPISODIC_SKIP_CLUSTER=1 to skip those).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CRD_FILE, CRD_NAME, agentTaskCrd, agentTaskCrdYaml, toStructuralSchema } from '../../controller/api/crd.ts';
+import { CRDS, CRD_FILE, CRD_NAME, EPISODE_CRD_FILE, EPISODE_CRD_NAME, agentEpisodeCrd, agentTaskCrd, allCrdsYaml, toStructuralSchema } from '../../controller/api/crd.ts';
 import { API_VERSION, AgentTaskSpecSchema, KIND } from '../../controller/api/agent-task.ts';
 import { ensureCluster, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
 
 type Node = Record<string, unknown>;
 
-function openApiSchema(): Node {
-  const crd = agentTaskCrd() as { spec: { versions: { schema: { openAPIV3Schema: Node } }[] } };
-  return crd.spec.versions[0].schema.openAPIV3Schema;
+function openApiSchema(crd: object = agentTaskCrd()): Node {
+  return (crd as { spec: { versions: { schema: { openAPIV3Schema: Node } }[] } }).spec.versions[0].schema.openAPIV3Schema;
 }
 
 /** Every violation of the apiserver's structural-schema rules, as "path: problem". */
@@ -39,22 +38,39 @@ function structuralViolations(node: Node, at = '$'): string[] {
   return problems;
 }
 
-describe('AgentTask CRD generation', () => {
-  it('the checked-in manifest equals the generated one', async () => {
-    const checkedIn = await readFile(path.join(repoRoot, CRD_FILE), 'utf8');
-    assert.ok(
-      checkedIn === agentTaskCrdYaml(),
-      `${CRD_FILE} is stale: regenerate it with \`node scripts/gen-crds.ts\` (or \`episodic crd > ${CRD_FILE}\`)`,
-    );
+describe('CRD generation', () => {
+  it('the checked-in manifests equal the generated ones', async () => {
+    assert.deepEqual(CRDS.map((c) => c.file), [CRD_FILE, EPISODE_CRD_FILE]);
+    for (const crd of CRDS) {
+      const checkedIn = await readFile(path.join(repoRoot, crd.file), 'utf8');
+      assert.ok(checkedIn === crd.yaml(), `${crd.file} is stale: regenerate it with \`node scripts/gen-crds.ts\``);
+    }
   });
 
-  it('`episodic crd` prints the same manifest', () => {
+  it('`episodic crd` prints them all, one YAML document each', () => {
     const printed = execFileSync(process.execPath, [path.join(repoRoot, 'controller/cli/main.ts'), 'crd'], { encoding: 'utf8' });
-    assert.equal(printed, agentTaskCrdYaml());
+    assert.equal(printed, allCrdsYaml());
+    assert.deepEqual(printed.split(/^---$/m).map((doc) => /^  name: (\S+)$/m.exec(doc)?.[1]), [CRD_NAME, EPISODE_CRD_NAME]);
   });
 
   it('is a structural schema', () => {
     assert.deepEqual(structuralViolations(openApiSchema()), []);
+    assert.deepEqual(structuralViolations(openApiSchema(agentEpisodeCrd())), []);
+  });
+
+  it('AgentEpisode: the record is required and immutable (CEL), every string bounded for the rule’s cost', () => {
+    const root = openApiSchema(agentEpisodeCrd()) as { properties: Record<string, Node>; required: string[] };
+    assert.deepEqual(root.required, ['record']);
+    const record = root.properties.record;
+    assert.deepEqual(record['x-kubernetes-validations'], [{ rule: 'self == oldSelf', message: 'an episode record is immutable' }]);
+    const unbounded: string[] = [];
+    const walk = (node: Node, at: string) => {
+      if (node.type === 'string' && node.enum === undefined && node.maxLength === undefined) unbounded.push(at);
+      for (const [k, child] of Object.entries((node.properties ?? {}) as Record<string, Node>)) walk(child, `${at}.${k}`);
+      if (node.items) walk(node.items as Node, `${at}[]`);
+    };
+    walk(record, 'record');
+    assert.deepEqual(unbounded, []);
   });
 
   it('leaves metadata unrestricted and keeps the CEL rule, defaults and enums', () => {
@@ -113,8 +129,8 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
     async () => {
       await ensureCluster();
       clusterReady = true;
-      await kubectl(['apply', '-f', path.join(repoRoot, CRD_FILE)]);
-      await kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${CRD_NAME}`]);
+      await kubectl(['apply', '-f', path.join(repoRoot, CRD_FILE), '-f', path.join(repoRoot, EPISODE_CRD_FILE)]);
+      await kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${CRD_NAME}`, `crd/${EPISODE_CRD_NAME}`]);
       await kubectl(['create', 'namespace', ns]);
     },
     { timeout: 90 * 60_000 },
@@ -122,7 +138,7 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
 
   after(async () => {
     if (!clusterReady) return;
-    await kubectl(['delete', 'agenttasks', '--all', '-n', ns, '--wait=false']);
+    await kubectl(['delete', 'agenttasks,agentepisodes', '--all', '-n', ns, '--wait=false']);
     await kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
   });
 
@@ -143,6 +159,7 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
     assert.equal(stored.spec.agent.promptVia, 'stdin');
     assert.equal(stored.spec.completion.promise, 'COMPLETE');
     assert.deepEqual(stored.spec.dependsOn, []);
+    assert.deepEqual(stored.spec.history, { keep: 100 });
     // The apiserver's defaulting and zod's agree: parsing adds nothing.
     assert.deepEqual(AgentTaskSpecSchema.parse(stored.spec), stored.spec);
   });
@@ -209,5 +226,35 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
     assert.equal(stored.status.lastEpisode.exitCode, null);
     assert.equal(stored.status.episodes, 0);
     assert.deepEqual(stored.status.conditions, []);
+  });
+
+  it('AgentEpisode: Established as `ae`, printer columns, and a record that cannot be changed', async () => {
+    const crd = JSON.parse(await kubectl(['get', 'crd', EPISODE_CRD_NAME, '-o', 'json']));
+    assert.deepEqual(crd.status.acceptedNames.shortNames, ['ae']);
+    assert.equal(crd.status.conditions.find((c: Node) => c.type === 'NonStructuralSchema'), undefined);
+    const episode = {
+      apiVersion: API_VERSION,
+      kind: 'AgentEpisode',
+      metadata: { name: 'fix-ep-3', labels: { 'episodic.dev/task': 'fix' } },
+      record: { task: 'fix', number: 3, outcome: 'failed', reason: 'Backoff', exitCode: null, costUSD: 0.42, evidence: { workspace: { kind: 'git', changed: false, headAfter: 'abc123' } } },
+    };
+    // create, not apply: client-side apply drops the null exit code.
+    await kubectl(['create', '-n', ns, '-f', '-'], { input: JSON.stringify(episode) });
+    const [header, row] = (await kubectl(['get', 'ae', '-n', ns, '-l', 'episodic.dev/task=fix'])).trim().split('\n');
+    assert.deepEqual(header.split(/\s{2,}/), ['NAME', 'TASK', 'EPISODE', 'OUTCOME', 'COST', 'AGE']);
+    assert.deepEqual(row.split(/\s+/).slice(0, 5), ['fix-ep-3', 'fix', '3', 'failed', '0.42']);
+    assert.match(await kubectl(['get', 'ae', 'fix-ep-3', '-n', ns, '-o', 'wide']), /EXIT\s+REASON\s+COMMIT[\s\S]*Backoff\s+abc123/);
+    const stored = JSON.parse(await kubectl(['get', 'ae', 'fix-ep-3', '-n', ns, '-o', 'json']));
+    assert.equal(stored.record.exitCode, null);
+    assert.deepEqual(stored.record.tokens, { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, 'schema defaults');
+    await assert.rejects(
+      kubectl(['patch', 'ae', 'fix-ep-3', '-n', ns, '--type=merge', '-p', '{"record":{"costUSD":0}}']),
+      /an episode record is immutable/,
+    );
+    // Labels stay editable (they are how records are found), the record does not.
+    await kubectl(['label', 'ae', 'fix-ep-3', '-n', ns, 'reviewed=yes']);
+    assert.equal(JSON.parse(await kubectl(['get', 'ae', 'fix-ep-3', '-n', ns, '-o', 'json'])).record.costUSD, 0.42);
+    // Not in the `episodic` category: `kubectl get episodic` stays a view of the tasks, not of every record.
+    assert.doesNotMatch(await kubectl(['get', 'episodic', '-n', ns]), /fix-ep-3/);
   });
 });

@@ -55,6 +55,7 @@ const CONTROLLER_RULES = [
   { apiGroups: ['episodic.dev'], resources: ['agenttasks'], verbs: ['get', 'list', 'watch', 'patch'] },
   { apiGroups: ['episodic.dev'], resources: ['agenttasks/status'], verbs: ['get', 'patch'] },
   { apiGroups: ['episodic.dev'], resources: ['agenttasks/finalizers'], verbs: ['update'] },
+  { apiGroups: ['episodic.dev'], resources: ['agentepisodes'], verbs: ['create', 'list', 'delete'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
 ];
@@ -79,6 +80,7 @@ describe('helm chart', () => {
     // helm template leaves CRDs out unless asked: they are installed once, never templated or deleted.
     assert.equal(find(await render(), 'CustomResourceDefinition'), undefined);
     assert.ok(find(await render({}, ['--include-crds']), 'CustomResourceDefinition', 'agenttasks.episodic.dev'));
+    assert.ok(find(await render({}, ['--include-crds']), 'CustomResourceDefinition', 'agentepisodes.episodic.dev'));
   });
 
   it('versions: appVersion is the package version and the default image tag', async () => {
@@ -390,7 +392,7 @@ describe('helm chart on a real kube-apiserver (kubectl apply --dry-run=server)',
     // CRDs for real (dry-run cannot create the types the rest refers to); namespaces too, since a dry-run
     // into a missing namespace fails. Neither is ever deleted: namespaces cannot be, here (no GC).
     await kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(CHART_DIR, 'crds')]);
-    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/agenttasks.episodic.dev']);
+    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/agenttasks.episodic.dev', 'crd/agentepisodes.episodic.dev']);
     for (const ns of [NAMESPACE, 'team-a']) {
       await kubectl(['create', 'namespace', ns, '--dry-run=client', '-o', 'yaml']).then((y) => kubectl(['apply', '-f', '-'], { input: y }));
     }

@@ -117,6 +117,7 @@ function controllerNeeds(ns: string | undefined): Check[] {
     yes('get', 'agenttasks.episodic.dev', 'status'),
     yes('patch', 'agenttasks.episodic.dev', 'status'),
     yes('update', 'agenttasks.episodic.dev', 'finalizers'),
+    ...['create', 'list', 'delete'].map((v) => yes(v, 'agentepisodes.episodic.dev')),
     ...['get', 'list', 'watch', 'create', 'delete'].map((v) => yes(v, 'pods')),
     yes('create', 'events'),
     yes('patch', 'events'),
@@ -133,6 +134,12 @@ function controllerMustNot(ns: string | undefined): Check[] {
     no('delete', 'agenttasks.episodic.dev'),
     no('deletecollection', 'agenttasks.episodic.dev'),
     no('update', 'agenttasks.episodic.dev', 'status'),
+    // Episode records: written once, listed to prune, deleted; never changed, cached or read one by one.
+    no('update', 'agentepisodes.episodic.dev'),
+    no('patch', 'agentepisodes.episodic.dev'),
+    no('get', 'agentepisodes.episodic.dev'),
+    no('watch', 'agentepisodes.episodic.dev'),
+    no('deletecollection', 'agentepisodes.episodic.dev'),
     // Pods: only create and delete. Status is the kubelet's; exec/logs/eviction are not needed.
     no('update', 'pods'),
     no('patch', 'pods'),
@@ -221,7 +228,7 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
     work = await mkdtemp(path.join(tmpdir(), 'episodic-install-'));
     admin = await testClient(cluster);
     await kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(CHART_DIR, 'crds')]);
-    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/agenttasks.episodic.dev']);
+    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/agenttasks.episodic.dev', 'crd/agentepisodes.episodic.dev']);
     await cleanUp();
     taskNs = `episodic-install-${rand()}`;
     await ensureNamespace(taskNs);
@@ -417,6 +424,12 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
       assert.equal(finished.status.episodes, 1);
       assert.equal(finished.status.lastEpisode.outcome, 'succeeded');
       assert.ok(finished.status.costUSD > 0);
+      // The episode's record, written as the ServiceAccount (create is all it needs for that).
+      const records = await withLog(waitFor('the AgentEpisode', async () => {
+        const list = JSON.parse(await kubectl(['get', 'ae', '-n', taskNs, '-l', `episodic.dev/task=${name}`, '-o', 'json']));
+        return list.items.length > 0 ? list.items : undefined;
+      }, 15_000));
+      assert.deepEqual(records.map((r: any) => [r.metadata.name, r.record.number, r.record.outcome]), [[`${name}-ep-1`, 1, 'succeeded']]);
 
       const events = JSON.parse(await kubectl(['get', 'events', '-n', taskNs, '--field-selector', `involvedObject.name=${name}`, '-o', 'json']));
       assert.ok(events.items.some((e: any) => e.source?.component === FIELD_MANAGER), 'events recorded as the ServiceAccount');
@@ -472,6 +485,8 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
       await waitFor('the task to be gone', async () => !(await exists('agenttask', name, taskNs)), 30_000);
       const pods = await kubectl(['get', 'pods', '-n', taskNs, '-l', `episodic.dev/task=${name}`, '-o', 'name']);
       assert.equal(pods.trim(), '', 'episode pods deleted by the controller (no garbage collector here)');
+      const records = await kubectl(['get', 'ae', '-n', taskNs, '-l', `episodic.dev/task=${name}`, '-o', 'name']);
+      assert.equal(records.trim(), '', 'episode records deleted by the controller too');
       assert.ok(controller);
       const exited = new Promise<number | null>((resolve) => controller!.once('exit', (code) => resolve(code)));
       controller.kill('SIGTERM');
@@ -522,7 +537,8 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
 
   it('`kubectl apply --server-side -k manifests/` installs the same objects', async () => {
     const out = await kubectl(['apply', '--server-side', '-k', path.join(repoRoot, 'manifests')]);
-    for (const [kind, name, ns] of [...INSTALLED, ['namespace', NAMESPACE] as [string, string], ['crd', 'agenttasks.episodic.dev'] as [string, string]]) {
+    const crds: Array<[string, string]> = [['crd', 'agenttasks.episodic.dev'], ['crd', 'agentepisodes.episodic.dev']];
+    for (const [kind, name, ns] of [...INSTALLED, ['namespace', NAMESPACE] as [string, string], ...crds]) {
       assert.ok(await exists(kind, name, ns), `${kind}/${name} missing after apply -k:\n${out}`);
     }
     const deploy = JSON.parse(await kubectl(['get', 'deployment', 'episodic', '-n', NAMESPACE, '-o', 'json', '--show-managed-fields']));
