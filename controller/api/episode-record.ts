@@ -20,7 +20,7 @@ export const EpisodeRecordSchema = z.object({
   task: z.string().min(1).max(253),
   number: z.number().int().min(1),
   outcome: z.enum(OUTCOMES),
-  reason: z.string().max(128).optional().describe("the task's reason right after this episode (PromiseDetected, Backoff, CircuitOpen…)"),
+  reason: z.string().max(128).optional().describe("the task's reason right after this episode (PromiseDetected, Backoff, CircuitOpen…); none when the next one started at once"),
   exitCode: z.number().int().nullable(),
   errorClass: z.enum(ERROR_CLASSES).optional(),
   completion: z.enum(['promise', 'exitSignal']).optional().describe('the completion signal the agent gave, if any'),

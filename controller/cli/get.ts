@@ -1,30 +1,59 @@
-// `episodic get [DIR]`: the local equivalent of `kubectl get agenttasks`.
+// `episodic get [DIR]`: the local equivalent of `kubectl get agenttasks`; `episodic get NAME [DIR]
+// --episodes` lists a task's episode records, like `kubectl get ae -l episodic.dev/task=NAME`.
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
+import { API_VERSION } from '../api/agent-task.ts';
+import { EPISODE_KIND } from '../api/episode-record.ts';
+import type { EpisodeRecord } from '../api/episode-record.ts';
+import { EPISODE_LABEL, TASK_LABEL, episodePodName } from '../executors/cluster/episode-pod.ts';
+import { episodesPath, readRecords } from '../sinks/local/episode-records.ts';
 import { FileStatusStore } from '../sinks/local/file-status.ts';
 import { loadSpecDir } from '../sources/local/spec-files.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { formatTable } from './live-table.ts';
 
+interface GetOptions {
+  output: string;
+  stateDir?: string;
+  episodes?: boolean;
+  namespace: string;
+}
+
 export function registerGet(program: Command): void {
   program
     .command('get')
-    .description('show AgentTasks in DIR with their recorded status')
-    .argument('[dir]', 'directory of AgentTask YAML files', '.')
+    .description('show AgentTasks in DIR with their recorded status; with --episodes, the episode records of task NAME')
+    .argument('[dir]', 'directory of AgentTask YAML files (default .); with --episodes: NAME [DIR]')
+    .argument('[dir-after-name]', 'with --episodes: the directory (default .)')
     .option('-o, --output <format>', 'table, wide, json or yaml', 'table')
     .option('--state-dir <path>', 'state directory (default DIR/.episodic)')
-    .action(async (dir: string, opts: { output: string; stateDir?: string }) => {
-      process.exitCode = await getCommand(dir, opts);
+    .option('--episodes', "list the task's episode records (logs/NAMESPACE/NAME/episodes.jsonl in the state directory)")
+    .option('-n, --namespace <ns>', 'namespace of NAME, with --episodes', 'default')
+    .action(async (first: string | undefined, second: string | undefined, opts: GetOptions) => {
+      if (opts.episodes && first === undefined) {
+        console.error('episodic get: --episodes needs the task: episodic get NAME [DIR] --episodes');
+        process.exitCode = 2;
+      } else if (!opts.episodes && second !== undefined) {
+        console.error(`episodic get: one directory expected, got "${first}" and "${second}" (a task's episodes: episodic get NAME [DIR] --episodes)`);
+        process.exitCode = 2;
+      } else if (opts.episodes) {
+        process.exitCode = await getEpisodes(first as string, second ?? '.', opts);
+      } else {
+        process.exitCode = await getCommand(first ?? '.', opts);
+      }
     });
 }
 
+function validOutput(output: string): boolean {
+  if (['table', 'wide', 'json', 'yaml'].includes(output)) return true;
+  console.error(`episodic get: --output: "${output}" is not one of table, wide, json, yaml`);
+  return false;
+}
+
 export async function getCommand(dirArg: string, opts: { output: string; stateDir?: string }): Promise<number> {
-  if (!['table', 'wide', 'json', 'yaml'].includes(opts.output)) {
-    console.error(`episodic get: --output: "${opts.output}" is not one of table, wide, json, yaml`);
-    return 2;
-  }
+  if (!validOutput(opts.output)) return 2;
   const dir = resolve(dirArg);
   let specs;
   try {
@@ -63,4 +92,60 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
   if (rows.length === 0) console.error(`No AgentTasks found in ${dir}.`);
   else process.stdout.write(`${formatTable(header, rows)}\n`);
   return 0;
+}
+
+/** `get NAME [DIR] --episodes`: the task's records, oldest first; -o json|yaml as AgentEpisode objects. */
+async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Promise<number> {
+  if (!validOutput(opts.output)) return 2;
+  const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
+  const path = episodesPath(stateDir, opts.namespace, name);
+  const records = await readRecords(path);
+  if (records.length === 0) {
+    const { records: statuses } = await new FileStatusStore(stateDir).readAll();
+    if (!statuses.some((r) => r.namespace === opts.namespace && r.name === name)) {
+      console.error(`episodic get: no task ${opts.namespace}/${name} on record in ${stateDir}`);
+      return 1;
+    }
+  }
+  if (opts.output === 'json' || opts.output === 'yaml') {
+    const list = { apiVersion: 'v1', kind: 'List', items: records.map((r) => agentEpisode(opts.namespace, r)) };
+    process.stdout.write(opts.output === 'json' ? `${JSON.stringify(list, null, 2)}\n` : yamlLib().stringify(list));
+    return 0;
+  }
+  if (records.length === 0) {
+    console.error(`No episode records for ${opts.namespace}/${name} yet (${path}).`);
+    return 0;
+  }
+  const wide = opts.output === 'wide';
+  const header = ['EPISODE', 'OUTCOME', 'EXIT', 'COST', 'FINISHED', 'REASON', ...(wide ? ['TOKENS', 'COMMIT', 'CHANGES', 'CHECKLIST', 'MESSAGE'] : [])];
+  const rows = records.map((r) => {
+    const ws = r.evidence?.workspace;
+    const checklist = r.evidence?.checklist;
+    return [
+      String(r.number),
+      r.outcome,
+      r.exitCode === null ? '' : String(r.exitCode),
+      `$${r.costUSD.toFixed(4)}`,
+      r.finishedAt?.replace(/\.\d+Z$/, 'Z') ?? '',
+      r.reason ?? '',
+      ...(wide
+        ? [
+            String(r.tokens.input + r.tokens.output),
+            ws?.headAfter?.slice(0, 12) ?? '',
+            ws ? (ws.filesChanged !== undefined ? `${ws.filesChanged} files +${ws.insertions ?? 0} -${ws.deletions ?? 0}` : ws.changed ? 'changed' : 'none') : '',
+            checklist ? `${checklist.done}/${checklist.total}` : '',
+            r.message ?? '',
+          ]
+        : []),
+    ];
+  });
+  process.stdout.write(`${formatTable(header, rows)}\n`);
+  return 0;
+}
+
+/** A record as the cluster has it (`kubectl get ae NAME-ep-N -o yaml`), so scripts read both the same way. */
+function agentEpisode(namespace: string, record: EpisodeRecord): object {
+  const labels = { [TASK_LABEL]: record.task, [EPISODE_LABEL]: String(record.number) };
+  // The cluster's name (AgentEpisodes are named like episode pods): one name per episode in both modes.
+  return { apiVersion: API_VERSION, kind: EPISODE_KIND, metadata: { name: episodePodName(record.task, record.number), namespace, labels }, record };
 }

@@ -195,9 +195,11 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     try {
       if (!deleted) await source.hold(task); // in charge before anything of the task exists
       await sink.write(task, status, { beforeStart: startNumber !== undefined });
-      // The finished episode's immutable record, once the status that records it is written.
+      // The finished episode's immutable record, once the status that records it is written. Its reason is
+      // the status's, unless the next episode started at once (the reason is then about that one).
       const last = status.lastEpisode;
-      if (ended && episode && last?.number === episode.number) await sink.recordEpisode(task, episodeRecordOf(task.name, last, status.reason, episode.result));
+      const reason = status.currentEpisode ? undefined : status.reason;
+      if (ended && episode && last?.number === episode.number) await sink.recordEpisode(task, episodeRecordOf(task.name, last, reason, episode.result));
       const endDetails = ended && episode ? resultFields(episode, status) : {};
       for (const a of out.actions) {
         if (a.type === 'RecordEvent' && a.reason !== 'EpisodeStarted') sink.event(task, a.eventType, a.reason, a.message, endDetails);
