@@ -25,8 +25,9 @@ export function registerGet(program: Command): void {
   program
     .command('get')
     .description('show AgentTasks in DIR with their recorded status; with --episodes, the episode records of task NAME')
-    .argument('[dir]', 'directory of AgentTask YAML files (default .); with --episodes: NAME [DIR]')
-    .argument('[dir-after-name]', 'with --episodes: the directory (default .)')
+    .usage('[DIR] [options]  |  NAME [DIR] --episodes [options]')
+    .argument('[dir-or-name]', 'directory of AgentTask YAML files (default .); with --episodes: the task NAME')
+    .argument('[dir]', 'with --episodes: the directory (default .)')
     .option('-o, --output <format>', 'table, wide, json or yaml', 'table')
     .option('--state-dir <path>', 'state directory (default DIR/.episodic)')
     .option('--episodes', "list the task's episode records (logs/NAMESPACE/NAME/episodes.jsonl in the state directory)")
