@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { API_VERSION, HistorySchema, MetadataSchema, OUTCOMES, TokensSchema } from './agent-task.ts';
 import type { LastEpisode } from './agent-task.ts';
-import { ERROR_CLASSES, MESSAGE_MAX } from './episode-result.ts';
+import { MESSAGE_MAX } from './episode-result.ts';
 import type { EpisodeResult } from './episode-result.ts';
 import { EvidenceSchema } from './leash.ts';
 
@@ -22,8 +22,9 @@ export const EpisodeRecordSchema = z.object({
   outcome: z.enum(OUTCOMES),
   reason: z.string().max(128).optional().describe("the task's reason right after this episode (PromiseDetected, Backoff, CircuitOpen…); none when the next one started at once"),
   exitCode: z.number().int().nullable(),
-  errorClass: z.enum(ERROR_CLASSES).optional(),
-  completion: z.enum(['promise', 'exitSignal']).optional().describe('the completion signal the agent gave, if any'),
+  // Strings, not enums: a value added later must not make an older installed CRD refuse the record.
+  errorClass: z.string().max(32).optional().describe("how the agent's error was classified (transient, usageLimit, fatal…)"),
+  completion: z.string().max(32).optional().describe('the completion signal the agent gave, if any (promise, exitSignal…)'),
   startedAt: timestamp.optional(),
   finishedAt: timestamp.optional(),
   costUSD: z.number().nonnegative().default(0),

@@ -104,9 +104,11 @@ export class EpisodeRecordWriter {
         } else if (this.givesUp(task, err, 'episode records are not written')) {
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, (this.opts.retryMs ?? 200) * 2 ** failures++)));
+        // Unref'd: a retry waiting for an unreachable API server must not keep a stopped controller alive.
+        await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, (this.opts.retryMs ?? 200) * 2 ** failures++)).unref());
       }
     }
+    if (this.stopped) return; // leadership lost, or shutdown past its grace: nothing more is written
     try {
       await this.prune(task, record.number);
     } catch (err) {
