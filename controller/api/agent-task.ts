@@ -9,6 +9,15 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 export const KIND = 'AgentTask';
 export const PLURAL = 'agenttasks';
 
+function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 // RFC 1123 label: what Kubernetes accepts for names we turn into pod names and label values.
 const dnsLabel = z
   .string()
@@ -85,6 +94,16 @@ export const CompletionSchema = z.strictObject({
     .describe('evidence a completion signal needs; without it the episode only continues'),
   minEpisodes: z.number().int().min(1).default(1).describe('no completion before this many episodes'),
   checklist: z.boolean().default(false).describe('done when every item of progress.checklist is done or skipped'),
+  contextTooLong: z
+    .enum(['fatal', 'failed'])
+    .default('fatal')
+    .describe("an episode whose request did not fit the model's context window: fatal (the task fails) or failed (counted, retried with backoff)"),
+  resetTimeZone: z
+    .string()
+    .min(1)
+    .refine(isTimeZone, 'must be an IANA time zone such as Europe/Berlin or UTC')
+    .optional()
+    .describe('IANA time zone of usage-limit reset times the agent prints without one (codex: "try again at 7:13 AM"); default: the zone the agent runs in'),
 });
 
 export const LimitsSchema = z.strictObject({

@@ -6,7 +6,9 @@ import { EvidenceSchema } from './leash.ts';
 /** Longest lastEpisode.message, in characters. */
 export const MESSAGE_MAX = 1000;
 
-export const ERROR_CLASSES = ['none', 'transient', 'usageLimit', 'fatal'] as const;
+// contextTooLong: the request did not fit the model's context window. Its own class because what it means
+// is the spec's choice (completion.contextTooLong): fatal by default, or an ordinary failure.
+export const ERROR_CLASSES = ['none', 'transient', 'usageLimit', 'fatal', 'contextTooLong'] as const;
 export type ErrorClass = (typeof ERROR_CLASSES)[number];
 
 export const OUTPUT_FORMATS = ['claude', 'codex', 'gemini', 'text'] as const;

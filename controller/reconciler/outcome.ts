@@ -15,6 +15,9 @@ export function classifyOutcome(result: EpisodeResult, completion: AgentTaskSpec
   if (result.timedOut) return { outcome: 'timeout', reason: 'EpisodeTimeout' };
   if (result.errorClass === 'usageLimit') return { outcome: 'usageLimit', reason: 'UsageLimit' };
   if (result.errorClass === 'fatal') return { outcome: 'fatal', reason: 'FatalError' };
+  if (result.errorClass === 'contextTooLong') {
+    return { outcome: completion.contextTooLong === 'failed' ? 'failed' : 'fatal', reason: 'ContextTooLong' };
+  }
   if (result.errorClass === 'transient') return { outcome: 'transient', reason: 'TransientError' };
 
   const exitedCleanly = result.exitCode === 0 && !result.agentError;

@@ -162,6 +162,18 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
   },
   { name: 'fatal → Failed at once', in: finishing({ exitCode: 1, errorClass: 'fatal', message: 'Invalid API key' }), phase: 'Failed', reason: 'FatalError' },
   {
+    name: 'context too long → Failed at once by default, failed (backoff) when the spec says so',
+    in: finishing({ exitCode: 1, errorClass: 'contextTooLong', message: 'Prompt is too long' }),
+    phase: 'Failed',
+    check: (s) => {
+      assert.equal(s.lastEpisode?.outcome, 'fatal');
+      const counted = reconcile(input({ ...finishing({ exitCode: 1, errorClass: 'contextTooLong' }), spec: spec({ completion: { contextTooLong: 'failed' } }) })).status;
+      assert.equal(counted.phase, 'Waiting');
+      assert.equal(counted.lastEpisode?.outcome, 'failed');
+      assert.equal(counted.consecutiveFailures, 1);
+    },
+  },
+  {
     name: 'interrupted → retried at once, not counted',
     in: finishing({ exitCode: null, interrupted: true }, { consecutiveFailures: 1 }),
     phase: 'Running',
