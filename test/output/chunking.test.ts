@@ -56,7 +56,8 @@ test('pretty-printed gemini json: same analysis for a cut at every byte offset',
 });
 
 test('every fixture gives the same analysis fed byte by byte, in odd chunks and as strings', () => {
-  for (const name of readdirSync(FIXTURES).filter((f) => f !== 'README.md')) {
+  const files = readdirSync(FIXTURES, { withFileTypes: true }).filter((f) => f.isFile() && f.name !== 'README.md');
+  for (const name of files.map((f) => f.name)) {
     const bytes = fixture(name);
     const whole = run([bytes], 1);
     const single = [...bytes].map((b) => Buffer.from([b]));

@@ -43,11 +43,17 @@ const FATAL = [
   'Invalid API key · Please run /login',
   'API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}',
   'API Error: 403 {"type":"error","error":{"type":"permission_error","message":"no access"}}',
-  'invalid_request_error: prompt is too long',
   'unexpected status 401 Unauthorized: Missing bearer authentication',
   'API key not valid. Please pass a valid API key.',
   'OAuth token has expired. Please obtain a new token or refresh your existing token.',
   'Your credit balance is too low to access the Anthropic API.',
+];
+
+// Its own class: the spec decides what it means (completion.contextTooLong).
+const CONTEXT_TOO_LONG = [
+  'invalid_request_error: prompt is too long',
+  "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+  '{"error":{"code":"context_length_exceeded","message":"Your input exceeds the context window of this model."}}',
 ];
 
 const NONE = ['Error: tests failed', 'Reached maximum number of turns (30)', 'exit status 1', 'listening on port 5000', ''];
@@ -62,6 +68,12 @@ for (const message of TRANSIENT) {
 for (const message of FATAL) {
   test(`fatal: ${message}`, () => {
     assert.equal(run({ stderr: `${message}\n` }).errorClass, 'fatal');
+  });
+}
+
+for (const message of CONTEXT_TOO_LONG) {
+  test(`contextTooLong: ${message}`, () => {
+    assert.equal(run({ stderr: `${message}\n` }).errorClass, 'contextTooLong');
   });
 }
 
@@ -191,7 +203,8 @@ test('gemini json error object is the agent verdict', () => {
   assert.equal(a.format, 'gemini');
   assert.equal(a.agentError, true);
   assert.equal(a.errorClass, 'usageLimit');
-  assert.equal(a.resetAt, undefined);
+  // Google's per-day quotas reset at midnight Pacific time (PDT here): 07:00 UTC.
+  assert.equal(a.resetAt, '2026-03-11T07:00:00.000Z');
   const streamError = [
     { type: 'init', timestamp: 't', session_id: 's' },
     { type: 'result', timestamp: 't', status: 'error', error: { type: 'ApiError', message: 'got status: 503 UNAVAILABLE' }, stats: {} },

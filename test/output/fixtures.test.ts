@@ -44,6 +44,7 @@ const EXPECTED: Array<{ file: string; exitCode: number; format: OutputSetting; e
       format: 'claude',
       agentError: true,
       errorClass: 'transient',
+      rule: 'claude.api-transient',
       completion: undefined,
       costUSD: 0,
       tokens: zero,
@@ -58,10 +59,11 @@ const EXPECTED: Array<{ file: string; exitCode: number; format: OutputSetting; e
       format: 'claude',
       agentError: true,
       errorClass: 'fatal',
+      rule: 'claude.not-logged-in',
       completion: undefined,
       costUSD: 0,
       tokens: zero,
-      message: 'Invalid API key · Please run /login',
+      message: 'Invalid API key · Please run /login (give the agent ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in agent.env)',
     },
   },
   {
@@ -86,6 +88,7 @@ const EXPECTED: Array<{ file: string; exitCode: number; format: OutputSetting; e
       format: 'text',
       agentError: false,
       errorClass: 'usageLimit',
+      rule: 'generic.usage-limit',
       resetAt: '2026-03-10T14:00:00.000Z', // 3pm CET (UTC+1) on the same day
       completion: undefined,
       costUSD: 0,
@@ -115,6 +118,7 @@ const EXPECTED: Array<{ file: string; exitCode: number; format: OutputSetting; e
       format: 'codex',
       agentError: true,
       errorClass: 'transient',
+      rule: 'codex.transient',
       completion: undefined,
       costUSD: 0,
       tokens: zero,
@@ -184,7 +188,10 @@ for (const { file, exitCode, format, expected } of EXPECTED) {
 
 test('every fixture file has an expectation', async () => {
   const { readdirSync } = await import('node:fs');
-  const files = readdirSync(FIXTURES).filter((f) => f !== 'README.md');
+  // real/ holds the captures of the real CLIs, checked by real-captures.test.ts.
+  const files = readdirSync(FIXTURES, { withFileTypes: true })
+    .filter((f) => f.isFile() && f.name !== 'README.md')
+    .map((f) => f.name);
   assert.deepEqual(files.sort(), EXPECTED.map((e) => e.file).sort());
 });
 

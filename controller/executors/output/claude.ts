@@ -1,11 +1,15 @@
 // Claude Code `-p --output-format json|stream-json`: the final {"type":"result"} object is the verdict.
 // Branch on is_error / api_error_status, never on subtype: an API failure can carry subtype "success".
+// Error kinds come from the result (api_error_type, api_error such as usage_limit_reached, terminal_reason
+// such as prompt_too_long), the synthetic API-error assistant message (error, api_error_params) and a
+// rejected rate_limit_event, which also carries the reset instant (stream-json only).
 import type { Tokens } from '../../api/agent-task.ts';
 import { FINAL_TEXT_MAX_CHARS, type FormatFacts, type FormatReader } from './format-reader.ts';
 import {
   addTokens,
   appendTail,
   asCost,
+  asNumber,
   asObject,
   asString,
   count,
@@ -48,6 +52,28 @@ export function createClaudeReader(): FormatReader {
   let lastTextId: string | undefined;
   let retryStatus: number | undefined;
   let retryText: string | undefined;
+  const kinds = new Set<string>();
+  let resetAtMs: number | undefined;
+  let apiErrorStatus: number | undefined;
+  let apiErrorText: string | undefined;
+
+  const addKind = (value: unknown): void => {
+    if (typeof value === 'string' && value !== '' && value.length <= 64 && kinds.size < 16) kinds.add(value.toLowerCase());
+  };
+  const onResetsAt = (info: JsonObject | undefined): void => {
+    const at = asNumber(info?.resetsAt);
+    // Seconds since the epoch; anything outside a sane window is not a reset time.
+    if (at !== undefined && at > 1e9 && at < 1e11) resetAtMs = at * 1000;
+  };
+  // The synthetic assistant message Claude Code writes for a failed API call.
+  const onApiErrorMessage = (value: JsonObject, message: JsonObject): void => {
+    addKind(value.error);
+    addKind(value.api_error_type);
+    addKind(value.api_error);
+    apiErrorStatus = httpStatus(value.api_error_status) ?? apiErrorStatus;
+    apiErrorText = textOf(message) || apiErrorText;
+    onResetsAt(asObject(asObject(value.api_error_params)?.rate_limit_info));
+  };
 
   const onAssistant = (message: JsonObject): void => {
     const id = asString(message.id);
@@ -74,7 +100,17 @@ export function createClaudeReader(): FormatReader {
           return true;
         case 'assistant': {
           const message = asObject(value.message);
-          if (message) onAssistant(message);
+          if (message && value.is_api_error_message === true) onApiErrorMessage(value, message);
+          else if (message) onAssistant(message);
+          return true;
+        }
+        case 'rate_limit_event': {
+          const info = asObject(value.rate_limit_info);
+          if (info?.status === 'rejected') {
+            kinds.add('rate_limit_rejected');
+            addKind(info.rateLimitType);
+            onResetsAt(info);
+          }
           return true;
         }
         case 'system':
@@ -95,9 +131,10 @@ export function createClaudeReader(): FormatReader {
         const tokens = zeroTokens();
         addTokens(tokens, assistantTokens);
         if (currentUsage) addTokens(tokens, currentUsage);
-        const hints = { texts: retryText ? [retryText] : [], statuses: retryStatus ? [retryStatus] : [] };
+        const texts = [apiErrorText, retryText].filter((t): t is string => t !== undefined);
+        const statuses = [apiErrorStatus, retryStatus].filter((t): t is number => t !== undefined);
         const finalText = lastAssistantText === undefined ? undefined : keepTail(lastAssistantText, FINAL_TEXT_MAX_CHARS);
-        return { agentError: false, hints, finalText, tokens };
+        return { agentError: false, hints: { texts, statuses }, finalText, tokens, errorKinds: [...kinds], resetAtMs };
       }
       const apiStatus = httpStatus(result.api_error_status);
       const agentError = result.is_error === true || apiStatus !== undefined;
@@ -117,7 +154,13 @@ export function createClaudeReader(): FormatReader {
           (errors.length > 0 ? errors.join('; ') : undefined) ??
           asString(result.subtype) ??
           'claude reported an error';
-        facts.apiStatus = apiStatus;
+        facts.apiStatus = apiStatus ?? apiErrorStatus;
+        addKind(result.api_error_type);
+        addKind(result.api_error);
+        if (result.terminal_reason !== 'api_error' && result.terminal_reason !== 'completed') addKind(result.terminal_reason);
+        if (typeof result.subtype === 'string' && result.subtype.startsWith('error')) addKind(result.subtype);
+        facts.errorKinds = [...kinds];
+        facts.resetAtMs = resetAtMs;
       }
       return facts;
     },

@@ -4,16 +4,18 @@ import type { Tokens } from '../../api/agent-task.ts';
 import { FINAL_TEXT_MAX_CHARS, type FormatFacts, type FormatReader } from './format-reader.ts';
 import { addTokens, asObject, asString, count, keepTail, zeroTokens, type JsonObject } from './json-fields.ts';
 
-// Codex's input_tokens INCLUDES cached_input_tokens. We report input = input_tokens - cached_input_tokens
-// and cacheRead = cached_input_tokens, so the two never overlap and cost (cache reads priced at their own
-// rate) is right; input + cacheRead equals what codex calls input.
+// Codex's input_tokens INCLUDES cached_input_tokens and cache_write_input_tokens (the Responses API's
+// input_tokens_details break input_tokens down). We report input without both shares, cacheRead and
+// cacheWrite beside it, so nothing is counted twice and each share is priced at its own rate; the three add
+// up to what codex calls input. output_tokens already includes reasoning_output_tokens.
 function codexTokens(usage: JsonObject): Tokens {
   const cached = count(usage.cached_input_tokens);
+  const written = count(usage.cache_write_input_tokens);
   return {
-    input: Math.max(0, count(usage.input_tokens) - cached),
+    input: Math.max(0, count(usage.input_tokens) - cached - written),
     output: count(usage.output_tokens),
     cacheRead: cached,
-    cacheWrite: 0,
+    cacheWrite: written,
   };
 }
 

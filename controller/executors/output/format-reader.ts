@@ -11,6 +11,10 @@ export interface FormatFacts {
   errorMessage?: string;
   /** HTTP status of the decisive API error, when the agent reports one. */
   apiStatus?: number;
+  /** Machine-readable kinds of the error from structured fields (lowercased), e.g. usage_limit_reached. */
+  errorKinds?: string[];
+  /** When a usage limit lifts, from a structured field (ms since the epoch). */
+  resetAtMs?: number;
   /** Non-decisive clues (retry chatter) for when the run died without a verdict. */
   hints: { texts: string[]; statuses: number[] };
   /** The agent's final text: where completion signals count. */

@@ -1,8 +1,10 @@
 // Gemini CLI `--output-format json` ({response, stats, error}) and `stream-json` (init, message, tool_use,
 // tool_result, error, result). Token accounting: gemini's prompt/input_tokens INCLUDE cached tokens
 // (gemini-cli itself derives `input = prompt - cached`), so as for codex we report input without the cached
-// share and cacheRead = cached. Thoughts are billed as output, so the JSON form counts them there; the
-// stream's output_tokens carries only candidates and is taken as is.
+// share and cacheRead = cached. Thoughts are billed as output, so the JSON form counts them there. The
+// stream's stats have no thoughts field and output_tokens carries only candidates, but total_tokens is the
+// API's totalTokenCount (prompt + candidates + thoughts + tool-use prompt): the rest of the total is counted
+// as output, which prices any tool-use prompt share at the output rate (an overestimate, safe for caps).
 import type { Tokens } from '../../api/agent-task.ts';
 import { FINAL_TEXT_MAX_CHARS, type FormatFacts, type FormatReader } from './format-reader.ts';
 import {
@@ -44,12 +46,19 @@ function documentTokens(stats: JsonObject | undefined): Tokens {
 function streamTokens(stats: JsonObject): Tokens {
   const cached = count(stats.cached);
   const net = asNumber(stats.input);
+  const hidden = Math.max(0, count(stats.total_tokens) - count(stats.input_tokens) - count(stats.output_tokens));
   return {
     input: net !== undefined ? count(net) : Math.max(0, count(stats.input_tokens) - cached),
-    output: count(stats.output_tokens),
+    output: count(stats.output_tokens) + hidden,
     cacheRead: cached,
     cacheWrite: 0,
   };
+}
+
+/** gemini's error.type, when it says more than "Error"/"unknown" (e.g. FatalAuthenticationError). */
+function errorKinds(error: unknown): string[] {
+  const type = asString(asObject(error)?.type);
+  return type && !/^(error|unknown)$/i.test(type) && type.length <= 64 ? [type.toLowerCase()] : [];
 }
 
 function errorText(error: unknown): string | undefined {
@@ -113,6 +122,7 @@ export function createGeminiReader(): FormatReader {
           agentError,
           errorMessage: agentError ? (errorText(error) ?? 'gemini reported an error') : undefined,
           apiStatus: agentError ? httpStatus(asObject(error)?.code) : undefined,
+          errorKinds: agentError ? errorKinds(error) : undefined,
           hints,
           finalText: asString(document.response),
           tokens: documentTokens(asObject(document.stats)),
@@ -133,6 +143,7 @@ export function createGeminiReader(): FormatReader {
         agentError,
         errorMessage: agentError ? (errorText(result.error) ?? severeError ?? `gemini status ${String(result.status)}`) : undefined,
         apiStatus: agentError ? httpStatus(asObject(result.error)?.code) : undefined,
+        errorKinds: agentError ? errorKinds(result.error) : undefined,
         hints,
         finalText: segment === undefined ? undefined : keepTail(segment, FINAL_TEXT_MAX_CHARS),
         tokens: stats ? streamTokens(stats) : zeroTokens(),

@@ -10,10 +10,11 @@ import { createCodexReader } from './codex.ts';
 import { detectFormat } from './detect.ts';
 import type { FormatFacts, FormatReader, JsonFormat } from './format-reader.ts';
 import { createGeminiReader } from './gemini.ts';
-import { asObject, keepTail, MAX_EPISODE_COST_USD, zeroTokens } from './json-fields.ts';
+import { asObject, MAX_EPISODE_COST_USD, zeroTokens } from './json-fields.ts';
 import { createJsonLineParser } from './json-lines.ts';
 import { createLineSplitter, DEFAULT_MAX_LINE_BYTES } from './line-splitter.ts';
 import { costFromTokens } from './pricing.ts';
+import { lastMeaningfulLine, stripAnsi } from './rules.ts';
 import { findCompletion, headLine, tailLine } from './text.ts';
 import type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } from './types.ts';
 
@@ -43,8 +44,6 @@ export interface InspectableOutputAnalyzer extends OutputAnalyzer {
 }
 
 export const TEXT_TAIL_BYTES = 64 * 1024;
-/** Errors are printed last; older prose about "429" must not classify a failure. */
-const CLASSIFY_TAIL_CHARS = 8 * 1024;
 /** Non-JSON lines tolerated before 'auto' settles on text (CLIs may print a banner first). */
 const DETECT_WINDOW_LINES = 50;
 
@@ -140,30 +139,26 @@ export function createOutputAnalyzer(opts: AnalyzerOptions, limits: AnalyzerLimi
       analysis.message = tailLine(finalText);
       return analysis;
     }
-    // The agent's own verdict is decisive; tails and retry chatter only count when there is none.
-    const decisive = facts?.agentError === true;
-    const texts = decisive
-      ? [facts.errorMessage ?? '']
-      : [
-          ...(facts?.hints.texts ?? []),
-          keepTail(stderrText, CLASSIFY_TAIL_CHARS),
-          keepTail(format === 'text' ? stdoutText : strayTail.text(), CLASSIFY_TAIL_CHARS),
-        ];
-    const statuses = decisive ? (facts.apiStatus !== undefined ? [facts.apiStatus] : []) : (facts?.hints.statuses ?? []);
-    const classification = classifyFailure({
+    const verdict = classifyFailure({
       exit,
-      geminiExitCodes: format === 'gemini' || opts.format === 'gemini',
-      statuses,
-      texts,
+      exitCode: exit.exitCode,
+      cli: reader?.format ?? (opts.format === 'auto' || opts.format === 'text' ? undefined : opts.format),
+      textFormat: format === 'text',
+      facts,
+      stdout: stdoutText,
+      stderr: stderrText,
+      stray: strayTail.text(),
       now: now(),
+      timeZone: opts.timeZone,
     });
-    analysis.errorClass = classification.errorClass;
-    if (classification.resetAt !== undefined) analysis.resetAt = classification.resetAt;
+    analysis.errorClass = verdict.errorClass;
+    if (verdict.rule !== undefined) analysis.rule = verdict.rule;
+    if (verdict.resetAt !== undefined) analysis.resetAt = verdict.resetAt;
+    // The CLI's sentence; never a stack frame or a dumped object from the end of stderr.
     analysis.message =
-      headLine(facts?.errorMessage) ??
-      headLine(classification.evidence) ??
+      headLine(stripAnsi(verdict.message ?? '')) ??
       headLine(exit.spawnErrorMessage) ??
-      tailLine(stderrText) ??
+      headLine(lastMeaningfulLine(stderrText)) ??
       tailLine(finalText) ??
       (exit.signal ? `killed by ${exit.signal}` : undefined);
     return analysis;

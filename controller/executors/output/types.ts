@@ -13,6 +13,12 @@ export interface AnalyzerOptions {
   pricing?: { inputPerMTok: number; outputPerMTok: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number };
   /** Clock, for turning "resets 3pm (Europe/Berlin)" into an absolute time. */
   now?: () => Date;
+  /**
+   * IANA zone of reset times the agent prints without one (codex: "try again at 7:13 AM"):
+   * spec.completion.resetTimeZone. Default: this process's zone (TZ), which is the agent's own unless the
+   * spec gives the agent a TZ of its own.
+   */
+  timeZone?: string;
 }
 
 export interface ProcessExit {
@@ -29,6 +35,8 @@ export interface OutputAnalysis {
   agentError: boolean;
   errorClass: ErrorClass;
   resetAt?: string;
+  /** The classification rule that decided errorClass (e.g. claude.usage-limit), for tests and debugging. */
+  rule?: string;
   completion?: 'promise' | 'exitSignal';
   costUSD: number;
   tokens: Tokens;

@@ -1,12 +1,17 @@
 // Subscription/usage limits: recognising the message and turning its reset clause into an instant.
 // Forms seen in the wild: "You've hit your limit · resets 3pm (Europe/Berlin)", "5-hour limit reached ∙
 // resets 2am", "Your limit will reset at 7pm (America/New_York)", "Claude AI usage limit reached|1735689600",
-// "try again in 2 hours 5 minutes", "quota will reset after 2h3m14s", "resets Oct 6, 1pm".
+// "try again in 2 hours 5 minutes", "quota will reset after 2h3m14s", "resets Oct 6, 1pm", and from the real
+// CLIs: "You've hit your 5-hour limit · resets 7:13am (UTC)", "You've hit your weekly limit · resets Nov 26,
+// 5:13am (UTC)" (Claude Code, subscribers), "You’ve hit your usage limit. … try again at 7:13 AM." and "…
+// try again at Nov 26th, 2026 5:13 AM." (Codex: local time, no zone), "You have exhausted your daily quota on
+// this model." (Gemini CLI).
 import { isValidTimeZone, localTimeZone, nextWallClockTime } from './zoned-time.ts';
 
 const USAGE_LIMIT_PATTERNS: RegExp[] = [
   /usage[ _-]limit/i,
-  /\bhit your (?:\w+ )?limit\b/i,
+  // "hit your limit", "hit your 5-hour limit", "hit your weekly limit", "hit your monthly spend limit".
+  /\bhit your (?:[\w-]+ ){0,2}limit\b/i,
   /\b(?:5-hour|five-hour|session|weekly|daily|monthly|opus|sonnet)\s+limit\s+(?:reached|exceeded)\b/i,
   /\blimit reached\b[^\n]{0,40}\bresets?\b/i,
   /\bexhausted your (?:daily |monthly )?(?:quota|capacity)\b/i,
@@ -38,7 +43,7 @@ const EPOCH = /limit[^|\n]{0,60}\|\s*(\d{13}|\d{10})\b/i;
 const ISO = /(\d{4}-\d{2}-\d{2})(?:T|\s+(?:at\s+)?)(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)\s*(Z|UTC|GMT|[+-]\d{2}:?\d{2})/i;
 const CLOCK = new RegExp(
   String.raw`\b(?:resets?|reset\s+at|try\s+again\s+at|available\s+again\s+at)\s+(?:at\s+|on\s+)?` +
-    String.raw`(?:(${MONTHS.join('|')})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:at\s+)?)?` +
+    String.raw`(?:(${MONTHS.join('|')})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:(\d{4}),?\s+)?(?:at\s+)?)?` +
     String.raw`(\d{1,2})(?::(\d{2}))?(?:\s*([ap])\.?m\.?(?![a-z]))?` +
     String.raw`(?:\s*\(([A-Za-z][\w+-]*(?:\/[\w+-]+)*)\)|\s+(UTC|GMT)\b)?`,
   'gi',
@@ -78,9 +83,9 @@ function fromRelative(text: string, now: Date): Date | undefined {
   return total > 0 ? new Date(now.getTime() + total) : undefined;
 }
 
-function fromClock(text: string, now: Date): Date | undefined {
+function fromClock(text: string, now: Date, defaultZone: string): Date | undefined {
   for (const m of text.matchAll(CLOCK)) {
-    const [, monthName, dayText, hourText, minuteText, meridiem, zoneName, utcWord] = m;
+    const [, monthName, dayText, yearText, hourText, minuteText, meridiem, zoneName, utcWord] = m;
     // "resets 3" is not a time: require am/pm or hh:mm.
     if (meridiem === undefined && minuteText === undefined) continue;
     let hour = Number(hourText);
@@ -92,18 +97,23 @@ function fromClock(text: string, now: Date): Date | undefined {
     } else if (hour > 23) {
       continue;
     }
-    const zone = zoneName ?? utcWord ?? localTimeZone();
+    const zone = zoneName ?? utcWord ?? defaultZone;
     // An unknown zone would make the hour meaningless: better no resetAt than a wrong one.
     if (!isValidTimeZone(zone)) return undefined;
     const month = monthName ? MONTHS.indexOf(monthName.toLowerCase().slice(0, 3)) + 1 : undefined;
     const day = dayText ? Number(dayText) : undefined;
-    return nextWallClockTime(now, { hour, minute, month, day }, zone);
+    const year = yearText ? Number(yearText) : undefined;
+    return nextWallClockTime(now, { hour, minute, month, day, year }, zone);
   }
   return undefined;
 }
 
-/** When a usage limit lifts, as RFC 3339 UTC; undefined if the text names no parseable time. */
-export function parseResetAt(text: string, now: Date): string | undefined {
-  const at = fromEpoch(text) ?? fromIso(text) ?? fromRelative(text, now) ?? fromClock(text, now);
+/**
+ * When a usage limit lifts, as RFC 3339 UTC; undefined if the text names no parseable time. A wall-clock
+ * time without a zone ("try again at 7:13 AM") is read in `zone`: the zone the agent printed it in, which is
+ * its own TZ (default: this process's zone).
+ */
+export function parseResetAt(text: string, now: Date, zone: string = localTimeZone()): string | undefined {
+  const at = fromEpoch(text) ?? fromIso(text) ?? fromRelative(text, now) ?? fromClock(text, now, zone);
   return at && !Number.isNaN(at.getTime()) ? at.toISOString() : undefined;
 }

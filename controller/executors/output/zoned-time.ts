@@ -78,17 +78,19 @@ export function wallClockToEpoch(wall: WallClock, zone: string): number | undefi
 /** A message printed just before the reset may be read just after it; don't push that a whole day out. */
 const PAST_GRACE_MS = 5 * 60 * 1000;
 
-/** The next occurrence (after now, minus a small grace) of hour:minute, optionally on month/day, in a zone. */
+/** The next occurrence (after now, minus a small grace) of hour:minute, optionally on [year-]month-day, in a zone. */
 export function nextWallClockTime(
   now: Date,
-  time: { hour: number; minute: number; month?: number; day?: number },
+  time: { hour: number; minute: number; month?: number; day?: number; year?: number },
   zone: string,
 ): Date | undefined {
   const today = wallClockAt(now.getTime(), zone);
   if (!today) return undefined;
   const candidates: WallClock[] = [];
   if (time.month !== undefined && time.day !== undefined) {
-    for (const year of [today.year, today.year + 1]) {
+    // A stated year is taken as said; a date in the past is then no reset time at all.
+    const years = time.year !== undefined ? [time.year] : [today.year, today.year + 1];
+    for (const year of years) {
       candidates.push({ year, month: time.month, day: time.day, hour: time.hour, minute: time.minute });
     }
   } else {
@@ -101,4 +103,12 @@ export function nextWallClockTime(
     if (epoch !== undefined && epoch > now.getTime() - PAST_GRACE_MS) return new Date(epoch);
   }
   return undefined;
+}
+
+/** The next midnight in a zone (e.g. when a per-day quota resets). */
+export function nextMidnight(now: Date, zone: string): Date | undefined {
+  const today = wallClockAt(now.getTime(), zone);
+  if (!today) return undefined;
+  const epoch = wallClockToEpoch({ year: today.year, month: today.month, day: today.day + 1, hour: 0, minute: 0 }, zone);
+  return epoch === undefined ? undefined : new Date(epoch);
 }

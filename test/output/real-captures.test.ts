@@ -1,0 +1,130 @@
+// Every capture of the real CLIs (test/fixtures/agent-outputs/real/, made by test/real-agents/capture.ts
+// against the stand-in model server) → the analysis the reconciler sees: the class the README promises, the
+// reset time, tokens and cost as the CLI reported them, and a human sentence as the message. Every rule of
+// every CLI table must decide at least one capture.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import type { ErrorClass } from '../../controller/api/episode-result.ts';
+import { TABLES } from '../../controller/executors/output/classify.ts';
+import { nextMidnight } from '../../controller/executors/output/zoned-time.ts';
+import { createOutputAnalyzer } from '../../controller/executors/output/index.ts';
+import type { OutputAnalysis, ProcessExit } from '../../controller/executors/output/types.ts';
+
+const ROOT = new URL('../fixtures/agent-outputs/real/', import.meta.url);
+type Cli = 'claude' | 'codex' | 'gemini';
+
+interface Capture {
+  cli: Cli;
+  format: string;
+  scenario: string;
+  exit: ProcessExit;
+  analysis: OutputAnalysis;
+  capturedAt: Date;
+}
+
+function load(): Capture[] {
+  const captures: Capture[] = [];
+  for (const dir of readdirSync(ROOT)) {
+    const cli = dir.split('-')[0] as Cli;
+    const meta = JSON.parse(readFileSync(new URL(`${dir}/capture.json`, ROOT), 'utf8')) as { capturedAt: string; TZ: string };
+    for (const file of readdirSync(new URL(`${dir}/`, ROOT)).filter((f) => f.endsWith('.exit'))) {
+      const base = `${dir}/${file.slice(0, -'.exit'.length)}`;
+      const [format, ...rest] = file.slice(0, -'.exit'.length).split('.');
+      const exitText = readFileSync(new URL(`${base}.exit`, ROOT), 'utf8').trim();
+      const exit: ProcessExit = exitText.startsWith('signal') ? { exitCode: null, signal: exitText.split(' ')[1] } : { exitCode: Number(exitText) };
+      const capturedAt = new Date(meta.capturedAt);
+      const analyzer = createOutputAnalyzer({ format: cli, promise: 'DONE', now: () => capturedAt, timeZone: meta.TZ });
+      analyzer.write(readFileSync(new URL(`${base}.stdout`, ROOT)), 'stdout');
+      analyzer.write(readFileSync(new URL(`${base}.stderr`, ROOT)), 'stderr');
+      captures.push({ cli, format, scenario: rest.join('.'), exit, analysis: analyzer.finish(exit), capturedAt });
+    }
+  }
+  return captures;
+}
+
+const HOUR = 3_600_000;
+type Reset = { after: number } | 'pacificMidnight' | 'none';
+
+/** What the README's outcome table promises for each scenario, per CLI. */
+function expected(c: Capture): { errorClass: ErrorClass; reset?: Reset } {
+  const { cli, scenario } = c;
+  // hang: killed (episodic's timeout decides); maxturns: gemini's turn limit, an ordinary failure.
+  if (['ok', 'more', 'hang', 'setup-maxturns'].includes(scenario)) return { errorClass: 'none' };
+  // Claude falls back to a non-streaming request when a stream is cut, and that one succeeds.
+  if (scenario === 'drop') return { errorClass: cli === 'claude' ? 'none' : 'transient' };
+  if (['overloaded', 'ratelimit', 'server500', 'setup-down'].includes(scenario)) return { errorClass: 'transient' };
+  if (scenario === 'toolong400') return { errorClass: 'contextTooLong' };
+  if (/^usage|^oauth-usage/.test(scenario)) {
+    // An API key gets a plain 429 from Claude Code ("Request rejected (429)"): a rate limit, not a usage limit.
+    if (cli === 'claude' && !scenario.startsWith('oauth-')) return { errorClass: 'transient' };
+    const bare = scenario.replace(/^oauth-/, '');
+    if (cli === 'gemini' && bare !== 'usage3d') return { errorClass: 'usageLimit', reset: 'pacificMidnight' };
+    if (bare === 'usagenoreset') return { errorClass: 'usageLimit', reset: 'none' };
+    return { errorClass: 'usageLimit', reset: { after: bare === 'usage3d' ? 72 * HOUR : 2 * HOUR } };
+  }
+  return { errorClass: 'fatal' }; // auth401, forbidden403, bad400, billing, setup-nokey/untrusted/noauthtype
+}
+
+const captures = load();
+
+test('there are captures of every CLI in every format', () => {
+  const seen = new Set(captures.map((c) => `${c.cli} ${c.format}`));
+  for (const key of ['claude text', 'claude json', 'claude stream-json', 'codex text', 'codex json', 'gemini text', 'gemini json', 'gemini stream-json']) {
+    assert.ok(seen.has(key), key);
+  }
+  assert.ok(captures.length >= 150, `only ${captures.length} captures`);
+});
+
+for (const c of captures) {
+  test(`${c.cli} ${c.format} ${c.scenario}`, () => {
+    const a = c.analysis;
+    const want = expected(c);
+    assert.equal(a.errorClass, want.errorClass, `rule ${a.rule}: ${a.message}`);
+    if (want.reset === 'none') assert.equal(a.resetAt, undefined);
+    if (want.reset === 'pacificMidnight') assert.equal(a.resetAt, nextMidnight(c.capturedAt, 'America/Los_Angeles')?.toISOString());
+    if (want.reset && typeof want.reset === 'object') {
+      // The server set the reset from its own clock during the capture (a few minutes at most after capturedAt);
+      // printed times are rounded down to the minute.
+      const delta = Date.parse(a.resetAt ?? '') - c.capturedAt.getTime() - want.reset.after;
+      assert.ok(delta > -2 * 60_000 && delta < 10 * 60_000, `resetAt ${a.resetAt} vs captured ${c.capturedAt.toISOString()}`);
+    }
+    if (c.scenario === 'ok') assert.equal(a.completion, 'promise');
+    else assert.equal(a.completion, c.scenario === 'drop' && c.cli === 'claude' ? 'promise' : undefined);
+    if (a.errorClass !== 'none') {
+      // The CLI's sentence: never a stack frame, a dumped object or an empty line.
+      assert.ok(a.message && a.message.length > 10, `message: ${a.message}`);
+      assert.doesNotMatch(a.message, /\bat .+\.js:\d+|\[object Object\]|^\s*[{}]|^\s*"?\w+"?:\s/);
+    }
+  });
+}
+
+test('tokens and cost as each CLI reported them', () => {
+  const ok = (cli: Cli, format: string) => captures.find((c) => c.cli === cli && c.format === format && c.scenario === 'ok')!.analysis;
+  for (const format of ['json', 'stream-json']) {
+    assert.deepEqual(ok('claude', format).tokens, { input: 1234, output: 56, cacheRead: 200, cacheWrite: 100 });
+    assert.equal(ok('claude', format).costUSD, 0.006596000000000001);
+    // Thoughts (20) are output: the json form reports them, stream-json only in total_tokens.
+    assert.deepEqual(ok('gemini', format).tokens, { input: 1000, output: 100, cacheRead: 400, cacheWrite: 0 });
+  }
+  // Codex: input_tokens 1500 includes 300 cached and 50 cache-written.
+  assert.deepEqual(ok('codex', 'json').tokens, { input: 1150, output: 70, cacheRead: 300, cacheWrite: 50 });
+});
+
+test('messages are the sentences the CLIs printed', () => {
+  const msg = (cli: Cli, format: string, scenario: string) =>
+    captures.find((c) => c.cli === cli && c.format === format && c.scenario === scenario)?.analysis.message ?? '';
+  for (const format of ['text', 'json', 'stream-json']) assert.match(msg('claude', format, 'overloaded'), /^API Error: 529 Overloaded\./);
+  for (const format of ['text', 'json']) assert.equal(msg('codex', format, 'server500'), 'We’re currently experiencing high demand, which may cause temporary errors.');
+  for (const format of ['text', 'json', 'stream-json']) {
+    assert.equal(msg('gemini', format, 'usage'), 'You have exhausted your daily quota on this model.');
+    assert.match(msg('gemini', format, 'setup-noauthtype'), /^Invalid auth method selected\. \(set security\.auth\.selectedType/);
+  }
+});
+
+test('every rule of every CLI table is decided by at least one real capture', () => {
+  const decided = new Set(captures.map((c) => c.analysis.rule));
+  for (const cli of ['claude', 'codex', 'gemini'] as const) {
+    for (const rule of TABLES[cli].rules) assert.ok(decided.has(rule.id), `${rule.id} has no capture`);
+  }
+});
