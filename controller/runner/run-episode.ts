@@ -142,7 +142,8 @@ async function runAgent(
       logFile,
       verify: config.completion.verify,
       onExitZero: config.completion.onExitZero,
-      analyzer: { format: config.output, promise: config.completion.promise, pricing: config.pricing },
+      // Without resetTimeZone the pod's zone applies: the agent's own, since it inherits the runner's TZ.
+      analyzer: { format: config.output, promise: config.completion.promise, pricing: config.pricing, timeZone: config.completion.resetTimeZone },
     });
     const cancel = () => running.cancel();
     opts.signal?.addEventListener('abort', cancel, { once: true });
@@ -177,7 +178,8 @@ function summary(r: EpisodeResult): string {
   if (r.timedOut) parts.push('timed out');
   if (r.cancelled) parts.push('cancelled');
   if (r.completion) parts.push(`completion ${r.completion}`);
-  if (r.costUSD > 0) parts.push(`$${r.costUSD.toFixed(4)}`);
+  // Four decimals would show a cheap episode as $0.0000: below that, two significant digits.
+  if (r.costUSD > 0) parts.push(`$${r.costUSD >= 0.0001 ? r.costUSD.toFixed(4) : r.costUSD.toPrecision(2)}`);
   if (r.message) parts.push(JSON.stringify(r.message.length > 200 ? `${r.message.slice(0, 199)}…` : r.message));
   return parts.join(', ');
 }

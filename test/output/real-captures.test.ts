@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import type { ErrorClass } from '../../controller/api/episode-result.ts';
 import { TABLES } from '../../controller/executors/output/classify.ts';
 import { nextMidnight } from '../../controller/executors/output/zoned-time.ts';
 import { createOutputAnalyzer } from '../../controller/executors/output/index.ts';
 import type { OutputAnalysis, ProcessExit } from '../../controller/executors/output/types.ts';
+import { expectedClass } from '../real-agents/expectations.ts';
 
 const ROOT = new URL('../fixtures/agent-outputs/real/', import.meta.url);
 type Cli = 'claude' | 'codex' | 'gemini';
@@ -43,29 +43,6 @@ function load(): Capture[] {
   return captures;
 }
 
-const HOUR = 3_600_000;
-type Reset = { after: number } | 'pacificMidnight' | 'none';
-
-/** What the README's outcome table promises for each scenario, per CLI. */
-function expected(c: Capture): { errorClass: ErrorClass; reset?: Reset } {
-  const { cli, scenario } = c;
-  // hang: killed (episodic's timeout decides); maxturns: gemini's turn limit, an ordinary failure.
-  if (['ok', 'more', 'hang', 'setup-maxturns'].includes(scenario)) return { errorClass: 'none' };
-  // Claude falls back to a non-streaming request when a stream is cut, and that one succeeds.
-  if (scenario === 'drop') return { errorClass: cli === 'claude' ? 'none' : 'transient' };
-  if (['overloaded', 'ratelimit', 'server500', 'setup-down'].includes(scenario)) return { errorClass: 'transient' };
-  if (scenario === 'toolong400') return { errorClass: 'contextTooLong' };
-  if (/^usage|^oauth-usage/.test(scenario)) {
-    // An API key gets a plain 429 from Claude Code ("Request rejected (429)"): a rate limit, not a usage limit.
-    if (cli === 'claude' && !scenario.startsWith('oauth-')) return { errorClass: 'transient' };
-    const bare = scenario.replace(/^oauth-/, '');
-    if (cli === 'gemini' && bare !== 'usage3d') return { errorClass: 'usageLimit', reset: 'pacificMidnight' };
-    if (bare === 'usagenoreset') return { errorClass: 'usageLimit', reset: 'none' };
-    return { errorClass: 'usageLimit', reset: { after: bare === 'usage3d' ? 72 * HOUR : 2 * HOUR } };
-  }
-  return { errorClass: 'fatal' }; // auth401, forbidden403, bad400, billing, setup-nokey/untrusted/noauthtype
-}
-
 const captures = load();
 
 test('there are captures of every CLI in every format', () => {
@@ -79,18 +56,17 @@ test('there are captures of every CLI in every format', () => {
 for (const c of captures) {
   test(`${c.cli} ${c.format} ${c.scenario}`, () => {
     const a = c.analysis;
-    const want = expected(c);
+    const want = expectedClass(c.cli, c.scenario);
     assert.equal(a.errorClass, want.errorClass, `rule ${a.rule}: ${a.message}`);
     if (want.reset === 'none') assert.equal(a.resetAt, undefined);
     if (want.reset === 'pacificMidnight') assert.equal(a.resetAt, nextMidnight(c.capturedAt, 'America/Los_Angeles')?.toISOString());
     if (want.reset && typeof want.reset === 'object') {
       // The server set the reset from its own clock during the capture (a few minutes at most after capturedAt);
       // printed times are rounded down to the minute.
-      const delta = Date.parse(a.resetAt ?? '') - c.capturedAt.getTime() - want.reset.after;
+      const delta = Date.parse(a.resetAt ?? '') - c.capturedAt.getTime() - want.reset.afterMs;
       assert.ok(delta > -2 * 60_000 && delta < 10 * 60_000, `resetAt ${a.resetAt} vs captured ${c.capturedAt.toISOString()}`);
     }
-    if (c.scenario === 'ok') assert.equal(a.completion, 'promise');
-    else assert.equal(a.completion, c.scenario === 'drop' && c.cli === 'claude' ? 'promise' : undefined);
+    assert.equal(a.completion, want.completion);
     if (a.errorClass !== 'none') {
       // The CLI's sentence: never a stack frame, a dumped object or an empty line.
       assert.ok(a.message && a.message.length > 10, `message: ${a.message}`);

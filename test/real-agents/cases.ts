@@ -1,0 +1,52 @@
+// The cases the real-agent suites run: every scenario of the stand-in server in every output format of a
+// CLI, subscriber logins for Claude's usage limits, and the set-up mistakes (SETUP_VARIANTS).
+import type { CliName } from '../../scripts/agent-clis/clis.ts';
+import { SCENARIOS } from '../model-server/scenarios.ts';
+import { FORMATS, SETUP_VARIANTS, type SetupVariant } from './agents.ts';
+import { taskName } from './support.ts';
+
+export interface Case {
+  cli: CliName;
+  format: string;
+  /** The scenario as the expectations name it: a server scenario, oauth-<scenario> or setup-<variant>. */
+  scenario: string;
+  /** What goes into the URL (/s/<name>): the scenario, tagged so each case's requests can be counted. */
+  urlName: string;
+  variant?: SetupVariant;
+  name: string;
+}
+
+export function scenariosOf(cli: CliName): string[] {
+  const scenarios: string[] = [...SCENARIOS];
+  // Only a subscriber login makes Claude Code word a 429 as a usage limit.
+  if (cli === 'claude') scenarios.push('oauth-usage', 'oauth-usage7d', 'oauth-usage3d', 'oauth-usagenoreset');
+  for (const v of SETUP_VARIANTS[cli]) scenarios.push(`setup-${v}`);
+  return scenarios;
+}
+
+export function makeCase(cli: CliName, format: string, scenario: string): Case {
+  const variant = scenario.startsWith('setup-') ? (scenario.slice('setup-'.length) as SetupVariant) : undefined;
+  const name = taskName(format, scenario);
+  return { cli, format, scenario, urlName: `${variant ? 'ok' : scenario}.${cli}-${name}`, variant, name };
+}
+
+/** Every scenario in every format of the CLI. */
+export function allCases(cli: CliName): Case[] {
+  return FORMATS[cli].flatMap((format) => scenariosOf(cli).map((s) => makeCase(cli, format, s)));
+}
+
+/** The main structured format gets every scenario; the other formats the success path. */
+export const MAIN_FORMAT: Record<CliName, string> = { claude: 'stream-json', codex: 'json', gemini: 'stream-json' };
+
+export function runnerCases(cli: CliName): Case[] {
+  const others = FORMATS[cli].filter((f) => f !== MAIN_FORMAT[cli]).map((f) => makeCase(cli, f, 'ok'));
+  return [...scenariosOf(cli).map((s) => makeCase(cli, MAIN_FORMAT[cli], s)), ...others];
+}
+
+/** Cases that only end by episodic's timeout: keep their timeout short. */
+export function hangs(c: Case): boolean {
+  return c.scenario === 'hang' || (c.cli === 'codex' && c.scenario === 'setup-down');
+}
+
+/** Priced so codex and gemini get a cost (they report tokens only); cache writes priced on their own. */
+export const PRICING = { inputPerMTok: 1.25, outputPerMTok: 10, cacheReadPerMTok: 0.125, cacheWritePerMTok: 1.5 };

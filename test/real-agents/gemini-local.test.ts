@@ -1,0 +1,5 @@
+// Real Gemini CLI under `episodic run`: every scenario in text, json and stream-json (see local-suite.ts).
+// Two at a time: each gemini start costs about 1.5 s of CPU.
+import { defineLocalSuite } from './local-suite.ts';
+
+defineLocalSuite({ cli: 'gemini', concurrency: 2 });

@@ -1,0 +1,178 @@
+// `episodic run` with a real CLI as the agent: one spec directory with a task per case (every scenario in
+// every output format), one controller run with bounded parallelism, then each task's status, its end
+// event and `episodic logs` against what the README's outcome table promises.
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Phase } from '../../controller/api/agent-task.ts';
+import type { StoredStatus } from '../../controller/sinks/local/file-status.ts';
+import { nextMidnight } from '../../controller/executors/output/zoned-time.ts';
+import type { CliName } from '../../scripts/agent-clis/clis.ts';
+import { startModelServer, type ModelServer } from '../model-server/server.ts';
+import { agentRun, baseEnv } from './agents.ts';
+import { allCases, hangs, PRICING, type Case } from './cases.ts';
+import { expectedClass, expectedOutcome } from './expectations.ts';
+import { episodic, ensureClis, scratchDir, skipRealAgents, type EpisodicRun, type LogLine } from './support.ts';
+
+const PHASE_OF: Record<string, Phase> = {
+  succeeded: 'Succeeded',
+  fatal: 'Failed',
+  failed: 'Skipped',
+  timeout: 'Skipped',
+  // maxEpisodes 1: any episode that neither finishes nor fails the task reaches the cap.
+  continue: 'NeedsReview',
+  transient: 'NeedsReview',
+  usageLimit: 'NeedsReview',
+};
+
+/** Not a key any CLI or server would print on its own: if it shows up in status or our log, we leaked it. */
+export const SECRET_KEY = 'sk-episodic-real-agents-DO-NOT-LEAK-7f3a9c';
+
+export interface LocalSuiteOptions {
+  cli: CliName;
+  /** --max-concurrent: how many of this CLI run at once (2 cores shared with the other suites). */
+  concurrency: number;
+  /** TZ of the controller and so of the agent: codex prints reset times in it, without a zone. */
+  tz?: string;
+}
+
+function taskSpec(c: Case, serverUrl: string, root: string): Record<string, unknown> {
+  const run = agentRun(c.cli, c.format, { serverUrl, scenarioName: c.urlName, home: path.join(root, 'home', c.name), variant: c.variant });
+  // The key the CLI is given: distinctive, so a leak into status or our log can be seen.
+  const env = Object.entries(run.env).map(([name, value]) => ({ name, value: value === 'dummy' ? SECRET_KEY : value }));
+  return {
+    apiVersion: 'episodic.dev/v1alpha1',
+    kind: 'AgentTask',
+    metadata: { name: c.name },
+    spec: {
+      prompt: 'Do the next step of the plan. (episode {{episode}} of {{maxEpisodes}})',
+      agent: { command: run.command, promptVia: run.promptVia, output: run.output, env, pricing: PRICING },
+      workspace: `ws/${c.name}`,
+      completion: { promise: 'DONE' },
+      limits: { maxEpisodes: 1, maxConsecutiveFailures: 1, episodeTimeoutSeconds: hangs(c) ? 5 : 90 },
+      backoff: { initialSeconds: 0, factor: 1, maxSeconds: 0 },
+    },
+  };
+}
+
+export function defineLocalSuite(opts: LocalSuiteOptions): void {
+  const { cli } = opts;
+  const cases = allCases(cli);
+  describe(`${cli}: episodic run with the real CLI`, { skip: skipRealAgents }, () => {
+    let server: ModelServer;
+    let scratch: ReturnType<typeof scratchDir>;
+    let dir: string;
+    let run: EpisodicRun;
+    let startedAt: number;
+    const env = (): Record<string, string> => baseEnv({ HOME: path.join(scratch.dir, 'controller-home'), ...(opts.tz ? { TZ: opts.tz } : {}) });
+
+    before(async () => {
+      await ensureClis();
+      server = await startModelServer();
+      scratch = scratchDir(`${cli}-local`);
+      dir = path.join(scratch.dir, 'specs');
+      mkdirSync(dir, { recursive: true });
+      for (const c of cases) writeFileSync(path.join(dir, `${c.name}.yaml`), JSON.stringify(taskSpec(c, server.url, scratch.dir), null, 2));
+      startedAt = Date.now();
+      run = await episodic(['run', dir, '--max-concurrent', String(opts.concurrency)], env());
+      console.log(`# ${cli}: ${cases.length} episodes in ${run.seconds.toFixed(1)} s`);
+    });
+    after(async () => {
+      await server?.close();
+      scratch?.remove();
+    });
+
+    const status = (c: Case): StoredStatus['status'] => {
+      const file = path.join(dir, '.episodic', 'status', 'default', `${c.name}.json`);
+      assert.ok(existsSync(file), `no status for ${c.name}; controller stderr: ${run.stderr.slice(-2000)}`);
+      return (JSON.parse(readFileSync(file, 'utf8')) as StoredStatus).status;
+    };
+    const endEvent = (c: Case): LogLine | undefined =>
+      run.lines.find((l) => l.task === c.name && l.episode === 1 && l.event !== 'EpisodeStarted' && typeof l.outcome === 'string');
+
+    it('runs every task to an end: exit 1 (not all succeeded), no controller error', () => {
+      assert.equal(run.code, 1, run.stderr.slice(-3000));
+      assert.ok(run.lines.length > cases.length, 'the controller logged its events');
+      assert.deepEqual(run.lines.filter((l) => l.level === 'error' || l.level === 'fatal'), [], 'error lines in the controller log');
+    });
+
+    for (const c of cases) {
+      it(`${c.format} ${c.scenario} → ${expectedOutcome(cli, c.scenario)}`, () => {
+        const s = status(c);
+        const outcome = expectedOutcome(cli, c.scenario);
+        const want = expectedClass(cli, c.scenario);
+        const event = endEvent(c);
+        assert.equal(s.lastEpisode?.outcome, outcome, `message: ${s.lastEpisode?.message}`);
+        assert.equal(s.phase, PHASE_OF[outcome], s.message);
+        assert.equal(s.episodes, 1);
+        if (outcome !== 'timeout') assert.equal(event?.errorClass, want.errorClass, JSON.stringify(event));
+        const message = s.lastEpisode?.message ?? '';
+        if (outcome === 'timeout') assert.match(message, /^timed out after 5s/);
+        else if (outcome !== 'succeeded' && outcome !== 'continue') {
+          assert.ok(message.length > 10, `message: ${message}`);
+          assert.doesNotMatch(message, /\bat .+\.js:\d+|\[object Object\]|^\s*[{}]/);
+        }
+        if (want.reset) checkReset(c, event, want.reset, startedAt, Date.now());
+        if (c.scenario === 'toolong400') assert.equal(s.reason, 'FatalError');
+        assert.equal(server.requestsFor(c.urlName).filter((r) => r.api === 'unknown').length, 0, 'requests the stand-in does not know');
+      });
+    }
+
+    it('cost and tokens of a finished turn, as the CLI reported them (priced for codex and gemini)', () => {
+      for (const c of cases.filter((x) => x.scenario === 'ok' && x.format !== 'text')) {
+        const s = status(c);
+        if (cli === 'claude') {
+          assert.deepEqual(s.tokens, { input: 1234, output: 56, cacheRead: 200, cacheWrite: 100 });
+          assert.equal(s.costUSD, 0.006596);
+        } else if (cli === 'codex') {
+          assert.deepEqual(s.tokens, { input: 1150, output: 70, cacheRead: 300, cacheWrite: 50 });
+          assert.equal(s.costUSD, 0.00225); // 1150×1.25 + 70×10 + 300×0.125 + 50×1.5 µ$
+        } else {
+          assert.deepEqual(s.tokens, { input: 1000, output: 100, cacheRead: 400, cacheWrite: 0 });
+          assert.equal(s.costUSD, 0.0023); // 1000×1.25 + (80 + 20 thoughts)×10 + 400×0.125 µ$
+        }
+        // The episode's own cost is kept as reported; the running total is rounded to the micro-dollar.
+        assert.ok(Math.abs((s.lastEpisode?.costUSD ?? 0) - s.costUSD) < 1e-9, `${s.lastEpisode?.costUSD} vs ${s.costUSD}`);
+      }
+    });
+
+    it('the CLI made one request per episode: its own retries are off', () => {
+      for (const c of cases.filter((x) => ['overloaded', 'server500', 'ratelimit', 'auth401'].includes(x.scenario))) {
+        assert.equal(server.requestsFor(c.urlName).length, 1, `${c.name}: ${server.requestsFor(c.urlName).length} requests`);
+      }
+    });
+
+    it('episodic logs shows what the CLI printed', async () => {
+      const ok = cases.find((c) => c.scenario === 'ok' && c.format !== 'text')!;
+      const logs = await episodic(['logs', ok.name, '--dir', dir], env());
+      assert.equal(logs.code, 0, logs.stderr);
+      assert.match(logs.stdout, /<promise>DONE<\/promise>/);
+      const failed = cases.find((c) => c.scenario === 'overloaded' && c.format === 'text')!;
+      const failedLogs = await episodic(['logs', failed.name, '--dir', dir], env());
+      assert.ok(failedLogs.stdout.includes(status(failed).lastEpisode?.message?.slice(0, 40) ?? '\0'), failedLogs.stdout);
+    });
+
+    it('the API key never reaches status or the controller log', () => {
+      assert.ok(!run.stdout.includes(SECRET_KEY) && !run.stderr.includes(SECRET_KEY));
+      for (const c of cases) assert.ok(!JSON.stringify(status(c)).includes(SECRET_KEY), c.name);
+    });
+  });
+}
+
+const RESUMING = /resuming at (\S+?)$/;
+
+/** The UsageLimit event says when the task resumes: the reset the CLI reported (or an hour). */
+function checkReset(c: Case, event: LogLine | undefined, reset: NonNullable<ReturnType<typeof expectedClass>['reset']>, from: number, to: number): void {
+  const at = Date.parse(RESUMING.exec(String(event?.msg ?? ''))?.[1] ?? '');
+  assert.ok(Number.isFinite(at), `${c.name}: no resume time in ${JSON.stringify(event)}`);
+  if (reset === 'none') {
+    assert.ok(at >= from + 3_600_000 - 1000 && at <= to + 3_600_000, `${c.name}: ${new Date(at).toISOString()} is not an hour on`);
+  } else if (reset === 'pacificMidnight') {
+    const expected = [nextMidnight(new Date(from), 'America/Los_Angeles'), nextMidnight(new Date(to), 'America/Los_Angeles')].map((d) => d?.getTime());
+    assert.ok(expected.includes(at), `${c.name}: ${new Date(at).toISOString()}`);
+  } else {
+    // Printed times are whole minutes: up to a minute early.
+    assert.ok(at >= from + reset.afterMs - 61_000 && at <= to + reset.afterMs, `${c.name}: ${new Date(at).toISOString()}`);
+  }
+}
