@@ -37,3 +37,18 @@ test('claude older cost_usd is read when total_cost_usd is absent', () => {
   analyzer.write(`${JSON.stringify({ type: 'result', session_id: 's', is_error: false, result: 'ok', cost_usd: 0.42, usage: { input_tokens: 10 } })}\n`, 'stdout');
   assert.equal(analyzer.finish({ exitCode: 0 }).costUSD, 0.42);
 });
+
+test('codex cache writes are their own share of input_tokens, priced at the cache-write rate', () => {
+  const usage = { input_tokens: 1500, cached_input_tokens: 300, cache_write_input_tokens: 50, output_tokens: 70, reasoning_output_tokens: 10 };
+  const analyzer = createOutputAnalyzer({ format: 'codex', promise: 'COMPLETE', pricing: { inputPerMTok: 1.25, outputPerMTok: 10, cacheReadPerMTok: 0.125, cacheWritePerMTok: 1.5 } });
+  analyzer.write(`${JSON.stringify({ type: 'turn.completed', usage })}\n`, 'stdout');
+  const a = analyzer.finish({ exitCode: 0 });
+  assert.deepEqual(a.tokens, { input: 1150, output: 70, cacheRead: 300, cacheWrite: 50 });
+  close(a.costUSD, (1150 * 1.25 + 70 * 10 + 300 * 0.125 + 50 * 1.5) / 1e6);
+});
+
+test('a tiny episode cost is kept, not rounded away', () => {
+  const analyzer = createOutputAnalyzer({ format: 'codex', promise: 'COMPLETE', pricing: { inputPerMTok: 0.1, outputPerMTok: 0.4 } });
+  analyzer.write(`${JSON.stringify({ type: 'turn.completed', usage: { input_tokens: 3, output_tokens: 1 } })}\n`, 'stdout');
+  close(analyzer.finish({ exitCode: 0 }).costUSD, 7e-7); // 3 × 0.1 + 1 × 0.4 µ$
+});

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { classifyText } from '../../controller/executors/output/classify.ts';
 import { findUsageLimit, parseResetAt } from '../../controller/executors/output/usage-limit.ts';
 import { nextWallClockTime } from '../../controller/executors/output/zoned-time.ts';
+import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 
 const CASES: Array<{ text: string; now: string; expected: string | undefined; why: string }> = [
   { text: "You've hit your limit · resets 3pm (Europe/Berlin)", now: '2026-03-10T10:00:00Z', expected: '2026-03-10T14:00:00.000Z', why: 'CET is UTC+1' },
@@ -28,6 +29,13 @@ const CASES: Array<{ text: string; now: string; expected: string | undefined; wh
   { text: "You've hit your usage limit. Try again in 2 hours 5 minutes.", now: '2026-03-10T10:00:00Z', expected: '2026-03-10T12:05:00.000Z', why: 'relative' },
   { text: 'You have exhausted your daily quota. Your quota will reset after 2h3m14s.', now: '2026-03-10T10:00:00Z', expected: '2026-03-10T12:03:14.000Z', why: 'compact relative' },
   { text: 'You have reached your specified API usage limits. You will regain access on 2026-04-01 at 00:00 UTC.', now: '2026-03-10T10:00:00Z', expected: '2026-04-01T00:00:00.000Z', why: 'ISO date and time' },
+  // What the real CLIs print (test/fixtures/agent-outputs/real/).
+  { text: "You've hit your 5-hour limit · resets 7:13am (UTC)", now: '2026-11-23T05:13:00Z', expected: '2026-11-23T07:13:00.000Z', why: 'claude subscriber, 5-hour window' },
+  { text: "You've hit your weekly limit · resets Nov 26, 5:13am (UTC)", now: '2026-11-23T05:13:00Z', expected: '2026-11-26T05:13:00.000Z', why: 'claude subscriber, weekly window days away' },
+  { text: 'You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at Nov 26th, 2026 5:13 AM.', now: '2026-11-23T05:13:00Z', expected: '2026-11-26T05:13:00.000Z', why: 'codex: ordinal day and year' },
+  { text: 'You’ve hit your usage limit. Try again at Jan 2nd, 2027 9:00 PM.', now: '2026-12-30T10:00:00Z', expected: '2027-01-02T21:00:00.000Z', why: 'codex: a date in the next year, capitalised' },
+  { text: 'You’ve hit your usage limit. Try again at Jan 2nd, 2025 9:00 PM.', now: '2026-12-30T10:00:00Z', expected: undefined, why: 'a stated year in the past is no reset time' },
+  { text: 'Resource has been exhausted (e.g. check quota).\nSuggested retry after 259200s.', now: '2026-11-23T05:13:00Z', expected: '2026-11-26T05:13:00.000Z', why: 'gemini: a long suggested retry' },
   { text: 'usage limit reached', now: '2026-03-10T10:00:00Z', expected: undefined, why: 'no time given' },
   { text: 'usage limit reached · resets 3pm (Mars/Olympus_Mons)', now: '2026-03-10T10:00:00Z', expected: undefined, why: 'unknown zone: no guess' },
   { text: 'usage limit reached · resets 25:00', now: '2026-03-10T10:00:00Z', expected: undefined, why: 'not a time' },
@@ -53,8 +61,28 @@ test('no zone means the local zone', () => {
   }
 });
 
+test('a time without a zone is read in the zone given (completion.resetTimeZone), else the local one', () => {
+  const text = 'You’ve hit your usage limit. Upgrade to Pro or try again at 7:13 AM.';
+  const now = new Date('2026-11-23T05:13:00Z');
+  assert.equal(parseResetAt(text, now, 'Asia/Tokyo'), '2026-11-23T22:13:00.000Z'); // 7:13 JST is 22:13 UTC
+  assert.equal(parseResetAt(text, now, 'America/New_York'), '2026-11-23T12:13:00.000Z');
+  assert.equal(parseResetAt(text, now, 'UTC'), '2026-11-23T07:13:00.000Z');
+});
+
+test('completion.resetTimeZone must be a zone Intl knows', () => {
+  const spec = (zone: string) => AgentTaskSpecSchema.safeParse({ prompt: 'x', agent: { command: ['a'] }, completion: { resetTimeZone: zone } });
+  assert.equal(spec('Europe/Berlin').success, true);
+  assert.equal(spec('UTC').success, true);
+  const bad = spec('Mars/Olympus_Mons');
+  assert.equal(bad.success, false);
+  assert.match(JSON.stringify(bad.error?.issues), /IANA time zone/);
+});
+
 test('usage-limit messages are recognised; rate limits and prose are not', () => {
   const limits = [
+    "You've hit your 5-hour limit · resets 7:13am (UTC)",
+    "You've hit your weekly limit",
+    'You’ve hit your usage limit. Upgrade to Pro … or try again later.',
     "You've hit your limit · resets 3pm (Europe/Berlin)",
     'Claude AI usage limit reached|1735689600',
     '5-hour limit reached ∙ resets 2am',
@@ -64,7 +92,14 @@ test('usage-limit messages are recognised; rate limits and prose are not', () =>
     'You have exhausted your daily quota on this model.',
   ];
   for (const text of limits) assert.ok(findUsageLimit(text), text);
-  const others = ['rate_limit_error: slow down', 'Error: 429 Too Many Requests', 'the limit of the sequence', 'Reached maximum number of turns (30)'];
+  const others = [
+    'rate_limit_error: slow down',
+    'Error: 429 Too Many Requests',
+    'the limit of the sequence',
+    'Reached maximum number of turns (30)',
+    "API Error: Request rejected (429) · This request would exceed your account's rate limit. Please try again later.",
+    '[API Error: Resource has been exhausted (e.g. check quota).]\nPlease wait and try again later.',
+  ];
   for (const text of others) assert.equal(findUsageLimit(text), undefined, text);
 });
 
