@@ -42,6 +42,11 @@ export function anthropicReply(scenario: Scenario, body: Record<string, unknown>
       return error(400, 'invalid_request_error', 'messages.0.content.0.type: Field required', requestId);
     case 'toolong400':
       return error(400, 'invalid_request_error', 'prompt is too long: 215000 tokens > 200000 maximum', requestId);
+    case 'apilimit': {
+      // An API key's spend limit (Console → Limits): a 400 that names the day access returns.
+      const day = new Date((nowSeconds + 3 * 86_400) * 1000).toISOString().slice(0, 10);
+      return error(400, 'invalid_request_error', `You have reached your specified API usage limits. You will regain access on ${day} at 00:00 UTC.`, requestId);
+    }
     case 'billing':
       return error(400, 'invalid_request_error', 'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.', requestId);
     case 'usage':

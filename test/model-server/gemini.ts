@@ -53,6 +53,7 @@ export function geminiReply(scenario: Scenario, model: string, stream: boolean):
     case 'usage':
     case 'usage7d':
     case 'usagenoreset':
+    case 'apilimit':
       return perDayQuota(model);
     case 'usage3d':
       // A retry delay past what gemini waits for itself: it gives up with a TerminalQuotaError.

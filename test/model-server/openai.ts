@@ -28,7 +28,9 @@ export function openaiReply(scenario: Scenario, body: Record<string, unknown>, r
     case 'usage':
     case 'usage7d':
     case 'usage3d':
-    case 'usagenoreset': {
+    case 'usagenoreset':
+    case 'apilimit': {
+      // apilimit: an Anthropic-only shape; here the limit without a reset.
       const reset = resetInSeconds(scenario);
       const extra: Record<string, unknown> = { plan_type: 'plus', code: null };
       if (reset !== undefined) Object.assign(extra, { resets_at: nowSeconds + reset, resets_in_seconds: reset });

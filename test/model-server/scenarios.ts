@@ -15,6 +15,7 @@ export const SCENARIOS = [
   'usage7d',
   'usage3d',
   'usagenoreset',
+  'apilimit',
   'billing',
   'hang',
   'drop',

@@ -28,6 +28,7 @@ const STATUS: Record<string, [number, number, number]> = {
   usage7d: [429, 429, 429],
   usage3d: [429, 429, 429],
   usagenoreset: [429, 429, 429],
+  apilimit: [400, 429, 429],
   billing: [400, 429, 403],
 };
 

@@ -6,8 +6,18 @@ import type { CliName } from '../../scripts/agent-clis/clis.ts';
 
 export const HOUR_MS = 3_600_000;
 
+/** Where a reset must fall for a request made between two instants (ms). */
+export function resetWindow(reset: { afterMs: number } | { utcMidnightDaysOn: number }, from: number, to: number): [number, number] {
+  if ('afterMs' in reset) return [from + reset.afterMs - 61_000, to + reset.afterMs]; // printed to the minute
+  const midnight = (t: number) => {
+    const d = new Date(t + reset.utcMidnightDaysOn * 86_400_000);
+    return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
+  };
+  return [midnight(from), midnight(to)];
+}
+
 /** When the limit lifts: this long after the request, at the next midnight Pacific, or not said. */
-export type ResetExpectation = { afterMs: number } | 'pacificMidnight' | 'none';
+export type ResetExpectation = { afterMs: number } | { utcMidnightDaysOn: number } | 'pacificMidnight' | 'none';
 
 export interface Expectation {
   errorClass: ErrorClass;
@@ -24,6 +34,11 @@ export function expectedClass(cli: CliName, scenario: string): Expectation {
   if (scenario === 'drop') return cli === 'claude' ? { errorClass: 'none', completion: 'promise' } : { errorClass: 'transient' };
   if (['overloaded', 'ratelimit', 'server500', 'setup-down'].includes(scenario)) return { errorClass: 'transient' };
   if (scenario === 'toolong400') return { errorClass: 'contextTooLong' };
+  // Anthropic's API spend limit names a day (00:00 UTC, three days on); the others answer it as a limit without a reset.
+  if (scenario === 'apilimit') {
+    if (cli === 'claude') return { errorClass: 'usageLimit', reset: { utcMidnightDaysOn: 3 } };
+    return { errorClass: 'usageLimit', reset: cli === 'gemini' ? 'pacificMidnight' : 'none' };
+  }
   if (/^(?:oauth-)?usage/.test(scenario)) {
     // An API key gets a plain 429 from Claude Code ("Request rejected (429)"): a rate limit, not a usage limit.
     if (cli === 'claude' && !scenario.startsWith('oauth-')) return { errorClass: 'transient' };

@@ -12,7 +12,7 @@ import type { CliName } from '../../scripts/agent-clis/clis.ts';
 import { startModelServer, type ModelServer } from '../model-server/server.ts';
 import { agentRun, baseEnv } from './agents.ts';
 import { allCases, hangs, PRICING, type Case } from './cases.ts';
-import { expectedClass, expectedOutcome } from './expectations.ts';
+import { expectedClass, expectedOutcome, resetWindow } from './expectations.ts';
 import { episodic, ensureClis, scratchDir, skipRealAgents, type EpisodicRun, type LogLine } from './support.ts';
 
 const PHASE_OF: Record<string, Phase> = {
@@ -172,7 +172,7 @@ function checkReset(c: Case, event: LogLine | undefined, reset: NonNullable<Retu
     const expected = [nextMidnight(new Date(from), 'America/Los_Angeles'), nextMidnight(new Date(to), 'America/Los_Angeles')].map((d) => d?.getTime());
     assert.ok(expected.includes(at), `${c.name}: ${new Date(at).toISOString()}`);
   } else {
-    // Printed times are whole minutes: up to a minute early.
-    assert.ok(at >= from + reset.afterMs - 61_000 && at <= to + reset.afterMs, `${c.name}: ${new Date(at).toISOString()}`);
+    const [lo, hi] = resetWindow(reset, from, to);
+    assert.ok(at >= lo && at <= hi, `${c.name}: ${new Date(at).toISOString()}`);
   }
 }

@@ -9,7 +9,7 @@ import type { CliName } from '../../scripts/agent-clis/clis.ts';
 import { startModelServer, type ModelServer } from '../model-server/server.ts';
 import { agentRun, baseEnv } from './agents.ts';
 import { hangs, PRICING, runnerCases, type Case } from './cases.ts';
-import { expectedClass, expectedOutcome } from './expectations.ts';
+import { expectedClass, expectedOutcome, resetWindow } from './expectations.ts';
 import { mapLimit } from './limit.ts';
 import { episodeRunner, ensureClis, scratchDir, skipRealAgents, type RunnerRun } from './support.ts';
 
@@ -108,8 +108,9 @@ export function defineRunnerSuite(cli: CliName, concurrency: number): void {
           const options = [from, to].map((t) => nextMidnight(new Date(t), 'America/Los_Angeles')?.toISOString());
           assert.ok(options.includes(r.resetAt), `resetAt ${r.resetAt}`);
         } else if (want.reset) {
+          const [lo, hi] = resetWindow(want.reset, from, to);
           const at = Date.parse(r.resetAt ?? '');
-          assert.ok(at >= from + want.reset.afterMs - 61_000 && at <= to + want.reset.afterMs, `resetAt ${r.resetAt}`);
+          assert.ok(at >= lo && at <= hi, `resetAt ${r.resetAt}`);
         }
         // kubectl logs: the runner's own lines, and the agent's output as it printed it.
         assert.match(run.stderr, /episodic: episode finished: /);

@@ -21,12 +21,14 @@ import {
 } from './rules.ts';
 
 export const CLAUDE_RULES: readonly Rule[] = [
-  // Subscribers only: API keys get a plain 429 ("Request rejected (429)"), which is a rate limit.
+  // Subscribers: API keys get a plain 429 ("Request rejected (429)"), which is a rate limit.
   {
     id: 'claude.usage-limit',
     errorClass: 'usageLimit',
     when: any(kind('usage_limit_reached', 'rate_limit_rejected'), text(/\bYou(?:'|’)ve hit your (?:[\w-]+ ){0,2}limit\b|\busage limit reached\b/i)),
   },
+  // An API key's spend limit: a 400 that says when access returns ("… regain access on 2026-11-26 at 00:00 UTC").
+  { id: 'claude.api-usage-limit', errorClass: 'usageLimit', when: text(/\breached your specified API usage limits\b/i) },
   { id: 'claude.context-too-long', errorClass: 'contextTooLong', when: any(kind('prompt_too_long'), text(/\bprompt is too long\b/i)) },
   {
     id: 'claude.not-logged-in',
