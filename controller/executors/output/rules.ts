@@ -119,7 +119,6 @@ export const CLASSIFY_TAIL_CHARS = 8 * 1024;
 
 /** ANSI colour codes some CLIs print even when not on a terminal. */
 export function stripAnsi(value: string): string {
-  // eslint-disable-next-line no-control-regex
   return value.replace(/\u001b\[[0-9;]*[A-Za-z]/g, '');
 }
 
