@@ -57,13 +57,14 @@ export class FileStatusSink implements StatusSink<LocalTask> {
    * too. The directory fsync goes on meanwhile.
    */
   async write(task: LocalTask, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void> {
+    const prev = this.records.get(task.key);
+    const next: StoredStatus = { namespace: task.namespace, name: task.name, generation: task.generation, specHash: task.specHash, status };
+    // Most passes change nothing: only a status that differs from the one held is validated and written.
+    if (prev && JSON.stringify(prev) === JSON.stringify(next)) return;
     const problems = statusProblems(status);
     // A bug or a broken agent report must never replace what is on record with something unreadable.
     if (problems.length > 0) throw new TerminalError(`refusing to write an invalid status for ${task.key}: ${problems.slice(0, 3).join('; ')}`);
-    const prev = this.records.get(task.key);
-    const next: StoredStatus = { namespace: task.namespace, name: task.name, generation: task.generation, specHash: task.specHash, status };
     this.records.set(task.key, next);
-    if (prev && JSON.stringify(prev) === JSON.stringify(next)) return;
     // Known to this run, never written: what is on record there stays until a person looks at it.
     if (this.unreadable.has(task.key)) return;
     const durable = opts.beforeStart || changesEpisodeFacts(prev?.status, status);
