@@ -147,8 +147,10 @@ function capReached(
   if (global && allSpent >= global.limitUSD) {
     return { reason: 'GlobalBudgetExceeded', message: `all tasks together spent $${allSpent.toFixed(4)} of --budget-usd $${global.limitUSD}` };
   }
-  if (status.episodes >= maxEpisodes) {
-    return { reason: 'MaxEpisodesReached', message: `${status.episodes} episodes without a completion signal (maxEpisodes ${maxEpisodes})` };
+  // Transient errors and usage limits say nothing about the agent's work: an outage never spends maxEpisodes.
+  const counted = status.episodes - status.retries;
+  if (counted >= maxEpisodes) {
+    return { reason: 'MaxEpisodesReached', message: `${counted} episodes without a completion signal (maxEpisodes ${maxEpisodes})` };
   }
   return undefined;
 }

@@ -76,7 +76,7 @@ export function recordEpisode(
     progress: evidence?.checklist ?? prev.progress,
     currentEpisode: undefined,
     nextEpisodeAt: undefined,
-    costUSD: round6(prev.costUSD + result.costUSD),
+    costUSD: roundFloatNoise(prev.costUSD + result.costUSD),
     tokens: {
       input: prev.tokens.input + result.tokens.input,
       output: prev.tokens.output + result.tokens.output,
@@ -156,7 +156,7 @@ export function recordEpisode(
       break;
     }
     case 'fatal':
-      setPhase('Failed', 'FatalError', `episode ${n} failed fatally${detail}`);
+      setPhase('Failed', reason, `episode ${n} failed fatally${detail}`);
       events.push(warning('TaskFailed', status.message as string));
       break;
     case 'interrupted':
@@ -205,6 +205,7 @@ function clip(text: string): string {
   return text.length <= 1000 ? text : `${text.slice(0, 999)}…`;
 }
 
-function round6(x: number): number {
-  return Math.round(x * 1e6) / 1e6;
+/** Sums of float dollars drift (0.1 + 0.2); 1e-10 dollars hides that without dropping a tiny episode's cost. */
+function roundFloatNoise(x: number): number {
+  return Math.round(x * 1e10) / 1e10;
 }

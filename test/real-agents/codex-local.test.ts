@@ -1,5 +1,6 @@
-// Real Codex under `episodic run`: every scenario, plain and --json (see local-suite.ts). The controller runs
-// in Tokyo: codex prints "try again at 7:13 AM" in the agent's zone, which locally is the controller's.
+// Real Codex under `episodic run`: every scenario, plain and --json (see local-suite.ts). The agent runs in
+// Tokyo and the controller in UTC: codex prints "try again at 7:13 AM" in its own zone, which the spec
+// names in completion.resetTimeZone.
 import { defineLocalSuite } from './local-suite.ts';
 
-defineLocalSuite({ cli: 'codex', concurrency: 3, tz: 'Asia/Tokyo' });
+defineLocalSuite({ cli: 'codex', concurrency: 3, agentTz: 'Asia/Tokyo' });

@@ -76,15 +76,35 @@ function parseLines(text: string): LogLine[] {
   return lines;
 }
 
-/** `episodic ARGS` as a real process with exactly `env` (nothing of the test machine's keys). */
-export function episodic(args: string[], env: Record<string, string>, timeoutMs = 240_000): Promise<EpisodicRun> {
+/**
+ * `episodic ARGS` as a real process with exactly `env` (nothing of the test machine's keys). With
+ * `interruptWhen`, the run gets SIGINT (as from a terminal) once its log lines so far satisfy it: for runs
+ * that would otherwise wait out a backoff or a usage limit.
+ */
+export function episodic(
+  args: string[],
+  env: Record<string, string>,
+  opts: { timeoutMs?: number; interruptWhen?: (lines: LogLine[]) => boolean } = {},
+): Promise<EpisodicRun> {
   const started = Date.now();
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { cwd: REPO, env, timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [CLI, ...args], { cwd: REPO, env, timeout: opts.timeoutMs ?? 240_000, maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
       const e = err as (NodeJS.ErrnoException & { code?: number | string }) | null;
       const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
       // Not on a terminal the controller logs pino JSON lines (to stderr).
       resolve({ code, stdout, stderr, lines: [...parseLines(stdout), ...parseLines(stderr)], seconds: (Date.now() - started) / 1000 });
+    });
+    const { interruptWhen } = opts;
+    if (!interruptWhen) return;
+    let seen = '';
+    let sent = false;
+    child.stderr?.on('data', (chunk: Buffer) => {
+      seen += chunk.toString('utf8');
+      const complete = seen.slice(0, seen.lastIndexOf('\n') + 1);
+      if (!sent && interruptWhen(parseLines(complete))) {
+        sent = true;
+        child.kill('SIGINT');
+      }
     });
   });
 }

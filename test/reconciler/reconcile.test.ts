@@ -165,6 +165,7 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
     name: 'context too long → Failed at once by default, failed (backoff) when the spec says so',
     in: finishing({ exitCode: 1, errorClass: 'contextTooLong', message: 'Prompt is too long' }),
     phase: 'Failed',
+    reason: 'ContextTooLong',
     check: (s) => {
       assert.equal(s.lastEpisode?.outcome, 'fatal');
       const counted = reconcile(input({ ...finishing({ exitCode: 1, errorClass: 'contextTooLong' }), spec: spec({ completion: { contextTooLong: 'failed' } }) })).status;
@@ -206,6 +207,27 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
     in: finishing({ exitCode: 0 }, {}, 20),
     phase: 'NeedsReview',
     reason: 'MaxEpisodesReached',
+  },
+  {
+    name: 'transient retries and usage limits do not spend maxEpisodes (an outage never ends a task)',
+    in: finishing({ exitCode: 0 }, { retries: 5 }, 20),
+    phase: 'Running',
+    start: 21,
+    check: () => {
+      const spent = reconcile(input(finishing({ exitCode: 0 }, { retries: 4 }, 24))).status;
+      assert.equal(spent.reason, 'MaxEpisodesReached');
+      assert.match(spent.message ?? '', /^20 episodes without a completion signal/);
+    },
+  },
+  {
+    name: 'a tiny episode cost is kept in the sum; float noise is not',
+    in: finishing({ exitCode: 0, costUSD: 0.0000004 }, { costUSD: 0.1 }),
+    phase: 'Running',
+    start: 2,
+    check: (s) => {
+      assert.equal(s.costUSD, 0.1000004);
+      assert.equal(reconcile(input(finishing({ exitCode: 0, costUSD: 0.2 }, { costUSD: 0.1 }))).status.costUSD, 0.3);
+    },
   },
   {
     name: 'success on the last allowed episode still succeeds',
