@@ -2,7 +2,7 @@
 // error, 5 that finish in 4 episodes — each episode reporting $0.10, run by `episodic run` with the default
 // leash (breaker, consecutive failures) and by a plain bash Ralph loop (ralph.sh) with 20 iterations per task
 // that stops a task only at its sentinel. Dollars are the agent's own reports, summed from status and from
-// the loop's output; they do not depend on the machine's speed. Usage: node bench/leash/run.ts [--keep]
+// the loop's output; they do not depend on the machine's speed. Usage: node bench/leash/run.ts [--breaker-only] [--keep]
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ const ITERATIONS = 20;
 const KINDS = ['stuck', 'slow', 'error', 'finish4'] as const;
 type Kind = (typeof KINDS)[number];
 const NEVER_FINISH: readonly Kind[] = ['stuck', 'error'];
+const BREAKER_ONLY = process.argv.includes('--breaker-only');
 const PROMPT = 'Work through PLAN.md one step at a time. When every step is done, print <promise>DONE</promise>.';
 
 interface TaskRun {
@@ -39,7 +40,8 @@ function taskDoc(t: { kind: Kind; name: string }): string {
       agent: { command: [AGENT], output: 'claude', env: [{ name: 'FLEET_KIND', value: t.kind }] },
       workspace: `ws/${t.name}`,
       completion: { promise: 'DONE' },
-      limits: { maxEpisodes: ITERATIONS },
+      // --breaker-only: failures never skip a task, so only the circuit breaker stops the repeating error.
+      limits: { maxEpisodes: ITERATIONS, ...(BREAKER_ONLY ? { maxConsecutiveFailures: ITERATIONS + 1 } : {}) },
       // Backoff only spaces the failing episodes out in time; 1 s keeps the run short without changing its dollars.
       backoff: { initialSeconds: 1, factor: 1, maxSeconds: 1 },
     },
