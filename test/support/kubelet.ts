@@ -10,7 +10,7 @@ import { execFile, spawn } from 'node:child_process';
 import { after, before } from 'node:test';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -236,6 +236,8 @@ export async function startControllerProcess(cluster: Cluster, args: string[]): 
 export interface RunOptions {
   /** Extra environment for the agent (e.g. FAKE_AGENT_MODE), on top of the pod's own env. */
   env?: Record<string, string>;
+  /** Files already in the workspace when the episode starts, as a volume or a clone would carry them. */
+  files?: Record<string, string>;
 }
 
 export interface RunOutcome {
@@ -347,6 +349,7 @@ export async function runRunner(pod: KubeObject, opts: RunOptions = {}): Promise
   const dash = command.indexOf('--');
   const agentArgv = command.slice(dash + 1);
   const workspace = await mkdtemp(path.join(tmpdir(), 'episodic-ws-'));
+  for (const [name, text] of Object.entries(opts.files ?? {})) await writeFile(path.join(workspace, name), text);
   const resultFile = path.join(workspace, '..', `${path.basename(workspace)}.result`);
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, LANG: 'C.UTF-8' };
   for (const e of container.env ?? []) {
