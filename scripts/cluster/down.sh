@@ -8,7 +8,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-CLUSTER_DIR="$ROOT/.cluster"
+# Resolved: a worktree whose .cluster links to another checkout's must see that cluster as its own.
+CLUSTER_DIR="$(realpath -m "$ROOT/.cluster")"
 
 log() { echo "[cluster:down] $*" >&2; }
 

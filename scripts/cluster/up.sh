@@ -37,7 +37,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 SCRIPTS="$ROOT/scripts/cluster"
-CLUSTER_DIR="$ROOT/.cluster"
+# Resolved: a worktree whose .cluster links to another checkout's must see that cluster as its own.
+CLUSTER_DIR="$(realpath -m "$ROOT/.cluster")"
 KUBECONFIG_PATH="$CLUSTER_DIR/kubeconfig"
 STATE="$CLUSTER_DIR/cluster.env"
 KUBECTL="$CLUSTER_DIR/bin/kubectl"
