@@ -72,10 +72,46 @@ export const AgentSchema = z.strictObject({
   serviceAccountName: z.string().optional().describe('cluster mode: service account of episode pods'),
 });
 
+// The url and ref reach git's argv: nothing that git could read as an option or a remote-helper command.
+const TRANSPORT_HELPER = /^[A-Za-z0-9+.-]+::/;
+const URL_SCHEMES = new Set(['https:', 'http:', 'ssh:', 'git:', 'file:', 'git+ssh:', 'ssh+git:']);
+
+export function gitUrlProblem(url: string): string | undefined {
+  if (url.startsWith('-')) return 'must not start with "-"';
+  if (TRANSPORT_HELPER.test(url)) return 'remote-helper transports ("ext::", "fd::"…) are not allowed';
+  if (/[\s\x00-\x1f\x7f]/.test(url)) return 'must not contain whitespace or control characters';
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*:)\/\//.exec(url)?.[1]?.toLowerCase();
+  if (scheme && !URL_SCHEMES.has(scheme)) return `scheme ${scheme} is not one of https, http, ssh, git, file`;
+  return undefined;
+}
+
+export function gitRefProblem(ref: string): string | undefined {
+  const branch = ref.replace(/^refs\/heads\//, '');
+  if (!/^[A-Za-z0-9._\/-]+$/.test(branch)) return 'a branch name: letters, digits, ".", "_", "/" and "-" only';
+  if (branch.startsWith('-') || branch.startsWith('/') || branch.endsWith('/') || branch.includes('..') || branch.includes('//') || branch.endsWith('.lock')) {
+    return `"${ref}" is not a valid branch name`;
+  }
+  return undefined;
+}
+
 export const GitWorkspaceSchema = z.strictObject({
   git: z.strictObject({
-    url: z.string().min(1),
-    ref: z.string().default('main'),
+    url: z
+      .string()
+      .min(1)
+      .max(2048)
+      .superRefine((url, ctx) => {
+        const problem = gitUrlProblem(url);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }),
+    ref: z
+      .string()
+      .max(255)
+      .default('main')
+      .superRefine((ref, ctx) => {
+        const problem = gitRefProblem(ref);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }),
     secretRef: z.strictObject({ name: z.string().min(1) }).optional(),
   }),
 });

@@ -176,7 +176,7 @@ const episodePrinterColumns = [
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   { name: 'Exit', type: 'integer', jsonPath: '.record.exitCode', priority: 1 },
   { name: 'Reason', type: 'string', jsonPath: '.record.reason', priority: 1 },
-  { name: 'Commit', type: 'string', jsonPath: '.record.evidence.workspace.headAfter', priority: 1 },
+  { name: 'Commit', type: 'string', jsonPath: '.record.evidence.workspace.commit', priority: 1 },
   { name: 'Message', type: 'string', jsonPath: '.record.message', priority: 1 },
 ];
 

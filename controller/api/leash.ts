@@ -20,6 +20,8 @@ export const WorkspaceEvidenceSchema = z.object({
   changed: z.boolean().describe('the tree or HEAD differs from before the episode'),
   headBefore: z.string().max(64).optional(),
   headAfter: z.string().max(64).optional(),
+  /** The checkpoint: the commit episodic made of what the episode left (git workspaces that changed). */
+  commit: z.string().max(64).optional(),
   filesChanged: count.optional(),
   insertions: count.optional(),
   deletions: count.optional(),

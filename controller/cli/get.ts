@@ -132,7 +132,7 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
       ...(wide
         ? [
             String(r.tokens.input + r.tokens.output),
-            ws?.headAfter?.slice(0, 12) ?? '',
+            ws?.commit?.slice(0, 12) ?? '',
             ws ? (ws.filesChanged !== undefined ? `${ws.filesChanged} files +${ws.insertions ?? 0} -${ws.deletions ?? 0}` : ws.changed ? 'changed' : 'none') : '',
             checklist ? `${checklist.done}/${checklist.total}` : '',
             r.message ?? '',

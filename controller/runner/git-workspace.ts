@@ -1,4 +1,5 @@
-// A git workspace around one episode: clone (or update an existing clone) before, commit and push after.
+// A git workspace around one episode: clone (or update an existing clone) before, push after (the commit
+// is the checkpoint, executors/evidence/checkpoint.ts).
 // Every episode starts from what the previous one pushed, so the repository is the agent's memory.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -20,7 +21,6 @@ export interface GitWorkspace {
 
 export type GitStep = { ok: true } | { ok: false; errorClass: ErrorClass; message: string };
 
-export const COMMIT_AUTHOR = { name: 'episodic', email: 'episodic@localhost' };
 const GIT_TIMEOUT_MS = 10 * 60_000;
 
 /** Clone `url` at `ref` into `dir`, or bring an existing clone up to date with the remote ref. */
@@ -30,14 +30,14 @@ export async function prepareGitWorkspace(ws: GitWorkspace): Promise<GitStep> {
   const branch = branchName(ws.ref);
   try {
     await mkdir(ws.dir, { recursive: true });
-    const remoteHasRef = (await git(w, ['ls-remote', '--exit-code', '--heads', url, branch], { allowExit: [2] })).code === 0;
+    const remoteHasRef = (await git(w, ['ls-remote', '--exit-code', '--heads', '--', url, branch], { allowExit: [2] })).code === 0;
     if (!existsSync(path.join(ws.dir, '.git'))) {
       w.log(`cloning ${redactCredentials(url)} (${branch}) into ${ws.dir}`);
       if (remoteHasRef) {
-        await git(w, ['clone', '--quiet', '--branch', branch, '--single-branch', url, ws.dir]);
+        await git(w, ['clone', '--quiet', '--branch', branch, '--single-branch', '--', url, ws.dir]);
       } else {
         // A new branch (or an empty repository): start it from the default branch; the first push creates it.
-        await git(w, ['clone', '--quiet', url, ws.dir]);
+        await git(w, ['clone', '--quiet', '--', url, ws.dir]);
         await git(w, ['checkout', '--quiet', '-b', branch], { cwd: ws.dir });
       }
       return { ok: true };
@@ -70,43 +70,25 @@ export async function prepareGitWorkspace(ws: GitWorkspace): Promise<GitStep> {
   }
 }
 
-/** Commit everything the episode changed (if anything) and push the branch. */
-export async function saveGitWorkspace(
-  ws: GitWorkspace,
-  commitMessage: string,
-  opts: { pushTimeoutMs?: number } = {},
-): Promise<GitStep & { committed?: boolean }> {
+/** Push the branch (the checkpoint, or whatever the agent committed itself). */
+export async function pushGitWorkspace(ws: GitWorkspace, opts: { pushTimeoutMs?: number } = {}): Promise<GitStep> {
   const { url, credentials } = withoutUserinfo(ws);
   const w = { ...ws, url, credentials };
   const branch = branchName(ws.ref);
-  let committed = false;
-  try {
-    await git(w, ['add', '--all'], { cwd: ws.dir });
-    const staged = await git(w, ['diff', '--cached', '--quiet'], { cwd: ws.dir, allowExit: [1] });
-    if (staged.code === 1) {
-      const who = COMMIT_AUTHOR;
-      await git(w, ['commit', '--quiet', '-m', commitMessage], {
-        cwd: ws.dir,
-        env: { GIT_AUTHOR_NAME: who.name, GIT_AUTHOR_EMAIL: who.email, GIT_COMMITTER_NAME: who.name, GIT_COMMITTER_EMAIL: who.email },
-      });
-      committed = true;
-      w.log(`committed "${commitMessage}"`);
-    } else {
-      w.log('nothing to commit');
-    }
-  } catch (err) {
-    return { ...failure('git commit failed', err, w), committed };
-  }
-  // Push even without a new commit: the agent may have committed itself.
   const born = await git(w, ['rev-parse', '--verify', '--quiet', 'HEAD'], { cwd: ws.dir, allowExit: [1] });
-  if (born.code !== 0) return { ok: true, committed };
+  if (born.code !== 0) return { ok: true };
   try {
-    await git(w, ['push', '--quiet', url, `HEAD:refs/heads/${branch}`], { cwd: ws.dir, timeoutMs: opts.pushTimeoutMs });
+    await git(w, ['push', '--quiet', '--', url, `HEAD:refs/heads/${branch}`], { cwd: ws.dir, timeoutMs: opts.pushTimeoutMs });
     w.log(`pushed to ${redactCredentials(url)} (${branch})`);
-    return { ok: true, committed };
+    return { ok: true };
   } catch (err) {
-    return { ...failure('git push failed', err, w, 'transient'), committed };
+    return failure('git push failed', err, w, 'transient');
   }
+}
+
+/** Environment for git commands on this workspace (credentials, no hooks, no prompts). */
+export function gitWorkspaceEnv(ws: GitWorkspace): Record<string, string> {
+  return gitEnvironment(withoutUserinfo(ws).credentials);
 }
 
 export function branchName(ref: string): string {

@@ -12,8 +12,9 @@ import type { RunnerConfig } from './episode-input.ts';
 import { followFile } from './follow-file.ts';
 import { redactCredentials, takeGitCredentials } from './git-credentials.ts';
 import type { GitCredentials } from './git-credentials.ts';
-import { prepareGitWorkspace, saveGitWorkspace } from './git-workspace.ts';
+import { gitWorkspaceEnv, prepareGitWorkspace, pushGitWorkspace } from './git-workspace.ts';
 import type { GitWorkspace } from './git-workspace.ts';
+import { checkpointEpisode } from '../executors/evidence/checkpoint.ts';
 import { collectEvidence } from '../executors/evidence/collect.ts';
 import { snapshotWorkspace } from '../executors/evidence/workspace.ts';
 import { encodeTerminationMessage } from './termination-message.ts';
@@ -105,14 +106,26 @@ async function runConfiguredEpisode(
   const evidence = await collectEvidence({ workspace: config.workspaceDir, before, checklist: config.checklist }, result).catch(() => undefined);
   if (evidence) result = { ...result, evidence };
 
+  // A checkpoint of any git workspace the episode changed (a clone, or a volume holding a repository).
+  const checkpoint = await checkpointEpisode(result, {
+    dir: config.workspaceDir,
+    namespace: config.namespace,
+    task: config.task,
+    episode: config.episode,
+    completion: config.completion,
+    env: git ? gitWorkspaceEnv(git) : undefined,
+  });
+  result = checkpoint.result;
+  if (checkpoint.error) opts.log(redactCredentials(checkpoint.error, credentials));
+  if (checkpoint.result.evidence?.workspace?.commit) opts.log(`checkpoint ${checkpoint.result.evidence.workspace.commit.slice(0, 12)}`);
   if (git) {
     const cancelled = result.cancelled || opts.signal?.aborted === true;
-    const saved = await saveGitWorkspace(git, `episodic: ${config.namespace}/${config.task} episode ${config.episode}`, {
-      pushTimeoutMs: cancelled ? PUSH_TIMEOUT_WHEN_CANCELLED_MS : undefined,
-    });
-    // Unsaved work is lost work: retry the episode, unless it already failed for a weightier reason.
+    const pushed = await pushGitWorkspace(git, { pushTimeoutMs: cancelled ? PUSH_TIMEOUT_WHEN_CANCELLED_MS : undefined });
+    // Unsaved work is lost work (the pod's clone goes with it): retry the episode, unless it already
+    // failed for a weightier reason.
+    const saved = checkpoint.error ? { ok: false as const, errorClass: 'transient' as const, message: checkpoint.error } : pushed;
     if (!saved.ok && result.errorClass === 'none') {
-      result = episodeResult({ ...result, errorClass: saved.errorClass, message: clip(saved.message) });
+      result = episodeResult({ ...result, errorClass: saved.errorClass, message: clip(redactCredentials(saved.message, credentials)) });
     }
   }
   return finish(opts, result);

@@ -236,7 +236,7 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
       apiVersion: API_VERSION,
       kind: 'AgentEpisode',
       metadata: { name: 'fix-ep-3', labels: { 'episodic.dev/task': 'fix' } },
-      record: { task: 'fix', number: 3, outcome: 'failed', reason: 'Backoff', exitCode: null, costUSD: 0.42, evidence: { workspace: { kind: 'git', changed: false, headAfter: 'abc123' } } },
+      record: { task: 'fix', number: 3, outcome: 'failed', reason: 'Backoff', exitCode: null, costUSD: 0.42, evidence: { workspace: { kind: 'git', changed: true, headAfter: 'abc000', commit: 'abc123' } } },
     };
     // create, not apply: client-side apply drops the null exit code.
     await kubectl(['create', '-n', ns, '-f', '-'], { input: JSON.stringify(episode) });

@@ -73,7 +73,9 @@ test('records: one line per finished episode, with outcome, spend and evidence; 
   const wide = await runCli(['get', 'work', dir, '--episodes', '-o', 'wide']);
   assert.match(wide.stdout, /CHECKLIST\s+MESSAGE/);
   const row2 = wide.stdout.split('\n')[2].split(/\s{2,}/);
-  assert.ok(row2.includes(head.slice(0, 12)) && row2.includes('2/3'), `episode 2's commit and checklist: ${row2.join(' | ')}`);
+  const checkpoint = progressed.evidence?.workspace?.commit ?? '';
+  assert.match(checkpoint, /^[0-9a-f]{40}$/, 'episode 2 changed the git workspace: its checkpoint commit');
+  assert.ok(row2.includes(checkpoint.slice(0, 12)) && row2.includes('2/3'), `episode 2's commit and checklist: ${row2.join(' | ')}`);
 
   const json = JSON.parse((await runCli(['get', 'work', dir, '--episodes', '-o', 'json'])).stdout);
   assert.equal(json.kind, 'List');

@@ -49,8 +49,11 @@ describe('episodic episode with a git workspace', () => {
     assert.equal(first.code, 0, first.stderr);
     assert.equal(first.result?.errorClass, 'none', first.result?.message);
     assert.deepEqual(JSON.parse(first.stdout), { saw: ['README.md'] });
-    assert.deepEqual(log(bare), ['episodic: team-a/demo episode 1|episodic <episodic@localhost>', 'seed|seed <seed@example.com>']);
-    assert.match(first.stderr, /committed "episodic: team-a\/demo episode 1"/);
+    assert.deepEqual(log(bare), ['episodic: demo episode 1 (continue)|episodic <episodic@localhost>', 'seed|seed <seed@example.com>']);
+    assert.equal(git(bare, 'log', '-1', '--format=%(trailers:key=Episodic-Task,valueonly)%(trailers:key=Episodic-Episode,valueonly)', 'main'), 'team-a/demo\n1');
+    // The checkpoint is the commit in the result's evidence (and so in the episode's record).
+    assert.equal(first.result?.evidence?.workspace?.commit, git(bare, 'rev-parse', 'main'));
+    assert.match(first.stderr, /checkpoint [0-9a-f]{12}/);
 
     // A fresh pod: a fresh emptyDir.
     const second = await runRunner({
@@ -61,8 +64,8 @@ describe('episodic episode with a git workspace', () => {
     assert.equal(second.code, 0, second.stderr);
     assert.deepEqual(JSON.parse(second.stdout), { saw: ['first.txt'] });
     assert.deepEqual(log(bare).slice(0, 2).map((l) => l.split('|')[0]), [
-      'episodic: team-a/demo episode 2',
-      'episodic: team-a/demo episode 1',
+      'episodic: demo episode 2 (continue)',
+      'episodic: demo episode 1 (continue)',
     ]);
     assert.equal(git(bare, 'show', 'main:first.txt'), 'one');
     assert.equal(git(bare, 'show', 'main:second.txt'), 'two');
@@ -93,8 +96,10 @@ describe('episodic episode with a git workspace', () => {
     assert.equal(run.code, 0, run.stderr);
     assert.deepEqual(JSON.parse(run.stdout), { saw: ['b.txt'] });
     assert.match(run.stderr, /updating the existing clone/);
-    assert.match(run.stderr, /nothing to commit/);
-    assert.deepEqual(log(bare).map((l) => l.split('|')[0]), ['agent commit', 'human', 'episodic: team-a/demo episode 1', 'seed']);
+    // Nothing left uncommitted: no checkpoint; the agent's own commit holds the episode's work.
+    assert.doesNotMatch(run.stderr, /checkpoint failed/);
+    assert.deepEqual(log(bare).map((l) => l.split('|')[0]), ['agent commit', 'human', 'episodic: demo episode 1 (continue)', 'seed']);
+    assert.equal(run.result?.evidence?.workspace?.commit, git(bare, 'rev-parse', 'main'));
   });
 
   it('creates a missing branch, and works with an empty repository', async () => {
@@ -105,7 +110,7 @@ describe('episodic episode with a git workspace', () => {
       prompt: 'x',
     });
     assert.equal(run.code, 0, run.stderr);
-    assert.deepEqual(log(bare, 'episodic/feature').map((l) => l.split('|')[0]), ['episodic: team-a/demo episode 1', 'seed']);
+    assert.deepEqual(log(bare, 'episodic/feature').map((l) => l.split('|')[0]), ['episodic: demo episode 1 (continue)', 'seed']);
     assert.deepEqual(log(bare), ['seed|seed <seed@example.com>'], 'main is untouched');
 
     const emptyRoot = await tempDir('git');
@@ -117,6 +122,25 @@ describe('episodic episode with a git workspace', () => {
     });
     assert.equal(fromEmpty.code, 0, fromEmpty.stderr);
     assert.equal(git(path.join(emptyRoot, 'empty.git'), 'show', 'main:hello.txt'), 'hi');
+  });
+
+  it('makes no checkpoint for an episode that changes nothing', async () => {
+    const { bare, url } = await seededBareRepo();
+    const run = await runRunner({ agent: nodeAgent(`console.log('looked, changed nothing')`), config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url, ref: 'main' } }), prompt: 'x' });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.result?.evidence?.workspace?.changed, false);
+    assert.equal(run.result?.evidence?.workspace?.commit, undefined);
+    assert.deepEqual(log(bare), ['seed|seed <seed@example.com>']);
+  });
+
+  it('refuses a url git could read as an option or a remote-helper command, before running anything', async () => {
+    for (const url of ['--upload-pack=touch /tmp/pwned', 'ext::sh -c touch% /tmp/pwned', 'fd::17', 'gopher://host/repo']) {
+      const run = await runRunner({ agent: writingAgent('x.txt', 'x'), config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url, ref: 'main' } }), prompt: 'x' });
+      assert.equal(run.result?.errorClass, 'fatal', url);
+      assert.match(run.result?.message ?? '', /git\.url: /, url);
+    }
+    const badRef = await runRunner({ agent: writingAgent('x.txt', 'x'), config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url: 'file:///nowhere', ref: '--orphan' } }), prompt: 'x' });
+    assert.match(badRef.result?.message ?? '', /git\.ref: /);
   });
 
   it('turns a rejected push into a transient result (the agent exit code is kept)', async () => {

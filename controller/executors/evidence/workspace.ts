@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { WorkspaceEvidence } from '../../api/leash.ts';
 
 const WALK_CAP = 10_000;
@@ -23,7 +23,8 @@ export interface SnapshotOptions {
 export async function snapshotWorkspace(dir: string, opts: SnapshotOptions = {}): Promise<WorkspaceSnapshot | undefined> {
   try {
     if (existsSync(join(dir, '.git'))) {
-      const [head, status] = await Promise.all([git(dir, ['rev-parse', '--verify', '-q', 'HEAD']).catch(() => ''), git(dir, ['status', '--porcelain=v1', '-z'])]);
+      const pathspec = ['--', '.', ...excludePathspecs(dir, opts.exclude ?? [])];
+      const [head, status] = await Promise.all([git(dir, ['rev-parse', '--verify', '-q', 'HEAD']).catch(() => ''), git(dir, ['status', '--porcelain=v1', '-z', ...pathspec])]);
       return { kind: 'git', head: head.trim() || undefined, status };
     }
     return await fingerprint(dir, (opts.exclude ?? []).map((p) => resolve(p)));
@@ -50,6 +51,15 @@ export async function compareWorkspace(dir: string, before: WorkspaceSnapshot, a
     evidence.deletions = num(/(\d+) deletions?/);
   }
   return evidence;
+}
+
+/** git pathspecs that leave out the excluded paths inside the repository (the state directory, say). */
+export function excludePathspecs(dir: string, exclude: string[]): string[] {
+  const root = resolve(dir);
+  return exclude
+    .map((p) => relative(root, resolve(p)))
+    .filter((rel) => rel !== '' && !rel.startsWith('..') && !isAbsolute(rel))
+    .map((rel) => `:(exclude,top)${rel}`);
 }
 
 function untracked(porcelain: string): number {

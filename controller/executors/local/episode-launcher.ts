@@ -3,9 +3,10 @@
 import { dirname, join } from 'node:path';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
 import { episodeResult } from '../../api/episode-result.ts';
-import type { EpisodeResult } from '../../api/episode-result.ts';
+import type { EpisodeResult, ErrorClass } from '../../api/episode-result.ts';
 import { startProcessEpisode } from '../process/process-episode.ts';
 import { renderPrompt } from '../prompt.ts';
+import { GitWorkspaceError, prepareLocalGitWorkspace } from './git-workspace.ts';
 import { prepareWorkspace, readPromptTemplate, WorkspaceError } from './workspace.ts';
 
 export interface LaunchRequest {
@@ -41,19 +42,24 @@ export function episodeLogPath(stateDir: string, namespace: string, name: string
 
 export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode> {
   const startedAt = new Date().toISOString();
-  const failed = (message: string): LaunchedEpisode => ({
+  const failed = (message: string, errorClass: ErrorClass = 'fatal'): LaunchedEpisode => ({
     number: req.number,
     startedAt,
     // A spec that cannot run (workspace outside the root, missing promptFile) will not fix itself by retrying.
-    result: Promise.resolve(episodeResult({ exitCode: null, errorClass: 'fatal', message })),
+    result: Promise.resolve(episodeResult({ exitCode: null, errorClass, message })),
     cancel: () => undefined,
   });
   let workspace: string;
   let template: string;
   try {
-    workspace = await prepareWorkspace(req.root, req.specFile, req.name, req.spec);
+    const ws = req.spec.workspace;
+    workspace =
+      ws && typeof ws === 'object' && 'git' in ws
+        ? await prepareLocalGitWorkspace(req.stateDir, req.namespace, req.name, req.specFile, ws.git)
+        : await prepareWorkspace(req.root, req.specFile, req.name, req.spec);
     template = await readPromptTemplate(workspace, req.spec);
   } catch (err) {
+    if (err instanceof GitWorkspaceError) return failed(err.message, err.errorClass);
     if (err instanceof WorkspaceError) return failed(err.message);
     return failed(`could not prepare the workspace: ${(err as Error).message}`);
   }

@@ -7,6 +7,7 @@ import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import { TerminalError } from '../../core/ports.ts';
 import type { EpisodeExecutor } from '../../core/ports.ts';
+import { checkpointLocalEpisode } from './episode-checkpoint.ts';
 import { launchEpisode } from './episode-launcher.ts';
 import type { LaunchedEpisode } from './episode-launcher.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
@@ -99,7 +100,8 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
       const workspace = episode.workspace;
       // Evidence is best effort: an episode whose evidence could not be gathered is still recorded.
       const evidence = workspace ? await collectEvidence({ workspace, before, checklist, snapshot }, ended).catch(() => undefined) : undefined;
-      const result = evidence ? { ...ended, evidence } : ended;
+      let result = evidence ? { ...ended, evidence } : ended;
+      if (workspace) result = await checkpointLocalEpisode(result, { workspace, stateDir: this.opts.stateDir, task, number, logger: this.opts.logger }).catch(() => result);
       this.running.delete(task.key);
       this.finished.set(task.key, { number, state: 'finished', startedAt: episode.startedAt, finishedAt: new Date().toISOString(), result });
       this.notify(task.key);

@@ -12,7 +12,7 @@ export class WorkspaceError extends Error {}
 export async function prepareWorkspace(root: string, specFile: string, name: string, spec: AgentTaskSpec): Promise<string> {
   const ws = spec.workspace ?? join('ws', name);
   if (typeof ws !== 'string') {
-    throw new WorkspaceError('spec.workspace: git and volumeClaim workspaces work on a cluster only; locally use a directory');
+    throw new WorkspaceError('spec.workspace: volumeClaim workspaces work on a cluster only; locally use a directory or a git workspace');
   }
   // Checked before every episode (an agent may have swapped its workspace for a symlink); native realpath
   // and mkdir are one system call each, cheaper synchronously than through the thread pool.

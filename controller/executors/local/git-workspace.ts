@@ -1,0 +1,58 @@
+// `workspace: {git: {url, ref}}` locally: cloned under the state directory (workspaces/NAMESPACE/NAME) by
+// the first episode, brought up to date from the remote by every later one, and pushed after each like
+// the runner does in a pod, so a spec that names a git workspace runs unchanged in both places. git uses
+// your own credentials here (ssh agent, credential helper); `secretRef` is for the cluster.
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import type { ErrorClass } from '../../api/episode-result.ts';
+import { gitRefProblem, gitUrlProblem } from '../../api/agent-task.ts';
+import { prepareGitWorkspace, pushGitWorkspace } from '../../runner/git-workspace.ts';
+import type { GitStep, GitWorkspace } from '../../runner/git-workspace.ts';
+
+export interface LocalGitSpec {
+  url: string;
+  ref: string;
+}
+
+export class GitWorkspaceError extends Error {
+  readonly errorClass: ErrorClass;
+  constructor(message: string, errorClass: ErrorClass) {
+    super(message);
+    this.errorClass = errorClass;
+  }
+}
+
+export function localGitWorkspaceDir(stateDir: string, namespace: string, name: string): string {
+  return join(stateDir, 'workspaces', namespace, name);
+}
+
+/** A relative path is a repository beside the spec file; URLs and scp-like `host:path` stay as written. */
+export function resolveGitUrl(url: string, specFile: string): string {
+  const hasScheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(url);
+  const colon = url.indexOf(':');
+  const slash = url.indexOf('/');
+  const scpLike = colon > 0 && (slash < 0 || colon < slash);
+  return hasScheme || scpLike || isAbsolute(url) ? url : resolve(dirname(specFile), url);
+}
+
+function workspaceOf(stateDir: string, namespace: string, name: string, specFile: string, git: LocalGitSpec): GitWorkspace {
+  const problem = gitUrlProblem(git.url) ?? gitRefProblem(git.ref);
+  if (problem) throw new GitWorkspaceError(`spec.workspace.git: ${problem}`, 'fatal');
+  return {
+    url: resolveGitUrl(git.url, specFile),
+    ref: git.ref,
+    dir: localGitWorkspaceDir(stateDir, namespace, name),
+    log: () => undefined, // failures come back as the step's message, into the episode's result
+  };
+}
+
+/** Clone or update the task's clone; its directory, or a GitWorkspaceError classed like the runner's. */
+export async function prepareLocalGitWorkspace(stateDir: string, namespace: string, name: string, specFile: string, git: LocalGitSpec): Promise<string> {
+  const ws = workspaceOf(stateDir, namespace, name, specFile, git);
+  const step = await prepareGitWorkspace(ws);
+  if (!step.ok) throw new GitWorkspaceError(step.message, step.errorClass);
+  return ws.dir;
+}
+
+export async function pushLocalGitWorkspace(stateDir: string, namespace: string, name: string, specFile: string, git: LocalGitSpec): Promise<GitStep> {
+  return pushGitWorkspace(workspaceOf(stateDir, namespace, name, specFile, git));
+}
