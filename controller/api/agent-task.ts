@@ -1,7 +1,7 @@
 // The AgentTask contract (episodic.dev/v1alpha1). This zod schema is the single source of truth:
 // TypeScript types, defaults, validation messages and the CRD's OpenAPI schema all come from it.
 import { z } from 'zod';
-import { BreakerSpecSchema, BreakerStatusSchema, ChecklistCountsSchema, ProgressSpecSchema } from './leash.ts';
+import { BreakerSpecSchema, BreakerStatusSchema, ProgressSpecSchema, ProgressStatusSchema } from './leash.ts';
 
 export const GROUP = 'episodic.dev';
 export const VERSION = 'v1alpha1';
@@ -287,7 +287,7 @@ export const AgentTaskStatusSchema = z.object({
   nextEpisodeAt: z.string().optional(),
   conditions: z.array(ConditionSchema).default([]),
   observedGeneration: z.number().int().optional(),
-  progress: ChecklistCountsSchema.optional().describe('the checklist of progress.checklist, as of the last episode'),
+  progress: ProgressStatusSchema.optional().describe('the checklist of progress.checklist, as of the last episode'),
   breaker: BreakerStatusSchema.optional(),
   workspaceChanges: z.number().int().nonnegative().default(0).describe('episodes since the task (re)opened that changed the workspace'),
 });

@@ -161,6 +161,7 @@ const printerColumns = [
   { name: 'Episodes', type: 'integer', jsonPath: '.status.episodes' },
   { name: 'Cost', type: 'number', jsonPath: '.status.costUSD' },
   { name: 'Reason', type: 'string', jsonPath: '.status.reason' },
+  { name: 'Progress', type: 'string', jsonPath: '.status.progress.summary' },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   // priority 1: only with `kubectl get -o wide`.
   { name: 'Last Outcome', type: 'string', jsonPath: '.status.lastEpisode.outcome', priority: 1 },

@@ -14,6 +14,11 @@ export const ChecklistCountsSchema = z.object({
   skipped: count.default(0),
 });
 
+/** status.progress: the counts, and "done/total" for the Progress printer column (JSONPath cannot join). */
+export const ProgressStatusSchema = ChecklistCountsSchema.extend({
+  summary: z.string().max(32).optional().describe('items done or skipped / all items, e.g. 7/12'),
+});
+
 /** What the executor saw of the workspace across one episode. */
 export const WorkspaceEvidenceSchema = z.object({
   kind: z.enum(['git', 'directory']),
@@ -76,6 +81,7 @@ export const BreakerStatusSchema = z.object({
 });
 
 export type ChecklistCounts = z.infer<typeof ChecklistCountsSchema>;
+export type ProgressStatus = z.infer<typeof ProgressStatusSchema>;
 export type WorkspaceEvidence = z.infer<typeof WorkspaceEvidenceSchema>;
 export type Evidence = z.infer<typeof EvidenceSchema>;
 export type BreakerSpec = z.infer<typeof BreakerSpecSchema>;

@@ -80,7 +80,7 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
     return 0;
   }
   const wide = opts.output === 'wide';
-  const header = ['NAMESPACE', 'NAME', 'PHASE', 'EPISODES', 'COST', 'REASON', ...(wide ? ['LAST OUTCOME', 'NEXT EPISODE', 'MESSAGE'] : [])];
+  const header = ['NAMESPACE', 'NAME', 'PHASE', 'EPISODES', 'COST', 'REASON', 'PROGRESS', ...(wide ? ['LAST OUTCOME', 'NEXT EPISODE', 'MESSAGE'] : [])];
   const rows = items.map(({ task, status }) => [
     task.namespace,
     task.name,
@@ -88,6 +88,7 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
     String(status.episodes),
     `$${status.costUSD.toFixed(4)}`,
     status.reason ?? '',
+    status.progress?.summary ?? '',
     ...(wide ? [status.lastEpisode?.outcome ?? '', status.nextEpisodeAt ?? '', status.message ?? ''] : []),
   ]);
   if (rows.length === 0) console.error(`No AgentTasks found in ${dir}.`);

@@ -7,6 +7,7 @@ import { backoffMs } from './backoff.ts';
 import { stepBreaker } from './breaker.ts';
 import { checklistComplete, missingEvidence } from './completion.ts';
 import { classifyOutcome } from './outcome.ts';
+import { progressStatus } from './progress.ts';
 import type { ClassifiedOutcome } from './outcome.ts';
 import { normal, USAGE_LIMIT_FALLBACK_MS, warning } from './types.ts';
 import type { Events, ObservedEpisode, ReconcileInput } from './types.ts';
@@ -73,7 +74,7 @@ export function recordEpisode(
   const status: AgentTaskStatus = {
     ...prev,
     workspaceChanges: counters.workspaceChanges,
-    progress: evidence?.checklist ?? prev.progress,
+    progress: evidence?.checklist ? progressStatus(evidence.checklist) : prev.progress,
     currentEpisode: undefined,
     nextEpisodeAt: undefined,
     costUSD: roundFloatNoise(prev.costUSD + result.costUSD),

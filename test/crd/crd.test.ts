@@ -201,16 +201,17 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
       costUSD: 1.25,
       lastEpisode: { number: 3, outcome: 'continue' },
       nextEpisodeAt: '2030-01-02T03:04:05Z',
+      progress: { done: 6, skipped: 1, total: 12, summary: '7/12' },
     };
     await kubectl(['patch', 'at', 'columns', '-n', ns, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
 
     const [header, row] = (await kubectl(['get', 'at', 'columns', '-n', ns])).trim().split('\n');
-    assert.deepEqual(header.split(/\s{2,}/), ['NAME', 'PHASE', 'EPISODES', 'COST', 'REASON', 'AGE']);
-    assert.deepEqual(row.split(/\s+/).slice(0, 5), ['columns', 'Waiting', '3', '1.25', 'EpisodeContinue']);
+    assert.deepEqual(header.split(/\s{2,}/), ['NAME', 'PHASE', 'EPISODES', 'COST', 'REASON', 'PROGRESS', 'AGE']);
+    assert.deepEqual(row.split(/\s+/).slice(0, 6), ['columns', 'Waiting', '3', '1.25', 'EpisodeContinue', '7/12']);
 
     const [wideHeader, wideRow] = (await kubectl(['get', 'at', 'columns', '-n', ns, '-o', 'wide'])).trim().split('\n');
     assert.deepEqual(wideHeader.split(/\s{2,}/), [
-      'NAME', 'PHASE', 'EPISODES', 'COST', 'REASON', 'AGE', 'LAST OUTCOME', 'NEXT EPISODE',
+      'NAME', 'PHASE', 'EPISODES', 'COST', 'REASON', 'PROGRESS', 'AGE', 'LAST OUTCOME', 'NEXT EPISODE',
     ]);
     assert.deepEqual(wideRow.split(/\s+/).slice(-2), ['continue', '2030-01-02T03:04:05Z']);
 

@@ -60,5 +60,7 @@ test('leash: ticking PLAN.md finishes the task when the checklist is complete', 
   const s = readStatus(dir, 'planned')?.status;
   assert.equal(s?.reason, 'ChecklistComplete');
   assert.equal(s?.episodes, 3);
-  assert.deepEqual(s?.progress, { done: 3, total: 3, inProgress: 0, failed: 0, skipped: 0 });
+  assert.deepEqual(s?.progress, { done: 3, total: 3, inProgress: 0, failed: 0, skipped: 0, summary: '3/3' });
+  const table = await runCli(['get', dir]);
+  assert.match(table.stdout, /REASON\s+PROGRESS\n.*planned\s+Succeeded\s+3\s+\S+\s+ChecklistComplete\s+3\/3/);
 });

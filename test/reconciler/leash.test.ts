@@ -121,8 +121,15 @@ test('leash: an open breaker is explained in an event and status.breaker; nothin
 
 test('leash: a checklist and workspace changes are kept in status', () => {
   const out = reconcile(ending({ progress: { checklist: 'PLAN.md' } }, { exitCode: 0, evidence: { ...moved, checklist: { done: 7, total: 12, inProgress: 1, failed: 0, skipped: 0 } } }));
-  assert.deepEqual(out.status.progress, { done: 7, total: 12, inProgress: 1, failed: 0, skipped: 0 });
+  assert.deepEqual(out.status.progress, { done: 7, total: 12, inProgress: 1, failed: 0, skipped: 0, summary: '7/12' });
   assert.equal(out.status.workspaceChanges, 1);
+});
+
+test('leash: the Progress column counts skipped items as settled, and keeps the last checklist when an episode read none', () => {
+  const ticked = reconcile(ending({ progress: { checklist: 'PLAN.md' } }, { exitCode: 0, evidence: { checklist: { done: 10, total: 12, inProgress: 0, failed: 0, skipped: 2 } } }));
+  assert.equal(ticked.status.progress?.summary, '12/12');
+  const unread = reconcile(ending({ progress: { checklist: 'PLAN.md' } }, { exitCode: 0 }, { progress: { done: 1, total: 4, inProgress: 0, failed: 0, skipped: 0, summary: '1/4' } }));
+  assert.equal(unread.status.progress?.summary, '1/4');
 });
 
 test('leash: editing the spec of a CircuitOpen task re-opens it HalfOpen with its run evidence reset', () => {
