@@ -253,6 +253,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     this.spent.delete(task.key);
     this.opts.metrics?.movePhase(task.namespace, this.phases.get(task.key), undefined);
     this.phases.delete(task.key);
+    this.opts.metrics?.leash.trackWaiting(task.key, task.namespace, undefined);
   }
 
   private noteDecided(task: T, before: AgentTaskStatus, status: AgentTaskStatus): void {
@@ -261,6 +262,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     const metrics = this.opts.metrics;
     if (!metrics) return;
     metrics.observeTransition(task.namespace, before, status);
+    metrics.leash.trackWaiting(task.key, task.namespace, status);
     const phase = status.phase ?? 'Pending';
     if (this.phases.get(task.key) !== phase) metrics.movePhase(task.namespace, this.phases.get(task.key), phase);
     this.phases.set(task.key, phase);
@@ -283,6 +285,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       const phase = recorded?.phase ?? 'Pending';
       this.phases.set(task.key, phase);
       this.opts.metrics?.movePhase(task.namespace, undefined, phase);
+      if (recorded) this.opts.metrics?.leash.trackWaiting(task.key, task.namespace, recorded);
     }
     if (old) for (const dep of old.dependsOn) this.dependents.get(taskKey(old.namespace, dep))?.delete(task.key);
     for (const dep of task.dependsOn) {

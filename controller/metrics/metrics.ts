@@ -3,6 +3,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AgentTaskStatus, Outcome, Phase, Tokens } from '../api/agent-task.ts';
 import { PHASES } from '../api/agent-task.ts';
+import { LeashMetrics } from './leash-metrics.ts';
 
 export const EVENT_LOOP_PRECISION_MS = 100;
 
@@ -63,6 +64,9 @@ export class EpisodicMetrics {
     registers: [this.registry],
   });
 
+  /** Breaker transitions and tasks waiting by reason. */
+  readonly leash = new LeashMetrics(this.registry);
+
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     // The event-loop lag histogram samples with a libuv timer: prom-client's default 10 ms would wake an
     // idle controller 100 times a second. 100 ms still catches the stalls worth seeing.
@@ -97,6 +101,7 @@ export class EpisodicMetrics {
       };
       this.recordEpisode(namespace, last.outcome, seconds, last.costUSD ?? 0, tokens);
     }
+    this.leash.observeBreaker(namespace, before, after);
     if (after.phase === 'Skipped' && before?.phase !== 'Skipped') {
       this.skipped.inc({ namespace, reason: after.reason ?? 'Unknown' });
     }

@@ -332,6 +332,8 @@ describe('grafana dashboard', () => {
       ['duration p90', /histogram_quantile\(0\.9, /],
       ['duration p99', /histogram_quantile\(0\.99, /],
       ['tasks by phase', /sum by \(phase\) \(max by \(namespace, phase\) \(episodic_tasks\{/],
+      ['breaker transitions', /sum by \(to, rule\) \(increase\(episodic_breaker_transitions_total\{/],
+      ['tasks waiting by reason', /sum by \(reason\) \(max by \(namespace, reason\) \(episodic_tasks_waiting\{/],
     ];
     for (const [what, re] of wanted) assert.ok(exprs.some((e) => re.test(e)), `no panel for ${what}`);
   });

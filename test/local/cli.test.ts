@@ -137,6 +137,24 @@ test('--metrics-addr serves /metrics, /healthz, /readyz while running', async ()
   assert.equal(await run.exited, 130);
 });
 
+test('--metrics-addr: tasks waiting are counted by reason (episodic_tasks_waiting)', async () => {
+  const dir = specDir([
+    { name: 'backing-off', spec: { backoff: { initialSeconds: 600, factor: 1, maxSeconds: 600 } }, script: { default: { mode: 'fail' } } },
+    { name: 'done', script: { default: { mode: 'success' } } },
+  ]);
+  const run = startCli(['run', dir, '--metrics-addr', '127.0.0.1:0', '--log-level', 'info']);
+  const url = await waitFor('metrics url in the log', () => /"url":"(http:[^"]+)\/metrics"/.exec(run.output())?.[1]);
+  await waitFor('backing-off waits', () => readStatus(dir, 'backing-off')?.status.reason === 'Backoff' && readStatus(dir, 'done')?.status.phase === 'Succeeded');
+  let body = '';
+  for (const deadline = Date.now() + 10_000; !/episodic_tasks_waiting\{namespace="default",reason="Backoff"\} 1/.test(body); ) {
+    assert.ok(Date.now() < deadline, `no waiting task in /metrics:\n${body}`);
+    body = await (await fetch(`${url}/metrics`)).text();
+  }
+  assert.doesNotMatch(body, /episodic_tasks_waiting\{[^}]*reason="(?!Backoff)/, 'only the waiting task, under its reason');
+  run.child.kill('SIGINT');
+  assert.equal(await run.exited, 130);
+});
+
 test('logs never contain secret env values from the spec', async () => {
   const dir = specDir([{ name: 'secretive', spec: { agent: { command: [process.execPath, join(REPO, 'test/agents/fake-claude.mjs')], env: [{ name: 'ANTHROPIC_API_KEY', value: 'sk-very-secret-123' }] } }, script: { default: { mode: 'success' } } }]);
   const run = await runCli(['run', dir, '--log-level', 'trace']);

@@ -2,6 +2,8 @@
 // that changes nothing stops; slow real work does not; one error repeated stops; "done" needs evidence.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { readStatus, runCli, specDir } from '../support/local.ts';
 
 const fast = { backoff: { initialSeconds: 0.05, factor: 1, maxSeconds: 0.05 } };
@@ -9,7 +11,8 @@ const plan = (done: number) => ['# Plan', ...[1, 2, 3].map((i) => `- [${i <= don
 
 test('leash: an agent that never changes anything trips the breaker after 5 + 3 episodes (CircuitOpen), not maxEpisodes', async () => {
   const dir = specDir([{ name: 'stuck', spec: { ...fast, limits: { maxEpisodes: 20, episodeTimeoutSeconds: 30 } }, script: { default: { mode: 'continue' } } }]);
-  const res = await runCli(['run', dir]);
+  const metricsFile = join(dir, 'metrics.prom');
+  const res = await runCli(['run', dir, '--metrics-file', metricsFile]);
   assert.equal(res.code, 1);
   const s = readStatus(dir, 'stuck')?.status;
   assert.equal(s?.reason, 'CircuitOpen');
@@ -17,6 +20,9 @@ test('leash: an agent that never changes anything trips the breaker after 5 + 3 
   assert.equal(s?.breaker?.state, 'Open');
   assert.match(s?.message ?? '', /no progress in 8 episodes in a row \(directory unchanged; no progress yet\)/);
   assert.match(res.stdout + res.stderr, /"event":"CircuitOpen"/);
+  const metrics = readFileSync(metricsFile, 'utf8');
+  assert.match(metrics, /episodic_breaker_transitions_total\{namespace="default",to="HalfOpen",rule="noProgress"\} 1\n/);
+  assert.match(metrics, /episodic_breaker_transitions_total\{namespace="default",to="Open",rule="noProgress"\} 1\n/);
 });
 
 test('leash: an agent that progresses every third episode never trips and runs to its end', async () => {
@@ -34,12 +40,16 @@ test('leash: an agent that progresses every third episode never trips and runs t
 
 test('leash: the same error five times in a row opens the breaker before the failure limit', async () => {
   const dir = specDir([{ name: 'looping', spec: { ...fast, limits: { maxEpisodes: 20, maxConsecutiveFailures: 10, episodeTimeoutSeconds: 30 } }, script: { default: { mode: 'fail' } } }]);
-  const res = await runCli(['run', dir]);
+  const metricsFile = join(dir, 'metrics.prom');
+  const res = await runCli(['run', dir, '--metrics-file', metricsFile]);
   assert.equal(res.code, 1);
   const s = readStatus(dir, 'looping')?.status;
   assert.equal(s?.reason, 'CircuitOpen');
   assert.equal(s?.episodes, 5);
   assert.equal(s?.breaker?.trippedBy, 'sameError');
+  const metrics = readFileSync(metricsFile, 'utf8');
+  assert.match(metrics, /episodic_breaker_transitions_total\{namespace="default",to="Open",rule="sameError"\} 1\n/);
+  assert.doesNotMatch(metrics, /to="HalfOpen"/);
 });
 
 test('leash: "done" without the change completion.requires is recorded as continue, never success', async () => {
