@@ -1,6 +1,7 @@
 // The shipped examples stay valid, and the offline demo really finishes its work.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, readStatus, runCli, tempDir } from '../support/local.ts';
@@ -45,4 +46,18 @@ test('the leash example: the plan finishes on its checklist, the stuck and the o
   }
   const rejected = (res.stdout + res.stderr).split('\n').filter((l) => l.includes('"CompletionRejected"') && l.includes('claims-done'));
   assert.equal(rejected.length, 3, 'every claim without a change is rejected');
+});
+
+test('the checkpoints example: one commit per episode on the git workspace\'s branch, with trailers; hashes in the records', async () => {
+  const dir = tempDir();
+  cpSync(join(REPO, 'examples/checkpoints'), dir, { recursive: true, filter: (src) => !/\/(origin\.git|\.episodic)$/.test(src) });
+  const origin = join(dir, 'origin.git');
+  execFileSync('git', ['init', '--quiet', '--bare', '--initial-branch=main', origin]);
+  const res = await runCli(['run', dir]);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(readStatus(dir, 'plan')?.status.reason, 'ChecklistComplete');
+  const log = execFileSync('git', ['-C', origin, 'log', '--format=%H %s|%(trailers:key=Episodic-Episode,valueonly,separator=)', 'episodic/plan'], { encoding: 'utf8' }).trim().split('\n');
+  assert.deepEqual(log.map((l) => l.slice(41)), ['episodic: plan episode 3 (succeeded)|3', 'episodic: plan episode 2 (continue)|2', 'episodic: plan episode 1 (continue)|1']);
+  const wide = await runCli(['get', 'plan', dir, '--episodes', '-o', 'wide']);
+  for (const line of log) assert.ok(wide.stdout.includes(line.slice(0, 12)), `${line.slice(0, 12)} in\n${wide.stdout}`);
 });
