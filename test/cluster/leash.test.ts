@@ -77,6 +77,6 @@ describe('cluster controller: the leash', { skip: skipCluster, timeout: 120_000 
     const task = await waitForTask(client, ns, 'planned', (s) => s.phase === 'Succeeded');
     assert.equal(task.status.reason, 'ChecklistComplete');
     assert.equal(task.status.episodes, 3);
-    assert.deepEqual(task.status.progress, { done: 3, total: 3, inProgress: 0, failed: 0, skipped: 0 });
+    assert.deepEqual(task.status.progress, { done: 3, total: 3, inProgress: 0, failed: 0, skipped: 0, summary: '3/3' });
   });
 });
