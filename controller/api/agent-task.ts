@@ -2,6 +2,7 @@
 // TypeScript types, defaults, validation messages and the CRD's OpenAPI schema all come from it.
 import { z } from 'zod';
 import { BreakerSpecSchema, BreakerStatusSchema, ProgressSpecSchema, ProgressStatusSchema } from './leash.ts';
+import { AuditEntrySchema, ResumeSpecSchema, ResumeStatusSchema } from './resume.ts';
 
 export const GROUP = 'episodic.dev';
 export const VERSION = 'v1alpha1';
@@ -174,6 +175,7 @@ export const AgentTaskSpecSchema = z
     progress: ProgressSpecSchema.default(() => ProgressSpecSchema.parse({})),
     breaker: BreakerSpecSchema.default(() => BreakerSpecSchema.parse({})),
     history: HistorySchema.default(() => HistorySchema.parse({})),
+    resume: ResumeSpecSchema.default(() => ResumeSpecSchema.parse({})),
   })
   .superRefine((spec, ctx) => {
     if (spec.completion.requires.includes('verify') && !spec.completion.verify) {
@@ -198,6 +200,7 @@ export const DEFAULT_SPEC = {
   limits: LimitsSchema.parse({}),
   backoff: BackoffSchema.parse({}),
   breaker: BreakerSpecSchema.parse({}),
+  resume: ResumeSpecSchema.parse({}),
 } as const;
 
 export const MetadataSchema = z.object({
@@ -290,6 +293,8 @@ export const AgentTaskStatusSchema = z.object({
   progress: ProgressStatusSchema.optional().describe('the checklist of progress.checklist, as of the last episode'),
   breaker: BreakerStatusSchema.optional(),
   workspaceChanges: z.number().int().nonnegative().default(0).describe('episodes since the task (re)opened that changed the workspace'),
+  resume: ResumeStatusSchema.optional(),
+  audit: z.array(AuditEntrySchema).optional().describe('the last stop and resume decisions, oldest first'),
 });
 
 export const AgentTaskSchema = z.object({

@@ -111,7 +111,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     if (this.busy() || this.opts.executor.runningCount() > 0) return false;
     for (const task of this.opts.source.list()) {
       const status = this.opts.sink.read(task);
-      if (isTerminal(status?.phase) || status?.phase === 'Suspended') continue;
+      // A scheduled auto-resume is waited for (its cooldown); a held one leaves the task settled.
+      if ((isTerminal(status?.phase) && !status?.resume?.nextAutoResumeAt) || status?.phase === 'Suspended') continue;
       if (status?.reason === 'DependenciesPending' && task.dependsOn.some((d) => !this.opts.source.get(taskKey(task.namespace, d)))) continue;
       return false;
     }
@@ -176,6 +177,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       status: before,
       episode,
       stopRequested: this.stops.get(key),
+      resumeRequest: task.resumeRequest,
       ...this.dependencies(task),
       capacity: !this.stopping && executor.runningCount() + this.reserved < this.opts.maxConcurrent,
       globalBudget:
@@ -254,6 +256,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     this.opts.metrics?.movePhase(task.namespace, this.phases.get(task.key), undefined);
     this.phases.delete(task.key);
     this.opts.metrics?.leash.trackWaiting(task.key, task.namespace, undefined);
+    this.opts.metrics?.resume.trackReview(task.key, task.namespace, undefined);
   }
 
   private noteDecided(task: T, before: AgentTaskStatus, status: AgentTaskStatus): void {
@@ -263,6 +266,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     if (!metrics) return;
     metrics.observeTransition(task.namespace, before, status);
     metrics.leash.trackWaiting(task.key, task.namespace, status);
+    metrics.resume.trackReview(task.key, task.namespace, status);
     const phase = status.phase ?? 'Pending';
     if (this.phases.get(task.key) !== phase) metrics.movePhase(task.namespace, this.phases.get(task.key), phase);
     this.phases.set(task.key, phase);
@@ -286,6 +290,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       this.phases.set(task.key, phase);
       this.opts.metrics?.movePhase(task.namespace, undefined, phase);
       if (recorded) this.opts.metrics?.leash.trackWaiting(task.key, task.namespace, recorded);
+      if (recorded) this.opts.metrics?.resume.trackReview(task.key, task.namespace, recorded);
     }
     if (old) for (const dep of old.dependsOn) this.dependents.get(taskKey(old.namespace, dep))?.delete(task.key);
     for (const dep of task.dependsOn) {

@@ -2,6 +2,7 @@
 // processes and status files; cluster mode with an AgentTask informer, Pods and the /status subresource.
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
+import type { ResumeRequest } from '../api/resume.ts';
 import type { ObservedEpisode, StopReason } from '../reconciler/reconcile.ts';
 
 /** Desired state of one task, as its source has it now. */
@@ -19,6 +20,8 @@ export interface DesiredTask {
   dependsOn: readonly string[];
   /** The task is being deleted: stop what runs, start nothing, then release it. */
   deleting: boolean;
+  /** A person's latest resume request (cluster: annotations; local: the state dir's request file). */
+  resumeRequest?: ResumeRequest;
 }
 
 /** Desired state and its changes. */

@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { AgentTaskStatus, Outcome, Phase, Tokens } from '../api/agent-task.ts';
 import { PHASES } from '../api/agent-task.ts';
 import { LeashMetrics } from './leash-metrics.ts';
+import { ResumeMetrics } from './resume-metrics.ts';
 
 export const EVENT_LOOP_PRECISION_MS = 100;
 
@@ -66,6 +67,8 @@ export class EpisodicMetrics {
 
   /** Breaker transitions and tasks waiting by reason. */
   readonly leash = new LeashMetrics(this.registry);
+  /** Resumes by policy and by a person; tasks needing review by reason. */
+  readonly resume = new ResumeMetrics(this.registry);
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     // The event-loop lag histogram samples with a libuv timer: prom-client's default 10 ms would wake an
@@ -102,6 +105,7 @@ export class EpisodicMetrics {
       this.recordEpisode(namespace, last.outcome, seconds, last.costUSD ?? 0, tokens);
     }
     this.leash.observeBreaker(namespace, before, after);
+    this.resume.observeResume(namespace, before, after);
     if (after.phase === 'Skipped' && before?.phase !== 'Skipped') {
       this.skipped.inc({ namespace, reason: after.reason ?? 'Unknown' });
     }

@@ -6,6 +6,7 @@ import { isTerminal } from '../api/agent-task.ts';
 import { conditionsFor } from './conditions.ts';
 import { judgeDependencies } from './dependencies.ts';
 import { adoptUnknownEpisode, endedEpisode, recordEpisode } from './record-episode.ts';
+import { applyResume, resumeOnReopen, superviseReview } from './resume.ts';
 import { DEADLINE_GRACE_MS, normal, warning } from './types.ts';
 import type { Action, Events, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
 
@@ -28,12 +29,22 @@ export function reconcile(input: ReconcileInput): ReconcileResult {
 
   const decided = decide(status, input, events);
   status = decided.status;
+  let requeueAfterMs = decided.requeueAfterMs;
+  if (input.spec) {
+    const review = superviseReview(input.status.phase, input.status.reason, status, resumeContext(input.spec, input), events);
+    status = review.status;
+    requeueAfterMs = review.requeueAfterMs ?? requeueAfterMs;
+  }
   actions.push(...events, ...decided.actions);
   // Messages carry user input (a spec error quotes the spec): bounded here, whatever made them.
   if (status.message && status.message.length > STATUS_MESSAGE_MAX) status.message = `${status.message.slice(0, STATUS_MESSAGE_MAX - 1)}…`;
   status.observedGeneration = input.generation;
   status.conditions = conditionsFor(status, input.generation, now);
-  return { status, actions, requeueAfterMs: decided.requeueAfterMs };
+  return { status, actions, requeueAfterMs };
+}
+
+function resumeContext(spec: AgentTaskSpec, input: ReconcileInput) {
+  return { spec, request: input.resumeRequest, recordedPhase: input.status.phase, now: input.now, capFor: (s: AgentTaskStatus) => capReached(s, spec, input.globalBudget) };
 }
 
 interface Decision {
@@ -57,7 +68,7 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
   if (isTerminal(status.phase) && status.observedGeneration !== undefined && status.observedGeneration !== input.generation) {
     // A new run: its evidence starts over, and an open breaker gets a trial (HalfOpen), not a clean slate.
     const breaker = status.breaker?.state === 'Open' ? { ...status.breaker, state: 'HalfOpen' as const, halfOpen: 0 } : status.breaker;
-    status = { ...set('Pending', 'SpecChanged', 'spec changed; task re-opened'), consecutiveFailures: 0, consecutiveRetries: 0, nextEpisodeAt: undefined, workspaceChanges: 0, breaker };
+    status = { ...set('Pending', 'SpecChanged', 'spec changed; task re-opened'), consecutiveFailures: 0, consecutiveRetries: 0, nextEpisodeAt: undefined, workspaceChanges: 0, breaker, resume: resumeOnReopen(status.resume) };
     events.push(normal('TaskReopened', 'spec changed; task re-opened'));
   }
 
@@ -70,6 +81,8 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
     if (running) return { status: set('Suspended', 'Suspended', `stopping episode ${running.number}: task suspended`), actions: stop('cancelled') };
     return { status: set('Suspended', 'Suspended', 'task is suspended'), actions: [] };
   }
+  // A person's resume request, or an auto-resume that is due, re-opens a NeedsReview task (resume.ts).
+  if (!input.shuttingDown) status = applyResume(status, resumeContext(spec, input), events);
   if (running) {
     const observed = input.episode?.number === running.number ? input.episode : undefined;
     if (observed?.podName) status = { ...status, currentEpisode: { ...running, podName: observed.podName } };
@@ -149,8 +162,11 @@ function capReached(
   }
   // Transient errors and usage limits say nothing about the agent's work: an outage never spends maxEpisodes.
   const counted = status.episodes - status.retries;
-  if (counted >= maxEpisodes) {
-    return { reason: 'MaxEpisodesReached', message: `${counted} episodes without a completion signal (maxEpisodes ${maxEpisodes})` };
+  // Resumes grant episodes in status (the spec is the user's): they add to the cap.
+  const granted = status.resume?.grantedEpisodes ?? 0;
+  if (counted >= maxEpisodes + granted) {
+    const cap = granted > 0 ? `maxEpisodes ${maxEpisodes} + ${granted} granted` : `maxEpisodes ${maxEpisodes}`;
+    return { reason: 'MaxEpisodesReached', message: `${counted} episodes without a completion signal (${cap})` };
   }
   return undefined;
 }

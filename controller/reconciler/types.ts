@@ -1,6 +1,7 @@
 // What goes into the pure reconciler and what comes out of it.
 import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
+import type { ResumeRequest } from '../api/resume.ts';
 
 /** Grace past the episode timeout before the reconciler itself asks for a stop (the executor should have). */
 export const DEADLINE_GRACE_MS = 30_000;
@@ -52,6 +53,8 @@ export interface ReconcileInput {
   capacity: boolean;
   /** --budget-usd: the limit and what all OTHER tasks spent (this task's own spend is in status). */
   globalBudget?: { limitUSD: number; othersSpentUSD: number };
+  /** A person's request to resume the task (an annotation, a local request file); handled once per token. */
+  resumeRequest?: ResumeRequest;
   now: Date;
   /** In [0, 1): the caller's randomness for backoff jitter. */
   jitter: number;

@@ -1,0 +1,84 @@
+// Supervised resume's part of the AgentTask contract: spec.resume (the auto-resume policy), status.resume
+// (what was resumed, by whom, which request was handled), status.audit (the bounded history of stop and
+// resume decisions) and the resume request a person makes (a file locally, an annotation on a cluster).
+import { z } from 'zod';
+
+const count = z.number().int().nonnegative();
+
+export const RESUME_POLICIES = ['Manual', 'Conservative', 'Aggressive'] as const;
+export type ResumePolicy = (typeof RESUME_POLICIES)[number];
+
+export const ResumeSpecSchema = z.strictObject({
+  policy: z.enum(RESUME_POLICIES).default('Conservative').describe('which NeedsReview reasons the controller may resume on its own (see the README table)'),
+  maxAutoResumes: count.default(5).describe('auto-resumes allowed until a person resumes the task or edits its spec'),
+  cooldownSeconds: z.number().min(0).default(60).describe('time a task stays in NeedsReview before an auto-resume'),
+  grantEpisodes: z
+    .number()
+    .int()
+    .min(1)
+    .default(5)
+    .describe('episodes added to limits.maxEpisodes when a MaxEpisodesReached task is resumed (Aggressive, or by a person without --episodes)'),
+});
+
+export const ResumeStatusSchema = z.object({
+  autoResumes: count.default(0).describe('auto-resumes since a person last resumed the task or edited its spec'),
+  grantedEpisodes: count.default(0).describe('episodes granted by resumes, on top of limits.maxEpisodes'),
+  lastResumeAt: z.string().optional(),
+  lastResumeBy: z.string().max(160).optional(),
+  handledToken: z.string().max(160).optional().describe('the last resume request handled (annotation episodic.dev/resume or the local request file)'),
+  nextAutoResumeAt: z.string().optional().describe('set while an auto-resume is scheduled'),
+  heldBy: z.string().max(64).optional().describe('the check that keeps the policy from resuming the task'),
+});
+
+export const AUDIT_ACTIONS = ['Stopped', 'AutoResumeScheduled', 'AutoResumeHeld', 'Resumed', 'ResumeRejected', 'ResumeIgnored'] as const;
+export const AUDIT_KEEP = 20;
+
+export const AuditEntrySchema = z.object({
+  at: z.string(),
+  action: z.enum(AUDIT_ACTIONS),
+  /** "controller", "policy:Conservative" or "user:NAME". */
+  by: z.string().max(160),
+  reason: z.string().max(64).optional(),
+  message: z.string().max(1000),
+  token: z.string().max(160).optional(),
+});
+
+export type ResumeSpec = z.infer<typeof ResumeSpecSchema>;
+export type ResumeStatus = z.infer<typeof ResumeStatusSchema>;
+export type AuditEntry = z.infer<typeof AuditEntrySchema>;
+
+/** A person's request to resume a task; `error` when it could not be read (still handled once, and said why). */
+export interface ResumeRequest {
+  token: string;
+  by: string;
+  /** More episodes granted on top of limits.maxEpisodes. */
+  episodes?: number;
+  error?: string;
+}
+
+export const RESUME_ANNOTATION = 'episodic.dev/resume';
+export const RESUME_EPISODES_ANNOTATION = 'episodic.dev/resume-episodes';
+export const RESUME_BY_ANNOTATION = 'episodic.dev/resume-by';
+export const MAX_GRANT = 10_000;
+
+const TOKEN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const BY_MAX = 128;
+
+/**
+ * Reads a request from untrusted text (annotations, a request file). `where` names the fields in errors.
+ * Undefined when there is no token at all. A token that is not one is shortened, so it is still handled once.
+ */
+export function parseResumeRequest(raw: { token?: unknown; by?: unknown; episodes?: unknown }, where: { token: string; episodes: string; by: string }): ResumeRequest | undefined {
+  if (raw.token === undefined || raw.token === null || raw.token === '') return undefined;
+  const text = typeof raw.token === 'string' ? raw.token : JSON.stringify(raw.token) ?? '';
+  if (!TOKEN.test(text)) {
+    return { token: text.length > 64 ? `${text.slice(0, 64)}…` : text, by: 'unknown', error: `${where.token}: must be 1-128 letters, digits, ".", "_", ":" or "-"` };
+  }
+  const by = typeof raw.by === 'string' && raw.by.trim() ? raw.by.trim().slice(0, BY_MAX) : 'unknown';
+  if (raw.episodes === undefined || raw.episodes === null || raw.episodes === '') return { token: text, by };
+  const episodes = typeof raw.episodes === 'number' ? raw.episodes : typeof raw.episodes === 'string' && /^\d+$/.test(raw.episodes) ? Number(raw.episodes) : NaN;
+  if (!Number.isInteger(episodes) || episodes < 1 || episodes > MAX_GRANT) {
+    return { token: text, by, error: `${where.episodes}: must be a whole number from 1 to ${MAX_GRANT}, got ${JSON.stringify(raw.episodes)?.slice(0, 40)}` };
+  }
+  return { token: text, by, episodes };
+}
