@@ -18,6 +18,7 @@ interface GetOptions {
   output: string;
   stateDir?: string;
   episodes?: boolean;
+  audit?: boolean;
   namespace: string;
 }
 
@@ -31,11 +32,14 @@ export function registerGet(program: Command): void {
     .option('-o, --output <format>', 'table, wide, json or yaml', 'table')
     .option('--state-dir <path>', 'state directory (default DIR/.episodic)')
     .option('--episodes', "list the task's episode records (logs/NAMESPACE/NAME/episodes.jsonl in the state directory)")
-    .option('-n, --namespace <ns>', 'namespace of NAME, with --episodes', 'default')
+    .option('--audit', "the task's stop and resume decisions (status.audit) and its resume state")
+    .option('-n, --namespace <ns>', 'namespace of NAME, with --episodes or --audit', 'default')
     .action(async (first: string | undefined, second: string | undefined, opts: GetOptions) => {
-      if (opts.episodes && first === undefined) {
-        console.error('episodic get: --episodes needs the task: episodic get NAME [DIR] --episodes');
+      if ((opts.episodes || opts.audit) && first === undefined) {
+        console.error(`episodic get: ${opts.audit ? '--audit' : '--episodes'} needs the task: episodic get NAME [DIR] ${opts.audit ? '--audit' : '--episodes'}`);
         process.exitCode = 2;
+      } else if (opts.audit) {
+        process.exitCode = await getAudit(first as string, second ?? '.', opts);
       } else if (!opts.episodes && second !== undefined) {
         console.error(`episodic get: one directory expected, got "${first}" and "${second}" (a task's episodes: episodic get NAME [DIR] --episodes)`);
         process.exitCode = 2;
@@ -142,6 +146,31 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
     ];
   });
   process.stdout.write(`${formatTable(header, rows)}\n`);
+  return 0;
+}
+
+/** `get NAME [DIR] --audit`: who stopped and resumed the task, and why (status.audit, oldest first). */
+async function getAudit(name: string, dirArg: string, opts: GetOptions): Promise<number> {
+  if (!validOutput(opts.output)) return 2;
+  const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
+  const { records } = await new FileStatusStore(stateDir).readAll();
+  const status = records.find((r) => r.namespace === opts.namespace && r.name === name)?.status;
+  if (!status) {
+    console.error(`episodic get: no task ${opts.namespace}/${name} on record in ${stateDir}`);
+    return 1;
+  }
+  const view = { phase: status.phase, reason: status.reason, resume: status.resume, audit: status.audit ?? [] };
+  if (opts.output === 'json' || opts.output === 'yaml') {
+    process.stdout.write(opts.output === 'json' ? `${JSON.stringify(view, null, 2)}\n` : yamlLib().stringify(view));
+    return 0;
+  }
+  const r = status.resume;
+  const summary = [`${opts.namespace}/${name}: ${status.phase ?? 'Pending'}${status.reason ? ` (${status.reason})` : ''}`];
+  if (r) summary.push(`auto-resumes ${r.autoResumes}, episodes granted ${r.grantedEpisodes}${r.nextAutoResumeAt ? `, next auto-resume ${r.nextAutoResumeAt}` : ''}${r.heldBy ? `, held by ${r.heldBy}` : ''}`);
+  process.stdout.write(`${summary.join('; ')}\n`);
+  if (view.audit.length === 0) return 0;
+  const rows = view.audit.map((a) => [a.at.replace(/\.\d+Z$/, 'Z'), a.action, a.by, a.reason ?? '', a.message]);
+  process.stdout.write(`${formatTable(['AT', 'ACTION', 'BY', 'REASON', 'MESSAGE'], rows)}\n`);
   return 0;
 }
 

@@ -14,6 +14,7 @@ type Register = (program: Command) => void;
 const COMMANDS: Record<string, () => Promise<Register>> = {
   run: async () => (await import('./run.ts')).registerRun,
   get: async () => (await import('./get.ts')).registerGet,
+  resume: async () => (await import('./resume.ts')).registerResume,
   validate: async () => (await import('./validate.ts')).registerValidate,
   logs: async () => (await import('./logs.ts')).registerLogs,
   crd: async () => (await import('./crd.ts')).registerCrd,

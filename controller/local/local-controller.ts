@@ -12,6 +12,7 @@ import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { FileStatusSink } from '../sinks/local/file-status-sink.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { SpecDirSource } from '../sources/local/spec-dir-source.ts';
+import { ResumeRequestPoller } from '../sources/local/resume-requests.ts';
 import type { LocalTask } from '../sources/local/spec-dir-source.ts';
 
 export interface LocalControllerOptions {
@@ -27,6 +28,8 @@ export interface LocalControllerOptions {
 
 // More reconciles in flight did not shorten runs of many instant episodes and cost memory (bench/README.md).
 const WORKERS = 4;
+// `episodic resume` is a person at a terminal: half a second is prompt, and a readdir of a few files is cheap.
+const REQUEST_POLL_MS = 500;
 
 export class LocalController {
   private readonly opts: LocalControllerOptions;
@@ -35,6 +38,7 @@ export class LocalController {
   private executor: ProcessEpisodeExecutor | undefined;
   private loop: Controller<LocalTask> | undefined;
   private started = false;
+  private readonly requests: ResumeRequestPoller;
 
   constructor(opts: LocalControllerOptions) {
     this.opts = opts;
@@ -42,6 +46,11 @@ export class LocalController {
     this.source = new SpecDirSource(
       (key) => this.sink.record(key),
       (key) => this.sink.unreadable.get(key),
+    );
+    this.requests = new ResumeRequestPoller(
+      opts.stateDir,
+      (key, request) => this.source.setResumeRequest(key, request),
+      (message) => opts.logger.error(message),
     );
   }
 
@@ -71,14 +80,17 @@ export class LocalController {
   /** New desired state; the first call starts the loop. */
   setSpecs(loaded: LoadedSpecs): void {
     const loop = this.requireLoop();
+    if (!this.started) this.requests.scan(); // requests made while no controller ran
     this.source.set(loaded);
     if (this.started) return;
     this.started = true;
     loop.start();
+    this.requests.start(REQUEST_POLL_MS);
   }
 
   /** Stop starting episodes, stop running ones and wait until their ends are recorded. */
   async shutdown(): Promise<void> {
+    this.requests.stop();
     await this.loop?.shutdown();
   }
 

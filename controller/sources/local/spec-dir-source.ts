@@ -1,5 +1,6 @@
 // Desired state locally: the AgentTasks of a spec directory, as loaded and then followed by the watcher.
 // Generation, which a cluster's API server keeps, is counted here: one up for every new spec hash.
+import type { ResumeRequest } from '../../api/resume.ts';
 import type { DesiredTask, TaskSource } from '../../core/ports.ts';
 import type { LoadedSpecs, SpecTask } from './spec-files.ts';
 
@@ -13,6 +14,8 @@ export interface LocalTask extends DesiredTask {
 export class SpecDirSource implements TaskSource<LocalTask> {
   private tasks = new Map<string, LocalTask>();
   private listeners: Array<(key: string) => void> = [];
+  /** Resume requests from the state directory, by task key (resume-requests.ts). */
+  private readonly requests = new Map<string, ResumeRequest>();
   private readonly recorded: (key: string) => { generation: number; specHash: string } | undefined;
 
   private readonly blocked: (key: string) => string | undefined;
@@ -39,6 +42,16 @@ export class SpecDirSource implements TaskSource<LocalTask> {
     for (const key of new Set([...before.keys(), ...next.keys()])) {
       if (before.get(key) !== next.get(key)) for (const l of this.listeners) l(key);
     }
+  }
+
+  /** A person asked to resume the task: the loop sees it with the task and handles its token once. */
+  setResumeRequest(key: string, request: ResumeRequest | undefined): void {
+    if (request) this.requests.set(key, request);
+    else this.requests.delete(key);
+    const task = this.tasks.get(key);
+    if (!task) return;
+    this.tasks.set(key, { ...task, resumeRequest: request });
+    for (const l of this.listeners) l(key);
   }
 
   get(key: string): LocalTask | undefined {
@@ -72,6 +85,7 @@ export class SpecDirSource implements TaskSource<LocalTask> {
       specError: blocked ? `cannot run: ${blocked}; fix or remove the file to run this task again` : spec.errors.join('; ') || undefined,
       dependsOn: spec.spec?.dependsOn ?? (Array.isArray(raw) ? raw.filter((d): d is string => typeof d === 'string') : []),
       deleting: false,
+      resumeRequest: this.requests.get(spec.key),
       file: spec.file,
       specHash: spec.specHash,
       source: spec,

@@ -1,0 +1,103 @@
+// `episodic resume NAME [DIR]`: a person resumes a NeedsReview task. Locally it writes a request into the
+// state directory (a running `episodic run` picks it up, or the next one does); with --kubeconfig it sets
+// the episodic.dev/resume annotation. Neither edits the spec: the controller records the handled token.
+import { randomUUID } from 'node:crypto';
+import { userInfo } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { API_VERSION, KIND } from '../api/agent-task.ts';
+import { MAX_GRANT, RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
+import { FileStatusStore } from '../sinks/local/file-status.ts';
+import { writeResumeRequest } from '../sources/local/resume-requests.ts';
+import { parseNumberOption, UsageError } from './options.ts';
+
+interface ResumeOptions {
+  stateDir?: string;
+  episodes?: string;
+  namespace: string;
+  kubeconfig?: string;
+  by?: string;
+}
+
+export function registerResume(program: Command): void {
+  program
+    .command('resume')
+    .description('resume a NeedsReview task: locally through the state directory, on a cluster with --kubeconfig (the episodic.dev/resume annotation)')
+    .argument('<name>', 'the task')
+    .argument('[dir]', 'local: directory of AgentTask YAML files (default .)', '.')
+    .option('--state-dir <path>', 'local: state directory (default DIR/.episodic)')
+    .option('--episodes <n>', 'grant N more episodes on top of limits.maxEpisodes')
+    .option('-n, --namespace <ns>', 'namespace of the task', 'default')
+    .option('--kubeconfig <path>', 'resume the AgentTask on this cluster instead')
+    .option('--by <who>', 'recorded in the audit trail (default: your user name)')
+    .action(async (name: string, dir: string, opts: ResumeOptions) => {
+      process.exitCode = await resumeCommand(name, dir, opts);
+    });
+}
+
+export async function resumeCommand(name: string, dirArg: string, opts: ResumeOptions): Promise<number> {
+  let episodes: number | undefined;
+  try {
+    episodes = opts.episodes === undefined ? undefined : parseNumberOption('--episodes', opts.episodes, { integer: true, min: 1 });
+    if (episodes !== undefined && episodes > MAX_GRANT) throw new UsageError(`--episodes: at most ${MAX_GRANT}`);
+  } catch (err) {
+    console.error(`episodic resume: ${(err as Error).message}`);
+    return 2;
+  }
+  const token = randomUUID();
+  const by = (opts.by ?? safeUser()).slice(0, 128);
+  return opts.kubeconfig !== undefined ? resumeOnCluster(name, opts.namespace, opts.kubeconfig, { token, by, episodes }) : resumeLocally(name, dirArg, opts, { token, by, episodes });
+}
+
+async function resumeLocally(name: string, dirArg: string, opts: ResumeOptions, request: { token: string; by: string; episodes?: number }): Promise<number> {
+  const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
+  const { records } = await new FileStatusStore(stateDir).readAll();
+  const record = records.find((r) => r.namespace === opts.namespace && r.name === name);
+  if (!record) {
+    console.error(`episodic resume: no task ${opts.namespace}/${name} on record in ${stateDir}`);
+    return 1;
+  }
+  const { phase, reason } = record.status;
+  if (phase !== 'NeedsReview') {
+    console.error(`episodic resume: ${opts.namespace}/${name} is ${phase ?? 'Pending'}${reason ? ` (${reason})` : ''}: only a NeedsReview task can be resumed`);
+    return 1;
+  }
+  const path = writeResumeRequest(stateDir, opts.namespace, name, request);
+  const grant = request.episodes ? `, ${request.episodes} more episodes` : '';
+  console.log(`resume requested for ${opts.namespace}/${name} (${reason}; token ${request.token}${grant}) in ${path}`);
+  console.log('a running `episodic run` picks it up within a second; otherwise the next `episodic run` does');
+  return 0;
+}
+
+async function resumeOnCluster(name: string, namespace: string, kubeconfig: string, request: { token: string; by: string; episodes?: number }): Promise<number> {
+  const { loadKubeConfig } = await import('./controller.ts');
+  const { KubernetesObjectApi, PatchStrategy } = await import('@kubernetes/client-node');
+  try {
+    const kc = await loadKubeConfig(kubeconfig);
+    const api = KubernetesObjectApi.makeApiClient(kc);
+    // A merge patch of three annotations: nothing else of the object is sent, so nothing else changes.
+    const annotations: Record<string, string | null> = {
+      [RESUME_ANNOTATION]: request.token,
+      [RESUME_BY_ANNOTATION]: request.by,
+      [RESUME_EPISODES_ANNOTATION]: request.episodes === undefined ? null : String(request.episodes),
+    };
+    const body = { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace, annotations } };
+    await api.patch(body as never, undefined, undefined, 'episodic-resume', undefined, PatchStrategy.MergePatch);
+  } catch (err) {
+    const e = err as { code?: number; body?: unknown; message?: string };
+    const detail = e.code === 404 ? `AgentTask ${namespace}/${name} not found` : (e.message ?? String(err));
+    console.error(`episodic resume: ${detail}`);
+    return 1;
+  }
+  const grant = request.episodes ? `, ${request.episodes} more episodes` : '';
+  console.log(`resume requested for ${namespace}/${name} (annotation ${RESUME_ANNOTATION}=${request.token}${grant}); status.resume.handledToken shows when the controller took it`);
+  return 0;
+}
+
+function safeUser(): string {
+  try {
+    return userInfo().username || 'unknown';
+  } catch {
+    return process.env.USER ?? 'unknown';
+  }
+}

@@ -1,0 +1,112 @@
+// Resume requests locally: `episodic resume` writes STATE/resume/NAMESPACE/NAME.json atomically (temp
+// file, rename); the controller polls the directory and hands each task's request to the loop, which
+// handles a token once (status.resume.handledToken). The spec file is never touched.
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseResumeRequest } from '../../api/resume.ts';
+import type { ResumeRequest } from '../../api/resume.ts';
+import { taskKey } from '../../api/agent-task.ts';
+
+// A request is a few fields: anything larger is not one of ours.
+const MAX_BYTES = 4096;
+const MAX_FILES = 10_000;
+
+export function resumeDir(stateDir: string): string {
+  return join(stateDir, 'resume');
+}
+
+export function resumeRequestPath(stateDir: string, namespace: string, name: string): string {
+  return join(resumeDir(stateDir), namespace, `${name}.json`);
+}
+
+/** Writes the request atomically: a reader sees the old file or the new one, never half of one. */
+export function writeResumeRequest(stateDir: string, namespace: string, name: string, request: { token: string; by: string; episodes?: number }): string {
+  const path = resumeRequestPath(stateDir, namespace, name);
+  mkdirSync(join(resumeDir(stateDir), namespace), { recursive: true });
+  const tmp = `${path}.${randomUUID()}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify({ ...request, requestedAt: new Date().toISOString() })}\n`, { mode: 0o644 });
+  renameSync(tmp, path);
+  return path;
+}
+
+/** Reads one request file; a file that is not a request is reported by `onError` and yields nothing. */
+export function readResumeRequest(path: string, onError: (message: string) => void): ResumeRequest | undefined {
+  let raw: unknown;
+  try {
+    if (statSync(path).size > MAX_BYTES) throw new Error(`larger than ${MAX_BYTES} bytes`);
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') onError(`${path}: not a resume request: ${(err as Error).message}`);
+    return undefined;
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    onError(`${path}: not a resume request: expected a JSON object`);
+    return undefined;
+  }
+  const r = raw as Record<string, unknown>;
+  return parseResumeRequest(r, { token: `${path}: token`, episodes: `${path}: episodes`, by: `${path}: by` });
+}
+
+/**
+ * Follows the request directory by polling (a handful of small files; no watcher to set up or leak).
+ * `onChange` gets a task key and its request whenever a file appears or changes.
+ */
+export class ResumeRequestPoller {
+  private readonly seen = new Map<string, string>();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly stateDir: string;
+  private readonly onChange: (key: string, request: ResumeRequest | undefined) => void;
+  private readonly onError: (message: string) => void;
+
+  constructor(stateDir: string, onChange: (key: string, request: ResumeRequest | undefined) => void, onError: (message: string) => void) {
+    this.stateDir = stateDir;
+    this.onChange = onChange;
+    this.onError = onError;
+  }
+
+  /** One look at the directory: every new or changed request is announced. */
+  scan(): void {
+    let namespaces: string[];
+    try {
+      namespaces = readdirSync(resumeDir(this.stateDir));
+    } catch {
+      return; // no request yet
+    }
+    let files = 0;
+    for (const namespace of namespaces) {
+      let names: string[];
+      try {
+        names = readdirSync(join(resumeDir(this.stateDir), namespace)).filter((f) => f.endsWith('.json'));
+      } catch {
+        continue;
+      }
+      for (const file of names) {
+        if (files++ >= MAX_FILES) return;
+        const path = join(resumeDir(this.stateDir), namespace, file);
+        let stamp: string;
+        try {
+          const st = statSync(path);
+          stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
+        } catch {
+          continue;
+        }
+        const key = taskKey(namespace, file.slice(0, -'.json'.length));
+        if (this.seen.get(key) === stamp) continue;
+        this.seen.set(key, stamp);
+        this.onChange(key, readResumeRequest(path, this.onError));
+      }
+    }
+  }
+
+  start(intervalMs: number): void {
+    this.stop();
+    this.timer = setInterval(() => this.scan(), intervalMs);
+    this.timer.unref(); // never what keeps `episodic run` alive
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}
