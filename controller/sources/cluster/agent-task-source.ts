@@ -2,6 +2,8 @@
 // around until the controller has stopped its episode and removed its pods.
 import type { Logger } from 'pino';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../../api/agent-task.ts';
+import { parseResumeRequest, RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../../api/resume.ts';
+import type { ResumeRequest } from '../../api/resume.ts';
 import { clusterSpec } from '../../cluster/episode-defaults.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
 import type { DesiredTask, TaskSource } from '../../core/ports.ts';
@@ -89,6 +91,7 @@ export class AgentTaskSource implements TaskSource<ClusterTask> {
       specError,
       dependsOn: spec?.dependsOn ?? (Array.isArray(raw) ? raw.filter((d): d is string => typeof d === 'string') : []),
       deleting: !!obj.metadata.deletionTimestamp,
+      resumeRequest: resumeRequestOf(obj),
       object: obj,
     };
     this.parsed.set(obj, task);
@@ -117,4 +120,13 @@ export class AgentTaskSource implements TaskSource<ClusterTask> {
       this.opts.log.warn({ namespace: obj.metadata.namespace, task: obj.metadata.name, err: String(err) }, 'could not add finalizer; will retry');
     }
   }
+}
+
+/** `kubectl annotate at NAME episodic.dev/resume=TOKEN`: the loop handles each token once and records it in status. */
+function resumeRequestOf(obj: KubeObject): ResumeRequest | undefined {
+  const annotations = (obj.metadata.annotations ?? {}) as Record<string, string>;
+  const token = annotations[RESUME_ANNOTATION];
+  if (token === undefined) return undefined;
+  const where = { token: `annotation ${RESUME_ANNOTATION}`, episodes: `annotation ${RESUME_EPISODES_ANNOTATION}`, by: `annotation ${RESUME_BY_ANNOTATION}` };
+  return parseResumeRequest({ token, by: annotations[RESUME_BY_ANNOTATION] ?? 'annotation', episodes: annotations[RESUME_EPISODES_ANNOTATION] }, where);
 }
