@@ -3,8 +3,8 @@
 // up), and the policies resume on their own until a check holds the task — all of it in the audit trail.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { readStatus, runCli, specDir, startCli, waitFor } from '../support/local.ts';
 
 const fast = { backoff: { initialSeconds: 0.05, factor: 1, maxSeconds: 0.05 }, breaker: { noProgressEpisodes: 2, halfOpenEpisodes: 1, sameErrorEpisodes: 0 } };
@@ -78,8 +78,8 @@ test('resume: a request made while no controller runs is picked up by the next r
   assert.equal(running.code, 0, 'NeedsReview again: a new request is accepted');
 });
 
-test('resume: Aggressive auto-resumes once (cooldownSeconds 0, maxAutoResumes 1), then holds the task for a person', async () => {
-  const dir = specDir([{ name: 'agg', spec: { ...fast, resume: { policy: 'Aggressive', cooldownSeconds: 0, maxAutoResumes: 1 } }, script: stuck }]);
+test('resume: Aggressive auto-resumes once after its cooldown (a run without --watch waits for it), then holds the task for a person', async () => {
+  const dir = specDir([{ name: 'agg', spec: { ...fast, resume: { policy: 'Aggressive', cooldownSeconds: 1, maxAutoResumes: 1 } }, script: stuck }]);
   const res = await runCli(['run', dir, '--metrics-file', join(dir, 'metrics.prom')]);
   assert.equal(res.code, 1, res.stderr);
   const s = readStatus(dir, 'agg')?.status;
@@ -90,6 +90,8 @@ test('resume: Aggressive auto-resumes once (cooldownSeconds 0, maxAutoResumes 1)
   assert.equal(s?.resume?.heldBy, 'maxAutoResumes');
   assert.deepEqual(s?.audit?.map((a) => a.action), ['Stopped', 'AutoResumeScheduled', 'Resumed', 'Stopped', 'AutoResumeHeld']);
   assert.match(s?.audit?.at(-1)?.message ?? '', /auto-resumed 1 times \(maxAutoResumes 1\); a person decides now/);
+  const at = (action: string) => Date.parse(s?.audit?.find((e) => e.action === action)?.at ?? '');
+  assert.ok(at('Resumed') - at('Stopped') >= 1000, 'resumed no sooner than cooldownSeconds after the stop');
   const metrics = readFileSync(join(dir, 'metrics.prom'), 'utf8');
   assert.match(metrics, /episodic_auto_resumes_total\{namespace="default",policy="Aggressive"\} 1/);
   assert.match(metrics, /episodic_tasks_needing_review\{namespace="default",reason="CircuitOpen"\} 1/);
@@ -107,4 +109,19 @@ test('resume: Conservative resumes a task that once progressed, and holds it whe
   assert.equal(s?.resume?.heldBy, 'noProgressSinceResume');
   assert.match(res.stdout + res.stderr, /"event":"AutoResumed"/);
   assert.match(res.stdout + res.stderr, /"event":"AutoResumeHeld".*policy Conservative: no progress since its last resume/);
+});
+
+test('resume: a malformed request file is rejected in the audit trail, naming the file and field, and handled once', async () => {
+  const dir = specDir([{ name: 'capped', spec: { ...fast, breaker: { noProgressEpisodes: 0 }, limits: { maxEpisodes: 1, episodeTimeoutSeconds: 30 } }, script: stuck }]);
+  assert.equal((await runCli(['run', dir])).code, 1);
+  const file = join(dir, '.episodic', 'resume', 'default', 'capped.json');
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify({ token: 'by-hand', by: 'carol', episodes: -1 }));
+  assert.equal((await runCli(['run', dir])).code, 1);
+  const s = readStatus(dir, 'capped')?.status;
+  assert.equal(s?.episodes, 1);
+  assert.equal(s?.resume?.handledToken, 'by-hand');
+  const entry = s?.audit?.at(-1);
+  assert.deepEqual([entry?.action, entry?.by], ['ResumeRejected', 'user:carol']);
+  assert.ok(entry?.message.includes(`${file}: episodes: must be a whole number from 1 to 10000, got -1`), entry?.message);
 });
