@@ -313,7 +313,10 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     if (task.dependsOn.length === 0) return { dependencies };
     for (const dep of task.dependsOn) {
       const depTask = this.opts.source.get(taskKey(task.namespace, dep));
-      dependencies[dep] = depTask ? (this.opts.sink.read(depTask)?.phase ?? 'Pending') : undefined;
+      const status = depTask ? this.opts.sink.read(depTask) : undefined;
+      // A dependency stopped for review with an auto-resume scheduled has not failed yet: its dependents wait.
+      const resuming = status?.phase === 'NeedsReview' && status.resume?.nextAutoResumeAt !== undefined;
+      dependencies[dep] = depTask ? (resuming ? 'Waiting' : (status?.phase ?? 'Pending')) : undefined;
     }
     return { dependencies, dependencyCycle: this.cycle(task) };
   }

@@ -122,6 +122,25 @@ test('controller: dependsOn waits, then starts; a failed dependency skips; a cyc
   assert.equal(u.status('b')?.reason, 'DependencyFailed');
 });
 
+test('controller: dependents of a task stopped for review wait while its auto-resume is scheduled, then run', async () => {
+  const t = setup();
+  t.source.set(desired('a', { limits: { maxEpisodes: 1 }, resume: { policy: 'Aggressive', cooldownSeconds: 60 } }));
+  t.source.set(desired('b', { dependsOn: ['a'] }));
+  t.controller.start();
+  await t.settle();
+  t.executor.finish('default/a', { exitCode: 0 });
+  await t.settle();
+  assert.equal(t.status('a')?.reason, 'MaxEpisodesReached');
+  assert.ok(t.status('a')?.resume?.nextAutoResumeAt);
+  assert.equal(t.status('b')?.reason, 'DependenciesPending', 'not skipped: a resumes in a minute');
+  t.clock.advance(60_000);
+  await t.settle();
+  assert.equal(t.executor.running.get('default/a')?.number, 2);
+  t.executor.finish('default/a', { exitCode: 0, completion: 'promise' });
+  await t.settle();
+  assert.equal(t.executor.running.get('default/b')?.number, 1);
+});
+
 test('controller: a dependency added later wakes its dependent', async () => {
   const t = setup();
   t.source.set(desired('b', { dependsOn: ['a'] }));
