@@ -44,6 +44,17 @@ test('the leash example: the plan finishes on its checklist, the stuck and the o
     assert.equal(s?.reason, 'CircuitOpen', name);
     assert.equal(s?.episodes, 3, name);
   }
+  const resumed = readStatus(dir, 'resumed')?.status;
+  assert.equal(resumed?.reason, 'CircuitOpen');
+  assert.equal(resumed?.episodes, 4, '3 to open, 1 more in HalfOpen after the auto-resume');
+  assert.equal(resumed?.resume?.heldBy, 'maxAutoResumes');
+  const manual = await runCli(['resume', 'resumed', dir, '--episodes', '1']);
+  assert.equal(manual.code, 0, manual.stderr);
+  await runCli(['run', dir]);
+  // A person's resume also renews the policy's allowance: one HalfOpen episode, one auto-resume, one more.
+  const after = readStatus(dir, 'resumed')?.status;
+  assert.equal(after?.episodes, 6);
+  assert.deepEqual(after?.audit?.filter((a) => a.action === 'Resumed').map((a) => a.by.startsWith('policy:')), [true, false, true]);
   const rejected = (res.stdout + res.stderr).split('\n').filter((l) => l.includes('"CompletionRejected"') && l.includes('claims-done'));
   assert.equal(rejected.length, 3, 'every claim without a change is rejected');
 });
