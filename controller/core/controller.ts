@@ -11,6 +11,8 @@ import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { findCycle } from '../reconciler/dependencies.ts';
 import { reconcile } from '../reconciler/reconcile.ts';
 import type { ObservedEpisode, StopReason } from '../reconciler/reconcile.ts';
+import { BudgetBook } from './budget-book.ts';
+import type { BudgetStore } from './budget-book.ts';
 import { systemClock } from './clock.ts';
 import type { Clock } from './clock.ts';
 import { TerminalError } from './ports.ts';
@@ -26,6 +28,8 @@ export interface ControllerOptions<T extends DesiredTask> {
   maxConcurrent: number;
   /** --budget-usd: no episode starts once all tasks together spent this much. */
   budgetUSD?: number;
+  /** AgentBudgets: checked before every episode, their ledgers kept by this loop. */
+  budgets?: BudgetStore;
   /** Reconciles of different tasks in flight at once. */
   workers?: number;
   metrics?: EpisodicMetrics;
@@ -56,6 +60,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   private reserved = 0;
   private stopping = false;
   private listeners: Array<() => void> = [];
+  private readonly budgetBook: BudgetBook | undefined;
 
   constructor(opts: ControllerOptions<T>) {
     this.opts = opts;
@@ -68,6 +73,12 @@ export class Controller<T extends DesiredTask = DesiredTask> {
         opts.logger.error({ ...keyFields(key), err }, 'reconcile failed; will retry');
       },
     });
+    if (opts.budgets) {
+      const changed = (ns: string) => {
+        for (const t of this.opts.source.list()) if (t.namespace === ns) this.queue.add(t.key);
+      };
+      this.budgetBook = new BudgetBook({ store: opts.budgets, clock: this.clock, log: opts.logger, metrics: opts.metrics?.budgets, changed });
+    }
     opts.source.subscribe((key) => this.sourceChanged(key));
     opts.executor.subscribe((key) => {
       // An episode's end is recorded before more episodes start: with many waiting tasks it would
@@ -182,9 +193,11 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       capacity: !this.stopping && executor.runningCount() + this.reserved < this.opts.maxConcurrent,
       globalBudget:
         this.opts.budgetUSD !== undefined ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: this.totalSpent - (this.spent.get(key) ?? 0) } : undefined,
+      budgets: deleted ? undefined : this.budgetBook?.facts(task, before, now),
       now,
       jitter: (this.opts.random ?? Math.random)(),
     });
+    this.budgetBook?.afterPass(task, before, out.status, out.heldByBudgets, now);
     const { status } = out;
     const start = out.actions.find((a) => a.type === 'StartEpisode');
     const retry = this.pendingStarts.get(key);
@@ -197,6 +210,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     try {
       if (!deleted) await source.hold(task); // in charge before anything of the task exists
       await sink.write(task, status, { beforeStart: startNumber !== undefined });
+      await this.budgetBook?.flush();
       // The finished episode's immutable record, once the status that records it is written. Its reason is
       // the status's, unless the next episode started at once (the reason is then about that one).
       const last = status.lastEpisode;
@@ -248,6 +262,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     await this.opts.source.release(task);
     if (!gone) return;
     this.known.delete(task.key);
+    this.budgetBook?.forgetTask(task);
     this.stops.delete(task.key);
     this.pendingStarts.delete(task.key);
     this.slotWaiters.delete(task.key);

@@ -22,6 +22,8 @@ export interface DesiredTask {
   deleting: boolean;
   /** A person's latest resume request (cluster: annotations; local: the state dir's request file). */
   resumeRequest?: ResumeRequest;
+  /** metadata.labels: AgentBudget selectors match them. */
+  labels?: Readonly<Record<string, string>>;
 }
 
 /** Desired state and its changes. */

@@ -3,6 +3,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AgentTaskStatus, Outcome, Phase, Tokens } from '../api/agent-task.ts';
 import { PHASES } from '../api/agent-task.ts';
+import { BudgetMetrics } from './budget-metrics.ts';
 import { LeashMetrics } from './leash-metrics.ts';
 import { ResumeMetrics } from './resume-metrics.ts';
 
@@ -69,6 +70,8 @@ export class EpisodicMetrics {
   readonly leash = new LeashMetrics(this.registry);
   /** Resumes by policy and by a person; tasks needing review by reason. */
   readonly resume = new ResumeMetrics(this.registry);
+  /** AgentBudget spend, remaining and held tasks. */
+  readonly budgets = new BudgetMetrics(this.registry);
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     // The event-loop lag histogram samples with a libuv timer: prom-client's default 10 ms would wake an

@@ -3,6 +3,7 @@
 // table-testable and local and cluster mode share it unchanged.
 import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { isTerminal } from '../api/agent-task.ts';
+import { BUDGET_HOLD_REASONS, budgetHold, judgeBudgets } from './budget.ts';
 import { conditionsFor } from './conditions.ts';
 import { judgeDependencies } from './dependencies.ts';
 import { adoptUnknownEpisode, endedEpisode, recordEpisode } from './record-episode.ts';
@@ -40,7 +41,7 @@ export function reconcile(input: ReconcileInput): ReconcileResult {
   if (status.message && status.message.length > STATUS_MESSAGE_MAX) status.message = `${status.message.slice(0, STATUS_MESSAGE_MAX - 1)}…`;
   status.observedGeneration = input.generation;
   status.conditions = conditionsFor(status, input.generation, now);
-  return { status, actions, requeueAfterMs };
+  return { status, actions, requeueAfterMs, heldByBudgets: decided.heldByBudgets };
 }
 
 function resumeContext(spec: AgentTaskSpec, input: ReconcileInput) {
@@ -51,6 +52,7 @@ interface Decision {
   status: AgentTaskStatus;
   actions: Action[];
   requeueAfterMs?: number;
+  heldByBudgets?: string[];
 }
 
 /** What to do next, given a status that already accounts for every finished episode. */
@@ -117,13 +119,16 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
   }
 
   const nextAt = status.nextEpisodeAt ? Date.parse(status.nextEpisodeAt) : NaN;
-  if (nextAt > nowMs) {
+  // A budget's hold is decided afresh every pass (a raised limit frees it at once); a backoff is not.
+  if (nextAt > nowMs && !BUDGET_HOLD_REASONS.includes(status.reason ?? '')) {
     const phase: AgentTaskStatus = status.phase === 'Waiting' ? status : set('Waiting', 'Backoff', `next episode at ${status.nextEpisodeAt}`);
     return { status: phase, actions: [], requeueAfterMs: nextAt - nowMs };
   }
   if (input.shuttingDown) {
     return { status: set('Pending', 'ControllerStopped', 'the controller stopped; the next episode starts when it runs again'), actions: [] };
   }
+  const budget = input.budgets?.length ? judgeBudgets(input.budgets, status, input.now) : undefined;
+  if (budget && budget.kind !== 'go') return budgetHold(status, budget, input.now, events);
   if (!input.capacity) {
     return { status: set('Pending', 'Queued', 'waiting for a free episode slot (--max-concurrent)'), actions: [] };
   }

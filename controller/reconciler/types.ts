@@ -2,6 +2,7 @@
 import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import type { ResumeRequest } from '../api/resume.ts';
+import type { BudgetFacts } from './budget.ts';
 
 /** Grace past the episode timeout before the reconciler itself asks for a stop (the executor should have). */
 export const DEADLINE_GRACE_MS = 30_000;
@@ -55,6 +56,8 @@ export interface ReconcileInput {
   globalBudget?: { limitUSD: number; othersSpentUSD: number };
   /** A person's request to resume the task (an annotation, a local request file); handled once per token. */
   resumeRequest?: ResumeRequest;
+  /** The AgentBudgets that select this task (controller/core/budget-book.ts gathers them). */
+  budgets?: readonly BudgetFacts[];
   now: Date;
   /** In [0, 1): the caller's randomness for backoff jitter. */
   jitter: number;
@@ -70,6 +73,8 @@ export interface ReconcileResult {
   actions: Action[];
   /** Reconcile again after this long even if nothing changes (a backoff ends, a deadline passes). */
   requeueAfterMs?: number;
+  /** The AgentBudgets that keep this task from starting an episode now (for their status). */
+  heldByBudgets?: string[];
 }
 
 export type Events = Extract<Action, { type: 'RecordEvent' }>[];
