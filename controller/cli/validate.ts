@@ -6,7 +6,7 @@ import { parseSpecText } from '../sources/local/spec-files.ts';
 export function registerValidate(program: Command): void {
   program
     .command('validate')
-    .description('check AgentTask files without running anything')
+    .description('check AgentTask and AgentBudget files without running anything')
     .argument('<files...>', 'YAML files')
     .action(async (files: string[]) => {
       process.exitCode = await validateCommand(files);
@@ -16,6 +16,7 @@ export function registerValidate(program: Command): void {
 export async function validateCommand(files: string[]): Promise<number> {
   const errors: string[] = [];
   let tasks = 0;
+  let budgets = 0;
   for (const file of files) {
     let text: string;
     try {
@@ -27,11 +28,13 @@ export async function validateCommand(files: string[]): Promise<number> {
     const parsed = parseSpecText(file, text);
     errors.push(...parsed.errors);
     for (const t of parsed.tasks) errors.push(...t.errors);
+    for (const b of parsed.budgets ?? []) errors.push(...b.errors);
     tasks += parsed.tasks.length;
-    if (parsed.tasks.length === 0 && parsed.errors.length === 0) errors.push(`${file}: no AgentTask in this file`);
+    budgets += parsed.budgets?.length ?? 0;
+    if (parsed.tasks.length === 0 && !parsed.budgets?.length && parsed.errors.length === 0) errors.push(`${file}: no AgentTask or AgentBudget in this file`);
   }
   for (const e of errors) console.error(e);
   if (errors.length > 0) return 2;
-  console.log(`${tasks} AgentTask${tasks === 1 ? '' : 's'} valid`);
+  console.log(`${tasks} AgentTask${tasks === 1 ? '' : 's'}${budgets > 0 ? `, ${budgets} AgentBudget${budgets === 1 ? '' : 's'}` : ''} valid`);
   return 0;
 }

@@ -107,7 +107,9 @@ export class BudgetBook {
         this.ledgers.set(b.key, ledger);
         this.dirty.add(b.key);
       }
-      this.setHeld(b.key, task.name, heldBy?.includes(b.name) ?? false);
+      // A task a total budget stopped stays held while it stays stopped (terminal: later passes decide nothing).
+      const stopped = status.phase === 'NeedsReview' && status.reason === 'BudgetExceeded' && (this.held.get(b.key)?.has(task.name) ?? false);
+      this.setHeld(b.key, task.name, (heldBy?.includes(b.name) ?? false) || stopped);
     }
     const keys = new Set(matching.map((b) => b.key));
     for (const [key, names] of this.held) if (!keys.has(key) && names.has(task.name) && key.startsWith(`${task.namespace}/`)) this.setHeld(key, task.name, false);
@@ -173,8 +175,10 @@ export class BudgetBook {
   private ledger(budget: DesiredBudget): BudgetLedger {
     let ledger = this.ledgers.get(budget.key);
     if (!ledger) {
-      ledger = BudgetLedgerSchema.parse(this.store.read(budget)?.ledger ?? {});
+      const recorded = this.store.read(budget);
+      ledger = BudgetLedgerSchema.parse(recorded?.ledger ?? {});
       this.ledgers.set(budget.key, ledger);
+      if (!this.held.has(budget.key)) this.held.set(budget.key, new Set(recorded?.heldTasks ?? []));
     }
     return ledger;
   }

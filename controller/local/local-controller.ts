@@ -6,9 +6,11 @@ import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { emptyStatus } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
+import type { Clock } from '../core/clock.ts';
 import { Controller } from '../core/controller.ts';
 import { ProcessEpisodeExecutor } from '../executors/local/process-executor.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
+import { LocalBudgetStore } from '../sinks/local/budget-store.ts';
 import { FileStatusSink } from '../sinks/local/file-status-sink.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { SpecDirSource } from '../sources/local/spec-dir-source.ts';
@@ -24,6 +26,8 @@ export interface LocalControllerOptions {
   /** Undefined when nothing will read them (no --metrics-addr or --metrics-file). */
   metrics?: EpisodicMetrics;
   killGraceMs?: number;
+  /** Tests: a virtual clock for budget windows. */
+  clock?: Clock;
 }
 
 // More reconciles in flight did not shorten runs of many instant episodes and cost memory (bench/README.md).
@@ -35,6 +39,7 @@ export class LocalController {
   private readonly opts: LocalControllerOptions;
   private readonly sink: FileStatusSink;
   private readonly source: SpecDirSource;
+  readonly budgets: LocalBudgetStore;
   private executor: ProcessEpisodeExecutor | undefined;
   private loop: Controller<LocalTask> | undefined;
   private started = false;
@@ -43,6 +48,7 @@ export class LocalController {
   constructor(opts: LocalControllerOptions) {
     this.opts = opts;
     this.sink = new FileStatusSink(opts.stateDir, opts.logger);
+    this.budgets = new LocalBudgetStore(opts.stateDir, opts.logger);
     this.source = new SpecDirSource(
       (key) => this.sink.record(key),
       (key) => this.sink.unreadable.get(key),
@@ -57,6 +63,7 @@ export class LocalController {
   /** Reads what is on record and ends the episodes a previous (killed) controller left behind. */
   async recover(): Promise<void> {
     const records = await this.sink.load();
+    await this.budgets.load();
     this.executor = new ProcessEpisodeExecutor({
       root: resolve(this.opts.dir),
       stateDir: this.opts.stateDir,
@@ -72,6 +79,8 @@ export class LocalController {
       logger: this.opts.logger,
       maxConcurrent: this.opts.maxConcurrent,
       budgetUSD: this.opts.budgetUSD,
+      budgets: this.budgets,
+      clock: this.opts.clock,
       workers: WORKERS,
       metrics: this.opts.metrics,
     });
@@ -81,6 +90,7 @@ export class LocalController {
   setSpecs(loaded: LoadedSpecs): void {
     const loop = this.requireLoop();
     if (!this.started) this.requests.scan(); // requests made while no controller ran
+    this.budgets.set(loaded);
     this.source.set(loaded);
     if (this.started) return;
     this.started = true;

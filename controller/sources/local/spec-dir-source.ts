@@ -36,7 +36,7 @@ export class SpecDirSource implements TaskSource<LocalTask> {
     const next = new Map<string, LocalTask>();
     for (const [key, spec] of loaded.tasks) {
       const old = before.get(key);
-      next.set(key, old && old.specHash === spec.specHash ? old : this.desired(spec, old));
+      next.set(key, old && old.specHash === spec.specHash && sameLabels(old.labels, spec.labels) ? old : this.desired(spec, old));
     }
     this.tasks = next;
     for (const key of new Set([...before.keys(), ...next.keys()])) {
@@ -86,9 +86,14 @@ export class SpecDirSource implements TaskSource<LocalTask> {
       dependsOn: spec.spec?.dependsOn ?? (Array.isArray(raw) ? raw.filter((d): d is string => typeof d === 'string') : []),
       deleting: false,
       resumeRequest: this.requests.get(spec.key),
+      labels: spec.labels,
       file: spec.file,
       specHash: spec.specHash,
       source: spec,
     };
   }
+}
+
+function sameLabels(a: Readonly<Record<string, string>> | undefined, b: Readonly<Record<string, string>> | undefined): boolean {
+  return JSON.stringify(Object.entries(a ?? {}).sort()) === JSON.stringify(Object.entries(b ?? {}).sort());
 }

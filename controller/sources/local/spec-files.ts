@@ -7,6 +7,8 @@ import { join, resolve } from 'node:path';
 import { API_VERSION, KIND, taskKey } from '../../api/agent-task.ts';
 import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import { validateMetadata, validateSpec } from '../../api/validate.ts';
+import { BUDGET_KIND, validateBudgetSpec } from '../../api/agent-budget.ts';
+import type { AgentBudgetSpec } from '../../api/agent-budget.ts';
 import { yamlLib } from '../../util/yaml-lib.ts';
 
 export interface SpecTask {
@@ -21,6 +23,19 @@ export interface SpecTask {
   specHash: string;
   /** The manifest as written (for `episodic get -o yaml`). */
   manifest: Record<string, unknown>;
+  /** metadata.labels: AgentBudget selectors match them. */
+  labels?: Record<string, string>;
+}
+
+/** An AgentBudget document of the spec directory. */
+export interface SpecBudget {
+  key: string;
+  namespace: string;
+  name: string;
+  file: string;
+  spec?: AgentBudgetSpec;
+  errors: string[];
+  specHash: string;
 }
 
 export interface ParsedFile {
@@ -29,6 +44,7 @@ export interface ParsedFile {
   errors: string[];
   /** Documents of other kinds, ignored. */
   ignored: string[];
+  budgets?: SpecBudget[];
 }
 
 export function isSpecFileName(name: string): boolean {
@@ -57,6 +73,7 @@ export function parseSpecText(file: string, text: string): ParsedFile {
       return;
     }
     const manifest = value as Record<string, unknown>;
+    if (manifest.kind === BUDGET_KIND) return parseBudget(manifest, where, file, out);
     if (manifest.kind !== KIND) {
       out.ignored.push(`${where}: kind ${String(manifest.kind ?? '(none)')}`);
       return;
@@ -81,9 +98,36 @@ export function parseSpecText(file: string, text: string): ParsedFile {
       errors: spec.ok ? [] : spec.errors.map((e) => `${label}: ${e}`),
       specHash: hashSpec(manifest.spec),
       manifest,
+      labels: labelsOf(manifest),
     });
   });
   return out;
+}
+
+function labelsOf(manifest: Record<string, unknown>): Record<string, string> | undefined {
+  return (manifest.metadata as { labels?: Record<string, string> } | undefined)?.labels;
+}
+
+function parseBudget(manifest: Record<string, unknown>, where: string, file: string, out: ParsedFile): void {
+  if (manifest.apiVersion !== API_VERSION) {
+    out.errors.push(`${where}: apiVersion: expected "${API_VERSION}", got "${String(manifest.apiVersion)}"`);
+    return;
+  }
+  const meta = validateMetadata(manifest.metadata);
+  if (!meta.ok) {
+    for (const e of meta.errors) out.errors.push(`${where}: ${e}`);
+    return;
+  }
+  const spec = validateBudgetSpec(manifest.spec);
+  (out.budgets ??= []).push({
+    key: taskKey(meta.namespace, meta.name),
+    namespace: meta.namespace,
+    name: meta.name,
+    file,
+    spec: spec.ok ? spec.spec : undefined,
+    errors: spec.ok ? [] : spec.errors.map((e) => `${where}: AgentBudget ${meta.namespace}/${meta.name}: ${e}`),
+    specHash: hashSpec(manifest.spec),
+  });
 }
 
 interface YamlDocument {
@@ -128,6 +172,7 @@ function isCyclic(value: unknown, ancestors = new Set<unknown>()): boolean {
 
 export interface LoadedSpecs {
   tasks: Map<string, SpecTask>;
+  budgets: Map<string, SpecBudget>;
   /** All problems, one line each, naming file and field. */
   errors: string[];
   ignored: string[];
@@ -166,7 +211,7 @@ export async function loadSpecDir(dir: string): Promise<LoadedSpecs> {
 }
 
 export function mergeParsed(files: string[], parsed: ParsedFile[]): LoadedSpecs {
-  const out: LoadedSpecs = { tasks: new Map(), errors: [], ignored: [], files, parsed };
+  const out: LoadedSpecs = { tasks: new Map(), budgets: new Map(), errors: [], ignored: [], files, parsed };
   for (const p of parsed) {
     out.errors.push(...p.errors);
     out.ignored.push(...p.ignored);
@@ -178,6 +223,15 @@ export function mergeParsed(files: string[], parsed: ParsedFile[]): LoadedSpecs 
       }
       out.tasks.set(t.key, t);
       out.errors.push(...t.errors);
+    }
+    for (const b of p.budgets ?? []) {
+      const first = out.budgets.get(b.key);
+      if (first) {
+        out.errors.push(`${b.file}: AgentBudget ${b.key} is already defined in ${first.file}; this copy is ignored`);
+        continue;
+      }
+      out.budgets.set(b.key, b);
+      out.errors.push(...b.errors);
     }
   }
   return out;
