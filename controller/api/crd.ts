@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { stringify } from 'yaml';
 import { AgentTaskSchema, GROUP, KIND, PLURAL, VERSION } from './agent-task.ts';
 import { AgentEpisodeSchema, EPISODE_KIND, EPISODE_PLURAL } from './episode-record.ts';
+import { AgentBudgetSchema, BUDGET_KIND, BUDGET_PLURAL } from './agent-budget.ts';
 
 export const CRD_NAME = `${PLURAL}.${GROUP}`;
 export const CRD_FILE = `crds/${GROUP}_${PLURAL}.yaml`;
@@ -14,6 +15,10 @@ export const CRD_HEADER = '# Generated from controller/api/agent-task.ts by `epi
 export const EPISODE_CRD_NAME = `${EPISODE_PLURAL}.${GROUP}`;
 export const EPISODE_CRD_FILE = `crds/${GROUP}_${EPISODE_PLURAL}.yaml`;
 export const EPISODE_CRD_HEADER = '# Generated from controller/api/episode-record.ts by `episodic crd`. Do not edit.\n';
+
+export const BUDGET_CRD_NAME = `${BUDGET_PLURAL}.${GROUP}`;
+export const BUDGET_CRD_FILE = `crds/${GROUP}_${BUDGET_PLURAL}.yaml`;
+export const BUDGET_CRD_HEADER = '# Generated from controller/api/agent-budget.ts by `episodic crd`. Do not edit.\n';
 
 type Json = Record<string, unknown>;
 
@@ -156,6 +161,26 @@ export function agentEpisodeOpenApiSchema(): Json {
   );
 }
 
+/** The openAPIV3Schema of the AgentBudget CRD. */
+export function agentBudgetOpenApiSchema(): Json {
+  return openApiSchema(
+    AgentBudgetSchema,
+    'AgentBudget limits what the AgentTasks it selects may spend in a rolling window or in total; checked before every episode.',
+    { spec: 'Which tasks, how much, and over what window.', status: 'Spend in the window, what is left, and the tasks held; written by the controller.' },
+    ['spec'],
+  );
+}
+
+const budgetPrinterColumns = [
+  { name: 'Window', type: 'string', jsonPath: '.spec.window' },
+  { name: 'Spent', type: 'number', jsonPath: '.status.spentUSD' },
+  { name: 'Limit', type: 'number', jsonPath: '.spec.limitUSD' },
+  { name: 'Remaining', type: 'number', jsonPath: '.status.remainingUSD' },
+  { name: 'Held', type: 'integer', jsonPath: '.status.tasksHeld' },
+  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  { name: 'Frees At', type: 'string', jsonPath: '.status.windowFreesAt', priority: 1 },
+];
+
 const printerColumns = [
   { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
   { name: 'Episodes', type: 'integer', jsonPath: '.status.episodes' },
@@ -231,6 +256,14 @@ export function agentEpisodeCrd(): object {
   return crd({ kind: EPISODE_KIND, plural: EPISODE_PLURAL, shortName: 'ae', columns: episodePrinterColumns, schema: agentEpisodeOpenApiSchema() });
 }
 
+export function agentBudgetCrd(): object {
+  return crd({ kind: BUDGET_KIND, plural: BUDGET_PLURAL, shortName: 'ab', categories: ['episodic'], subresources: { status: {} }, columns: budgetPrinterColumns, schema: agentBudgetOpenApiSchema() });
+}
+
+export function agentBudgetCrdYaml(): string {
+  return BUDGET_CRD_HEADER + stringify(agentBudgetCrd(), { lineWidth: 0 });
+}
+
 // lineWidth 0: no folding, so diffs of the checked-in files stay one line per change.
 export function agentTaskCrdYaml(): string {
   return CRD_HEADER + stringify(agentTaskCrd(), { lineWidth: 0 });
@@ -244,6 +277,7 @@ export function agentEpisodeCrdYaml(): string {
 export const CRDS: ReadonlyArray<{ name: string; file: string; yaml: () => string }> = [
   { name: CRD_NAME, file: CRD_FILE, yaml: agentTaskCrdYaml },
   { name: EPISODE_CRD_NAME, file: EPISODE_CRD_FILE, yaml: agentEpisodeCrdYaml },
+  { name: BUDGET_CRD_NAME, file: BUDGET_CRD_FILE, yaml: agentBudgetCrdYaml },
 ];
 
 /** What `episodic crd` prints: every CRD, one YAML document each. */

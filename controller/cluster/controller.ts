@@ -7,13 +7,14 @@ import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { GROUP, PLURAL, VERSION } from '../api/agent-task.ts';
+import { BUDGET_PLURAL } from '../api/agent-budget.ts';
 import { Controller } from '../core/controller.ts';
 import { PodEpisodeExecutor } from '../executors/cluster/pod-executor.ts';
 import { TASK_LABEL } from '../executors/cluster/episode-pod.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { Informer } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/informer.ts';
-import { KubeClient } from '../kube/kube-client.ts';
+import { KubeClient, isStatus } from '../kube/kube-client.ts';
 import { LeaderElector } from '../kube/leader-election.ts';
 import { EpisodicMetrics } from '../metrics/metrics.ts';
 import { startMetricsServer } from '../metrics/server.ts';
@@ -21,6 +22,7 @@ import type { RunningServer } from '../metrics/server.ts';
 import { EpisodeRecordWriter } from '../sinks/cluster/episode-records.ts';
 import { KubeStatusSink } from '../sinks/cluster/status-sink.ts';
 import { StatusWriter } from '../sinks/cluster/status-writer.ts';
+import { AgentBudgetStore } from '../sources/cluster/agent-budget-store.ts';
 import { AgentTaskSource } from '../sources/cluster/agent-task-source.ts';
 import type { ClusterTask } from '../sources/cluster/agent-task-source.ts';
 import type { EpisodeDefaults } from './episode-defaults.ts';
@@ -61,6 +63,7 @@ export class ClusterController {
   readonly client: KubeClient;
   readonly tasks: Informer<KubeObject>;
   readonly pods: Informer<KubeObject>;
+  readonly budgets: Informer<KubeObject>;
   readonly metrics: EpisodicMetrics;
   readonly identity: string;
   readonly statusWriter: StatusWriter;
@@ -73,6 +76,9 @@ export class ClusterController {
   private readonly source: AgentTaskSource;
   private readonly executor: PodEpisodeExecutor;
   private readonly sink: KubeStatusSink;
+  private readonly budgetStore: AgentBudgetStore;
+  /** False when the AgentBudget CRD is not installed (a `helm upgrade` installs no new CRDs): tasks run without budgets. */
+  private budgetsInstalled = true;
   private stopped = false;
   private readonly opts: ClusterControllerOptions;
 
@@ -96,6 +102,8 @@ export class ClusterController {
         },
       });
     this.tasks = informer('agenttasks', ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURAL}` : `/apis/${GROUP}/${VERSION}/${PLURAL}`);
+    this.budgets = informer(BUDGET_PLURAL, ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${BUDGET_PLURAL}` : `/apis/${GROUP}/${VERSION}/${BUDGET_PLURAL}`);
+    this.budgetStore = new AgentBudgetStore({ budgets: this.budgets, client, log: opts.log });
     this.pods = informer('pods', ns ? `/api/v1/namespaces/${ns}/pods` : '/api/v1/pods', TASK_LABEL);
     this.statusWriter = new StatusWriter({
       client,
@@ -126,7 +134,7 @@ export class ClusterController {
 
   /** Informers synced: the caches reflect the cluster (readyz). */
   ready(): boolean {
-    return this.tasks.hasSynced() && this.pods.hasSynced();
+    return this.tasks.hasSynced() && this.pods.hasSynced() && (!this.budgetsInstalled || this.budgets.hasSynced());
   }
 
   get isLeader(): boolean {
@@ -134,7 +142,7 @@ export class ClusterController {
   }
 
   async waitForSync(): Promise<void> {
-    await Promise.all([this.tasks.waitForSync(), this.pods.waitForSync()]);
+    await Promise.all([this.tasks.waitForSync(), this.pods.waitForSync(), this.budgetsInstalled ? this.budgets.waitForSync() : undefined]);
   }
 
   /** Resolves when nothing is queued or being reconciled and every write went out (tests). */
@@ -160,6 +168,7 @@ export class ClusterController {
     this.records.stop();
     this.tasks.stop();
     this.pods.stop();
+    this.budgets.stop();
     await Promise.all(this.servers.map((s) => s.close()));
     this.client.close();
     this.leaseClient?.close();
@@ -174,6 +183,8 @@ export class ClusterController {
     }
     this.tasks.start();
     this.pods.start();
+    await this.probeBudgets();
+    if (this.budgetsInstalled) this.budgets.start();
     const le = this.opts.leaderElection;
     if (!le) {
       // Not awaited: an unreachable API server must not hang startup; /readyz tells when we are synced.
@@ -204,6 +215,19 @@ export class ClusterController {
     this.elector.start();
   }
 
+  /** One list of at most one AgentBudget: a 404 means the CRD is missing, which is said once and not retried. */
+  private async probeBudgets(): Promise<void> {
+    const ns = this.opts.namespace;
+    const path = ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${BUDGET_PLURAL}` : `/apis/${GROUP}/${VERSION}/${BUDGET_PLURAL}`;
+    try {
+      await this.client.get(path, { limit: 1 });
+    } catch (err) {
+      if (!isStatus(err, 404)) return; // unreachable or slow: the informer retries as for any other kind
+      this.budgetsInstalled = false;
+      this.opts.log.warn('the AgentBudget CRD is not installed (kubectl apply -f crds/episodic.dev_agentbudgets.yaml, or `episodic crd`); running without budgets');
+    }
+  }
+
   private startProcessing(): void {
     if (this.loop || this.stopped) return;
     this.loop = new Controller({
@@ -213,6 +237,7 @@ export class ClusterController {
       logger: this.opts.log,
       maxConcurrent: this.opts.maxConcurrent ?? 10,
       budgetUSD: this.opts.budgetUSD,
+      budgets: this.budgetsInstalled ? this.budgetStore : undefined,
       workers: this.opts.workers ?? 16,
       metrics: this.metrics,
     });

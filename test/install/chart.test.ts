@@ -56,6 +56,8 @@ const CONTROLLER_RULES = [
   { apiGroups: ['episodic.dev'], resources: ['agenttasks/status'], verbs: ['get', 'patch'] },
   { apiGroups: ['episodic.dev'], resources: ['agenttasks/finalizers'], verbs: ['update'] },
   { apiGroups: ['episodic.dev'], resources: ['agentepisodes'], verbs: ['create', 'list', 'delete'] },
+  { apiGroups: ['episodic.dev'], resources: ['agentbudgets'], verbs: ['list', 'watch'] },
+  { apiGroups: ['episodic.dev'], resources: ['agentbudgets/status'], verbs: ['patch'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
 ];
@@ -394,7 +396,7 @@ describe('helm chart on a real kube-apiserver (kubectl apply --dry-run=server)',
     // CRDs for real (dry-run cannot create the types the rest refers to); namespaces too, since a dry-run
     // into a missing namespace fails. Neither is ever deleted: namespaces cannot be, here (no GC).
     await kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(CHART_DIR, 'crds')]);
-    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/agenttasks.episodic.dev', 'crd/agentepisodes.episodic.dev']);
+    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/agenttasks.episodic.dev', 'crd/agentepisodes.episodic.dev', 'crd/agentbudgets.episodic.dev']);
     for (const ns of [NAMESPACE, 'team-a']) {
       await kubectl(['create', 'namespace', ns, '--dry-run=client', '-o', 'yaml']).then((y) => kubectl(['apply', '-f', '-'], { input: y }));
     }

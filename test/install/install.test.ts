@@ -118,6 +118,8 @@ function controllerNeeds(ns: string | undefined): Check[] {
     yes('patch', 'agenttasks.episodic.dev', 'status'),
     yes('update', 'agenttasks.episodic.dev', 'finalizers'),
     ...['create', 'list', 'delete'].map((v) => yes(v, 'agentepisodes.episodic.dev')),
+    ...['list', 'watch'].map((v) => yes(v, 'agentbudgets.episodic.dev')),
+    yes('patch', 'agentbudgets.episodic.dev', 'status'),
     ...['get', 'list', 'watch', 'create', 'delete'].map((v) => yes(v, 'pods')),
     yes('create', 'events'),
     yes('patch', 'events'),

@@ -92,6 +92,7 @@ export class AgentTaskSource implements TaskSource<ClusterTask> {
       dependsOn: spec?.dependsOn ?? (Array.isArray(raw) ? raw.filter((d): d is string => typeof d === 'string') : []),
       deleting: !!obj.metadata.deletionTimestamp,
       resumeRequest: resumeRequestOf(obj),
+      labels: obj.metadata.labels,
       object: obj,
     };
     this.parsed.set(obj, task);
