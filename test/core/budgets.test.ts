@@ -1,0 +1,128 @@
+// AgentBudgets in the one loop, on in-memory ports and a manual clock: the loop enters each episode's cost
+// in the budget's ledger, holds the task while the window is full, and starts it again when the window
+// rolls over — time moves only when the test advances it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { AgentBudgetSpecSchema } from '../../controller/api/agent-budget.ts';
+import type { AgentBudgetStatus } from '../../controller/api/agent-budget.ts';
+import type { BudgetStore, DesiredBudget } from '../../controller/core/budget-book.ts';
+import { ManualClock } from '../../controller/core/clock.ts';
+import { Controller } from '../../controller/core/controller.ts';
+import { EpisodicMetrics } from '../../controller/metrics/metrics.ts';
+import { desired, MemoryExecutor, MemorySink, MemorySource } from '../support/memory-ports.ts';
+
+class MemoryBudgets implements BudgetStore {
+  readonly budgets = new Map<string, DesiredBudget>();
+  readonly statuses = new Map<string, AgentBudgetStatus>();
+  private listeners: Array<(key: string) => void> = [];
+  set(name: string, spec: Record<string, unknown>): void {
+    const key = `default/${name}`;
+    this.budgets.set(key, { key, namespace: 'default', name, generation: 1, spec: AgentBudgetSpecSchema.parse(spec) });
+    this.listeners.forEach((l) => l(key));
+  }
+  list() {
+    return this.budgets.values();
+  }
+  read(b: DesiredBudget) {
+    return this.statuses.get(b.key);
+  }
+  async write(b: DesiredBudget, status: AgentBudgetStatus) {
+    this.statuses.set(b.key, structuredClone(status));
+  }
+  subscribe(l: (key: string) => void) {
+    this.listeners.push(l);
+  }
+}
+
+function setup(budgets = new MemoryBudgets()) {
+  const clock = new ManualClock(new Date('2026-11-23T10:00:00Z'));
+  const source = new MemorySource();
+  const executor = new MemoryExecutor(() => clock.now());
+  const sink = new MemorySink();
+  const metrics = new EpisodicMetrics({ defaultMetrics: false });
+  const controller = new Controller({ source, executor, sink, clock, budgets, metrics, logger: pino({ level: 'silent' }), maxConcurrent: 4, random: () => 0.5 });
+  const settle = async () => {
+    for (let i = 0; i < 20; i++) {
+      await controller.idle();
+      await new Promise((r) => setImmediate(r));
+    }
+  };
+  return { clock, source, executor, sink, controller, settle, budgets, metrics, status: (n: string) => sink.statuses.get(`default/${n}`) };
+}
+
+test('budget loop: a 1h window holds the task once full and starts it again when the window rolls over', async () => {
+  const t = setup();
+  t.budgets.set('hourly', { limitUSD: 1, window: '1h', selector: { matchLabels: { team: 'a' } } });
+  t.source.set(desired('a', {}, { labels: { team: 'a' } }));
+  t.source.set(desired('free')); // not selected: never held
+  t.controller.start();
+  await t.settle();
+  for (let n = 1; n <= 2; n++) {
+    t.clock.advance(5 * 60_000);
+    t.executor.finish('default/a', { exitCode: 0, costUSD: 0.4 });
+    await t.settle();
+  }
+  // $0.80 spent at 10:05 and 10:10; 0.8 + 0.4 would cross $1: wait until 11:05, when the first leaves.
+  assert.equal(t.status('a')?.reason, 'BudgetWindow', t.status('a')?.message);
+  assert.equal(t.status('a')?.nextEpisodeAt, '2026-11-23T11:05:00.000Z');
+  assert.equal(t.status('free')?.phase, 'Running');
+  const b = t.budgets.statuses.get('default/hourly');
+  assert.equal(b?.spentUSD, 0.8);
+  assert.equal(b?.remainingUSD, 0.2);
+  assert.deepEqual(b?.heldTasks, ['a']);
+  assert.equal(b?.windowFreesAt, '2026-11-23T11:05:00.000Z');
+  assert.equal(b?.episodesLastHour, 2);
+  assert.match(await t.metrics.text(), /episodic_budget_tasks_held\{namespace="default",name="hourly"\} 1\n/);
+
+  // Half a minute at a time (a pass reads the clock when it starts; one big jump would arm its requeue late).
+  for (let m = 0; m < 54 * 2; m++) {
+    t.clock.advance(30_000);
+    await t.settle();
+  }
+  assert.equal(t.clock.now().toISOString(), '2026-11-23T11:04:00.000Z');
+  assert.equal(t.executor.running.has('default/a'), false, 'still held at 11:04');
+  // The requeue for 11:05 fires (armed up to the 30 s step after the pass that set it): the window has room.
+  t.clock.advance(30_000);
+  await t.settle();
+  t.clock.advance(30_000);
+  await t.settle();
+  assert.equal(t.executor.running.get('default/a')?.number, 3);
+  const after = t.budgets.statuses.get('default/hourly');
+  assert.equal(after?.spentUSD, 0.4);
+  assert.equal(after?.tasksHeld, 0);
+});
+
+test('budget loop: maxEpisodesPerHour waits (RateLimited), and a ledger read back after a restart keeps the window', async () => {
+  const budgets = new MemoryBudgets();
+  const t = setup(budgets);
+  t.budgets.set('rate', { limitUSD: 100, window: '24h', maxEpisodesPerHour: 2 });
+  t.source.set(desired('a'));
+  t.controller.start();
+  await t.settle();
+  t.clock.advance(10 * 60_000);
+  t.executor.finish('default/a', { exitCode: 0, costUSD: 0.1 });
+  await t.settle();
+  t.clock.advance(10 * 60_000);
+  t.executor.finish('default/a', { exitCode: 0, costUSD: 0.1 });
+  await t.settle();
+  assert.equal(t.status('a')?.reason, 'RateLimited', t.status('a')?.message);
+  assert.equal(t.status('a')?.nextEpisodeAt, '2026-11-23T11:00:00.000Z'); // the 10:00 start leaves the hour
+
+  // A new loop over the same stores (a restart): the ledger, not memory, says what the window holds.
+  const again = new Controller({ source: t.source, executor: t.executor, sink: t.sink, clock: t.clock, budgets, logger: pino({ level: 'silent' }), maxConcurrent: 4, random: () => 0.5 });
+  t.controller.halt();
+  again.start();
+  await again.idle();
+  assert.equal(t.status('a')?.reason, 'RateLimited');
+  assert.equal(t.executor.running.has('default/a'), false);
+  for (let m = 0; m < 40; m++) {
+    t.clock.advance(60_000);
+    for (let i = 0; i < 5; i++) {
+      await again.idle();
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+  assert.equal(t.executor.running.get('default/a')?.number, 3);
+  assert.equal(budgets.statuses.get('default/rate')?.spentUSD, 0.2);
+});
