@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CRDS, CRD_FILE, CRD_NAME, EPISODE_CRD_FILE, EPISODE_CRD_NAME, agentEpisodeCrd, agentTaskCrd, allCrdsYaml, toStructuralSchema } from '../../controller/api/crd.ts';
+import { BUDGET_CRD_FILE, BUDGET_CRD_NAME, CRDS, CRD_FILE, CRD_NAME, EPISODE_CRD_FILE, EPISODE_CRD_NAME, agentEpisodeCrd, agentTaskCrd, allCrdsYaml, toStructuralSchema } from '../../controller/api/crd.ts';
 import { API_VERSION, AgentTaskSpecSchema, KIND } from '../../controller/api/agent-task.ts';
 import { ensureCluster, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
 
@@ -40,7 +40,7 @@ function structuralViolations(node: Node, at = '$'): string[] {
 
 describe('CRD generation', () => {
   it('the checked-in manifests equal the generated ones', async () => {
-    assert.deepEqual(CRDS.map((c) => c.file), [CRD_FILE, EPISODE_CRD_FILE]);
+    assert.deepEqual(CRDS.map((c) => c.file), [CRD_FILE, EPISODE_CRD_FILE, BUDGET_CRD_FILE]);
     for (const crd of CRDS) {
       const checkedIn = await readFile(path.join(repoRoot, crd.file), 'utf8');
       assert.ok(checkedIn === crd.yaml(), `${crd.file} is stale: regenerate it with \`node scripts/gen-crds.ts\``);
@@ -50,7 +50,7 @@ describe('CRD generation', () => {
   it('`episodic crd` prints them all, one YAML document each', () => {
     const printed = execFileSync(process.execPath, [path.join(repoRoot, 'controller/cli/main.ts'), 'crd'], { encoding: 'utf8' });
     assert.equal(printed, allCrdsYaml());
-    assert.deepEqual(printed.split(/^---$/m).map((doc) => /^  name: (\S+)$/m.exec(doc)?.[1]), [CRD_NAME, EPISODE_CRD_NAME]);
+    assert.deepEqual(printed.split(/^---$/m).map((doc) => /^  name: (\S+)$/m.exec(doc)?.[1]), [CRD_NAME, EPISODE_CRD_NAME, BUDGET_CRD_NAME]);
   });
 
   it('is a structural schema', () => {
@@ -215,8 +215,8 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
     ]);
     assert.deepEqual(wideRow.split(/\s+/).slice(-2), ['continue', '2030-01-02T03:04:05Z']);
 
-    // The category lists it too (`kubectl get episodic`).
-    assert.match(await kubectl(['get', 'episodic', '-n', ns]), /^columns\s+Waiting\s+3\b/m);
+    // The category lists it too (`kubectl get episodic`), by kind once AgentBudgets are in it as well.
+    assert.match(await kubectl(['get', 'episodic', '-n', ns]), /^(agenttask\.episodic\.dev\/)?columns\s+Waiting\s+3\b/m);
   });
 
   it('stores a null exit code in status and applies status defaults', async () => {
