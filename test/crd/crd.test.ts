@@ -129,7 +129,8 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
     async () => {
       await ensureCluster();
       clusterReady = true;
-      await kubectl(['apply', '-f', path.join(repoRoot, CRD_FILE), '-f', path.join(repoRoot, EPISODE_CRD_FILE)]);
+      // Server-side, like every other test and helm: a client-side apply would own fields helm's apply then conflicts on.
+      await kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(repoRoot, CRD_FILE), '-f', path.join(repoRoot, EPISODE_CRD_FILE)]);
       await kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${CRD_NAME}`, `crd/${EPISODE_CRD_NAME}`]);
       await kubectl(['create', 'namespace', ns]);
     },
