@@ -52,6 +52,8 @@ export const EvidenceSchema = z.object({
   /** The last error with numbers, paths and ids stripped: "the same error again" is the same string. */
   errorFingerprint: z.string().max(200).optional(),
   ralph: RalphStatusSchema.optional(),
+  /** Completion keywords found in the final answer (only with completion.signals). */
+  completionKeywords: z.array(z.string().max(32)).max(8).optional(),
 });
 
 export const ProgressSpecSchema = z.strictObject({
@@ -84,5 +86,6 @@ export type ChecklistCounts = z.infer<typeof ChecklistCountsSchema>;
 export type ProgressStatus = z.infer<typeof ProgressStatusSchema>;
 export type WorkspaceEvidence = z.infer<typeof WorkspaceEvidenceSchema>;
 export type Evidence = z.infer<typeof EvidenceSchema>;
+export type RalphStatus = z.infer<typeof RalphStatusSchema>;
 export type BreakerSpec = z.infer<typeof BreakerSpecSchema>;
 export type BreakerStatus = z.infer<typeof BreakerStatusSchema>;

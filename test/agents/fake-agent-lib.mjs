@@ -78,6 +78,15 @@ export async function readStdin() {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** The prompt this run was given: stdin, else the prompt file, else the last argument that is not a flag. */
+export function promptGiven(argv, stdin) {
+  if (stdin !== '') return stdin;
+  const file = process.env.EPISODIC_PROMPT_FILE;
+  if (file && existsSync(file)) return readFileSync(file, 'utf8');
+  const last = argv.at(-1);
+  return last !== undefined && !last.startsWith('-') ? last : '';
+}
+
 /** Append one JSON line describing what this run was given (FAKE_AGENT_RECORD or the step's `record`). */
 export function recordRun(agent, step, run, stdin) {
   const file = process.env.FAKE_AGENT_RECORD || step.record;

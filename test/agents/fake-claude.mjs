@@ -32,6 +32,9 @@
 //                skips the descendants.
 //   chatty       chattyMB megabytes (default 10) of assistant events of chattyLineKB (default 4) each, then `then`
 //   malformed    truncated JSON, prose and stray bytes, no result object
+//   echo-prompt  echoes the prompt it was given, as the CLI would (stream-json: a `user` event; text: the
+//                prompt's lines before the answer), then behaves as `then` ("continue" by default): a prompt
+//                that names the sentinel must not complete the task
 //
 // STEP FIELDS (all optional): mode, text (final message), promise, costUSD (default 0.0123), usage
 //   {input, output, cacheRead, cacheWrite}, exitCode (overrides the mode's), stderr (printed to stderr),
@@ -48,6 +51,7 @@ import {
   filler,
   MALFORMED_LINES,
   out,
+  promptGiven,
   readStdin,
   recordRun,
   sleepFor,
@@ -175,6 +179,12 @@ if (step.mode === 'sleep') {
   const block = line.repeat(Math.max(1, Math.floor((256 * 1024) / line.length)));
   const total = (step.chattyMB ?? 10) * 1024 * 1024;
   for (let written = 0; written < total; written += block.length) await out(block);
+  code = await finish(step.then ?? 'continue');
+} else if (step.mode === 'echo-prompt') {
+  await init();
+  const prompt = promptGiven(argv, stdin);
+  if (outputFormat === 'text') await out(`${prompt}\n`);
+  await event({ type: 'user', message: { role: 'user', content: [{ type: 'text', text: prompt }] }, session_id: sessionId });
   code = await finish(step.then ?? 'continue');
 } else {
   // The usage-limit sample is bare text: the CLI prints it instead of any JSON.

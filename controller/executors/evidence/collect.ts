@@ -18,7 +18,7 @@ export interface EvidenceRequest {
 }
 
 export async function collectEvidence(req: EvidenceRequest, result: EpisodeResult): Promise<Evidence> {
-  const evidence: Evidence = {};
+  const evidence: Evidence = { ...result.evidence }; // what the output said (RALPH_STATUS, keywords)
   const after = req.before ? await snapshotWorkspace(req.workspace, req.snapshot) : undefined;
   if (req.before && after) evidence.workspace = await compareWorkspace(req.workspace, req.before, after);
   const plan = req.checklist ? insideWorkspace(req.workspace, req.checklist) : undefined;

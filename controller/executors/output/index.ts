@@ -12,6 +12,7 @@ import type { FormatFacts, FormatReader, JsonFormat } from './format-reader.ts';
 import { createGeminiReader } from './gemini.ts';
 import { asObject, MAX_EPISODE_COST_USD, zeroTokens } from './json-fields.ts';
 import { createJsonLineParser } from './json-lines.ts';
+import { completionKeywords, ralphStatus, withoutPromptEcho } from './final-answer.ts';
 import { createLineSplitter, DEFAULT_MAX_LINE_BYTES } from './line-splitter.ts';
 import { costFromTokens } from './pricing.ts';
 import { lastMeaningfulLine, stripAnsi } from './rules.ts';
@@ -121,7 +122,8 @@ export function createOutputAnalyzer(opts: AnalyzerOptions, limits: AnalyzerLimi
     const format: OutputFormat = facts && reader ? reader.format : 'text';
     const stdoutText = stdoutTail.text();
     const stderrText = stderrTail.text();
-    const finalText = facts ? facts.finalText : stdoutText;
+    // JSON formats name the final answer; for plain text it is the stdout tail minus any echo of the prompt.
+    const finalText = facts ? facts.finalText : withoutPromptEcho(stdoutText, opts.prompt, stdoutTail.totalBytes > tailBytes);
     const tokens = facts?.tokens ?? zeroTokens();
     const reportedCost = facts?.costUSD;
     const cost = reportedCost ?? (opts.pricing ? costFromTokens(tokens, opts.pricing) : 0);
@@ -134,6 +136,10 @@ export function createOutputAnalyzer(opts: AnalyzerOptions, limits: AnalyzerLimi
       costUSD: Number.isFinite(cost) && cost > 0 ? Math.min(cost, MAX_EPISODE_COST_USD) : 0,
       tokens,
     };
+    const ralph = ralphStatus(finalText);
+    if (ralph) analysis.ralph = ralph;
+    const keywords = opts.signals ? completionKeywords(finalText) : [];
+    if (keywords.length > 0) analysis.keywords = keywords;
     const succeeded = exit.exitCode === 0 && !agentError && exit.spawnErrorCode === undefined;
     if (succeeded) {
       analysis.message = tailLine(finalText);

@@ -1,6 +1,7 @@
 // The contract between an episode's byte streams and its EpisodeResult.
 import type { ErrorClass, OutputFormat } from '../../api/episode-result.ts';
 import type { Tokens } from '../../api/agent-task.ts';
+import type { RalphStatus } from '../../api/leash.ts';
 
 export type OutputSetting = OutputFormat | 'auto';
 
@@ -19,6 +20,10 @@ export interface AnalyzerOptions {
    * spec gives the agent a TZ of its own.
    */
   timeZone?: string;
+  /** The rendered prompt: plain-text output that echoes it whole does not count as the final answer. */
+  prompt?: string;
+  /** spec.completion.signals is set: look for completion keywords in the final answer. */
+  signals?: boolean;
 }
 
 export interface ProcessExit {
@@ -38,6 +43,10 @@ export interface OutputAnalysis {
   /** The classification rule that decided errorClass (e.g. claude.usage-limit), for tests and debugging. */
   rule?: string;
   completion?: 'promise' | 'exitSignal';
+  /** The last RALPH_STATUS block of the final answer. */
+  ralph?: RalphStatus;
+  /** Completion keywords found in the final answer (only with AnalyzerOptions.signals). */
+  keywords?: string[];
   costUSD: number;
   tokens: Tokens;
   message?: string;

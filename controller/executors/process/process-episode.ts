@@ -83,7 +83,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
   let stdinFile: string | undefined;
   let analyzer: OutputAnalyzer;
   try {
-    analyzer = createOutputAnalyzer(req.analyzer);
+    analyzer = createOutputAnalyzer({ ...req.analyzer, prompt: req.prompt });
     mkdirSync(dirname(req.logFile), { recursive: true });
     const promptFile = req.promptVia === 'argument' ? undefined : writePromptFile(req);
     env = { ...episodeEnv(req, promptFile), [TREE_MARKER_ENV]: marker };
@@ -110,7 +110,9 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     const analysis = analyzer.finish(exit);
 
     let verify: VerifyOutcome | undefined;
-    const claimsDone = exit.exitCode === 0 && !analysis.agentError && (analysis.completion !== undefined || req.onExitZero);
+    // With completion.signals, completion keywords and a test-only episode may add up to completion: verify too.
+    const scoreClaim = req.analyzer.signals === true && (analysis.keywords !== undefined || /^testing$/i.test(analysis.ralph?.workType ?? ''));
+    const claimsDone = exit.exitCode === 0 && !analysis.agentError && (analysis.completion !== undefined || req.onExitZero || scoreClaim);
     if (claimsDone && req.verify && req.verify.length > 0 && !cancelled && !exit.timedOut) {
       const verifyTimeoutMs = Math.max(req.timeoutMs - (Date.now() - startedAt), MIN_VERIFY_TIMEOUT_MS);
       const tail = createByteTail(4096); // for the last line of its output in the message
@@ -314,6 +316,7 @@ function buildResult(o: {
     ...(analysis.completion ? { completion: analysis.completion } : {}),
     costUSD: analysis.costUSD,
     tokens: analysis.tokens,
+    ...(analysis.ralph || analysis.keywords ? { evidence: { ralph: analysis.ralph, completionKeywords: analysis.keywords } } : {}),
     ...(verify ? { verifyExitCode: verify.exitCode } : {}),
     ...(message ? { message: clip(message, MESSAGE_MAX) } : {}),
     durationMs: o.durationMs,
