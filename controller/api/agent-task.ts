@@ -131,6 +131,12 @@ export const CompletionSchema = z.strictObject({
     .describe('evidence a completion signal needs; without it the episode only continues'),
   minEpisodes: z.number().int().min(1).default(1).describe('no completion before this many episodes'),
   checklist: z.boolean().default(false).describe('done when every item of progress.checklist is done or skipped'),
+  signals: z
+    .strictObject({
+      threshold: z.number().int().min(1).max(100).default(60).describe('score at which the signals complete the task'),
+    })
+    .optional()
+    .describe("Gluon's multi-signal score: RALPH_STATUS EXIT_SIGNAL +50, checklist complete +40, completion keywords +10 each (at most +20), three test-only episodes in a row +100"),
   contextTooLong: z
     .enum(['fatal', 'failed'])
     .default('fatal')
@@ -256,6 +262,8 @@ export const LastEpisodeSchema = z.object({
   finishedAt: z.string().optional(),
   costUSD: z.number().optional(),
   message: z.string().optional(),
+  completionScore: z.number().int().nonnegative().optional().describe('completion.signals: the score this episode reached'),
+  completionSignals: z.array(z.string()).optional().describe('completion.signals: the signals that scored, e.g. exitSignal+50'),
 });
 
 export const CurrentEpisodeSchema = z.object({
@@ -293,6 +301,12 @@ export const AgentTaskStatusSchema = z.object({
   progress: ProgressStatusSchema.optional().describe('the checklist of progress.checklist, as of the last episode'),
   breaker: BreakerStatusSchema.optional(),
   workspaceChanges: z.number().int().nonnegative().default(0).describe('episodes since the task (re)opened that changed the workspace'),
+  testOnlyEpisodes: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('completion.signals: episodes in a row that only ran tests (RALPH_STATUS WORK_TYPE TESTING, workspace unchanged)'),
   resume: ResumeStatusSchema.optional(),
   audit: z.array(AuditEntrySchema).optional().describe('the last stop and resume decisions, oldest first'),
 });

@@ -30,6 +30,8 @@ export const EpisodeRecordSchema = z.object({
   costUSD: z.number().nonnegative().default(0),
   tokens: TokensSchema.default(() => TokensSchema.parse({})),
   evidence: EvidenceSchema.optional(),
+  completionScore: z.number().int().nonnegative().max(1000).optional().describe('completion.signals: the score this episode reached'),
+  completionSignals: z.array(z.string().max(32)).max(8).optional().describe('completion.signals: what scored, e.g. exitSignal+50'),
   message: z.string().max(MESSAGE_MAX).optional(),
 });
 
@@ -66,6 +68,8 @@ export function episodeRecordOf(task: string, last: LastEpisode, reason: string 
     costUSD: last.costUSD ?? result?.costUSD ?? 0,
     tokens: result?.tokens,
     evidence: result?.evidence,
+    completionScore: last.completionScore,
+    completionSignals: last.completionSignals,
     message: message !== undefined && message.length > MESSAGE_MAX ? `${message.slice(0, MESSAGE_MAX - 1)}…` : message,
   });
 }

@@ -123,7 +123,13 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
     return 0;
   }
   const wide = opts.output === 'wide';
-  const header = ['EPISODE', 'OUTCOME', 'EXIT', 'COST', 'FINISHED', 'REASON', ...(wide ? ['TOKENS', 'COMMIT', 'CHANGES', 'CHECKLIST', 'MESSAGE'] : [])];
+  // SCORE (and -o wide SIGNALS) only for a task with completion.signals, whose records carry a score.
+  const scored = records.some((r) => r.completionScore !== undefined);
+  const header = [
+    'EPISODE', 'OUTCOME', 'EXIT', 'COST', 'FINISHED', 'REASON',
+    ...(scored ? ['SCORE'] : []),
+    ...(wide ? [...(scored ? ['SIGNALS'] : []), 'TOKENS', 'COMMIT', 'CHANGES', 'CHECKLIST', 'MESSAGE'] : []),
+  ];
   const rows = records.map((r) => {
     const ws = r.evidence?.workspace;
     const checklist = r.evidence?.checklist;
@@ -134,8 +140,10 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
       `$${r.costUSD.toFixed(4)}`,
       r.finishedAt?.replace(/\.\d+Z$/, 'Z') ?? '',
       r.reason ?? '',
+      ...(scored ? [r.completionScore === undefined ? '' : String(r.completionScore)] : []),
       ...(wide
         ? [
+            ...(scored ? [r.completionSignals?.join(',') ?? ''] : []),
             String(r.tokens.input + r.tokens.output),
             ws?.commit?.slice(0, 12) ?? '',
             ws ? (ws.filesChanged !== undefined ? `${ws.filesChanged} files +${ws.insertions ?? 0} -${ws.deletions ?? 0}` : ws.changed ? 'changed' : 'none') : '',

@@ -1,14 +1,12 @@
 // Recording an episode's end: its facts become an outcome, counters, spend and the next phase.
-import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
+import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { DEFAULT_SPEC, isTerminal } from '../api/agent-task.ts';
 import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { backoffMs } from './backoff.ts';
 import { stepBreaker } from './breaker.ts';
-import { checklistComplete, missingEvidence } from './completion.ts';
-import { classifyOutcome } from './outcome.ts';
+import { countTestOnly, judgeEpisode } from './completion.ts';
 import { progressStatus } from './progress.ts';
-import type { ClassifiedOutcome } from './outcome.ts';
 import { normal, USAGE_LIMIT_FALLBACK_MS, warning } from './types.ts';
 import type { Events, ObservedEpisode, ReconcileInput } from './types.ts';
 
@@ -68,12 +66,14 @@ export function recordEpisode(
   const evidence = result.evidence;
   const changed = evidence?.workspace?.changed === true;
   const counters = { ...prev, episodes: Math.max(prev.episodes, n), workspaceChanges: prev.workspaceChanges + (changed ? 1 : 0) };
-  const judged = judge(result, completion, counters);
+  if (completion.signals) counters.testOnlyEpisodes = countTestOnly(prev.testOnlyEpisodes ?? 0, result);
+  const judged = judgeEpisode(result, completion, counters);
   const { outcome, reason } = judged;
   const detail = result.message ? `: ${result.message}` : '';
   const status: AgentTaskStatus = {
     ...prev,
     workspaceChanges: counters.workspaceChanges,
+    ...(completion.signals ? { testOnlyEpisodes: counters.testOnlyEpisodes } : {}),
     progress: evidence?.checklist ? progressStatus(evidence.checklist) : prev.progress,
     currentEpisode: undefined,
     nextEpisodeAt: undefined,
@@ -92,6 +92,7 @@ export function recordEpisode(
       finishedAt: episode.finishedAt ?? now.toISOString(),
       costUSD: result.costUSD,
       message: result.message,
+      ...(judged.score ? { completionScore: judged.score.score, completionSignals: judged.score.signals } : {}),
     },
   };
   const setPhase = (phase: Phase, why: string, message: string) => {
@@ -106,7 +107,7 @@ export function recordEpisode(
     case 'succeeded':
       status.consecutiveFailures = 0;
       status.consecutiveRetries = 0;
-      setPhase('Succeeded', reason, `episode ${n} finished the task (${reason})`);
+      setPhase('Succeeded', reason, `episode ${n} finished the task (${reason}${scoreWords(judged.score)})`);
       events.push(normal('EpisodeSucceeded', `episode ${n} succeeded (${reason})`));
       break;
     case 'continue':
@@ -188,18 +189,9 @@ export function recordEpisode(
   return status;
 }
 
-/**
- * The outcome, with the leash's completion rules on top of the signals: a complete checklist can finish
- * the task, and a claim without the evidence spec.completion requires only continues.
- */
-function judge(result: EpisodeResult, completion: AgentTaskSpec['completion'], counted: AgentTaskStatus): ClassifiedOutcome & { missing?: string } {
-  let judged = classifyOutcome(result, completion);
-  if (judged.outcome === 'continue' && completion.checklist && checklistComplete(result.evidence?.checklist)) {
-    judged = { outcome: 'succeeded', reason: 'ChecklistComplete' };
-  }
-  if (judged.outcome !== 'succeeded') return judged;
-  const missing = missingEvidence(completion, result, counted);
-  return missing.length === 0 ? judged : { outcome: 'continue', reason: 'MissingEvidence', missing: missing.join(', ') };
+/** ": score 90 (exitSignal+50, checklist+40)" for a task finished by its signals score. */
+function scoreWords(score: { score: number; signals: string[] } | undefined): string {
+  return score ? `: score ${score.score} (${score.signals.join(', ') || 'no signals'})` : '';
 }
 
 function clip(text: string): string {

@@ -156,7 +156,7 @@ async function runAgent(
       verify: config.completion.verify,
       onExitZero: config.completion.onExitZero,
       // Without resetTimeZone the pod's zone applies: the agent's own, since it inherits the runner's TZ.
-      analyzer: { format: config.output, promise: config.completion.promise, pricing: config.pricing, timeZone: config.completion.resetTimeZone },
+      analyzer: { format: config.output, promise: config.completion.promise, pricing: config.pricing, timeZone: config.completion.resetTimeZone, signals: config.completion.signals !== undefined },
     });
     const cancel = () => running.cancel();
     opts.signal?.addEventListener('abort', cancel, { once: true });

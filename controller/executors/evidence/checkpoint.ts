@@ -7,8 +7,7 @@ import { join } from 'node:path';
 import type { AgentTaskSpec, Outcome } from '../../api/agent-task.ts';
 import { emptyStatus } from '../../api/agent-task.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
-import { checklistComplete, missingEvidence } from '../../reconciler/completion.ts';
-import { classifyOutcome } from '../../reconciler/outcome.ts';
+import { judgeEpisode } from '../../reconciler/completion.ts';
 import { excludePathspecs } from './workspace.ts';
 
 export const CHECKPOINT_IDENTITY = { name: 'episodic', email: 'episodic@localhost' };
@@ -38,16 +37,13 @@ export function checkpointMessage(namespace: string, task: string, episode: numb
 
 /**
  * The outcome the commit message names. It is decided before the reconciler records the episode, from
- * the same pure rules: the outcome of the facts, a complete checklist, and the evidence a completion
+ * the same pure rules (judgeEpisode): the outcome of the facts, a complete checklist, and the evidence a completion
  * claim needs (an episode that commits changed the workspace, so `changes` holds). The record has the
  * final word (it also weighs completion signals across episodes).
  */
 export function checkpointOutcome(result: EpisodeResult, completion: AgentTaskSpec['completion'], episode: number): Outcome {
-  let { outcome } = classifyOutcome(result, completion);
-  if (outcome === 'continue' && completion.checklist && checklistComplete(result.evidence?.checklist)) outcome = 'succeeded';
-  if (outcome !== 'succeeded') return outcome;
-  const counted = { ...emptyStatus(), episodes: episode, workspaceChanges: 1 };
-  return missingEvidence(completion, result, counted).length === 0 ? 'succeeded' : 'continue';
+  const counted = { ...emptyStatus(), episodes: episode, workspaceChanges: 1, testOnlyEpisodes: 0 };
+  return judgeEpisode(result, completion, counted).outcome;
 }
 
 /** Whether an episode's workspace should get a checkpoint: a git repository that the episode changed. */
