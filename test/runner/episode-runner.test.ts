@@ -226,4 +226,42 @@ describe('episodic episode: evidence', () => {
     assert.equal(run.result?.evidence?.workspace?.changed, false);
     assert.ok(Buffer.byteLength(run.terminationMessage ?? '') <= TERMINATION_MESSAGE_LIMIT);
   });
+
+  it('does not complete on an echo of the prompt that names the sentinel (text and stream-json)', async () => {
+    const prompt = 'Fix the failing test.\nWhen it passes, print <promise>DONE</promise> and nothing else.';
+    const completion = { promise: 'DONE', onExitZero: false };
+    const text = await runRunner({
+      agent: [...fakeClaude.slice(0, 3), '--output-format', 'text'],
+      config: episodeConfig({ workspaceDir: await tempDir('ws'), output: 'text', completion }),
+      prompt,
+      env: { FAKE_AGENT_MODE: 'echo-prompt' },
+    });
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /print <promise>DONE<\/promise> and nothing else/); // the echo was there
+    assert.equal(text.result?.completion, undefined);
+    const stream = await runRunner({
+      agent: fakeClaude,
+      config: episodeConfig({ workspaceDir: await tempDir('ws'), completion }),
+      prompt,
+      env: { FAKE_AGENT_MODE: 'echo-prompt' },
+    });
+    assert.equal(stream.code, 0, stream.stderr);
+    assert.match(stream.stdout, /"type":"user".*<promise>DONE<\/promise>/);
+    assert.equal(stream.result?.format, 'claude');
+    assert.equal(stream.result?.completion, undefined);
+  });
+
+  it('reports RALPH_STATUS fields and, with completion.signals, completion keywords of the final answer', async () => {
+    const answer = 'All tasks are complete.\n---RALPH_STATUS---\nSTATUS: COMPLETE\nWORK_TYPE: TESTING\nEXIT_SIGNAL: false\n---END_RALPH_STATUS---';
+    const run = await runRunner({
+      agent: fakeClaude,
+      config: episodeConfig({ workspaceDir: await tempDir('ws'), completion: { signals: { threshold: 60 } } }),
+      prompt: 'Work.',
+      env: { FAKE_AGENT_MODE: 'continue', FAKE_AGENT_TEXT: answer },
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(run.result?.evidence?.ralph, { status: 'COMPLETE', exitSignal: false, workType: 'TESTING' });
+    assert.deepEqual(run.result?.evidence?.completionKeywords, ['all tasks complete']);
+    assert.equal(run.result?.evidence?.workspace?.changed, false);
+  });
 });
