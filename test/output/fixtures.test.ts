@@ -165,6 +165,7 @@ const EXPECTED: Array<{ file: string; exitCode: number; format: OutputSetting; e
       completion: 'exitSignal',
       costUSD: 0,
       tokens: zero,
+      ralph: { status: 'COMPLETE', exitSignal: true, tasksCompleted: 2, filesModified: 3, testsStatus: 'PASSING', workType: 'IMPLEMENTATION' },
       message:
         'Implemented the retry classifier and its tests; all 48 tests pass. ---RALPH_STATUS--- STATUS: COMPLETE ' +
         'TASKS_COMPLETED_THIS_LOOP: 2 FILES_MODIFIED: 3 TESTS_STATUS: PASSING WORK_TYPE: IMPLEMENTATION ' +
