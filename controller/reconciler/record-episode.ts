@@ -107,7 +107,7 @@ export function recordEpisode(
     case 'succeeded':
       status.consecutiveFailures = 0;
       status.consecutiveRetries = 0;
-      setPhase('Succeeded', reason, `episode ${n} finished the task (${reason}${scoreWords(judged.score)})`);
+      setPhase('Succeeded', reason, `episode ${n} finished the task (${reason}${reason === 'SignalsScore' ? scoreWords(judged.score) : ''})`);
       events.push(normal('EpisodeSucceeded', `episode ${n} succeeded (${reason})`));
       break;
     case 'continue':
@@ -191,7 +191,7 @@ export function recordEpisode(
 
 /** ": score 90 (exitSignal+50, checklist+40)" for a task finished by its signals score. */
 function scoreWords(score: { score: number; signals: string[] } | undefined): string {
-  return score ? `: score ${score.score} (${score.signals.join(', ') || 'no signals'})` : '';
+  return score ? `: score ${score.score} (${score.signals.join(', ')})` : '';
 }
 
 function clip(text: string): string {
