@@ -200,6 +200,7 @@ const episodePrinterColumns = [
   { name: 'Outcome', type: 'string', jsonPath: '.record.outcome' },
   { name: 'Cost', type: 'number', jsonPath: '.record.costUSD' },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  { name: 'Score', type: 'integer', jsonPath: '.record.completionScore', priority: 1 },
   { name: 'Exit', type: 'integer', jsonPath: '.record.exitCode', priority: 1 },
   { name: 'Reason', type: 'string', jsonPath: '.record.reason', priority: 1 },
   { name: 'Commit', type: 'string', jsonPath: '.record.evidence.workspace.commit', priority: 1 },

@@ -70,7 +70,7 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
   if (isTerminal(status.phase) && status.observedGeneration !== undefined && status.observedGeneration !== input.generation) {
     // A new run: its evidence starts over, and an open breaker gets a trial (HalfOpen), not a clean slate.
     const breaker = status.breaker?.state === 'Open' ? { ...status.breaker, state: 'HalfOpen' as const, halfOpen: 0 } : status.breaker;
-    status = { ...set('Pending', 'SpecChanged', 'spec changed; task re-opened'), consecutiveFailures: 0, consecutiveRetries: 0, nextEpisodeAt: undefined, workspaceChanges: 0, breaker, resume: resumeOnReopen(status.resume) };
+    status = { ...set('Pending', 'SpecChanged', 'spec changed; task re-opened'), consecutiveFailures: 0, consecutiveRetries: 0, nextEpisodeAt: undefined, workspaceChanges: 0, testOnlyEpisodes: undefined, breaker, resume: resumeOnReopen(status.resume) };
     events.push(normal('TaskReopened', 'spec changed; task re-opened'));
   }
 

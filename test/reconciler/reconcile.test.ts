@@ -258,12 +258,13 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
     phase: 'Succeeded',
   },
   {
-    name: 'spec edit re-opens a finished task; caps stay cumulative',
-    in: { generation: 2, status: { ...emptyStatus(), observedGeneration: 1, phase: 'Skipped', episodes: 3, consecutiveFailures: 3, costUSD: 1 } },
+    name: 'spec edit re-opens a finished task; caps stay cumulative, evidence streaks start over',
+    in: { generation: 2, status: { ...emptyStatus(), observedGeneration: 1, phase: 'Skipped', episodes: 3, consecutiveFailures: 3, costUSD: 1, testOnlyEpisodes: 2 } },
     phase: 'Running',
     start: 4,
     check: (s) => {
       assert.equal(s.consecutiveFailures, 0);
+      assert.equal(s.testOnlyEpisodes, undefined);
       assert.equal(s.costUSD, 1);
       assert.equal(s.observedGeneration, 2);
     },
