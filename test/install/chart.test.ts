@@ -336,6 +336,10 @@ describe('grafana dashboard', () => {
       ['tasks by phase', /sum by \(phase\) \(max by \(namespace, phase\) \(episodic_tasks\{/],
       ['breaker transitions', /sum by \(to, rule\) \(increase\(episodic_breaker_transitions_total\{/],
       ['tasks waiting by reason', /sum by \(reason\) \(max by \(namespace, reason\) \(episodic_tasks_waiting\{/],
+      ['auto-resumes by policy', /sum by \(policy\) \(increase\(episodic_auto_resumes_total\{/],
+      ['budget spent', /max by \(namespace, name\) \(episodic_budget_spent_usd\{/],
+      ['budget remaining', /max by \(namespace, name\) \(episodic_budget_remaining_usd\{/],
+      ['tasks held by budgets', /max by \(namespace, name\) \(episodic_budget_tasks_held\{/],
     ];
     for (const [what, re] of wanted) assert.ok(exprs.some((e) => re.test(e)), `no panel for ${what}`);
   });
