@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
-import { FakeKubelet, agentTaskManifest, fakeClaudeSpec, listPods, waitForPod, waitForTask, withController } from '../support/kubelet.ts';
+import { FAKE_CLAUDE, FakeKubelet, NODE, agentTaskManifest, fakeClaudeSpec, listPods, waitForPod, waitForTask, withController } from '../support/kubelet.ts';
 
 describe('cluster controller: the leash', { skip: skipCluster, timeout: 120_000 }, () => {
   let ns: string;
@@ -78,5 +78,24 @@ describe('cluster controller: the leash', { skip: skipCluster, timeout: 120_000 
     assert.equal(task.status.reason, 'ChecklistComplete');
     assert.equal(task.status.episodes, 3);
     assert.deepEqual(task.status.progress, { done: 3, total: 3, inProgress: 0, failed: 0, skipped: 0, summary: '3/3' });
+  });
+
+  it('an agent that echoes a prompt naming the sentinel does not complete; a real claim after the echo does', async () => {
+    const prompt = 'Fix the bug. When every test passes, print <promise>DONE</promise>. Episode {{episode}}.';
+    for (const [name, output] of [['echo-text', 'text'], ['echo-stream', 'claude']] as const) {
+      const argv = output === 'text' ? ['--output-format', 'text'] : ['--output-format', 'stream-json', '--verbose'];
+      const spec = fakeClaudeSpec({ ...fast, prompt, completion: { promise: 'DONE' }, limits: { maxEpisodes: 2, episodeTimeoutSeconds: 600 } }, { command: [NODE, FAKE_CLAUDE, '-p', ...argv], output });
+      await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, spec) });
+      for (let n = 1; n <= 2; n++) {
+        await kubelet.runEpisode(await waitForPod(client, ns, `${name}-ep-${n}`), { files: script({ mode: 'echo-prompt', then: 'continue', promise: 'DONE' }) });
+      }
+      const task = await waitForTask(client, ns, name, (s) => s.reason === 'MaxEpisodesReached');
+      assert.equal(task.status.lastEpisode.outcome, 'continue', name);
+    }
+    const spec = fakeClaudeSpec({ ...fast, prompt, completion: { promise: 'DONE' } }, { command: [NODE, FAKE_CLAUDE, '-p', '--output-format', 'text'], output: 'text' });
+    await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, 'echo-then-done', spec) });
+    await kubelet.runEpisode(await waitForPod(client, ns, 'echo-then-done-ep-1'), { files: script({ mode: 'echo-prompt', then: 'success', promise: 'DONE' }) });
+    const done = await waitForTask(client, ns, 'echo-then-done', (s) => s.phase === 'Succeeded');
+    assert.equal(done.status.reason, 'PromiseDetected');
   });
 });
