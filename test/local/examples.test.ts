@@ -44,6 +44,10 @@ test('the leash example: the plan finishes on its checklist, the stuck and the o
     assert.equal(s?.reason, 'CircuitOpen', name);
     assert.equal(s?.episodes, 3, name);
   }
+  const saturated = readStatus(dir, 'tests-saturated')?.status;
+  assert.equal(saturated?.reason, 'SignalsScore');
+  assert.equal(saturated?.episodes, 3);
+  assert.equal(saturated?.lastEpisode?.completionScore, 100);
   const resumed = readStatus(dir, 'resumed')?.status;
   assert.equal(resumed?.reason, 'CircuitOpen');
   assert.equal(resumed?.episodes, 4, '3 to open, 1 more in HalfOpen after the auto-resume');
