@@ -90,8 +90,9 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
       server = await startMetricsServer({ address: opts.metricsAddr, metrics, ready: () => true });
       logger.info({ url: `${server.url}/metrics` }, 'serving metrics');
     }
-    await controller.recover();
+    // Specs first: recovery reads an episode's log with its task's output settings.
     const initial = await loadSpecDir(dir);
+    await controller.recover(initial);
     for (const line of initial.errors) logger.error(line);
     for (const line of initial.ignored) logger.debug(`ignored ${line}`);
     if (initial.tasks.size === 0 && !opts.watch) {

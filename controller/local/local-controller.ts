@@ -61,7 +61,7 @@ export class LocalController {
   }
 
   /** Reads what is on record and ends the episodes a previous (killed) controller left behind. */
-  async recover(): Promise<void> {
+  async recover(specs?: LoadedSpecs): Promise<void> {
     const records = await this.sink.load();
     await this.budgets.load();
     this.executor = new ProcessEpisodeExecutor({
@@ -71,7 +71,7 @@ export class LocalController {
       logger: this.opts.logger,
       killGraceMs: this.opts.killGraceMs,
     });
-    await this.executor.recover(records);
+    await this.executor.recover(records, specs?.tasks);
     this.loop = new Controller({
       source: this.source,
       executor: this.executor,

@@ -39,7 +39,8 @@
 // STEP FIELDS (all optional): mode, text (final message), promise, costUSD (default 0.0123), usage
 //   {input, output, cacheRead, cacheWrite}, exitCode (overrides the mode's), stderr (printed to stderr),
 //   writeFiles {"path": "content"} (written in the working directory first, to simulate work), delayMs
-//   (before any output), plus the mode-specific ones above.
+//   (before any output), lingerSeconds (after the result, before exiting: a CLI that prints its result and
+//   then tidies up), plus the mode-specific ones above.
 //
 // RECORDING: with FAKE_AGENT_RECORD=PATH each run appends one JSON line {agent, pid, run, mode, argv, cwd,
 //   env (EPISODIC_* and FAKE_*), stdin, promptFileContent} so tests can check what the agent was given.
@@ -191,4 +192,5 @@ if (step.mode === 'sleep') {
   if (step.mode !== 'usage-limit' || step.asResult) await init();
   code = await finish(step.mode);
 }
+if (step.lingerSeconds) await sleepFor(step.lingerSeconds);
 process.exitCode = step.exitCode ?? code;

@@ -118,8 +118,11 @@ describe('result and log', () => {
       .result;
     assert.equal(result.format, 'claude', 'the analyzer read stdout apart from stderr');
     assert.equal(result.completion, 'promise');
-    const lines = readFileSync(t.box.logFile, 'utf8').split('\n');
-    assert.equal(lines.pop(), '', 'the log ends with a whole line');
+    const all = readFileSync(t.box.logFile, 'utf8').split('\n');
+    assert.equal(all.pop(), '', 'the log ends with a whole line');
+    // Our note of how the agent ended, on a line of its own (what a restarted controller reads back).
+    assert.deepEqual(all.slice(-2), ['', '--- episodic: agent exited 0 ---']);
+    const lines = all.slice(0, -2);
     const stderr = lines.filter((l) => l.startsWith('[stderr] ')).map((l) => l.slice('[stderr] '.length));
     const stdout = lines.filter((l) => !l.startsWith('[stderr] ')).map((l) => JSON.parse(l) as { n?: number });
     assert.deepEqual(stdout.slice(0, 20).map((o) => o.n), [...Array(20).keys()]);
@@ -140,7 +143,7 @@ describe('result and log', () => {
     const lines = readFileSync(t.box.logFile, 'utf8').split('\n');
     assert.ok(lines[0] === 'a'.repeat(1_200_000), `the long stdout line is whole and first (${lines[0].length} bytes)`);
     assert.equal(lines[1], '[stderr] warning in the middle');
-    const rest = lines.slice(2);
+    const rest = lines.slice(2).filter((l) => !l.startsWith('--- episodic: '));
     assert.equal(rest.join('').match(/b/g)?.length, 100_000);
     assert.equal(rest.join('').match(/c/g)?.length, 100_000);
     assert.ok(rest.filter((l) => l.includes('c')).every((l) => /^\[stderr\] c+$/.test(l)), 'stderr stays in marked lines');

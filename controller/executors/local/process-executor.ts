@@ -1,14 +1,14 @@
 // Episodes locally: one process tree per episode, in the task's workspace. Every process of episode N
 // carries a marker derived from (state directory, task, N), so the marker is on record the moment
 // "episode N starts" is; a restarted controller kills whatever carries the marker of an episode on record
-// and reports that episode as interrupted, whether its agent ran or the crash came before the spawn.
+// and records that episode's end from its log: as it ended if the agent finished, else interrupted.
 import type { Logger } from 'pino';
-import type { AgentTaskStatus } from '../../api/agent-task.ts';
-import { episodeResult } from '../../api/episode-result.ts';
+import { DEFAULT_SPEC } from '../../api/agent-task.ts';
+import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
 import { TerminalError } from '../../core/ports.ts';
 import type { EpisodeExecutor } from '../../core/ports.ts';
 import { checkpointLocalEpisode } from './episode-checkpoint.ts';
-import { launchEpisode } from './episode-launcher.ts';
+import { episodeLogPath, launchEpisode } from './episode-launcher.ts';
 import type { LaunchedEpisode } from './episode-launcher.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
 import type { StoredStatus } from '../../sinks/local/file-status.ts';
@@ -16,6 +16,7 @@ import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
 import { collectEvidence } from '../evidence/collect.ts';
 import { snapshotWorkspace } from '../evidence/workspace.ts';
 import type { WorkspaceSnapshot } from '../evidence/workspace.ts';
+import { recoverEpisodeFromLog } from '../process/episode-log-recovery.ts';
 import { killMarkedProcesses, killOrphanEpisode } from '../process/process-tree.ts';
 
 export interface ProcessExecutorOptions {
@@ -43,23 +44,39 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
     return `${this.opts.stateId}/${namespace}/${name}/${episode}`;
   }
 
-  /** After a restart: kill what the episodes on record left running; each ended as interrupted. */
-  async recover(records: StoredStatus[]): Promise<void> {
+  /**
+   * After a restart: kill what the episodes on record left running, then read each one's end from its log
+   * (episode-log-recovery.ts): finished there, it is recorded as it ended, with its cost; otherwise it is
+   * interrupted, keeping the cost the log shows. `specs` gives each task's analyzer options.
+   */
+  async recover(records: StoredStatus[], specs?: ReadonlyMap<string, { spec?: AgentTaskSpec }>): Promise<void> {
     for (const record of records) {
       const current = record.status.currentEpisode;
       if (!current) continue;
       // processMarker and pid: state files written by earlier versions.
       const marker = record.processMarker ?? this.markerFor(record.namespace, record.name, current.number);
       const killed = (await killMarkedProcesses(marker)) || (current.pid ? await killOrphanEpisode(current.pid, current.pidStartTime) : false);
-      this.opts.logger.warn(
-        { namespace: record.namespace, task: record.name, episode: current.number, orphanKilled: killed },
-        'episode interrupted by a controller restart',
-      );
-      this.finished.set(`${record.namespace}/${record.name}`, {
+      const key = `${record.namespace}/${record.name}`;
+      const spec = specs?.get(key)?.spec;
+      const completion = spec?.completion ?? DEFAULT_SPEC.completion;
+      const logFile = episodeLogPath(this.opts.stateDir, record.namespace, record.name, current.number);
+      const recovered = await recoverEpisodeFromLog(logFile, {
+        analyzer: { format: spec?.agent.output ?? 'auto', promise: completion.promise, pricing: spec?.agent.pricing, timeZone: completion.resetTimeZone },
+        verify: completion.verify,
+        onExitZero: completion.onExitZero,
+      });
+      const fields = { namespace: record.namespace, task: record.name, episode: current.number, orphanKilled: killed, costUSD: recovered.result.costUSD };
+      if (recovered.how === 'exited' || recovered.how === 'result') {
+        this.opts.logger.warn({ ...fields, recoveredFrom: recovered.how === 'exited' ? 'exit note' : 'agent result' }, 'episode ended while no controller ran; its end is read from its log');
+      } else {
+        this.opts.logger.warn(fields, 'episode interrupted by a controller restart');
+      }
+      this.finished.set(key, {
         number: current.number,
         state: 'finished',
         startedAt: current.startedAt,
-        result: episodeResult({ exitCode: null, interrupted: true, message: 'controller restarted mid-episode' }),
+        ...(recovered.finishedAt && recovered.how !== 'no-log' ? { finishedAt: recovered.finishedAt } : {}),
+        result: recovered.result,
       });
     }
   }

@@ -146,6 +146,7 @@ export function createClaudeReader(): FormatReader {
         finalText: resultText,
         tokens: usage ? claudeTokens(usage) : zeroTokens(),
         costUSD: asCost(result.total_cost_usd) ?? asCost(result.cost_usd),
+        final: true,
       };
       if (agentError) {
         const errors = Array.isArray(result.errors) ? result.errors.filter((e) => typeof e === 'string') : [];

@@ -66,6 +66,7 @@ export function createCodexReader(): FormatReader {
         finalText: lastAgentMessage,
         tokens: { ...tokens },
         costUSD: undefined,
+        final: lastTurn !== undefined,
       };
     },
   };

@@ -22,6 +22,8 @@ export interface FormatFacts {
   tokens: Tokens;
   /** Reported cost in USD; undefined when the output has none (then pricing applies). */
   costUSD?: number;
+  /** The agent printed its final verdict (claude's result, codex's end of turn, gemini's result or document). */
+  final?: boolean;
 }
 
 export interface FormatReader {

@@ -126,6 +126,7 @@ export function createGeminiReader(): FormatReader {
           hints,
           finalText: asString(document.response),
           tokens: documentTokens(asObject(document.stats)),
+          final: true,
         };
       }
       if (!result) {
@@ -147,6 +148,7 @@ export function createGeminiReader(): FormatReader {
         hints,
         finalText: segment === undefined ? undefined : keepTail(segment, FINAL_TEXT_MAX_CHARS),
         tokens: stats ? streamTokens(stats) : zeroTokens(),
+        final: true,
       };
     },
   };

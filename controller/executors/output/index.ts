@@ -42,6 +42,8 @@ export interface AnalyzerStats {
 
 export interface InspectableOutputAnalyzer extends OutputAnalyzer {
   stats(): AnalyzerStats;
+  /** After finish(): the agent's final verdict was in the output (FormatFacts.final), so it had finished. */
+  sawFinal(): boolean;
 }
 
 export const TEXT_TAIL_BYTES = 64 * 1024;
@@ -70,6 +72,7 @@ export function createOutputAnalyzer(opts: AnalyzerOptions, limits: AnalyzerLimi
   let events = 0;
   let badEvents = 0;
   let finished: OutputAnalysis | undefined;
+  let sawFinal = false;
 
   const notDetected = (): void => {
     if (mode === 'detect' && ++undetected >= DETECT_WINDOW_LINES) mode = 'text';
@@ -140,6 +143,7 @@ export function createOutputAnalyzer(opts: AnalyzerOptions, limits: AnalyzerLimi
     if (ralph) analysis.ralph = ralph;
     const keywords = opts.signals ? completionKeywords(finalText) : [];
     if (keywords.length > 0) analysis.keywords = keywords;
+    sawFinal = facts?.final === true;
     const succeeded = exit.exitCode === 0 && !agentError && exit.spawnErrorCode === undefined;
     if (succeeded) {
       analysis.message = tailLine(finalText);
@@ -194,6 +198,7 @@ export function createOutputAnalyzer(opts: AnalyzerOptions, limits: AnalyzerLimi
       }
       return finished;
     },
+    sawFinal: () => sawFinal,
     stats(): AnalyzerStats {
       return {
         stdoutBytes: stdoutTail.totalBytes,

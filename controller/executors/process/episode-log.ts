@@ -15,6 +15,16 @@ const MAX_PENDING_BYTES = 256 * 1024;
 // EOF when no output came for this long.
 const STREAM_IDLE_MS = 2000;
 
+/** Our notes in the log are whole lines of this form; recovery (episode-log-recovery.ts) reads them back. */
+export const NOTE_PREFIX = '--- episodic: ';
+export const NOTE_SUFFIX = ' ---';
+
+/** The note that records how the agent process ended. */
+export function exitNote(exit: { exitCode: number | null; signal?: string }): string {
+  const how = exit.exitCode !== null ? `exited ${exit.exitCode}` : `killed by ${exit.signal ?? 'a signal'}`;
+  return `${NOTE_PREFIX}agent ${how}${NOTE_SUFFIX}`;
+}
+
 export type OutputListener = (chunk: Buffer, stream: 'stdout' | 'stderr') => void;
 
 export class EpisodeLog {

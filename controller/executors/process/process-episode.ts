@@ -9,7 +9,7 @@ import { dirname, join, parse, resolve } from 'node:path';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { rewriteInPlace } from '../../util/fs.ts';
-import { EpisodeLog } from './episode-log.ts';
+import { EpisodeLog, exitNote } from './episode-log.ts';
 import type { OutputListener } from './episode-log.ts';
 import { createOutputAnalyzer } from '../output/index.ts';
 import { createByteTail } from '../output/byte-tail.ts';
@@ -105,6 +105,8 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
   const run = async (): Promise<EpisodeResult> => {
     const exit = await current.exit;
     if (exit.spawnErrorMessage) log.note(`\n--- episodic: ${exit.spawnErrorMessage} ---\n`);
+    // How the agent ended, for a controller restarted before this one records it (see episode-log-recovery.ts).
+    else log.note(`\n${exitNote(exit)}\n`);
     if (exit.timedOut) log.note(`\n--- episodic: timed out after ${seconds(req.timeoutMs)}; process tree killed ---\n`);
     if (exit.cancelled) log.note('\n--- episodic: cancelled; process tree killed ---\n');
     const analysis = analyzer.finish(exit);
@@ -119,7 +121,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
       log.note(`\n--- episodic: verify ${JSON.stringify(req.verify)} ---\n`);
       current = start(req.verify, undefined, verifyTimeoutMs, (chunk) => tail.push(chunk));
       verify = describeVerify(await current.exit, tail.text(), verifyTimeoutMs);
-      log.note(`--- episodic: ${verify.note ?? 'verify passed'} ---\n`);
+      log.note(`\n--- episodic: ${verify.note ?? 'verify passed'} ---\n`); // on a line of its own, whatever verify printed last
     }
     return buildResult({ req, exit, analysis, verify, cancelled, durationMs: Date.now() - startedAt });
   };

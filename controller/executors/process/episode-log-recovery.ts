@@ -1,0 +1,180 @@
+// An episode's end read back from its log, for a controller restarted after a kill: the agent may have
+// finished (printed its result, even exited) while no controller was alive to record it. The log holds the
+// agent's output exactly as the analyzer saw it (stdout as is, stderr behind `[stderr] `) and our notes
+// (how the agent exited, timeout, cancel, verify), so the same analysis gives the real outcome and spend.
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { episodeResult } from '../../api/episode-result.ts';
+import type { EpisodeResult } from '../../api/episode-result.ts';
+import { createOutputAnalyzer } from '../output/index.ts';
+import type { AnalyzerOptions, OutputAnalyzer, ProcessExit } from '../output/types.ts';
+import { NOTE_PREFIX, NOTE_SUFFIX, STDERR_PREFIX } from './episode-log.ts';
+
+export interface LogRecoveryOptions {
+  analyzer: AnalyzerOptions;
+  /** spec.completion.verify: a completion claim needs its verdict in the log. */
+  verify?: string[];
+  onExitZero: boolean;
+}
+
+export interface RecoveredEpisode {
+  result: EpisodeResult;
+  /** The log's last write: about when the episode ended. */
+  finishedAt?: string;
+  /** How the end was decided, for the log line. */
+  how: 'exited' | 'result' | 'unfinished' | 'no-log';
+}
+
+interface LogNotes {
+  exit?: ProcessExit;
+  timedOut: boolean;
+  cancelled: boolean;
+  verifyStarted: boolean;
+  /** Set once verify's end is noted: its exit code (null: it did not run to an exit). */
+  verifyExitCode?: number | null;
+}
+
+const INTERRUPTED = 'controller restarted mid-episode';
+// A line starting like a note but longer than this is agent output, not ours.
+const MAX_NOTE_BYTES = 4096;
+const HEAD_BYTES = Math.max(Buffer.byteLength(STDERR_PREFIX), Buffer.byteLength(NOTE_PREFIX));
+
+/**
+ * Re-analyses the log. Finished — an exit note, or the agent's final result (exit code not known: the one
+ * its CLI gives that result, 0 or 1) — is classified like a live episode; anything else stays interrupted
+ * with the cost and tokens the log shows. A completion claim whose verify has no verdict in the log is
+ * interrupted too: nothing says the work passed.
+ */
+export async function recoverEpisodeFromLog(logFile: string, opts: LogRecoveryOptions): Promise<RecoveredEpisode> {
+  // Two analyzers fed alike: `probe` tells whether the agent reported an error, which decides the exit code
+  // to classify with when no exit note survived.
+  const main = createOutputAnalyzer(opts.analyzer);
+  const probe = createOutputAnalyzer(opts.analyzer);
+  let notes: LogNotes;
+  let finishedAt: string | undefined;
+  try {
+    finishedAt = (await stat(logFile)).mtime.toISOString();
+    notes = await readLog(logFile, [main, probe]);
+  } catch {
+    return { result: episodeResult({ exitCode: null, interrupted: true, message: INTERRUPTED }), how: 'no-log' };
+  }
+  const seen = probe.finish({ exitCode: 0 });
+  const exit: ProcessExit | undefined = notes.exit ?? (probe.sawFinal() ? { exitCode: seen.agentError ? 1 : 0 } : undefined);
+  const analysis = main.finish(exit ?? { exitCode: null, signal: 'SIGKILL' });
+  const spend = { costUSD: analysis.costUSD, tokens: analysis.tokens, format: analysis.format };
+  const interrupted = (message = INTERRUPTED): RecoveredEpisode => ({
+    result: episodeResult({ exitCode: null, interrupted: true, message, ...spend }),
+    finishedAt,
+    how: 'unfinished',
+  });
+  if (!exit) return interrupted();
+  const exitFields = { exitCode: exit.exitCode, ...(exit.signal ? { signal: exit.signal } : {}) };
+  if (notes.timedOut || notes.cancelled) {
+    const message = notes.timedOut ? 'timed out (recorded from the episode log)' : 'cancelled';
+    return { result: episodeResult({ ...exitFields, timedOut: notes.timedOut, cancelled: notes.cancelled, message, ...spend }), finishedAt, how: 'exited' };
+  }
+  const claimsDone = exit.exitCode === 0 && !analysis.agentError && (analysis.completion !== undefined || opts.onExitZero);
+  const needsVerify = claimsDone && opts.verify !== undefined && opts.verify.length > 0;
+  if (needsVerify && notes.verifyExitCode === undefined) return interrupted('the agent finished but its verify had not when the controller stopped');
+  return {
+    result: episodeResult({
+      ...exitFields,
+      ...spend,
+      agentError: analysis.agentError,
+      errorClass: analysis.errorClass,
+      ...(analysis.resetAt ? { resetAt: analysis.resetAt } : {}),
+      ...(analysis.completion ? { completion: analysis.completion } : {}),
+      ...(needsVerify ? { verifyExitCode: notes.verifyExitCode } : {}),
+      ...(analysis.message ? { message: analysis.message } : {}),
+    }),
+    finishedAt,
+    how: notes.exit ? 'exited' : 'result',
+  };
+}
+
+/** Streams the log: agent output to the analyzers (until verify starts), our notes parsed. */
+async function readLog(file: string, analyzers: OutputAnalyzer[]): Promise<LogNotes> {
+  const notes: LogNotes = { timedOut: false, cancelled: false, verifyStarted: false };
+  let kind: 'stdout' | 'stderr' | 'note' | undefined;
+  let head: Buffer[] = [];
+  let note: Buffer[] = [];
+  let noteBytes = 0;
+  const deliver = (bytes: Buffer, stream: 'stdout' | 'stderr') => {
+    if (notes.verifyStarted || bytes.length === 0) return; // verify's output was never the agent's
+    for (const a of analyzers) a.write(bytes, stream);
+  };
+  const decide = (bytes: Buffer) => {
+    if (startsWith(bytes, STDERR_PREFIX)) {
+      kind = 'stderr';
+      deliver(bytes.subarray(Buffer.byteLength(STDERR_PREFIX)), 'stderr');
+    } else if (startsWith(bytes, NOTE_PREFIX)) {
+      kind = 'note';
+      note = [bytes];
+      noteBytes = bytes.length;
+    } else {
+      kind = 'stdout';
+      deliver(bytes, 'stdout');
+    }
+  };
+  const lineEnded = () => {
+    if (kind === 'note') {
+      const text = Buffer.concat(note).toString('utf8').replace(/\n$/, '');
+      if (!readNote(text, notes)) deliver(Buffer.concat(note), 'stdout');
+      note = [];
+    }
+    kind = undefined;
+  };
+  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
+    let at = 0;
+    while (at < chunk.length) {
+      const nl = chunk.indexOf(0x0a, at);
+      const end = nl < 0 ? chunk.length : nl + 1;
+      let piece = chunk.subarray(at, end);
+      at = end;
+      if (kind === undefined) {
+        head.push(piece);
+        piece = Buffer.concat(head);
+        if (piece.length < HEAD_BYTES && nl < 0) continue; // too short to tell yet
+        head = [];
+        decide(piece);
+      } else if (kind === 'note') {
+        note.push(piece);
+        noteBytes += piece.length;
+        if (noteBytes > MAX_NOTE_BYTES) {
+          kind = 'stdout'; // not one of ours
+          deliver(Buffer.concat(note), 'stdout');
+          note = [];
+        }
+      } else {
+        deliver(piece, kind);
+      }
+      if (nl >= 0) lineEnded();
+    }
+  }
+  if (kind === undefined && head.length > 0) decide(Buffer.concat(head));
+  lineEnded();
+  return notes;
+}
+
+/** Applies one of our notes; false when the line is not one. */
+function readNote(line: string, notes: LogNotes): boolean {
+  if (!line.startsWith(NOTE_PREFIX) || !line.endsWith(NOTE_SUFFIX)) return false;
+  const text = line.slice(NOTE_PREFIX.length, line.length - NOTE_SUFFIX.length);
+  let m: RegExpExecArray | null;
+  if ((m = /^agent exited (-?\d+)$/.exec(text))) notes.exit = { exitCode: Number(m[1]) };
+  else if ((m = /^agent killed by (\S+)$/.exec(text))) notes.exit = { exitCode: null, signal: m[1] };
+  else if (text.startsWith('timed out after ')) notes.timedOut = true;
+  else if (text.startsWith('cancelled;')) notes.cancelled = true;
+  else if (text.startsWith('verify [')) notes.verifyStarted = true;
+  else if (!notes.verifyStarted) return false;
+  else if (text === 'verify passed') notes.verifyExitCode = 0;
+  else if ((m = /^verify exited (-?\d+)/.exec(text))) notes.verifyExitCode = Number(m[1]);
+  else if (text.startsWith('verify ')) notes.verifyExitCode = null;
+  else return false;
+  return true;
+}
+
+function startsWith(bytes: Buffer, prefix: string): boolean {
+  const p = Buffer.from(prefix);
+  return bytes.length >= p.length && bytes.subarray(0, p.length).equals(p);
+}
