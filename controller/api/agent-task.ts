@@ -19,12 +19,15 @@ function isTimeZone(zone: string): boolean {
   }
 }
 
-// RFC 1123 label: what Kubernetes accepts for names we turn into pod names and label values.
+// RFC 1123 label: what Kubernetes accepts for names we turn into pod names and label values. The CRD
+// enforces the same on metadata.name (crd.ts), so the apiserver refuses what no pod could carry.
+export const DNS_LABEL_MAX = 63;
+export const DNS_LABEL_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 const dnsLabel = z
   .string()
   .min(1)
-  .max(63)
-  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a lowercase RFC 1123 label (a-z, 0-9, "-")');
+  .max(DNS_LABEL_MAX)
+  .regex(new RegExp(DNS_LABEL_PATTERN), 'must be a lowercase RFC 1123 label (a-z, 0-9, "-")');
 
 const argv = z.array(z.string().min(1)).min(1).describe('argv array, never a shell string');
 

@@ -5,7 +5,7 @@
 // do not know how to translate.
 import { z } from 'zod';
 import { stringify } from 'yaml';
-import { AgentTaskSchema, GROUP, KIND, PLURAL, VERSION } from './agent-task.ts';
+import { AgentTaskSchema, DNS_LABEL_MAX, DNS_LABEL_PATTERN, GROUP, KIND, PLURAL, VERSION } from './agent-task.ts';
 import { AgentEpisodeSchema, EPISODE_KIND, EPISODE_PLURAL } from './episode-record.ts';
 import { AgentBudgetSchema, BUDGET_KIND, BUDGET_PLURAL } from './agent-budget.ts';
 
@@ -123,7 +123,7 @@ function field(properties: Record<string, Json>, name: string, description: stri
 }
 
 /** The openAPIV3Schema of a kind: `fields` (spec, status, record…) from its zod schema, the rest standard. */
-function openApiSchema(schema: z.ZodType, description: string, fields: Record<string, string>, required: string[]): Json {
+function openApiSchema(schema: z.ZodType, description: string, fields: Record<string, string>, required: string[], rules?: Json[]): Json {
   const jsonSchema = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', cycles: 'throw' }) as Json;
   const properties = jsonSchema.properties as Record<string, Json>;
   return {
@@ -138,8 +138,17 @@ function openApiSchema(schema: z.ZodType, description: string, fields: Record<st
       ...Object.fromEntries(Object.entries(fields).map(([name, text]) => [name, field(properties, name, text)])),
     },
     required,
+    ...(rules ? { 'x-kubernetes-validations': rules } : {}),
   };
 }
+
+// The apiserver accepts any DNS subdomain (253 characters, dots) as a name; a task's name becomes the
+// value of its pods' episodic.dev/task label (63 at most, no dots), as the zod schema says. CEL on the
+// root is the one place a CRD may check metadata.name.
+const nameIsDnsLabel: Json = {
+  rule: `self.metadata.name.size() <= ${DNS_LABEL_MAX} && self.metadata.name.matches('${DNS_LABEL_PATTERN}')`,
+  message: `metadata.name must be a lowercase RFC 1123 label of at most ${DNS_LABEL_MAX} characters (a-z, 0-9, "-"; no dots): it becomes a label value of the task's pods`,
+};
 
 /** The openAPIV3Schema of the AgentTask CRD. */
 export function agentTaskOpenApiSchema(): Json {
@@ -148,6 +157,7 @@ export function agentTaskOpenApiSchema(): Json {
     'AgentTask runs an AI coding agent in episodes until it reports completion or a limit is hit.',
     { spec: 'What to run, where, and when it is done.', status: 'Observed state, written by the controller.' },
     ['spec'],
+    [nameIsDnsLabel],
   );
 }
 
@@ -168,6 +178,7 @@ export function agentBudgetOpenApiSchema(): Json {
     'AgentBudget limits what the AgentTasks it selects may spend in a rolling window or in total; checked before every episode.',
     { spec: 'Which tasks, how much, and over what window.', status: 'Spend in the window, what is left, and the tasks held; written by the controller.' },
     ['spec'],
+    [nameIsDnsLabel],
   );
 }
 

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { BUDGET_CRD_FILE, BUDGET_CRD_NAME, CRDS, CRD_FILE, CRD_NAME, EPISODE_CRD_FILE, EPISODE_CRD_NAME, agentEpisodeCrd, agentTaskCrd, allCrdsYaml, toStructuralSchema } from '../../controller/api/crd.ts';
-import { API_VERSION, AgentTaskSpecSchema, KIND } from '../../controller/api/agent-task.ts';
+import { API_VERSION, AgentTaskSpecSchema, KIND, MetadataSchema } from '../../controller/api/agent-task.ts';
 import { ensureCluster, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
 
 type Node = Record<string, unknown>;
@@ -191,6 +191,18 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
   it('rejects an unknown field, naming it: a typo never silently lifts a cap (strict field validation)', async () => {
     const spec = { ...validSpec(), limits: { maxEpisode: 3 } };
     assert.match(await rejection(task('typo', spec)), /strict decoding error: unknown field "spec\.limits\.maxEpisode"/);
+  });
+
+  it('rejects a name no pod label could carry (64 characters, dots), as validate does; accepts 63', async () => {
+    const long = `t${'x'.repeat(63)}`;
+    assert.match(await rejection(task(long, validSpec())), /metadata\.name must be a lowercase RFC 1123 label of at most 63 characters/);
+    assert.match(await rejection(task('has.dots', validSpec())), /metadata\.name must be a lowercase RFC 1123 label/);
+    await apply(task(long.slice(0, 63), validSpec()));
+    assert.equal(JSON.parse(await kubectl(['get', 'at', long.slice(0, 63), '-n', ns, '-o', 'json'])).metadata.name.length, 63);
+    // The same names locally: one rule in both places.
+    assert.throws(() => MetadataSchema.parse({ name: long }));
+    assert.throws(() => MetadataSchema.parse({ name: 'has.dots' }));
+    assert.doesNotThrow(() => MetadataSchema.parse({ name: long.slice(0, 63) }));
   });
 
   it('shows the printer columns via the short name, and more with -o wide', async () => {
