@@ -1,5 +1,6 @@
 // `episodic run [DIR]`: local mode. Reconciles until every task is terminal (or forever with --watch).
-// Exit codes: 0 all Succeeded, 1 otherwise, 2 invalid usage, 130 interrupted by SIGINT/SIGTERM.
+// Exit codes: 0 all Succeeded, 1 otherwise, 2 invalid usage, 3 the state disk is full, 130 interrupted by
+// SIGINT/SIGTERM.
 import { existsSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -13,6 +14,9 @@ import type { SpecWatcher } from '../sources/local/spec-watcher.ts';
 import { createLogger } from '../util/logger.ts';
 import { LiveTable } from './live-table.ts';
 import { parseNumberOption, UsageError } from './options.ts';
+
+/** The state disk filled up: nothing more could be recorded. */
+const EXIT_STATE_FULL = 3;
 
 export interface RunOptions {
   watch?: boolean;
@@ -117,13 +121,20 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
       logger.info({ dir }, 'watching for spec changes');
     }
     if (live) table = new LiveTable(() => controller.view());
-    await waitUntil(controller, () => interrupted || (!opts.watch && controller.settled()));
+    // A full state disk ends a run (with --watch: it waits, retrying with backoff, and resumes when there is room).
+    await waitUntil(controller, () => interrupted || (!opts.watch && (controller.settled() || controller.storeFull() !== undefined)));
     if (interrupted) await controller.shutdown();
+    const full = interrupted ? undefined : controller.storeFull();
+    if (full) await controller.abandon();
     table?.stop();
     const view = controller.view();
     if (!live) for (const { task, status } of view) logger.info({ namespace: task.namespace, task: task.name, phase: status.phase, reason: status.reason, message: status.message, episodes: status.episodes, costUSD: status.costUSD }, 'final status');
     else LiveTable.print(view);
     if (interrupted) return 130;
+    if (full) {
+      console.error(`episodic run: ${full.message}. No new episode was started and running ones were stopped; what is recorded is kept. Free space and run again.`);
+      return EXIT_STATE_FULL;
+    }
     const allSucceeded = view.length > 0 && view.every(({ status }) => status.phase === 'Succeeded') && initial.errors.length === 0;
     return allSucceeded ? 0 : 1;
   } finally {

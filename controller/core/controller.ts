@@ -15,7 +15,7 @@ import { BudgetBook } from './budget-book.ts';
 import type { BudgetStore } from './budget-book.ts';
 import { systemClock } from './clock.ts';
 import type { Clock } from './clock.ts';
-import { TerminalError } from './ports.ts';
+import { StoreFullError, TerminalError } from './ports.ts';
 import type { DesiredTask, EpisodeExecutor, StatusSink, TaskSource } from './ports.ts';
 import { WorkQueue } from './work-queue.ts';
 
@@ -70,6 +70,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       clock: this.clock,
       onError: (key, err) => {
         opts.metrics?.reconcileErrors.inc();
+        if (err instanceof StoreFullError) return; // said once by the sink; retried with backoff until there is room
         opts.logger.error({ ...keyFields(key), err }, 'reconcile failed; will retry');
       },
     });

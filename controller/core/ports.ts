@@ -81,6 +81,14 @@ export interface StatusSink<T extends DesiredTask = DesiredTask> {
   forget(task: T): Promise<void>;
 }
 
+/**
+ * The state store has no room (a full disk, a quota, a file size limit): nothing more can be recorded, so
+ * nothing may start. Its sink reports it once; the loop retries the pass with backoff and does not log it.
+ */
+export class StoreFullError extends Error {
+  override name = 'StoreFullError';
+}
+
 /** An error retrying cannot fix (controller-runtime's TerminalError): logged, counted, not requeued. */
 export class TerminalError extends Error {
   override name = 'TerminalError';

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { emptyStatus } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { Clock } from '../core/clock.ts';
+import type { StoreFullError } from '../core/ports.ts';
 import { Controller } from '../core/controller.ts';
 import { ProcessEpisodeExecutor } from '../executors/local/process-executor.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
@@ -111,6 +112,23 @@ export class LocalController {
 
   settled(): boolean {
     return this.requireLoop().settled();
+  }
+
+  /** Set while the state disk has no room for a status write (see FileStatusSink.full). */
+  storeFull(): StoreFullError | undefined {
+    return this.sink.full;
+  }
+
+  /**
+   * The state disk is full and `run` gives up: stop the running episodes (their ends could not be recorded,
+   * so the next run reads them from the status on record and their logs) and stop the loop. Writes nothing.
+   */
+  async abandon(): Promise<void> {
+    this.requests.stop();
+    const loop = this.requireLoop();
+    this.executor?.cancelAll();
+    while ((this.executor?.runningCount() ?? 0) > 0) await loop.nextChange();
+    loop.halt();
   }
 
   view(): Array<{ task: SpecTask; status: AgentTaskStatus }> {

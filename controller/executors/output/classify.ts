@@ -15,8 +15,9 @@ export type { Verdict } from './rules.ts';
 
 // E2BIG: a prompt too long for argv (promptVia: argument) fails the same way every episode.
 const FATAL_SPAWN_CODES = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EPERM', 'E2BIG']);
-// Our side failed, not the agent: fork hit a process or memory limit for a moment.
-const TRANSIENT_SPAWN_CODES = new Set(['EAGAIN', 'ENOMEM']);
+// Our side failed, not the agent: fork hit a process or memory limit for a moment, or the state disk had no
+// room for the prompt file (the controller waits for room; a full disk never fails a task).
+const TRANSIENT_SPAWN_CODES = new Set(['EAGAIN', 'ENOMEM', 'ENOSPC', 'EDQUOT', 'EFBIG']);
 
 export const TABLES: Record<JsonFormat | 'generic', { rules: readonly Rule[] }> = {
   claude: { rules: CLAUDE_RULES },

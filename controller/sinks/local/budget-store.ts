@@ -1,13 +1,13 @@
 // AgentBudgets locally: their specs come from the spec directory, their status (ledger included) lives in
 // STATE/budgets/NAMESPACE/NAME.json, written atomically like task status, so window spend survives a restart.
 import { readFile, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { AgentBudgetStatusSchema } from '../../api/agent-budget.ts';
 import type { AgentBudgetStatus } from '../../api/agent-budget.ts';
 import type { BudgetStore, DesiredBudget } from '../../core/budget-book.ts';
 import type { LoadedSpecs } from '../../sources/local/spec-files.ts';
-import { writeFileAtomic } from './file-status.ts';
+import { storeFullError, writeFileAtomic } from './file-status.ts';
 
 interface LocalBudget extends DesiredBudget {
   specHash: string;
@@ -69,7 +69,9 @@ export class LocalBudgetStore implements BudgetStore {
   async write(budget: DesiredBudget, status: AgentBudgetStatus): Promise<void> {
     this.statuses.set(budget.key, status);
     const record = { apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentBudget', namespace: budget.namespace, name: budget.name, status };
-    await writeFileAtomic(this.pathFor(budget.namespace, budget.name), `${JSON.stringify(record, null, 2)}\n`);
+    await writeFileAtomic(this.pathFor(budget.namespace, budget.name), `${JSON.stringify(record, null, 2)}\n`).catch((err: unknown) => {
+      throw storeFullError(err, dirname(this.root)) ?? err; // a full disk is said once, by the status sink
+    });
   }
 
   subscribe(onChange: (key: string) => void): void {

@@ -6,10 +6,11 @@ import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import type { EpisodeRecord } from '../../api/episode-record.ts';
 import { statusProblems } from '../../api/validate.ts';
 import { TerminalError } from '../../core/ports.ts';
+import type { StoreFullError } from '../../core/ports.ts';
 import type { StatusSink } from '../../core/ports.ts';
 import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
 import { appendRecord, episodesPath, recoverRecords } from './episode-records.ts';
-import { FileStatusStore } from './file-status.ts';
+import { FileStatusStore, storeFullError } from './file-status.ts';
 import type { StoredStatus } from './file-status.ts';
 
 export class FileStatusSink implements StatusSink<LocalTask> {
@@ -68,12 +69,44 @@ export class FileStatusSink implements StatusSink<LocalTask> {
     // Known to this run, never written: what is on record there stays until a person looks at it.
     if (this.unreadable.has(task.key)) return;
     const durable = opts.beforeStart || changesEpisodeFacts(prev?.status, status);
-    if (!opts.beforeStart) return this.store.write(next, { durable });
+    const failed = (err: unknown): never => {
+      // Not on record: what is held stays what the file says, so the next pass retries this one instead of
+      // building on a status nobody could read back (an episode "started" that never was).
+      if (this.records.get(task.key) === next) {
+        if (prev) this.records.set(task.key, prev);
+        else this.records.delete(task.key);
+      }
+      throw this.noRoom(err) ?? err;
+    };
+    if (!opts.beforeStart) {
+      await this.store.write(next, { durable }).catch(failed);
+      return this.roomAgain();
+    }
     let visible!: () => void;
-    const onRecord = new Promise<void>((resolve) => (visible = resolve));
+    let onDisk = false;
+    const onRecord = new Promise<void>((resolve) => (visible = () => ((onDisk = true), resolve())));
     const written = this.store.write(next, { durable, onVisible: visible });
-    written.catch((err: unknown) => this.logger.error({ namespace: task.namespace, task: task.name, err }, 'status of a started episode may not survive a power loss'));
-    await Promise.race([onRecord, written]); // `written` rejects first when the write failed
+    written.catch((err: unknown) => {
+      if (onDisk) this.logger.error({ namespace: task.namespace, task: task.name, err }, 'status of a started episode may not survive a power loss');
+    });
+    await Promise.race([onRecord, written]).catch(failed); // `written` rejects first when the write failed
+    this.roomAgain();
+  }
+
+  /** Set while the state disk has no room: said once, cleared by the next write that succeeds. */
+  full: StoreFullError | undefined;
+
+  private noRoom(err: unknown): StoreFullError | undefined {
+    const full = storeFullError(err, this.stateDir);
+    if (full && !this.full) this.logger.error(`${full.message}; no episode starts until there is room again, and what is recorded is kept`);
+    if (full) this.full = full;
+    return full;
+  }
+
+  private roomAgain(): void {
+    if (!this.full) return;
+    this.full = undefined;
+    this.logger.warn(`the state disk has room again (${this.stateDir}); resuming`);
   }
 
   async recordEpisode(task: LocalTask, record: EpisodeRecord): Promise<void> {

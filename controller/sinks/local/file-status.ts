@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { AgentTaskStatusSchema } from '../../api/agent-task.ts';
 import { describeIssues } from '../../api/validate.ts';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
+import { StoreFullError } from '../../core/ports.ts';
 
 export const StoredStatusSchema = z.object({
   namespace: z.string(),
@@ -159,6 +160,17 @@ async function fsyncDir(dir: string): Promise<void> {
   } finally {
     closeSync(fd);
   }
+}
+
+// What "no room" looks like: a full disk, a quota, a file size limit (RLIMIT_FSIZE).
+const FULL = { ENOSPC: 'no space left on device', EDQUOT: 'disk quota exceeded', EFBIG: 'file too large for a file size limit' } as Record<string, string>;
+
+/** A StoreFullError naming the state directory when `err` says the disk has no room; else undefined. */
+export function storeFullError(err: unknown, stateDir: string): StoreFullError | undefined {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (err instanceof StoreFullError) return err;
+  if (typeof code !== 'string' || !(code in FULL)) return undefined;
+  return new StoreFullError(`the state disk is full: cannot write to ${stateDir} (${code}: ${FULL[code]})`);
 }
 
 export function statusOf(record: StoredStatus | undefined): AgentTaskStatus | undefined {
