@@ -290,7 +290,8 @@ describe('helm chart', () => {
     assert.match(out, /kind: AgentTask/);
     assert.match(out, /kubectl -n default get at -w/);
     assert.match(out, /secretKeyRef/);
-    assert.match(out, /kubectl delete crd agenttasks\.episodic\.dev/);
+    // Tasks first, while the controller can still remove its finalizer; the CRDs last (the other order hangs).
+    assert.match(out, /kubectl delete agenttasks --all -A\n\s+helm uninstall episodic -n episodic-system\n\s+kubectl delete crd agenttasks\.episodic\.dev agentepisodes\.episodic\.dev agentbudgets\.episodic\.dev/);
     const scoped = await helmCmd(['install', 'episodic', CHART_DIR, '--namespace', NAMESPACE, '--dry-run=client', '--set', 'watchNamespace=team-a']);
     assert.match(scoped, /kubectl -n team-a get at -w/);
   });
