@@ -57,6 +57,8 @@ export interface ClusterControllerOptions {
   metrics?: EpisodicMetrics;
   /** Leadership was lost: the process should exit (the CLI does), since its view may be stale. */
   onLostLeadership?: () => void;
+  /** The AgentTask API group (default episodic.dev). Tests: a group without a CRD, as on a fresh cluster. */
+  taskGroup?: string;
 }
 
 export class ClusterController {
@@ -80,6 +82,8 @@ export class ClusterController {
   /** False when the AgentBudget CRD is not installed (a `helm upgrade` installs no new CRDs): tasks run without budgets. */
   private budgetsInstalled = true;
   private stopped = false;
+  /** Set once the AgentTask CRD was found missing (said once); the informer keeps retrying with backoff. */
+  private taskCrdMissing = false;
   private readonly opts: ClusterControllerOptions;
 
   private constructor(opts: ClusterControllerOptions, client: KubeClient) {
@@ -98,10 +102,12 @@ export class ClusterController {
         watchdogMs: opts.watchdogMs,
         onRestart: (cause, err) => {
           this.metrics.watchRestarts.inc({ resource, cause });
+          if (resource === 'agenttasks' && isStatus(err, 404)) return this.noTaskCrd();
           opts.log.warn({ resource, cause, err: String(err) }, 'watch restarted');
         },
       });
-    this.tasks = informer('agenttasks', ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURAL}` : `/apis/${GROUP}/${VERSION}/${PLURAL}`);
+    const group = opts.taskGroup ?? GROUP;
+    this.tasks = informer('agenttasks', ns ? `/apis/${group}/${VERSION}/namespaces/${ns}/${PLURAL}` : `/apis/${group}/${VERSION}/${PLURAL}`);
     this.budgets = informer(BUDGET_PLURAL, ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${BUDGET_PLURAL}` : `/apis/${GROUP}/${VERSION}/${BUDGET_PLURAL}`);
     this.budgetStore = new AgentBudgetStore({ budgets: this.budgets, client, log: opts.log });
     this.pods = informer('pods', ns ? `/api/v1/namespaces/${ns}/pods` : '/api/v1/pods', TASK_LABEL);
@@ -213,6 +219,23 @@ export class ClusterController {
       },
     });
     this.elector.start();
+  }
+
+  /**
+   * The AgentTask list answered 404 (the apiserver's bare "404 page not found"): the CRD is not installed.
+   * Said once, in words; the informer retries with backoff (at most 30 s apart) and the controller starts
+   * when the CRD appears. /readyz stays false meanwhile.
+   */
+  private noTaskCrd(): void {
+    if (this.taskCrdMissing) return;
+    this.taskCrdMissing = true;
+    const crd = `${PLURAL}.${this.opts.taskGroup ?? GROUP}`;
+    this.opts.log.error(
+      `CRD ${crd} is not installed; install it with \`kubectl apply -f crds/\` (or \`episodic crd | kubectl apply -f -\`; \`helm install\` installs it). Waiting for it`,
+    );
+    void this.tasks.waitForSync().then(() => {
+      if (!this.stopped) this.opts.log.info(`CRD ${crd} is installed now; starting`);
+    });
   }
 
   /** One list of at most one AgentBudget: a 404 means the CRD is missing, which is said once and not retried. */
