@@ -61,7 +61,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
       const completion = spec?.completion ?? DEFAULT_SPEC.completion;
       const logFile = episodeLogPath(this.opts.stateDir, record.namespace, record.name, current.number);
       const recovered = await recoverEpisodeFromLog(logFile, {
-        analyzer: { format: spec?.agent.output ?? 'auto', promise: completion.promise, pricing: spec?.agent.pricing, timeZone: completion.resetTimeZone },
+        analyzer: { format: spec?.agent.output ?? 'auto', promise: completion.promise, pricing: spec?.agent.pricing, timeZone: completion.resetTimeZone, signals: completion.signals !== undefined },
         verify: completion.verify,
         onExitZero: completion.onExitZero,
       });

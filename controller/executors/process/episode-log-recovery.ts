@@ -84,6 +84,8 @@ export async function recoverEpisodeFromLog(logFile: string, opts: LogRecoveryOp
       errorClass: analysis.errorClass,
       ...(analysis.resetAt ? { resetAt: analysis.resetAt } : {}),
       ...(analysis.completion ? { completion: analysis.completion } : {}),
+      // What the agent's final text says (RALPH_STATUS, completion keywords), as a live episode records it.
+      ...(analysis.ralph || analysis.keywords ? { evidence: { ralph: analysis.ralph, completionKeywords: analysis.keywords } } : {}),
       ...(needsVerify ? { verifyExitCode: notes.verifyExitCode } : {}),
       ...(analysis.message ? { message: analysis.message } : {}),
     }),
