@@ -64,19 +64,6 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
     assert.ok(!written.includes('sk-test-SECRET-value'));
   });
 
-  it('the longest name the CRD accepts (63 characters) runs: its pods and records carry it as a label', async () => {
-    const name = `long-${'n'.repeat(58)}`;
-    assert.equal(name.length, 63);
-    await apply(name, fakeClaudeSpec());
-    const running = await waitForTask(client, ns, name, (s) => s.currentEpisode?.podName !== undefined);
-    const pod = await waitForPod(client, ns, running.status!.currentEpisode!.podName!); // shortened with a hash to fit
-    assert.equal(pod.metadata.labels!['episodic.dev/task'], name);
-    const run = await kubelet.runEpisode(pod, { env: { FAKE_AGENT_MODE: 'success' } });
-    assert.equal(run.exitCode, 0, run.message);
-    await waitForTask(client, ns, name, (s) => s.phase === 'Succeeded');
-    assert.match(await kubectl(['get', 'ae', '-n', ns, '-l', `episodic.dev/task=${name}`]), new RegExp(`\\s${name}\\s+1\\s+succeeded`));
-  });
-
   it('a successful episode (real runner) → Succeeded, readable with kubectl get, -o wide, describe and events', async () => {
     await apply('ok', fakeClaudeSpec());
     const pod = await waitForPod(client, ns, 'ok-ep-1');
@@ -163,5 +150,27 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
     assert.match(text, new RegExp(`episodic_tasks_skipped_total\\{namespace="${ns}",reason="ConsecutiveFailures"\\} 1`));
     assert.match(text, /episodic_watch_restarts_total|# TYPE episodic_watch_restarts_total counter/);
     assert.equal((await fetch(`${controller.servers[0].url}/readyz`)).status, 200);
+  });
+});
+
+describe('cluster controller: the longest name', { skip, timeout: 60_000 }, () => {
+  let ns: string;
+  let client: KubeClient;
+  let kubelet: FakeKubelet;
+  const apply = (name: string, spec: Record<string, unknown>) => kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, spec) });
+
+  withController('ctl-longname', {}, (f) => ({ ns, client, kubelet } = f));
+
+  it('the longest name the CRD accepts (63 characters) runs: its pods and records carry it as a label', async () => {
+    const name = `long-${'n'.repeat(58)}`;
+    assert.equal(name.length, 63);
+    await apply(name, fakeClaudeSpec());
+    const running = await waitForTask(client, ns, name, (s) => s.currentEpisode?.podName !== undefined);
+    const pod = await waitForPod(client, ns, running.status!.currentEpisode!.podName!); // shortened with a hash to fit
+    assert.equal(pod.metadata.labels!['episodic.dev/task'], name);
+    const run = await kubelet.runEpisode(pod, { env: { FAKE_AGENT_MODE: 'success' } });
+    assert.equal(run.exitCode, 0, run.message);
+    await waitForTask(client, ns, name, (s) => s.phase === 'Succeeded');
+    assert.match(await kubectl(['get', 'ae', '-n', ns, '-l', `episodic.dev/task=${name}`]), new RegExp(`\\s${name}\\s+1\\s+succeeded`));
   });
 });
