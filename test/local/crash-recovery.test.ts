@@ -41,7 +41,7 @@ test('kill -9 after the agent printed its result: the restart records the real o
   assert.deepEqual(records.map((r) => [r.number, r.outcome, r.costUSD]), [[1, 'succeeded', 0.7]]);
 });
 
-test('kill -9 before the agent finished: interrupted, with the spend its log shows; an exit note decides when present', async () => {
+test('kill -9 before the agent finished: interrupted (its log has no result), retried as the next episode', async () => {
   const dir = tempDir();
   // Tokens priced by the spec: the log's assistant messages show spend before any result.
   const pricing = { inputPerMTok: 1000, outputPerMTok: 1000 };
