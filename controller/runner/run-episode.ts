@@ -155,6 +155,7 @@ async function runAgent(
       logFile,
       verify: config.completion.verify,
       onExitZero: config.completion.onExitZero,
+      exitNote: false,
       // Without resetTimeZone the pod's zone applies: the agent's own, since it inherits the runner's TZ.
       analyzer: { format: config.output, promise: config.completion.promise, pricing: config.pricing, timeZone: config.completion.resetTimeZone, signals: config.completion.signals !== undefined },
     });

@@ -42,6 +42,11 @@ export interface ProcessEpisodeRequest {
   verify?: string[];
   /** Exit code 0 alone counts as a completion claim (so verify runs after it). */
   onExitZero: boolean;
+  /**
+   * Write how the agent exited into the log (default true), for a controller restarted before it records the
+   * end. The in-pod runner says it in the termination message instead and keeps the pod log the agent's own.
+   */
+  exitNote?: boolean;
   analyzer: AnalyzerOptions;
   /**
    * Where the prompt is written for promptVia stdin/file: a scratch file reused by every episode of the
@@ -106,7 +111,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     const exit = await current.exit;
     if (exit.spawnErrorMessage) log.note(`\n--- episodic: ${exit.spawnErrorMessage} ---\n`);
     // How the agent ended, for a controller restarted before this one records it (see episode-log-recovery.ts).
-    else log.note(`\n${exitNote(exit)}\n`);
+    else if (req.exitNote !== false) log.note(`\n${exitNote(exit)}\n`);
     if (exit.timedOut) log.note(`\n--- episodic: timed out after ${seconds(req.timeoutMs)}; process tree killed ---\n`);
     if (exit.cancelled) log.note('\n--- episodic: cancelled; process tree killed ---\n');
     const analysis = analyzer.finish(exit);
