@@ -1,6 +1,6 @@
 // Local workspaces: a directory relative to the spec file that must stay inside the spec root,
 // checked both lexically and after resolving symlinks (a link must not lead out either).
-import { mkdirSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync } from 'node:fs';
 import { readFile, realpath } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { isInside } from '../../util/paths.ts';
@@ -21,12 +21,39 @@ export async function prepareWorkspace(root: string, specFile: string, name: str
   if (!isInside(resolve(root), dir) && !isInside(rootReal, dir)) {
     throw new WorkspaceError(`spec.workspace: "${ws}" resolves outside the spec directory ${root}`);
   }
-  mkdirSync(dir, { recursive: true });
+  mkdirInside(rootReal, dir, ws);
   const real = realpathSync.native(dir);
   if (!isInside(rootReal, real)) {
     throw new WorkspaceError(`spec.workspace: "${ws}" leads outside the spec directory through a symlink (${real})`);
   }
   return real;
+}
+
+/**
+ * Creates dir and its missing parents only after the deepest existing one proved to be inside the root: a
+ * symlink on the way must not get a directory made outside it. Each new one is made in a directory just
+ * made, so none but the checked ancestor is followed.
+ */
+function mkdirInside(rootReal: string, dir: string, ws: string): void {
+  const missing: string[] = [];
+  let at = dir;
+  while (!existsSync(at)) {
+    missing.unshift(at);
+    at = dirname(at);
+  }
+  const real = realpathSync.native(at);
+  if (!isInside(rootReal, real)) {
+    throw new WorkspaceError(`spec.workspace: "${ws}" leads outside the spec directory through a symlink (${real})`);
+  }
+  for (const d of missing) {
+    try {
+      mkdirSync(d);
+    } catch (err) {
+      // A dangling symlink looks missing to existsSync and makes mkdir fail: never follow it.
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new WorkspaceError(`spec.workspace: "${ws}" passes through a symlink that leads nowhere (${d})`);
+      throw err;
+    }
+  }
 }
 
 /** The prompt text: inline, or read from promptFile inside the workspace. */
