@@ -68,7 +68,11 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   try {
     lock = await acquireStateLock(stateDir);
   } catch (err) {
-    console.error(`episodic run: ${(err as Error).message}`);
+    const code = (err as NodeJS.ErrnoException).code;
+    // The first write to the state dir: say which directory cannot be written and what to do, not just the errno.
+    const why = code === 'EROFS' ? 'is on a read-only file system' : code === 'EACCES' || code === 'EPERM' ? 'is not writable by this user' : undefined;
+    if (why) console.error(`episodic run: the state dir ${stateDir} ${why} (${code}); pass --state-dir with a writable directory`);
+    else console.error(`episodic run: ${(err as Error).message}`);
     return err instanceof StateLockError ? 1 : 2;
   }
   // prom-client is a noticeable part of start-up: it loads only when the metrics will be read (served or written at exit).
