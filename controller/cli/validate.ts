@@ -1,38 +1,52 @@
-// `episodic validate FILE...`: exit 0 when every AgentTask is valid, 2 with one line per error.
-import { readFile } from 'node:fs/promises';
+// `episodic validate FILE|DIR...`: exit 0 when every AgentTask is valid, 2 with one line per error.
+import { readFile, stat } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { parseSpecText } from '../sources/local/spec-files.ts';
+import { loadSpecDir, mergeParsed, parseSpecText } from '../sources/local/spec-files.ts';
+import type { ParsedFile } from '../sources/local/spec-files.ts';
 
 export function registerValidate(program: Command): void {
   program
     .command('validate')
     .description('check AgentTask and AgentBudget files without running anything')
-    .argument('<files...>', 'YAML files')
+    .argument('<paths...>', 'YAML files or spec directories')
     .action(async (files: string[]) => {
       process.exitCode = await validateCommand(files);
     });
 }
 
-export async function validateCommand(files: string[]): Promise<number> {
+export async function validateCommand(args: string[]): Promise<number> {
   const errors: string[] = [];
+  const files: string[] = [];
+  const parsed: ParsedFile[] = [];
   let tasks = 0;
   let budgets = 0;
-  for (const file of files) {
+  for (const arg of args) {
     let text: string;
     try {
-      text = await readFile(file, 'utf8');
+      // A directory is read exactly as `episodic run DIR` reads it.
+      if ((await stat(arg)).isDirectory()) {
+        const loaded = await loadSpecDir(arg);
+        errors.push(...loaded.errors);
+        tasks += loaded.tasks.size;
+        budgets += loaded.budgets.size;
+        if (loaded.files.length === 0) errors.push(`${arg}: no *.yaml or *.yml files in this directory`);
+        continue;
+      }
+      text = await readFile(arg, 'utf8');
     } catch (err) {
-      errors.push(`${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+      errors.push(`${arg}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
       continue;
     }
-    const parsed = parseSpecText(file, text);
-    errors.push(...parsed.errors);
-    for (const t of parsed.tasks) errors.push(...t.errors);
-    for (const b of parsed.budgets ?? []) errors.push(...b.errors);
-    tasks += parsed.tasks.length;
-    budgets += parsed.budgets?.length ?? 0;
-    if (parsed.tasks.length === 0 && !parsed.budgets?.length && parsed.errors.length === 0) errors.push(`${file}: no AgentTask or AgentBudget in this file`);
+    const one = parseSpecText(arg, text);
+    if (one.tasks.length === 0 && !one.budgets?.length && one.errors.length === 0) errors.push(`${arg}: no AgentTask or AgentBudget in this file`);
+    files.push(arg);
+    parsed.push(one);
   }
+  // The files given are merged as one directory would be: a name defined twice is an error, here as in run.
+  const merged = mergeParsed(files, parsed);
+  errors.push(...merged.errors);
+  tasks += merged.tasks.size;
+  budgets += merged.budgets.size;
   for (const e of errors) console.error(e);
   if (errors.length > 0) return 2;
   console.log(`${tasks} AgentTask${tasks === 1 ? '' : 's'}${budgets > 0 ? `, ${budgets} AgentBudget${budgets === 1 ? '' : 's'}` : ''} valid`);

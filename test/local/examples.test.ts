@@ -6,14 +6,12 @@ import { cpSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, readStatus, runCli, tempDir } from '../support/local.ts';
 
-test('every example spec validates', async () => {
-  const dirs = readdirSync(join(REPO, 'examples'), { withFileTypes: true }).filter((d) => d.isDirectory());
-  const files = dirs.flatMap((d) =>
-    readdirSync(join(REPO, 'examples', d.name)).filter((f) => f.endsWith('.yaml')).map((f) => join(REPO, 'examples', d.name, f)),
-  );
-  assert.ok(files.length >= 5);
-  const res = await runCli(['validate', ...files]);
+test('every example directory validates, read as episodic run reads it', async () => {
+  const dirs = readdirSync(join(REPO, 'examples'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(REPO, 'examples', d.name));
+  assert.ok(dirs.length >= 5);
+  const res = await runCli(['validate', ...dirs]);
   assert.equal(res.code, 0, res.stderr);
+  assert.match(res.stdout, /^\d+ AgentTasks, \d+ AgentBudgets? valid/);
 });
 
 test('the offline demo works through each plan, one item per episode, and exits 0', async () => {

@@ -1,9 +1,11 @@
 // Desired state from a directory of Kubernetes YAML: every AgentTask document in DIR/*.yaml|*.yml
 // (top level only, like `kubectl apply -f DIR`). Spec files are read, never written.
 import { createHash } from 'node:crypto';
-import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import type { Dirent } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { isInside } from '../../util/paths.ts';
 import { API_VERSION, KIND, taskKey } from '../../api/agent-task.ts';
 import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import { validateMetadata, validateSpec } from '../../api/validate.ts';
@@ -192,7 +194,10 @@ export function fileStamp(stats: { mtimeMs: number; size: number }): string {
 export async function loadSpecDir(dir: string): Promise<LoadedSpecs> {
   const root = resolve(dir);
   const entries = await readdir(root, { withFileTypes: true });
-  const files = entries.filter((e) => e.isFile() && isSpecFileName(e.name)).map((e) => join(root, e.name)).sort();
+  const rootReal = realpathSync.native(root);
+  const kinds = entries.filter((e) => isSpecFileName(e.name)).map((e) => ({ path: join(root, e.name), kind: specFileKind(rootReal, root, e) }));
+  const files = kinds.filter((k) => k.kind === 'file').map((k) => k.path).sort();
+  const refused = kinds.filter((k) => k.kind === 'outside').map((k) => `${k.path}: a symlink leading outside ${root}; not read`);
   // Read synchronously: parsing blocks anyway, and for thousands of small files one readFile per file through
   // the thread pool is ~10x slower (and 10k in flight at once held ~100 MB of buffers).
   const stamps = new Map<string, string>();
@@ -207,7 +212,24 @@ export async function loadSpecDir(dir: string): Promise<LoadedSpecs> {
       closeSync(fd);
     }
   });
-  return { ...mergeParsed(files, parsed), stamps };
+  const merged = mergeParsed(files, parsed);
+  return { ...merged, errors: [...refused.sort(), ...merged.errors], stamps };
+}
+
+/**
+ * A regular file, or a symlink to one inside DIR: how Kubernetes mounts a ConfigMap (task.yaml → ..data/task.yaml).
+ * A link that leads out of DIR is not read, so a spec directory cannot be made to quote files from elsewhere.
+ */
+function specFileKind(rootReal: string, root: string, e: Dirent): 'file' | 'outside' | 'other' {
+  if (e.isFile()) return 'file';
+  if (!e.isSymbolicLink()) return 'other';
+  try {
+    const path = join(root, e.name);
+    if (!statSync(path).isFile()) return 'other';
+    return isInside(rootReal, realpathSync.native(path)) ? 'file' : 'outside';
+  } catch {
+    return 'other'; // dangling
+  }
 }
 
 export function mergeParsed(files: string[], parsed: ParsedFile[]): LoadedSpecs {
