@@ -9,6 +9,7 @@ import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import type { RunningServer } from '../metrics/server.ts';
 import { LocalController } from '../local/local-controller.ts';
 import { acquireStateLock, StateLockError } from '../local/state-lock.ts';
+import { checkSpecSet } from '../sources/local/spec-checks.ts';
 import { loadSpecDir } from '../sources/local/spec-files.ts';
 import type { SpecWatcher } from '../sources/local/spec-watcher.ts';
 import { createLogger } from '../util/logger.ts';
@@ -102,6 +103,10 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
     const initial = await loadSpecDir(dir);
     await controller.recover(initial);
     for (const line of initial.errors) logger.error(line);
+    // What validate reports across files, said before any episode starts (the tasks concerned fail as before).
+    const checked = checkSpecSet(initial.tasks.values(), () => dir);
+    for (const line of checked.errors) logger.error(line);
+    for (const line of checked.warnings) logger.warn(line);
     for (const line of initial.ignored) logger.debug(`ignored ${line}`);
     if (initial.tasks.size === 0 && !opts.watch) {
       const problem = initial.errors.length > 0 ? 'no valid AgentTask' : 'no AgentTask';

@@ -1,8 +1,10 @@
 // `episodic validate FILE|DIR...`: exit 0 when every AgentTask is valid, 2 with one line per error.
 import { readFile, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { loadSpecDir, mergeParsed, parseSpecText } from '../sources/local/spec-files.ts';
 import type { ParsedFile } from '../sources/local/spec-files.ts';
+import { checkSpecSet } from '../sources/local/spec-checks.ts';
 
 export function registerValidate(program: Command): void {
   program
@@ -16,6 +18,7 @@ export function registerValidate(program: Command): void {
 
 export async function validateCommand(args: string[]): Promise<number> {
   const errors: string[] = [];
+  const warnings: string[] = [];
   const files: string[] = [];
   const parsed: ParsedFile[] = [];
   let tasks = 0;
@@ -27,6 +30,9 @@ export async function validateCommand(args: string[]): Promise<number> {
       if ((await stat(arg)).isDirectory()) {
         const loaded = await loadSpecDir(arg);
         errors.push(...loaded.errors);
+        const checked = checkSpecSet(loaded.tasks.values(), () => arg);
+        errors.push(...checked.errors);
+        warnings.push(...checked.warnings);
         tasks += loaded.tasks.size;
         budgets += loaded.budgets.size;
         if (loaded.files.length === 0) errors.push(`${arg}: no *.yaml or *.yml files in this directory`);
@@ -45,8 +51,13 @@ export async function validateCommand(args: string[]): Promise<number> {
   // The files given are merged as one directory would be: a name defined twice is an error, here as in run.
   const merged = mergeParsed(files, parsed);
   errors.push(...merged.errors);
+  // A file given alone is its own spec directory: its workspaces stay beside it.
+  const checked = checkSpecSet(merged.tasks.values(), (t) => dirname(t.file));
+  errors.push(...checked.errors);
+  warnings.push(...checked.warnings);
   tasks += merged.tasks.size;
   budgets += merged.budgets.size;
+  for (const w of warnings) console.error(`warning: ${w}`);
   for (const e of errors) console.error(e);
   if (errors.length > 0) return 2;
   console.log(`${tasks} AgentTask${tasks === 1 ? '' : 's'}${budgets > 0 ? `, ${budgets} AgentBudget${budgets === 1 ? '' : 's'}` : ''} valid`);

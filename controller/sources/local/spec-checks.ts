@@ -1,0 +1,49 @@
+// Checks across a set of spec files that no single document can make on its own — the ones `run` would
+// otherwise find only when an episode starts: a workspace or promptFile that leads out of its root, a
+// dependsOn that names the task itself or closes a cycle, or names a task that is not there. One path, used
+// by `episodic validate` and by `episodic run` when it loads DIR.
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { findCycle } from '../../reconciler/dependencies.ts';
+import { isInside } from '../../util/paths.ts';
+import type { SpecTask } from './spec-files.ts';
+
+export interface SpecCheckResult {
+  /** The task will fail (run) or is refused (validate). */
+  errors: string[];
+  /** Legal, but probably not what was meant: a dependency that may still be added. */
+  warnings: string[];
+}
+
+/** root: the spec directory (for files given one by one, each file's own directory). */
+export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) => string): SpecCheckResult {
+  const out: SpecCheckResult = { errors: [], warnings: [] };
+  const all = [...tasks].filter((t) => t.spec);
+  const names = new Map<string, Set<string>>();
+  const graphs = new Map<string, Record<string, string[]>>();
+  for (const t of all) {
+    (names.get(t.namespace) ?? names.set(t.namespace, new Set()).get(t.namespace)!).add(t.name);
+    (graphs.get(t.namespace) ?? graphs.set(t.namespace, {}).get(t.namespace)!)[t.name] = t.spec!.dependsOn;
+  }
+  for (const t of all) {
+    const spec = t.spec!;
+    const at = `${t.file}: AgentTask ${t.key}`;
+    const root = resolve(rootOf(t));
+    const ws = typeof spec.workspace === 'string' ? spec.workspace : spec.workspace === undefined ? join('ws', t.name) : undefined;
+    const wsDir = ws === undefined ? undefined : resolve(dirname(t.file), ws);
+    if (wsDir && !isInside(root, wsDir)) out.errors.push(`${at}: spec.workspace: resolves outside the spec directory ${root}`);
+    if (spec.promptFile !== undefined && (isAbsolute(spec.promptFile) || (wsDir && !isInside(wsDir, resolve(wsDir, spec.promptFile))))) {
+      out.errors.push(`${at}: spec.promptFile: must be a path inside the workspace`);
+    }
+    if (spec.dependsOn.includes(t.name)) out.errors.push(`${at}: spec.dependsOn: names the task itself`);
+    else {
+      const cycle = findCycle(t.name, graphs.get(t.namespace) ?? {});
+      if (cycle) out.errors.push(`${at}: spec.dependsOn: a cycle ${cycle.join(' → ')}`);
+    }
+    for (const dep of spec.dependsOn) {
+      if (dep !== t.name && !names.get(t.namespace)?.has(dep)) {
+        out.warnings.push(`${at}: spec.dependsOn: no task ${t.namespace}/${dep} here; the task waits until one appears`);
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,43 @@
+// `episodic validate` finds what `run` would find only when an episode starts (issue 12, item 4): escaping
+// workspaces and prompt files, a task depending on itself or in a cycle, duplicate names across the files
+// given; a dependency on a task that is not there is a warning (it may still be added), not an error.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runCli, taskYaml, tempDir } from '../support/local.ts';
+
+function write(dir: string, file: string, ...docs: Array<{ name: string; spec?: Record<string, unknown> }>): string {
+  writeFileSync(join(dir, file), docs.map((d) => taskYaml(d)).join('\n---\n'));
+  return join(dir, file);
+}
+
+test('validate DIR and validate FILE... report the same cross-file problems, each naming file, task and field', async () => {
+  const dir = tempDir();
+  write(dir, 'escape.yaml', { name: 'out', spec: { workspace: '../elsewhere' } }, { name: 'prompt', spec: { prompt: undefined, promptFile: '../../etc/passwd' } });
+  write(dir, 'deps.yaml', { name: 'self', spec: { dependsOn: ['self'] } }, { name: 'x', spec: { dependsOn: ['y'] } }, { name: 'y', spec: { dependsOn: ['x'] } });
+  write(dir, 'later.yaml', { name: 'waits', spec: { dependsOn: ['not-written-yet'] } });
+  write(dir, 'dup.yaml', { name: 'x' });
+  const files = ['deps.yaml', 'dup.yaml', 'escape.yaml', 'later.yaml'].map((f) => join(dir, f));
+  for (const args of [[dir], files]) {
+    const res = await runCli(['validate', ...args]);
+    assert.equal(res.code, 2, res.stderr);
+    const lines = res.stderr.trim().split('\n');
+    const has = (re: RegExp) => assert.ok(lines.some((l) => re.test(l)), `${re} not in:\n${res.stderr}`);
+    has(/escape\.yaml: AgentTask default\/out: spec\.workspace: resolves outside the spec directory/);
+    has(/escape\.yaml: AgentTask default\/prompt: spec\.promptFile: must be a path inside the workspace/);
+    has(/deps\.yaml: AgentTask default\/self: spec\.dependsOn: names the task itself/);
+    has(/deps\.yaml: AgentTask default\/x: spec\.dependsOn: a cycle x → y → x/);
+    has(/dup\.yaml: AgentTask default\/x is already defined in .*deps\.yaml/);
+    has(/^warning: .*later\.yaml: AgentTask default\/waits: spec\.dependsOn: no task default\/not-written-yet here/);
+  }
+});
+
+test('a dependency that is not there alone is only a warning: exit 0', async () => {
+  const dir = tempDir();
+  write(dir, 'a.yaml', { name: 'a', spec: { dependsOn: ['b'] } });
+  const res = await runCli(['validate', dir]);
+  assert.equal(res.code, 0, res.stderr);
+  assert.match(res.stderr, /^warning: .*spec\.dependsOn: no task default\/b here; the task waits until one appears$/m);
+  assert.match(res.stdout, /^1 AgentTask valid/);
+});
