@@ -1,11 +1,13 @@
 // Cluster mode end to end against the real kube-apiserver: kubectl apply → episode pods → the real
 // runner (played out by FakeKubelet) → status, Events and metrics, all read back the way a person would.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import path from 'node:path';
+import { before, describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { EpisodeConfigSchema } from '../../controller/api/episode-config.ts';
-import { kubectl, skipCluster } from '../support/cluster.ts';
+import { EPISODE_CRD_FILE, EPISODE_CRD_NAME } from '../../controller/api/crd.ts';
+import { ensureCluster, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
 import {
   FakeKubelet,
   agentTaskManifest,
@@ -159,6 +161,12 @@ describe('cluster controller: the longest name', { skip, timeout: 60_000 }, () =
   let kubelet: FakeKubelet;
   const apply = (name: string, spec: Record<string, unknown>) => kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, spec) });
 
+  // Records need the AgentEpisode CRD before the controller starts (it checks once); a fresh cluster may not have it yet.
+  before(async () => {
+    await ensureCluster();
+    await kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(repoRoot, EPISODE_CRD_FILE)]);
+    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${EPISODE_CRD_NAME}`]);
+  });
   withController('ctl-longname', {}, (f) => ({ ns, client, kubelet } = f));
 
   it('the longest name the CRD accepts (63 characters) runs: its pods and records carry it as a label', async () => {
