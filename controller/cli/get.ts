@@ -13,6 +13,7 @@ import { FileStatusStore } from '../sinks/local/file-status.ts';
 import { loadSpecDir } from '../sources/local/spec-files.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { formatTable } from './live-table.ts';
+import { printable } from '../util/printable.ts';
 
 interface GetOptions {
   output: string;
@@ -67,7 +68,7 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
     console.error(`episodic get: ${(err as Error).message}`);
     return 2;
   }
-  for (const e of specs.errors) console.error(e);
+  for (const e of specs.errors) console.error(printable(e));
   const store = new FileStatusStore(resolve(opts.stateDir ?? join(dir, '.episodic')));
   const { records } = await store.readAll();
   const statuses = new Map(records.map((r) => [taskKey(r.namespace, r.name), r]));

@@ -1,6 +1,7 @@
 // The live view on a terminal: one row per task, redrawn in place twice a second.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { SpecTask } from '../sources/local/spec-files.ts';
+import { printable } from '../util/printable.ts';
 
 export type TaskView = Array<{ task: SpecTask; status: AgentTaskStatus }>;
 
@@ -18,7 +19,9 @@ export function renderRows(view: TaskView, now = Date.now()): string[][] {
   ]);
 }
 
-export function formatTable(header: string[], rows: string[][]): string {
+export function formatTable(header: string[], rowsIn: string[][]): string {
+  // Cells carry names and messages from specs and agents: escaped and bounded before they reach the terminal.
+  const rows = rowsIn.map((r) => r.map((c) => printable(c ?? '', 300)));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('   ');
   return [line(header), ...rows.map(line)].join('\n');

@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { loadSpecDir, mergeParsed, parseSpecText } from '../sources/local/spec-files.ts';
 import type { ParsedFile } from '../sources/local/spec-files.ts';
 import { checkSpecSet } from '../sources/local/spec-checks.ts';
+import { printable } from '../util/printable.ts';
 
 export function registerValidate(program: Command): void {
   program
@@ -57,8 +58,9 @@ export async function validateCommand(args: string[]): Promise<number> {
   warnings.push(...checked.warnings);
   tasks += merged.tasks.size;
   budgets += merged.budgets.size;
-  for (const w of warnings) console.error(`warning: ${w}`);
-  for (const e of errors) console.error(e);
+  // Errors quote what the files hold: escaped and bounded, one line each.
+  for (const w of warnings) console.error(`warning: ${printable(w)}`);
+  for (const e of errors) console.error(printable(e));
   if (errors.length > 0) return 2;
   console.log(`${tasks} AgentTask${tasks === 1 ? '' : 's'}${budgets > 0 ? `, ${budgets} AgentBudget${budgets === 1 ? '' : 's'}` : ''} valid`);
   return 0;
