@@ -95,6 +95,7 @@ export function badSpecCorpus(): BadSpecCase[] {
 
   // Only the local run knows the spec directory and the other files.
   object(`${name()}.yaml`, taskObject('escapes', { ...fullSpec(), workspace: '../../outside' }), 'spec.workspace', false);
+  object(`${name()}.yaml`, taskObject('long-escape', { ...fullSpec(), workspace: `../${'x'.repeat(1500)}` }), 'spec.workspace', false);
   object(`${name()}.yaml`, taskObject('self-dep', { ...fullSpec(), dependsOn: ['self-dep'] }), 'spec.dependsOn', false);
   object(`${name()}.yaml`, taskObject('cycle-a', { ...fullSpec(), dependsOn: ['cycle-b'] }), 'spec.dependsOn', false);
   object(`${name()}.yaml`, taskObject('cycle-b', { ...fullSpec(), dependsOn: ['cycle-a'] }), 'spec.dependsOn', false);
