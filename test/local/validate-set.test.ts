@@ -3,7 +3,7 @@
 // given; a dependency on a task that is not there is a warning (it may still be added), not an error.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, taskYaml, tempDir } from '../support/local.ts';
 
@@ -40,4 +40,15 @@ test('a dependency that is not there alone is only a warning: exit 0', async () 
   assert.equal(res.code, 0, res.stderr);
   assert.match(res.stderr, /^warning: .*spec\.dependsOn: no task default\/b here; the task waits until one appears$/m);
   assert.match(res.stdout, /^1 AgentTask valid/);
+});
+
+test('a workspace that exists as a symlink out of DIR is an error in validate, as in run', async () => {
+  const dir = tempDir();
+  const outside = tempDir();
+  mkdirSync(join(dir, 'ws'));
+  symlinkSync(outside, join(dir, 'ws', 'linked'));
+  write(dir, 'a.yaml', { name: 'linked', spec: { workspace: 'ws/linked' } });
+  const res = await runCli(['validate', dir]);
+  assert.equal(res.code, 2);
+  assert.match(res.stderr, /AgentTask default\/linked: spec\.workspace: leads outside the spec directory through a symlink/);
 });

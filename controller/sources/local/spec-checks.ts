@@ -2,6 +2,7 @@
 // otherwise find only when an episode starts: a workspace or promptFile that leads out of its root, a
 // dependsOn that names the task itself or closes a cycle, or names a task that is not there. One path, used
 // by `episodic validate` and by `episodic run` when it loads DIR.
+import { existsSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { findCycle } from '../../reconciler/dependencies.ts';
 import { isInside } from '../../util/paths.ts';
@@ -31,6 +32,9 @@ export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) =>
     const ws = typeof spec.workspace === 'string' ? spec.workspace : spec.workspace === undefined ? join('ws', t.name) : undefined;
     const wsDir = ws === undefined ? undefined : resolve(dirname(t.file), ws);
     if (wsDir && !isInside(root, wsDir)) out.errors.push(`${at}: spec.workspace: resolves outside the spec directory ${root}`);
+    else if (wsDir && existsSync(wsDir) && existsSync(root) && !isInside(realpathSync(root), realpathSync(wsDir))) {
+      out.errors.push(`${at}: spec.workspace: leads outside the spec directory through a symlink (${realpathSync(wsDir)})`);
+    }
     if (spec.promptFile !== undefined && (isAbsolute(spec.promptFile) || (wsDir && !isInside(wsDir, resolve(wsDir, spec.promptFile))))) {
       out.errors.push(`${at}: spec.promptFile: must be a path inside the workspace`);
     }
