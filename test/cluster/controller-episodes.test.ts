@@ -179,6 +179,8 @@ describe('cluster controller: the longest name', { skip, timeout: 60_000 }, () =
     const run = await kubelet.runEpisode(pod, { env: { FAKE_AGENT_MODE: 'success' } });
     assert.equal(run.exitCode, 0, run.message);
     await waitForTask(client, ns, name, (s) => s.phase === 'Succeeded');
-    assert.match(await kubectl(['get', 'ae', '-n', ns, '-l', `episodic.dev/task=${name}`]), new RegExp(`\\s${name}\\s+1\\s+succeeded`));
+    // The record is written right after the status that records the episode: wait for it, then read it as a person would.
+    const row = new RegExp(`\\s${name}\\s+1\\s+succeeded`);
+    await waitFor('the AgentEpisode record', async () => row.test(await kubectl(['get', 'ae', '-n', ns, '-l', `episodic.dev/task=${name}`])));
   });
 });
