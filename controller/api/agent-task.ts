@@ -49,7 +49,7 @@ export const EnvFromSchema = z.strictObject({
 });
 
 export const PricingSchema = z
-  .object({
+  .strictObject({
     inputPerMTok: z.number().nonnegative(),
     outputPerMTok: z.number().nonnegative(),
     cacheReadPerMTok: z.number().nonnegative().optional(),

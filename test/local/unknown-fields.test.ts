@@ -17,6 +17,7 @@ const typos: Array<[Record<string, unknown>, string]> = [
   [{ ...base, workspace: { git: { url: 'u', reff: 'main' } } }, 'spec.workspace.git.reff: unknown field (did you mean "ref"?)'],
   [{ ...base, breaker: { noProgress: 2 } }, 'spec.breaker.noProgress: unknown field (did you mean "noProgressEpisodes"?)'],
   [{ ...base, colour: 'red' }, 'spec.colour: unknown field'],
+  [{ ...base, agent: { command: ['a'], pricing: { inputPerMTok: 1, outputPerMTok: 2, inputPerMtok: 3 } } }, 'spec.agent.pricing.inputPerMtok: unknown field (did you mean "inputPerMTok"?)'],
 ];
 
 for (const [spec, message] of typos) {

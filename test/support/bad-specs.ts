@@ -24,7 +24,14 @@ type Node = Record<string, unknown>;
 export function fullSpec(): Node {
   return {
     prompt: 'Do the next step of the plan. Say <promise>DONE</promise> when done.',
-    agent: { command: ['agent', '-p'], output: 'claude', image: 'example/agent:1', env: [{ name: 'MODE', value: 'x' }] },
+    agent: {
+      command: ['agent', '-p'],
+      promptVia: 'stdin',
+      output: 'claude',
+      image: 'example/agent:1',
+      env: [{ name: 'MODE', value: 'x' }],
+      pricing: { inputPerMTok: 1.25, outputPerMTok: 10, cacheReadPerMTok: 0.125 },
+    },
     completion: { promise: 'DONE', onExitZero: false, minEpisodes: 1, requires: ['changes'], contextTooLong: 'fatal' },
     limits: { maxEpisodes: 3, maxCostUSD: 2, maxTokens: 100000, episodeTimeoutSeconds: 60, maxConsecutiveFailures: 2 },
     backoff: { initialSeconds: 1, factor: 2, maxSeconds: 10 },
