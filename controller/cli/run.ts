@@ -1,9 +1,9 @@
 // `episodic run [DIR]`: local mode. Reconciles until every task is terminal (or forever with --watch).
 // Exit codes: 0 all Succeeded, 1 otherwise, 2 invalid usage, 3 the state disk is full, 130 interrupted by
 // SIGINT/SIGTERM.
-import { existsSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import type { RunningServer } from '../metrics/server.ts';
@@ -69,7 +69,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   try {
     lock = await acquireStateLock(stateDir);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const code = writeBlocker(stateDir, err);
     // The first write to the state dir: say which directory cannot be written and what to do, not just the errno.
     const why = code === 'EROFS' ? 'is on a read-only file system' : code === 'EACCES' || code === 'EPERM' ? 'is not writable by this user' : undefined;
     if (why) console.error(`episodic run: the state dir ${stateDir} ${why} (${code}); pass --state-dir with a writable directory`);
@@ -155,6 +155,24 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
     if (opts.metricsFile && metrics) await writeFile(opts.metricsFile, await metrics.text());
     await lock.release();
     await new Promise<void>((r) => logger.flush(() => r()));
+  }
+}
+
+/**
+ * The errno that keeps the state dir from being written. Node's recursive mkdir reports a missing state dir
+ * under a read-only directory (a spec dir mounted read-only, the default DIR/.episodic) as ENOENT: then the
+ * nearest directory that exists says why.
+ */
+function writeBlocker(stateDir: string, err: unknown): string | undefined {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code !== 'ENOENT') return code;
+  let parent = stateDir;
+  while (!existsSync(parent) && dirname(parent) !== parent) parent = dirname(parent);
+  try {
+    accessSync(parent, constants.W_OK);
+    return code;
+  } catch (probe) {
+    return (probe as NodeJS.ErrnoException).code ?? code;
   }
 }
 
