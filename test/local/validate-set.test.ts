@@ -3,9 +3,9 @@
 // given; a dependency on a task that is not there is a warning (it may still be added), not an error.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runCli, taskYaml, tempDir } from '../support/local.ts';
+import { readStatus, runCli, taskYaml, tempDir } from '../support/local.ts';
 
 function write(dir: string, file: string, ...docs: Array<{ name: string; spec?: Record<string, unknown> }>): string {
   writeFileSync(join(dir, file), docs.map((d) => taskYaml(d)).join('\n---\n'));
@@ -51,4 +51,21 @@ test('a workspace that exists as a symlink out of DIR is an error in validate, a
   const res = await runCli(['validate', dir]);
   assert.equal(res.code, 2);
   assert.match(res.stderr, /AgentTask default\/linked: spec\.workspace: leads outside the spec directory through a symlink/);
+});
+
+test('a workspace not made yet below a symlink out of DIR, or below a file, is an error in validate, as in run', async () => {
+  const dir = tempDir();
+  const outside = tempDir();
+  symlinkSync(outside, join(dir, 'link'));
+  writeFileSync(join(dir, 'afile'), 'not a directory');
+  write(dir, 'a.yaml', { name: 'via-link', spec: { workspace: 'link/sub/deeper' } }, { name: 'via-file', spec: { workspace: 'afile/sub' } });
+  const res = await runCli(['validate', dir]);
+  assert.equal(res.code, 2, res.stderr);
+  assert.match(res.stderr, /AgentTask default\/via-link: spec\.workspace: leads outside the spec directory through a symlink/);
+  assert.match(res.stderr, /AgentTask default\/via-file: spec\.workspace: .*afile is a file, not a directory/);
+  const run = await runCli(['run', dir, '--no-table']);
+  assert.equal(run.code, 1);
+  assert.equal(existsSync(join(outside, 'sub')), false, 'nothing made outside');
+  for (const name of ['via-link', 'via-file']) assert.equal(readStatus(dir, name)?.status.phase, 'Failed', name);
+  assert.match(readStatus(dir, 'via-link')?.status.message ?? '', /spec\.workspace: "link\/sub\/deeper" leads outside the spec directory through a symlink/);
 });

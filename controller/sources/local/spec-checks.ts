@@ -2,7 +2,7 @@
 // otherwise find only when an episode starts: a workspace or promptFile that leads out of its root, a
 // dependsOn that names the task itself or closes a cycle, or names a task that is not there. One path, used
 // by `episodic validate` and by `episodic run` when it loads DIR.
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { findCycle } from '../../reconciler/dependencies.ts';
 import { isInside } from '../../util/paths.ts';
@@ -32,8 +32,9 @@ export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) =>
     const ws = typeof spec.workspace === 'string' ? spec.workspace : spec.workspace === undefined ? join('ws', t.name) : undefined;
     const wsDir = ws === undefined ? undefined : resolve(dirname(t.file), ws);
     if (wsDir && !isInside(root, wsDir)) out.errors.push(`${at}: spec.workspace: resolves outside the spec directory ${root}`);
-    else if (wsDir && existsSync(wsDir) && existsSync(root) && !isInside(realpathSync(root), realpathSync(wsDir))) {
-      out.errors.push(`${at}: spec.workspace: leads outside the spec directory through a symlink (${realpathSync(wsDir)})`);
+    else if (wsDir && existsSync(root)) {
+      const problem = workspaceOnDisk(realpathSync(root), wsDir);
+      if (problem) out.errors.push(`${at}: spec.workspace: ${problem}`);
     }
     if (spec.promptFile !== undefined && (isAbsolute(spec.promptFile) || (wsDir && !isInside(wsDir, resolve(wsDir, spec.promptFile))))) {
       out.errors.push(`${at}: spec.promptFile: must be a path inside the workspace`);
@@ -50,4 +51,18 @@ export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) =>
     }
   }
   return out;
+}
+
+/**
+ * What run's prepareWorkspace would refuse, seen from the deepest part of the workspace path that exists (the
+ * rest is created below it): a symlink on the way that leads out of the root, or a file where a directory
+ * has to be. Nothing is created here.
+ */
+function workspaceOnDisk(rootReal: string, wsDir: string): string | undefined {
+  let at = wsDir;
+  while (!existsSync(at) && dirname(at) !== at) at = dirname(at);
+  const real = realpathSync(at);
+  if (!isInside(rootReal, real)) return `leads outside the spec directory through a symlink (${real})`;
+  if (!statSync(real).isDirectory()) return `${at} is a file, not a directory`;
+  return undefined;
 }
