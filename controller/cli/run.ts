@@ -9,7 +9,7 @@ import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import type { RunningServer } from '../metrics/server.ts';
 import { LocalController } from '../local/local-controller.ts';
 import { acquireStateLock, StateLockError } from '../local/state-lock.ts';
-import { checkSpecSet } from '../sources/local/spec-checks.ts';
+import { checkSpecSet, withoutFailedChecks } from '../sources/local/spec-checks.ts';
 import { loadSpecDir } from '../sources/local/spec-files.ts';
 import type { SpecWatcher } from '../sources/local/spec-watcher.ts';
 import { createLogger } from '../util/logger.ts';
@@ -103,7 +103,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
     const initial = await loadSpecDir(dir);
     await controller.recover(initial);
     for (const line of initial.errors) logger.error(line);
-    // What validate reports across files, said before any episode starts (the tasks concerned fail as before).
+    // What validate reports across files, said before any episode starts; the tasks concerned never start.
     const checked = checkSpecSet(initial.tasks.values(), () => dir);
     for (const line of checked.errors) logger.error(line);
     for (const line of checked.warnings) logger.warn(line);
@@ -114,14 +114,14 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
       return 1;
     }
     logger.info({ dir, stateDir, tasks: initial.tasks.size }, 'specs loaded');
-    controller.setSpecs(initial);
+    controller.setSpecs(withoutFailedChecks(initial, checked));
     if (opts.watch) {
       const { SpecWatcher } = await import('../sources/local/spec-watcher.ts');
       watcher = new SpecWatcher({
         dir,
         onChange: (specs) => {
           for (const line of specs.errors) logger.error(line);
-          controller.setSpecs(specs);
+          controller.setSpecs(withoutFailedChecks(specs, checkSpecSet(specs.tasks.values(), () => dir)));
         },
         onError: (err) => logger.error({ err }, 'watching spec files failed'),
       });

@@ -42,7 +42,7 @@ test('a dependency that is not there alone is only a warning: exit 0', async () 
   assert.match(res.stdout, /^1 AgentTask valid/);
 });
 
-test('a workspace that exists as a symlink out of DIR is an error in validate, as in run', async () => {
+test('a workspace that exists as a symlink out of DIR is an error in validate, and run refuses it before any episode', async () => {
   const dir = tempDir();
   const outside = tempDir();
   mkdirSync(join(dir, 'ws'));
@@ -53,7 +53,7 @@ test('a workspace that exists as a symlink out of DIR is an error in validate, a
   assert.match(res.stderr, /AgentTask default\/linked: spec\.workspace: leads outside the spec directory through a symlink/);
 });
 
-test('a workspace not made yet below a symlink out of DIR, or below a file, is an error in validate, as in run', async () => {
+test('a workspace not made yet below a symlink out of DIR, or below a file, is an error in validate, and run refuses it before any episode', async () => {
   const dir = tempDir();
   const outside = tempDir();
   symlinkSync(outside, join(dir, 'link'));
@@ -66,6 +66,10 @@ test('a workspace not made yet below a symlink out of DIR, or below a file, is a
   const run = await runCli(['run', dir, '--no-table']);
   assert.equal(run.code, 1);
   assert.equal(existsSync(join(outside, 'sub')), false, 'nothing made outside');
-  for (const name of ['via-link', 'via-file']) assert.equal(readStatus(dir, name)?.status.phase, 'Failed', name);
-  assert.match(readStatus(dir, 'via-link')?.status.message ?? '', /spec\.workspace: "link\/sub\/deeper" leads outside the spec directory through a symlink/);
+  for (const name of ['via-link', 'via-file']) {
+    const status = readStatus(dir, name)?.status;
+    assert.equal(status?.reason, 'InvalidSpec', name);
+    assert.equal(status?.episodes, 0, `${name}: refused before any episode`);
+  }
+  assert.match(readStatus(dir, 'via-link')?.status.message ?? '', /AgentTask default\/via-link: spec\.workspace: leads outside the spec directory through a symlink/);
 });

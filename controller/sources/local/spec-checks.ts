@@ -13,11 +13,13 @@ export interface SpecCheckResult {
   errors: string[];
   /** Legal, but probably not what was meant: a dependency that may still be added. */
   warnings: string[];
+  /** The errors by task key: run keeps those tasks from starting. */
+  byTask: Map<string, string[]>;
 }
 
 /** root: the spec directory (for files given one by one, each file's own directory). */
 export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) => string): SpecCheckResult {
-  const out: SpecCheckResult = { errors: [], warnings: [] };
+  const out: SpecCheckResult = { errors: [], warnings: [], byTask: new Map() };
   const all = [...tasks].filter((t) => t.spec);
   const names = new Map<string, Set<string>>();
   const graphs = new Map<string, Record<string, string[]>>();
@@ -28,21 +30,25 @@ export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) =>
   for (const t of all) {
     const spec = t.spec!;
     const at = `${t.file}: AgentTask ${t.key}`;
+    const fail = (line: string) => {
+      out.errors.push(line);
+      out.byTask.set(t.key, [...(out.byTask.get(t.key) ?? []), line]);
+    };
     const root = resolve(rootOf(t));
     const ws = typeof spec.workspace === 'string' ? spec.workspace : spec.workspace === undefined ? join('ws', t.name) : undefined;
     const wsDir = ws === undefined ? undefined : resolve(dirname(t.file), ws);
-    if (wsDir && !isInside(root, wsDir)) out.errors.push(`${at}: spec.workspace: resolves outside the spec directory ${root}`);
+    if (wsDir && !isInside(root, wsDir)) fail(`${at}: spec.workspace: resolves outside the spec directory ${root}`);
     else if (wsDir && existsSync(root)) {
       const problem = workspaceOnDisk(realpathSync(root), wsDir);
-      if (problem) out.errors.push(`${at}: spec.workspace: ${problem}`);
+      if (problem) fail(`${at}: spec.workspace: ${problem}`);
     }
     if (spec.promptFile !== undefined && (isAbsolute(spec.promptFile) || (wsDir && !isInside(wsDir, resolve(wsDir, spec.promptFile))))) {
-      out.errors.push(`${at}: spec.promptFile: must be a path inside the workspace`);
+      fail(`${at}: spec.promptFile: must be a path inside the workspace`);
     }
-    if (spec.dependsOn.includes(t.name)) out.errors.push(`${at}: spec.dependsOn: names the task itself`);
+    if (spec.dependsOn.includes(t.name)) fail(`${at}: spec.dependsOn: names the task itself`);
     else {
       const cycle = findCycle(t.name, graphs.get(t.namespace) ?? {});
-      if (cycle) out.errors.push(`${at}: spec.dependsOn: a cycle ${cycle.join(' → ')}`);
+      if (cycle) fail(`${at}: spec.dependsOn: a cycle ${cycle.join(' → ')}`);
     }
     for (const dep of spec.dependsOn) {
       if (dep !== t.name && !names.get(t.namespace)?.has(dep)) {
@@ -65,4 +71,18 @@ function workspaceOnDisk(rootReal: string, wsDir: string): string | undefined {
   if (!isInside(rootReal, real)) return `leads outside the spec directory through a symlink (${real})`;
   if (!statSync(real).isDirectory()) return `${at} is a file, not a directory`;
   return undefined;
+}
+
+/**
+ * The loaded specs with every task that failed a check kept from running: no spec, the errors as its
+ * specError (Failed, InvalidSpec, before any episode), as if the schema had refused it.
+ */
+export function withoutFailedChecks<T extends { tasks: Map<string, SpecTask> }>(loaded: T, checked: SpecCheckResult): T {
+  if (checked.byTask.size === 0) return loaded;
+  const tasks = new Map(loaded.tasks);
+  for (const [key, errors] of checked.byTask) {
+    const t = tasks.get(key);
+    if (t) tasks.set(key, { ...t, spec: undefined, errors: [...t.errors, ...errors] });
+  }
+  return { ...loaded, tasks };
 }
