@@ -80,15 +80,8 @@ export function parseSpecText(file: string, text: string): ParsedFile {
       out.ignored.push(`${where}: kind ${String(manifest.kind ?? '(none)')}`);
       return;
     }
-    if (manifest.apiVersion !== API_VERSION) {
-      out.errors.push(`${where}: apiVersion: expected "${API_VERSION}", got "${String(manifest.apiVersion)}"`);
-      return;
-    }
-    const meta = validateMetadata(manifest.metadata);
-    if (!meta.ok) {
-      for (const e of meta.errors) out.errors.push(`${where}: ${e}`);
-      return;
-    }
+    const meta = objectMetadata(manifest, where, out);
+    if (!meta) return;
     const label = `${where}: AgentTask ${meta.namespace}/${meta.name}`;
     const spec = validateSpec(manifest.spec);
     out.tasks.push({
@@ -110,16 +103,23 @@ function labelsOf(manifest: Record<string, unknown>): Record<string, string> | u
   return (manifest.metadata as { labels?: Record<string, string> } | undefined)?.labels;
 }
 
-function parseBudget(manifest: Record<string, unknown>, where: string, file: string, out: ParsedFile): void {
+/** apiVersion and metadata, the same for every kind: the name and namespace, or undefined with the errors recorded. */
+function objectMetadata(manifest: Record<string, unknown>, where: string, out: ParsedFile): { name: string; namespace: string } | undefined {
   if (manifest.apiVersion !== API_VERSION) {
     out.errors.push(`${where}: apiVersion: expected "${API_VERSION}", got "${String(manifest.apiVersion)}"`);
-    return;
+    return undefined;
   }
   const meta = validateMetadata(manifest.metadata);
   if (!meta.ok) {
     for (const e of meta.errors) out.errors.push(`${where}: ${e}`);
-    return;
+    return undefined;
   }
+  return meta;
+}
+
+function parseBudget(manifest: Record<string, unknown>, where: string, file: string, out: ParsedFile): void {
+  const meta = objectMetadata(manifest, where, out);
+  if (!meta) return;
   const spec = validateBudgetSpec(manifest.spec);
   (out.budgets ??= []).push({
     key: taskKey(meta.namespace, meta.name),
