@@ -4,30 +4,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
 import type { AgentTaskStatus } from '../../controller/api/agent-task.ts';
-import { episodeResult } from '../../controller/api/episode-result.ts';
-import type { EpisodeResultInput } from '../../controller/api/episode-result.ts';
 import type { Evidence } from '../../controller/api/leash.ts';
 import { reconcile } from '../../controller/reconciler/reconcile.ts';
 import type { ReconcileInput } from '../../controller/reconciler/reconcile.ts';
+import { ending, NOW } from '../support/ending-episode.ts';
 
-const NOW = new Date('2026-11-23T12:00:00.000Z');
 const still: Evidence = { workspace: { kind: 'git', changed: false, headBefore: 'a1', headAfter: 'a1', dirty: false } };
 const moved: Evidence = { workspace: { kind: 'git', changed: true, headBefore: 'a1', headAfter: 'b2', dirty: false } };
-
-function ending(spec: Record<string, unknown>, result: EpisodeResultInput, status: Partial<AgentTaskStatus> = {}, n = 1): ReconcileInput {
-  return {
-    namespace: 'default',
-    name: 't',
-    generation: 1,
-    spec: AgentTaskSpecSchema.parse({ prompt: 'p', agent: { command: ['a'] }, ...spec }),
-    status: { ...emptyStatus(), observedGeneration: 1, phase: 'Running', episodes: n, currentEpisode: { number: n, startedAt: '2026-11-23T11:59:00.000Z' }, ...status },
-    episode: { number: n, state: 'finished', result: episodeResult(result) },
-    dependencies: {},
-    capacity: false,
-    now: NOW,
-    jitter: 0.5,
-  };
-}
 
 const cases: Array<{ name: string; in: ReconcileInput; phase: string; reason: string; message?: RegExp; outcome?: string }> = [
   {

@@ -2,16 +2,15 @@
 // checklist complete +40, completion keywords +10 each (at most +20), three test-only episodes → complete.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
-import type { AgentTaskStatus } from '../../controller/api/agent-task.ts';
+import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import { episodeResult } from '../../controller/api/episode-result.ts';
 import type { EpisodeResultInput } from '../../controller/api/episode-result.ts';
 import type { Evidence } from '../../controller/api/leash.ts';
 import { completionScore, countTestOnly } from '../../controller/reconciler/completion.ts';
 import { reconcile } from '../../controller/reconciler/reconcile.ts';
 import type { ReconcileInput } from '../../controller/reconciler/reconcile.ts';
+import { ending, NOW } from '../support/ending-episode.ts';
 
-const NOW = new Date('2026-11-23T12:00:00.000Z');
 const full = { done: 4, skipped: 1, total: 5, inProgress: 0, failed: 0 };
 const partial = { done: 3, skipped: 0, total: 5, inProgress: 1, failed: 0 };
 const unchanged: Evidence['workspace'] = { kind: 'directory', changed: false };
@@ -52,21 +51,6 @@ test('countTestOnly: clean TESTING episodes with an unchanged workspace count; o
   ];
   for (const row of table) assert.equal(countTestOnly(row.prev, row.result), row.next, row.name);
 });
-
-function ending(spec: Record<string, unknown>, result: EpisodeResultInput, status: Partial<AgentTaskStatus> = {}, n = 1): ReconcileInput {
-  return {
-    namespace: 'default',
-    name: 't',
-    generation: 1,
-    spec: AgentTaskSpecSchema.parse({ prompt: 'p', agent: { command: ['a'] }, ...spec }),
-    status: { ...emptyStatus(), observedGeneration: 1, phase: 'Running', episodes: n, currentEpisode: { number: n, startedAt: '2026-11-23T11:59:00.000Z' }, ...status },
-    episode: { number: n, state: 'finished', result: episodeResult(result) },
-    dependencies: {},
-    capacity: false,
-    now: NOW,
-    jitter: 0.5,
-  };
-}
 
 const signals = { completion: { signals: { threshold: 60 } } };
 const withPlan = { progress: { checklist: 'PLAN.md' }, completion: { signals: { threshold: 60 } } };
