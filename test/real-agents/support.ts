@@ -96,12 +96,16 @@ export function episodic(
     });
     const { interruptWhen } = opts;
     if (!interruptWhen) return;
-    let seen = '';
+    // Each line is parsed once: the predicate sees every complete line so far, never a half-written one.
+    const lines: LogLine[] = [];
+    let partial = '';
     let sent = false;
     child.stderr?.on('data', (chunk: Buffer) => {
-      seen += chunk.toString('utf8');
-      const complete = seen.slice(0, seen.lastIndexOf('\n') + 1);
-      if (!sent && interruptWhen(parseLines(complete))) {
+      partial += chunk.toString('utf8');
+      const end = partial.lastIndexOf('\n') + 1;
+      lines.push(...parseLines(partial.slice(0, end)));
+      partial = partial.slice(end);
+      if (!sent && interruptWhen(lines)) {
         sent = true;
         child.kill('SIGINT');
       }
