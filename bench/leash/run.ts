@@ -7,10 +7,10 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { BENCH_DIR as LOCAL_BENCH_DIR, DEFAULT_CLI, NODE, removeDir, tempDir } from '../local/lib.ts';
+import { DEFAULT_CLI, NODE, removeDir, tempDir } from '../local/lib.ts';
 
 const run = promisify(execFile);
-const HERE = join(LOCAL_BENCH_DIR, '..', 'leash');
+const HERE = import.meta.dirname;
 const AGENT = join(HERE, 'fleet-agent.sh');
 const RALPH = join(HERE, 'ralph.sh');
 const ITERATIONS = 20;
