@@ -10,6 +10,7 @@ import { episodeRecordOf } from '../api/episode-record.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { findCycle } from '../reconciler/dependencies.ts';
 import { reconcile } from '../reconciler/reconcile.ts';
+import { awaitingAutoResume } from '../reconciler/resume.ts';
 import type { ObservedEpisode, StopReason } from '../reconciler/reconcile.ts';
 import { BudgetBook } from './budget-book.ts';
 import type { BudgetStore } from './budget-book.ts';
@@ -124,7 +125,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     for (const task of this.opts.source.list()) {
       const status = this.opts.sink.read(task);
       // A scheduled auto-resume is waited for (its cooldown); a held one leaves the task settled.
-      if ((isTerminal(status?.phase) && !status?.resume?.nextAutoResumeAt) || status?.phase === 'Suspended') continue;
+      if ((isTerminal(status?.phase) && !awaitingAutoResume(status)) || status?.phase === 'Suspended') continue;
       if (status?.reason === 'DependenciesPending' && task.dependsOn.some((d) => !this.opts.source.get(taskKey(task.namespace, d)))) continue;
       return false;
     }
@@ -331,8 +332,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       const depTask = this.opts.source.get(taskKey(task.namespace, dep));
       const status = depTask ? this.opts.sink.read(depTask) : undefined;
       // A dependency stopped for review with an auto-resume scheduled has not failed yet: its dependents wait.
-      const resuming = status?.phase === 'NeedsReview' && status.resume?.nextAutoResumeAt !== undefined;
-      dependencies[dep] = depTask ? (resuming ? 'Waiting' : (status?.phase ?? 'Pending')) : undefined;
+      dependencies[dep] = depTask ? (awaitingAutoResume(status) ? 'Waiting' : (status?.phase ?? 'Pending')) : undefined;
     }
     return { dependencies, dependencyCycle: this.cycle(task) };
   }

@@ -139,6 +139,11 @@ export function superviseReview(prevPhase: AgentTaskStatus['phase'], prevReason:
 }
 
 /** The spec was edited: a person looked, so the policy's count starts over and nothing stays scheduled. */
+/** Stopped for review with an auto-resume scheduled: not finished yet, for `episodic run` and for dependents. */
+export function awaitingAutoResume(status: AgentTaskStatus | undefined): boolean {
+  return status?.phase === 'NeedsReview' && status.resume?.nextAutoResumeAt !== undefined;
+}
+
 export function resumeOnReopen(resume: ResumeStatus | undefined): ResumeStatus | undefined {
   return resume && { ...resume, autoResumes: 0, nextAutoResumeAt: undefined, heldBy: undefined };
 }
