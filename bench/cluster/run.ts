@@ -14,7 +14,13 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { buildEpisodePod } from '../../controller/executors/cluster/episode-pod.ts';
 import { RateLimiter } from '../../controller/kube/rate-limiter.ts';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
-import { clusterWithCrd, createNamespace, loadTestKubeConfig, startControllerProcess, testClient } from '../../test/support/kubelet.ts';
+import {
+  clusterWithCrd,
+  createNamespace,
+  loadTestKubeConfig,
+  startControllerProcess,
+  testClient,
+} from '../../test/support/kubelet.ts';
 import type { ControllerProcess } from '../../test/support/kubelet.ts';
 import type { Cluster } from '../../test/support/cluster.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
@@ -62,9 +68,13 @@ if (controllerRun) {
   const ratio = controllerRun.podsMs / baselineMs;
   const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
   console.log(`baseline:   ${N} pods created directly with client-node at ${QPS} QPS: ${s(baselineMs)}`);
-  console.log(`controller: ${N} AgentTasks → ${N} episode pods: ${s(controllerRun.podsMs)} after "reconciling", ${s(controllerRun.podsSinceSpawnMs)} after process start`);
+  console.log(
+    `controller: ${N} AgentTasks → ${N} episode pods: ${s(controllerRun.podsMs)} after "reconciling", ${s(controllerRun.podsSinceSpawnMs)} after process start`,
+  );
   console.log(`controller: all ${N} statuses written (Running): ${s(controllerRun.statusMs)} after "reconciling"`);
-  console.log(`ratio controller/baseline: ${ratio.toFixed(2)} (goal ≤ 1.2); ${(controllerRun.podsSinceSpawnMs / baselineMs).toFixed(2)} counting process start`);
+  console.log(
+    `ratio controller/baseline: ${ratio.toFixed(2)} (goal ≤ 1.2); ${(controllerRun.podsSinceSpawnMs / baselineMs).toFixed(2)} counting process start`,
+  );
 }
 if (memory) {
   console.log(
@@ -74,7 +84,8 @@ if (memory) {
 }
 
 if (turnaround) {
-  const f = (t: { p50: number; p99: number; samples: number }) => `p50 ${t.p50.toFixed(1)} ms, p99 ${t.p99.toFixed(1)} ms (${t.samples} turnarounds)`;
+  const f = (t: { p50: number; p99: number; samples: number }) =>
+    `p50 ${t.p50.toFixed(1)} ms, p99 ${t.p99.toFixed(1)} ms (${t.samples} turnarounds)`;
   console.log(`turnaround, bare client (watch → create):                ${f(turnaround.bare)}`);
   console.log(`turnaround, bare client (watch → status patch → create): ${f(turnaround.bareStatus)}`);
   console.log(`turnaround, controller:                                  ${f(turnaround.controller)}`);
@@ -95,7 +106,12 @@ async function baseline(cluster: Cluster, client: KubeClient): Promise<number> {
   await Promise.all(
     Array.from({ length: N }, async (_, i) => {
       const name = `t${i}`;
-      const task = { apiVersion: 'episodic.dev/v1alpha1' as const, kind: 'AgentTask' as const, metadata: { name, namespace: ns, uid: `00000000-0000-0000-0000-${String(i).padStart(12, '0')}` }, spec };
+      const task = {
+        apiVersion: 'episodic.dev/v1alpha1' as const,
+        kind: 'AgentTask' as const,
+        metadata: { name, namespace: ns, uid: `00000000-0000-0000-0000-${String(i).padStart(12, '0')}` },
+        spec,
+      };
       await limiter.take('work');
       await core.createNamespacedPod({ namespace: ns, body: buildEpisodePod({ task, spec, episode: 1 }) as any });
     }),
@@ -107,7 +123,10 @@ async function baseline(cluster: Cluster, client: KubeClient): Promise<number> {
   return ms;
 }
 
-async function throughput(cluster: Cluster, client: KubeClient): Promise<{ podsMs: number; podsSinceSpawnMs: number; statusMs: number }> {
+async function throughput(
+  cluster: Cluster,
+  client: KubeClient,
+): Promise<{ podsMs: number; podsSinceSpawnMs: number; statusMs: number }> {
   const ns = await createNamespace('bench-ctl');
   process.stdout.write(`creating ${N} AgentTasks in ${ns} (no controller running yet)... `);
   await createAll(client, ns, N, (i) => taskBody(ns, `t${i}`));
@@ -115,7 +134,18 @@ async function throughput(cluster: Cluster, client: KubeClient): Promise<{ podsM
   const counter = await podCounter(client, ns);
   const running = await phaseCounter(client, ns, 'Running');
   const spawned = Date.now();
-  const proc = await startControllerProcess(cluster, ['--namespace', ns, '--kube-api-qps', String(QPS), '--kube-api-burst', String(QPS), '--max-concurrent', String(N * 2), '--log-level', 'info']);
+  const proc = await startControllerProcess(cluster, [
+    '--namespace',
+    ns,
+    '--kube-api-qps',
+    String(QPS),
+    '--kube-api-burst',
+    String(QPS),
+    '--max-concurrent',
+    String(N * 2),
+    '--log-level',
+    'info',
+  ]);
   try {
     const reconciling = await waitForLog(proc, 'caches synced; reconciling');
     await counter.reach(N);
@@ -132,7 +162,10 @@ async function throughput(cluster: Cluster, client: KubeClient): Promise<{ podsM
   }
 }
 
-async function memoryBench(cluster: Cluster, client: KubeClient): Promise<{ rssMB: number; peakMB: number; settleMs: number }> {
+async function memoryBench(
+  cluster: Cluster,
+  client: KubeClient,
+): Promise<{ rssMB: number; peakMB: number; settleMs: number }> {
   const ns = await createNamespace('bench-mem');
   process.stdout.write(`creating ${M} suspended AgentTasks in ${ns}... `);
   await createAll(client, ns, M, (i) => taskBody(ns, `m${i}`, { suspend: true }));

@@ -13,14 +13,22 @@ export function taskBody(ns: string, name: string, extra: Record<string, unknown
     metadata: { name, namespace: ns },
     spec: {
       prompt: 'Implement the next item of TODO.md; print <promise>COMPLETE</promise> when none is left.',
-      agent: { image: 'ghcr.io/example/agent:1', command: ['claude', '-p', '--output-format', 'stream-json', '--verbose'] },
+      agent: {
+        image: 'ghcr.io/example/agent:1',
+        command: ['claude', '-p', '--output-format', 'stream-json', '--verbose'],
+      },
       ...extra,
     },
   };
 }
 
 /** Create count objects with bounded parallelism (the bench's own client has no QPS limit). */
-export async function createAll(client: KubeClient, ns: string, count: number, body: (i: number) => Record<string, unknown>): Promise<void> {
+export async function createAll(
+  client: KubeClient,
+  ns: string,
+  count: number,
+  body: (i: number) => Record<string, unknown>,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < count) {
@@ -32,7 +40,10 @@ export async function createAll(client: KubeClient, ns: string, count: number, b
 }
 
 /** Counts pods in ns as the API server announces them. */
-export async function podCounter(client: KubeClient, ns: string): Promise<{ reach(n: number): Promise<void>; stop(): void }> {
+export async function podCounter(
+  client: KubeClient,
+  ns: string,
+): Promise<{ reach(n: number): Promise<void>; stop(): void }> {
   const pods = new Informer<KubeObject>({ client, resource: 'pods', path: `/api/v1/namespaces/${ns}/pods` });
   pods.start();
   await pods.waitForSync();
@@ -45,11 +56,19 @@ export async function podCounter(client: KubeClient, ns: string): Promise<{ reac
 }
 
 /** Counts AgentTasks in ns whose status.phase is phase, from a watch (cheap next to re-listing them). */
-export async function phaseCounter(client: KubeClient, ns: string, phase: string): Promise<{ reach(n: number): Promise<void>; stop(): void }> {
+export async function phaseCounter(
+  client: KubeClient,
+  ns: string,
+  phase: string,
+): Promise<{ reach(n: number): Promise<void>; stop(): void }> {
   const tasks = new Informer<KubeObject>({ client, resource: 'agenttasks', path: `${TASKS}/${ns}/agenttasks` });
   let count = 0;
   const has = (t: KubeObject) => (t.status?.phase === phase ? 1 : 0);
-  tasks.on({ add: (t) => (count += has(t)), update: (old, t) => (count += has(t) - has(old)), delete: (t) => (count -= has(t)) });
+  tasks.on({
+    add: (t) => (count += has(t)),
+    update: (old, t) => (count += has(t) - has(old)),
+    delete: (t) => (count -= has(t)),
+  });
   tasks.start();
   await tasks.waitForSync();
   return {
@@ -69,7 +88,9 @@ export async function deleteTasksThenPods(client: KubeClient, ns: string): Promi
     while (next < items.length) {
       const task = items[next++];
       if (task.metadata.finalizers?.length) {
-        await client.mergePatch(`${TASKS}/${ns}/agenttasks/${task.metadata.name}`, { metadata: { finalizers: null } }).catch(() => {});
+        await client
+          .mergePatch(`${TASKS}/${ns}/agenttasks/${task.metadata.name}`, { metadata: { finalizers: null } })
+          .catch(() => {});
       }
     }
   };

@@ -31,7 +31,12 @@ const RESULT = encodeTerminationMessage(episodeResult({ exitCode: 0, format: 'cl
  * that shows episode n terminated to the one that shows episode n+1 created), once `expected` pods ended.
  */
 async function playKubelet(client: KubeClient, ns: string, expected: number, onTerminated?: (pod: KubeObject) => void) {
-  const pods = new Informer<KubeObject>({ client, resource: 'pods', path: `/api/v1/namespaces/${ns}/pods`, labelSelector: TASK_LABEL });
+  const pods = new Informer<KubeObject>({
+    client,
+    resource: 'pods',
+    path: `/api/v1/namespaces/${ns}/pods`,
+    labelSelector: TASK_LABEL,
+  });
   const kubelet = new FakeKubelet(client);
   const terminatedAt = new Map<string, number>();
   const samples: number[] = [];
@@ -44,7 +49,9 @@ async function playKubelet(client: KubeClient, ns: string, expected: number, onT
       const n = podEpisode(pod) ?? 0;
       const prev = terminatedAt.get(`${taskOf(pod)}#${n - 1}`);
       if (prev !== undefined) samples.push(performance.now() - prev);
-      void kubelet.terminate(pod, { exitCode: 0, message: RESULT }).catch((err: unknown) => console.error(`kubelet: ${objectKey(pod)}: ${String(err)}`));
+      void kubelet
+        .terminate(pod, { exitCode: 0, message: RESULT })
+        .catch((err: unknown) => console.error(`kubelet: ${objectKey(pod)}: ${String(err)}`));
     },
     update: (old, pod) => {
       if (isFinishedPod(old) || !isFinishedPod(pod)) return;
@@ -65,11 +72,25 @@ function summarize(samples: number[]): Turnaround {
 }
 
 /** The controller runs tasks × episodes continue-episodes (maxEpisodes = episodes). */
-export async function controllerTurnaround(cluster: Cluster, client: KubeClient, tasks: number, episodes: number): Promise<Turnaround> {
+export async function controllerTurnaround(
+  cluster: Cluster,
+  client: KubeClient,
+  tasks: number,
+  episodes: number,
+): Promise<Turnaround> {
   const ns = await createNamespace('bench-turn');
   const kubelet = await playKubelet(client, ns, tasks * episodes);
   await createAll(client, ns, tasks, (i) => taskBody(ns, `t${i}`, { limits: { maxEpisodes: episodes } }));
-  const proc = await startControllerProcess(cluster, ['--namespace', ns, '--kube-api-qps', '0', '--max-concurrent', String(tasks * 2), '--log-level', 'info']);
+  const proc = await startControllerProcess(cluster, [
+    '--namespace',
+    ns,
+    '--kube-api-qps',
+    '0',
+    '--max-concurrent',
+    String(tasks * 2),
+    '--log-level',
+    'info',
+  ]);
   try {
     await kubelet.finished;
     return summarize(kubelet.samples);
@@ -81,7 +102,12 @@ export async function controllerTurnaround(cluster: Cluster, client: KubeClient,
 }
 
 /** A bare client: on "episode n terminated", (optionally patch the task's status, then) create pod n+1. */
-export async function bareTurnaround(client: KubeClient, tasks: number, episodes: number, writeStatus: boolean): Promise<Turnaround> {
+export async function bareTurnaround(
+  client: KubeClient,
+  tasks: number,
+  episodes: number,
+  writeStatus: boolean,
+): Promise<Turnaround> {
   const ns = await createNamespace(writeStatus ? 'bench-bare-status' : 'bench-bare');
   await createAll(client, ns, tasks, (i) => taskBody(ns, `t${i}`, { limits: { maxEpisodes: episodes } }));
   const list = await client.get(`${TASKS}/${ns}/agenttasks`);
@@ -96,7 +122,10 @@ export async function bareTurnaround(client: KubeClient, tasks: number, episodes
     const n = podEpisode(pod) ?? 0;
     if (n >= episodes) return;
     void (async () => {
-      if (writeStatus) await client.mergePatch(`${TASKS}/${ns}/agenttasks/${name}/status`, { status: { episodes: n + 1, lastEpisode: { number: n, outcome: 'continue' } } });
+      if (writeStatus)
+        await client.mergePatch(`${TASKS}/${ns}/agenttasks/${name}/status`, {
+          status: { episodes: n + 1, lastEpisode: { number: n, outcome: 'continue' } },
+        });
       await create(name, n + 1);
     })().catch((err: unknown) => console.error(`bare client: ${name}: ${String(err)}`));
   });

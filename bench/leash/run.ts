@@ -53,9 +53,11 @@ async function runEpisodic(root: string): Promise<{ tasks: TaskRun[]; seconds: n
   mkdirSync(dir, { recursive: true });
   for (const t of fleet) writeFileSync(join(dir, `${t.name}.yaml`), taskDoc(t));
   const started = performance.now();
-  await run(NODE, [DEFAULT_CLI, 'run', dir, '--max-concurrent', '4', '--no-table'], { maxBuffer: 64 << 20 }).catch((err: { code?: number }) => {
-    if (err.code !== 1) throw err; // 1: not every task succeeded, as intended
-  });
+  await run(NODE, [DEFAULT_CLI, 'run', dir, '--max-concurrent', '4', '--no-table'], { maxBuffer: 64 << 20 }).catch(
+    (err: { code?: number }) => {
+      if (err.code !== 1) throw err; // 1: not every task succeeded, as intended
+    },
+  );
   const seconds = (performance.now() - started) / 1000;
   const tasks = fleet.map((t) => {
     const { status } = JSON.parse(readFileSync(join(dir, '.episodic', 'status', 'default', `${t.name}.json`), 'utf8'));
@@ -75,10 +77,15 @@ async function runBashLoop(root: string): Promise<{ tasks: TaskRun[]; seconds: n
       const ws = join(dir, 'ws', t.name);
       const log = join(dir, `${t.name}.log`);
       mkdirSync(ws, { recursive: true });
-      const code = await run('bash', [RALPH, String(ITERATIONS), promptFile, log, '--', AGENT], { cwd: ws, env: { ...process.env, FLEET_KIND: t.kind } })
+      const code = await run('bash', [RALPH, String(ITERATIONS), promptFile, log, '--', AGENT], {
+        cwd: ws,
+        env: { ...process.env, FLEET_KIND: t.kind },
+      })
         .then(() => 0)
         .catch((err: { code?: number }) => err.code ?? -1);
-      const costs = readFileSync(log, 'utf8').split('\n').flatMap((l) => (l.startsWith('{') ? [JSON.parse(l).total_cost_usd as number] : []));
+      const costs = readFileSync(log, 'utf8')
+        .split('\n')
+        .flatMap((l) => (l.startsWith('{') ? [JSON.parse(l).total_cost_usd as number] : []));
       const costUSD = costs.reduce((a, b) => a + b, 0);
       return { ...t, costUSD, episodes: costs.length, end: code === 0 ? 'sentinel' : `${ITERATIONS} iterations` };
     }),
@@ -101,19 +108,30 @@ async function main(): Promise<void> {
   try {
     const bash = await runBashLoop(root);
     const ep = await runEpisodic(root);
-    console.log(`bench/leash: ${fleet.length} tasks, $0.10 per episode, ${ITERATIONS} iterations per task in the bash loop\n`);
+    console.log(
+      `bench/leash: ${fleet.length} tasks, $0.10 per episode, ${ITERATIONS} iterations per task in the bash loop\n`,
+    );
     console.log(`${'kind'.padEnd(8)}  ${'bash loop'.padEnd(40)}  episodic`);
-    for (const kind of KINDS) console.log(`${kind.padEnd(8)}  ${byKind(bash.tasks, kind).padEnd(40)}  ${byKind(ep.tasks, kind)}`);
+    for (const kind of KINDS)
+      console.log(`${kind.padEnd(8)}  ${byKind(bash.tasks, kind).padEnd(40)}  ${byKind(ep.tasks, kind)}`);
     const never = (tasks: TaskRun[]) => tasks.filter((t) => NEVER_FINISH.includes(t.kind));
     const can = (tasks: TaskRun[]) => tasks.filter((t) => !NEVER_FINISH.includes(t.kind));
     const ratioNever = sum(never(ep.tasks)) / sum(never(bash.tasks));
     const ratioCan = sum(can(ep.tasks)) / sum(can(bash.tasks));
     const succeeded = can(ep.tasks).filter((t) => t.end.startsWith('Succeeded/')).length;
     console.log('');
-    console.log(`never-finish ten: ${money(sum(never(ep.tasks)))} vs ${money(sum(never(bash.tasks)))} = ${(ratioNever * 100).toFixed(1)} % (goal ≤ 30 %) ${ratioNever <= 0.3 ? 'ok' : 'MISSED'}`);
-    console.log(`can-finish ten:   ${money(sum(can(ep.tasks)))} vs ${money(sum(can(bash.tasks)))} = ${ratioCan.toFixed(2)}x (goal ≤ 1.00x) ${ratioCan <= 1 + 1e-9 ? 'ok' : 'MISSED'}`);
-    console.log(`can-finish ten Succeeded: ${succeeded}/10 (goal 10/10, zero false trips) ${succeeded === 10 ? 'ok' : 'MISSED'}`);
-    console.log(`wall time: bash loop ${bash.seconds.toFixed(1)} s, episodic ${ep.seconds.toFixed(1)} s (1 s backoff between failures)`);
+    console.log(
+      `never-finish ten: ${money(sum(never(ep.tasks)))} vs ${money(sum(never(bash.tasks)))} = ${(ratioNever * 100).toFixed(1)} % (goal ≤ 30 %) ${ratioNever <= 0.3 ? 'ok' : 'MISSED'}`,
+    );
+    console.log(
+      `can-finish ten:   ${money(sum(can(ep.tasks)))} vs ${money(sum(can(bash.tasks)))} = ${ratioCan.toFixed(2)}x (goal ≤ 1.00x) ${ratioCan <= 1 + 1e-9 ? 'ok' : 'MISSED'}`,
+    );
+    console.log(
+      `can-finish ten Succeeded: ${succeeded}/10 (goal 10/10, zero false trips) ${succeeded === 10 ? 'ok' : 'MISSED'}`,
+    );
+    console.log(
+      `wall time: bash loop ${bash.seconds.toFixed(1)} s, episodic ${ep.seconds.toFixed(1)} s (1 s backoff between failures)`,
+    );
   } finally {
     removeDir(root, keep);
   }

@@ -9,7 +9,22 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BenchOptions, PartResult } from './lib.ts';
-import { benchTaskDoc, cliArgv, cpuSeconds, LogTail, memoryMB, metric, pollUntil, progress, removeDir, round, runAlone, spawnTo, stop, tempDir } from './lib.ts';
+import {
+  benchTaskDoc,
+  cliArgv,
+  cpuSeconds,
+  LogTail,
+  memoryMB,
+  metric,
+  pollUntil,
+  progress,
+  removeDir,
+  round,
+  runAlone,
+  spawnTo,
+  stop,
+  tempDir,
+} from './lib.ts';
 
 const GOAL_CPU_PERCENT = 2;
 const GOAL_RSS_MB = 250;
@@ -27,7 +42,10 @@ export async function benchConcurrent(opts: BenchOptions): Promise<PartResult> {
   const width = String(n - 1).length;
   for (let i = 0; i < n; i++) {
     const name = `c${String(i).padStart(width, '0')}`;
-    writeFileSync(join(specs, `${name}.yaml`), benchTaskDoc(name, agent, { maxEpisodes: 1, onExitZero: true, episodeTimeoutSeconds: sleepSeconds + 120 }));
+    writeFileSync(
+      join(specs, `${name}.yaml`),
+      benchTaskDoc(name, agent, { maxEpisodes: 1, onExitZero: true, episodeTimeoutSeconds: sleepSeconds + 120 }),
+    );
   }
   progress(`[concurrent] ${n} tasks, agents sleep ${sleepSeconds} s, --max-concurrent ${n}, in ${root}`);
   const stderr = join(root, 'controller.err');
@@ -45,9 +63,16 @@ export async function benchConcurrent(opts: BenchOptions): Promise<PartResult> {
   };
   const alive = () => s.child.exitCode === null && s.child.signalCode === null;
   try {
-    await pollUntil(`${n} episodes to start`, () => startedCount >= n, { timeoutMs: 120_000, intervalMs: 50, onTick: poll, alive });
+    await pollUntil(`${n} episodes to start`, () => startedCount >= n, {
+      timeoutMs: 120_000,
+      intervalMs: 50,
+      onTick: poll,
+      alive,
+    });
     const allStartedMs = Date.now() - s.startedAt;
-    progress(`[concurrent] all ${n} running ${allStartedMs} ms after the CLI started (first one at ${firstStartedAt - s.startedAt} ms)`);
+    progress(
+      `[concurrent] all ${n} running ${allStartedMs} ms after the CLI started (first one at ${firstStartedAt - s.startedAt} ms)`,
+    );
     await sleep(1000);
     const windowEnd = firstStartedAt + sleepSeconds * 1000 - 1000;
     const cpu0 = cpuSeconds(s.pid) ?? NaN;
@@ -61,7 +86,12 @@ export async function benchConcurrent(opts: BenchOptions): Promise<PartResult> {
     const cpuPercent = (((cpuSeconds(s.pid) ?? NaN) - cpu0) / windowSeconds) * 100;
     const peak = memoryMB(s.pid)?.hwm ?? NaN;
     if (startedCount > n) throw new Error(`more episodes started (${startedCount}) than tasks (${n})`);
-    await pollUntil(`${n} tasks to succeed`, () => succeeded >= n, { timeoutMs: sleepSeconds * 1000 + 120_000, intervalMs: 200, onTick: poll, alive });
+    await pollUntil(`${n} tasks to succeed`, () => succeeded >= n, {
+      timeoutMs: sleepSeconds * 1000 + 120_000,
+      intervalMs: 200,
+      onTick: poll,
+      alive,
+    });
     // The last "succeeded" line comes just before the run settles and exits on its own: give it time to.
     await Promise.race([s.exited, sleep(30_000)]);
     const code = await stop(s);
@@ -72,7 +102,13 @@ export async function benchConcurrent(opts: BenchOptions): Promise<PartResult> {
       seconds: round((performance.now() - started) / 1000, 1),
       metrics: [
         metric('allStartedSeconds', `CLI start → all ${n} episodes running`, allStartedMs / 1000, 's'),
-        metric('cpuPercent', `controller CPU while ${n} run (${windowSeconds.toFixed(0)} s, % of one core)`, cpuPercent, '%', { op: '<=', value: GOAL_CPU_PERCENT }),
+        metric(
+          'cpuPercent',
+          `controller CPU while ${n} run (${windowSeconds.toFixed(0)} s, % of one core)`,
+          cpuPercent,
+          '%',
+          { op: '<=', value: GOAL_CPU_PERCENT },
+        ),
         metric('rssMB', `controller RSS while ${n} run (max sampled)`, rssMax, 'MB', { op: '<=', value: GOAL_RSS_MB }),
         metric('peakRssMB', '  peak until then (VmHWM, start-up included)', peak, 'MB'),
       ],

@@ -9,7 +9,19 @@
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchOptions, Metric, PartResult } from './lib.ts';
-import { cliArgv, median, memoryMB, metric, NODE, progress, removeDir, round, runAlone, spawnTo, tempDir } from './lib.ts';
+import {
+  cliArgv,
+  median,
+  memoryMB,
+  metric,
+  NODE,
+  progress,
+  removeDir,
+  round,
+  runAlone,
+  spawnTo,
+  tempDir,
+} from './lib.ts';
 
 const GOAL_RATIO = 1.1;
 
@@ -106,11 +118,19 @@ function readCount(ws: string): number {
   }
 }
 
-async function runEpisodic(opts: BenchOptions, side: Side, root: string, tag: string): Promise<{ ms: number; peakMB: number }> {
+async function runEpisodic(
+  opts: BenchOptions,
+  side: Side,
+  root: string,
+  tag: string,
+): Promise<{ ms: number; peakMB: number }> {
   rmSync(join(side.ws, 'count'), { force: true });
   const state = join(root, `state-${tag}`);
   const args = ['run', side.specDir, '--max-concurrent', '1', '--state-dir', state, '--log-level', 'info'];
-  const s = spawnTo(cliArgv(opts, args, `episodes-${tag}`), { stdout: join(root, `${tag}.out`), stderr: join(root, `${tag}.err`) });
+  const s = spawnTo(cliArgv(opts, args, `episodes-${tag}`), {
+    stdout: join(root, `${tag}.out`),
+    stderr: join(root, `${tag}.err`),
+  });
   let peakMB = 0;
   const sampler = setInterval(() => {
     const m = memoryMB(s.pid);
@@ -120,7 +140,9 @@ async function runEpisodic(opts: BenchOptions, side: Side, root: string, tag: st
   clearInterval(sampler);
   const count = readCount(side.ws);
   if (code !== 0 || count !== side.episodes) {
-    throw new Error(`episodic run (${tag}) exited ${code} after ${count}/${side.episodes} episodes; see ${root}/${tag}.err (use --keep)`);
+    throw new Error(
+      `episodic run (${tag}) exited ${code} after ${count}/${side.episodes} episodes; see ${root}/${tag}.err (use --keep)`,
+    );
   }
   rmSync(state, { recursive: true, force: true });
   return { ms: wallMs, peakMB };
@@ -130,10 +152,14 @@ async function runBaseline(side: Side, root: string, tag: string): Promise<numbe
   rmSync(join(side.ws, 'count'), { force: true });
   const logs = join(root, `logs-${tag}`);
   const loop = join(root, 'loop.sh');
-  const s = spawnTo(['/bin/bash', loop, side.agent, side.ws, logs, String(side.episodes)], { stdout: join(root, `${tag}.out`), stderr: join(root, `${tag}.err`) });
+  const s = spawnTo(['/bin/bash', loop, side.agent, side.ws, logs, String(side.episodes)], {
+    stdout: join(root, `${tag}.out`),
+    stderr: join(root, `${tag}.err`),
+  });
   const { code, wallMs } = await s.exited;
   const count = readCount(side.ws);
-  if (code !== 0 || count !== side.episodes) throw new Error(`baseline loop (${tag}) exited ${code} after ${count}/${side.episodes} episodes`);
+  if (code !== 0 || count !== side.episodes)
+    throw new Error(`baseline loop (${tag}) exited ${code} after ${count}/${side.episodes} episodes`);
   rmSync(logs, { recursive: true, force: true });
   return wallMs;
 }
@@ -147,7 +173,13 @@ interface Comparison {
 }
 
 /** `reps` alternating runs of both sides with one agent kind, each followed by a 1-episode run (start-up). */
-async function compare(opts: BenchOptions, root: string, kind: AgentKind, episodes: number, reps: number): Promise<Comparison> {
+async function compare(
+  opts: BenchOptions,
+  root: string,
+  kind: AgentKind,
+  episodes: number,
+  reps: number,
+): Promise<Comparison> {
   const main = setupSide(root, `${kind}-main`, episodes, kind);
   const one = setupSide(root, `${kind}-one`, 1, kind);
   const c: Comparison = { episodes, episodicMs: [], baselineMs: [], startupMs: [], peakRssMB: [] };
@@ -166,7 +198,9 @@ async function compare(opts: BenchOptions, root: string, kind: AgentKind, episod
       }
     }
     c.startupMs.push((await runEpisodic(opts, one, root, `${kind}-startup-${r}`)).ms);
-    progress(`[episodes] ${kind} agent, rep ${r + 1}/${reps}: episodic ${(c.episodicMs[r] / 1000).toFixed(2)} s, bash loop ${(c.baselineMs[r] / 1000).toFixed(2)} s, 1-episode run ${c.startupMs[r].toFixed(0)} ms`);
+    progress(
+      `[episodes] ${kind} agent, rep ${r + 1}/${reps}: episodic ${(c.episodicMs[r] / 1000).toFixed(2)} s, bash loop ${(c.baselineMs[r] / 1000).toFixed(2)} s, 1-episode run ${c.startupMs[r].toFixed(0)} ms`,
+    );
   }
   return c;
 }
@@ -201,10 +235,18 @@ export async function benchEpisodes(opts: BenchOptions): Promise<PartResult> {
   const metrics: Metric[] = [
     metric('episodicSeconds', `Node agent: episodic run, ${episodes} episodes (median)`, n.e / 1000, 's'),
     metric('baselineSeconds', `Node agent: bash while loop, ${episodes} episodes (median)`, n.b / 1000, 's'),
-    metric('ratio', 'Node agent: ratio episodic / bash loop, start-up included', median(ratios(node)), 'x', { op: '<=', value: GOAL_RATIO }),
+    metric('ratio', 'Node agent: ratio episodic / bash loop, start-up included', median(ratios(node)), 'x', {
+      op: '<=',
+      value: GOAL_RATIO,
+    }),
     metric('overheadMsPerEpisode', 'Node agent: overhead per episode (incl. CLI start)', overheadMs(node), 'ms'),
     metric('startupMs', 'CLI start + stop (a 1-episode run)', n.s, 'ms'),
-    metric('marginalMsPerEpisode', 'episodic time per further episode', episodes > 1 ? (n.e - n.s) / (episodes - 1) : NaN, 'ms'),
+    metric(
+      'marginalMsPerEpisode',
+      'episodic time per further episode',
+      episodes > 1 ? (n.e - n.s) / (episodes - 1) : NaN,
+      'ms',
+    ),
     metric('baselineMsPerEpisode', 'bash loop time per episode', n.b / episodes, 'ms'),
     metric('peakRssMB', 'controller peak RSS (VmHWM)', median(node.peakRssMB), 'MB'),
     metric('shellRatio', 'shell agent (~2 ms a run): ratio episodic / bash loop', median(ratios(shell)), 'x'),
@@ -215,7 +257,15 @@ export async function benchEpisodes(opts: BenchOptions): Promise<PartResult> {
     title: `${episodes} episodes of one task vs a bash while loop`,
     seconds: round((performance.now() - started) / 1000, 1),
     metrics,
-    details: { episodes, reps, node: { ...node, ratios: ratios(node) }, shell: { ...shell, ratios: ratios(shell) }, nodeAgent: nodeAgentScript(episodes), shellAgent: agentScript(episodes), baselineLoop: BASELINE_LOOP },
+    details: {
+      episodes,
+      reps,
+      node: { ...node, ratios: ratios(node) },
+      shell: { ...shell, ratios: ratios(shell) },
+      nodeAgent: nodeAgentScript(episodes),
+      shellAgent: agentScript(episodes),
+      baselineLoop: BASELINE_LOOP,
+    },
   };
 }
 

@@ -4,7 +4,18 @@
 // same run, and nothing here is a pass/fail test.
 import { spawn, execFileSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, fstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { cpus, release, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -140,11 +151,21 @@ export function summaryTable(parts: PartResult[]): string {
   const rows: string[][] = [['part', 'metric', 'measured', 'goal', '']];
   for (const p of parts) {
     for (const m of p.metrics) {
-      rows.push([p.part, m.label, formatValue(m.value, m.unit), formatGoal(m.goal, m.unit), m.pass === undefined ? '' : m.pass ? 'ok' : 'MISSED']);
+      rows.push([
+        p.part,
+        m.label,
+        formatValue(m.value, m.unit),
+        formatGoal(m.goal, m.unit),
+        m.pass === undefined ? '' : m.pass ? 'ok' : 'MISSED',
+      ]);
     }
   }
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  const line = (r: string[]) => r.map((cell, c) => cell.padEnd(widths[c])).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((cell, c) => cell.padEnd(widths[c]))
+      .join('  ')
+      .trimEnd();
   return [line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
 }
 
@@ -185,7 +206,8 @@ export function hostInfo(): Record<string, unknown> {
   let dirty = false;
   try {
     commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim();
-    dirty = execFileSync('git', ['status', '--porcelain', '--', 'controller'], { cwd: REPO, encoding: 'utf8' }).trim() !== '';
+    dirty =
+      execFileSync('git', ['status', '--porcelain', '--', 'controller'], { cwd: REPO, encoding: 'utf8' }).trim() !== '';
   } catch {
     // not a git checkout: fine
   }
@@ -254,12 +276,19 @@ export interface Spawned {
 }
 
 /** Spawns argv with stdout/stderr going to files (never through this process: it must not slow the child). */
-export function spawnTo(argv: string[], o: { cwd?: string; stdout: string; stderr: string; env?: NodeJS.ProcessEnv }): Spawned {
+export function spawnTo(
+  argv: string[],
+  o: { cwd?: string; stdout: string; stderr: string; env?: NodeJS.ProcessEnv },
+): Spawned {
   const out = openSync(o.stdout, 'a');
   const err = openSync(o.stderr, 'a');
   const startedAt = Date.now();
   const t0 = performance.now();
-  const child = spawn(argv[0], argv.slice(1), { cwd: o.cwd, stdio: ['ignore', out, err], env: { ...process.env, ...o.env } });
+  const child = spawn(argv[0], argv.slice(1), {
+    cwd: o.cwd,
+    stdio: ['ignore', out, err],
+    env: { ...process.env, ...o.env },
+  });
   closeSync(out);
   closeSync(err);
   if (child.pid === undefined) throw new Error(`could not start ${argv[0]}`);
@@ -274,7 +303,10 @@ export function spawnTo(argv: string[], o: { cwd?: string; stdout: string; stder
 }
 
 /** Runs argv to completion; returns exit code and wall time. */
-export async function timed(argv: string[], o: { cwd?: string; stdout: string; stderr: string; env?: NodeJS.ProcessEnv }): Promise<{ code: number; wallMs: number }> {
+export async function timed(
+  argv: string[],
+  o: { cwd?: string; stdout: string; stderr: string; env?: NodeJS.ProcessEnv },
+): Promise<{ code: number; wallMs: number }> {
   return spawnTo(argv, o).exited;
 }
 
@@ -290,7 +322,9 @@ export async function stop(s: Spawned, graceMs = 30_000): Promise<number> {
 
 /** argv that runs the episodic CLI (optionally under --cpu-prof). */
 export function cliArgv(opts: BenchOptions, args: string[], profileName: string): string[] {
-  const prof = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${profileName}.cpuprofile`] : [];
+  const prof = opts.cpuProfDir
+    ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${profileName}.cpuprofile`]
+    : [];
   return [NODE, ...launcherFlags(opts.cli), ...prof, opts.cli, ...args];
 }
 
@@ -350,13 +384,18 @@ export function parseLogLine(line: string): LogLine {
   }
 }
 
-export async function pollUntil(what: string, probe: () => boolean, o: { timeoutMs: number; intervalMs?: number; onTick?: () => void; alive?: () => boolean }): Promise<void> {
+export async function pollUntil(
+  what: string,
+  probe: () => boolean,
+  o: { timeoutMs: number; intervalMs?: number; onTick?: () => void; alive?: () => boolean },
+): Promise<void> {
   const deadline = Date.now() + o.timeoutMs;
   for (;;) {
     o.onTick?.();
     if (probe()) return;
     if (o.alive && !o.alive()) throw new Error(`process exited while waiting for ${what}`);
-    if (Date.now() > deadline) throw new Error(`timed out after ${Math.round(o.timeoutMs / 1000)} s waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${Math.round(o.timeoutMs / 1000)} s waiting for ${what}`);
     await sleep(o.intervalMs ?? 100);
   }
 }
@@ -369,7 +408,11 @@ export async function runAlone(part: (opts: BenchOptions) => Promise<PartResult>
 }
 
 /** One AgentTask document running `agent` (an executable path) with a text-output, templated prompt. */
-export function benchTaskDoc(name: string, agent: string, opts: { maxEpisodes: number; onExitZero?: boolean; episodeTimeoutSeconds?: number }): string {
+export function benchTaskDoc(
+  name: string,
+  agent: string,
+  opts: { maxEpisodes: number; onExitZero?: boolean; episodeTimeoutSeconds?: number },
+): string {
   const completion = opts.onExitZero ? '  completion:\n    onExitZero: true\n' : '';
   const timeout = opts.episodeTimeoutSeconds ? `    episodeTimeoutSeconds: ${opts.episodeTimeoutSeconds}\n` : '';
   return `apiVersion: episodic.dev/v1alpha1

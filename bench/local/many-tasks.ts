@@ -13,7 +13,23 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BenchOptions, LogLine, PartResult, Spawned } from './lib.ts';
-import { benchTaskDoc, cliArgv, cpuSeconds, LogTail, memoryMB, metric, pollUntil, progress, removeDir, round, runAlone, spawnTo, stop, tempDir, timed } from './lib.ts';
+import {
+  benchTaskDoc,
+  cliArgv,
+  cpuSeconds,
+  LogTail,
+  memoryMB,
+  metric,
+  pollUntil,
+  progress,
+  removeDir,
+  round,
+  runAlone,
+  spawnTo,
+  stop,
+  tempDir,
+  timed,
+} from './lib.ts';
 
 const CONCURRENCY = 16;
 const DOCS_PER_FILE = 100;
@@ -31,12 +47,14 @@ function taskName(i: number, n: number): string {
 function writeSpecs(dir: string, n: number, agent: string, multiDoc: boolean): void {
   mkdirSync(dir, { recursive: true });
   if (!multiDoc) {
-    for (let i = 0; i < n; i++) writeFileSync(join(dir, `${taskName(i, n)}.yaml`), benchTaskDoc(taskName(i, n), agent, INSTANT_TASK));
+    for (let i = 0; i < n; i++)
+      writeFileSync(join(dir, `${taskName(i, n)}.yaml`), benchTaskDoc(taskName(i, n), agent, INSTANT_TASK));
     return;
   }
   for (let start = 0; start < n; start += DOCS_PER_FILE) {
     const docs: string[] = [];
-    for (let i = start; i < Math.min(n, start + DOCS_PER_FILE); i++) docs.push(benchTaskDoc(taskName(i, n), agent, INSTANT_TASK));
+    for (let i = start; i < Math.min(n, start + DOCS_PER_FILE); i++)
+      docs.push(benchTaskDoc(taskName(i, n), agent, INSTANT_TASK));
     writeFileSync(join(dir, `tasks-${String(start / DOCS_PER_FILE).padStart(4, '0')}.yaml`), docs.join('---\n'));
   }
 }
@@ -79,7 +97,8 @@ class Progress {
       this.succeeded++;
       this.lastSucceededMs = this.at(line);
     }
-    if ((line.level === 'error' || line.level === 'fatal') && this.errors.length < 20) this.errors.push(JSON.stringify(line).slice(0, 400));
+    if ((line.level === 'error' || line.level === 'fatal') && this.errors.length < 20)
+      this.errors.push(JSON.stringify(line).slice(0, 400));
   }
 }
 
@@ -97,9 +116,25 @@ interface ControllerRun {
   errors: string[];
 }
 
-async function runController(opts: BenchOptions, root: string, specDir: string, n: number, idleSeconds: number): Promise<ControllerRun> {
+async function runController(
+  opts: BenchOptions,
+  root: string,
+  specDir: string,
+  n: number,
+  idleSeconds: number,
+): Promise<ControllerRun> {
   const state = join(root, 'state');
-  const args = ['run', specDir, '--watch', '--max-concurrent', String(CONCURRENCY), '--state-dir', state, '--log-level', 'info'];
+  const args = [
+    'run',
+    specDir,
+    '--watch',
+    '--max-concurrent',
+    String(CONCURRENCY),
+    '--state-dir',
+    state,
+    '--log-level',
+    'info',
+  ];
   const stderr = join(root, 'controller.err');
   const s: Spawned = spawnTo(cliArgv(opts, args, 'many-tasks'), { stdout: join(root, 'controller.out'), stderr });
   const p = new Progress(stderr, s.startedAt);
@@ -123,7 +158,9 @@ async function runController(opts: BenchOptions, root: string, specDir: string, 
         sample();
         if (p.succeeded - reported >= n / 5) {
           reported = p.succeeded;
-          progress(`[many-tasks] ${p.succeeded}/${n} succeeded after ${((performance.now() - s.t0) / 1000).toFixed(1)} s, RSS ${memoryMB(s.pid)?.rss.toFixed(0)} MB`);
+          progress(
+            `[many-tasks] ${p.succeeded}/${n} succeeded after ${((performance.now() - s.t0) / 1000).toFixed(1)} s, RSS ${memoryMB(s.pid)?.rss.toFixed(0)} MB`,
+          );
         }
       },
     });
@@ -158,9 +195,24 @@ async function runController(opts: BenchOptions, root: string, specDir: string, 
 }
 
 /** Load time only: until "specs loaded" and the first episode start, then SIGTERM. */
-async function loadOnly(opts: BenchOptions, root: string, specDir: string, tag: string): Promise<{ loadMs: number; firstStartedMs: number }> {
+async function loadOnly(
+  opts: BenchOptions,
+  root: string,
+  specDir: string,
+  tag: string,
+): Promise<{ loadMs: number; firstStartedMs: number }> {
   const stderr = join(root, `${tag}.err`);
-  const args = ['run', specDir, '--watch', '--max-concurrent', String(CONCURRENCY), '--state-dir', join(root, `state-${tag}`), '--log-level', 'info'];
+  const args = [
+    'run',
+    specDir,
+    '--watch',
+    '--max-concurrent',
+    String(CONCURRENCY),
+    '--state-dir',
+    join(root, `state-${tag}`),
+    '--log-level',
+    'info',
+  ];
   const s = spawnTo(cliArgv(opts, args, `many-tasks-${tag}`), { stdout: join(root, `${tag}.out`), stderr });
   const p = new Progress(stderr, s.startedAt);
   try {
@@ -206,33 +258,69 @@ export async function benchManyTasks(opts: BenchOptions): Promise<PartResult> {
     // The CLI's own start-up, to tell it apart from the cost per spec.
     const one = await loadOnly(opts, root, oneDir, 'one-spec');
     const xargsBefore = await xargsBaseline(root, agent, n, 'xargs-before');
-    progress(`[many-tasks] xargs -P${CONCURRENCY}: ${(xargsBefore / 1000).toFixed(2)} s; CLI start-up with one spec: ${one.loadMs} ms`);
+    progress(
+      `[many-tasks] xargs -P${CONCURRENCY}: ${(xargsBefore / 1000).toFixed(2)} s; CLI start-up with one spec: ${one.loadMs} ms`,
+    );
     const run = await runController(opts, root, specDir, n, idleSeconds);
     const xargsAfter = await xargsBaseline(root, agent, n, 'xargs-after');
-    progress(`[many-tasks] episodic: ${(run.wallMs / 1000).toFixed(2)} s; xargs again: ${(xargsAfter / 1000).toFixed(2)} s`);
+    progress(
+      `[many-tasks] episodic: ${(run.wallMs / 1000).toFixed(2)} s; xargs again: ${(xargsAfter / 1000).toFixed(2)} s`,
+    );
     const multi = await loadOnly(opts, root, multiDir, 'multi-doc');
     const xargsMs = (xargsBefore + xargsAfter) / 2;
     const succeeded = run.finalPhases.Succeeded ?? 0;
-    if (succeeded !== n) progress(`[many-tasks] WARNING: final status says ${succeeded}/${n} Succeeded: ${JSON.stringify(run.finalPhases)}`);
+    if (succeeded !== n)
+      progress(
+        `[many-tasks] WARNING: final status says ${succeeded}/${n} Succeeded: ${JSON.stringify(run.finalPhases)}`,
+      );
     return {
       part: 'b',
       title: `${n} tasks, instant agent, --max-concurrent ${CONCURRENCY}`,
       seconds: round((performance.now() - started) / 1000, 1),
       metrics: [
-        metric('loadSeconds', `(1) start → ${n} specs loaded (one file each)`, run.loadMs / 1000, 's', { op: '<', value: 2 }),
-        metric('queuedSeconds', '(1) start → all queued (first episode started)', run.firstStartedMs / 1000, 's', { op: '<', value: 2 }),
+        metric('loadSeconds', `(1) start → ${n} specs loaded (one file each)`, run.loadMs / 1000, 's', {
+          op: '<',
+          value: 2,
+        }),
+        metric('queuedSeconds', '(1) start → all queued (first episode started)', run.firstStartedMs / 1000, 's', {
+          op: '<',
+          value: 2,
+        }),
         metric('startupSeconds', '    of which CLI start-up (1 spec)', one.loadMs / 1000, 's'),
-        metric('multiDocLoadSeconds', `    same specs as ${DOCS_PER_FILE}-document files: loaded`, multi.loadMs / 1000, 's'),
-        metric('multiDocQueuedSeconds', '    same specs as multi-document files: queued', multi.firstStartedMs / 1000, 's'),
+        metric(
+          'multiDocLoadSeconds',
+          `    same specs as ${DOCS_PER_FILE}-document files: loaded`,
+          multi.loadMs / 1000,
+          's',
+        ),
+        metric(
+          'multiDocQueuedSeconds',
+          '    same specs as multi-document files: queued',
+          multi.firstStartedMs / 1000,
+          's',
+        ),
         metric('wallSeconds', `(2) episodic wall time, ${n} tasks`, run.wallMs / 1000, 's'),
         metric('xargsSeconds', `(2) xargs -P${CONCURRENCY}, same agent ${n} times`, xargsMs / 1000, 's'),
         metric('wallRatio', '(2) ratio episodic / xargs', run.wallMs / xargsMs, 'x'),
         metric('perTaskMs', '    controller time per task (wall / n)', run.wallMs / n, 'ms'),
         metric('peakRssMB', '(3) controller peak RSS (VmHWM)', run.peakRssMB, 'MB', { op: '<', value: 300 }),
         metric('rssAtEndMB', '    RSS when idle at the end', run.rssAtEndMB, 'MB'),
-        metric('idleCpuPercent', `(4) CPU while idle in --watch (${Math.round(run.idleSeconds)} s)`, run.idleCpuPercent, '%', { op: '≈0', value: 1 }),
+        metric(
+          'idleCpuPercent',
+          `(4) CPU while idle in --watch (${Math.round(run.idleSeconds)} s)`,
+          run.idleCpuPercent,
+          '%',
+          { op: '≈0', value: 1 },
+        ),
       ],
-      details: { n, concurrency: CONCURRENCY, run, oneSpec: one, multiDoc: { docsPerFile: DOCS_PER_FILE, ...multi }, xargsMs: [xargsBefore, xargsAfter] },
+      details: {
+        n,
+        concurrency: CONCURRENCY,
+        run,
+        oneSpec: one,
+        multiDoc: { docsPerFile: DOCS_PER_FILE, ...multi },
+        xargsMs: [xargsBefore, xargsAfter],
+      },
     };
   } finally {
     removeDir(root, opts.keep);

@@ -9,7 +9,21 @@
 import { chmodSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchOptions, PartResult } from './lib.ts';
-import { benchTaskDoc, cliArgv, cpuSeconds, LogTail, metric, pollUntil, progress, removeDir, round, runAlone, spawnTo, stop, tempDir } from './lib.ts';
+import {
+  benchTaskDoc,
+  cliArgv,
+  cpuSeconds,
+  LogTail,
+  metric,
+  pollUntil,
+  progress,
+  removeDir,
+  round,
+  runAlone,
+  spawnTo,
+  stop,
+  tempDir,
+} from './lib.ts';
 
 const CONCURRENCY = 16;
 /** Mean episode length of the stand-in agent. */
@@ -51,14 +65,25 @@ async function measure(opts: BenchOptions, root: string, agent: string, n: numbe
   }
   const state = join(dir, 'state');
   const stderr = join(dir, 'controller.err');
-  const args = ['run', specs, '--watch', '--max-concurrent', String(CONCURRENCY), '--state-dir', state, '--log-level', 'info'];
+  const args = [
+    'run',
+    specs,
+    '--watch',
+    '--max-concurrent',
+    String(CONCURRENCY),
+    '--state-dir',
+    state,
+    '--log-level',
+    'info',
+  ];
   const s = spawnTo(cliArgv(opts, args, `queue-pressure-${n}`), { stdout: join(dir, 'controller.out'), stderr });
   const tail = new LogTail(stderr);
   let ended = 0;
   let watching = false;
   const poll = () => {
     for (const line of tail.poll()) {
-      if ('exitCode' in line) ended++; // an episode's end event line
+      if ('exitCode' in line)
+        ended++; // an episode's end event line
       else if (line.msg === 'watching for spec changes') watching = true;
     }
   };
@@ -67,17 +92,35 @@ async function measure(opts: BenchOptions, root: string, agent: string, n: numbe
   try {
     // Every task has been reconciled once (it has a status file) and the spec watcher has finished its first
     // scan of the directory: the start-up burst is over.
-    await pollUntil('a status for every task', () => countFiles(join(state, 'status', 'default')) >= n, { timeoutMs, onTick: poll, alive, intervalMs: 200 });
+    await pollUntil('a status for every task', () => countFiles(join(state, 'status', 'default')) >= n, {
+      timeoutMs,
+      onTick: poll,
+      alive,
+      intervalMs: 200,
+    });
     await pollUntil('the spec watcher', () => watching, { timeoutMs, onTick: poll, alive, intervalMs: 200 });
     poll();
     const from = ended;
     const cpu0 = cpuSeconds(s.pid) ?? NaN;
     const t0 = performance.now();
-    await pollUntil(`${episodes} more episodes`, () => ended - from >= episodes, { timeoutMs, onTick: poll, alive, intervalMs: 50 });
+    await pollUntil(`${episodes} more episodes`, () => ended - from >= episodes, {
+      timeoutMs,
+      onTick: poll,
+      alive,
+      intervalMs: 50,
+    });
     const cpu1 = cpuSeconds(s.pid) ?? NaN;
     const done = ended - from;
-    const w = { tasks: n, episodes: done, cpuSeconds: cpu1 - cpu0, wallSeconds: (performance.now() - t0) / 1000, cpuMsPerEpisode: (1000 * (cpu1 - cpu0)) / done };
-    progress(`[queue-pressure] ${n} tasks: ${done} episodes in ${w.wallSeconds.toFixed(1)} s, controller CPU ${w.cpuSeconds.toFixed(2)} s = ${w.cpuMsPerEpisode.toFixed(1)} ms per episode`);
+    const w = {
+      tasks: n,
+      episodes: done,
+      cpuSeconds: cpu1 - cpu0,
+      wallSeconds: (performance.now() - t0) / 1000,
+      cpuMsPerEpisode: (1000 * (cpu1 - cpu0)) / done,
+    };
+    progress(
+      `[queue-pressure] ${n} tasks: ${done} episodes in ${w.wallSeconds.toFixed(1)} s, controller CPU ${w.cpuSeconds.toFixed(2)} s = ${w.cpuMsPerEpisode.toFixed(1)} ms per episode`,
+    );
     return w;
   } finally {
     await stop(s);
@@ -93,7 +136,9 @@ export async function benchQueuePressure(opts: BenchOptions): Promise<PartResult
     const agent = join(root, 'agent.sh');
     writeFileSync(agent, AGENT);
     chmodSync(agent, 0o755);
-    progress(`[queue-pressure] 1.0-1.9 s agent, --max-concurrent ${CONCURRENCY}, ${episodes} episodes measured; ${2 * CONCURRENCY} tasks vs ${n} tasks, in ${root}`);
+    progress(
+      `[queue-pressure] 1.0-1.9 s agent, --max-concurrent ${CONCURRENCY}, ${episodes} episodes measured; ${2 * CONCURRENCY} tasks vs ${n} tasks, in ${root}`,
+    );
     const small = await measure(opts, root, agent, 2 * CONCURRENCY, episodes);
     const large = await measure(opts, root, agent, n, episodes);
     return {
@@ -101,10 +146,26 @@ export async function benchQueuePressure(opts: BenchOptions): Promise<PartResult
       title: `controller CPU per episode with ${n} tasks waiting vs ${2 * CONCURRENCY}`,
       seconds: round((performance.now() - started) / 1000, 1),
       metrics: [
-        metric('cpuMsPerEpisodeSmall', `controller CPU per episode, ${2 * CONCURRENCY} tasks`, small.cpuMsPerEpisode, 'ms'),
+        metric(
+          'cpuMsPerEpisodeSmall',
+          `controller CPU per episode, ${2 * CONCURRENCY} tasks`,
+          small.cpuMsPerEpisode,
+          'ms',
+        ),
         metric('cpuMsPerEpisodeLarge', `controller CPU per episode, ${n} tasks`, large.cpuMsPerEpisode, 'ms'),
-        metric('cpuRatio', `ratio ${n} / ${2 * CONCURRENCY} tasks (bench's own goal)`, large.cpuMsPerEpisode / small.cpuMsPerEpisode, 'x', { op: '<=', value: 1.5 }),
-        metric('episodesPerSecondLarge', `episodes per second, ${n} tasks (ideal ~${(CONCURRENCY / AGENT_SECONDS).toFixed(0)})`, large.episodes / large.wallSeconds, '/s'),
+        metric(
+          'cpuRatio',
+          `ratio ${n} / ${2 * CONCURRENCY} tasks (bench's own goal)`,
+          large.cpuMsPerEpisode / small.cpuMsPerEpisode,
+          'x',
+          { op: '<=', value: 1.5 },
+        ),
+        metric(
+          'episodesPerSecondLarge',
+          `episodes per second, ${n} tasks (ideal ~${(CONCURRENCY / AGENT_SECONDS).toFixed(0)})`,
+          large.episodes / large.wallSeconds,
+          '/s',
+        ),
       ],
       details: { concurrency: CONCURRENCY, agentSeconds: AGENT_SECONDS, small, large },
     };

@@ -28,13 +28,17 @@ const PARTS: Record<string, (opts: BenchOptions) => Promise<PartResult>> = {
 
 const opts = parseOptions(process.argv.slice(2));
 const selected = opts.only ?? Object.keys(PARTS);
-for (const p of selected) if (!PARTS[p]) throw new Error(`--only: unknown part ${p} (parts: ${Object.keys(PARTS).join(', ')})`);
-if (opts.size !== undefined && selected.length > 1) throw new Error('--size applies to one part: combine it with --only');
+for (const p of selected)
+  if (!PARTS[p]) throw new Error(`--only: unknown part ${p} (parts: ${Object.keys(PARTS).join(', ')})`);
+if (opts.size !== undefined && selected.length > 1)
+  throw new Error('--size applies to one part: combine it with --only');
 
 const startedAt = new Date();
 const t0 = performance.now();
 const host = hostInfo();
-progress(`episodic local benchmarks${opts.quick ? ' (quick)' : ''}: parts ${selected.join(', ')}; ${host.cpus} CPUs, node ${host.node}, CLI ${relative(REPO, opts.cli)}`);
+progress(
+  `episodic local benchmarks${opts.quick ? ' (quick)' : ''}: parts ${selected.join(', ')}; ${host.cpus} CPUs, node ${host.node}, CLI ${relative(REPO, opts.cli)}`,
+);
 const results: PartResult[] = [];
 const failures: Array<{ part: string; error: string }> = [];
 for (const p of selected) {

@@ -15,10 +15,22 @@ async function once(kind: 'execa' | 'spawn'): Promise<{ callMs: number; exitMs: 
   const t0 = performance.now();
   let exited: Promise<unknown>;
   if (kind === 'execa') {
-    const child = execa(TRUE, [], { detached: true, buffer: false, reject: false, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', env: { EPISODIC_PROCESS_TREE: 'bench' } });
+    const child = execa(TRUE, [], {
+      detached: true,
+      buffer: false,
+      reject: false,
+      stdin: 'ignore',
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: { EPISODIC_PROCESS_TREE: 'bench' },
+    });
     exited = child;
   } else {
-    const child = spawn(TRUE, [], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, EPISODIC_PROCESS_TREE: 'bench' } });
+    const child = spawn(TRUE, [], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, EPISODIC_PROCESS_TREE: 'bench' },
+    });
     child.stdout.resume();
     child.stderr.resume();
     exited = new Promise((done) => child.once('close', done));

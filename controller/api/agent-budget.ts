@@ -13,7 +13,13 @@ export type BudgetWindow = (typeof WINDOWS)[number];
 
 const HOUR_MS = 3_600_000;
 /** Length of each rolling window; `total` never rolls. */
-export const WINDOW_MS: Record<BudgetWindow, number> = { '1h': HOUR_MS, '5h': 5 * HOUR_MS, '24h': 24 * HOUR_MS, '7d': 7 * 24 * HOUR_MS, total: Infinity };
+export const WINDOW_MS: Record<BudgetWindow, number> = {
+  '1h': HOUR_MS,
+  '5h': 5 * HOUR_MS,
+  '24h': 24 * HOUR_MS,
+  '7d': 7 * 24 * HOUR_MS,
+  total: Infinity,
+};
 
 export const LabelSelectorRequirementSchema = z.strictObject({
   key: z.string().min(1).max(317),
@@ -40,8 +46,10 @@ export const AgentBudgetSpecSchema = z
     (spec.selector.matchExpressions ?? []).forEach((req, i) => {
       const path = ['selector', 'matchExpressions', i, 'values'];
       const needsValues = req.operator === 'In' || req.operator === 'NotIn';
-      if (needsValues && !req.values?.length) ctx.addIssue({ code: 'custom', path, message: `${req.operator} needs at least one value` });
-      if (!needsValues && req.values?.length) ctx.addIssue({ code: 'custom', path, message: `${req.operator} takes no values` });
+      if (needsValues && !req.values?.length)
+        ctx.addIssue({ code: 'custom', path, message: `${req.operator} needs at least one value` });
+      if (!needsValues && req.values?.length)
+        ctx.addIssue({ code: 'custom', path, message: `${req.operator} takes no values` });
     });
   });
 
@@ -110,7 +118,9 @@ export type BudgetValidation = { ok: true; spec: AgentBudgetSpec } | { ok: false
 
 export function validateBudgetSpec(raw: unknown): BudgetValidation {
   const parsed = AgentBudgetSpecSchema.safeParse(raw ?? {});
-  return parsed.success ? { ok: true, spec: parsed.data } : { ok: false, errors: describeIssues(parsed.error, 'spec', AgentBudgetSpecSchema) };
+  return parsed.success
+    ? { ok: true, spec: parsed.data }
+    : { ok: false, errors: describeIssues(parsed.error, 'spec', AgentBudgetSpecSchema) };
 }
 
 /** Kubernetes label-selector semantics: every matchLabels pair and every expression must hold. */

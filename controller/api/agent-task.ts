@@ -31,10 +31,17 @@ const dnsLabel = z
 
 const argv = z.array(z.string().min(1)).min(1).describe('argv array, never a shell string');
 
-const secretKeySelector = z.strictObject({ name: z.string().min(1), key: z.string().min(1), optional: z.boolean().optional() });
+const secretKeySelector = z.strictObject({
+  name: z.string().min(1),
+  key: z.string().min(1),
+  optional: z.boolean().optional(),
+});
 
 export const EnvVarSchema = z.strictObject({
-  name: z.string().min(1).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a valid environment variable name'),
+  name: z
+    .string()
+    .min(1)
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a valid environment variable name'),
   value: z.string().optional(),
   valueFrom: z
     .object({ secretKeyRef: secretKeySelector.optional(), configMapKeyRef: secretKeySelector.optional() })
@@ -91,8 +98,15 @@ export function gitUrlProblem(url: string): string | undefined {
 
 export function gitRefProblem(ref: string): string | undefined {
   const branch = ref.replace(/^refs\/heads\//, '');
-  if (!/^[A-Za-z0-9._\/-]+$/.test(branch)) return 'a branch name: letters, digits, ".", "_", "/" and "-" only';
-  if (branch.startsWith('-') || branch.startsWith('/') || branch.endsWith('/') || branch.includes('..') || branch.includes('//') || branch.endsWith('.lock')) {
+  if (!/^[A-Za-z0-9._/-]+$/.test(branch)) return 'a branch name: letters, digits, ".", "_", "/" and "-" only';
+  if (
+    branch.startsWith('-') ||
+    branch.startsWith('/') ||
+    branch.endsWith('/') ||
+    branch.includes('..') ||
+    branch.includes('//') ||
+    branch.endsWith('.lock')
+  ) {
     return `"${ref}" is not a valid branch name`;
   }
   return undefined;
@@ -139,17 +153,23 @@ export const CompletionSchema = z.strictObject({
       threshold: z.number().int().min(1).max(100).default(60).describe('score at which the signals complete the task'),
     })
     .optional()
-    .describe("Gluon's multi-signal score: RALPH_STATUS EXIT_SIGNAL +50, checklist complete +40, completion keywords +10 each (at most +20), three test-only episodes in a row +100"),
+    .describe(
+      "Gluon's multi-signal score: RALPH_STATUS EXIT_SIGNAL +50, checklist complete +40, completion keywords +10 each (at most +20), three test-only episodes in a row +100",
+    ),
   contextTooLong: z
     .enum(['fatal', 'failed'])
     .default('fatal')
-    .describe("an episode whose request did not fit the model's context window: fatal (the task fails) or failed (counted, retried with backoff)"),
+    .describe(
+      "an episode whose request did not fit the model's context window: fatal (the task fails) or failed (counted, retried with backoff)",
+    ),
   resetTimeZone: z
     .string()
     .min(1)
     .refine(isTimeZone, 'must be an IANA time zone such as Europe/Berlin or UTC')
     .optional()
-    .describe('IANA time zone of usage-limit reset times the agent prints without one (codex: "try again at 7:13 AM"); default: the zone the agent runs in'),
+    .describe(
+      'IANA time zone of usage-limit reset times the agent prints without one (codex: "try again at 7:13 AM"); default: the zone the agent runs in',
+    ),
 });
 
 export const LimitsSchema = z.strictObject({
@@ -167,7 +187,12 @@ export const BackoffSchema = z.strictObject({
 });
 
 export const HistorySchema = z.strictObject({
-  keep: z.number().int().min(1).default(100).describe('cluster: AgentEpisode records kept for this task; older ones are deleted'),
+  keep: z
+    .number()
+    .int()
+    .min(1)
+    .default(100)
+    .describe('cluster: AgentEpisode records kept for this task; older ones are deleted'),
 });
 
 export const AgentTaskSpecSchema = z
@@ -188,10 +213,18 @@ export const AgentTaskSpecSchema = z
   })
   .superRefine((spec, ctx) => {
     if (spec.completion.requires.includes('verify') && !spec.completion.verify) {
-      ctx.addIssue({ code: 'custom', path: ['completion', 'requires'], message: 'requires verify, but completion.verify names no command' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['completion', 'requires'],
+        message: 'requires verify, but completion.verify names no command',
+      });
     }
     if ((spec.completion.requires.includes('checklist') || spec.completion.checklist) && !spec.progress.checklist) {
-      ctx.addIssue({ code: 'custom', path: ['progress', 'checklist'], message: 'a checklist completion needs progress.checklist (the plan file)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['progress', 'checklist'],
+        message: 'a checklist completion needs progress.checklist (the plan file)',
+      });
     }
     if ((spec.prompt === undefined) === (spec.promptFile === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['prompt'], message: 'exactly one of prompt or promptFile is required' });
@@ -265,8 +298,16 @@ export const LastEpisodeSchema = z.object({
   finishedAt: z.string().optional(),
   costUSD: z.number().optional(),
   message: z.string().optional(),
-  completionScore: z.number().int().nonnegative().optional().describe('completion.signals: the score this episode reached'),
-  completionSignals: z.array(z.string()).optional().describe('completion.signals: the signals that scored, e.g. exitSignal+50'),
+  completionScore: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('completion.signals: the score this episode reached'),
+  completionSignals: z
+    .array(z.string())
+    .optional()
+    .describe('completion.signals: the signals that scored, e.g. exitSignal+50'),
 });
 
 export const CurrentEpisodeSchema = z.object({
@@ -303,13 +344,20 @@ export const AgentTaskStatusSchema = z.object({
   observedGeneration: z.number().int().optional(),
   progress: ProgressStatusSchema.optional().describe('the checklist of progress.checklist, as of the last episode'),
   breaker: BreakerStatusSchema.optional(),
-  workspaceChanges: z.number().int().nonnegative().default(0).describe('episodes since the task (re)opened that changed the workspace'),
+  workspaceChanges: z
+    .number()
+    .int()
+    .nonnegative()
+    .default(0)
+    .describe('episodes since the task (re)opened that changed the workspace'),
   testOnlyEpisodes: z
     .number()
     .int()
     .nonnegative()
     .optional()
-    .describe('completion.signals: episodes in a row that only ran tests (RALPH_STATUS WORK_TYPE TESTING, workspace unchanged)'),
+    .describe(
+      'completion.signals: episodes in a row that only ran tests (RALPH_STATUS WORK_TYPE TESTING, workspace unchanged)',
+    ),
   resume: ResumeStatusSchema.optional(),
   audit: z.array(AuditEntrySchema).optional().describe('the last stop and resume decisions, oldest first'),
 });

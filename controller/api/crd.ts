@@ -50,7 +50,6 @@ export function toStructuralSchema(node: Json, path = '$'): Json {
     if (COPIED_KEYWORDS.has(key) || key.startsWith('x-kubernetes-')) {
       out[key] = value;
     } else if (DROPPED_KEYWORDS.has(key)) {
-      continue;
     } else if (key === 'const') {
       out.enum = [value];
     } else if (key === 'minimum' || key === 'maximum') {
@@ -123,7 +122,13 @@ function field(properties: Record<string, Json>, name: string, description: stri
 }
 
 /** The openAPIV3Schema of a kind: `fields` (spec, status, record…) from its zod schema, the rest standard. */
-function openApiSchema(schema: z.ZodType, description: string, fields: Record<string, string>, required: string[], rules?: Json[]): Json {
+function openApiSchema(
+  schema: z.ZodType,
+  description: string,
+  fields: Record<string, string>,
+  required: string[],
+  rules?: Json[],
+): Json {
   const jsonSchema = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', cycles: 'throw' }) as Json;
   const properties = jsonSchema.properties as Record<string, Json>;
   return {
@@ -165,7 +170,7 @@ export function agentTaskOpenApiSchema(): Json {
 export function agentEpisodeOpenApiSchema(): Json {
   return openApiSchema(
     AgentEpisodeSchema,
-    "AgentEpisode is the immutable record of one finished episode of an AgentTask, written by the controller.",
+    'AgentEpisode is the immutable record of one finished episode of an AgentTask, written by the controller.',
     { record: 'How the episode ended, what it cost and the evidence it left. Immutable.' },
     ['record'],
   );
@@ -176,7 +181,10 @@ export function agentBudgetOpenApiSchema(): Json {
   return openApiSchema(
     AgentBudgetSchema,
     'AgentBudget limits what the AgentTasks it selects may spend in a rolling window or in total; checked before every episode.',
-    { spec: 'Which tasks, how much, and over what window.', status: 'Spend in the window, what is left, and the tasks held; written by the controller.' },
+    {
+      spec: 'Which tasks, how much, and over what window.',
+      status: 'Spend in the window, what is left, and the tasks held; written by the controller.',
+    },
     ['spec'],
     [nameIsDnsLabel],
   );
@@ -260,16 +268,38 @@ function crd(input: CrdInput): object {
 }
 
 export function agentTaskCrd(): object {
-  return crd({ kind: KIND, plural: PLURAL, shortName: 'at', categories: ['episodic'], subresources: { status: {} }, columns: printerColumns, schema: agentTaskOpenApiSchema() });
+  return crd({
+    kind: KIND,
+    plural: PLURAL,
+    shortName: 'at',
+    categories: ['episodic'],
+    subresources: { status: {} },
+    columns: printerColumns,
+    schema: agentTaskOpenApiSchema(),
+  });
 }
 
 export function agentEpisodeCrd(): object {
   // Not in the category: `kubectl get episodic` shows the tasks, not up to history.keep records of each.
-  return crd({ kind: EPISODE_KIND, plural: EPISODE_PLURAL, shortName: 'ae', columns: episodePrinterColumns, schema: agentEpisodeOpenApiSchema() });
+  return crd({
+    kind: EPISODE_KIND,
+    plural: EPISODE_PLURAL,
+    shortName: 'ae',
+    columns: episodePrinterColumns,
+    schema: agentEpisodeOpenApiSchema(),
+  });
 }
 
 export function agentBudgetCrd(): object {
-  return crd({ kind: BUDGET_KIND, plural: BUDGET_PLURAL, shortName: 'ab', categories: ['episodic'], subresources: { status: {} }, columns: budgetPrinterColumns, schema: agentBudgetOpenApiSchema() });
+  return crd({
+    kind: BUDGET_KIND,
+    plural: BUDGET_PLURAL,
+    shortName: 'ab',
+    categories: ['episodic'],
+    subresources: { status: {} },
+    columns: budgetPrinterColumns,
+    schema: agentBudgetOpenApiSchema(),
+  });
 }
 
 export function agentBudgetCrdYaml(): string {

@@ -20,18 +20,42 @@ export const EpisodeRecordSchema = z.object({
   task: z.string().min(1).max(253),
   number: z.number().int().min(1),
   outcome: z.enum(OUTCOMES),
-  reason: z.string().max(128).optional().describe("the task's reason right after this episode (PromiseDetected, Backoff, CircuitOpen…); none when the next one started at once"),
+  reason: z
+    .string()
+    .max(128)
+    .optional()
+    .describe(
+      "the task's reason right after this episode (PromiseDetected, Backoff, CircuitOpen…); none when the next one started at once",
+    ),
   exitCode: z.number().int().nullable(),
   // Strings, not enums: a value added later must not make an older installed CRD refuse the record.
-  errorClass: z.string().max(32).optional().describe("how the agent's error was classified (transient, usageLimit, fatal…)"),
-  completion: z.string().max(32).optional().describe('the completion signal the agent gave, if any (promise, exitSignal…)'),
+  errorClass: z
+    .string()
+    .max(32)
+    .optional()
+    .describe("how the agent's error was classified (transient, usageLimit, fatal…)"),
+  completion: z
+    .string()
+    .max(32)
+    .optional()
+    .describe('the completion signal the agent gave, if any (promise, exitSignal…)'),
   startedAt: timestamp.optional(),
   finishedAt: timestamp.optional(),
   costUSD: z.number().nonnegative().default(0),
   tokens: TokensSchema.default(() => TokensSchema.parse({})),
   evidence: EvidenceSchema.optional(),
-  completionScore: z.number().int().nonnegative().max(1000).optional().describe('completion.signals: the score this episode reached'),
-  completionSignals: z.array(z.string().max(32)).max(8).optional().describe('completion.signals: what scored, e.g. exitSignal+50'),
+  completionScore: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(1000)
+    .optional()
+    .describe('completion.signals: the score this episode reached'),
+  completionSignals: z
+    .array(z.string().max(32))
+    .max(8)
+    .optional()
+    .describe('completion.signals: what scored, e.g. exitSignal+50'),
   message: z.string().max(MESSAGE_MAX).optional(),
 });
 
@@ -53,7 +77,12 @@ export type AgentEpisode = z.infer<typeof AgentEpisodeSchema>;
  * The record of the episode a status just recorded as `last`: the outcome and times as judged, the spend
  * and evidence as the executor observed them (there is no result for an episode that vanished).
  */
-export function episodeRecordOf(task: string, last: LastEpisode, reason: string | undefined, result: EpisodeResult | undefined): EpisodeRecord {
+export function episodeRecordOf(
+  task: string,
+  last: LastEpisode,
+  reason: string | undefined,
+  result: EpisodeResult | undefined,
+): EpisodeRecord {
   const message = last.message ?? result?.message;
   return EpisodeRecordSchema.parse({
     task,

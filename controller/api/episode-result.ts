@@ -57,6 +57,7 @@ export type EpisodeResultInput = z.input<typeof EpisodeResultSchema>;
 /** A result from facts; the message is cut to fit here, where it is made, so no caller can trip over it. */
 export function episodeResult(partial: EpisodeResultInput): EpisodeResult {
   const message = partial.message;
-  const fitted = message !== undefined && message.length > MESSAGE_MAX ? `${message.slice(0, MESSAGE_MAX - 1)}…` : message;
+  const fitted =
+    message !== undefined && message.length > MESSAGE_MAX ? `${message.slice(0, MESSAGE_MAX - 1)}…` : message;
   return EpisodeResultSchema.parse(fitted === message ? partial : { ...partial, message: fitted });
 }

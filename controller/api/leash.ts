@@ -57,7 +57,11 @@ export const EvidenceSchema = z.object({
 });
 
 export const ProgressSpecSchema = z.strictObject({
-  checklist: z.string().min(1).optional().describe('plan file inside the workspace: Markdown checkboxes or a Ralph prd.json'),
+  checklist: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('plan file inside the workspace: Markdown checkboxes or a Ralph prd.json'),
 });
 
 export const BreakerSpecSchema = z.strictObject({

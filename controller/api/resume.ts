@@ -9,7 +9,10 @@ export const RESUME_POLICIES = ['Manual', 'Conservative', 'Aggressive'] as const
 export type ResumePolicy = (typeof RESUME_POLICIES)[number];
 
 export const ResumeSpecSchema = z.strictObject({
-  policy: z.enum(RESUME_POLICIES).default('Conservative').describe('which NeedsReview reasons the controller may resume on its own (see the README table)'),
+  policy: z
+    .enum(RESUME_POLICIES)
+    .default('Conservative')
+    .describe('which NeedsReview reasons the controller may resume on its own (see the README table)'),
   maxAutoResumes: count.default(5).describe('auto-resumes allowed until a person resumes the task or edits its spec'),
   cooldownSeconds: z.number().min(0).default(60).describe('time a task stays in NeedsReview before an auto-resume'),
   grantEpisodes: z
@@ -17,7 +20,9 @@ export const ResumeSpecSchema = z.strictObject({
     .int()
     .min(1)
     .default(5)
-    .describe('episodes added to limits.maxEpisodes when a MaxEpisodesReached task is resumed (Aggressive, or by a person without --episodes)'),
+    .describe(
+      'episodes added to limits.maxEpisodes when a MaxEpisodesReached task is resumed (Aggressive, or by a person without --episodes)',
+    ),
 });
 
 export const ResumeStatusSchema = z.object({
@@ -25,12 +30,23 @@ export const ResumeStatusSchema = z.object({
   grantedEpisodes: count.default(0).describe('episodes granted by resumes, on top of limits.maxEpisodes'),
   lastResumeAt: z.string().optional(),
   lastResumeBy: z.string().max(160).optional(),
-  handledToken: z.string().max(160).optional().describe('the last resume request handled (annotation episodic.dev/resume or the local request file)'),
+  handledToken: z
+    .string()
+    .max(160)
+    .optional()
+    .describe('the last resume request handled (annotation episodic.dev/resume or the local request file)'),
   nextAutoResumeAt: z.string().optional().describe('set while an auto-resume is scheduled'),
   heldBy: z.string().max(64).optional().describe('the check that keeps the policy from resuming the task'),
 });
 
-export const AUDIT_ACTIONS = ['Stopped', 'AutoResumeScheduled', 'AutoResumeHeld', 'Resumed', 'ResumeRejected', 'ResumeIgnored'] as const;
+export const AUDIT_ACTIONS = [
+  'Stopped',
+  'AutoResumeScheduled',
+  'AutoResumeHeld',
+  'Resumed',
+  'ResumeRejected',
+  'ResumeIgnored',
+] as const;
 export const AUDIT_KEEP = 20;
 
 export const AuditEntrySchema = z.object({
@@ -68,17 +84,33 @@ const BY_MAX = 128;
  * Reads a request from untrusted text (annotations, a request file). `where` names the fields in errors.
  * Undefined when there is no token at all. A token that is not one is shortened, so it is still handled once.
  */
-export function parseResumeRequest(raw: { token?: unknown; by?: unknown; episodes?: unknown }, where: { token: string; episodes: string; by: string }): ResumeRequest | undefined {
+export function parseResumeRequest(
+  raw: { token?: unknown; by?: unknown; episodes?: unknown },
+  where: { token: string; episodes: string; by: string },
+): ResumeRequest | undefined {
   if (raw.token === undefined || raw.token === null || raw.token === '') return undefined;
-  const text = typeof raw.token === 'string' ? raw.token : JSON.stringify(raw.token) ?? '';
+  const text = typeof raw.token === 'string' ? raw.token : (JSON.stringify(raw.token) ?? '');
   if (!TOKEN.test(text)) {
-    return { token: text.length > 64 ? `${text.slice(0, 64)}…` : text, by: 'unknown', error: `${where.token}: must be 1-128 letters, digits, ".", "_", ":" or "-"` };
+    return {
+      token: text.length > 64 ? `${text.slice(0, 64)}…` : text,
+      by: 'unknown',
+      error: `${where.token}: must be 1-128 letters, digits, ".", "_", ":" or "-"`,
+    };
   }
   const by = typeof raw.by === 'string' && raw.by.trim() ? raw.by.trim().slice(0, BY_MAX) : 'unknown';
   if (raw.episodes === undefined || raw.episodes === null || raw.episodes === '') return { token: text, by };
-  const episodes = typeof raw.episodes === 'number' ? raw.episodes : typeof raw.episodes === 'string' && /^\d+$/.test(raw.episodes) ? Number(raw.episodes) : NaN;
+  const episodes =
+    typeof raw.episodes === 'number'
+      ? raw.episodes
+      : typeof raw.episodes === 'string' && /^\d+$/.test(raw.episodes)
+        ? Number(raw.episodes)
+        : NaN;
   if (!Number.isInteger(episodes) || episodes < 1 || episodes > MAX_GRANT) {
-    return { token: text, by, error: `${where.episodes}: must be a whole number from 1 to ${MAX_GRANT}, got ${JSON.stringify(raw.episodes)?.slice(0, 40)}` };
+    return {
+      token: text,
+      by,
+      error: `${where.episodes}: must be a whole number from 1 to ${MAX_GRANT}, got ${JSON.stringify(raw.episodes)?.slice(0, 40)}`,
+    };
   }
   return { token: text, by, episodes };
 }

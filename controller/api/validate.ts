@@ -76,10 +76,14 @@ export type SpecValidation = { ok: true; spec: AgentTaskSpec } | { ok: false; er
 /** Validates and defaults a spec as written by a user (locally or on the cluster). */
 export function validateSpec(raw: unknown): SpecValidation {
   const parsed = AgentTaskSpecSchema.safeParse(raw ?? {});
-  return parsed.success ? { ok: true, spec: parsed.data } : { ok: false, errors: describeIssues(parsed.error, 'spec', AgentTaskSpecSchema) };
+  return parsed.success
+    ? { ok: true, spec: parsed.data }
+    : { ok: false, errors: describeIssues(parsed.error, 'spec', AgentTaskSpecSchema) };
 }
 
-export function validateMetadata(raw: unknown): { ok: true; name: string; namespace: string } | { ok: false; errors: string[] } {
+export function validateMetadata(
+  raw: unknown,
+): { ok: true; name: string; namespace: string } | { ok: false; errors: string[] } {
   const parsed = MetadataSchema.safeParse(raw ?? {});
   if (!parsed.success) return { ok: false, errors: describeIssues(parsed.error, 'metadata') };
   return { ok: true, name: parsed.data.name, namespace: parsed.data.namespace };

@@ -42,7 +42,10 @@ export function registerController(program: Command): void {
     .option('--metrics-addr <host:port>', 'serve /metrics here ("" to disable)', ':8080')
     .option('--health-addr <host:port>', 'serve /healthz and /readyz here ("" to disable)', ':8081')
     .option('--leader-elect', 'run as one of several replicas: only the holder of the Lease reconciles')
-    .option('--leader-election-namespace <ns>', `namespace of the "${LEASE_NAME}" Lease (default: own namespace, --namespace, or default)`)
+    .option(
+      '--leader-election-namespace <ns>',
+      `namespace of the "${LEASE_NAME}" Lease (default: own namespace, --namespace, or default)`,
+    )
     .option('--lease-duration <duration>', 'how long a Lease is valid without renewal', '15s')
     .option('--renew-deadline <duration>', 'the leader gives up if it cannot renew within this', '10s')
     .option('--retry-period <duration>', 'how often to try to acquire or renew the Lease', '2s')
@@ -55,7 +58,10 @@ export function registerController(program: Command): void {
     .option('--kube-api-burst <n>', 'requests allowed in a burst above --kube-api-qps', '30')
     .option('--watch-timeout <duration>', 'server-side watch timeout; each watch picks a value in [t, 2t)', '5m')
     .option('--watch-watchdog <duration>', 'restart a watch silent for this long (default: 2 × watch-timeout + 30s)')
-    .option('--episode-defaults <file>', "YAML with defaults for episode pods (image, nodeSelector, env, ...); a task's spec wins")
+    .option(
+      '--episode-defaults <file>',
+      "YAML with defaults for episode pods (image, nodeSelector, env, ...); a task's spec wins",
+    )
     .option('--log-level <level>', 'trace, debug, info, warn, error', 'info')
     .action(async (opts: ControllerCliOptions) => {
       process.exitCode = await controllerCommand(opts);
@@ -80,23 +86,9 @@ export async function loadKubeConfig(path: string | undefined): Promise<KubeConf
 }
 
 export async function controllerCommand(opts: ControllerCliOptions): Promise<number> {
-  let settings;
+  let settings: ReturnType<typeof parseSettings>;
   try {
-    const leaseDurationMs = parseDuration('--lease-duration', opts.leaseDuration);
-    const renewDeadlineMs = parseDuration('--renew-deadline', opts.renewDeadline);
-    if (renewDeadlineMs >= leaseDurationMs) throw new UsageError('--renew-deadline: must be shorter than --lease-duration');
-    settings = {
-      maxConcurrent: parseNumberOption('--max-concurrent', opts.maxConcurrent, { integer: true, min: 1 }),
-      budgetUSD: opts.budgetUsd === undefined ? undefined : parseNumberOption('--budget-usd', opts.budgetUsd, { min: 0 }),
-      podRetention: parseNumberOption('--pod-retention', opts.podRetention, { integer: true, min: 0 }),
-      imagePullGraceMs: parseDuration('--image-pull-grace', opts.imagePullGrace),
-      workers: parseNumberOption('--workers', opts.workers, { integer: true, min: 1 }),
-      qps: parseNumberOption('--kube-api-qps', opts.kubeApiQps, { min: 0 }),
-      burst: parseNumberOption('--kube-api-burst', opts.kubeApiBurst, { integer: true, min: 1 }),
-      watchTimeoutSeconds: Math.max(1, Math.round(parseDuration('--watch-timeout', opts.watchTimeout) / 1000)),
-      watchdogMs: opts.watchWatchdog === undefined ? undefined : parseDuration('--watch-watchdog', opts.watchWatchdog),
-      lease: { leaseDurationMs, renewDeadlineMs, retryPeriodMs: parseDuration('--retry-period', opts.retryPeriod) },
-    };
+    settings = parseSettings(opts);
   } catch (err) {
     console.error(`episodic controller: ${(err as Error).message}`);
     return 2;
@@ -138,7 +130,10 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
       metricsAddr: opts.metricsAddr || undefined,
       healthAddr: opts.healthAddr || undefined,
       leaderElection: opts.leaderElect
-        ? { namespace: opts.leaderElectionNamespace ?? inClusterNamespace() ?? opts.namespace ?? 'default', ...settings.lease }
+        ? {
+            namespace: opts.leaderElectionNamespace ?? inClusterNamespace() ?? opts.namespace ?? 'default',
+            ...settings.lease,
+          }
         : undefined,
       onLostLeadership: () => {
         lost = true;
@@ -151,7 +146,12 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
     return 1;
   }
   log.info(
-    { namespace: opts.namespace ?? '(all)', servers: controller.servers.map((s) => s.url), leaderElect: !!opts.leaderElect, identity: controller.identity },
+    {
+      namespace: opts.namespace ?? '(all)',
+      servers: controller.servers.map((s) => s.url),
+      leaderElect: !!opts.leaderElect,
+      identity: controller.identity,
+    },
     'episodic controller started',
   );
   const onSignal = (signal: string) => {
@@ -167,4 +167,24 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
   await controller.stop();
   log.flush();
   return code;
+}
+
+/** The numeric and duration flags, checked; a bad one throws a UsageError naming it. */
+function parseSettings(opts: ControllerCliOptions) {
+  const leaseDurationMs = parseDuration('--lease-duration', opts.leaseDuration);
+  const renewDeadlineMs = parseDuration('--renew-deadline', opts.renewDeadline);
+  if (renewDeadlineMs >= leaseDurationMs)
+    throw new UsageError('--renew-deadline: must be shorter than --lease-duration');
+  return {
+    maxConcurrent: parseNumberOption('--max-concurrent', opts.maxConcurrent, { integer: true, min: 1 }),
+    budgetUSD: opts.budgetUsd === undefined ? undefined : parseNumberOption('--budget-usd', opts.budgetUsd, { min: 0 }),
+    podRetention: parseNumberOption('--pod-retention', opts.podRetention, { integer: true, min: 0 }),
+    imagePullGraceMs: parseDuration('--image-pull-grace', opts.imagePullGrace),
+    workers: parseNumberOption('--workers', opts.workers, { integer: true, min: 1 }),
+    qps: parseNumberOption('--kube-api-qps', opts.kubeApiQps, { min: 0 }),
+    burst: parseNumberOption('--kube-api-burst', opts.kubeApiBurst, { integer: true, min: 1 }),
+    watchTimeoutSeconds: Math.max(1, Math.round(parseDuration('--watch-timeout', opts.watchTimeout) / 1000)),
+    watchdogMs: opts.watchWatchdog === undefined ? undefined : parseDuration('--watch-watchdog', opts.watchWatchdog),
+    lease: { leaseDurationMs, renewDeadlineMs, retryPeriodMs: parseDuration('--retry-period', opts.retryPeriod) },
+  };
 }

@@ -37,12 +37,16 @@ export function registerGet(program: Command): void {
     .option('-n, --namespace <ns>', 'namespace of NAME, with --episodes or --audit', 'default')
     .action(async (first: string | undefined, second: string | undefined, opts: GetOptions) => {
       if ((opts.episodes || opts.audit) && first === undefined) {
-        console.error(`episodic get: ${opts.audit ? '--audit' : '--episodes'} needs the task: episodic get NAME [DIR] ${opts.audit ? '--audit' : '--episodes'}`);
+        console.error(
+          `episodic get: ${opts.audit ? '--audit' : '--episodes'} needs the task: episodic get NAME [DIR] ${opts.audit ? '--audit' : '--episodes'}`,
+        );
         process.exitCode = 2;
       } else if (opts.audit) {
         process.exitCode = await getAudit(first as string, second ?? '.', opts);
       } else if (!opts.episodes && second !== undefined) {
-        console.error(`episodic get: one directory expected, got "${first}" and "${second}" (a task's episodes: episodic get NAME [DIR] --episodes)`);
+        console.error(
+          `episodic get: one directory expected, got "${first}" and "${second}" (a task's episodes: episodic get NAME [DIR] --episodes)`,
+        );
         process.exitCode = 2;
       } else if (opts.episodes) {
         process.exitCode = await getEpisodes(first as string, second ?? '.', opts);
@@ -61,7 +65,7 @@ function validOutput(output: string): boolean {
 export async function getCommand(dirArg: string, opts: { output: string; stateDir?: string }): Promise<number> {
   if (!validOutput(opts.output)) return 2;
   const dir = resolve(dirArg);
-  let specs;
+  let specs: Awaited<ReturnType<typeof loadSpecDir>>;
   try {
     specs = await loadSpecDir(dir);
   } catch (err) {
@@ -75,7 +79,12 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
   const items = [...specs.tasks.values()].map((task) => {
     const record = statuses.get(task.key);
     const status: AgentTaskStatus = record?.status ?? emptyStatus();
-    const metadata = { ...(task.manifest.metadata as object), name: task.name, namespace: task.namespace, generation: record?.generation ?? 1 };
+    const metadata = {
+      ...(task.manifest.metadata as object),
+      name: task.name,
+      namespace: task.namespace,
+      generation: record?.generation ?? 1,
+    };
     return { task, status, manifest: { ...task.manifest, metadata, status } };
   });
   if (opts.output === 'json' || opts.output === 'yaml') {
@@ -85,7 +94,16 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
     return 0;
   }
   const wide = opts.output === 'wide';
-  const header = ['NAMESPACE', 'NAME', 'PHASE', 'EPISODES', 'COST', 'REASON', 'PROGRESS', ...(wide ? ['LAST OUTCOME', 'NEXT EPISODE', 'MESSAGE'] : [])];
+  const header = [
+    'NAMESPACE',
+    'NAME',
+    'PHASE',
+    'EPISODES',
+    'COST',
+    'REASON',
+    'PROGRESS',
+    ...(wide ? ['LAST OUTCOME', 'NEXT EPISODE', 'MESSAGE'] : []),
+  ];
   const rows = items.map(({ task, status }) => [
     task.namespace,
     task.name,
@@ -127,7 +145,12 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
   // SCORE (and -o wide SIGNALS) only for a task with completion.signals, whose records carry a score.
   const scored = records.some((r) => r.completionScore !== undefined);
   const header = [
-    'EPISODE', 'OUTCOME', 'EXIT', 'COST', 'FINISHED', 'REASON',
+    'EPISODE',
+    'OUTCOME',
+    'EXIT',
+    'COST',
+    'FINISHED',
+    'REASON',
     ...(scored ? ['SCORE'] : []),
     ...(wide ? [...(scored ? ['SIGNALS'] : []), 'TOKENS', 'COMMIT', 'CHANGES', 'CHECKLIST', 'MESSAGE'] : []),
   ];
@@ -147,7 +170,13 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
             ...(scored ? [r.completionSignals?.join(',') ?? ''] : []),
             String(r.tokens.input + r.tokens.output),
             ws?.commit?.slice(0, 12) ?? '',
-            ws ? (ws.filesChanged !== undefined ? `${ws.filesChanged} files +${ws.insertions ?? 0} -${ws.deletions ?? 0}` : ws.changed ? 'changed' : 'none') : '',
+            ws
+              ? ws.filesChanged !== undefined
+                ? `${ws.filesChanged} files +${ws.insertions ?? 0} -${ws.deletions ?? 0}`
+                : ws.changed
+                  ? 'changed'
+                  : 'none'
+              : '',
             checklist ? `${checklist.done}/${checklist.total}` : '',
             r.message ?? '',
           ]
@@ -174,8 +203,13 @@ async function getAudit(name: string, dirArg: string, opts: GetOptions): Promise
     return 0;
   }
   const r = status.resume;
-  const summary = [`${opts.namespace}/${name}: ${status.phase ?? 'Pending'}${status.reason ? ` (${status.reason})` : ''}`];
-  if (r) summary.push(`auto-resumes ${r.autoResumes}, episodes granted ${r.grantedEpisodes}${r.nextAutoResumeAt ? `, next auto-resume ${r.nextAutoResumeAt}` : ''}${r.heldBy ? `, held by ${r.heldBy}` : ''}`);
+  const summary = [
+    `${opts.namespace}/${name}: ${status.phase ?? 'Pending'}${status.reason ? ` (${status.reason})` : ''}`,
+  ];
+  if (r)
+    summary.push(
+      `auto-resumes ${r.autoResumes}, episodes granted ${r.grantedEpisodes}${r.nextAutoResumeAt ? `, next auto-resume ${r.nextAutoResumeAt}` : ''}${r.heldBy ? `, held by ${r.heldBy}` : ''}`,
+    );
   process.stdout.write(`${summary.join('; ')}\n`);
   if (view.audit.length === 0) return 0;
   const rows = view.audit.map((a) => [a.at.replace(/\.\d+Z$/, 'Z'), a.action, a.by, a.reason ?? '', a.message]);
@@ -187,5 +221,10 @@ async function getAudit(name: string, dirArg: string, opts: GetOptions): Promise
 function agentEpisode(namespace: string, record: EpisodeRecord): object {
   const labels = { [TASK_LABEL]: record.task, [EPISODE_LABEL]: String(record.number) };
   // The cluster's name (AgentEpisodes are named like episode pods): one name per episode in both modes.
-  return { apiVersion: API_VERSION, kind: EPISODE_KIND, metadata: { name: episodePodName(record.task, record.number), namespace, labels }, record };
+  return {
+    apiVersion: API_VERSION,
+    kind: EPISODE_KIND,
+    metadata: { name: episodePodName(record.task, record.number), namespace, labels },
+    record,
+  };
 }

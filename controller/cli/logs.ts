@@ -37,7 +37,9 @@ async function logsCommand(name: string, opts: LogsOptions): Promise<number> {
   const dir = join(stateDir, 'logs', opts.namespace, name);
   let episode: number;
   try {
-    episode = opts.episode ? parseNumberOption('--episode', opts.episode, { integer: true, min: 1 }) : await latestEpisode(dir);
+    episode = opts.episode
+      ? parseNumberOption('--episode', opts.episode, { integer: true, min: 1 })
+      : await latestEpisode(dir);
   } catch (err) {
     console.error(`episodic logs: ${(err as Error).message}`);
     return 2;
@@ -74,7 +76,10 @@ async function logsCommand(name: string, opts: LogsOptions): Promise<number> {
 
 async function latestEpisode(dir: string): Promise<number> {
   const files = await readdir(dir).catch(() => [] as string[]);
-  const numbers = files.map((f) => /^episode-(\d+)\.log$/.exec(f)?.[1]).filter(Boolean).map(Number);
+  const numbers = files
+    .map((f) => /^episode-(\d+)\.log$/.exec(f)?.[1])
+    .filter(Boolean)
+    .map(Number);
   if (numbers.length === 0) throw new Error(`no episode logs in ${dir}`);
   return Math.max(...numbers);
 }

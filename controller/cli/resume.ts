@@ -22,7 +22,9 @@ interface ResumeOptions {
 export function registerResume(program: Command): void {
   program
     .command('resume')
-    .description('resume a NeedsReview task: locally through the state directory, on a cluster with --kubeconfig (the episodic.dev/resume annotation)')
+    .description(
+      'resume a NeedsReview task: locally through the state directory, on a cluster with --kubeconfig (the episodic.dev/resume annotation)',
+    )
     .argument('<name>', 'the task')
     .argument('[dir]', 'local: directory of AgentTask YAML files (default .)', '.')
     .option('--state-dir <path>', 'local: state directory (default DIR/.episodic)')
@@ -38,7 +40,10 @@ export function registerResume(program: Command): void {
 export async function resumeCommand(name: string, dirArg: string, opts: ResumeOptions): Promise<number> {
   let episodes: number | undefined;
   try {
-    episodes = opts.episodes === undefined ? undefined : parseNumberOption('--episodes', opts.episodes, { integer: true, min: 1 });
+    episodes =
+      opts.episodes === undefined
+        ? undefined
+        : parseNumberOption('--episodes', opts.episodes, { integer: true, min: 1 });
     if (episodes !== undefined && episodes > MAX_GRANT) throw new UsageError(`--episodes: at most ${MAX_GRANT}`);
   } catch (err) {
     console.error(`episodic resume: ${(err as Error).message}`);
@@ -46,10 +51,17 @@ export async function resumeCommand(name: string, dirArg: string, opts: ResumeOp
   }
   const token = randomUUID();
   const by = (opts.by ?? safeUser()).slice(0, 128);
-  return opts.kubeconfig !== undefined ? resumeOnCluster(name, opts.namespace, opts.kubeconfig, { token, by, episodes }) : resumeLocally(name, dirArg, opts, { token, by, episodes });
+  return opts.kubeconfig !== undefined
+    ? resumeOnCluster(name, opts.namespace, opts.kubeconfig, { token, by, episodes })
+    : resumeLocally(name, dirArg, opts, { token, by, episodes });
 }
 
-async function resumeLocally(name: string, dirArg: string, opts: ResumeOptions, request: { token: string; by: string; episodes?: number }): Promise<number> {
+async function resumeLocally(
+  name: string,
+  dirArg: string,
+  opts: ResumeOptions,
+  request: { token: string; by: string; episodes?: number },
+): Promise<number> {
   const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
   const { records } = await new FileStatusStore(stateDir).readAll();
   const record = records.find((r) => r.namespace === opts.namespace && r.name === name);
@@ -59,7 +71,9 @@ async function resumeLocally(name: string, dirArg: string, opts: ResumeOptions, 
   }
   const { phase, reason } = record.status;
   if (phase !== 'NeedsReview') {
-    console.error(`episodic resume: ${opts.namespace}/${name} is ${phase ?? 'Pending'}${reason ? ` (${reason})` : ''}: only a NeedsReview task can be resumed`);
+    console.error(
+      `episodic resume: ${opts.namespace}/${name} is ${phase ?? 'Pending'}${reason ? ` (${reason})` : ''}: only a NeedsReview task can be resumed`,
+    );
     return 1;
   }
   const path = writeResumeRequest(stateDir, opts.namespace, name, request);
@@ -69,7 +83,12 @@ async function resumeLocally(name: string, dirArg: string, opts: ResumeOptions, 
   return 0;
 }
 
-async function resumeOnCluster(name: string, namespace: string, kubeconfig: string, request: { token: string; by: string; episodes?: number }): Promise<number> {
+async function resumeOnCluster(
+  name: string,
+  namespace: string,
+  kubeconfig: string,
+  request: { token: string; by: string; episodes?: number },
+): Promise<number> {
   const { loadKubeConfig } = await import('./controller.ts');
   const { KubernetesObjectApi, PatchStrategy } = await import('@kubernetes/client-node');
   try {
@@ -90,7 +109,9 @@ async function resumeOnCluster(name: string, namespace: string, kubeconfig: stri
     return 1;
   }
   const grant = request.episodes ? `, ${request.episodes} more episodes` : '';
-  console.log(`resume requested for ${namespace}/${name} (annotation ${RESUME_ANNOTATION}=${request.token}${grant}); status.resume.handledToken shows when the controller took it`);
+  console.log(
+    `resume requested for ${namespace}/${name} (annotation ${RESUME_ANNOTATION}=${request.token}${grant}); status.resume.handledToken shows when the controller took it`,
+  );
   return 0;
 }
 

@@ -55,7 +55,8 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   try {
     if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`${dirArg}: not a directory`);
     maxConcurrent = parseNumberOption('--max-concurrent', opts.maxConcurrent, { integer: true, min: 1 });
-    budgetUSD = opts.budgetUsd === undefined ? undefined : parseNumberOption('--budget-usd', opts.budgetUsd, { min: 0 });
+    budgetUSD =
+      opts.budgetUsd === undefined ? undefined : parseNumberOption('--budget-usd', opts.budgetUsd, { min: 0 });
   } catch (err) {
     console.error(`episodic run: ${(err as Error).message}`);
     return 2;
@@ -65,14 +66,22 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   // On a terminal the table owns the screen, so logs go to a file beside the state.
   const logger = createLogger({ level: opts.logLevel, file: live ? join(stateDir, 'controller.log') : undefined });
 
-  let lock;
+  let lock: Awaited<ReturnType<typeof acquireStateLock>>;
   try {
     lock = await acquireStateLock(stateDir);
   } catch (err) {
     const code = writeBlocker(stateDir, err);
     // The first write to the state dir: say which directory cannot be written and what to do, not just the errno.
-    const why = code === 'EROFS' ? 'is on a read-only file system' : code === 'EACCES' || code === 'EPERM' ? 'is not writable by this user' : undefined;
-    if (why) console.error(`episodic run: the state dir ${stateDir} ${why} (${code}); pass --state-dir with a writable directory`);
+    const why =
+      code === 'EROFS'
+        ? 'is on a read-only file system'
+        : code === 'EACCES' || code === 'EPERM'
+          ? 'is not writable by this user'
+          : undefined;
+    if (why)
+      console.error(
+        `episodic run: the state dir ${stateDir} ${why} (${code}); pass --state-dir with a writable directory`,
+      );
     else console.error(`episodic run: ${(err as Error).message}`);
     return err instanceof StateLockError ? 1 : 2;
   }
@@ -121,7 +130,12 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
         dir,
         onChange: (specs) => {
           for (const line of specs.errors) logger.error(line);
-          controller.setSpecs(withoutFailedChecks(specs, checkSpecSet(specs.tasks.values(), () => dir)));
+          controller.setSpecs(
+            withoutFailedChecks(
+              specs,
+              checkSpecSet(specs.tasks.values(), () => dir),
+            ),
+          );
         },
         onError: (err) => logger.error({ err }, 'watching spec files failed'),
       });
@@ -131,20 +145,39 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
     }
     if (live) table = new LiveTable(() => controller.view());
     // A full state disk ends a run (with --watch: it waits, retrying with backoff, and resumes when there is room).
-    await waitUntil(controller, () => interrupted || (!opts.watch && (controller.settled() || controller.storeFull() !== undefined)));
+    await waitUntil(
+      controller,
+      () => interrupted || (!opts.watch && (controller.settled() || controller.storeFull() !== undefined)),
+    );
     if (interrupted) await controller.shutdown();
     const full = interrupted ? undefined : controller.storeFull();
     if (full) await controller.abandon();
     table?.stop();
     const view = controller.view();
-    if (!live) for (const { task, status } of view) logger.info({ namespace: task.namespace, task: task.name, phase: status.phase, reason: status.reason, message: status.message, episodes: status.episodes, costUSD: status.costUSD }, 'final status');
+    if (!live)
+      for (const { task, status } of view)
+        logger.info(
+          {
+            namespace: task.namespace,
+            task: task.name,
+            phase: status.phase,
+            reason: status.reason,
+            message: status.message,
+            episodes: status.episodes,
+            costUSD: status.costUSD,
+          },
+          'final status',
+        );
     else LiveTable.print(view);
     if (interrupted) return 130;
     if (full) {
-      console.error(`episodic run: ${full.message}. No new episode was started and running ones were stopped; what is recorded is kept. Free space and run again.`);
+      console.error(
+        `episodic run: ${full.message}. No new episode was started and running ones were stopped; what is recorded is kept. Free space and run again.`,
+      );
       return EXIT_STATE_FULL;
     }
-    const allSucceeded = view.length > 0 && view.every(({ status }) => status.phase === 'Succeeded') && initial.errors.length === 0;
+    const allSucceeded =
+      view.length > 0 && view.every(({ status }) => status.phase === 'Succeeded') && initial.errors.length === 0;
     return allSucceeded ? 0 : 1;
   } finally {
     process.off('SIGINT', onSignal);

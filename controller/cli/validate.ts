@@ -41,11 +41,14 @@ export async function validateCommand(args: string[]): Promise<number> {
       }
       text = await readFile(arg, 'utf8');
     } catch (err) {
-      errors.push(`${arg}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+      errors.push(
+        `${arg}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
+      );
       continue;
     }
     const one = parseSpecText(arg, text);
-    if (one.tasks.length === 0 && !one.budgets?.length && one.errors.length === 0) errors.push(`${arg}: no AgentTask or AgentBudget in this file`);
+    if (one.tasks.length === 0 && !one.budgets?.length && one.errors.length === 0)
+      errors.push(`${arg}: no AgentTask or AgentBudget in this file`);
     files.push(arg);
     parsed.push(one);
   }
@@ -62,6 +65,8 @@ export async function validateCommand(args: string[]): Promise<number> {
   for (const w of warnings) console.error(`warning: ${printable(w)}`);
   for (const e of errors) console.error(printable(e));
   if (errors.length > 0) return 2;
-  console.log(`${tasks} AgentTask${tasks === 1 ? '' : 's'}${budgets > 0 ? `, ${budgets} AgentBudget${budgets === 1 ? '' : 's'}` : ''} valid`);
+  console.log(
+    `${tasks} AgentTask${tasks === 1 ? '' : 's'}${budgets > 0 ? `, ${budgets} AgentBudget${budgets === 1 ? '' : 's'}` : ''} valid`,
+  );
   return 0;
 }

@@ -107,8 +107,14 @@ export class ClusterController {
         },
       });
     const group = opts.taskGroup ?? GROUP;
-    this.tasks = informer('agenttasks', ns ? `/apis/${group}/${VERSION}/namespaces/${ns}/${PLURAL}` : `/apis/${group}/${VERSION}/${PLURAL}`);
-    this.budgets = informer(BUDGET_PLURAL, ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${BUDGET_PLURAL}` : `/apis/${GROUP}/${VERSION}/${BUDGET_PLURAL}`);
+    this.tasks = informer(
+      'agenttasks',
+      ns ? `/apis/${group}/${VERSION}/namespaces/${ns}/${PLURAL}` : `/apis/${group}/${VERSION}/${PLURAL}`,
+    );
+    this.budgets = informer(
+      BUDGET_PLURAL,
+      ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${BUDGET_PLURAL}` : `/apis/${GROUP}/${VERSION}/${BUDGET_PLURAL}`,
+    );
     this.budgetStore = new AgentBudgetStore({ budgets: this.budgets, client, log: opts.log });
     this.pods = informer('pods', ns ? `/api/v1/namespaces/${ns}/pods` : '/api/v1/pods', TASK_LABEL);
     this.statusWriter = new StatusWriter({
@@ -118,7 +124,12 @@ export class ClusterController {
       onWriteError: (key, err) => opts.log.warn({ key, err: String(err) }, 'status write failed'),
     });
     this.events = new EventRecorder({ client, identity: this.identity, log: opts.log });
-    this.source = new AgentTaskSource({ tasks: this.tasks, client, log: opts.log, episodeDefaults: opts.episodeDefaults });
+    this.source = new AgentTaskSource({
+      tasks: this.tasks,
+      client,
+      log: opts.log,
+      episodeDefaults: opts.episodeDefaults,
+    });
     this.executor = new PodEpisodeExecutor({
       client,
       pods: this.pods,
@@ -128,11 +139,21 @@ export class ClusterController {
       episodeDefaults: opts.episodeDefaults,
     });
     this.records = new EpisodeRecordWriter({ client, tasks: this.tasks, log: opts.log });
-    this.sink = new KubeStatusSink({ tasks: this.tasks, writer: this.statusWriter, events: this.events, records: this.records, log: opts.log });
+    this.sink = new KubeStatusSink({
+      tasks: this.tasks,
+      writer: this.statusWriter,
+      events: this.events,
+      records: this.records,
+      log: opts.log,
+    });
   }
 
   static async start(opts: ClusterControllerOptions): Promise<ClusterController> {
-    const client = await KubeClient.create(opts.kubeConfig, { qps: opts.qps, burst: opts.burst, requestTimeoutMs: opts.requestTimeoutMs });
+    const client = await KubeClient.create(opts.kubeConfig, {
+      qps: opts.qps,
+      burst: opts.burst,
+      requestTimeoutMs: opts.requestTimeoutMs,
+    });
     const controller = new ClusterController(opts, client);
     await controller.run();
     return controller;
@@ -148,7 +169,11 @@ export class ClusterController {
   }
 
   async waitForSync(): Promise<void> {
-    await Promise.all([this.tasks.waitForSync(), this.pods.waitForSync(), this.budgetsInstalled ? this.budgets.waitForSync() : undefined]);
+    await Promise.all([
+      this.tasks.waitForSync(),
+      this.pods.waitForSync(),
+      this.budgetsInstalled ? this.budgets.waitForSync() : undefined,
+    ]);
   }
 
   /** Resolves when nothing is queued or being reconciled and every write went out (tests). */
@@ -198,7 +223,10 @@ export class ClusterController {
       return;
     }
     // Its own client: lease renewals must never wait behind a flood of pod creates in the QPS limiter.
-    this.leaseClient = await KubeClient.create(this.opts.kubeConfig, { qps: 0, requestTimeoutMs: this.opts.leaderElection?.renewDeadlineMs });
+    this.leaseClient = await KubeClient.create(this.opts.kubeConfig, {
+      qps: 0,
+      requestTimeoutMs: this.opts.leaderElection?.renewDeadlineMs,
+    });
     this.elector = new LeaderElector({
       client: this.leaseClient,
       namespace: le.namespace,
@@ -241,13 +269,17 @@ export class ClusterController {
   /** One list of at most one AgentBudget: a 404 means the CRD is missing, which is said once and not retried. */
   private async probeBudgets(): Promise<void> {
     const ns = this.opts.namespace;
-    const path = ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${BUDGET_PLURAL}` : `/apis/${GROUP}/${VERSION}/${BUDGET_PLURAL}`;
+    const path = ns
+      ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${BUDGET_PLURAL}`
+      : `/apis/${GROUP}/${VERSION}/${BUDGET_PLURAL}`;
     try {
       await this.client.get(path, { limit: 1 });
     } catch (err) {
       if (!isStatus(err, 404)) return; // unreachable or slow: the informer retries as for any other kind
       this.budgetsInstalled = false;
-      this.opts.log.warn('the AgentBudget CRD is not installed (kubectl apply -f crds/episodic.dev_agentbudgets.yaml, or `episodic crd`); running without budgets');
+      this.opts.log.warn(
+        'the AgentBudget CRD is not installed (kubectl apply -f crds/episodic.dev_agentbudgets.yaml, or `episodic crd`); running without budgets',
+      );
     }
   }
 
@@ -264,7 +296,10 @@ export class ClusterController {
       workers: this.opts.workers ?? 16,
       metrics: this.metrics,
     });
-    this.opts.log.info({ tasks: this.tasks.size, pods: this.pods.size, identity: this.identity }, 'caches synced; reconciling');
+    this.opts.log.info(
+      { tasks: this.tasks.size, pods: this.pods.size, identity: this.identity },
+      'caches synced; reconciling',
+    );
     // Every task, plus the task of every pod (a pod whose task is gone is an orphan to delete).
     this.loop.start();
   }

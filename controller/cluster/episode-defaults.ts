@@ -24,7 +24,13 @@ export const EpisodeDefaultsSchema = z.strictObject({
   nodeSelector: stringMap.optional(),
   tolerations: z.array(k8sObject).optional(),
   affinity: k8sObject.optional(),
-  resources: z.strictObject({ requests: quantities.optional(), limits: quantities.optional(), claims: z.array(k8sObject).optional() }).optional(),
+  resources: z
+    .strictObject({
+      requests: quantities.optional(),
+      limits: quantities.optional(),
+      claims: z.array(k8sObject).optional(),
+    })
+    .optional(),
   /** Layered key by key over the controller's hardened pod securityContext. */
   podSecurityContext: k8sObject.optional(),
   /** Layered key by key over the controller's hardened container securityContext. */
@@ -60,7 +66,9 @@ export async function loadEpisodeDefaults(file: string): Promise<EpisodeDefaults
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    throw new EpisodeDefaultsError(`${file}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new EpisodeDefaultsError(
+      `${file}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   return parseEpisodeDefaults(text, file);
 }

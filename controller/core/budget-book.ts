@@ -45,7 +45,13 @@ export class BudgetBook {
   private readonly metrics?: BudgetMetrics;
 
   /** `changed`: a budget of this namespace changed; its tasks need another look. */
-  constructor(opts: { store: BudgetStore; clock: Clock; log: Logger; metrics?: BudgetMetrics; changed: (namespace: string) => void }) {
+  constructor(opts: {
+    store: BudgetStore;
+    clock: Clock;
+    log: Logger;
+    metrics?: BudgetMetrics;
+    changed: (namespace: string) => void;
+  }) {
     this.store = opts.store;
     this.clock = opts.clock;
     this.log = opts.log;
@@ -58,7 +64,9 @@ export class BudgetBook {
         this.metrics?.forget(key);
       } else this.dirty.add(key);
       opts.changed(key.split('/')[0] as string);
-      void this.flush().catch((err) => this.log.warn({ budget: key, err: String(err) }, 'budget status write failed; will retry'));
+      void this.flush().catch((err) =>
+        this.log.warn({ budget: key, err: String(err) }, 'budget status write failed; will retry'),
+      );
     });
     for (const budget of this.store.list()) this.dirty.add(budget.key);
   }
@@ -67,7 +75,8 @@ export class BudgetBook {
   matching(task: Pick<DesiredTask, 'namespace' | 'labels'>): Array<DesiredBudget & { spec: AgentBudgetSpec }> {
     const out: Array<DesiredBudget & { spec: AgentBudgetSpec }> = [];
     for (const b of this.store.list()) {
-      if (b.namespace === task.namespace && b.spec && matchesSelector(b.spec.selector, task.labels)) out.push(b as DesiredBudget & { spec: AgentBudgetSpec });
+      if (b.namespace === task.namespace && b.spec && matchesSelector(b.spec.selector, task.labels))
+        out.push(b as DesiredBudget & { spec: AgentBudgetSpec });
     }
     return out;
   }
@@ -89,7 +98,13 @@ export class BudgetBook {
   }
 
   /** Enters what the pass added to the task's spend into its budgets' ledgers, and who holds it. Synchronous: a parallel pass sees it. */
-  afterPass(task: DesiredTask, before: AgentTaskStatus, status: AgentTaskStatus, heldBy: readonly string[] | undefined, now: Date): void {
+  afterPass(
+    task: DesiredTask,
+    before: AgentTaskStatus,
+    status: AgentTaskStatus,
+    heldBy: readonly string[] | undefined,
+    now: Date,
+  ): void {
     const matching = this.matching(task);
     for (const b of matching) {
       let ledger = this.ledger(b);
@@ -102,17 +117,29 @@ export class BudgetBook {
         tokens: Math.max(0, is.tokens - was.tokens),
         episodes: Math.max(0, is.episodes - was.episodes),
       };
-      if (!seen || spend.usd > 0 || spend.tokens > 0 || spend.episodes > 0 || is.costUSD < was.costUSD || is.episodes < was.episodes) {
+      if (
+        !seen ||
+        spend.usd > 0 ||
+        spend.tokens > 0 ||
+        spend.episodes > 0 ||
+        is.costUSD < was.costUSD ||
+        is.episodes < was.episodes
+      ) {
         ledger = setCounted(addSpend(ledger, b.spec.window, spend, now), task.name, is);
         this.ledgers.set(b.key, ledger);
         this.dirty.add(b.key);
       }
       // A task a total budget stopped stays held while it stays stopped (terminal: later passes decide nothing).
-      const stopped = status.phase === 'NeedsReview' && status.reason === 'BudgetExceeded' && (this.held.get(b.key)?.has(task.name) ?? false);
+      const stopped =
+        status.phase === 'NeedsReview' &&
+        status.reason === 'BudgetExceeded' &&
+        (this.held.get(b.key)?.has(task.name) ?? false);
       this.setHeld(b.key, task.name, (heldBy?.includes(b.name) ?? false) || stopped);
     }
     const keys = new Set(matching.map((b) => b.key));
-    for (const [key, names] of this.held) if (!keys.has(key) && names.has(task.name) && key.startsWith(`${task.namespace}/`)) this.setHeld(key, task.name, false);
+    for (const [key, names] of this.held)
+      if (!keys.has(key) && names.has(task.name) && key.startsWith(`${task.namespace}/`))
+        this.setHeld(key, task.name, false);
   }
 
   /** The task is gone: it holds no budget's attention any more (its spend stays in the windows). */
@@ -146,7 +173,14 @@ export class BudgetBook {
     const held = [...(this.held.get(budget.key) ?? [])].sort();
     const spec = budget.spec;
     if (!spec) {
-      return AgentBudgetStatusSchema.parse({ ...this.store.read(budget), message: `invalid spec: ${budget.specError ?? 'unknown error'}; this budget holds nothing`, tasksHeld: 0, heldTasks: [], updatedAt: now.toISOString(), observedGeneration: budget.generation });
+      return AgentBudgetStatusSchema.parse({
+        ...this.store.read(budget),
+        message: `invalid spec: ${budget.specError ?? 'unknown error'}; this budget holds nothing`,
+        tasksHeld: 0,
+        heldTasks: [],
+        updatedAt: now.toISOString(),
+        observedGeneration: budget.generation,
+      });
     }
     const ledger = prune(this.ledger(budget), spec.window, now);
     this.ledgers.set(budget.key, ledger);
@@ -193,7 +227,10 @@ export class BudgetBook {
   }
 }
 
-function counted(ledger: BudgetLedger, task: string): { costUSD: number; tokens: number; episodes: number } | undefined {
+function counted(
+  ledger: BudgetLedger,
+  task: string,
+): { costUSD: number; tokens: number; episodes: number } | undefined {
   const entry = ledger.tasks.find((t) => t.task === task);
   return entry && { costUSD: entry.costUSD, tokens: entry.tokens, episodes: entry.episodes };
 }

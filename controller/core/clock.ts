@@ -19,7 +19,10 @@ export const systemClock: Clock = {
   setTimer(fn, delayMs) {
     let handle: NodeJS.Timeout;
     const arm = (remaining: number) => {
-      handle = setTimeout(() => (remaining > MAX_TIMER_MS ? arm(remaining - MAX_TIMER_MS) : fn()), Math.min(Math.max(remaining, 0), MAX_TIMER_MS));
+      handle = setTimeout(
+        () => (remaining > MAX_TIMER_MS ? arm(remaining - MAX_TIMER_MS) : fn()),
+        Math.min(Math.max(remaining, 0), MAX_TIMER_MS),
+      );
       handle.unref();
     };
     arm(delayMs);

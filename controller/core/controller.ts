@@ -79,7 +79,13 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       const changed = (ns: string) => {
         for (const t of this.opts.source.list()) if (t.namespace === ns) this.queue.add(t.key);
       };
-      this.budgetBook = new BudgetBook({ store: opts.budgets, clock: this.clock, log: opts.logger, metrics: opts.metrics?.budgets, changed });
+      this.budgetBook = new BudgetBook({
+        store: opts.budgets,
+        clock: this.clock,
+        log: opts.logger,
+        metrics: opts.metrics?.budgets,
+        changed,
+      });
     }
     opts.source.subscribe((key) => this.sourceChanged(key));
     opts.executor.subscribe((key) => {
@@ -126,7 +132,11 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       const status = this.opts.sink.read(task);
       // A scheduled auto-resume is waited for (its cooldown); a held one leaves the task settled.
       if ((isTerminal(status?.phase) && !awaitingAutoResume(status)) || status?.phase === 'Suspended') continue;
-      if (status?.reason === 'DependenciesPending' && task.dependsOn.some((d) => !this.opts.source.get(taskKey(task.namespace, d)))) continue;
+      if (
+        status?.reason === 'DependenciesPending' &&
+        task.dependsOn.some((d) => !this.opts.source.get(taskKey(task.namespace, d)))
+      )
+        continue;
       return false;
     }
     return true;
@@ -194,7 +204,9 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       ...this.dependencies(task),
       capacity: !this.stopping && executor.runningCount() + this.reserved < this.opts.maxConcurrent,
       globalBudget:
-        this.opts.budgetUSD !== undefined ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: this.totalSpent - (this.spent.get(key) ?? 0) } : undefined,
+        this.opts.budgetUSD !== undefined
+          ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: this.totalSpent - (this.spent.get(key) ?? 0) }
+          : undefined,
       budgets: deleted ? undefined : this.budgetBook?.facts(task, before, now),
       now,
       jitter: (this.opts.random ?? Math.random)(),
@@ -203,9 +215,13 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     const { status } = out;
     const start = out.actions.find((a) => a.type === 'StartEpisode');
     const retry = this.pendingStarts.get(key);
-    const startNumber = start?.number ?? (retry !== undefined && retry === status.currentEpisode?.number ? retry : undefined);
+    const startNumber =
+      start?.number ?? (retry !== undefined && retry === status.currentEpisode?.number ? retry : undefined);
     const ended =
-      episode !== undefined && episode.state !== 'running' && episode.number === before.currentEpisode?.number && status.currentEpisode?.number !== episode.number;
+      episode !== undefined &&
+      episode.state !== 'running' &&
+      episode.number === before.currentEpisode?.number &&
+      status.currentEpisode?.number !== episode.number;
     // Before the first await: parallel passes must see the slot taken and the spend counted.
     if (startNumber !== undefined) this.reserved++;
     this.noteDecided(task, before, status);
@@ -217,10 +233,12 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       // the status's, unless the next episode started at once (the reason is then about that one).
       const last = status.lastEpisode;
       const reason = status.currentEpisode ? undefined : status.reason;
-      if (ended && episode && last?.number === episode.number) await sink.recordEpisode(task, episodeRecordOf(task.name, last, reason, episode.result));
+      if (ended && episode && last?.number === episode.number)
+        await sink.recordEpisode(task, episodeRecordOf(task.name, last, reason, episode.result));
       const endDetails = ended && episode ? resultFields(episode, status) : {};
       for (const a of out.actions) {
-        if (a.type === 'RecordEvent' && a.reason !== 'EpisodeStarted') sink.event(task, a.eventType, a.reason, a.message, endDetails);
+        if (a.type === 'RecordEvent' && a.reason !== 'EpisodeStarted')
+          sink.event(task, a.eventType, a.reason, a.message, endDetails);
       }
       for (const a of out.actions) {
         if (a.type !== 'StopEpisode') continue;
@@ -232,7 +250,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
         const details = await executor.start(task, startNumber, status);
         this.pendingStarts.delete(key);
         const event = out.actions.find((a) => a.type === 'RecordEvent' && a.reason === 'EpisodeStarted');
-        if (event?.type === 'RecordEvent') sink.event(task, event.eventType, event.reason, event.message, { episode: startNumber, ...details });
+        if (event?.type === 'RecordEvent')
+          sink.event(task, event.eventType, event.reason, event.message, { episode: startNumber, ...details });
       }
     } finally {
       if (startNumber !== undefined) this.reserved--;
@@ -325,7 +344,10 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     if (old) for (const dep of old.dependsOn) this.dependents.get(taskKey(old.namespace, dep))?.delete(key);
   }
 
-  private dependencies(task: DesiredTask): { dependencies: Record<string, Phase | undefined>; dependencyCycle?: string[] } {
+  private dependencies(task: DesiredTask): {
+    dependencies: Record<string, Phase | undefined>;
+    dependencyCycle?: string[];
+  } {
     const dependencies: Record<string, Phase | undefined> = {};
     if (task.dependsOn.length === 0) return { dependencies };
     for (const dep of task.dependsOn) {

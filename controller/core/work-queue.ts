@@ -80,7 +80,10 @@ export class WorkQueue {
   /** Process key after delayMs; an earlier pending timer for the key wins (like client-go's AddAfter). */
   addAfter(key: string, delayMs: number): void {
     if (this.stopped) return;
-    if (delayMs <= 0) return this.add(key);
+    if (delayMs <= 0) {
+      this.add(key);
+      return;
+    }
     const at = this.clock.now().getTime() + delayMs;
     const existing = this.timers.get(key);
     if (existing && existing.at <= at) return;

@@ -44,13 +44,26 @@ export class Finalizer {
     if (!applied || !this.isOn(applied)) return applied;
     const finalizers = (applied.metadata.finalizers ?? []).filter((f) => f !== this.opts.name);
     const { namespace, name, resourceVersion } = applied.metadata;
-    return client.mergePatch(this.opts.path(namespace as string, name), { metadata: { finalizers, resourceVersion } }, lane);
+    return client.mergePatch(
+      this.opts.path(namespace as string, name),
+      { metadata: { finalizers, resourceVersion } },
+      lane,
+    );
   }
 
-  private async apply(client: KubeClient, obj: KubeObject, finalizers: string[], lane: Lane): Promise<KubeObject | undefined> {
+  private async apply(
+    client: KubeClient,
+    obj: KubeObject,
+    finalizers: string[],
+    lane: Lane,
+  ): Promise<KubeObject | undefined> {
     const { name, namespace, uid } = obj.metadata;
     // uid: never apply to a newer object that reuses the name.
-    const body = { apiVersion: this.opts.apiVersion, kind: this.opts.kind, metadata: { name, namespace, uid, finalizers } };
+    const body = {
+      apiVersion: this.opts.apiVersion,
+      kind: this.opts.kind,
+      metadata: { name, namespace, uid, finalizers },
+    };
     try {
       return await client.request('PATCH', this.opts.path(namespace as string, name), {
         body,

@@ -206,7 +206,10 @@ export class Informer<T extends KubeObject> {
     let handle: WatchHandle | undefined;
     const arm = () => {
       clearTimeout(watchdog);
-      watchdog = setTimeout(() => handle?.abort(new WatchdogError(`no event or bookmark for ${watchdogMs} ms`)), watchdogMs);
+      watchdog = setTimeout(
+        () => handle?.abort(new WatchdogError(`no event or bookmark for ${watchdogMs} ms`)),
+        watchdogMs,
+      );
     };
     handle = await this.opts.client.watch(
       this.opts.path,
@@ -220,7 +223,9 @@ export class Informer<T extends KubeObject> {
         arm();
         if (event.type === 'ERROR') {
           const status = event.object ?? {};
-          handle?.abort(new KubeError(Number(status.code) || 500, status.reason, `watch error: ${status.message ?? 'unknown'}`));
+          handle?.abort(
+            new KubeError(Number(status.code) || 500, status.reason, `watch error: ${status.message ?? 'unknown'}`),
+          );
           return;
         }
         this.failures = 0;
@@ -253,7 +258,7 @@ export class Informer<T extends KubeObject> {
     if (old && !isNewer(obj.metadata.resourceVersion, old.metadata.resourceVersion)) return;
     this.store.set(key, obj);
     this.index(key, old, obj);
-    for (const h of this.handlers) (old ? h.update?.(old, obj) : h.add?.(obj));
+    for (const h of this.handlers) old ? h.update?.(old, obj) : h.add?.(obj);
   }
 
   private index(key: string, old: T | undefined, obj: T | undefined): void {
@@ -291,6 +296,7 @@ export class Informer<T extends KubeObject> {
 
 function classify(err: unknown): WatchRestartCause {
   if (err instanceof WatchdogError) return 'silent';
-  if (err instanceof KubeError && (err.status === 410 || err.reason === 'Expired' || err.reason === 'Gone')) return 'gone';
+  if (err instanceof KubeError && (err.status === 410 || err.reason === 'Expired' || err.reason === 'Gone'))
+    return 'gone';
   return 'error';
 }

@@ -132,10 +132,14 @@ export class KubeClient {
     }
     const req = this.transport().request(this.url(path, opts.query), { method, headers, agent: this.agent });
     const timeoutMs = opts.timeoutMs ?? this.requestTimeoutMs;
-    req.setTimeout(timeoutMs, () => req.destroy(new KubeError(0, 'Timeout', `${method} ${path}: no answer in ${timeoutMs} ms`)));
+    req.setTimeout(timeoutMs, () =>
+      req.destroy(new KubeError(0, 'Timeout', `${method} ${path}: no answer in ${timeoutMs} ms`)),
+    );
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
       req.once('response', resolve);
-      req.once('error', (err) => reject(err instanceof KubeError ? err : new KubeError(0, 'Transport', `${method} ${path}: ${err.message}`)));
+      req.once('error', (err) =>
+        reject(err instanceof KubeError ? err : new KubeError(0, 'Transport', `${method} ${path}: ${err.message}`)),
+      );
       req.end(payload);
     });
     const chunks: Buffer[] = [];
@@ -155,7 +159,12 @@ export class KubeClient {
   }
 
   mergePatch<T = any>(path: string, body: unknown, lane?: Lane): Promise<T> {
-    return this.request<T>('PATCH', path, { body, lane, contentType: MERGE_PATCH, query: { fieldManager: FIELD_MANAGER } });
+    return this.request<T>('PATCH', path, {
+      body,
+      lane,
+      contentType: MERGE_PATCH,
+      query: { fieldManager: FIELD_MANAGER },
+    });
   }
 
   delete<T = any>(path: string, body?: unknown, lane?: Lane): Promise<T> {
@@ -166,10 +175,18 @@ export class KubeClient {
    * One watch request; calls onEvent per line. Not retried here: the informer decides what an ending
    * means (relist after 410, backoff after errors, a watchdog for silent streams).
    */
-  async watch(path: string, query: Query, onEvent: (event: { type: string; object: any }) => void): Promise<WatchHandle> {
+  async watch(
+    path: string,
+    query: Query,
+    onEvent: (event: { type: string; object: any }) => void,
+  ): Promise<WatchHandle> {
     await this.limiter.take('work');
     const headers = await this.headers();
-    const req = this.transport().request(this.url(path, { ...query, watch: 'true' }), { method: 'GET', headers, agent: this.agent });
+    const req = this.transport().request(this.url(path, { ...query, watch: 'true' }), {
+      method: 'GET',
+      headers,
+      agent: this.agent,
+    });
     this.openWatches.add(req);
     let abortReason: Error | undefined;
     const done = new Promise<void>((resolve, reject) => {
@@ -198,10 +215,13 @@ export class KubeClient {
           onEvent(event);
         });
         res.on('error', (err) => reject(abortReason ?? new KubeError(0, 'Transport', `watch ${path}: ${err.message}`)));
-        res.once('aborted', () => reject(abortReason ?? new KubeError(0, 'Transport', `watch ${path}: connection aborted`)));
+        res.once('aborted', () =>
+          reject(abortReason ?? new KubeError(0, 'Transport', `watch ${path}: connection aborted`)),
+        );
         res.once('end', () => (abortReason ? reject(abortReason) : resolve()));
         res.once('close', () => {
-          if (!res.complete) reject(abortReason ?? new KubeError(0, 'Transport', `watch ${path}: connection closed mid-stream`));
+          if (!res.complete)
+            reject(abortReason ?? new KubeError(0, 'Transport', `watch ${path}: connection closed mid-stream`));
         });
       });
       req.end();

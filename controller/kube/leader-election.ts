@@ -45,12 +45,15 @@ export class LeaderElector {
   private observed: { holder?: string; renewTime?: string; at: number } | undefined;
   private lastRenew = 0;
   private timer: NodeJS.Timeout | undefined;
-  private readonly opts: Required<Pick<LeaderElectionOptions, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs' | 'name'>> &
+  private readonly opts: Required<
+    Pick<LeaderElectionOptions, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs' | 'name'>
+  > &
     LeaderElectionOptions;
 
   constructor(opts: LeaderElectionOptions) {
     this.opts = { name: LEASE_NAME, leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, ...opts };
-    if (this.opts.renewDeadlineMs >= this.opts.leaseDurationMs) throw new Error('renewDeadline must be shorter than leaseDuration');
+    if (this.opts.renewDeadlineMs >= this.opts.leaseDurationMs)
+      throw new Error('renewDeadline must be shorter than leaseDuration');
   }
 
   get isLeader(): boolean {
@@ -72,7 +75,10 @@ export class LeaderElector {
       const lease = await this.get();
       if (lease?.spec.holderIdentity === this.opts.identity) {
         const now = microTime();
-        await this.put({ ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now, acquireTime: now } });
+        await this.put({
+          ...lease,
+          spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now, acquireTime: now },
+        });
       }
     } catch (err) {
       this.opts.log.warn({ err: String(err) }, 'could not release the leader lease');
@@ -97,12 +103,18 @@ export class LeaderElector {
       this.lastRenew = now;
       if (!this.leading) {
         this.leading = true;
-        this.opts.log.info({ lease: `${this.opts.namespace}/${this.opts.name}`, identity: this.opts.identity }, 'became leader');
+        this.opts.log.info(
+          { lease: `${this.opts.namespace}/${this.opts.name}`, identity: this.opts.identity },
+          'became leader',
+        );
         this.opts.onStartedLeading();
       }
     } else if (this.leading && now - this.lastRenew >= this.opts.renewDeadlineMs) {
       this.leading = false;
-      this.opts.log.warn({ lease: `${this.opts.namespace}/${this.opts.name}` }, 'lost leadership: could not renew the lease in time');
+      this.opts.log.warn(
+        { lease: `${this.opts.namespace}/${this.opts.name}` },
+        'lost leadership: could not renew the lease in time',
+      );
       this.opts.onStoppedLeading();
     }
     // client-go jitters the retry period by up to 20% so replicas don't hit the lease in step.
@@ -116,10 +128,20 @@ export class LeaderElector {
     if (!lease) {
       const fresh: Lease = {
         metadata: { name: this.opts.name, namespace: this.opts.namespace },
-        spec: { holderIdentity: this.opts.identity, leaseDurationSeconds: durationSeconds, acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
+        spec: {
+          holderIdentity: this.opts.identity,
+          leaseDurationSeconds: durationSeconds,
+          acquireTime: microTime(now),
+          renewTime: microTime(now),
+          leaseTransitions: 0,
+        },
       };
       try {
-        await this.opts.client.create(`/apis/coordination.k8s.io/v1/namespaces/${this.opts.namespace}/leases`, fresh, 'work');
+        await this.opts.client.create(
+          `/apis/coordination.k8s.io/v1/namespaces/${this.opts.namespace}/leases`,
+          fresh,
+          'work',
+        );
         return true;
       } catch (err) {
         if (isStatus(err, 409)) return false;
@@ -165,7 +187,11 @@ export class LeaderElector {
   }
 
   private put(lease: Lease): Promise<Lease> {
-    return this.opts.client.request('PUT', this.path(), { body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', ...lease }, lane: 'work', timeoutMs: this.opts.renewDeadlineMs });
+    return this.opts.client.request('PUT', this.path(), {
+      body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', ...lease },
+      lane: 'work',
+      timeoutMs: this.opts.renewDeadlineMs,
+    });
   }
 
   private path(): string {

@@ -132,7 +132,10 @@ export class LocalController {
   }
 
   view(): Array<{ task: SpecTask; status: AgentTaskStatus }> {
-    return [...this.source.list()].map((task) => ({ task: task.source, status: this.sink.read(task) ?? emptyStatus() }));
+    return [...this.source.list()].map((task) => ({
+      task: task.source,
+      status: this.sink.read(task) ?? emptyStatus(),
+    }));
   }
 
   private requireLoop(): Controller<LocalTask> {

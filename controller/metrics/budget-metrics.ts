@@ -11,7 +11,8 @@ export class BudgetMetrics {
   private readonly labels = new Map<string, { namespace: string; name: string }>();
 
   constructor(registry: Registry) {
-    const gauge = (name: string, help: string) => new Gauge({ name, help, labelNames: ['namespace', 'name'], registers: [registry] });
+    const gauge = (name: string, help: string) =>
+      new Gauge({ name, help, labelNames: ['namespace', 'name'], registers: [registry] });
     this.spent = gauge('episodic_budget_spent_usd', 'AgentBudget: US dollars spent in its window');
     this.remaining = gauge('episodic_budget_remaining_usd', 'AgentBudget: US dollars left in its window');
     this.held = gauge('episodic_budget_tasks_held', 'AgentBudget: tasks it keeps from starting an episode');

@@ -11,7 +11,10 @@ export interface BreakerTransition {
 }
 
 /** The breaker's move between two statuses of one task, if it moved. */
-export function breakerTransition(before: AgentTaskStatus | undefined, after: AgentTaskStatus): BreakerTransition | undefined {
+export function breakerTransition(
+  before: AgentTaskStatus | undefined,
+  after: AgentTaskStatus,
+): BreakerTransition | undefined {
   const from = before?.breaker?.state ?? 'Closed';
   const to = after.breaker?.state ?? 'Closed';
   if (from === to) return undefined;

@@ -76,7 +76,8 @@ export class EpisodicMetrics {
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     // The event-loop lag histogram samples with a libuv timer: prom-client's default 10 ms would wake an
     // idle controller 100 times a second. 100 ms still catches the stalls worth seeing.
-    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_PRECISION_MS });
+    if (opts.defaultMetrics !== false)
+      collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_PRECISION_MS });
   }
 
   /** Called once per finished episode with its recorded outcome. */

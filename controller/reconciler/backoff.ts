@@ -8,7 +8,7 @@ import type { AgentTaskSpec } from '../api/agent-task.ts';
  */
 export function backoffMs(backoff: AgentTaskSpec['backoff'], attempt: number, jitter: number): number {
   const exponent = Math.max(0, attempt - 1);
-  const raw = backoff.initialSeconds * Math.pow(backoff.factor, exponent);
+  const raw = backoff.initialSeconds * backoff.factor ** exponent;
   const capped = Math.min(raw, backoff.maxSeconds);
   const withJitter = capped / 2 + (capped / 2) * clamp01(jitter);
   return Math.round(withJitter * 1000);

@@ -10,7 +10,11 @@ const COUNTED: ReadonlySet<Outcome> = new Set(['succeeded', 'continue', 'failed'
 export interface BreakerStep {
   breaker: BreakerStatus;
   /** Set when the state changed. */
-  transition?: { from: BreakerStatus['state']; to: BreakerStatus['state']; rule: 'noProgress' | 'sameError' | 'progress' };
+  transition?: {
+    from: BreakerStatus['state'];
+    to: BreakerStatus['state'];
+    rule: 'noProgress' | 'sameError' | 'progress';
+  };
   /** Why it opened, in words, with the evidence. */
   message?: string;
 }
@@ -18,10 +22,19 @@ export interface BreakerStep {
 export const CLOSED: BreakerStatus = { state: 'Closed', noProgress: 0, halfOpen: 0, sameError: 0 };
 
 /** Whether the episode made progress; undefined when there is no evidence to tell. */
-export function madeProgress(outcome: Outcome, evidence: Evidence | undefined, checklistBefore: ChecklistCounts | undefined): boolean | undefined {
+export function madeProgress(
+  outcome: Outcome,
+  evidence: Evidence | undefined,
+  checklistBefore: ChecklistCounts | undefined,
+): boolean | undefined {
   if (outcome === 'succeeded') return true;
   const checklist = evidence?.checklist;
-  const advanced = checklist && checklistBefore ? finished(checklist) > finished(checklistBefore) : checklist ? finished(checklist) > 0 : undefined;
+  const advanced =
+    checklist && checklistBefore
+      ? finished(checklist) > finished(checklistBefore)
+      : checklist
+        ? finished(checklist) > 0
+        : undefined;
   const changed = evidence?.workspace?.changed;
   if (changed === true || advanced === true) return true;
   if (changed === undefined && advanced === undefined) return undefined;
@@ -37,8 +50,10 @@ export function stepBreaker(
   if (!COUNTED.has(episode.outcome) || before.state === 'Open') return { breaker: before };
   const next: BreakerStatus = { ...before };
 
-  const fingerprint = episode.outcome === 'succeeded' || episode.outcome === 'continue' ? undefined : episode.evidence?.errorFingerprint;
-  next.sameError = fingerprint && fingerprint === before.lastErrorFingerprint ? before.sameError + 1 : fingerprint ? 1 : 0;
+  const fingerprint =
+    episode.outcome === 'succeeded' || episode.outcome === 'continue' ? undefined : episode.evidence?.errorFingerprint;
+  next.sameError =
+    fingerprint && fingerprint === before.lastErrorFingerprint ? before.sameError + 1 : fingerprint ? 1 : 0;
   next.lastErrorFingerprint = fingerprint;
   if (spec.sameErrorEpisodes > 0 && next.sameError >= spec.sameErrorEpisodes) {
     return open(before, next, 'sameError', `the same error ${next.sameError} episodes in a row: ${fingerprint}`);
@@ -50,27 +65,48 @@ export function stepBreaker(
     next.noProgress = 0;
     next.halfOpen = 0;
     next.lastProgressAt = episode.at;
-    if (before.state === 'HalfOpen') return { breaker: { ...next, state: 'Closed' }, transition: { from: 'HalfOpen', to: 'Closed', rule: 'progress' } };
+    if (before.state === 'HalfOpen')
+      return {
+        breaker: { ...next, state: 'Closed' },
+        transition: { from: 'HalfOpen', to: 'Closed', rule: 'progress' },
+      };
     return { breaker: next };
   }
   next.noProgress = before.noProgress + 1;
   if (before.state === 'Closed') {
     if (spec.noProgressEpisodes === 0 || next.noProgress < spec.noProgressEpisodes) return { breaker: next };
     if (spec.halfOpenEpisodes === 0) return open(before, next, 'noProgress', noProgressMessage(next, episode.evidence));
-    return { breaker: { ...next, state: 'HalfOpen', halfOpen: 0 }, transition: { from: 'Closed', to: 'HalfOpen', rule: 'noProgress' } };
+    return {
+      breaker: { ...next, state: 'HalfOpen', halfOpen: 0 },
+      transition: { from: 'Closed', to: 'HalfOpen', rule: 'noProgress' },
+    };
   }
   next.halfOpen = before.halfOpen + 1;
-  if (next.halfOpen >= spec.halfOpenEpisodes) return open(before, next, 'noProgress', noProgressMessage(next, episode.evidence));
+  if (next.halfOpen >= spec.halfOpenEpisodes)
+    return open(before, next, 'noProgress', noProgressMessage(next, episode.evidence));
   return { breaker: next };
 }
 
-function open(before: BreakerStatus, next: BreakerStatus, rule: 'noProgress' | 'sameError', message: string): BreakerStep {
-  return { breaker: { ...next, state: 'Open', trippedBy: rule }, transition: { from: before.state, to: 'Open', rule }, message };
+function open(
+  before: BreakerStatus,
+  next: BreakerStatus,
+  rule: 'noProgress' | 'sameError',
+  message: string,
+): BreakerStep {
+  return {
+    breaker: { ...next, state: 'Open', trippedBy: rule },
+    transition: { from: before.state, to: 'Open', rule },
+    message,
+  };
 }
 
 function noProgressMessage(b: BreakerStatus, evidence: Evidence | undefined): string {
   const ws = evidence?.workspace;
-  const seen = ws ? (ws.kind === 'git' ? `HEAD ${ws.headAfter?.slice(0, 12) ?? 'unknown'}, tree unchanged` : 'directory unchanged') : 'no workspace change';
+  const seen = ws
+    ? ws.kind === 'git'
+      ? `HEAD ${ws.headAfter?.slice(0, 12) ?? 'unknown'}, tree unchanged`
+      : 'directory unchanged'
+    : 'no workspace change';
   const list = evidence?.checklist ? `; checklist ${finished(evidence.checklist)}/${evidence.checklist.total}` : '';
   const since = b.lastProgressAt ? `; last progress ${b.lastProgressAt}` : '; no progress yet';
   return `no progress in ${b.noProgress} episodes in a row (${seen}${list}${since})`;

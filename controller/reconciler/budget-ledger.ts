@@ -6,7 +6,13 @@ import type { BudgetLedger, BudgetWindow, LedgerBucket } from '../api/agent-budg
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
 /** Slot length per window: at most ~170 slots whatever the window (7d by the hour). */
-export const SLOT_MS: Record<BudgetWindow, number> = { '1h': MINUTE_MS, '5h': 5 * MINUTE_MS, '24h': 15 * MINUTE_MS, '7d': HOUR_MS, total: Infinity };
+export const SLOT_MS: Record<BudgetWindow, number> = {
+  '1h': MINUTE_MS,
+  '5h': 5 * MINUTE_MS,
+  '24h': 15 * MINUTE_MS,
+  '7d': HOUR_MS,
+  total: Infinity,
+};
 /** Tasks whose counted spend a ledger remembers; past it the least recently seen is dropped (its next pass starts a new baseline). */
 export const MAX_LEDGER_TASKS = 500;
 
@@ -33,7 +39,9 @@ export function addSpend(ledger: BudgetLedger, window: BudgetWindow, spend: Spen
   const nowMs = now.getTime();
   const iso = now.toISOString();
   const add = (buckets: LedgerBucket[], slotMs: number, part: Spend): LedgerBucket[] => {
-    const start = Number.isFinite(slotMs) ? new Date(Math.floor(nowMs / slotMs) * slotMs).toISOString() : (buckets[0]?.start ?? iso);
+    const start = Number.isFinite(slotMs)
+      ? new Date(Math.floor(nowMs / slotMs) * slotMs).toISOString()
+      : (buckets[0]?.start ?? iso);
     const out = buckets.map((b) => ({ ...b }));
     let slot = out.find((b) => b.start === start);
     if (!slot) out.push((slot = { start, last: iso, usd: 0, tokens: 0, episodes: 0 }));
@@ -57,19 +65,41 @@ export function prune(ledger: BudgetLedger, window: BudgetWindow, now: Date): Bu
   let buckets = ledger.buckets.filter(live(WINDOW_MS[window]));
   // A window changed to `total` keeps what it had; one changed to a rolling window keeps it as one slot.
   if (window === 'total' && buckets.length > 1) {
-    buckets = [buckets.reduce((a, b) => ({ start: a.start, last: b.last > a.last ? b.last : a.last, usd: a.usd + b.usd, tokens: a.tokens + b.tokens, episodes: a.episodes + b.episodes }))];
+    buckets = [
+      buckets.reduce((a, b) => ({
+        start: a.start,
+        last: b.last > a.last ? b.last : a.last, // ISO strings: later sorts greater
+        usd: a.usd + b.usd,
+        tokens: a.tokens + b.tokens,
+        episodes: a.episodes + b.episodes,
+      })),
+    ];
   }
   return { ...ledger, buckets, starts: ledger.starts.filter(live(HOUR_MS)) };
 }
 
 /** The ledger's spend as entries that each leave the window at their own time; starts of the last hour likewise. */
-export function windowEntries(ledger: BudgetLedger, window: BudgetWindow): { spend: WindowEntry[]; starts: WindowEntry[] } {
-  const entry = (windowMs: number) => (b: LedgerBucket): WindowEntry => ({ expiresAtMs: expiry(b, windowMs), usd: b.usd, tokens: b.tokens, episodes: b.episodes });
+export function windowEntries(
+  ledger: BudgetLedger,
+  window: BudgetWindow,
+): { spend: WindowEntry[]; starts: WindowEntry[] } {
+  const entry =
+    (windowMs: number) =>
+    (b: LedgerBucket): WindowEntry => ({
+      expiresAtMs: expiry(b, windowMs),
+      usd: b.usd,
+      tokens: b.tokens,
+      episodes: b.episodes,
+    });
   return { spend: ledger.buckets.map(entry(WINDOW_MS[window])), starts: ledger.starts.map(entry(HOUR_MS)) };
 }
 
 /** Sets what the ledger has counted of a task, most recently seen last, bounded. */
-export function setCounted(ledger: BudgetLedger, task: string, counted: { costUSD: number; tokens: number; episodes: number }): BudgetLedger {
+export function setCounted(
+  ledger: BudgetLedger,
+  task: string,
+  counted: { costUSD: number; tokens: number; episodes: number },
+): BudgetLedger {
   const tasks = ledger.tasks.filter((t) => t.task !== task);
   tasks.push({ task, ...counted });
   return { ...ledger, tasks: tasks.slice(-MAX_LEDGER_TASKS) };

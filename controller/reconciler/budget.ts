@@ -47,7 +47,9 @@ function blocks(used: number, next: number, limit: number | undefined): boolean 
 
 /** The earliest instant at which dropping expired entries makes `ok` true; undefined if never (a total budget). */
 function freesAt(entries: WindowEntry[], now: number, ok: (removed: WindowEntry[]) => boolean): number | undefined {
-  const expiring = entries.filter((e) => e.expiresAtMs !== undefined).sort((a, b) => (a.expiresAtMs as number) - (b.expiresAtMs as number));
+  const expiring = entries
+    .filter((e) => e.expiresAtMs !== undefined)
+    .sort((a, b) => (a.expiresAtMs as number) - (b.expiresAtMs as number));
   const removed: WindowEntry[] = [];
   for (const e of expiring) {
     removed.push(e);
@@ -70,7 +72,15 @@ export function judgeBudget(budget: BudgetFacts, status: AgentTaskStatus, now: D
     episodes: 0,
   };
   const spend = [...budget.spend, unrecorded];
-  const starts = [...budget.starts, { expiresAtMs: nowMs + 3_600_000, usd: 0, tokens: 0, episodes: Math.max(0, status.episodes - budget.counted.episodes) }];
+  const starts = [
+    ...budget.starts,
+    {
+      expiresAtMs: nowMs + 3_600_000,
+      usd: 0,
+      tokens: 0,
+      episodes: Math.max(0, status.episodes - budget.counted.episodes),
+    },
+  ];
   const next = averageEpisode(status);
   const overAfter = (removed: WindowEntry[]) => {
     const u = sum(spend, 'usd') - sum(removed, 'usd');
@@ -84,17 +94,30 @@ export function judgeBudget(budget: BudgetFacts, status: AgentTaskStatus, now: D
     const what = blocks(spent, next.usd, budget.limitUSD)
       ? `spent ${usd(spent)} of ${usd(budget.limitUSD)}${spent < budget.limitUSD ? ` and the next episode is expected to cost ${usd(next.usd)}` : ''}`
       : `used ${tokens} of ${budget.maxTokens} tokens${tokens < (budget.maxTokens ?? 0) ? ` and the next episode is expected to use ${Math.round(next.tokens)}` : ''}`;
-    if (budget.window === 'total') return { kind: 'stop', message: `AgentBudget ${budget.name}: ${what} (total)`, budgets: name };
+    if (budget.window === 'total')
+      return { kind: 'stop', message: `AgentBudget ${budget.name}: ${what} (total)`, budgets: name };
     const until = freesAt(spend, nowMs, (removed) => !overAfter(removed)) ?? nowMs;
     const at = new Date(until).toISOString();
-    return { kind: 'wait', reason: 'BudgetWindow', until: new Date(until), message: `AgentBudget ${budget.name}: ${what} in the ${budget.window} window; capacity returns at ${at}`, budgets: name };
+    return {
+      kind: 'wait',
+      reason: 'BudgetWindow',
+      until: new Date(until),
+      message: `AgentBudget ${budget.name}: ${what} in the ${budget.window} window; capacity returns at ${at}`,
+      budgets: name,
+    };
   }
   const max = budget.maxEpisodesPerHour;
   const started = sum(starts, 'episodes');
   if (max !== undefined && started >= max) {
     const until = freesAt(starts, nowMs, (removed) => started - sum(removed, 'episodes') < max) ?? nowMs;
     const at = new Date(until).toISOString();
-    return { kind: 'wait', reason: 'RateLimited', until: new Date(until), message: `AgentBudget ${budget.name}: ${started} episodes started in the last hour (maxEpisodesPerHour ${max}); next at ${at}`, budgets: name };
+    return {
+      kind: 'wait',
+      reason: 'RateLimited',
+      until: new Date(until),
+      message: `AgentBudget ${budget.name}: ${started} episodes started in the last hour (maxEpisodesPerHour ${max}); next at ${at}`,
+      budgets: name,
+    };
   }
   return { kind: 'go' };
 }
@@ -103,12 +126,19 @@ export function judgeBudget(budget: BudgetFacts, status: AgentTaskStatus, now: D
 export function judgeBudgets(budgets: readonly BudgetFacts[], status: AgentTaskStatus, now: Date): BudgetVerdict {
   const verdicts = budgets.map((b) => judgeBudget(b, status, now));
   const stops = verdicts.filter((v) => v.kind === 'stop');
-  if (stops.length > 0) return { kind: 'stop', message: stops.map((s) => s.message).join('; '), budgets: stops.flatMap((s) => s.budgets) };
+  if (stops.length > 0)
+    return { kind: 'stop', message: stops.map((s) => s.message).join('; '), budgets: stops.flatMap((s) => s.budgets) };
   const waits = verdicts.filter((v) => v.kind === 'wait');
   if (waits.length === 0) return { kind: 'go' };
   const last = waits.reduce((a, b) => (b.until > a.until ? b : a));
   const reason = waits.some((w) => w.reason === 'BudgetWindow') ? 'BudgetWindow' : 'RateLimited';
-  return { kind: 'wait', reason, until: last.until, message: waits.map((w) => w.message).join('; '), budgets: waits.flatMap((w) => w.budgets) };
+  return {
+    kind: 'wait',
+    reason,
+    until: last.until,
+    message: waits.map((w) => w.message).join('; '),
+    budgets: waits.flatMap((w) => w.budgets),
+  };
 }
 
 /** The status of a task a budget keeps from starting (not for `go`): Waiting until capacity returns, or NeedsReview. */
@@ -120,9 +150,30 @@ export function budgetHold(
 ): { status: AgentTaskStatus; actions: []; requeueAfterMs?: number; heldByBudgets: string[] } {
   if (verdict.kind === 'stop') {
     events.push(warning('BudgetExceeded', verdict.message));
-    return { status: { ...status, phase: 'NeedsReview', reason: 'BudgetExceeded', message: verdict.message, nextEpisodeAt: undefined }, actions: [], heldByBudgets: verdict.budgets };
+    return {
+      status: {
+        ...status,
+        phase: 'NeedsReview',
+        reason: 'BudgetExceeded',
+        message: verdict.message,
+        nextEpisodeAt: undefined,
+      },
+      actions: [],
+      heldByBudgets: verdict.budgets,
+    };
   }
   if (status.reason !== verdict.reason) events.push(normal('BudgetHeld', verdict.message));
-  const next = { ...status, phase: 'Waiting' as const, reason: verdict.reason, message: verdict.message, nextEpisodeAt: verdict.until.toISOString() };
-  return { status: next, actions: [], requeueAfterMs: Math.max(0, verdict.until.getTime() - now.getTime()), heldByBudgets: verdict.budgets };
+  const next = {
+    ...status,
+    phase: 'Waiting' as const,
+    reason: verdict.reason,
+    message: verdict.message,
+    nextEpisodeAt: verdict.until.toISOString(),
+  };
+  return {
+    status: next,
+    actions: [],
+    requeueAfterMs: Math.max(0, verdict.until.getTime() - now.getTime()),
+    heldByBudgets: verdict.budgets,
+  };
 }

@@ -11,14 +11,24 @@ export function checklistComplete(c: ChecklistCounts | undefined): boolean {
 }
 
 /** What a completion claim lacks, one phrase each; empty when it may stand. `status` already counts this episode. */
-export function missingEvidence(completion: AgentTaskSpec['completion'], result: EpisodeResult, status: AgentTaskStatus): string[] {
+export function missingEvidence(
+  completion: AgentTaskSpec['completion'],
+  result: EpisodeResult,
+  status: AgentTaskStatus,
+): string[] {
   const missing: string[] = [];
-  if (status.episodes < completion.minEpisodes) missing.push(`minEpisodes (episode ${status.episodes} of at least ${completion.minEpisodes})`);
+  if (status.episodes < completion.minEpisodes)
+    missing.push(`minEpisodes (episode ${status.episodes} of at least ${completion.minEpisodes})`);
   for (const need of completion.requires) {
     if (need === 'verify' && result.verifyExitCode !== 0) missing.push('verify (the verify command did not pass)');
-    if (need === 'changes' && status.workspaceChanges === 0) missing.push('changes (no episode of this run changed the workspace)');
+    if (need === 'changes' && status.workspaceChanges === 0)
+      missing.push('changes (no episode of this run changed the workspace)');
     if (need === 'cleanTree' && result.evidence?.workspace?.dirty !== false) {
-      missing.push(result.evidence?.workspace?.dirty ? 'cleanTree (uncommitted changes are left)' : 'cleanTree (the workspace is not a git repository)');
+      missing.push(
+        result.evidence?.workspace?.dirty
+          ? 'cleanTree (uncommitted changes are left)'
+          : 'cleanTree (the workspace is not a git repository)',
+      );
     }
     if (need === 'checklist' && !checklistComplete(result.evidence?.checklist)) {
       const c = result.evidence?.checklist;
@@ -60,7 +70,8 @@ export function completionScore(evidence: Evidence | undefined, testOnlyEpisodes
  * workspace unchanged (evidence required); outages, cancels and interruptions leave it as it was.
  */
 export function countTestOnly(previous: number, result: EpisodeResult): number {
-  if (result.cancelled || result.interrupted || result.errorClass === 'transient' || result.errorClass === 'usageLimit') return previous;
+  if (result.cancelled || result.interrupted || result.errorClass === 'transient' || result.errorClass === 'usageLimit')
+    return previous;
   const clean = result.exitCode === 0 && !result.agentError && !result.timedOut;
   const testing = /^testing$/i.test(result.evidence?.ralph?.workType ?? '');
   return clean && testing && result.evidence?.workspace?.changed === false ? previous + 1 : 0;
@@ -78,7 +89,11 @@ export interface JudgedEpisode extends ClassifiedOutcome {
  * enough score can finish the task, and a claim without the evidence spec.completion requires only
  * continues. `counted` already counts this episode (episodes, workspaceChanges, testOnlyEpisodes).
  */
-export function judgeEpisode(result: EpisodeResult, completion: AgentTaskSpec['completion'], counted: AgentTaskStatus): JudgedEpisode {
+export function judgeEpisode(
+  result: EpisodeResult,
+  completion: AgentTaskSpec['completion'],
+  counted: AgentTaskStatus,
+): JudgedEpisode {
   const signals = completion.signals;
   // With a score, EXIT_SIGNAL is one signal of it (+50), no longer enough by itself.
   const facts = signals && result.completion === 'exitSignal' ? { ...result, completion: undefined } : result;
@@ -90,12 +105,15 @@ export function judgeEpisode(result: EpisodeResult, completion: AgentTaskSpec['c
   if (judged.outcome === 'continue' && signals && score && score.score >= signals.threshold) {
     // The executor runs verify after a score claim (keywords, EXIT_SIGNAL, a test-only episode).
     const verify = result.verifyExitCode;
-    if (completion.verify && verify === undefined) judged = { outcome: 'continue', reason: 'MissingEvidence', missing: 'verify (the verify command did not run)' };
+    if (completion.verify && verify === undefined)
+      judged = { outcome: 'continue', reason: 'MissingEvidence', missing: 'verify (the verify command did not run)' };
     else if (completion.verify && verify !== 0) judged = { outcome: 'failed', reason: 'VerifyFailed' };
     else judged = { outcome: 'succeeded', reason: 'SignalsScore' };
   }
   if (score) judged.score = score;
   if (judged.outcome !== 'succeeded') return judged;
   const missing = missingEvidence(completion, result, counted);
-  return missing.length === 0 ? judged : { ...judged, outcome: 'continue', reason: 'MissingEvidence', missing: missing.join(', ') };
+  return missing.length === 0
+    ? judged
+    : { ...judged, outcome: 'continue', reason: 'MissingEvidence', missing: missing.join(', ') };
 }

@@ -19,7 +19,13 @@ export function conditionsFor(status: AgentTaskStatus, generation: number | unde
   const progressing = phase === 'Pending' || phase === 'Running' || phase === 'Waiting';
   let conditions = setCondition(
     status.conditions,
-    { type: 'Ready', status: phase === 'Succeeded' ? 'True' : 'False', reason, message, observedGeneration: generation },
+    {
+      type: 'Ready',
+      status: phase === 'Succeeded' ? 'True' : 'False',
+      reason,
+      message,
+      observedGeneration: generation,
+    },
     now,
   );
   conditions = setCondition(

@@ -36,5 +36,5 @@ export function findCycle(start: string, graph: Record<string, string[] | undefi
     return undefined;
   };
   const cycle = visit(start);
-  return cycle && cycle.includes(start) ? cycle : undefined;
+  return cycle?.includes(start) ? cycle : undefined;
 }

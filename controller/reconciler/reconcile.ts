@@ -32,20 +32,33 @@ export function reconcile(input: ReconcileInput): ReconcileResult {
   status = decided.status;
   let requeueAfterMs = decided.requeueAfterMs;
   if (input.spec) {
-    const review = superviseReview(input.status.phase, input.status.reason, status, resumeContext(input.spec, input), events);
+    const review = superviseReview(
+      input.status.phase,
+      input.status.reason,
+      status,
+      resumeContext(input.spec, input),
+      events,
+    );
     status = review.status;
     requeueAfterMs = review.requeueAfterMs ?? requeueAfterMs;
   }
   actions.push(...events, ...decided.actions);
   // Messages carry user input (a spec error quotes the spec): bounded here, whatever made them.
-  if (status.message && status.message.length > STATUS_MESSAGE_MAX) status.message = `${status.message.slice(0, STATUS_MESSAGE_MAX - 1)}…`;
+  if (status.message && status.message.length > STATUS_MESSAGE_MAX)
+    status.message = `${status.message.slice(0, STATUS_MESSAGE_MAX - 1)}…`;
   status.observedGeneration = input.generation;
   status.conditions = conditionsFor(status, input.generation, now);
   return { status, actions, requeueAfterMs, heldByBudgets: decided.heldByBudgets };
 }
 
 function resumeContext(spec: AgentTaskSpec, input: ReconcileInput) {
-  return { spec, request: input.resumeRequest, recordedPhase: input.status.phase, now: input.now, capFor: (s: AgentTaskStatus) => capReached(s, spec, input.globalBudget) };
+  return {
+    spec,
+    request: input.resumeRequest,
+    recordedPhase: input.status.phase,
+    now: input.now,
+    capFor: (s: AgentTaskStatus) => capReached(s, spec, input.globalBudget),
+  };
 }
 
 interface Decision {
@@ -60,17 +73,38 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
   let status = { ...prev };
   const nowMs = input.now.getTime();
   const running = status.currentEpisode;
-  const set = (phase: Phase, reason: string, message: string): AgentTaskStatus => ({ ...status, phase, reason, message });
+  const set = (phase: Phase, reason: string, message: string): AgentTaskStatus => ({
+    ...status,
+    phase,
+    reason,
+    message,
+  });
   const stop = (reason: StopReason): Action[] =>
     running ? [{ type: 'StopEpisode', number: running.number, reason }] : [];
 
   if (input.deleted || (input.shuttingDown && running)) return { status, actions: stop('cancelled') };
 
   // An edited spec re-opens a finished task. Counters that enforce caps (episodes, cost) stay cumulative.
-  if (isTerminal(status.phase) && status.observedGeneration !== undefined && status.observedGeneration !== input.generation) {
+  if (
+    isTerminal(status.phase) &&
+    status.observedGeneration !== undefined &&
+    status.observedGeneration !== input.generation
+  ) {
     // A new run: its evidence starts over, and an open breaker gets a trial (HalfOpen), not a clean slate.
-    const breaker = status.breaker?.state === 'Open' ? { ...status.breaker, state: 'HalfOpen' as const, halfOpen: 0 } : status.breaker;
-    status = { ...set('Pending', 'SpecChanged', 'spec changed; task re-opened'), consecutiveFailures: 0, consecutiveRetries: 0, nextEpisodeAt: undefined, workspaceChanges: 0, testOnlyEpisodes: undefined, breaker, resume: resumeOnReopen(status.resume) };
+    const breaker =
+      status.breaker?.state === 'Open'
+        ? { ...status.breaker, state: 'HalfOpen' as const, halfOpen: 0 }
+        : status.breaker;
+    status = {
+      ...set('Pending', 'SpecChanged', 'spec changed; task re-opened'),
+      consecutiveFailures: 0,
+      consecutiveRetries: 0,
+      nextEpisodeAt: undefined,
+      workspaceChanges: 0,
+      testOnlyEpisodes: undefined,
+      breaker,
+      resume: resumeOnReopen(status.resume),
+    };
     events.push(normal('TaskReopened', 'spec changed; task re-opened'));
   }
 
@@ -80,7 +114,11 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
     return { status: set('Failed', 'InvalidSpec', message), actions: stop('cancelled') };
   }
   if (spec.suspend) {
-    if (running) return { status: set('Suspended', 'Suspended', `stopping episode ${running.number}: task suspended`), actions: stop('cancelled') };
+    if (running)
+      return {
+        status: set('Suspended', 'Suspended', `stopping episode ${running.number}: task suspended`),
+        actions: stop('cancelled'),
+      };
     return { status: set('Suspended', 'Suspended', 'task is suspended'), actions: [] };
   }
   // A person's resume request, or an auto-resume that is due, re-opens a NeedsReview task (resume.ts).
@@ -88,7 +126,8 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
   if (running) {
     const observed = input.episode?.number === running.number ? input.episode : undefined;
     if (observed?.podName) status = { ...status, currentEpisode: { ...running, podName: observed.podName } };
-    if (observed?.unschedulable) return { status: set('Waiting', 'Unschedulable', observed.unschedulable), actions: [] };
+    if (observed?.unschedulable)
+      return { status: set('Waiting', 'Unschedulable', observed.unschedulable), actions: [] };
     // The clock runs from when the episode really started (a pod may wait to be scheduled first).
     const startedAt = Math.max(Date.parse(running.startedAt), Date.parse(observed?.startedAt ?? '') || 0);
     const deadline = startedAt + spec.limits.episodeTimeoutSeconds * 1000 + DEADLINE_GRACE_MS;
@@ -99,7 +138,10 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
   if (isTerminal(status.phase)) return { status, actions: [] };
 
   if (input.dependencyCycle) {
-    return { status: set('Failed', 'InvalidSpec', `dependsOn cycle: ${input.dependencyCycle.join(' → ')}`), actions: [] };
+    return {
+      status: set('Failed', 'InvalidSpec', `dependsOn cycle: ${input.dependencyCycle.join(' → ')}`),
+      actions: [],
+    };
   }
   const deps = judgeDependencies(spec.dependsOn, input.dependencies);
   if (deps.kind === 'failed') {
@@ -121,11 +163,15 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
   const nextAt = status.nextEpisodeAt ? Date.parse(status.nextEpisodeAt) : NaN;
   // A budget's hold is decided afresh every pass (a raised limit frees it at once); a backoff is not.
   if (nextAt > nowMs && !BUDGET_HOLD_REASONS.includes(status.reason ?? '')) {
-    const phase: AgentTaskStatus = status.phase === 'Waiting' ? status : set('Waiting', 'Backoff', `next episode at ${status.nextEpisodeAt}`);
+    const phase: AgentTaskStatus =
+      status.phase === 'Waiting' ? status : set('Waiting', 'Backoff', `next episode at ${status.nextEpisodeAt}`);
     return { status: phase, actions: [], requeueAfterMs: nextAt - nowMs };
   }
   if (input.shuttingDown) {
-    return { status: set('Pending', 'ControllerStopped', 'the controller stopped; the next episode starts when it runs again'), actions: [] };
+    return {
+      status: set('Pending', 'ControllerStopped', 'the controller stopped; the next episode starts when it runs again'),
+      actions: [],
+    };
   }
   const budget = input.budgets?.length ? judgeBudgets(input.budgets, status, input.now) : undefined;
   if (budget && budget.kind !== 'go') return budgetHold(status, budget, input.now, events);
@@ -163,7 +209,10 @@ function capReached(
   }
   const allSpent = global ? global.othersSpentUSD + status.costUSD : 0;
   if (global && allSpent >= global.limitUSD) {
-    return { reason: 'GlobalBudgetExceeded', message: `all tasks together spent $${allSpent.toFixed(4)} of --budget-usd $${global.limitUSD}` };
+    return {
+      reason: 'GlobalBudgetExceeded',
+      message: `all tasks together spent $${allSpent.toFixed(4)} of --budget-usd $${global.limitUSD}`,
+    };
   }
   // Transient errors and usage limits say nothing about the agent's work: an outage never spends maxEpisodes.
   const counted = status.episodes - status.retries;
@@ -175,4 +224,3 @@ function capReached(
   }
   return undefined;
 }
-

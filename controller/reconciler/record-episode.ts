@@ -15,22 +15,37 @@ import type { Events, ObservedEpisode, ReconcileInput } from './types.ts';
  * what the process or pod reported while being killed; an episode that vanished without a result ended as
  * its remover (or its absence) says.
  */
-export function endedEpisode(episode: ObservedEpisode | undefined, stop: ReconcileInput['stopRequested']): ObservedEpisode | undefined {
+export function endedEpisode(
+  episode: ObservedEpisode | undefined,
+  stop: ReconcileInput['stopRequested'],
+): ObservedEpisode | undefined {
   if (!episode || episode.state === 'running') return undefined;
   const stopped = stop?.number === episode.number ? stop.reason : undefined;
   if (stopped) {
     const exitCode = episode.result?.exitCode ?? null;
     const result =
       stopped === 'timeout'
-        ? episodeResult({ exitCode, timedOut: true, message: episode.result?.timedOut ? episode.result.message : 'episode timed out; stopped' })
+        ? episodeResult({
+            exitCode,
+            timedOut: true,
+            message: episode.result?.timedOut ? episode.result.message : 'episode timed out; stopped',
+          })
         : episodeResult({ exitCode, cancelled: true, message: 'episode cancelled; stopped' });
-    return { ...episode, state: 'finished', result: { ...result, costUSD: episode.result?.costUSD ?? 0, tokens: episode.result?.tokens ?? result.tokens } };
+    return {
+      ...episode,
+      state: 'finished',
+      result: { ...result, costUSD: episode.result?.costUSD ?? 0, tokens: episode.result?.tokens ?? result.tokens },
+    };
   }
   if (episode.state === 'finished') return episode.result ? episode : undefined;
   const n = episode.number;
   const result =
     episode.removedBy === 'someone-else'
-      ? episodeResult({ exitCode: null, errorClass: 'transient', message: `episode ${n} was deleted by someone else (its pod or process)` })
+      ? episodeResult({
+          exitCode: null,
+          errorClass: 'transient',
+          message: `episode ${n} was deleted by someone else (its pod or process)`,
+        })
       : episodeResult({
           exitCode: null,
           interrupted: true,
@@ -43,7 +58,11 @@ export function endedEpisode(episode: ObservedEpisode | undefined, stop: Reconci
 }
 
 /** A running episode the status does not know (status write lost before a crash): adopt it, never re-run its number. */
-export function adoptUnknownEpisode(status: AgentTaskStatus, episode: ObservedEpisode | undefined, now: string): AgentTaskStatus {
+export function adoptUnknownEpisode(
+  status: AgentTaskStatus,
+  episode: ObservedEpisode | undefined,
+  now: string,
+): AgentTaskStatus {
   if (!episode || status.currentEpisode) return status;
   if (episode.number <= (status.lastEpisode?.number ?? 0)) return status;
   return {
@@ -65,7 +84,11 @@ export function recordEpisode(
   const n = episode.number;
   const evidence = result.evidence;
   const changed = evidence?.workspace?.changed === true;
-  const counters = { ...prev, episodes: Math.max(prev.episodes, n), workspaceChanges: prev.workspaceChanges + (changed ? 1 : 0) };
+  const counters = {
+    ...prev,
+    episodes: Math.max(prev.episodes, n),
+    workspaceChanges: prev.workspaceChanges + (changed ? 1 : 0),
+  };
   if (completion.signals) counters.testOnlyEpisodes = countTestOnly(prev.testOnlyEpisodes ?? 0, result);
   const judged = judgeEpisode(result, completion, counters);
   const { outcome, reason } = judged;
@@ -107,7 +130,11 @@ export function recordEpisode(
     case 'succeeded':
       status.consecutiveFailures = 0;
       status.consecutiveRetries = 0;
-      setPhase('Succeeded', reason, `episode ${n} finished the task (${reason}${reason === 'SignalsScore' ? scoreWords(judged.score) : ''})`);
+      setPhase(
+        'Succeeded',
+        reason,
+        `episode ${n} finished the task (${reason}${reason === 'SignalsScore' ? scoreWords(judged.score) : ''})`,
+      );
       events.push(normal('EpisodeSucceeded', `episode ${n} succeeded (${reason})`));
       break;
     case 'continue':
@@ -115,7 +142,10 @@ export function recordEpisode(
       status.consecutiveRetries = 0;
       if (judged.missing) {
         const why = `completion claimed without evidence: missing ${judged.missing}`;
-        status.lastEpisode = { ...status.lastEpisode!, message: clip(result.message ? `${why} (agent: ${result.message})` : why) };
+        status.lastEpisode = {
+          ...status.lastEpisode!,
+          message: clip(result.message ? `${why} (agent: ${result.message})` : why),
+        };
         setPhase('Pending', reason, `episode ${n} ${why}; continuing`);
         events.push(warning('CompletionRejected', status.message as string));
       } else {
@@ -130,12 +160,20 @@ export function recordEpisode(
       const what = outcome === 'timeout' ? 'timed out' : `failed (${reason})`;
       events.push(warning('EpisodeFailed', `episode ${n} ${what}${detail}`));
       if (status.consecutiveFailures >= maxFailures) {
-        setPhase('Skipped', 'ConsecutiveFailures', `${status.consecutiveFailures} consecutive failed episodes; last ${what}${detail}`);
+        setPhase(
+          'Skipped',
+          'ConsecutiveFailures',
+          `${status.consecutiveFailures} consecutive failed episodes; last ${what}${detail}`,
+        );
         events.push(warning('TaskSkipped', status.message as string));
       } else {
         const wait = backoffMs(backoff, status.consecutiveFailures, input.jitter);
         status.nextEpisodeAt = new Date(now.getTime() + wait).toISOString();
-        setPhase('Waiting', 'Backoff', `episode ${n} ${what}; failure ${status.consecutiveFailures}/${maxFailures}, next episode at ${status.nextEpisodeAt}`);
+        setPhase(
+          'Waiting',
+          'Backoff',
+          `episode ${n} ${what}; failure ${status.consecutiveFailures}/${maxFailures}, next episode at ${status.nextEpisodeAt}`,
+        );
       }
       break;
     }
@@ -144,7 +182,11 @@ export function recordEpisode(
       status.consecutiveRetries = prev.consecutiveRetries + 1;
       const wait = backoffMs(backoff, status.consecutiveRetries, input.jitter);
       status.nextEpisodeAt = new Date(now.getTime() + wait).toISOString();
-      setPhase('Waiting', 'Backoff', `episode ${n} hit a transient error${detail}; retrying at ${status.nextEpisodeAt}`);
+      setPhase(
+        'Waiting',
+        'Backoff',
+        `episode ${n} hit a transient error${detail}; retrying at ${status.nextEpisodeAt}`,
+      );
       events.push(warning('EpisodeRetrying', status.message as string));
       break;
     }
@@ -153,7 +195,11 @@ export function recordEpisode(
       const reset = result.resetAt ? Date.parse(result.resetAt) : NaN;
       const at = reset > now.getTime() ? reset : now.getTime() + USAGE_LIMIT_FALLBACK_MS;
       status.nextEpisodeAt = new Date(at).toISOString();
-      setPhase('Waiting', 'UsageLimit', `episode ${n} hit the agent's usage limit; resuming at ${status.nextEpisodeAt}`);
+      setPhase(
+        'Waiting',
+        'UsageLimit',
+        `episode ${n} hit the agent's usage limit; resuming at ${status.nextEpisodeAt}`,
+      );
       events.push(warning('UsageLimit', status.message as string));
       break;
     }
@@ -184,7 +230,9 @@ export function recordEpisode(
   } else if (step.transition) {
     const { from, to, rule } = step.transition;
     const words = to === 'HalfOpen' ? `no progress in ${step.breaker.noProgress} episodes; watching` : 'progress again';
-    events.push((to === 'HalfOpen' ? warning : normal)(`Breaker${to}`, `circuit breaker ${from} → ${to} (${rule}): ${words}`));
+    events.push(
+      (to === 'HalfOpen' ? warning : normal)(`Breaker${to}`, `circuit breaker ${from} → ${to} (${rule}): ${words}`),
+    );
   }
   return status;
 }

@@ -31,7 +31,8 @@ export function autoResumeVerdict(status: AgentTaskStatus, spec: AgentTaskSpec, 
   const resume = resumeOf(status);
   const reason = status.reason ?? '';
   const trippedBy = status.breaker?.trippedBy;
-  if (policy === 'Manual') return { allowed: false, check: 'policy', message: 'policy Manual: only a person resumes this task' };
+  if (policy === 'Manual')
+    return { allowed: false, check: 'policy', message: 'policy Manual: only a person resumes this task' };
   const resumable =
     reason === 'CircuitOpen'
       ? trippedBy === 'noProgress' || (policy === 'Aggressive' && trippedBy === 'sameError')
@@ -44,7 +45,11 @@ export function autoResumeVerdict(status: AgentTaskStatus, spec: AgentTaskSpec, 
   const cap = capFor(resumed(status, grant, 'check', ''));
   if (cap) return { allowed: false, check: 'budget', message: `resuming would stop again at once: ${cap.message}` };
   if (resume.autoResumes >= maxAutoResumes) {
-    return { allowed: false, check: 'maxAutoResumes', message: `auto-resumed ${resume.autoResumes} times (maxAutoResumes ${maxAutoResumes}); a person decides now` };
+    return {
+      allowed: false,
+      check: 'maxAutoResumes',
+      message: `auto-resumed ${resume.autoResumes} times (maxAutoResumes ${maxAutoResumes}); a person decides now`,
+    };
   }
   // Conservative trusts a task only while it shows progress: never since its last resume (or ever) → a person looks.
   if (policy === 'Conservative' && reason === 'CircuitOpen') {
@@ -89,7 +94,14 @@ export function applyResume(prev: AgentTaskStatus, ctx: ResumeContext, events: E
     // A person looked: the policy's count starts over.
     const fresh = { ...next, resume: { ...resumeOf(next), autoResumes: 0 } };
     events.push(normal('Resumed', fresh.message as string));
-    return audit(fresh, { at, action: 'Resumed', by, reason: prev.reason, message: fresh.message as string, token: req.token });
+    return audit(fresh, {
+      at,
+      action: 'Resumed',
+      by,
+      reason: prev.reason,
+      message: fresh.message as string,
+      token: req.token,
+    });
   }
 
   const due = status.resume?.nextAutoResumeAt;
@@ -110,13 +122,25 @@ export function applyResume(prev: AgentTaskStatus, ctx: ResumeContext, events: E
  * After the decision, for a task left in NeedsReview: the stop goes into the audit trail, and the policy
  * either schedules an auto-resume (requeue at its time) or says once which check holds the task.
  */
-export function superviseReview(prevPhase: AgentTaskStatus['phase'], prevReason: string | undefined, status: AgentTaskStatus, ctx: ResumeContext, events: Events): { status: AgentTaskStatus; requeueAfterMs?: number } {
+export function superviseReview(
+  prevPhase: AgentTaskStatus['phase'],
+  prevReason: string | undefined,
+  status: AgentTaskStatus,
+  ctx: ResumeContext,
+  events: Events,
+): { status: AgentTaskStatus; requeueAfterMs?: number } {
   if (status.phase !== 'NeedsReview' || status.currentEpisode) return { status };
   const at = ctx.now.toISOString();
   const nowMs = ctx.now.getTime();
   let next = status;
   if (prevPhase !== 'NeedsReview' || prevReason !== status.reason) {
-    next = audit(next, { at, action: 'Stopped', by: 'controller', reason: status.reason, message: status.message ?? '' });
+    next = audit(next, {
+      at,
+      action: 'Stopped',
+      by: 'controller',
+      reason: status.reason,
+      message: status.message ?? '',
+    });
     next = { ...next, resume: { ...resumeOf(next), heldBy: undefined, nextAutoResumeAt: undefined } };
   }
   const scheduled = next.resume?.nextAutoResumeAt;
@@ -128,14 +152,29 @@ export function superviseReview(prevPhase: AgentTaskStatus['phase'], prevReason:
     if (next.resume?.heldBy === verdict.check) return { status: next };
     events.push(normal('AutoResumeHeld', verdict.message));
     next = { ...next, resume: { ...resumeOf(next), heldBy: verdict.check } };
-    return { status: audit(next, { at, action: 'AutoResumeHeld', by: `policy:${policy}`, reason: verdict.check, message: verdict.message }) };
+    return {
+      status: audit(next, {
+        at,
+        action: 'AutoResumeHeld',
+        by: `policy:${policy}`,
+        reason: verdict.check,
+        message: verdict.message,
+      }),
+    };
   }
   const delayMs = Math.round(ctx.spec.resume.cooldownSeconds * 1000);
   const when = new Date(nowMs + delayMs).toISOString();
   const message = `auto-resume at ${when} (policy ${policy}, ${resumeOf(next).autoResumes + 1} of ${ctx.spec.resume.maxAutoResumes})`;
   events.push(normal('AutoResumeScheduled', message));
-  next = { ...next, message: `${next.message ?? ''}; ${message}`, resume: { ...resumeOf(next), nextAutoResumeAt: when, heldBy: undefined } };
-  return { status: audit(next, { at, action: 'AutoResumeScheduled', by: `policy:${policy}`, reason: status.reason, message }), requeueAfterMs: delayMs };
+  next = {
+    ...next,
+    message: `${next.message ?? ''}; ${message}`,
+    resume: { ...resumeOf(next), nextAutoResumeAt: when, heldBy: undefined },
+  };
+  return {
+    status: audit(next, { at, action: 'AutoResumeScheduled', by: `policy:${policy}`, reason: status.reason, message }),
+    requeueAfterMs: delayMs,
+  };
 }
 
 /** The spec was edited: a person looked, so the policy's count starts over and nothing stays scheduled. */
@@ -151,7 +190,8 @@ export function resumeOnReopen(resume: ResumeStatus | undefined): ResumeStatus |
 /** The task re-opened: Pending, granted episodes added, an open breaker on trial (HalfOpen). */
 function resumed(status: AgentTaskStatus, grant: number, by: string, at: string, token?: string): AgentTaskStatus {
   const resume = resumeOf(status);
-  const breaker = status.breaker?.state === 'Open' ? { ...status.breaker, state: 'HalfOpen' as const, halfOpen: 0 } : status.breaker;
+  const breaker =
+    status.breaker?.state === 'Open' ? { ...status.breaker, state: 'HalfOpen' as const, halfOpen: 0 } : status.breaker;
   const grantWords = grant > 0 ? `; ${grant} more episodes granted` : '';
   const who = token ? `${by} (request ${token})` : by;
   return {
@@ -162,7 +202,14 @@ function resumed(status: AgentTaskStatus, grant: number, by: string, at: string,
     consecutiveFailures: 0,
     nextEpisodeAt: undefined,
     breaker,
-    resume: { ...resume, grantedEpisodes: resume.grantedEpisodes + grant, lastResumeAt: at, lastResumeBy: by, nextAutoResumeAt: undefined, heldBy: undefined },
+    resume: {
+      ...resume,
+      grantedEpisodes: resume.grantedEpisodes + grant,
+      lastResumeAt: at,
+      lastResumeBy: by,
+      nextAutoResumeAt: undefined,
+      heldBy: undefined,
+    },
   };
 }
 
@@ -171,6 +218,9 @@ function resumeOf(status: AgentTaskStatus): ResumeStatus {
 }
 
 function audit(status: AgentTaskStatus, entry: AuditEntry): AgentTaskStatus {
-  const bounded = { ...entry, message: entry.message.length > 1000 ? `${entry.message.slice(0, 999)}…` : entry.message };
+  const bounded = {
+    ...entry,
+    message: entry.message.length > 1000 ? `${entry.message.slice(0, 999)}…` : entry.message,
+  };
   return { ...status, audit: [...(status.audit ?? []), bounded].slice(-AUDIT_KEEP) };
 }

@@ -2,7 +2,7 @@
 // the rendered prompt. Everything wrong here is a configuration error: retrying cannot fix it.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, EpisodeConfigSchema } from '../api/episode-config.ts';
 import { renderPrompt } from '../executors/prompt.ts';
 import { isInside } from '../util/paths.ts';

@@ -24,7 +24,8 @@ export function takeGitCredentials(env: NodeJS.ProcessEnv): GitCredentials | und
 }
 
 // The helper is a shell function git runs for `credential get`; the values stay in variables.
-const HELPER = '!f() { test "$1" = get || exit 0; echo "username=$EPISODIC_GIT_USERNAME"; echo "password=$EPISODIC_GIT_TOKEN"; }; f';
+const HELPER =
+  '!f() { test "$1" = get || exit 0; echo "username=$EPISODIC_GIT_USERNAME"; echo "password=$EPISODIC_GIT_TOKEN"; }; f';
 
 /** Environment for every git command the runner runs. */
 export function gitEnvironment(credentials: GitCredentials | undefined): Record<string, string> {

@@ -30,7 +30,8 @@ export async function prepareGitWorkspace(ws: GitWorkspace): Promise<GitStep> {
   const branch = branchName(ws.ref);
   try {
     await mkdir(ws.dir, { recursive: true });
-    const remoteHasRef = (await git(w, ['ls-remote', '--exit-code', '--heads', '--', url, branch], { allowExit: [2] })).code === 0;
+    const remoteHasRef =
+      (await git(w, ['ls-remote', '--exit-code', '--heads', '--', url, branch], { allowExit: [2] })).code === 0;
     if (!existsSync(path.join(ws.dir, '.git'))) {
       w.log(`cloning ${redactCredentials(url)} (${branch}) into ${ws.dir}`);
       if (remoteHasRef) {
@@ -45,15 +46,20 @@ export async function prepareGitWorkspace(ws: GitWorkspace): Promise<GitStep> {
     w.log(`updating the existing clone in ${ws.dir} from ${redactCredentials(url)} (${branch})`);
     await git(w, ['remote', 'set-url', 'origin', url], { cwd: ws.dir });
     const hasLocalBranch =
-      (await git(w, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { cwd: ws.dir, allowExit: [1] })).code === 0;
+      (await git(w, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { cwd: ws.dir, allowExit: [1] }))
+        .code === 0;
     if (!remoteHasRef) {
       await git(w, ['checkout', '--quiet', ...(hasLocalBranch ? [] : ['-b']), branch], { cwd: ws.dir });
       return { ok: true };
     }
     await git(w, ['fetch', '--quiet', 'origin', `refs/heads/${branch}`], { cwd: ws.dir });
-    await git(w, ['checkout', '--quiet', ...(hasLocalBranch ? [branch] : ['-b', branch, 'FETCH_HEAD'])], { cwd: ws.dir });
+    await git(w, ['checkout', '--quiet', ...(hasLocalBranch ? [branch] : ['-b', branch, 'FETCH_HEAD'])], {
+      cwd: ws.dir,
+    });
     // Keep local commits a dead episode could not push: fast-forward, else replay them on top.
-    if ((await git(w, ['merge', '--quiet', '--ff-only', 'FETCH_HEAD'], { cwd: ws.dir, allowExit: [1, 128] })).code === 0) {
+    if (
+      (await git(w, ['merge', '--quiet', '--ff-only', 'FETCH_HEAD'], { cwd: ws.dir, allowExit: [1, 128] })).code === 0
+    ) {
       return { ok: true };
     }
     if ((await git(w, ['rebase', '--quiet', 'FETCH_HEAD'], { cwd: ws.dir, allowExit: [1, 128] })).code === 0) {
@@ -78,7 +84,10 @@ export async function pushGitWorkspace(ws: GitWorkspace, opts: { pushTimeoutMs?:
   const born = await git(w, ['rev-parse', '--verify', '--quiet', 'HEAD'], { cwd: ws.dir, allowExit: [1] });
   if (born.code !== 0) return { ok: true };
   try {
-    await git(w, ['push', '--quiet', '--', url, `HEAD:refs/heads/${branch}`], { cwd: ws.dir, timeoutMs: opts.pushTimeoutMs });
+    await git(w, ['push', '--quiet', '--', url, `HEAD:refs/heads/${branch}`], {
+      cwd: ws.dir,
+      timeoutMs: opts.pushTimeoutMs,
+    });
     w.log(`pushed to ${redactCredentials(url)} (${branch})`);
     return { ok: true };
   } catch (err) {
@@ -171,6 +180,9 @@ function classifyGitFailure(detail: string): ErrorClass {
 const BOILERPLATE = /^(hint:|to \S+$|please make sure you have the correct access rights|and the repository exists)/i;
 
 function meaningfulLines(stderr: string): string {
-  const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l.length > 0 && !BOILERPLATE.test(l));
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0 && !BOILERPLATE.test(l));
   return lines.slice(-4).join(' / ');
 }

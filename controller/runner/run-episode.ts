@@ -96,14 +96,18 @@ async function runConfiguredEpisode(
     opts.log(prompt.message);
     return finish(opts, fatal(prompt.message, startedAt), EXIT_BAD_CONFIG);
   }
-  if (opts.signal?.aborted) return finish(opts, episodeResult({ exitCode: null, cancelled: true, message: 'cancelled' }));
+  if (opts.signal?.aborted)
+    return finish(opts, episodeResult({ exitCode: null, cancelled: true, message: 'cancelled' }));
 
   const reserveMs = git ? Math.min(MAX_SAVE_RESERVE_MS, timeoutMs / 10) : 0;
   const agentTimeoutMs = Math.max(1000, startedAt + timeoutMs - reserveMs - Date.now());
   // Evidence as locally: the workspace before and after the agent (before our own commit and push).
   const before = await snapshotWorkspace(config.workspaceDir);
   let result = await runAgent(opts, config, prompt.value, agentTimeoutMs);
-  const evidence = await collectEvidence({ workspace: config.workspaceDir, before, checklist: config.checklist }, result).catch(() => undefined);
+  const evidence = await collectEvidence(
+    { workspace: config.workspaceDir, before, checklist: config.checklist },
+    result,
+  ).catch(() => undefined);
   if (evidence) result = { ...result, evidence };
 
   // A checkpoint of any git workspace the episode changed (a clone, or a volume holding a repository).
@@ -117,15 +121,24 @@ async function runConfiguredEpisode(
   });
   result = checkpoint.result;
   if (checkpoint.error) opts.log(redactCredentials(checkpoint.error, credentials));
-  if (checkpoint.result.evidence?.workspace?.commit) opts.log(`checkpoint ${checkpoint.result.evidence.workspace.commit.slice(0, 12)}`);
+  if (checkpoint.result.evidence?.workspace?.commit)
+    opts.log(`checkpoint ${checkpoint.result.evidence.workspace.commit.slice(0, 12)}`);
   if (git) {
     const cancelled = result.cancelled || opts.signal?.aborted === true;
-    const pushed = await pushGitWorkspace(git, { pushTimeoutMs: cancelled ? PUSH_TIMEOUT_WHEN_CANCELLED_MS : undefined });
+    const pushed = await pushGitWorkspace(git, {
+      pushTimeoutMs: cancelled ? PUSH_TIMEOUT_WHEN_CANCELLED_MS : undefined,
+    });
     // Unsaved work is lost work (the pod's clone goes with it): retry the episode, unless it already
     // failed for a weightier reason.
-    const saved = checkpoint.error ? { ok: false as const, errorClass: 'transient' as const, message: checkpoint.error } : pushed;
+    const saved = checkpoint.error
+      ? { ok: false as const, errorClass: 'transient' as const, message: checkpoint.error }
+      : pushed;
     if (!saved.ok && result.errorClass === 'none') {
-      result = episodeResult({ ...result, errorClass: saved.errorClass, message: clip(redactCredentials(saved.message, credentials)) });
+      result = episodeResult({
+        ...result,
+        errorClass: saved.errorClass,
+        message: clip(redactCredentials(saved.message, credentials)),
+      });
     }
   }
   return finish(opts, result);
@@ -157,7 +170,13 @@ async function runAgent(
       onExitZero: config.completion.onExitZero,
       exitNote: false,
       // Without resetTimeZone the pod's zone applies: the agent's own, since it inherits the runner's TZ.
-      analyzer: { format: config.output, promise: config.completion.promise, pricing: config.pricing, timeZone: config.completion.resetTimeZone, signals: config.completion.signals !== undefined },
+      analyzer: {
+        format: config.output,
+        promise: config.completion.promise,
+        pricing: config.pricing,
+        timeZone: config.completion.resetTimeZone,
+        signals: config.completion.signals !== undefined,
+      },
     });
     const cancel = () => running.cancel();
     opts.signal?.addEventListener('abort', cancel, { once: true });
@@ -172,7 +191,11 @@ async function runAgent(
   }
 }
 
-async function finish(opts: EpisodeRunnerOptions, result: EpisodeResult, exitCode?: number): Promise<EpisodeRunnerOutcome> {
+async function finish(
+  opts: EpisodeRunnerOptions,
+  result: EpisodeResult,
+  exitCode?: number,
+): Promise<EpisodeRunnerOutcome> {
   try {
     await writeFile(opts.resultFile, encodeTerminationMessage(result));
   } catch (err) {

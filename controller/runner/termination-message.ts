@@ -49,7 +49,9 @@ function repairTruncated(body: string): EpisodeResult | undefined {
   const closedMessage = parseResult(`${body}"}`);
   if (closedMessage) {
     const suffix = `${ELLIPSIS} ${TRUNCATED_NOTE}`;
-    const kept = Array.from(closedMessage.message ?? '').slice(0, MESSAGE_MAX - suffix.length).join('');
+    const kept = Array.from(closedMessage.message ?? '')
+      .slice(0, MESSAGE_MAX - suffix.length)
+      .join('');
     return { ...closedMessage, message: `${kept}${suffix}` };
   }
   let cut = body.length;

@@ -17,9 +17,8 @@ export const REDACT_PATHS = [
 ];
 
 export function createLogger(opts: { level?: string; file?: string; name?: string } = {}): Logger {
-  const destination = opts.file
-    ? (mkdirSync(dirname(opts.file), { recursive: true }), pino.destination({ dest: opts.file, sync: false }))
-    : pino.destination({ dest: 2, sync: false });
+  if (opts.file) mkdirSync(dirname(opts.file), { recursive: true });
+  const destination = pino.destination({ dest: opts.file ?? 2, sync: false });
   return pino(
     {
       name: opts.name ?? 'episodic',

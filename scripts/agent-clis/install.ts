@@ -11,7 +11,11 @@ import { AGENT_CLIS, COMPLETE_MARKER, cacheRoot, installDir, installedBin, type 
 function npm(args: string[], cwd: string): Promise<void> {
   // npm from the PATH's Node: the checkout's node_modules/.bin puts Node 24's npm first.
   return new Promise((resolve, reject) => {
-    const child = spawn('npm', args, { cwd, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, npm_config_update_notifier: 'false' } });
+    const child = spawn('npm', args, {
+      cwd,
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, npm_config_update_notifier: 'false' },
+    });
     child.on('error', reject);
     child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`npm ${args.join(' ')} exited ${code}`))));
   });
@@ -27,7 +31,10 @@ async function install(cli: AgentCli, root: string): Promise<{ bin: string; seco
   await mkdir(staging, { recursive: true });
   await writeFile(path.join(staging, 'package.json'), JSON.stringify({ name: 'episodic-agent-cli', private: true }));
   // Exact version, and the lockfile-less install of just this package (plus its optional native parts).
-  await npm(['install', '--no-audit', '--no-fund', '--save-exact', '--loglevel=error', `${cli.pkg}@${cli.version}`], staging);
+  await npm(
+    ['install', '--no-audit', '--no-fund', '--save-exact', '--loglevel=error', `${cli.pkg}@${cli.version}`],
+    staging,
+  );
   await writeFile(path.join(staging, COMPLETE_MARKER), `${cli.pkg}@${cli.version}\n`);
   await rm(dir, { recursive: true, force: true });
   await mkdir(path.dirname(dir), { recursive: true });

@@ -90,12 +90,28 @@ async function event(obj) {
 }
 
 const init = () =>
-  event({ type: 'system', subtype: 'init', session_id: sessionId, model, cwd: process.cwd(), tools: ['Bash', 'Edit', 'Read', 'Write'], permissionMode: 'bypassPermissions' });
+  event({
+    type: 'system',
+    subtype: 'init',
+    session_id: sessionId,
+    model,
+    cwd: process.cwd(),
+    tools: ['Bash', 'Edit', 'Read', 'Write'],
+    permissionMode: 'bypassPermissions',
+  });
 
 const assistant = (text) =>
   event({
     type: 'assistant',
-    message: { id: `msg_${randomUUID().slice(0, 8)}`, type: 'message', role: 'assistant', model, content: [{ type: 'text', text }], stop_reason: 'end_turn', usage: usage(step.usage) },
+    message: {
+      id: `msg_${randomUUID().slice(0, 8)}`,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [{ type: 'text', text }],
+      stop_reason: 'end_turn',
+      usage: usage(step.usage),
+    },
     session_id: sessionId,
   });
 
@@ -136,11 +152,24 @@ async function finish(mode) {
       process.stderr.write(`${step.text ?? 'Error: the agent crashed (fake failure)'}\n`);
       return 1;
     case 'max-turns':
-      await result({ subtype: 'error_max_turns', is_error: true, num_turns: 30, errors: ['Reached maximum number of turns (30)'] });
+      await result({
+        subtype: 'error_max_turns',
+        is_error: true,
+        num_turns: 30,
+        errors: ['Reached maximum number of turns (30)'],
+      });
       return 1;
     case 'transient':
       for (const attempt of [1, 2]) {
-        await event({ type: 'system', subtype: 'api_retry', attempt, max_retries: 10, retry_delay_ms: 600 * attempt, error_status: 529, error: 'overloaded' });
+        await event({
+          type: 'system',
+          subtype: 'api_retry',
+          attempt,
+          max_retries: 10,
+          retry_delay_ms: 600 * attempt,
+          error_status: 529,
+          error: 'overloaded',
+        });
       }
       await result({
         is_error: true,
@@ -151,7 +180,13 @@ async function finish(mode) {
       });
       return 1;
     case 'auth':
-      await result({ is_error: true, result: 'Invalid API key · Please run /login', total_cost_usd: 0, usage: usage({ input: 0, output: 0, cacheRead: 0 }), api_error_status: 401 });
+      await result({
+        is_error: true,
+        result: 'Invalid API key · Please run /login',
+        total_cost_usd: 0,
+        usage: usage({ input: 0, output: 0, cacheRead: 0 }),
+        api_error_status: 401,
+      });
       return 1;
     case 'usage-limit': {
       const text = step.text ?? "You've hit your limit · resets 3pm (Europe/Berlin)";
@@ -185,7 +220,11 @@ if (step.mode === 'sleep') {
   await init();
   const prompt = promptGiven(argv, stdin);
   if (outputFormat === 'text') await out(`${prompt}\n`);
-  await event({ type: 'user', message: { role: 'user', content: [{ type: 'text', text: prompt }] }, session_id: sessionId });
+  await event({
+    type: 'user',
+    message: { role: 'user', content: [{ type: 'text', text: prompt }] },
+    session_id: sessionId,
+  });
   code = await finish(step.then ?? 'continue');
 } else {
   // The usage-limit sample is bare text: the CLI prints it instead of any JSON.

@@ -47,20 +47,44 @@ async function finish(mode) {
     case 'continue': {
       const base = step.text ?? (mode === 'success' ? 'Implemented and tested.' : 'Implemented one item; more remain.');
       await itemDone({ type: 'reasoning', text: '**Checking the plan**' });
-      await itemDone({ type: 'command_execution', command: "bash -lc 'npm test'", aggregated_output: '12 passing\n', exit_code: 0, status: 'completed' });
-      await itemDone({ type: 'agent_message', text: mode === 'success' ? `${base} <promise>${promise}</promise>` : base });
+      await itemDone({
+        type: 'command_execution',
+        command: "bash -lc 'npm test'",
+        aggregated_output: '12 passing\n',
+        exit_code: 0,
+        status: 'completed',
+      });
+      await itemDone({
+        type: 'agent_message',
+        text: mode === 'success' ? `${base} <promise>${promise}</promise>` : base,
+      });
       const u = step.usage ?? {};
-      await event({ type: 'turn.completed', usage: { input_tokens: u.input ?? 24763, cached_input_tokens: u.cacheRead ?? 24448, output_tokens: u.output ?? 122 } });
+      await event({
+        type: 'turn.completed',
+        usage: {
+          input_tokens: u.input ?? 24763,
+          cached_input_tokens: u.cacheRead ?? 24448,
+          output_tokens: u.output ?? 122,
+        },
+      });
       return 0;
     }
     case 'fail':
       for (const n of [1, 2]) {
-        await event({ type: 'error', message: `stream error: exceeded retry limit, last status: 429 Too Many Requests; retrying ${n}/5 in ${2 * n}.1s…` });
+        await event({
+          type: 'error',
+          message: `stream error: exceeded retry limit, last status: 429 Too Many Requests; retrying ${n}/5 in ${2 * n}.1s…`,
+        });
       }
-      await event({ type: 'turn.failed', error: { message: step.text ?? 'exceeded retry limit, last status: 429 Too Many Requests' } });
+      await event({
+        type: 'turn.failed',
+        error: { message: step.text ?? 'exceeded retry limit, last status: 429 Too Many Requests' },
+      });
       return 1;
     case 'usage-limit': {
-      const text = step.text ?? "You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing) or try again in 2 hours 5 minutes.";
+      const text =
+        step.text ??
+        "You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing) or try again in 2 hours 5 minutes.";
       await event({ type: 'error', message: text });
       await event({ type: 'turn.failed', error: { message: text } });
       return 1;

@@ -6,7 +6,15 @@ import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
-import { FakeKubelet, fakeClaudeSpec, listPods, waitFor, waitForPod, waitForTask, withController } from '../support/kubelet.ts';
+import {
+  type FakeKubelet,
+  fakeClaudeSpec,
+  listPods,
+  waitFor,
+  waitForPod,
+  waitForTask,
+  withController,
+} from '../support/kubelet.ts';
 
 const BUDGET_CRD = path.join(import.meta.dirname, '..', '..', 'crds', 'episodic.dev_agentbudgets.yaml');
 
@@ -21,15 +29,26 @@ describe('cluster controller: AgentBudgets', { skip: skipCluster, timeout: 90_00
   withController('ctl-budgets', {}, (f) => ({ ns, client, kubelet } = f));
 
   const apply = (doc: object) => kubectl(['apply', '-f', '-'], { input: JSON.stringify(doc) });
-  const budget = (name: string, spec: object) => apply({ apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentBudget', metadata: { name, namespace: ns }, spec });
+  const budget = (name: string, spec: object) =>
+    apply({ apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentBudget', metadata: { name, namespace: ns }, spec });
   const task = (name: string, team: string) =>
-    apply({ apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', metadata: { name, namespace: ns, labels: { team } }, spec: fakeClaudeSpec({ backoff: { initialSeconds: 0, factor: 1, maxSeconds: 0 } }) });
+    apply({
+      apiVersion: 'episodic.dev/v1alpha1',
+      kind: 'AgentTask',
+      metadata: { name, namespace: ns, labels: { team } },
+      spec: fakeClaudeSpec({ backoff: { initialSeconds: 0, factor: 1, maxSeconds: 0 } }),
+    });
   const costs = { '.fake-agent.json': JSON.stringify({ default: { mode: 'continue', costUSD: 0.03 } }) };
-  const getBudget = async (name: string) => JSON.parse(await kubectl(['get', 'agentbudget', '-n', ns, name, '-o', 'json']));
+  const getBudget = async (name: string) =>
+    JSON.parse(await kubectl(['get', 'agentbudget', '-n', ns, name, '-o', 'json']));
 
   it('a 1h window holds the task Waiting (BudgetWindow) until capacity returns; a spent total budget stops its task (BudgetExceeded)', async () => {
     await budget('hourly', { selector: { matchLabels: { team: 'a' } }, limitUSD: 0.05, window: '1h' });
-    await budget('once', { selector: { matchExpressions: [{ key: 'team', operator: 'In', values: ['b'] }] }, limitUSD: 0.02, window: 'total' });
+    await budget('once', {
+      selector: { matchExpressions: [{ key: 'team', operator: 'In', values: ['b'] }] },
+      limitUSD: 0.02,
+      window: 'total',
+    });
     await task('held', 'a');
     await task('stopped', 'b');
     const started = Date.now();
@@ -42,7 +61,10 @@ describe('cluster controller: AgentBudgets', { skip: skipCluster, timeout: 90_00
     assert.equal(held.status.episodes, 1);
     const next = Date.parse(held.status.nextEpisodeAt);
     assert.ok(next >= started + 3_600_000 - 60_000 && next <= Date.now() + 3_600_000, held.status.nextEpisodeAt);
-    assert.match(held.status.message, /AgentBudget hourly: spent \$0\.03 of \$0\.05 and the next episode is expected to cost \$0\.03 in the 1h window/);
+    assert.match(
+      held.status.message,
+      /AgentBudget hourly: spent \$0\.03 of \$0\.05 and the next episode is expected to cost \$0\.03 in the 1h window/,
+    );
 
     const stopped = await waitForTask(client, ns, 'stopped', (s) => s.reason === 'BudgetExceeded');
     assert.equal(stopped.status.phase, 'NeedsReview');

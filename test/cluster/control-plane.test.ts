@@ -22,9 +22,12 @@ describe('test control plane', { skip }, () => {
   // so names must never be reused.
   const ns = `cp-test-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
 
-  before(async () => {
-    cluster = await ensureCluster();
-  }, { timeout: 90 * 60_000 });
+  before(
+    async () => {
+      cluster = await ensureCluster();
+    },
+    { timeout: 90 * 60_000 },
+  );
 
   after(async () => {
     if (cluster) await kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);

@@ -70,17 +70,27 @@ describe('episodic controller (process): health endpoints', { skip, timeout: 60_
   let cluster: Cluster;
   let proc: ControllerProcess;
 
-  before(async () => {
-    cluster = await clusterWithCrd();
-  }, { timeout: 90 * 60_000 });
+  before(
+    async () => {
+      cluster = await clusterWithCrd();
+    },
+    { timeout: 90 * 60_000 },
+  );
 
   after(async () => proc?.kill('SIGTERM'));
 
   it('serves /healthz, /readyz (after the caches synced) and /metrics on their addresses', async () => {
     const ns = await createNamespace('ctl-cli');
-    proc = await startControllerProcess(cluster, ['--namespace', ns, '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0']);
+    proc = await startControllerProcess(cluster, [
+      '--namespace',
+      ns,
+      '--metrics-addr',
+      '127.0.0.1:0',
+      '--health-addr',
+      '127.0.0.1:0',
+    ]);
     const started = proc.logs.find((l) => l.msg === 'episodic controller started');
-    const [metricsUrl, healthUrl] = started?.servers as string[];
+    const [metricsUrl, healthUrl] = (started?.servers ?? []) as string[];
     assert.notEqual(metricsUrl, healthUrl);
     assert.equal((await fetch(`${healthUrl}/healthz`)).status, 200);
     await waitFor('ready', async () => (await fetch(`${healthUrl}/readyz`)).status === 200);

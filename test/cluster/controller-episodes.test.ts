@@ -9,7 +9,7 @@ import { EpisodeConfigSchema } from '../../controller/api/episode-config.ts';
 import { EPISODE_CRD_FILE, EPISODE_CRD_NAME } from '../../controller/api/crd.ts';
 import { ensureCluster, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
 import {
-  FakeKubelet,
+  type FakeKubelet,
   agentTaskManifest,
   fakeClaudeSpec,
   listPods,
@@ -26,13 +26,20 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
   let client: KubeClient;
   let controller: ClusterController;
   let kubelet: FakeKubelet;
-  const apply = (name: string, spec: Record<string, unknown>) => kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, spec) });
+  const apply = (name: string, spec: Record<string, unknown>) =>
+    kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, spec) });
 
   withController('ctl-episodes', {}, (f) => ({ ns, client, kubelet, controller } = f));
 
   it('kubectl apply → the first episode pod, with the runner, the config, an owner and a finalizer', async () => {
     await kubectl(['create', 'secret', 'generic', 'llm', '-n', ns, '--from-literal=key=sk-test-SECRET-value']);
-    await apply('shape', fakeClaudeSpec({}, { env: [{ name: 'ANTHROPIC_API_KEY', valueFrom: { secretKeyRef: { name: 'llm', key: 'key' } } }] }));
+    await apply(
+      'shape',
+      fakeClaudeSpec(
+        {},
+        { env: [{ name: 'ANTHROPIC_API_KEY', valueFrom: { secretKeyRef: { name: 'llm', key: 'key' } } }] },
+      ),
+    );
     const pod = await waitForPod(client, ns, 'shape-ep-1');
     const task = await waitForTask(client, ns, 'shape', (s) => s.phase === 'Running');
     assert.deepEqual(task.metadata.finalizers, ['episodic.dev/cleanup']);
@@ -42,9 +49,10 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
 
     assert.equal(pod.metadata.labels!['episodic.dev/task'], 'shape');
     assert.equal(pod.metadata.labels!['episodic.dev/episode'], '1');
-    assert.deepEqual(pod.metadata.ownerReferences!.map((o: any) => [o.kind, o.name, o.uid, o.controller, o.blockOwnerDeletion]), [
-      ['AgentTask', 'shape', task.metadata.uid, true, true],
-    ]);
+    assert.deepEqual(
+      pod.metadata.ownerReferences!.map((o: any) => [o.kind, o.name, o.uid, o.controller, o.blockOwnerDeletion]),
+      [['AgentTask', 'shape', task.metadata.uid, true, true]],
+    );
     assert.equal(pod.spec.restartPolicy, 'Never');
     assert.equal(pod.spec.activeDeadlineSeconds, 600);
     const c = pod.spec.containers[0];
@@ -62,7 +70,9 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
     assert.match(table, /NAME\s+PHASE\s+EPISODES\s+COST\s+REASON\s+PROGRESS\s+AGE/);
     assert.match(table, /shape\s+Running\s+1\s+0\s+EpisodeRunning/);
     // Secrets stay references: nothing the controller wrote contains the value.
-    const written = (await kubectl(['get', 'at', 'shape', '-n', ns, '-o', 'json'])) + (await kubectl(['get', 'events', '-n', ns, '-o', 'json']));
+    const written =
+      (await kubectl(['get', 'at', 'shape', '-n', ns, '-o', 'json'])) +
+      (await kubectl(['get', 'events', '-n', ns, '-o', 'json']));
     assert.ok(!written.includes('sk-test-SECRET-value'));
   });
 
@@ -76,14 +86,29 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
     assert.equal(task.status?.costUSD, 0.25);
     assert.equal(task.status?.lastEpisode?.outcome, 'succeeded');
     assert.equal(task.status?.currentEpisode, undefined);
-    assert.deepEqual(task.status?.conditions.map((c: any) => [c.type, c.status]), [['Progressing', 'False'], ['Ready', 'True']]);
+    assert.deepEqual(
+      task.status?.conditions.map((c: any) => [c.type, c.status]),
+      [
+        ['Progressing', 'False'],
+        ['Ready', 'True'],
+      ],
+    );
 
     const wide = await kubectl(['get', 'at', 'ok', '-n', ns, '-o', 'wide']);
     assert.match(wide, /LAST OUTCOME\s+NEXT EPISODE/);
     assert.match(wide, /ok\s+Succeeded\s+1\s+0\.25\s+PromiseDetected\s+\S+\s+succeeded/);
     assert.equal((await kubectl(['get', 'at', 'ok', '-n', ns, '-o', 'jsonpath={.status.phase}'])).trim(), 'Succeeded');
     await waitFor('events', async () => {
-      const events = await kubectl(['get', 'events', '-n', ns, '--field-selector', 'involvedObject.name=ok', '-o', 'jsonpath={range .items[*]}{.reason}{"\\n"}{end}']);
+      const events = await kubectl([
+        'get',
+        'events',
+        '-n',
+        ns,
+        '--field-selector',
+        'involvedObject.name=ok',
+        '-o',
+        'jsonpath={range .items[*]}{.reason}{"\\n"}{end}',
+      ]);
       return events.includes('EpisodeStarted') && events.includes('EpisodeSucceeded');
     });
     const described = await kubectl(['describe', 'at', 'ok', '-n', ns]);
@@ -107,7 +132,10 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
   });
 
   it('three failed episodes in a row → Skipped', async () => {
-    await apply('broken', fakeClaudeSpec({ limits: { maxEpisodes: 10, maxConsecutiveFailures: 3, episodeTimeoutSeconds: 600 } }));
+    await apply(
+      'broken',
+      fakeClaudeSpec({ limits: { maxEpisodes: 10, maxConsecutiveFailures: 3, episodeTimeoutSeconds: 600 } }),
+    );
     for (const n of [1, 2, 3]) {
       await kubelet.runEpisode(await waitForPod(client, ns, `broken-ep-${n}`), { env: { FAKE_AGENT_MODE: 'fail' } });
     }
@@ -118,9 +146,14 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
   });
 
   it('the task cost cap → NeedsReview before another episode starts', async () => {
-    await apply('pricey', fakeClaudeSpec({ limits: { maxEpisodes: 10, maxCostUSD: 0.02, episodeTimeoutSeconds: 600 } }));
+    await apply(
+      'pricey',
+      fakeClaudeSpec({ limits: { maxEpisodes: 10, maxCostUSD: 0.02, episodeTimeoutSeconds: 600 } }),
+    );
     for (const n of [1, 2]) {
-      await kubelet.runEpisode(await waitForPod(client, ns, `pricey-ep-${n}`), { env: { FAKE_AGENT_MODE: 'continue', FAKE_AGENT_COST_USD: '0.0123' } });
+      await kubelet.runEpisode(await waitForPod(client, ns, `pricey-ep-${n}`), {
+        env: { FAKE_AGENT_MODE: 'continue', FAKE_AGENT_COST_USD: '0.0123' },
+      });
     }
     const task = await waitForTask(client, ns, 'pricey', (s) => s.phase === 'NeedsReview');
     assert.equal(task.status?.reason, 'BudgetExceeded');
@@ -142,14 +175,21 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
 
   it('serves metrics: episodes by outcome, tasks by phase', async () => {
     await controller.idle();
-    const text = await waitFor('phase gauge', async () => {
-      const body = await (await fetch(`${controller.servers[0].url}/metrics`)).text();
-      return body.includes(`episodic_tasks{namespace="${ns}",phase="Succeeded"} 2`) ? body : undefined;
-    }, 15_000);
+    const text = await waitFor(
+      'phase gauge',
+      async () => {
+        const body = await (await fetch(`${controller.servers[0].url}/metrics`)).text();
+        return body.includes(`episodic_tasks{namespace="${ns}",phase="Succeeded"} 2`) ? body : undefined;
+      },
+      15_000,
+    );
     assert.match(text, new RegExp(`episodic_episodes_total\\{namespace="${ns}",outcome="succeeded"\\} 2`));
     assert.match(text, new RegExp(`episodic_episodes_total\\{namespace="${ns}",outcome="transient"\\} 1`));
     assert.match(text, new RegExp(`episodic_episodes_total\\{namespace="${ns}",outcome="failed"\\} 3`));
-    assert.match(text, new RegExp(`episodic_tasks_skipped_total\\{namespace="${ns}",reason="ConsecutiveFailures"\\} 1`));
+    assert.match(
+      text,
+      new RegExp(`episodic_tasks_skipped_total\\{namespace="${ns}",reason="ConsecutiveFailures"\\} 1`),
+    );
     assert.match(text, /episodic_watch_restarts_total|# TYPE episodic_watch_restarts_total counter/);
     assert.equal((await fetch(`${controller.servers[0].url}/readyz`)).status, 200);
   });
@@ -159,7 +199,8 @@ describe('cluster controller: the longest name', { skip, timeout: 60_000 }, () =
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;
-  const apply = (name: string, spec: Record<string, unknown>) => kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, spec) });
+  const apply = (name: string, spec: Record<string, unknown>) =>
+    kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, spec) });
 
   // Records need the AgentEpisode CRD before the controller starts (it checks once); a fresh cluster may not have it yet.
   before(async () => {
@@ -181,6 +222,8 @@ describe('cluster controller: the longest name', { skip, timeout: 60_000 }, () =
     await waitForTask(client, ns, name, (s) => s.phase === 'Succeeded');
     // The record is written right after the status that records the episode: wait for it, then read it as a person would.
     const row = new RegExp(`\\s${name}\\s+1\\s+succeeded`);
-    await waitFor('the AgentEpisode record', async () => row.test(await kubectl(['get', 'ae', '-n', ns, '-l', `episodic.dev/task=${name}`])));
+    await waitFor('the AgentEpisode record', async () =>
+      row.test(await kubectl(['get', 'ae', '-n', ns, '-l', `episodic.dev/task=${name}`])),
+    );
   });
 });

@@ -38,12 +38,15 @@ describe('cluster controller: kill -9 and restart', { skip, timeout: 60_000 }, (
   };
   const podNames = async () => (await listPods(client, ns)).map((p) => p.metadata.name).sort();
 
-  before(async () => {
-    cluster = await clusterWithCrd();
-    ns = await createNamespace('ctl-restart');
-    client = await testClient(cluster);
-    kubelet = new FakeKubelet(client);
-  }, { timeout: 90 * 60_000 });
+  before(
+    async () => {
+      cluster = await clusterWithCrd();
+      ns = await createNamespace('ctl-restart');
+      client = await testClient(cluster);
+      kubelet = new FakeKubelet(client);
+    },
+    { timeout: 90 * 60_000 },
+  );
 
   after(async () => {
     await Promise.all(running.map((p) => p.kill()));
@@ -57,25 +60,48 @@ describe('cluster controller: kill -9 and restart', { skip, timeout: 60_000 }, (
     await kubectl(['apply', '-f', '-'], { input: manifests });
     await waitFor('six episode pods', async () => (await podNames()).length === TASKS.length, 20_000);
     assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
-    const unrecorded = (await Promise.all(TASKS.map((n) => getTask(client, ns, n)))).filter((task) => !task?.status?.currentEpisode).length;
+    const unrecorded = (await Promise.all(TASKS.map((n) => getTask(client, ns, n)))).filter(
+      (task) => !task?.status?.currentEpisode,
+    ).length;
     t.diagnostic(`${unrecorded} of ${TASKS.length} tasks had a pod but no recorded episode at the kill`);
 
     // While no controller runs: two episodes finish, the others start running.
-    for (const name of ['r1', 'r2']) await kubelet.terminate(await kubelet.setRunning(await waitForPod(client, ns, `${name}-ep-1`)), { exitCode: 0, message: SUCCESS });
+    for (const name of ['r1', 'r2'])
+      await kubelet.terminate(await kubelet.setRunning(await waitForPod(client, ns, `${name}-ep-1`)), {
+        exitCode: 0,
+        message: SUCCESS,
+      });
     for (const name of ['r3', 'r4']) await kubelet.setRunning(await waitForPod(client, ns, `${name}-ep-1`));
 
     await start();
-    for (const name of ['r1', 'r2']) await waitForTask(client, ns, name, (s) => s.phase === 'Succeeded' && s.episodes === 1);
+    for (const name of ['r1', 'r2'])
+      await waitForTask(client, ns, name, (s) => s.phase === 'Succeeded' && s.episodes === 1);
     for (const name of ['r3', 'r4', 'r5', 'r6']) {
       // Adopted pods are named in status too.
-      await waitForTask(client, ns, name, (s) => s.phase === 'Running' && s.currentEpisode?.number === 1 && s.episodes === 1 && s.currentEpisode.podName === `${name}-ep-1`);
+      await waitForTask(
+        client,
+        ns,
+        name,
+        (s) =>
+          s.phase === 'Running' &&
+          s.currentEpisode?.number === 1 &&
+          s.episodes === 1 &&
+          s.currentEpisode.podName === `${name}-ep-1`,
+      );
     }
     await new Promise((r) => setTimeout(r, 1_500));
-    assert.deepEqual(await podNames(), TASKS.map((n) => `${n}-ep-1`));
+    assert.deepEqual(
+      await podNames(),
+      TASKS.map((n) => `${n}-ep-1`),
+    );
 
-    for (const name of ['r3', 'r4', 'r5', 'r6']) await kubelet.terminate(await waitForPod(client, ns, `${name}-ep-1`), { exitCode: 0, message: SUCCESS });
+    for (const name of ['r3', 'r4', 'r5', 'r6'])
+      await kubelet.terminate(await waitForPod(client, ns, `${name}-ep-1`), { exitCode: 0, message: SUCCESS });
     for (const name of TASKS) await waitForTask(client, ns, name, (s) => s.phase === 'Succeeded' && s.episodes === 1);
-    assert.deepEqual(await podNames(), TASKS.map((n) => `${n}-ep-1`));
+    assert.deepEqual(
+      await podNames(),
+      TASKS.map((n) => `${n}-ep-1`),
+    );
   });
 
   it('a status naming an episode whose pod was never created (crash between the two writes) → interrupted; the number is not reused', async () => {
@@ -83,13 +109,32 @@ describe('cluster controller: kill -9 and restart', { skip, timeout: 60_000 }, (
     await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, 'gap', fakeClaudeSpec()) });
     // What the controller writes just before creating episode 2's pod, had it died right then.
     const startedAt = new Date().toISOString();
-    const status = { phase: 'Running', reason: 'EpisodeRunning', episodes: 2, currentEpisode: { number: 2, startedAt }, lastEpisode: { number: 1, outcome: 'continue', exitCode: 0 } };
-    await kubectl(['patch', 'at', 'gap', '-n', ns, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
+    const status = {
+      phase: 'Running',
+      reason: 'EpisodeRunning',
+      episodes: 2,
+      currentEpisode: { number: 2, startedAt },
+      lastEpisode: { number: 1, outcome: 'continue', exitCode: 0 },
+    };
+    await kubectl([
+      'patch',
+      'at',
+      'gap',
+      '-n',
+      ns,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status }),
+    ]);
 
     await start();
     const task = await waitForTask(client, ns, 'gap', (s) => s.lastEpisode?.number === 2);
     assert.equal(task.status?.lastEpisode?.outcome, 'interrupted');
     await waitForPod(client, ns, 'gap-ep-3');
-    assert.deepEqual((await listPods(client, ns, 'gap')).map((p) => p.metadata.name), ['gap-ep-3']);
+    assert.deepEqual(
+      (await listPods(client, ns, 'gap')).map((p) => p.metadata.name),
+      ['gap-ep-3'],
+    );
   });
 });

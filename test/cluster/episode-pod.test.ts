@@ -10,17 +10,35 @@ import { observeDeletedPod, observePod } from '../../controller/executors/cluste
 import { clusterSpec, parseEpisodeDefaults } from '../../controller/cluster/episode-defaults.ts';
 import type { KubeObject } from '../../controller/kube/informer.ts';
 
-function task(name = 'demo', spec: Record<string, unknown> = {}): { task: AgentTask; spec: ReturnType<typeof AgentTaskSpecSchema.parse> } {
-  const parsed = AgentTaskSpecSchema.parse({ prompt: 'do {{task}} #{{episode}}/{{maxEpisodes}} after: {{lastEpisode.message}}', agent: { image: 'img:1', command: ['claude', '-p'] }, ...spec });
+function task(
+  name = 'demo',
+  spec: Record<string, unknown> = {},
+): { task: AgentTask; spec: ReturnType<typeof AgentTaskSpecSchema.parse> } {
+  const parsed = AgentTaskSpecSchema.parse({
+    prompt: 'do {{task}} #{{episode}}/{{maxEpisodes}} after: {{lastEpisode.message}}',
+    agent: { image: 'img:1', command: ['claude', '-p'] },
+    ...spec,
+  });
   return {
-    task: { apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', metadata: { name, namespace: 'ns1', uid: 'uid-1' }, spec: parsed },
+    task: {
+      apiVersion: 'episodic.dev/v1alpha1',
+      kind: 'AgentTask',
+      metadata: { name, namespace: 'ns1', uid: 'uid-1' },
+      spec: parsed,
+    },
     spec: parsed,
   };
 }
 
 function pod(overrides: Record<string, any> = {}, status: Record<string, any> = {}): KubeObject {
   return {
-    metadata: { name: 'demo-ep-2', namespace: 'ns1', labels: { 'episodic.dev/task': 'demo', 'episodic.dev/episode': '2' }, creationTimestamp: '2026-01-01T00:00:00Z', ...overrides },
+    metadata: {
+      name: 'demo-ep-2',
+      namespace: 'ns1',
+      labels: { 'episodic.dev/task': 'demo', 'episodic.dev/episode': '2' },
+      creationTimestamp: '2026-01-01T00:00:00Z',
+      ...overrides,
+    },
     spec: { containers: [{ name: 'agent', image: 'img:1' }] },
     status,
   };
@@ -45,9 +63,20 @@ describe('buildEpisodePod', () => {
     const { task: t, spec } = task();
     const p = buildEpisodePod({ task: t, spec, episode: 2, lastEpisodeMessage: 'tests fail' });
     assert.equal(p.metadata.name, 'demo-ep-2');
-    assert.deepEqual(p.metadata.labels, { 'episodic.dev/task': 'demo', 'episodic.dev/episode': '2', 'app.kubernetes.io/managed-by': 'episodic' });
+    assert.deepEqual(p.metadata.labels, {
+      'episodic.dev/task': 'demo',
+      'episodic.dev/episode': '2',
+      'app.kubernetes.io/managed-by': 'episodic',
+    });
     assert.deepEqual(p.metadata.ownerReferences, [
-      { apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', name: 'demo', uid: 'uid-1', controller: true, blockOwnerDeletion: true },
+      {
+        apiVersion: 'episodic.dev/v1alpha1',
+        kind: 'AgentTask',
+        name: 'demo',
+        uid: 'uid-1',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
     ]);
     assert.equal(p.spec.restartPolicy, 'Never');
     assert.equal(p.spec.activeDeadlineSeconds, 3600);
@@ -68,7 +97,13 @@ describe('buildEpisodePod', () => {
   it('is non-root and locked down by default', () => {
     const { task: t, spec } = task();
     const p = buildEpisodePod({ task: t, spec, episode: 1 });
-    assert.deepEqual(p.spec.securityContext, { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } });
+    assert.deepEqual(p.spec.securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      runAsGroup: 65532,
+      fsGroup: 65532,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
     const sc = p.spec.containers[0].securityContext;
     assert.equal(sc.allowPrivilegeEscalation, false);
     assert.equal(sc.readOnlyRootFilesystem, true);
@@ -89,7 +124,10 @@ describe('buildEpisodePod', () => {
       },
     });
     const c = buildEpisodePod({ task: t, spec, episode: 1 }).spec.containers[0];
-    assert.deepEqual(c.env.find((e: any) => e.name === 'ANTHROPIC_API_KEY'), { name: 'ANTHROPIC_API_KEY', valueFrom: { secretKeyRef: { name: 'llm', key: 'key' } } });
+    assert.deepEqual(
+      c.env.find((e: any) => e.name === 'ANTHROPIC_API_KEY'),
+      { name: 'ANTHROPIC_API_KEY', valueFrom: { secretKeyRef: { name: 'llm', key: 'key' } } },
+    );
     assert.deepEqual(c.envFrom, [{ secretRef: { name: 'more' } }]);
     assert.deepEqual(c.resources, { limits: { memory: '1Gi' } });
     assert.equal(c.imagePullPolicy, 'Always');
@@ -97,9 +135,14 @@ describe('buildEpisodePod', () => {
 
   it('mounts a PVC workspace, or clones git into an emptyDir with the secret as env', () => {
     const pvc = task('demo', { workspace: { volumeClaim: 'work' } });
-    assert.deepEqual(buildEpisodePod({ ...pvc, episode: 1 }).spec.volumes[0], { name: 'workspace', persistentVolumeClaim: { claimName: 'work' } });
+    assert.deepEqual(buildEpisodePod({ ...pvc, episode: 1 }).spec.volumes[0], {
+      name: 'workspace',
+      persistentVolumeClaim: { claimName: 'work' },
+    });
 
-    const git = task('demo', { workspace: { git: { url: 'https://example.com/r.git', ref: 'dev', secretRef: { name: 'gh' } } } });
+    const git = task('demo', {
+      workspace: { git: { url: 'https://example.com/r.git', ref: 'dev', secretRef: { name: 'gh' } } },
+    });
     const p = buildEpisodePod({ ...git, episode: 1 });
     assert.deepEqual(p.spec.volumes[0], { name: 'workspace', emptyDir: {} });
     assert.deepEqual(p.spec.containers[0].envFrom, [{ secretRef: { name: 'gh' } }]);
@@ -113,23 +156,36 @@ describe('buildEpisodePod', () => {
   it('leaves promptFile to the runner, with the last episode message for {{lastEpisode.message}}', () => {
     const { task: t, spec } = task('demo', { prompt: undefined, promptFile: 'PROMPT.md' });
     const c = buildEpisodePod({ task: t, spec, episode: 2, lastEpisodeMessage: 'tests fail' }).spec.containers[0];
-    assert.equal(c.env.find((e: any) => e.name === 'EPISODIC_PROMPT'), undefined);
+    assert.equal(
+      c.env.find((e: any) => e.name === 'EPISODIC_PROMPT'),
+      undefined,
+    );
     const config = EpisodeConfigSchema.parse(JSON.parse(c.env[0].value));
     assert.equal(config.promptFile, 'PROMPT.md');
     assert.equal(config.lastEpisodeMessage, 'tests fail');
-    const first = EpisodeConfigSchema.parse(JSON.parse(buildEpisodePod({ task: t, spec, episode: 1 }).spec.containers[0].env[0].value));
+    const first = EpisodeConfigSchema.parse(
+      JSON.parse(buildEpisodePod({ task: t, spec, episode: 1 }).spec.containers[0].env[0].value),
+    );
     assert.equal(first.lastEpisodeMessage, undefined);
     const inline = task();
-    const rendered = JSON.parse(buildEpisodePod({ ...inline, episode: 2, lastEpisodeMessage: 'x' }).spec.containers[0].env[0].value);
+    const rendered = JSON.parse(
+      buildEpisodePod({ ...inline, episode: 2, lastEpisodeMessage: 'x' }).spec.containers[0].env[0].value,
+    );
     assert.equal(rendered.lastEpisodeMessage, undefined, 'an inline prompt is rendered by the controller');
   });
 
   it('requires an image in cluster mode, from the task or the episode defaults', () => {
-    assert.match(clusterSpec({ prompt: 'x', agent: { command: ['a'] } }).specError ?? '', /spec\.agent\.image: required/);
+    assert.match(
+      clusterSpec({ prompt: 'x', agent: { command: ['a'] } }).specError ?? '',
+      /spec\.agent\.image: required/,
+    );
     assert.match(clusterSpec({ prompt: 'x', agent: {} }).specError ?? '', /spec\.agent\.command/);
     assert.ok(clusterSpec({ prompt: 'x', agent: { command: ['a'], image: 'i' } }).spec);
     assert.ok(clusterSpec({ prompt: 'x', agent: { command: ['a'] } }, { image: 'default:1' }).spec);
-    assert.match(clusterSpec({ prompt: 'x', agent: { command: ['a'] } }, { nodeSelector: {} }).specError ?? '', /--episode-defaults/);
+    assert.match(
+      clusterSpec({ prompt: 'x', agent: { command: ['a'] } }, { nodeSelector: {} }).specError ?? '',
+      /--episode-defaults/,
+    );
   });
 });
 
@@ -158,7 +214,12 @@ describe('buildEpisodePod with --episode-defaults', () => {
 
   it('fills in what the task leaves unset: image, pod-level scheduling fields, labels, env', () => {
     const spec = AgentTaskSpecSchema.parse({ prompt: 'p', agent: { command: ['claude'] } });
-    const t: AgentTask = { apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', metadata: { name: 'demo', namespace: 'ns1', uid: 'uid-1' }, spec };
+    const t: AgentTask = {
+      apiVersion: 'episodic.dev/v1alpha1',
+      kind: 'AgentTask',
+      metadata: { name: 'demo', namespace: 'ns1', uid: 'uid-1' },
+      spec,
+    };
     const p = buildEpisodePod({ task: t, spec, episode: 1, defaults });
     const c = p.spec.containers[0];
     assert.equal(c.image, 'agents/claude:2');
@@ -171,10 +232,18 @@ describe('buildEpisodePod with --episode-defaults', () => {
     assert.deepEqual(p.spec.nodeSelector, { 'episodic.dev/agents': 'true' });
     assert.deepEqual(p.spec.tolerations, [{ key: 'agents', operator: 'Exists', effect: 'NoSchedule' }]);
     assert.deepEqual(p.spec.affinity, { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [] } });
-    assert.deepEqual(p.metadata.labels, { team: 'ml', 'episodic.dev/task': 'demo', 'episodic.dev/episode': '1', 'app.kubernetes.io/managed-by': 'episodic' });
+    assert.deepEqual(p.metadata.labels, {
+      team: 'ml',
+      'episodic.dev/task': 'demo',
+      'episodic.dev/episode': '1',
+      'app.kubernetes.io/managed-by': 'episodic',
+    });
     assert.deepEqual(p.metadata.annotations, { 'cost-center': '42' });
     const env = Object.fromEntries(c.env.map((e: any) => [e.name, e]));
-    assert.deepEqual(env.ANTHROPIC_API_KEY, { name: 'ANTHROPIC_API_KEY', valueFrom: { secretKeyRef: { name: 'agent-keys', key: 'anthropic', optional: true } } });
+    assert.deepEqual(env.ANTHROPIC_API_KEY, {
+      name: 'ANTHROPIC_API_KEY',
+      valueFrom: { secretKeyRef: { name: 'agent-keys', key: 'anthropic', optional: true } },
+    });
     assert.equal(env.LOG_LEVEL.value, 'debug');
     assert.equal(env.HOME.value, '/home/episodic');
   });
@@ -219,7 +288,10 @@ describe('buildEpisodePod with --episode-defaults', () => {
     assert.equal(p.spec.serviceAccountName, 'own');
     const keys = c.env.filter((e: any) => e.name === 'ANTHROPIC_API_KEY');
     assert.deepEqual(keys, [{ name: 'ANTHROPIC_API_KEY', valueFrom: { secretKeyRef: { name: 'mine', key: 'k' } } }]);
-    assert.ok(c.env.some((e: any) => e.name === 'LOG_LEVEL'), 'other default variables still apply');
+    assert.ok(
+      c.env.some((e: any) => e.name === 'LOG_LEVEL'),
+      'other default variables still apply',
+    );
 
     const optOut = task('demo', { agent: { image: 'img:1', command: ['claude'], serviceAccountName: '' } });
     const noSa = buildEpisodePod({ ...optOut, episode: 1, defaults });
@@ -238,9 +310,18 @@ describe('buildEpisodePod with --episode-defaults', () => {
   });
 
   it('rejects a bad file naming the file and the field', () => {
-    assert.throws(() => parseEpisodeDefaults('nodeSelectr: { a: b }', '/etc/d.yaml'), /^Error: \/etc\/d\.yaml: .*Unrecognized key: "nodeSelectr"/);
-    assert.throws(() => parseEpisodeDefaults('nodeSelector: { a: 1 }', 'd.yaml'), /d\.yaml: nodeSelector\.a: .*expected string/);
-    assert.throws(() => parseEpisodeDefaults('env: [{ name: K, valueFrom: { secretKeyRef: { name: s } } }]', 'd.yaml'), /d\.yaml: env\[0\]\.valueFrom\.secretKeyRef\.key/);
+    assert.throws(
+      () => parseEpisodeDefaults('nodeSelectr: { a: b }', '/etc/d.yaml'),
+      /^Error: \/etc\/d\.yaml: .*Unrecognized key: "nodeSelectr"/,
+    );
+    assert.throws(
+      () => parseEpisodeDefaults('nodeSelector: { a: 1 }', 'd.yaml'),
+      /d\.yaml: nodeSelector\.a: .*expected string/,
+    );
+    assert.throws(
+      () => parseEpisodeDefaults('env: [{ name: K, valueFrom: { secretKeyRef: { name: s } } }]', 'd.yaml'),
+      /d\.yaml: env\[0\]\.valueFrom\.secretKeyRef\.key/,
+    );
     assert.throws(() => parseEpisodeDefaults('imagePullPolicy: Sometimes', 'd.yaml'), /d\.yaml: imagePullPolicy/);
     assert.throws(() => parseEpisodeDefaults('image: [', 'd.yaml'), /d\.yaml: not valid YAML/);
     assert.deepEqual(parseEpisodeDefaults('', 'd.yaml'), {}, 'an empty file: no defaults');
@@ -258,7 +339,18 @@ describe('observePod', () => {
 
   it('decodes the termination message of a finished pod', () => {
     const message = JSON.stringify({ exitCode: 0, completion: 'promise', costUSD: 0.25 });
-    const o = observePod(pod({}, { phase: 'Succeeded', containerStatuses: [{ name: 'agent', state: { terminated: { exitCode: 0, message, finishedAt: '2026-01-01T00:05:00Z' } } }] }), opts);
+    const o = observePod(
+      pod(
+        {},
+        {
+          phase: 'Succeeded',
+          containerStatuses: [
+            { name: 'agent', state: { terminated: { exitCode: 0, message, finishedAt: '2026-01-01T00:05:00Z' } } },
+          ],
+        },
+      ),
+      opts,
+    );
     assert.equal(o.episode.state, 'finished');
     assert.equal(o.episode.finishedAt, '2026-01-01T00:05:00Z');
     assert.equal(o.episode.result?.completion, 'promise');
@@ -266,31 +358,60 @@ describe('observePod', () => {
   });
 
   it('maps pod-level endings', () => {
-    const terminated = (t: any, extra: any = {}) => observePod(pod({}, { phase: 'Failed', ...extra, containerStatuses: [{ name: 'agent', state: { terminated: t } }] }), opts).episode.result;
+    const terminated = (t: any, extra: any = {}) =>
+      observePod(
+        pod({}, { phase: 'Failed', ...extra, containerStatuses: [{ name: 'agent', state: { terminated: t } }] }),
+        opts,
+      ).episode.result;
     assert.equal(terminated({ exitCode: 137 }, { reason: 'DeadlineExceeded' })?.timedOut, true);
     const oom = terminated({ exitCode: 137, reason: 'OOMKilled' });
     assert.equal(oom?.errorClass, 'none');
     assert.match(oom?.message ?? '', /OOMKilled/);
-    assert.equal(terminated({ exitCode: 3, message: 'not json' })?.exitCode, 3, 'undecodable → failed with the exit code');
+    assert.equal(
+      terminated({ exitCode: 3, message: 'not json' })?.exitCode,
+      3,
+      'undecodable → failed with the exit code',
+    );
     assert.equal(terminated({ exitCode: 3, message: 'not json' })?.agentError, true);
-    const evicted = observePod(pod({}, { phase: 'Failed', reason: 'Evicted', message: 'low memory' }), opts).episode.result;
+    const evicted = observePod(pod({}, { phase: 'Failed', reason: 'Evicted', message: 'low memory' }), opts).episode
+      .result;
     assert.equal(evicted?.errorClass, 'transient');
-    const disrupted = observePod(pod({}, { phase: 'Running', conditions: [{ type: 'DisruptionTarget', status: 'True' }] }), opts).episode.result;
+    const disrupted = observePod(
+      pod({}, { phase: 'Running', conditions: [{ type: 'DisruptionTarget', status: 'True' }] }),
+      opts,
+    ).episode.result;
     assert.equal(disrupted?.errorClass, 'transient');
   });
 
   it('a pod being deleted or gone is reported as gone, with who removed it (reconcile decides what that means)', () => {
     const deleting = pod({ deletionTimestamp: '2026-01-01T00:09:00Z' }, { phase: 'Running' });
-    assert.deepEqual([observePod(deleting, { ...opts, deletedByController: true }).episode.state, observePod(deleting, { ...opts, deletedByController: true }).episode.removedBy], ['gone', 'controller']);
+    assert.deepEqual(
+      [
+        observePod(deleting, { ...opts, deletedByController: true }).episode.state,
+        observePod(deleting, { ...opts, deletedByController: true }).episode.removedBy,
+      ],
+      ['gone', 'controller'],
+    );
     assert.equal(observePod(deleting, opts).episode.removedBy, 'someone-else');
     assert.equal(observeDeletedPod(2, opts).removedBy, 'someone-else');
     assert.equal(observeDeletedPod(2, { ...opts, deletedByController: true }).removedBy, 'controller');
-    const finished = pod({}, { phase: 'Succeeded', containerStatuses: [{ name: 'agent', state: { terminated: { exitCode: 0 } } }] });
+    const finished = pod(
+      {},
+      { phase: 'Succeeded', containerStatuses: [{ name: 'agent', state: { terminated: { exitCode: 0 } } }] },
+    );
     assert.equal(observeDeletedPod(1, opts, finished).state, 'finished', 'a pod seen finished keeps its result');
   });
 
   it('an image that never pulls is fatal after the grace period, with the kubelet message', () => {
-    const waiting = { phase: 'Pending', containerStatuses: [{ name: 'agent', state: { waiting: { reason: 'ImagePullBackOff', message: 'Back-off pulling image "img:1"' } } }] };
+    const waiting = {
+      phase: 'Pending',
+      containerStatuses: [
+        {
+          name: 'agent',
+          state: { waiting: { reason: 'ImagePullBackOff', message: 'Back-off pulling image "img:1"' } },
+        },
+      ],
+    };
     const young = observePod(pod({ creationTimestamp: '2026-01-01T00:09:00Z' }, waiting), opts);
     assert.equal(young.episode.state, 'running');
     assert.equal(young.episode.recheckAfterMs, 60_000);
@@ -301,7 +422,16 @@ describe('observePod', () => {
   });
 
   it('an unschedulable pod keeps the episode waiting', () => {
-    const o = observePod(pod({}, { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/3 nodes' }] }), opts);
+    const o = observePod(
+      pod(
+        {},
+        {
+          phase: 'Pending',
+          conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/3 nodes' }],
+        },
+      ),
+      opts,
+    );
     assert.equal(o.episode.state, 'running');
     assert.match(o.episode.unschedulable ?? '', /0\/3 nodes/);
   });

@@ -12,7 +12,16 @@ import type { KubeObject } from '../../controller/kube/informer.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
 import { ensureCluster, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
-import { FakeKubelet, agentTaskManifest, fakeClaudeSpec, getTask, waitFor, waitForPod, waitForTask, withController } from '../support/kubelet.ts';
+import {
+  type FakeKubelet,
+  agentTaskManifest,
+  fakeClaudeSpec,
+  getTask,
+  waitFor,
+  waitForPod,
+  waitForTask,
+  withController,
+} from '../support/kubelet.ts';
 
 const skip = skipCluster;
 
@@ -20,7 +29,8 @@ describe('cluster controller: episode records', { skip, timeout: 90_000 }, () =>
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;
-  const apply = (name: string, spec: Record<string, unknown> = {}) => kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, fakeClaudeSpec(spec)) });
+  const apply = (name: string, spec: Record<string, unknown> = {}) =>
+    kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, fakeClaudeSpec(spec)) });
   /** The task's records as kubectl lists them, oldest first. */
   const records = async (task: string): Promise<KubeObject[]> => {
     const list = JSON.parse(await kubectl(['get', 'ae', '-n', ns, '-l', `episodic.dev/task=${task}`, '-o', 'json']));
@@ -30,35 +40,73 @@ describe('cluster controller: episode records', { skip, timeout: 90_000 }, () =>
   /** Ends the task's running episode `n` as its pod would (termination message of the runner). */
   const finish = async (task: string, n: number, result: EpisodeResultInput) => {
     const pod = await waitForPod(client, ns, `${task}-ep-${n}`);
-    await kubelet.terminate(await kubelet.setRunning(pod), { exitCode: result.exitCode ?? 0, message: encodeTerminationMessage(episodeResult(result)) });
+    await kubelet.terminate(await kubelet.setRunning(pod), {
+      exitCode: result.exitCode ?? 0,
+      message: encodeTerminationMessage(episodeResult(result)),
+    });
   };
 
   // Before the controller starts (hooks run in order): clusterWithCrd() installs only the AgentTask CRD.
-  before(async () => {
-    await ensureCluster();
-    await kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(repoRoot, EPISODE_CRD_FILE)]);
-    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${EPISODE_CRD_NAME}`]);
-  }, { timeout: 90 * 60_000 });
+  before(
+    async () => {
+      await ensureCluster();
+      await kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(repoRoot, EPISODE_CRD_FILE)]);
+      await kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${EPISODE_CRD_NAME}`]);
+    },
+    { timeout: 90 * 60_000 },
+  );
   withController('ctl-records', {}, (f) => ({ ns, client, kubelet } = f));
 
   it('each finished episode → one AgentEpisode, owned and labeled, with outcome, spend and evidence', async () => {
     await apply('chronicle');
-    const evidence = { workspace: { kind: 'git' as const, changed: true, headBefore: 'a'.repeat(40), headAfter: 'b'.repeat(40), filesChanged: 2, insertions: 9, deletions: 1 }, checklist: { done: 1, total: 4 } };
-    await finish('chronicle', 1, { exitCode: 0, costUSD: 0.25, tokens: { input: 1000, output: 200 }, evidence, message: 'did step 1' });
+    const evidence = {
+      workspace: {
+        kind: 'git' as const,
+        changed: true,
+        headBefore: 'a'.repeat(40),
+        headAfter: 'b'.repeat(40),
+        filesChanged: 2,
+        insertions: 9,
+        deletions: 1,
+      },
+      checklist: { done: 1, total: 4 },
+    };
+    await finish('chronicle', 1, {
+      exitCode: 0,
+      costUSD: 0.25,
+      tokens: { input: 1000, output: 200 },
+      evidence,
+      message: 'did step 1',
+    });
     await finish('chronicle', 2, { exitCode: 0, costUSD: 0.5, completion: 'promise', message: 'all done' });
     const task = await waitForTask(client, ns, 'chronicle', (s) => s.phase === 'Succeeded');
     await waitFor('two records', async () => (await numbers('chronicle')).length === 2);
 
     const [first, second] = (await records('chronicle')) as any[];
     assert.deepEqual([first.metadata.name, second.metadata.name], ['chronicle-ep-1', 'chronicle-ep-2']);
-    assert.deepEqual(first.metadata.labels, { 'episodic.dev/task': 'chronicle', 'episodic.dev/episode': '1', 'app.kubernetes.io/managed-by': 'episodic' });
-    assert.deepEqual(first.metadata.ownerReferences.map((o: any) => [o.kind, o.name, o.uid, o.controller]), [['AgentTask', 'chronicle', task.metadata.uid, true]]);
-    assert.deepEqual([first.record.outcome, first.record.costUSD, first.record.tokens.input, first.record.message], ['continue', 0.25, 1000, 'did step 1']);
+    assert.deepEqual(first.metadata.labels, {
+      'episodic.dev/task': 'chronicle',
+      'episodic.dev/episode': '1',
+      'app.kubernetes.io/managed-by': 'episodic',
+    });
+    assert.deepEqual(
+      first.metadata.ownerReferences.map((o: any) => [o.kind, o.name, o.uid, o.controller]),
+      [['AgentTask', 'chronicle', task.metadata.uid, true]],
+    );
+    assert.deepEqual(
+      [first.record.outcome, first.record.costUSD, first.record.tokens.input, first.record.message],
+      ['continue', 0.25, 1000, 'did step 1'],
+    );
     assert.deepEqual(first.record.evidence.workspace, evidence.workspace);
-    assert.deepEqual([second.record.outcome, second.record.reason, second.record.completion], ['succeeded', 'PromiseDetected', 'promise']);
+    assert.deepEqual(
+      [second.record.outcome, second.record.reason, second.record.completion],
+      ['succeeded', 'PromiseDetected', 'promise'],
+    );
     assert.equal(second.record.finishedAt, task.status?.lastEpisode?.finishedAt);
 
-    const [header, ...rows] = (await kubectl(['get', 'ae', '-n', ns, '-l', 'episodic.dev/task=chronicle'])).trim().split('\n');
+    const [header, ...rows] = (await kubectl(['get', 'ae', '-n', ns, '-l', 'episodic.dev/task=chronicle']))
+      .trim()
+      .split('\n');
     assert.deepEqual(header.split(/\s{2,}/), ['NAME', 'TASK', 'EPISODE', 'OUTCOME', 'COST', 'AGE']);
     assert.deepEqual(rows.map((r) => r.split(/\s+/).slice(0, 5)).sort(), [
       ['chronicle-ep-1', 'chronicle', '1', 'continue', '0.25'],
@@ -76,15 +124,28 @@ describe('cluster controller: episode records', { skip, timeout: 90_000 }, () =>
   it('a record already there (a restart before the status was written) is not duplicated; one of an earlier task with the name is replaced', async () => {
     await apply('again');
     const uid = (await getTask(client, ns, 'again'))!.metadata.uid;
-    const owner = (ownerUid: string) => [{ apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', name: 'again', uid: ownerUid, controller: true }];
+    const owner = (ownerUid: string) => [
+      { apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', name: 'again', uid: ownerUid, controller: true },
+    ];
     const preexisting = (name: string, ownerUid: string, message: string) => ({
       apiVersion: 'episodic.dev/v1alpha1',
       kind: 'AgentEpisode',
-      metadata: { name, namespace: ns, labels: { 'episodic.dev/task': 'again', 'episodic.dev/episode': name.slice(-1) }, ownerReferences: owner(ownerUid) },
+      metadata: {
+        name,
+        namespace: ns,
+        labels: { 'episodic.dev/task': 'again', 'episodic.dev/episode': name.slice(-1) },
+        ownerReferences: owner(ownerUid),
+      },
       record: { task: 'again', number: Number(name.slice(-1)), outcome: 'continue', exitCode: 0, message },
     });
-    await client.create(`/apis/episodic.dev/v1alpha1/namespaces/${ns}/agentepisodes`, preexisting('again-ep-1', uid as string, 'recorded by the controller before'));
-    await client.create(`/apis/episodic.dev/v1alpha1/namespaces/${ns}/agentepisodes`, preexisting('again-ep-2', '00000000-0000-4000-8000-000000000000', 'an earlier task'));
+    await client.create(
+      `/apis/episodic.dev/v1alpha1/namespaces/${ns}/agentepisodes`,
+      preexisting('again-ep-1', uid as string, 'recorded by the controller before'),
+    );
+    await client.create(
+      `/apis/episodic.dev/v1alpha1/namespaces/${ns}/agentepisodes`,
+      preexisting('again-ep-2', '00000000-0000-4000-8000-000000000000', 'an earlier task'),
+    );
     await finish('again', 1, { exitCode: 0, message: 'episode 1 again' });
     await finish('again', 2, { exitCode: 0, completion: 'promise', message: 'episode 2' });
     await waitForTask(client, ns, 'again', (s) => s.phase === 'Succeeded');
@@ -92,7 +153,11 @@ describe('cluster controller: episode records', { skip, timeout: 90_000 }, () =>
       const list = await records('again');
       return (list[1] as any)?.record.message === 'episode 2' ? list : undefined;
     })) as any[];
-    assert.equal(one.record.message, 'recorded by the controller before', 'AlreadyExists with our owner: done, not written twice');
+    assert.equal(
+      one.record.message,
+      'recorded by the controller before',
+      'AlreadyExists with our owner: done, not written twice',
+    );
     assert.deepEqual([two.metadata.ownerReferences[0].uid, two.record.outcome], [uid, 'succeeded']);
   });
 

@@ -31,22 +31,34 @@ describe('cluster controller: leader election', { skip, timeout: 60_000 }, () =>
   const procs: ControllerProcess[] = [];
   const start = async () => {
     const p = await startControllerProcess(cluster, [
-      '--namespace', ns,
-      '--leader-elect', '--leader-election-namespace', ns,
-      '--lease-duration', `${LEASE_SECONDS}s`, '--renew-deadline', '2s', '--retry-period', '1s',
+      '--namespace',
+      ns,
+      '--leader-elect',
+      '--leader-election-namespace',
+      ns,
+      '--lease-duration',
+      `${LEASE_SECONDS}s`,
+      '--renew-deadline',
+      '2s',
+      '--retry-period',
+      '1s',
     ]);
     procs.push(p);
     return p;
   };
   const lease = async () => JSON.parse(await kubectl(['get', 'lease', 'episodic-controller', '-n', ns, '-o', 'json']));
-  const created = (p: ControllerProcess) => p.logs.filter((l) => l.event === 'EpisodeStarted').map((l) => l.pod as string);
+  const created = (p: ControllerProcess) =>
+    p.logs.filter((l) => l.event === 'EpisodeStarted').map((l) => l.pod as string);
 
-  before(async () => {
-    cluster = await clusterWithCrd();
-    ns = await createNamespace('ctl-leader');
-    client = await testClient(cluster);
-    kubelet = new FakeKubelet(client);
-  }, { timeout: 90 * 60_000 });
+  before(
+    async () => {
+      cluster = await clusterWithCrd();
+      ns = await createNamespace('ctl-leader');
+      client = await testClient(cluster);
+      kubelet = new FakeKubelet(client);
+    },
+    { timeout: 90 * 60_000 },
+  );
 
   after(async () => {
     await Promise.all(procs.map((p) => p.kill()));
@@ -55,7 +67,10 @@ describe('cluster controller: leader election', { skip, timeout: 60_000 }, () =>
 
   it('one of two replicas leads and reconciles; the other stands by', async () => {
     const [a, b] = await Promise.all([start(), start()]);
-    const holder = await waitFor('a lease holder', async () => (await lease().catch(() => undefined))?.spec?.holderIdentity);
+    const holder = await waitFor(
+      'a lease holder',
+      async () => (await lease().catch(() => undefined))?.spec?.holderIdentity,
+    );
     assert.ok([a.identity, b.identity].includes(holder));
     await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, 'led', fakeClaudeSpec()) });
     await kubelet.setRunning(await waitForPod(client, ns, 'led-ep-1'));
@@ -73,7 +88,11 @@ describe('cluster controller: leader election', { skip, timeout: 60_000 }, () =>
     const standby = procs.find((p) => p !== leader)!;
     await leader.kill('SIGKILL');
     const killedAt = Date.now();
-    await waitFor('the standby holds the lease', async () => (await lease()).spec.holderIdentity === standby.identity, 15_000);
+    await waitFor(
+      'the standby holds the lease',
+      async () => (await lease()).spec.holderIdentity === standby.identity,
+      15_000,
+    );
     const takeover = Date.now() - killedAt;
     assert.ok(takeover <= (LEASE_SECONDS + 2) * 1000, `took over after ${takeover} ms`);
     const after = await lease();
@@ -81,9 +100,15 @@ describe('cluster controller: leader election', { skip, timeout: 60_000 }, () =>
 
     await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, 'after', fakeClaudeSpec()) });
     await waitForPod(client, ns, 'after-ep-1');
-    await kubelet.terminate(await waitForPod(client, ns, 'led-ep-1'), { exitCode: 0, message: JSON.stringify({ exitCode: 0, completion: 'promise' }) });
+    await kubelet.terminate(await waitForPod(client, ns, 'led-ep-1'), {
+      exitCode: 0,
+      message: JSON.stringify({ exitCode: 0, completion: 'promise' }),
+    });
     await waitForTask(client, ns, 'led', (s) => s.phase === 'Succeeded' && s.episodes === 1);
-    assert.deepEqual((await listPods(client, ns, 'led')).map((p) => p.metadata.name), ['led-ep-1']);
+    assert.deepEqual(
+      (await listPods(client, ns, 'led')).map((p) => p.metadata.name),
+      ['led-ep-1'],
+    );
     assert.deepEqual(created(standby), ['after-ep-1']);
   });
 
@@ -93,7 +118,11 @@ describe('cluster controller: leader election', { skip, timeout: 60_000 }, () =>
     assert.equal((await lease()).spec.holderIdentity, current.identity);
     const stoppedAt = Date.now();
     assert.equal(await current.kill('SIGTERM'), 0);
-    await waitFor('the new replica holds the lease', async () => (await lease()).spec.holderIdentity === next.identity, 10_000);
+    await waitFor(
+      'the new replica holds the lease',
+      async () => (await lease()).spec.holderIdentity === next.identity,
+      10_000,
+    );
     assert.ok(Date.now() - stoppedAt < LEASE_SECONDS * 1000, 'faster than waiting for the lease to expire');
   });
 });

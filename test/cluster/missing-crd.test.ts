@@ -21,7 +21,9 @@ describe('controller started before the AgentTask CRD', { skip: skipCluster }, (
     await kubectl(['delete', 'crd', crdName, '--ignore-not-found', '--wait=false']);
   });
 
-  it('says which CRD is missing and how to install it, once, and starts when it appears', { timeout: 120_000 }, async () => {
+  it('says which CRD is missing and how to install it, once, and starts when it appears', {
+    timeout: 120_000,
+  }, async () => {
     const cluster = await clusterWithCrd();
     const ns = await createNamespace('nocrd');
     const lines: Array<{ level: number; msg: string; err?: unknown }> = [];
@@ -44,7 +46,9 @@ describe('controller started before the AgentTask CRD', { skip: skipCluster }, (
       `CRD ${crdName} is not installed; install it with \`kubectl apply -f crds/\` (or \`episodic crd | kubectl apply -f -\`; \`helm install\` installs it). Waiting for it`,
     );
     assert.equal(said.level, 50, 'an error');
-    await waitFor('a few retries', () => controller!.metrics.watchRestarts.get().then((m) => m.values.reduce((n, v) => n + v.value, 0) >= 3));
+    await waitFor('a few retries', () =>
+      controller!.metrics.watchRestarts.get().then((m) => m.values.reduce((n, v) => n + v.value, 0) >= 3),
+    );
     assert.equal(lines.filter((l) => l.msg.includes('is not installed')).length, 1, 'said once, not per retry');
     assert.ok(!lines.some((l) => JSON.stringify(l).includes('404 page not found')), 'not the bare 404');
     assert.equal(controller.ready(), false, '/readyz is false meanwhile');

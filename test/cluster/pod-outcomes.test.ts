@@ -7,7 +7,7 @@ import type { ClusterController } from '../../controller/cluster/controller.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
 import {
-  FakeKubelet,
+  type FakeKubelet,
   agentTaskManifest,
   fakeClaudeSpec,
   listPods,
@@ -25,7 +25,8 @@ describe('cluster controller: pod-level outcomes', { skip, timeout: 60_000 }, ()
   let client: KubeClient;
   let controller: ClusterController;
   let kubelet: FakeKubelet;
-  const apply = (name: string, spec: Record<string, unknown>) => kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, spec) });
+  const apply = (name: string, spec: Record<string, unknown>) =>
+    kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, spec) });
 
   withController('ctl-outcomes', { imagePullGraceMs: 1_500 }, (f) => ({ ns, client, kubelet, controller } = f));
 
@@ -87,7 +88,10 @@ describe('cluster controller: pod-level outcomes', { skip, timeout: 60_000 }, ()
 
   it('a pod that ends without a decodable result → failed with its exit code', async () => {
     await apply('mute', fakeClaudeSpec(patient));
-    await kubelet.terminate(await kubelet.setRunning(await waitForPod(client, ns, 'mute-ep-1')), { exitCode: 3, message: 'exec format error' });
+    await kubelet.terminate(await kubelet.setRunning(await waitForPod(client, ns, 'mute-ep-1')), {
+      exitCode: 3,
+      message: 'exec format error',
+    });
     const task = await waitForTask(client, ns, 'mute', (s) => s.lastEpisode?.outcome === 'failed');
     assert.equal(task.status?.lastEpisode?.exitCode, 3);
     assert.match(task.status?.lastEpisode?.message, /without a result \(exit code 3/);
@@ -96,7 +100,10 @@ describe('cluster controller: pod-level outcomes', { skip, timeout: 60_000 }, ()
   it('a pod the API server refuses → Failed with its message, no retry loop', async () => {
     await apply('refused', fakeClaudeSpec(patient, { resources: { limits: { memory: 'lots' } } }));
     const task = await waitForTask(client, ns, 'refused', (s) => s.phase === 'Failed');
-    assert.match(task.status?.message, /refused the episode pod: Pod in version "v1" cannot be handled as a Pod: quantities must match/);
+    assert.match(
+      task.status?.message,
+      /refused the episode pod: Pod in version "v1" cannot be handled as a Pod: quantities must match/,
+    );
     assert.equal(task.status?.episodes, 1);
     assert.equal((await listPods(client, ns, 'refused')).length, 0);
   });

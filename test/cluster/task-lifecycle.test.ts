@@ -8,7 +8,7 @@ import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import type { Cluster } from '../support/cluster.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
 import {
-  FakeKubelet,
+  type FakeKubelet,
   agentTaskManifest,
   createNamespace,
   fakeClaudeSpec,
@@ -64,7 +64,9 @@ describe('cluster controller: task lifecycle', { skip, timeout: 60_000 }, () => 
     await apply('doomed', fakeClaudeSpec());
     await kubelet.setRunning(await waitForPod(client, ns, 'doomed-ep-1'));
     await waitForTask(client, ns, 'doomed', (s) => s.phase === 'Running' && true);
-    await waitFor('finalizer', async () => (await getTask(client, ns, 'doomed'))?.metadata.finalizers?.includes('episodic.dev/cleanup'));
+    await waitFor('finalizer', async () =>
+      (await getTask(client, ns, 'doomed'))?.metadata.finalizers?.includes('episodic.dev/cleanup'),
+    );
     await kubectl(['delete', 'at', 'doomed', '-n', ns, '--timeout=20s']);
     assert.equal(await getTask(client, ns, 'doomed'), undefined);
     assert.deepEqual(await listPods(client, ns, 'doomed'), []);
@@ -74,7 +76,12 @@ describe('cluster controller: task lifecycle', { skip, timeout: 60_000 }, () => 
     await apply('pausable', fakeClaudeSpec());
     await kubelet.setRunning(await waitForPod(client, ns, 'pausable-ep-1'));
     await kubectl(['patch', 'at', 'pausable', '-n', ns, '--type=merge', '-p', '{"spec":{"suspend":true}}']);
-    const suspended = await waitForTask(client, ns, 'pausable', (s) => s.phase === 'Suspended' && s.lastEpisode?.outcome === 'cancelled');
+    const suspended = await waitForTask(
+      client,
+      ns,
+      'pausable',
+      (s) => s.phase === 'Suspended' && s.lastEpisode?.outcome === 'cancelled',
+    );
     assert.equal(suspended.status?.consecutiveFailures, 0);
     await waitFor('pod deleted', async () => (await listPods(client, ns, 'pausable')).length === 0);
     await kubectl(['patch', 'at', 'pausable', '-n', ns, '--type=merge', '-p', '{"spec":{"suspend":false}}']);

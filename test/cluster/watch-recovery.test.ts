@@ -84,27 +84,31 @@ describe('cluster controller: watch recovery', { skip, timeout: 60_000 }, () => 
   let client: KubeClient;
   let controller: ClusterController;
   let proxy: ChaosProxy;
-  const apply = (name: string) => kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, fakeClaudeSpec()) });
+  const apply = (name: string) =>
+    kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, fakeClaudeSpec()) });
 
-  before(async () => {
-    const cluster = await clusterWithCrd();
-    ns = await createNamespace('ctl-watch');
-    client = await testClient(cluster);
-    const server = new URL(cluster.server);
-    proxy = new ChaosProxy({ host: server.hostname, port: Number(server.port) });
-    await proxy.listen();
-    const text = await readFile(cluster.kubeconfigPath, 'utf8');
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromString(text.replace(cluster.server, `https://127.0.0.1:${proxy.port}`));
-    // Watches end normally every 2-4 s; only a watch silent for 6 s is dead.
-    controller = await startController(cluster, {
-      kubeConfig,
-      namespace: ns,
-      watchTimeoutSeconds: 2,
-      watchdogMs: 6_000,
-      requestTimeoutMs: 5_000,
-    });
-  }, { timeout: 90 * 60_000 });
+  before(
+    async () => {
+      const cluster = await clusterWithCrd();
+      ns = await createNamespace('ctl-watch');
+      client = await testClient(cluster);
+      const server = new URL(cluster.server);
+      proxy = new ChaosProxy({ host: server.hostname, port: Number(server.port) });
+      await proxy.listen();
+      const text = await readFile(cluster.kubeconfigPath, 'utf8');
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromString(text.replace(cluster.server, `https://127.0.0.1:${proxy.port}`));
+      // Watches end normally every 2-4 s; only a watch silent for 6 s is dead.
+      controller = await startController(cluster, {
+        kubeConfig,
+        namespace: ns,
+        watchTimeoutSeconds: 2,
+        watchdogMs: 6_000,
+        requestTimeoutMs: 5_000,
+      });
+    },
+    { timeout: 90 * 60_000 },
+  );
 
   after(async () => {
     await controller?.stop();
@@ -122,14 +126,22 @@ describe('cluster controller: watch recovery', { skip, timeout: 60_000 }, () => 
 
   it('connections reset mid-stream → the watches restart with backoff and events flow again', async () => {
     assert.ok(proxy.reset() >= 2, 'both watches were open');
-    await waitFor('error restarts counted', async () => (await restarts(controller, 'agenttasks', 'error')) >= 1 && (await restarts(controller, 'pods', 'error')) >= 1);
+    await waitFor(
+      'error restarts counted',
+      async () =>
+        (await restarts(controller, 'agenttasks', 'error')) >= 1 && (await restarts(controller, 'pods', 'error')) >= 1,
+    );
     await apply('after-reset');
     await waitForPod(client, ns, 'after-reset-ep-1', 15_000);
   });
 
   it('a watch that goes silent without closing → the watchdog restarts it', async () => {
     proxy.freeze();
-    await waitFor('silent restart counted', async () => (await restarts(controller, 'agenttasks', 'silent')) >= 1, 15_000);
+    await waitFor(
+      'silent restart counted',
+      async () => (await restarts(controller, 'agenttasks', 'silent')) >= 1,
+      15_000,
+    );
     await apply('after-freeze');
     await waitForPod(client, ns, 'after-freeze-ep-1', 15_000);
   });

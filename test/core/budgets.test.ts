@@ -19,7 +19,7 @@ class MemoryBudgets implements BudgetStore {
   set(name: string, spec: Record<string, unknown>): void {
     const key = `default/${name}`;
     this.budgets.set(key, { key, namespace: 'default', name, generation: 1, spec: AgentBudgetSpecSchema.parse(spec) });
-    this.listeners.forEach((l) => l(key));
+    for (const l of this.listeners) l(key);
   }
   list() {
     return this.budgets.values();
@@ -41,14 +41,34 @@ function setup(budgets = new MemoryBudgets()) {
   const executor = new MemoryExecutor(() => clock.now());
   const sink = new MemorySink();
   const metrics = new EpisodicMetrics({ defaultMetrics: false });
-  const controller = new Controller({ source, executor, sink, clock, budgets, metrics, logger: pino({ level: 'silent' }), maxConcurrent: 4, random: () => 0.5 });
+  const controller = new Controller({
+    source,
+    executor,
+    sink,
+    clock,
+    budgets,
+    metrics,
+    logger: pino({ level: 'silent' }),
+    maxConcurrent: 4,
+    random: () => 0.5,
+  });
   const settle = async () => {
     for (let i = 0; i < 20; i++) {
       await controller.idle();
       await new Promise((r) => setImmediate(r));
     }
   };
-  return { clock, source, executor, sink, controller, settle, budgets, metrics, status: (n: string) => sink.statuses.get(`default/${n}`) };
+  return {
+    clock,
+    source,
+    executor,
+    sink,
+    controller,
+    settle,
+    budgets,
+    metrics,
+    status: (n: string) => sink.statuses.get(`default/${n}`),
+  };
 }
 
 test('budget loop: a 1h window holds the task once full and starts it again when the window rolls over', async () => {
@@ -110,7 +130,16 @@ test('budget loop: maxEpisodesPerHour waits (RateLimited), and a ledger read bac
   assert.equal(t.status('a')?.nextEpisodeAt, '2026-11-23T11:00:00.000Z'); // the 10:00 start leaves the hour
 
   // A new loop over the same stores (a restart): the ledger, not memory, says what the window holds.
-  const again = new Controller({ source: t.source, executor: t.executor, sink: t.sink, clock: t.clock, budgets, logger: pino({ level: 'silent' }), maxConcurrent: 4, random: () => 0.5 });
+  const again = new Controller({
+    source: t.source,
+    executor: t.executor,
+    sink: t.sink,
+    clock: t.clock,
+    budgets,
+    logger: pino({ level: 'silent' }),
+    maxConcurrent: 4,
+    random: () => 0.5,
+  });
   t.controller.halt();
   again.start();
   await again.idle();

@@ -76,7 +76,10 @@ test('controller: the reconciler’s requeue-after is kept when it starts an epi
   assert.equal(t.executor.calls.filter((c) => c.op === 'stop').length, 0);
   t.clock.advance(1);
   await t.settle();
-  assert.deepEqual(t.executor.calls.find((c) => c.op === 'stop'), { op: 'stop', key: 'default/a', number: 1, reason: 'timeout' });
+  assert.deepEqual(
+    t.executor.calls.find((c) => c.op === 'stop'),
+    { op: 'stop', key: 'default/a', number: 1, reason: 'timeout' },
+  );
   assert.equal(t.status('a')?.lastEpisode?.outcome, 'timeout', 'the stop reason decides, not the process’s exit');
   assert.equal(t.status('a')?.consecutiveFailures, 1);
 });
@@ -158,7 +161,11 @@ test('controller: a dependency added later wakes its dependent', async () => {
 
 test('controller: the global budget counts every task’s recorded spend', async () => {
   const t = setup({ budgetUSD: 1 });
-  t.sink.statuses.set('default/old', { ...(await import('../../controller/api/agent-task.ts')).emptyStatus(), phase: 'Succeeded', costUSD: 0.7 });
+  t.sink.statuses.set('default/old', {
+    ...(await import('../../controller/api/agent-task.ts')).emptyStatus(),
+    phase: 'Succeeded',
+    costUSD: 0.7,
+  });
   t.source.set(desired('old'));
   t.source.set(desired('a'));
   t.controller.start();
@@ -197,7 +204,10 @@ test('controller: a start that throws is retried with the same episode number, n
   assert.ok(t.clock.pending().length > 0, 'a retry is scheduled');
   t.clock.advance(Math.max(...t.clock.pending().filter((d) => d < 1000)));
   await t.settle();
-  assert.deepEqual(t.executor.calls.map((c) => c.number), [1, 1]);
+  assert.deepEqual(
+    t.executor.calls.map((c) => c.number),
+    [1, 1],
+  );
   assert.equal(t.executor.running.get('default/a')?.number, 1);
   assert.equal(t.status('a')?.episodes, 1);
 });
@@ -205,7 +215,13 @@ test('controller: a start that throws is retried with the same episode number, n
 test('controller: an episode on record that the executor never saw is recorded interrupted and rerun', async () => {
   const t = setup();
   const { emptyStatus } = await import('../../controller/api/agent-task.ts');
-  t.sink.statuses.set('default/a', { ...emptyStatus(), phase: 'Running', episodes: 3, currentEpisode: { number: 3, startedAt: t.clock.now().toISOString() }, observedGeneration: 1 });
+  t.sink.statuses.set('default/a', {
+    ...emptyStatus(),
+    phase: 'Running',
+    episodes: 3,
+    currentEpisode: { number: 3, startedAt: t.clock.now().toISOString() },
+    observedGeneration: 1,
+  });
   t.source.set(desired('a'));
   t.controller.start();
   await t.settle();
@@ -279,12 +295,19 @@ test('controller: a TerminalError is not retried; any other error is, with backo
   t.source.set(desired('a'));
   await t.settle();
   assert.equal(calls, 1);
-  assert.deepEqual(t.clock.pending().filter((d) => d < 1000), [], 'no retry scheduled');
+  assert.deepEqual(
+    t.clock.pending().filter((d) => d < 1000),
+    [],
+    'no retry scheduled',
+  );
   error = new Error('connection reset');
   t.source.set(desired('b'));
   await t.settle();
   assert.equal(calls, 2);
-  assert.ok(t.clock.pending().some((d) => d < 1000), 'a retry with backoff is scheduled');
+  assert.ok(
+    t.clock.pending().some((d) => d < 1000),
+    'a retry with backoff is scheduled',
+  );
 });
 
 test('controller: each finished episode is recorded once, in order, after the status that records it; never a running one', async () => {
@@ -293,23 +316,41 @@ test('controller: each finished episode is recorded once, in order, after the st
   t.controller.start();
   await t.settle();
   assert.equal(t.sink.records.length, 0, 'episode 1 runs: nothing to record yet');
-  t.executor.finish('default/a', { exitCode: 1, costUSD: 0.1, message: 'tests failed', tokens: { input: 7 }, evidence: { errorFingerprint: 'tests failed' } });
+  t.executor.finish('default/a', {
+    exitCode: 1,
+    costUSD: 0.1,
+    message: 'tests failed',
+    tokens: { input: 7 },
+    evidence: { errorFingerprint: 'tests failed' },
+  });
   await t.settle();
   t.clock.advance(Date.parse(t.status('a')!.nextEpisodeAt!) - t.clock.now().getTime());
   await t.settle();
   assert.equal(t.executor.running.get('default/a')?.number, 2);
-  t.executor.finish('default/a', { exitCode: 0, completion: 'promise', costUSD: 0.2, evidence: { workspace: { kind: 'git', changed: true, headAfter: 'c0ffee' } } });
+  t.executor.finish('default/a', {
+    exitCode: 0,
+    completion: 'promise',
+    costUSD: 0.2,
+    evidence: { workspace: { kind: 'git', changed: true, headAfter: 'c0ffee' } },
+  });
   await t.settle();
   assert.equal(t.status('a')?.phase, 'Succeeded');
   await t.settle(); // more passes over the finished task record nothing more
 
-  assert.deepEqual(t.sink.records.map((r) => [r.record.number, r.record.outcome, r.record.reason]), [
-    [1, 'failed', 'Backoff'],
-    [2, 'succeeded', 'PromiseDetected'],
-  ]);
-  for (const { record, status } of t.sink.records) assert.equal(status?.lastEpisode?.number, record.number, 'the status recording the episode was written first');
+  assert.deepEqual(
+    t.sink.records.map((r) => [r.record.number, r.record.outcome, r.record.reason]),
+    [
+      [1, 'failed', 'Backoff'],
+      [2, 'succeeded', 'PromiseDetected'],
+    ],
+  );
+  for (const { record, status } of t.sink.records)
+    assert.equal(status?.lastEpisode?.number, record.number, 'the status recording the episode was written first');
   const [first, second] = t.sink.records.map((r) => r.record);
-  assert.deepEqual([first.exitCode, first.costUSD, first.tokens.input, first.evidence?.errorFingerprint, first.message], [1, 0.1, 7, 'tests failed', 'tests failed']);
+  assert.deepEqual(
+    [first.exitCode, first.costUSD, first.tokens.input, first.evidence?.errorFingerprint, first.message],
+    [1, 0.1, 7, 'tests failed', 'tests failed'],
+  );
   assert.equal(first.startedAt, t.sink.records[0].status?.lastEpisode?.startedAt);
   assert.deepEqual([second.completion, second.evidence?.workspace?.headAfter, second.task], ['promise', 'c0ffee', 'a']);
 });
@@ -318,17 +359,26 @@ test('controller: cancelled and interrupted episodes are recorded too; a deleted
   const t = setup();
   const { emptyStatus } = await import('../../controller/api/agent-task.ts');
   // Episode 3 on record, but nothing runs it: a controller died mid-episode.
-  t.sink.statuses.set('default/a', { ...emptyStatus(), phase: 'Running', episodes: 3, currentEpisode: { number: 3, startedAt: t.clock.now().toISOString() }, observedGeneration: 1 });
+  t.sink.statuses.set('default/a', {
+    ...emptyStatus(),
+    phase: 'Running',
+    episodes: 3,
+    currentEpisode: { number: 3, startedAt: t.clock.now().toISOString() },
+    observedGeneration: 1,
+  });
   t.source.set(desired('a'));
   t.controller.start();
   await t.settle();
   assert.equal(t.executor.running.get('default/a')?.number, 4);
   t.source.delete('default/a');
   await t.settle();
-  assert.deepEqual(t.sink.records.map((r) => [r.record.number, r.record.outcome, r.record.exitCode]), [
-    [3, 'interrupted', null],
-    [4, 'cancelled', null],
-  ]);
+  assert.deepEqual(
+    t.sink.records.map((r) => [r.record.number, r.record.outcome, r.record.exitCode]),
+    [
+      [3, 'interrupted', null],
+      [4, 'cancelled', null],
+    ],
+  );
   assert.deepEqual(t.sink.forgotten, ['default/a']);
   assert.deepEqual(t.source.released, ['default/a']);
 });

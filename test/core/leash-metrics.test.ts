@@ -18,10 +18,25 @@ test('breaker transitions: the state entered and the rule that moved it', () => 
     ['no breaker yet, none now', undefined, emptyStatus(), undefined],
     ['Closed stays Closed', breaker('Closed'), breaker('Closed'), undefined],
     ['Closed → HalfOpen: no progress', breaker('Closed'), breaker('HalfOpen'), { to: 'HalfOpen', rule: 'noProgress' }],
-    ['HalfOpen → Open: no progress', breaker('HalfOpen'), breaker('Open', 'noProgress'), { to: 'Open', rule: 'noProgress' }],
-    ['Closed → Open: the same error', breaker('Closed'), breaker('Open', 'sameError'), { to: 'Open', rule: 'sameError' }],
+    [
+      'HalfOpen → Open: no progress',
+      breaker('HalfOpen'),
+      breaker('Open', 'noProgress'),
+      { to: 'Open', rule: 'noProgress' },
+    ],
+    [
+      'Closed → Open: the same error',
+      breaker('Closed'),
+      breaker('Open', 'sameError'),
+      { to: 'Open', rule: 'sameError' },
+    ],
     ['HalfOpen → Closed: progress', breaker('HalfOpen'), breaker('Closed'), { to: 'Closed', rule: 'progress' }],
-    ['Open → HalfOpen: a spec edit or a resume', breaker('Open', 'noProgress'), breaker('HalfOpen', 'noProgress'), { to: 'HalfOpen', rule: 'reopened' }],
+    [
+      'Open → HalfOpen: a spec edit or a resume',
+      breaker('Open', 'noProgress'),
+      breaker('HalfOpen', 'noProgress'),
+      { to: 'HalfOpen', rule: 'reopened' },
+    ],
     ['Open → gone: reset', breaker('Open', 'sameError'), emptyStatus(), { to: 'Closed', rule: 'reset' }],
   ];
   for (const [name, before, after, want] of cases) assert.deepEqual(breakerTransition(before, after), want, name);

@@ -18,9 +18,19 @@ const settle = () => new Promise<void>((r) => setImmediate(r));
 test('work queue: duplicate adds of a waiting key collapse into one run', async () => {
   const seen: string[] = [];
   const busy = gate();
-  const q = new WorkQueue(async (k) => { seen.push(k); if (k === 'busy') await busy.wait; }, { concurrency: 1 });
+  const q = new WorkQueue(
+    async (k) => {
+      seen.push(k);
+      if (k === 'busy') await busy.wait;
+    },
+    { concurrency: 1 },
+  );
   q.add('busy'); // occupies the only worker, so the adds below wait in the queue
-  q.add('a'); q.add('b'); q.add('a'); q.add('b'); q.add('a');
+  q.add('a');
+  q.add('b');
+  q.add('a');
+  q.add('b');
+  q.add('a');
   assert.equal(q.length, 2);
   busy.open();
   await q.idle();
@@ -32,16 +42,20 @@ test('work queue: a key is never processed concurrently; re-added in flight → 
   let maxRunning = 0;
   const gates = [gate(), gate()];
   let runs = 0;
-  const q = new WorkQueue(async () => {
-    const g = gates[runs++];
-    running++;
-    maxRunning = Math.max(maxRunning, running);
-    await g.wait;
-    running--;
-  }, { concurrency: 4 });
+  const q = new WorkQueue(
+    async () => {
+      const g = gates[runs++];
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await g.wait;
+      running--;
+    },
+    { concurrency: 4 },
+  );
   q.add('k');
   await settle();
-  q.add('k'); q.add('k');
+  q.add('k');
+  q.add('k');
   await settle();
   assert.equal(runs, 1, 'the re-add waits for the run in flight');
   gates[0].open();
@@ -57,12 +71,15 @@ test('work queue: different keys run in parallel up to the concurrency', async (
   let running = 0;
   let maxRunning = 0;
   const all = gate();
-  const q = new WorkQueue(async () => {
-    running++;
-    maxRunning = Math.max(maxRunning, running);
-    await all.wait;
-    running--;
-  }, { concurrency: 3 });
+  const q = new WorkQueue(
+    async () => {
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await all.wait;
+      running--;
+    },
+    { concurrency: 3 },
+  );
   for (let i = 0; i < 10; i++) q.add(`k${i}`);
   await settle();
   assert.equal(running, 3);
@@ -75,9 +92,18 @@ test('work queue: different keys run in parallel up to the concurrency', async (
 test('work queue: addFirst goes ahead of everything queued with add', async () => {
   const seen: string[] = [];
   const busy = gate();
-  const q = new WorkQueue(async (k) => { seen.push(k); if (k === 'busy') await busy.wait; }, { concurrency: 1 });
+  const q = new WorkQueue(
+    async (k) => {
+      seen.push(k);
+      if (k === 'busy') await busy.wait;
+    },
+    { concurrency: 1 },
+  );
   q.add('busy');
-  q.add('a'); q.add('b'); q.addFirst('b'); q.addFirst('c');
+  q.add('a');
+  q.add('b');
+  q.addFirst('b');
+  q.addFirst('c');
   busy.open();
   await q.idle();
   assert.deepEqual(seen, ['busy', 'b', 'c', 'a']);
@@ -87,7 +113,12 @@ test('work queue: addAfter fires when the clock passes it, and the earliest time
   const clock = new ManualClock();
   const seen: number[] = [];
   const start = clock.now().getTime();
-  const q = new WorkQueue(async () => { seen.push(clock.now().getTime() - start); }, { clock });
+  const q = new WorkQueue(
+    async () => {
+      seen.push(clock.now().getTime() - start);
+    },
+    { clock },
+  );
   q.addAfter('x', 200);
   q.addAfter('x', 30);
   q.addAfter('x', 100); // later than the armed 30 ms: ignored
@@ -107,10 +138,13 @@ test('work queue: failures requeue with doubling backoff until forgotten, then s
   const clock = new ManualClock();
   let failuresLeft = 3;
   const errors: unknown[] = [];
-  const q = new WorkQueue(async (k) => {
-    if (failuresLeft-- > 0) throw new Error('boom');
-    q.forget(k);
-  }, { baseRetryMs: 5, clock, onError: (_k, e) => errors.push(e) });
+  const q = new WorkQueue(
+    async (k) => {
+      if (failuresLeft-- > 0) throw new Error('boom');
+      q.forget(k);
+    },
+    { baseRetryMs: 5, clock, onError: (_k, e) => errors.push(e) },
+  );
   q.add('k');
   await q.idle();
   assert.deepEqual(clock.pending(), [5]);
@@ -133,7 +167,12 @@ test('work queue: failures requeue with doubling backoff until forgotten, then s
 test('work queue: stop cancels delayed work', async () => {
   const clock = new ManualClock();
   let runs = 0;
-  const q = new WorkQueue(async () => { runs++; }, { clock });
+  const q = new WorkQueue(
+    async () => {
+      runs++;
+    },
+    { clock },
+  );
   q.addAfter('k', 50);
   q.stop();
   assert.deepEqual(clock.pending(), []);

@@ -12,7 +12,8 @@ import { clusterWithCrd, testClient } from '../support/kubelet.ts';
 describe('bad-spec corpus on the real apiserver', { skip: skipCluster }, () => {
   let client: KubeClient;
   const path = '/apis/episodic.dev/v1alpha1/namespaces/default/agenttasks';
-  const create = (body: unknown) => client.request('POST', path, { body, query: { dryRun: 'All', fieldValidation: 'Strict' } });
+  const create = (body: unknown) =>
+    client.request('POST', path, { body, query: { dryRun: 'All', fieldValidation: 'Strict' } });
 
   before(async () => {
     client = await testClient(await clusterWithCrd());
@@ -29,9 +30,13 @@ describe('bad-spec corpus on the real apiserver', { skip: skipCluster }, () => {
     const accepted: string[] = [];
     const unnamed: string[] = [];
     for (const c of cases) {
-      const err = await create(c.object).then(() => undefined, (e: Error) => e);
+      const err = await create(c.object).then(
+        () => undefined,
+        (e: Error) => e,
+      );
       if (!err) accepted.push(`${c.file} (${c.field})`);
-      else if (!err.message.includes(c.field!.replace(/^metadata\.name$/, 'name'))) unnamed.push(`${c.file} (${c.field}): ${err.message.slice(0, 300)}`);
+      else if (!err.message.includes(c.field!.replace(/^metadata\.name$/, 'name')))
+        unnamed.push(`${c.file} (${c.field}): ${err.message.slice(0, 300)}`);
     }
     assert.deepEqual(accepted, [], 'the apiserver accepted what episodic validate refuses');
     assert.deepEqual(unnamed, [], 'refusals that do not name the field');

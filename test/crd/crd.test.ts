@@ -6,14 +6,27 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { BUDGET_CRD_FILE, BUDGET_CRD_NAME, CRDS, CRD_FILE, CRD_NAME, EPISODE_CRD_FILE, EPISODE_CRD_NAME, agentEpisodeCrd, agentTaskCrd, allCrdsYaml, toStructuralSchema } from '../../controller/api/crd.ts';
+import {
+  BUDGET_CRD_FILE,
+  BUDGET_CRD_NAME,
+  CRDS,
+  CRD_FILE,
+  CRD_NAME,
+  EPISODE_CRD_FILE,
+  EPISODE_CRD_NAME,
+  agentEpisodeCrd,
+  agentTaskCrd,
+  allCrdsYaml,
+  toStructuralSchema,
+} from '../../controller/api/crd.ts';
 import { API_VERSION, AgentTaskSpecSchema, KIND, MetadataSchema } from '../../controller/api/agent-task.ts';
 import { ensureCluster, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
 
 type Node = Record<string, unknown>;
 
 function openApiSchema(crd: object = agentTaskCrd()): Node {
-  return (crd as { spec: { versions: { schema: { openAPIV3Schema: Node } }[] } }).spec.versions[0].schema.openAPIV3Schema;
+  return (crd as { spec: { versions: { schema: { openAPIV3Schema: Node } }[] } }).spec.versions[0].schema
+    .openAPIV3Schema;
 }
 
 /** Every violation of the apiserver's structural-schema rules, as "path: problem". */
@@ -40,7 +53,10 @@ function structuralViolations(node: Node, at = '$'): string[] {
 
 describe('CRD generation', () => {
   it('the checked-in manifests equal the generated ones', async () => {
-    assert.deepEqual(CRDS.map((c) => c.file), [CRD_FILE, EPISODE_CRD_FILE, BUDGET_CRD_FILE]);
+    assert.deepEqual(
+      CRDS.map((c) => c.file),
+      [CRD_FILE, EPISODE_CRD_FILE, BUDGET_CRD_FILE],
+    );
     for (const crd of CRDS) {
       const checkedIn = await readFile(path.join(repoRoot, crd.file), 'utf8');
       assert.ok(checkedIn === crd.yaml(), `${crd.file} is stale: regenerate it with \`node scripts/gen-crds.ts\``);
@@ -48,9 +64,14 @@ describe('CRD generation', () => {
   });
 
   it('`episodic crd` prints them all, one YAML document each', () => {
-    const printed = execFileSync(process.execPath, [path.join(repoRoot, 'controller/cli/main.ts'), 'crd'], { encoding: 'utf8' });
+    const printed = execFileSync(process.execPath, [path.join(repoRoot, 'controller/cli/main.ts'), 'crd'], {
+      encoding: 'utf8',
+    });
     assert.equal(printed, allCrdsYaml());
-    assert.deepEqual(printed.split(/^---$/m).map((doc) => /^  name: (\S+)$/m.exec(doc)?.[1]), [CRD_NAME, EPISODE_CRD_NAME, BUDGET_CRD_NAME]);
+    assert.deepEqual(
+      printed.split(/^---$/m).map((doc) => /^ {2}name: (\S+)$/m.exec(doc)?.[1]),
+      [CRD_NAME, EPISODE_CRD_NAME, BUDGET_CRD_NAME],
+    );
   });
 
   it('is a structural schema', () => {
@@ -62,11 +83,14 @@ describe('CRD generation', () => {
     const root = openApiSchema(agentEpisodeCrd()) as { properties: Record<string, Node>; required: string[] };
     assert.deepEqual(root.required, ['record']);
     const record = root.properties.record;
-    assert.deepEqual(record['x-kubernetes-validations'], [{ rule: 'self == oldSelf', message: 'an episode record is immutable' }]);
+    assert.deepEqual(record['x-kubernetes-validations'], [
+      { rule: 'self == oldSelf', message: 'an episode record is immutable' },
+    ]);
     const unbounded: string[] = [];
     const walk = (node: Node, at: string) => {
       if (node.type === 'string' && node.enum === undefined && node.maxLength === undefined) unbounded.push(at);
-      for (const [k, child] of Object.entries((node.properties ?? {}) as Record<string, Node>)) walk(child, `${at}.${k}`);
+      for (const [k, child] of Object.entries((node.properties ?? {}) as Record<string, Node>))
+        walk(child, `${at}.${k}`);
       if (node.items) walk(node.items as Node, `${at}[]`);
     };
     walk(record, 'record');
@@ -130,8 +154,22 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
       await ensureCluster();
       clusterReady = true;
       // Server-side, like every other test and helm: a client-side apply would own fields helm's apply then conflicts on.
-      await kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(repoRoot, CRD_FILE), '-f', path.join(repoRoot, EPISODE_CRD_FILE)]);
-      await kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${CRD_NAME}`, `crd/${EPISODE_CRD_NAME}`]);
+      await kubectl([
+        'apply',
+        '--server-side',
+        '--force-conflicts',
+        '-f',
+        path.join(repoRoot, CRD_FILE),
+        '-f',
+        path.join(repoRoot, EPISODE_CRD_FILE),
+      ]);
+      await kubectl([
+        'wait',
+        '--for=condition=Established',
+        '--timeout=60s',
+        `crd/${CRD_NAME}`,
+        `crd/${EPISODE_CRD_NAME}`,
+      ]);
       await kubectl(['create', 'namespace', ns]);
     },
     { timeout: 90 * 60_000 },
@@ -173,7 +211,10 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
 
   it('rejects both prompt and promptFile with the CEL message', async () => {
     const both = { ...validSpec(), promptFile: 'PROMPT.md' };
-    assert.match(await rejection(task('both-prompts', both)), /spec: Invalid value.*exactly one of prompt or promptFile/);
+    assert.match(
+      await rejection(task('both-prompts', both)),
+      /spec: Invalid value.*exactly one of prompt or promptFile/,
+    );
     const neither = validSpec();
     delete neither.prompt;
     assert.match(await rejection(task('no-prompt', neither)), /exactly one of prompt or promptFile is required/);
@@ -190,15 +231,24 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
 
   it('rejects an unknown field, naming it: a typo never silently lifts a cap (strict field validation)', async () => {
     const spec = { ...validSpec(), limits: { maxEpisode: 3 } };
-    assert.match(await rejection(task('typo', spec)), /strict decoding error: unknown field "spec\.limits\.maxEpisode"/);
+    assert.match(
+      await rejection(task('typo', spec)),
+      /strict decoding error: unknown field "spec\.limits\.maxEpisode"/,
+    );
   });
 
   it('rejects a name no pod label could carry (64 characters, dots), as validate does; accepts 63', async () => {
     const long = `t${'x'.repeat(63)}`;
-    assert.match(await rejection(task(long, validSpec())), /metadata\.name must be a lowercase RFC 1123 label of at most 63 characters/);
+    assert.match(
+      await rejection(task(long, validSpec())),
+      /metadata\.name must be a lowercase RFC 1123 label of at most 63 characters/,
+    );
     assert.match(await rejection(task('has.dots', validSpec())), /metadata\.name must be a lowercase RFC 1123 label/);
     await apply(task(long.slice(0, 63), validSpec()));
-    assert.equal(JSON.parse(await kubectl(['get', 'at', long.slice(0, 63), '-n', ns, '-o', 'json'])).metadata.name.length, 63);
+    assert.equal(
+      JSON.parse(await kubectl(['get', 'at', long.slice(0, 63), '-n', ns, '-o', 'json'])).metadata.name.length,
+      63,
+    );
     // The same names locally: one rule in both places.
     assert.throws(() => MetadataSchema.parse({ name: long }));
     assert.throws(() => MetadataSchema.parse({ name: 'has.dots' }));
@@ -216,7 +266,17 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
       nextEpisodeAt: '2030-01-02T03:04:05Z',
       progress: { done: 6, skipped: 1, total: 12, summary: '7/12' },
     };
-    await kubectl(['patch', 'at', 'columns', '-n', ns, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
+    await kubectl([
+      'patch',
+      'at',
+      'columns',
+      '-n',
+      ns,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status }),
+    ]);
 
     const [header, row] = (await kubectl(['get', 'at', 'columns', '-n', ns])).trim().split('\n');
     assert.deepEqual(header.split(/\s{2,}/), ['NAME', 'PHASE', 'EPISODES', 'COST', 'REASON', 'PROGRESS', 'AGE']);
@@ -224,18 +284,41 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
 
     const [wideHeader, wideRow] = (await kubectl(['get', 'at', 'columns', '-n', ns, '-o', 'wide'])).trim().split('\n');
     assert.deepEqual(wideHeader.split(/\s{2,}/), [
-      'NAME', 'PHASE', 'EPISODES', 'COST', 'REASON', 'PROGRESS', 'AGE', 'LAST OUTCOME', 'NEXT EPISODE',
+      'NAME',
+      'PHASE',
+      'EPISODES',
+      'COST',
+      'REASON',
+      'PROGRESS',
+      'AGE',
+      'LAST OUTCOME',
+      'NEXT EPISODE',
     ]);
     assert.deepEqual(wideRow.split(/\s+/).slice(-2), ['continue', '2030-01-02T03:04:05Z']);
 
     // The category lists it too (`kubectl get episodic`), by kind once AgentBudgets are in it as well.
-    assert.match(await kubectl(['get', 'episodic', '-n', ns]), /^(agenttask\.episodic\.dev\/)?columns\s+Waiting\s+3\b/m);
+    assert.match(
+      await kubectl(['get', 'episodic', '-n', ns]),
+      /^(agenttask\.episodic\.dev\/)?columns\s+Waiting\s+3\b/m,
+    );
   });
 
   it('stores a null exit code in status and applies status defaults', async () => {
     await apply(task('nullable', validSpec()));
-    const patch = [{ op: 'add', path: '/status', value: { lastEpisode: { number: 1, outcome: 'failed', exitCode: null } } }];
-    await kubectl(['patch', 'at', 'nullable', '-n', ns, '--subresource=status', '--type=json', '-p', JSON.stringify(patch)]);
+    const patch = [
+      { op: 'add', path: '/status', value: { lastEpisode: { number: 1, outcome: 'failed', exitCode: null } } },
+    ];
+    await kubectl([
+      'patch',
+      'at',
+      'nullable',
+      '-n',
+      ns,
+      '--subresource=status',
+      '--type=json',
+      '-p',
+      JSON.stringify(patch),
+    ]);
     const stored = JSON.parse(await kubectl(['get', 'at', 'nullable', '-n', ns, '-o', 'json']));
     assert.equal(stored.status.lastEpisode.exitCode, null);
     assert.equal(stored.status.episodes, 0);
@@ -245,19 +328,33 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
   it('AgentEpisode: Established as `ae`, printer columns, and a record that cannot be changed', async () => {
     const crd = JSON.parse(await kubectl(['get', 'crd', EPISODE_CRD_NAME, '-o', 'json']));
     assert.deepEqual(crd.status.acceptedNames.shortNames, ['ae']);
-    assert.equal(crd.status.conditions.find((c: Node) => c.type === 'NonStructuralSchema'), undefined);
+    assert.equal(
+      crd.status.conditions.find((c: Node) => c.type === 'NonStructuralSchema'),
+      undefined,
+    );
     const episode = {
       apiVersion: API_VERSION,
       kind: 'AgentEpisode',
       metadata: { name: 'fix-ep-3', labels: { 'episodic.dev/task': 'fix' } },
-      record: { task: 'fix', number: 3, outcome: 'failed', reason: 'Backoff', exitCode: null, costUSD: 0.42, evidence: { workspace: { kind: 'git', changed: true, headAfter: 'abc000', commit: 'abc123' } } },
+      record: {
+        task: 'fix',
+        number: 3,
+        outcome: 'failed',
+        reason: 'Backoff',
+        exitCode: null,
+        costUSD: 0.42,
+        evidence: { workspace: { kind: 'git', changed: true, headAfter: 'abc000', commit: 'abc123' } },
+      },
     };
     // create, not apply: client-side apply drops the null exit code.
     await kubectl(['create', '-n', ns, '-f', '-'], { input: JSON.stringify(episode) });
     const [header, row] = (await kubectl(['get', 'ae', '-n', ns, '-l', 'episodic.dev/task=fix'])).trim().split('\n');
     assert.deepEqual(header.split(/\s{2,}/), ['NAME', 'TASK', 'EPISODE', 'OUTCOME', 'COST', 'AGE']);
     assert.deepEqual(row.split(/\s+/).slice(0, 5), ['fix-ep-3', 'fix', '3', 'failed', '0.42']);
-    assert.match(await kubectl(['get', 'ae', 'fix-ep-3', '-n', ns, '-o', 'wide']), /EXIT\s+REASON\s+COMMIT[\s\S]*Backoff\s+abc123/);
+    assert.match(
+      await kubectl(['get', 'ae', 'fix-ep-3', '-n', ns, '-o', 'wide']),
+      /EXIT\s+REASON\s+COMMIT[\s\S]*Backoff\s+abc123/,
+    );
     const stored = JSON.parse(await kubectl(['get', 'ae', 'fix-ep-3', '-n', ns, '-o', 'json']));
     assert.equal(stored.record.exitCode, null);
     assert.deepEqual(stored.record.tokens, { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, 'schema defaults');

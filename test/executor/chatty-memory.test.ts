@@ -25,9 +25,14 @@ test(`a ${CHATTY_MB} MB chatty agent keeps controller RSS bounded`, { timeout: 1
     peak = Math.max(peak, process.memoryUsage().rss);
   }, 20);
   try {
-    const result = await (await startProcessEpisode(
-      request(box, { timeoutMs: 170_000, env: { FAKE_AGENT_MODE: 'chatty', FAKE_AGENT_CHATTY_MB: String(CHATTY_MB) } }),
-    )).result;
+    const result = await (
+      await startProcessEpisode(
+        request(box, {
+          timeoutMs: 170_000,
+          env: { FAKE_AGENT_MODE: 'chatty', FAKE_AGENT_CHATTY_MB: String(CHATTY_MB) },
+        }),
+      )
+    ).result;
     assert.equal(result.exitCode, 0);
     assert.equal(result.format, 'claude');
     assert.equal(result.errorClass, 'none');

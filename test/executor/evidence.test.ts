@@ -11,7 +11,17 @@ import { tempDir } from '../support/local.ts';
 
 function gitRepo(): string {
   const dir = tempDir('episodic-evidence-');
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e' } });
+  const git = (...args: string[]) =>
+    execFileSync('git', args, {
+      cwd: dir,
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: 't',
+        GIT_AUTHOR_EMAIL: 't@e',
+        GIT_COMMITTER_NAME: 't',
+        GIT_COMMITTER_EMAIL: 't@e',
+      },
+    });
   git('init', '-q');
   writeFileSync(join(dir, 'a.txt'), 'one\n');
   git('add', '.');
@@ -19,7 +29,16 @@ function gitRepo(): string {
   return dir;
 }
 const gitIn = (dir: string, ...args: string[]) =>
-  execFileSync('git', args, { cwd: dir, env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e' } });
+  execFileSync('git', args, {
+    cwd: dir,
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@e',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@e',
+    },
+  });
 
 async function across(dir: string, work: () => void) {
   const before = await snapshotWorkspace(dir);
@@ -79,7 +98,17 @@ test('evidence: a directory past the walk cap says its evidence is truncated', a
 });
 
 test('evidence: Markdown checklists with RalphSharp markers, and prd.json stories', () => {
-  const md = ['# Plan', '- [x] one', '- [X] two', '- [ ] three', '* [~] four', '1. [!] five', '- [S] six', 'not - [x] an item', '  - [x] nested'].join('\n');
+  const md = [
+    '# Plan',
+    '- [x] one',
+    '- [X] two',
+    '- [ ] three',
+    '* [~] four',
+    '1. [!] five',
+    '- [S] six',
+    'not - [x] an item',
+    '  - [x] nested',
+  ].join('\n');
   assert.deepEqual(countChecklist(md, 'PLAN.md'), { done: 3, total: 7, inProgress: 1, failed: 1, skipped: 1 });
   const prd = JSON.stringify({ userStories: [{ id: 1, passes: true }, { id: 2, passes: false }, { id: 3 }] });
   assert.deepEqual(countChecklist(prd, 'prd.json'), { done: 1, total: 3, inProgress: 0, failed: 0, skipped: 0 });
@@ -87,8 +116,12 @@ test('evidence: Markdown checklists with RalphSharp markers, and prd.json storie
 });
 
 test('evidence: error fingerprints ignore numbers, paths, ids and times', () => {
-  const a = errorFingerprint('Error: ENOENT: no such file /tmp/ws-123/src/a.ts at 2026-11-23T10:00:00Z (request 7f3a9c1e-1111-4222-8333-444455556666), line 42');
-  const b = errorFingerprint('Error: ENOENT: no such file /tmp/ws-987/src/b.ts at 2026-11-24T11:30:00Z (request 00000000-1111-4222-8333-444455556666), line 7');
+  const a = errorFingerprint(
+    'Error: ENOENT: no such file /tmp/ws-123/src/a.ts at 2026-11-23T10:00:00Z (request 7f3a9c1e-1111-4222-8333-444455556666), line 42',
+  );
+  const b = errorFingerprint(
+    'Error: ENOENT: no such file /tmp/ws-987/src/b.ts at 2026-11-24T11:30:00Z (request 00000000-1111-4222-8333-444455556666), line 7',
+  );
   assert.equal(a, b);
   assert.notEqual(a, errorFingerprint('TypeError: x is not a function'));
   assert.equal(errorFingerprint(''), undefined);

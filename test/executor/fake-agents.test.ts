@@ -19,8 +19,11 @@ afterEach(() => box.cleanup());
 const NOW = new Date('2026-03-02T10:00:00Z');
 
 async function run(overrides: Partial<ProcessEpisodeRequest>): Promise<EpisodeResult> {
-  return (await startProcessEpisode(request(box, { analyzer: { format: 'auto', promise: 'COMPLETE', now: () => NOW }, ...overrides })))
-    .result;
+  return (
+    await startProcessEpisode(
+      request(box, { analyzer: { format: 'auto', promise: 'COMPLETE', now: () => NOW }, ...overrides }),
+    )
+  ).result;
 }
 const claude = (mode: string, env: Record<string, string> = {}) => run({ env: { FAKE_AGENT_MODE: mode, ...env } });
 const codexArgv = [process.execPath, FAKE_CODEX, 'exec', '--json'];
@@ -95,7 +98,9 @@ describe('fake-codex modes', () => {
     assert.deepEqual([r.format, r.completion, r.costUSD], ['codex', 'promise', 0]);
     // codex's input_tokens include the cached ones; the analyzer reports them apart
     assert.deepEqual([r.tokens.input, r.tokens.cacheRead], [24763 - 24448, 24448]);
-    const priced = await codex('success', { analyzer: { format: 'auto', promise: 'COMPLETE', pricing: { inputPerMTok: 1, outputPerMTok: 10 } } });
+    const priced = await codex('success', {
+      analyzer: { format: 'auto', promise: 'COMPLETE', pricing: { inputPerMTok: 1, outputPerMTok: 10 } },
+    });
     assert.ok(priced.costUSD > 0);
   });
 
@@ -113,7 +118,10 @@ describe('fake-codex modes', () => {
 
 describe('scripts', () => {
   test('episodes: the plan is keyed by EPISODIC_EPISODE', async () => {
-    writeFileSync(join(box.ws, '.fake-agent.json'), JSON.stringify({ episodes: { 1: { mode: 'transient' }, 2: { mode: 'success' } } }));
+    writeFileSync(
+      join(box.ws, '.fake-agent.json'),
+      JSON.stringify({ episodes: { 1: { mode: 'transient' }, 2: { mode: 'success' } } }),
+    );
     assert.equal((await run({ episode: 1 })).errorClass, 'transient');
     assert.equal((await run({ episode: 2 })).completion, 'promise');
   });
@@ -126,7 +134,10 @@ describe('scripts', () => {
   });
 
   test('steps run in order and the last one repeats; the env overrides the script', async () => {
-    writeFileSync(join(box.ws, 'plan.json'), JSON.stringify({ steps: [{ mode: 'auth' }, { mode: 'continue', text: 'step two' }] }));
+    writeFileSync(
+      join(box.ws, 'plan.json'),
+      JSON.stringify({ steps: [{ mode: 'auth' }, { mode: 'continue', text: 'step two' }] }),
+    );
     const env = { FAKE_AGENT_SCRIPT: 'plan.json' };
     assert.equal((await run({ env })).errorClass, 'fatal');
     assert.match((await run({ env })).message ?? '', /step two/);

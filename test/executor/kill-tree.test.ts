@@ -32,7 +32,12 @@ function startDetachedSleeper(pidFile: string, marker?: string) {
     cwd: t.box.ws,
     detached: true,
     stdio: 'ignore',
-    env: { ...process.env, FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile, ...(marker ? { [TREE_MARKER_ENV]: marker } : {}) },
+    env: {
+      ...process.env,
+      FAKE_AGENT_MODE: 'sleep',
+      FAKE_AGENT_PID_FILE: pidFile,
+      ...(marker ? { [TREE_MARKER_ENV]: marker } : {}),
+    },
   });
   child.unref();
   return child.pid!;
@@ -62,7 +67,9 @@ describe('episode timeout and cancel', () => {
 
   test('cancel mid-episode kills the tree and reports cancelled', async () => {
     const pidFile = join(t.box.root, 'pids');
-    const running = await startProcessEpisode(request(t.box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }));
+    const running = await startProcessEpisode(
+      request(t.box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }),
+    );
     t.leftovers = await readPidFile(pidFile);
     assert.equal(t.leftovers[0], running.pid);
     running.cancel();
@@ -83,7 +90,9 @@ describe('episode timeout and cancel', () => {
       `fs.writeFileSync(${JSON.stringify(counter)}, '');`,
       'setInterval(() => {}, 1000);',
     ].join('\n');
-    const running = await startProcessEpisode(request(t.box, { argv: [process.execPath, '-e', script], killGraceMs: 3000 }));
+    const running = await startProcessEpisode(
+      request(t.box, { argv: [process.execPath, '-e', script], killGraceMs: 3000 }),
+    );
     t.leftovers = [running.pid!];
     await waitFor('the agent to start', () => existsSync(counter));
     running.cancel();
@@ -172,7 +181,9 @@ describe('killOrphanEpisode', () => {
 
   test('an episode started by startProcessEpisode can be found again from its pid and start time', async () => {
     const pidFile = join(t.box.root, 'pids');
-    const running = await startProcessEpisode(request(t.box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }));
+    const running = await startProcessEpisode(
+      request(t.box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_PID_FILE: pidFile } }),
+    );
     t.leftovers = await readPidFile(pidFile);
     assert.equal(await killOrphanEpisode(running.pid!, running.pidStartTime, { graceMs: 300 }), true);
     assertAllGone(t.leftovers);

@@ -17,31 +17,50 @@ async function recover(log: string, opts: Partial<LogRecoveryOptions> = {}) {
   return recoverEpisodeFromLog(file, { analyzer: { format: 'auto', promise: 'COMPLETE' }, onExitZero: false, ...opts });
 }
 const note = (text: string) => `\n--- episodic: ${text} ---\n`;
-const stderr = (text: string) => text.split('\n').filter(Boolean).map((l) => `[stderr] ${l}\n`).join('');
+const stderr = (text: string) =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => `[stderr] ${l}\n`)
+    .join('');
 
 test('a claude result without an exit note: finished, exit code 0 inferred, the real completion and cost', async () => {
   const r = await recover(fixture('claude-stream-success.jsonl'));
   assert.equal(r.how, 'result');
-  assert.deepEqual([r.result.interrupted, r.result.exitCode, r.result.completion, r.result.format], [false, 0, 'promise', 'claude']);
+  assert.deepEqual(
+    [r.result.interrupted, r.result.exitCode, r.result.completion, r.result.format],
+    [false, 0, 'promise', 'claude'],
+  );
   assert.ok(r.result.costUSD > 0, `cost ${r.result.costUSD}`);
   assert.ok(r.finishedAt);
 });
 
 test('an error result without an exit note: exit code 1 inferred, classified as the CLI would be (529 → transient)', async () => {
   const r = await recover(fixture('claude-stream-overloaded.jsonl'));
-  assert.deepEqual([r.how, r.result.exitCode, r.result.errorClass, r.result.interrupted], ['result', 1, 'transient', false]);
+  assert.deepEqual(
+    [r.how, r.result.exitCode, r.result.errorClass, r.result.interrupted],
+    ['result', 1, 'transient', false],
+  );
 });
 
 test('codex and gemini final events count as finished', async () => {
-  assert.deepEqual(((r) => [r.how, r.result.format, r.result.completion])(await recover(fixture('codex-exec-success.jsonl'))), ['result', 'codex', 'promise']);
-  assert.deepEqual(((r) => [r.how, r.result.format])(await recover(fixture('gemini-stream.jsonl'))), ['result', 'gemini']);
+  assert.deepEqual(
+    ((r) => [r.how, r.result.format, r.result.completion])(await recover(fixture('codex-exec-success.jsonl'))),
+    ['result', 'codex', 'promise'],
+  );
+  assert.deepEqual(((r) => [r.how, r.result.format])(await recover(fixture('gemini-stream.jsonl'))), [
+    'result',
+    'gemini',
+  ]);
 });
 
 test('text output: finished only with an exit note; stderr lines are read as stderr', async () => {
   assert.deepEqual(((r) => [r.how, r.result.interrupted])(await recover('did some work\n')), ['unfinished', true]);
   const done = await recover(`did some work <promise>COMPLETE</promise>\n${note('agent exited 0')}`);
   assert.deepEqual([done.how, done.result.exitCode, done.result.completion], ['exited', 0, 'promise']);
-  const limited = await recover(`${stderr(fixture('claude-text-usage-limit.txt'))}${note('agent exited 1')}`, { analyzer: { format: 'claude', promise: 'COMPLETE' } });
+  const limited = await recover(`${stderr(fixture('claude-text-usage-limit.txt'))}${note('agent exited 1')}`, {
+    analyzer: { format: 'claude', promise: 'COMPLETE' },
+  });
   assert.deepEqual([limited.result.exitCode, limited.result.errorClass], [1, 'usageLimit']);
   const killed = await recover(`working\n${note('agent killed by SIGKILL')}`);
   assert.deepEqual([killed.result.exitCode, killed.result.signal, killed.result.interrupted], [null, 'SIGKILL', false]);
@@ -53,18 +72,32 @@ test('a completion claim needs its verify verdict in the log; verify output is n
   const pending = await recover(`${claim}${note('verify ["npm","test"]')}running tests\n`, verify);
   assert.deepEqual([pending.how, pending.result.interrupted], ['unfinished', true]);
   assert.ok(pending.result.costUSD > 0, 'the spend is kept');
-  const passed = await recover(`${claim}${note('verify ["npm","test"]')}ok <promise>NOPE</promise>${note('verify passed')}`, verify);
-  assert.deepEqual([passed.result.verifyExitCode, passed.result.completion, passed.result.interrupted], [0, 'promise', false]);
-  const failed = await recover(`${claim}${note('verify ["npm","test"]')}1 failing\n${note('verify exited 1: 1 failing')}`, verify);
+  const passed = await recover(
+    `${claim}${note('verify ["npm","test"]')}ok <promise>NOPE</promise>${note('verify passed')}`,
+    verify,
+  );
+  assert.deepEqual(
+    [passed.result.verifyExitCode, passed.result.completion, passed.result.interrupted],
+    [0, 'promise', false],
+  );
+  const failed = await recover(
+    `${claim}${note('verify ["npm","test"]')}1 failing\n${note('verify exited 1: 1 failing')}`,
+    verify,
+  );
   assert.equal(failed.result.verifyExitCode, 1);
 });
 
 test('timeout and cancel notes; a missing log; agent output that imitates a note is read as output', async () => {
-  const timedOut = await recover(`{"type":"system","subtype":"init"}\n${note('agent killed by SIGTERM')}${note('timed out after 30s; process tree killed')}`);
+  const timedOut = await recover(
+    `{"type":"system","subtype":"init"}\n${note('agent killed by SIGTERM')}${note('timed out after 30s; process tree killed')}`,
+  );
   assert.equal(timedOut.result.timedOut, true);
   const cancelled = await recover(`x\n${note('agent killed by SIGTERM')}${note('cancelled; process tree killed')}`);
   assert.equal(cancelled.result.cancelled, true);
-  const missing = await recoverEpisodeFromLog(join(dir, 'nope.log'), { analyzer: { format: 'auto', promise: 'COMPLETE' }, onExitZero: false });
+  const missing = await recoverEpisodeFromLog(join(dir, 'nope.log'), {
+    analyzer: { format: 'auto', promise: 'COMPLETE' },
+    onExitZero: false,
+  });
   assert.deepEqual([missing.how, missing.result.interrupted, missing.result.costUSD], ['no-log', true, 0]);
   const imitation = await recover('--- episodic: something else ---\n--- episodic: not closed\n');
   assert.equal(imitation.how, 'unfinished');

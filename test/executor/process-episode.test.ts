@@ -36,8 +36,9 @@ describe('prompt delivery, argv, env and cwd', () => {
 
   test('promptVia argument: prompt is the last argv element, stdin is empty', async () => {
     const record = join(t.box.root, 'record.jsonl');
-    const result = await (await startProcessEpisode(request(t.box, { prompt, promptVia: 'argument', env: { FAKE_AGENT_RECORD: record } })))
-      .result;
+    const result = await (
+      await startProcessEpisode(request(t.box, { prompt, promptVia: 'argument', env: { FAKE_AGENT_RECORD: record } }))
+    ).result;
     assert.equal(result.exitCode, 0);
     const [run] = readRecords(record);
     assert.deepEqual(run.argv, ['-p', '--output-format', 'stream-json', '--verbose', prompt]);
@@ -46,7 +47,9 @@ describe('prompt delivery, argv, env and cwd', () => {
 
   test('promptVia file: EPISODIC_PROMPT_FILE points next to the log, outside the workspace', async () => {
     const record = join(t.box.root, 'record.jsonl');
-    const result = await (await startProcessEpisode(request(t.box, { prompt, promptVia: 'file', env: { FAKE_AGENT_RECORD: record } }))).result;
+    const result = await (
+      await startProcessEpisode(request(t.box, { prompt, promptVia: 'file', env: { FAKE_AGENT_RECORD: record } }))
+    ).result;
     assert.equal(result.exitCode, 0);
     const [run] = readRecords(record);
     const file = run.env.EPISODIC_PROMPT_FILE;
@@ -91,9 +94,14 @@ describe('result and log', () => {
   test('output reaches the log while the agent runs', async () => {
     const go = join(t.box.root, 'go');
     const script = `console.log('first line'); const fs = require('node:fs'); const wait = () => fs.existsSync(${JSON.stringify(go)}) ? process.exit(0) : setTimeout(wait, 20); wait();`;
-    const running = await startProcessEpisode(request(t.box, { argv: [process.execPath, '-e', script], analyzer: { format: 'text', promise: 'COMPLETE' } }));
+    const running = await startProcessEpisode(
+      request(t.box, { argv: [process.execPath, '-e', script], analyzer: { format: 'text', promise: 'COMPLETE' } }),
+    );
     // The agent exits only after this: a log written after exit would never show the line.
-    await waitFor('the first line in the log', () => existsSync(t.box.logFile) && readFileSync(t.box.logFile, 'utf8').includes('first line\n'));
+    await waitFor(
+      'the first line in the log',
+      () => existsSync(t.box.logFile) && readFileSync(t.box.logFile, 'utf8').includes('first line\n'),
+    );
     writeFileSync(go, '');
     assert.equal((await running.result).exitCode, 0);
   });
@@ -114,8 +122,11 @@ describe('result and log', () => {
         process.stdout.write('{"type":"result","subtype":"success","is_error":false,"result":"<promise>COMPLETE</promise>"}\\n');
         process.stderr.write('no newline at the end');
       })();`;
-    const result = await (await startProcessEpisode(request(t.box, { argv: [process.execPath, '-e', script], analyzer: { format: 'auto', promise: 'COMPLETE' } })))
-      .result;
+    const result = await (
+      await startProcessEpisode(
+        request(t.box, { argv: [process.execPath, '-e', script], analyzer: { format: 'auto', promise: 'COMPLETE' } }),
+      )
+    ).result;
     assert.equal(result.format, 'claude', 'the analyzer read stdout apart from stderr');
     assert.equal(result.completion, 'promise');
     const all = readFileSync(t.box.logFile, 'utf8').split('\n');
@@ -125,9 +136,15 @@ describe('result and log', () => {
     const lines = all.slice(0, -2);
     const stderr = lines.filter((l) => l.startsWith('[stderr] ')).map((l) => l.slice('[stderr] '.length));
     const stdout = lines.filter((l) => !l.startsWith('[stderr] ')).map((l) => JSON.parse(l) as { n?: number });
-    assert.deepEqual(stdout.slice(0, 20).map((o) => o.n), [...Array(20).keys()]);
+    assert.deepEqual(
+      stdout.slice(0, 20).map((o) => o.n),
+      [...Array(20).keys()],
+    );
     assert.equal(stdout.length, 21);
-    assert.deepEqual(stderr, [...[...Array(20).keys()].flatMap((i) => [`warning ${i}`, `half of ${i}`]), 'no newline at the end']);
+    assert.deepEqual(stderr, [
+      ...[...Array(20).keys()].flatMap((i) => [`warning ${i}`, `half of ${i}`]),
+      'no newline at the end',
+    ]);
   });
 
   test('long lines reach the log in full, and a stderr line waits for the end of a long stdout line', async () => {
@@ -139,14 +156,21 @@ describe('result and log', () => {
           process.stderr.write('c'.repeat(100_000));
         }, 50));
       }, 50));`;
-    await (await startProcessEpisode(request(t.box, { argv: [process.execPath, '-e', script], analyzer: { format: 'text', promise: 'COMPLETE' } }))).result;
+    await (
+      await startProcessEpisode(
+        request(t.box, { argv: [process.execPath, '-e', script], analyzer: { format: 'text', promise: 'COMPLETE' } }),
+      )
+    ).result;
     const lines = readFileSync(t.box.logFile, 'utf8').split('\n');
     assert.ok(lines[0] === 'a'.repeat(1_200_000), `the long stdout line is whole and first (${lines[0].length} bytes)`);
     assert.equal(lines[1], '[stderr] warning in the middle');
     const rest = lines.slice(2).filter((l) => !l.startsWith('--- episodic: '));
     assert.equal(rest.join('').match(/b/g)?.length, 100_000);
     assert.equal(rest.join('').match(/c/g)?.length, 100_000);
-    assert.ok(rest.filter((l) => l.includes('c')).every((l) => /^\[stderr\] c+$/.test(l)), 'stderr stays in marked lines');
+    assert.ok(
+      rest.filter((l) => l.includes('c')).every((l) => /^\[stderr\] c+$/.test(l)),
+      'stderr stays in marked lines',
+    );
   });
 
   test('a command that does not exist is a fatal result, not a rejection', async () => {
@@ -164,7 +188,9 @@ describe('result and log', () => {
     const empty = await (await startProcessEpisode(request(t.box, { argv: [] }))).result;
     assert.equal(empty.errorClass, 'fatal');
     writeFileSync(join(t.box.root, 'blocker'), '');
-    const noLog = await (await startProcessEpisode(request(t.box, { logFile: join(t.box.root, 'blocker', 'x', 'e.log') }))).result;
+    const noLog = await (
+      await startProcessEpisode(request(t.box, { logFile: join(t.box.root, 'blocker', 'x', 'e.log') }))
+    ).result;
     assert.equal(noLog.errorClass, 'fatal');
     assert.match(noLog.message ?? '', /cannot prepare episode/);
   });
@@ -173,7 +199,9 @@ describe('result and log', () => {
     const pidFile = join(t.box.root, 'pids');
     const started = Date.now();
     const running = await startProcessEpisode(
-      request(t.box, { env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_SLEEP_SECONDS: '0.5', FAKE_AGENT_PID_FILE: pidFile } }),
+      request(t.box, {
+        env: { FAKE_AGENT_MODE: 'sleep', FAKE_AGENT_SLEEP_SECONDS: '0.5', FAKE_AGENT_PID_FILE: pidFile },
+      }),
     );
     const result = await running.result;
     t.leftovers = await readPidFile(pidFile);
@@ -210,31 +238,40 @@ describe('verify', () => {
   });
 
   test('does not run without a completion claim; runs after exit 0 when onExitZero', async () => {
-    const noClaim = await (await startProcessEpisode(request(t.box, { verify, env: { FAKE_AGENT_MODE: 'continue' } }))).result;
-    assert.equal(noClaim.verifyExitCode, undefined);
-    const exitZero = await (await startProcessEpisode(request(t.box, { verify, onExitZero: true, env: { FAKE_AGENT_MODE: 'continue' } })))
+    const noClaim = await (await startProcessEpisode(request(t.box, { verify, env: { FAKE_AGENT_MODE: 'continue' } })))
       .result;
+    assert.equal(noClaim.verifyExitCode, undefined);
+    const exitZero = await (
+      await startProcessEpisode(request(t.box, { verify, onExitZero: true, env: { FAKE_AGENT_MODE: 'continue' } }))
+    ).result;
     assert.equal(exitZero.completion, undefined);
     assert.equal(exitZero.verifyExitCode, 3);
   });
 
   test('does not run after an agent error, even with onExitZero and exit code 0', async () => {
-    const result = await (await startProcessEpisode(
-      request(t.box, { verify, onExitZero: true, env: { FAKE_AGENT_MODE: 'auth', FAKE_AGENT_EXIT_CODE: '0' } }),
-    )).result;
+    const result = await (
+      await startProcessEpisode(
+        request(t.box, { verify, onExitZero: true, env: { FAKE_AGENT_MODE: 'auth', FAKE_AGENT_EXIT_CODE: '0' } }),
+      )
+    ).result;
     assert.equal(result.agentError, true);
     assert.equal(result.verifyExitCode, undefined);
   });
 
   test('a verify command that does not exist counts as a failed verify', async () => {
-    const result = await (await startProcessEpisode(request(t.box, { verify: ['episodic-no-such-verify-xyz'] }))).result;
+    const result = await (await startProcessEpisode(request(t.box, { verify: ['episodic-no-such-verify-xyz'] })))
+      .result;
     assert.equal(result.verifyExitCode, null);
     assert.match(result.message ?? '', /verify failed: cannot start episodic-no-such-verify-xyz/);
   });
 
   test('cancel while verify runs kills it', async () => {
     const pidFile = join(t.box.root, 'verify.pid');
-    const slowVerify = [process.execPath, '-e', `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(() => {}, 60000)`];
+    const slowVerify = [
+      process.execPath,
+      '-e',
+      `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(() => {}, 60000)`,
+    ];
     const running = await startProcessEpisode(request(t.box, { verify: slowVerify }));
     await waitFor('verify to start', () => existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '');
     const verifyPid = Number(readFileSync(pidFile, 'utf8'));

@@ -20,7 +20,10 @@ test('leaves unknown placeholders and non-placeholders untouched', () => {
 
 test('an absent last message renders as empty; values are not expanded again', () => {
   assert.equal(renderPrompt('[{{lastEpisode.message}}]', { ...vars, lastEpisodeMessage: undefined }), '[]');
-  assert.equal(renderPrompt('{{lastEpisode.message}}', { ...vars, lastEpisodeMessage: 'said {{task}}' }), 'said {{task}}');
+  assert.equal(
+    renderPrompt('{{lastEpisode.message}}', { ...vars, lastEpisodeMessage: 'said {{task}}' }),
+    'said {{task}}',
+  );
 });
 
 test('does not treat inherited object keys as variables', () => {

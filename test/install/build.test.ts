@@ -14,11 +14,13 @@ const NODE = process.execPath;
 
 function checkout(): string {
   const dir = mkdtempSync(join(tmpdir(), 'episodic-build-'));
-  for (const part of ['bin', 'controller', 'scripts', 'package.json', 'package-lock.json']) cpSync(join(REPO, part), join(dir, part), { recursive: true });
+  for (const part of ['bin', 'controller', 'scripts', 'package.json', 'package-lock.json'])
+    cpSync(join(REPO, part), join(dir, part), { recursive: true });
   symlinkSync(join(REPO, 'node_modules'), join(dir, 'node_modules'));
   return dir;
 }
-const build = (dir: string, ...args: string[]) => execFileSync(NODE, [join(dir, 'scripts/build.mjs'), ...args], { cwd: dir, encoding: 'utf8' });
+const build = (dir: string, ...args: string[]) =>
+  execFileSync(NODE, [join(dir, 'scripts/build.mjs'), ...args], { cwd: dir, encoding: 'utf8' });
 const mainStat = (dir: string) => statSync(join(dir, 'dist/cli/main.js'));
 
 test('prepare builds a fresh checkout, then leaves an up-to-date dist/ alone; a changed source rebuilds it', () => {
@@ -30,7 +32,11 @@ test('prepare builds a fresh checkout, then leaves an up-to-date dist/ alone; a 
   appendFileSync(join(dir, 'controller/version.ts'), '\n// changed\n');
   assert.doesNotMatch(build(dir, '--if-stale'), /up to date/);
   assert.notEqual(mainStat(dir).ino, first.ino, 'rebuilt');
-  assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('dist.build-')), [], 'no staging directory left');
+  assert.deepEqual(
+    readdirSync(dir).filter((f) => f.startsWith('dist.build-')),
+    [],
+    'no staging directory left',
+  );
 });
 
 test('episodic starting while dist/ is rebuilt always loads a whole build (old or new)', async () => {
@@ -43,7 +49,10 @@ test('episodic starting while dist/ is rebuilt always loads a whole build (old o
     while (rebuilding) {
       const r = await run(NODE, [join(dir, 'bin/episodic.js'), 'get', dir]).then(
         () => ({ ok: true }),
-        (e: { code?: number; stderr?: string }) => ({ ok: e.code === 1 && !/not built|SyntaxError|Cannot find|does not provide/.test(e.stderr ?? ''), why: e.stderr }),
+        (e: { code?: number; stderr?: string }) => ({
+          ok: e.code === 1 && !/not built|SyntaxError|Cannot find|does not provide/.test(e.stderr ?? ''),
+          why: e.stderr,
+        }),
       );
       starts.push(r);
     }

@@ -10,7 +10,16 @@ import { parse as parseYaml } from 'yaml';
 import { EpisodicMetrics } from '../../controller/metrics/metrics.ts';
 import { CHART_CRDS, SOURCE_CRDS, crdFiles } from '../../scripts/sync-chart-crds.ts';
 import { ensureCluster, kubeconfigPath, kubectl, kubectlPath } from '../support/cluster.ts';
-import { agentTaskManifest, clusterWithCrd, createNamespace, fakeClaudeSpec, startControllerProcess, testClient, waitForPod, waitForTask } from '../support/kubelet.ts';
+import {
+  agentTaskManifest,
+  clusterWithCrd,
+  createNamespace,
+  fakeClaudeSpec,
+  startControllerProcess,
+  testClient,
+  waitForPod,
+  waitForTask,
+} from '../support/kubelet.ts';
 import {
   CHART_DIR,
   NAMESPACE,
@@ -48,7 +57,12 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
   watchNamespace: { watchNamespace: 'team-a' },
   everything: EVERYTHING,
   everythingInOneNamespace: { ...EVERYTHING, watchNamespace: 'team-a' },
-  noRbacNoGuard: { 'rbac.create': false, 'specGuard.enabled': false, 'serviceAccount.create': false, 'serviceAccount.name': 'byo' },
+  noRbacNoGuard: {
+    'rbac.create': false,
+    'specGuard.enabled': false,
+    'serviceAccount.create': false,
+    'serviceAccount.name': 'byo',
+  },
 };
 
 const CONTROLLER_RULES = [
@@ -64,7 +78,10 @@ const CONTROLLER_RULES = [
 
 describe('helm chart', () => {
   it('passes `helm lint --strict` with every value set', async () => {
-    for (const [name, values] of Object.entries({ ...VALUE_SETS, serviceMonitor: { 'metrics.serviceMonitor.enabled': true } })) {
+    for (const [name, values] of Object.entries({
+      ...VALUE_SETS,
+      serviceMonitor: { 'metrics.serviceMonitor.enabled': true },
+    })) {
       const out = await helmCmd(['lint', '--strict', CHART_DIR, ...valueArgs(values)]);
       assert.match(out, /1 chart\(s\) linted, 0 chart\(s\) failed/, `${name}: ${out}`);
       assert.doesNotMatch(out, /\[(WARNING|ERROR)\]/, `${name}: ${out}`);
@@ -127,7 +144,10 @@ describe('helm chart', () => {
     }
   });
 
-  it('episode-pod defaults reach the controller (--episode-defaults) and its episode pods', { skip: skipCluster, timeout: 120_000 }, async () => {
+  it('episode-pod defaults reach the controller (--episode-defaults) and its episode pods', {
+    skip: skipCluster,
+    timeout: 120_000,
+  }, async () => {
     const values = {
       'episodes.image': 'episodic/agent-claude-code:0.1.0',
       'episodes.nodeSelector': { 'episodic.dev/agents': 'true' },
@@ -160,7 +180,10 @@ describe('helm chart', () => {
       assert.deepEqual(pod.spec.tolerations[0], { key: 'agents', operator: 'Exists', effect: 'NoSchedule' });
       assert.deepEqual(c.resources.requests, { cpu: '1', memory: '1Gi' });
       const key = c.env.find((e: any) => e.name === 'ANTHROPIC_API_KEY');
-      assert.deepEqual(key, { name: 'ANTHROPIC_API_KEY', valueFrom: { secretKeyRef: { name: 'agent-keys', key: 'anthropic', optional: true } } });
+      assert.deepEqual(key, {
+        name: 'ANTHROPIC_API_KEY',
+        valueFrom: { secretKeyRef: { name: 'agent-keys', key: 'anthropic', optional: true } },
+      });
       assert.deepEqual(c.securityContext, {
         runAsNonRoot: true,
         runAsUser: 65532,
@@ -169,7 +192,11 @@ describe('helm chart', () => {
         readOnlyRootFilesystem: false,
         capabilities: { drop: ['ALL'] },
       });
-      assert.deepEqual(pod.spec.securityContext.seccompProfile, { type: 'RuntimeDefault' }, 'the hardened pod default stays');
+      assert.deepEqual(
+        pod.spec.securityContext.seccompProfile,
+        { type: 'RuntimeDefault' },
+        'the hardened pod default stays',
+      );
       const task = await waitForTask(client, ns, 'no-image', (st) => st.phase === 'Running');
       assert.equal(task.status?.currentEpisode?.podName, 'no-image-ep-1');
     } finally {
@@ -194,7 +221,12 @@ describe('helm chart', () => {
     assert.equal(lease.metadata.namespace, NAMESPACE);
     assert.deepEqual(lease.rules, [
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['episodic-controller'], verbs: ['get', 'update'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['episodic-controller'],
+        verbs: ['get', 'update'],
+      },
     ]);
     assert.equal(mustFind(two, 'RoleBinding', 'episodic-leader-election').roleRef.name, 'episodic-leader-election');
     assert.ok(controllerContainer(await render({ 'leaderElection.enabled': true })).args.includes('--leader-elect'));
@@ -230,9 +262,15 @@ describe('helm chart', () => {
     const policy = mustFind(objects, 'ValidatingAdmissionPolicy', 'episodic-spec-guard');
     assert.deepEqual(policy.spec.matchConstraints.resourceRules[0].resources, ['agenttasks']);
     assert.deepEqual(policy.spec.matchConstraints.resourceRules[0].operations, ['UPDATE']);
-    assert.equal(policy.spec.matchConditions[0].expression, `request.userInfo.username == "system:serviceaccount:${NAMESPACE}:episodic"`);
+    assert.equal(
+      policy.spec.matchConditions[0].expression,
+      `request.userInfo.username == "system:serviceaccount:${NAMESPACE}:episodic"`,
+    );
     assert.equal(policy.spec.failurePolicy, 'Fail');
-    assert.deepEqual(mustFind(objects, 'ValidatingAdmissionPolicyBinding').spec, { policyName: 'episodic-spec-guard', validationActions: ['Deny'] });
+    assert.deepEqual(mustFind(objects, 'ValidatingAdmissionPolicyBinding').spec, {
+      policyName: 'episodic-spec-guard',
+      validationActions: ['Deny'],
+    });
     assert.equal(find(await render({ 'specGuard.enabled': false }), 'ValidatingAdmissionPolicy'), undefined);
   });
 
@@ -242,7 +280,10 @@ describe('helm chart', () => {
     assert.deepEqual(svc.spec.ports, [{ name: 'metrics', port: 8080, targetPort: 'metrics', protocol: 'TCP' }]);
     assert.deepEqual(svc.spec.selector, mustFind(objects, 'Deployment').spec.selector.matchLabels);
     assert.equal(find(objects, 'ServiceMonitor'), undefined);
-    const sm = mustFind(await render({ 'metrics.serviceMonitor.enabled': true, 'metrics.serviceMonitor.labels': { release: 'prom' } }), 'ServiceMonitor');
+    const sm = mustFind(
+      await render({ 'metrics.serviceMonitor.enabled': true, 'metrics.serviceMonitor.labels': { release: 'prom' } }),
+      'ServiceMonitor',
+    );
     assert.equal(sm.apiVersion, 'monitoring.coreos.com/v1');
     assert.equal(sm.metadata.labels?.release, 'prom');
     assert.equal(sm.spec.endpoints[0].port, 'metrics');
@@ -260,21 +301,30 @@ describe('helm chart', () => {
       nodeSelector: { 'episodic.dev/agents': 'true' },
       tolerations: [{ key: 'agents', operator: 'Exists', effect: 'NoSchedule' }],
       env: [
-        { name: 'ANTHROPIC_API_KEY', valueFrom: { secretKeyRef: { name: 'agent-keys', key: 'anthropic', optional: true } } },
+        {
+          name: 'ANTHROPIC_API_KEY',
+          valueFrom: { secretKeyRef: { name: 'agent-keys', key: 'anthropic', optional: true } },
+        },
         { name: 'OPENAI_API_KEY', valueFrom: { secretKeyRef: { name: 'agent-keys', key: 'openai', optional: false } } },
       ],
     });
     const c = controllerContainer(objects);
     assert.ok(c.args.includes('--episode-defaults=/etc/episodic/episode-defaults.yaml'));
     assert.deepEqual(c.volumeMounts, [{ name: 'episode-defaults', mountPath: '/etc/episodic', readOnly: true }]);
-    assert.match(mustFind(objects, 'Deployment').spec.template.metadata.annotations['checksum/episode-defaults'], /^[a-f0-9]{64}$/);
+    assert.match(
+      mustFind(objects, 'Deployment').spec.template.metadata.annotations['checksum/episode-defaults'],
+      /^[a-f0-9]{64}$/,
+    );
     assert.ok(c.args.includes('--pod-retention=3'));
   });
 
   it('values.schema.json rejects typos, inline secrets and bad values', async () => {
     const bad: Array<[Record<string, unknown>, RegExp]> = [
       [{ replicaCont: 2 }, /additional properties 'replicaCont'/],
-      [{ 'episodes.apiKeys': [{ env: 'ANTHROPIC_API_KEY', value: 'sk-ant-123' }] }, /additional properties 'value'|missing properties/],
+      [
+        { 'episodes.apiKeys': [{ env: 'ANTHROPIC_API_KEY', value: 'sk-ant-123' }] },
+        /additional properties 'value'|missing properties/,
+      ],
       [{ 'controller.logLevel': 'loud' }, /logLevel/],
       [{ watchNamespace: 'Team_A' }, /watchNamespace/],
       [{ 'leaderElection.leaseDuration': 'forever' }, /leaseDuration/],
@@ -291,8 +341,20 @@ describe('helm chart', () => {
     assert.match(out, /kubectl -n default get at -w/);
     assert.match(out, /secretKeyRef/);
     // Tasks first, while the controller can still remove its finalizer; the CRDs last (the other order hangs).
-    assert.match(out, /kubectl delete agenttasks --all -A\n\s+helm uninstall episodic -n episodic-system\n\s+kubectl delete crd agenttasks\.episodic\.dev agentepisodes\.episodic\.dev agentbudgets\.episodic\.dev/);
-    const scoped = await helmCmd(['install', 'episodic', CHART_DIR, '--namespace', NAMESPACE, '--dry-run=client', '--set', 'watchNamespace=team-a']);
+    assert.match(
+      out,
+      /kubectl delete agenttasks --all -A\n\s+helm uninstall episodic -n episodic-system\n\s+kubectl delete crd agenttasks\.episodic\.dev agentepisodes\.episodic\.dev agentbudgets\.episodic\.dev/,
+    );
+    const scoped = await helmCmd([
+      'install',
+      'episodic',
+      CHART_DIR,
+      '--namespace',
+      NAMESPACE,
+      '--dry-run=client',
+      '--set',
+      'watchNamespace=team-a',
+    ]);
     assert.match(scoped, /kubectl -n team-a get at -w/);
   });
 });
@@ -342,7 +404,11 @@ describe('grafana dashboard', () => {
       ['budget remaining', /max by \(namespace, name\) \(episodic_budget_remaining_usd\{/],
       ['tasks held by budgets', /max by \(namespace, name\) \(episodic_budget_tasks_held\{/],
     ];
-    for (const [what, re] of wanted) assert.ok(exprs.some((e) => re.test(e)), `no panel for ${what}`);
+    for (const [what, re] of wanted)
+      assert.ok(
+        exprs.some((e) => re.test(e)),
+        `no panel for ${what}`,
+      );
   });
 
   it('only queries metrics the controller exports, with their real labels', async () => {
@@ -401,9 +467,18 @@ describe('helm chart on a real kube-apiserver (kubectl apply --dry-run=server)',
     // CRDs for real (dry-run cannot create the types the rest refers to); namespaces too, since a dry-run
     // into a missing namespace fails. Neither is ever deleted: namespaces cannot be, here (no GC).
     await kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(CHART_DIR, 'crds')]);
-    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/agenttasks.episodic.dev', 'crd/agentepisodes.episodic.dev', 'crd/agentbudgets.episodic.dev']);
+    await kubectl([
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/agenttasks.episodic.dev',
+      'crd/agentepisodes.episodic.dev',
+      'crd/agentbudgets.episodic.dev',
+    ]);
     for (const ns of [NAMESPACE, 'team-a']) {
-      await kubectl(['create', 'namespace', ns, '--dry-run=client', '-o', 'yaml']).then((y) => kubectl(['apply', '-f', '-'], { input: y }));
+      await kubectl(['create', 'namespace', ns, '--dry-run=client', '-o', 'yaml']).then((y) =>
+        kubectl(['apply', '-f', '-'], { input: y }),
+      );
     }
   });
 
@@ -413,7 +488,14 @@ describe('helm chart on a real kube-apiserver (kubectl apply --dry-run=server)',
       const objects: K8sObject[] = (await render(values)).filter((o) => o.kind !== 'ServiceMonitor');
       const out = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: yaml });
       for (const o of objects) {
-        assert.match(out, new RegExp(`${o.kind.toLowerCase()}[^ ]*/${o.metadata.name} (created|configured|unchanged) \\(server dry run\\)`, 'i'), `${o.kind}/${o.metadata.name}: ${out}`);
+        assert.match(
+          out,
+          new RegExp(
+            `${o.kind.toLowerCase()}[^ ]*/${o.metadata.name} (created|configured|unchanged) \\(server dry run\\)`,
+            'i',
+          ),
+          `${o.kind}/${o.metadata.name}: ${out}`,
+        );
       }
     });
   }
@@ -424,11 +506,22 @@ describe('helm chart on a real kube-apiserver (kubectl apply --dry-run=server)',
       input: JSON.stringify({
         apiVersion: 'v1',
         kind: 'Namespace',
-        metadata: { name: ns, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' } },
+        metadata: {
+          name: ns,
+          labels: {
+            'pod-security.kubernetes.io/enforce': 'restricted',
+            'pod-security.kubernetes.io/enforce-version': 'latest',
+          },
+        },
       }),
     });
     const template = mustFind(await render({ replicaCount: 2, 'dashboard.enabled': true }), 'Deployment').spec.template;
-    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'episodic-psa-check', namespace: ns, labels: template.metadata.labels }, spec: { ...template.spec, serviceAccountName: undefined } };
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'episodic-psa-check', namespace: ns, labels: template.metadata.labels },
+      spec: { ...template.spec, serviceAccountName: undefined },
+    };
     // A violation is a hard error here (enforce), and would also print a warning.
     const { stdout, stderr } = await kubectlWithStderr(['apply', '--dry-run=server', '-f', '-'], JSON.stringify(pod));
     assert.match(stdout, /pod\/episodic-psa-check created \(server dry run\)/);
@@ -436,14 +529,29 @@ describe('helm chart on a real kube-apiserver (kubectl apply --dry-run=server)',
     // And the check is real: the same pod running as root is refused.
     const rootPod = structuredClone(pod);
     rootPod.spec.securityContext = { ...rootPod.spec.securityContext, runAsNonRoot: false, runAsUser: 0 };
-    rootPod.spec.containers[0].securityContext = { ...rootPod.spec.containers[0].securityContext, runAsNonRoot: false, runAsUser: 0 };
-    await assert.rejects(kubectl(['apply', '--dry-run=server', '-f', '-'], { input: JSON.stringify(rootPod) }), /violates PodSecurity "restricted/);
+    rootPod.spec.containers[0].securityContext = {
+      ...rootPod.spec.containers[0].securityContext,
+      runAsNonRoot: false,
+      runAsUser: 0,
+    };
+    await assert.rejects(
+      kubectl(['apply', '--dry-run=server', '-f', '-'], { input: JSON.stringify(rootPod) }),
+      /violates PodSecurity "restricted/,
+    );
   });
 
   it('the chart crds/ dir has exactly the CRDs the cluster now serves', async () => {
     const files = await readdir(path.join(CHART_DIR, 'crds'));
-    const names = files.map((f) => f.replace(/\.ya?ml$/, '').split('_').reverse().join('.'));
-    const served = (await kubectl(['get', 'crd', '-o', 'name'])).split('\n').map((l) => l.replace(/^customresourcedefinition\.apiextensions\.k8s\.io\//, ''));
+    const names = files.map((f) =>
+      f
+        .replace(/\.ya?ml$/, '')
+        .split('_')
+        .reverse()
+        .join('.'),
+    );
+    const served = (await kubectl(['get', 'crd', '-o', 'name']))
+      .split('\n')
+      .map((l) => l.replace(/^customresourcedefinition\.apiextensions\.k8s\.io\//, ''));
     for (const n of names) assert.ok(served.includes(n), `${n} not served`);
   });
 });

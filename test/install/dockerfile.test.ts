@@ -165,7 +165,8 @@ async function replay(work: string, nodeDir: string): Promise<Replay> {
   const args: Record<string, string> = {};
   const stages: Stage[] = [];
   let stage: Stage | undefined;
-  const expand = (s: string) => s.replace(/\$\{(\w+)\}|\$(\w+)/g, (_, a, b) => args[a ?? b] ?? stage?.env[a ?? b] ?? '');
+  const expand = (s: string) =>
+    s.replace(/\$\{(\w+)\}|\$(\w+)/g, (_, a, b) => args[a ?? b] ?? stage?.env[a ?? b] ?? '');
   const inRoot = (st: Stage, p: string) => path.join(st.root, path.posix.resolve(st.workdir, p));
 
   for (const ins of dockerfile) {
@@ -180,7 +181,15 @@ async function replay(work: string, nodeDir: string): Promise<Replay> {
         const m = /^(\S+)(?:\s+AS\s+(\S+))?$/i.exec(ins.args);
         assert.ok(m, where);
         const name = m[2] ?? String(stages.length);
-        stage = { name, base: expand(m[1]), root: path.join(work, `stage-${name}`), workdir: '/', env: {}, skipped: [], ran: [] };
+        stage = {
+          name,
+          base: expand(m[1]),
+          root: path.join(work, `stage-${name}`),
+          workdir: '/',
+          env: {},
+          skipped: [],
+          ran: [],
+        };
         await mkdir(stage.root, { recursive: true });
         stages.push(stage);
         break;
@@ -210,10 +219,18 @@ async function replay(work: string, nodeDir: string): Promise<Replay> {
         }
         const dest = words.pop() as string;
         for (const src of words) {
-          const source = from ? path.join(from.root, path.posix.resolve(from.workdir, src)) : path.join(contextDir, src);
+          const source = from
+            ? path.join(from.root, path.posix.resolve(from.workdir, src))
+            : path.join(contextDir, src);
           const info = await stat(source).catch(() => undefined);
-          assert.ok(info, `${where}: ${src} is not in the ${from ? `stage ${from.name}` : 'build context (.dockerignore?)'}`);
-          const target = dest.endsWith('/') && !info.isDirectory() ? path.join(inRoot(stage, dest), path.basename(src)) : inRoot(stage, dest);
+          assert.ok(
+            info,
+            `${where}: ${src} is not in the ${from ? `stage ${from.name}` : 'build context (.dockerignore?)'}`,
+          );
+          const target =
+            dest.endsWith('/') && !info.isDirectory()
+              ? path.join(inRoot(stage, dest), path.basename(src))
+              : inRoot(stage, dest);
           await mkdir(path.dirname(target), { recursive: true });
           await cp(source, target, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
         }
@@ -240,7 +257,10 @@ async function replay(work: string, nodeDir: string): Promise<Replay> {
             stage.ran.push(step);
           } else {
             const ln = /^ln -s (\/\S+) (\/\S+)$/.exec(step);
-            assert.ok(ln, `${where}: "${step}" is neither npm, ln -s nor a known system step; teach this test about it`);
+            assert.ok(
+              ln,
+              `${where}: "${step}" is neither npm, ln -s nor a known system step; teach this test about it`,
+            );
             const link = path.join(stage.root, ln[2]);
             await mkdir(path.dirname(link), { recursive: true });
             // Relative, so the link resolves inside the replayed root like the absolute one does in the image.
@@ -322,7 +342,10 @@ describe('Dockerfile replayed without a Docker engine', { timeout: 300_000 }, ()
   });
 
   it('has a Node 24 build stage and a runtime stage that uses the same base', () => {
-    assert.deepEqual(result.stages.map((s) => s.name), ['build', 'runtime']);
+    assert.deepEqual(
+      result.stages.map((s) => s.name),
+      ['build', 'runtime'],
+    );
     for (const s of result.stages) assert.match(s.base, /^node:24[.-]/);
     assert.deepEqual(result.stages[0].ran, ['npm ci --ignore-scripts --no-audit --no-fund', 'npm run build']);
     assert.ok(result.final.ran.includes('npm ci --omit=dev --ignore-scripts --no-audit --no-fund'));
@@ -341,9 +364,13 @@ describe('Dockerfile replayed without a Docker engine', { timeout: 300_000 }, ()
     assert.deepEqual((await readdir(app)).sort(), ['bin', 'dist', 'node_modules', 'package-lock.json', 'package.json']);
     const files = await tree(app);
     assert.ok(files.includes('dist/cli/main.js'));
-    assert.ok(!files.some((f) => f.startsWith('dist/') && f.endsWith('.ts') && !f.endsWith('.d.ts')), 'no TypeScript sources in dist');
+    assert.ok(
+      !files.some((f) => f.startsWith('dist/') && f.endsWith('.ts') && !f.endsWith('.d.ts')),
+      'no TypeScript sources in dist',
+    );
     const modules = await readdir(path.join(app, 'node_modules'));
-    for (const dev of Object.keys(pkg.devDependencies)) assert.ok(!modules.includes(dev), `devDependency ${dev} is in the image`);
+    for (const dev of Object.keys(pkg.devDependencies))
+      assert.ok(!modules.includes(dev), `devDependency ${dev} is in the image`);
     for (const dep of Object.keys(pkg.dependencies)) {
       const scoped = dep.split('/');
       assert.ok(modules.includes(scoped[0]), `dependency ${dep} is missing`);
@@ -361,11 +388,17 @@ describe('Dockerfile replayed without a Docker engine', { timeout: 300_000 }, ()
       if (info.isDirectory()) assert.ok(info.mode & 0o001, `${rel} is not world-searchable`);
     }
     assert.ok((await stat(path.join(app, 'bin', 'episodic.js'))).mode & 0o001, 'bin/episodic.js is not executable');
-    assert.equal(await readlink(entrypoint).then((l) => path.resolve(path.dirname(entrypoint), l)), path.join(app, 'bin', 'episodic.js'));
+    assert.equal(
+      await readlink(entrypoint).then((l) => path.resolve(path.dirname(entrypoint), l)),
+      path.join(app, 'bin', 'episodic.js'),
+    );
   });
 
   it('`episodic --version` works through the entrypoint', async () => {
-    const { stdout } = await execFileAsync(entrypoint, ['--version'], { env: runtimeEnv, cwd: path.join(result.final.root, 'app') });
+    const { stdout } = await execFileAsync(entrypoint, ['--version'], {
+      env: runtimeEnv,
+      cwd: path.join(result.final.root, 'app'),
+    });
     assert.equal(stdout.trim(), pkg.version);
   });
 
@@ -378,7 +411,14 @@ describe('Dockerfile replayed without a Docker engine', { timeout: 300_000 }, ()
         prompt: 'Say <promise>COMPLETE</promise>.',
         agent: {
           image: 'episodic/agent-claude-code:0.1.0',
-          command: ['node', path.join(repoRoot, 'test', 'agents', 'fake-claude.mjs'), '-p', '--output-format', 'stream-json', '--verbose'],
+          command: [
+            'node',
+            path.join(repoRoot, 'test', 'agents', 'fake-claude.mjs'),
+            '-p',
+            '--output-format',
+            'stream-json',
+            '--verbose',
+          ],
           output: 'claude',
         },
       }),
@@ -400,7 +440,11 @@ describe('Dockerfile replayed without a Docker engine', { timeout: 300_000 }, ()
     const resultFile = path.join(work, 'termination-log');
     // The pod's command, with `episodic` resolved on the image's PATH; only the termination-log path moves.
     const [, sub, ...rest] = container.command as string[];
-    const { stdout } = await execFileAsync(entrypoint, [sub, '--result-file', resultFile, ...rest], { env, cwd: workspace, timeout: 60_000 });
+    const { stdout } = await execFileAsync(entrypoint, [sub, '--result-file', resultFile, ...rest], {
+      env,
+      cwd: workspace,
+      timeout: 60_000,
+    });
     assert.ok(stdout.length > 0, 'the agent output is passed through to the pod log');
     const message = JSON.parse(await readFile(resultFile, 'utf8'));
     const parsed = EpisodeResultSchema.safeParse(message);
@@ -444,5 +488,3 @@ describe('.dockerignore matcher', () => {
     assert.equal(isIgnored(rules, 'README.md'), true);
   });
 });
-
-

@@ -56,7 +56,15 @@ async function tokenKubeconfig(cluster: Cluster, dir: string, sa: string, ns: st
   const config = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'test', cluster: { server: cluster.server || clusterEntry.server, 'certificate-authority-data': clusterEntry['certificate-authority-data'] } }],
+    clusters: [
+      {
+        name: 'test',
+        cluster: {
+          server: cluster.server || clusterEntry.server,
+          'certificate-authority-data': clusterEntry['certificate-authority-data'],
+        },
+      },
+    ],
     users: [{ name: sa, user: { token } }],
     contexts: [{ name: sa, context: { cluster: 'test', user: sa } }],
     'current-context': sa,
@@ -111,7 +119,13 @@ async function assertMatrix(identities: Identity[], checks: Check[]): Promise<vo
 
 /** The verbs the controller uses (controller/cluster/*.ts), in one namespace or all of them. */
 function controllerNeeds(ns: string | undefined): Check[] {
-  const yes = (verb: string, resource: string, subresource?: string): Check => ({ verb, resource, subresource, ns, expect: true });
+  const yes = (verb: string, resource: string, subresource?: string): Check => ({
+    verb,
+    resource,
+    subresource,
+    ns,
+    expect: true,
+  });
   return [
     ...['get', 'list', 'watch', 'patch'].map((v) => yes(v, 'agenttasks.episodic.dev')),
     yes('get', 'agenttasks.episodic.dev', 'status'),
@@ -128,7 +142,13 @@ function controllerNeeds(ns: string | undefined): Check[] {
 
 /** What the controller never does, so its ServiceAccount must not be able to. */
 function controllerMustNot(ns: string | undefined): Check[] {
-  const no = (verb: string, resource: string, subresource?: string, at: string | undefined = ns): Check => ({ verb, resource, subresource, ns: at, expect: false });
+  const no = (verb: string, resource: string, subresource?: string, at: string | undefined = ns): Check => ({
+    verb,
+    resource,
+    subresource,
+    ns: at,
+    expect: false,
+  });
   return [
     // AgentTasks belong to their owner (a person or GitOps): no create/delete, no update of the object.
     no('create', 'agenttasks.episodic.dev'),
@@ -207,12 +227,31 @@ const INSTALLED: Array<[string, string, string?]> = [
 
 /** Removes what an earlier (interrupted) run may have left. Never the CRD or a namespace. */
 async function cleanUp(): Promise<void> {
-  for (const [release, ns] of [[RELEASE, NAMESPACE], [SCOPED_RELEASE, SCOPED_NAMESPACE]]) {
+  for (const [release, ns] of [
+    [RELEASE, NAMESPACE],
+    [SCOPED_RELEASE, SCOPED_NAMESPACE],
+  ]) {
     await helm(['uninstall', release, '-n', ns, '--ignore-not-found']).catch(() => undefined);
   }
   const selector = 'app.kubernetes.io/part-of=episodic,app.kubernetes.io/managed-by=kustomize';
-  await kubectl(['delete', 'deployment,service,serviceaccount', '-n', NAMESPACE, '-l', selector, '--ignore-not-found', '--wait=false']);
-  await kubectl(['delete', 'clusterrole,clusterrolebinding,validatingadmissionpolicy,validatingadmissionpolicybinding', '-l', selector, '--ignore-not-found', '--wait=false']);
+  await kubectl([
+    'delete',
+    'deployment,service,serviceaccount',
+    '-n',
+    NAMESPACE,
+    '-l',
+    selector,
+    '--ignore-not-found',
+    '--wait=false',
+  ]);
+  await kubectl([
+    'delete',
+    'clusterrole,clusterrolebinding,validatingadmissionpolicy,validatingadmissionpolicybinding',
+    '-l',
+    selector,
+    '--ignore-not-found',
+    '--wait=false',
+  ]);
   await kubectl(['delete', 'lease', 'episodic-controller', '-n', NAMESPACE, '--ignore-not-found']);
 }
 
@@ -230,7 +269,13 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
     work = await mkdtemp(path.join(tmpdir(), 'episodic-install-'));
     admin = await testClient(cluster);
     await kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(CHART_DIR, 'crds')]);
-    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/agenttasks.episodic.dev', 'crd/agentepisodes.episodic.dev']);
+    await kubectl([
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/agenttasks.episodic.dev',
+      'crd/agentepisodes.episodic.dev',
+    ]);
     await cleanUp();
     taskNs = `episodic-install-${rand()}`;
     await ensureNamespace(taskNs);
@@ -258,7 +303,16 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
       { label: 'token', args: ['--kubeconfig', saKubeconfig] },
       {
         label: '--as',
-        args: ['--kubeconfig', kubeconfigPath, '--as', SA_USER, '--as-group', 'system:serviceaccounts', '--as-group', `system:serviceaccounts:${NAMESPACE}`],
+        args: [
+          '--kubeconfig',
+          kubeconfigPath,
+          '--as',
+          SA_USER,
+          '--as-group',
+          'system:serviceaccounts',
+          '--as-group',
+          `system:serviceaccounts:${NAMESPACE}`,
+        ],
       },
     ];
   });
@@ -285,33 +339,87 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
     const asSa = (args: string[]) => kubectl(['--kubeconfig', saKubeconfig, '-n', taskNs, ...args]);
     const specPatch = ['patch', 'agenttask', name, '--type=merge', '-p', '{"spec":{"suspend":false}}'];
     // The policy becomes active a moment after it is created; wait for it with dry runs (admission runs).
-    await waitFor('the spec guard to be active', async () => {
-      try {
-        await asSa([...specPatch, '--dry-run=server']);
-        return false;
-      } catch (err) {
-        return /may not change an AgentTask's spec/.test(String(err));
-      }
-    }, 30_000);
-    await assert.rejects(asSa(specPatch), /ValidatingAdmissionPolicy 'episodic-spec-guard'.*may not change an AgentTask's spec/s);
-    await assert.rejects(asSa(['patch', 'agenttask', name, '--type=merge', '-p', '{"metadata":{"labels":{"team":"b"}}}']), /may not change an AgentTask's labels/);
-    await assert.rejects(asSa(['patch', 'agenttask', name, '--type=merge', '-p', '{"metadata":{"annotations":{"x":"y"}}}']), /may not change an AgentTask's annotations/);
+    await waitFor(
+      'the spec guard to be active',
+      async () => {
+        try {
+          await asSa([...specPatch, '--dry-run=server']);
+          return false;
+        } catch (err) {
+          return /may not change an AgentTask's spec/.test(String(err));
+        }
+      },
+      30_000,
+    );
+    await assert.rejects(
+      asSa(specPatch),
+      /ValidatingAdmissionPolicy 'episodic-spec-guard'.*may not change an AgentTask's spec/s,
+    );
+    await assert.rejects(
+      asSa(['patch', 'agenttask', name, '--type=merge', '-p', '{"metadata":{"labels":{"team":"b"}}}']),
+      /may not change an AgentTask's labels/,
+    );
+    await assert.rejects(
+      asSa(['patch', 'agenttask', name, '--type=merge', '-p', '{"metadata":{"annotations":{"x":"y"}}}']),
+      /may not change an AgentTask's annotations/,
+    );
     await assert.rejects(asSa(['label', 'agenttask', name, 'team=c', '--overwrite']), /labels/);
     // A server-side apply PATCH of a missing object would create it: the API server authorizes that as
     // `create`, which the ServiceAccount does not have, although `patch` is granted.
-    assert.equal(await canI(identities[0], { verb: 'create', resource: 'agenttasks.episodic.dev', ns: taskNs, expect: false }), false);
-    const sneaky = JSON.stringify({ apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', metadata: { name: 'created-by-controller', namespace: taskNs }, spec: { prompt: 'x', agent: { command: ['x'] } } });
+    assert.equal(
+      await canI(identities[0], { verb: 'create', resource: 'agenttasks.episodic.dev', ns: taskNs, expect: false }),
+      false,
+    );
+    const sneaky = JSON.stringify({
+      apiVersion: 'episodic.dev/v1alpha1',
+      kind: 'AgentTask',
+      metadata: { name: 'created-by-controller', namespace: taskNs },
+      spec: { prompt: 'x', agent: { command: ['x'] } },
+    });
     await assert.rejects(
-      kubectl(['--kubeconfig', saKubeconfig, 'apply', '--server-side', `--field-manager=${FIELD_MANAGER}`, '-f', '-'], { input: sneaky }),
+      kubectl(['--kubeconfig', saKubeconfig, 'apply', '--server-side', `--field-manager=${FIELD_MANAGER}`, '-f', '-'], {
+        input: sneaky,
+      }),
       /cannot create resource "agenttasks"/,
     );
     assert.ok(!(await exists('agenttask', 'created-by-controller', taskNs)));
     // What the controller does: server-side apply of its finalizer alone (field manager
     // episodic-controller), or a merge patch of metadata.finalizers; status through the subresource.
-    const finalizerApply = JSON.stringify({ apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', metadata: { name, namespace: taskNs, finalizers: ['episodic.dev/cleanup'] } });
-    await kubectl(['--kubeconfig', saKubeconfig, 'apply', '--server-side', '--force-conflicts', `--field-manager=${FIELD_MANAGER}`, '-f', '-'], { input: finalizerApply });
-    await asSa(['patch', 'agenttask', name, '--type=merge', '-p', '{"metadata":{"finalizers":["episodic.dev/cleanup"]}}']);
-    await asSa(['patch', 'agenttask', name, '--subresource=status', '--type=merge', '-p', '{"status":{"phase":"Suspended"}}']);
+    const finalizerApply = JSON.stringify({
+      apiVersion: 'episodic.dev/v1alpha1',
+      kind: 'AgentTask',
+      metadata: { name, namespace: taskNs, finalizers: ['episodic.dev/cleanup'] },
+    });
+    await kubectl(
+      [
+        '--kubeconfig',
+        saKubeconfig,
+        'apply',
+        '--server-side',
+        '--force-conflicts',
+        `--field-manager=${FIELD_MANAGER}`,
+        '-f',
+        '-',
+      ],
+      { input: finalizerApply },
+    );
+    await asSa([
+      'patch',
+      'agenttask',
+      name,
+      '--type=merge',
+      '-p',
+      '{"metadata":{"finalizers":["episodic.dev/cleanup"]}}',
+    ]);
+    await asSa([
+      'patch',
+      'agenttask',
+      name,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      '{"status":{"phase":"Suspended"}}',
+    ]);
     const task = JSON.parse(await kubectl(['get', 'agenttask', name, '-n', taskNs, '-o', 'json']));
     assert.equal(task.metadata.generation, 1);
     assert.equal(task.spec.suspend, true);
@@ -327,7 +435,13 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
     await helm(['upgrade', RELEASE, CHART_DIR, '--namespace', NAMESPACE, '--reuse-values', '--set', 'replicaCount=2']);
     const deploy = JSON.parse(await kubectl(['get', 'deployment', 'episodic', '-n', NAMESPACE, '-o', 'json']));
     assert.ok(deploy.spec.template.spec.containers[0].args.includes('--leader-elect'));
-    const lease = (verb: string, ns: string, expect: boolean, name?: string): Check => ({ verb, resource: 'leases.coordination.k8s.io', ns, expect, name });
+    const lease = (verb: string, ns: string, expect: boolean, name?: string): Check => ({
+      verb,
+      resource: 'leases.coordination.k8s.io',
+      ns,
+      expect,
+      name,
+    });
     await assertMatrix(identities, [
       lease('create', NAMESPACE, true),
       lease('get', NAMESPACE, true, 'episodic-controller'),
@@ -354,7 +468,9 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
       try {
         return await p;
       } catch (err) {
-        throw new Error(`${(err as Error).message}\n--- controller log (tail) ---\n${stderr.slice(-4000)}`, { cause: err });
+        throw new Error(`${(err as Error).message}\n--- controller log (tail) ---\n${stderr.slice(-4000)}`, {
+          cause: err,
+        });
       }
     };
 
@@ -374,9 +490,17 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
       assert.equal(args[0], 'controller');
       assert.ok(args.includes('--leader-elect'), 'the Lease is taken as the ServiceAccount too');
       metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-      controller = spawn(NODE, [MAIN, ...args], { cwd: repoRoot, env: { ...process.env, KUBECONFIG: '' }, stdio: ['ignore', 'ignore', 'pipe'] });
+      controller = spawn(NODE, [MAIN, ...args], {
+        cwd: repoRoot,
+        env: { ...process.env, KUBECONFIG: '' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       controller.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      await waitFor('/readyz', async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined))?.status === 200, 30_000);
+      await waitFor(
+        '/readyz',
+        async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined))?.status === 200,
+        30_000,
+      );
       assert.equal((await fetch(`http://127.0.0.1:${healthPort}/healthz`)).status, 200);
 
       // Applied the way Flux applies it (server-side, its own field manager).
@@ -395,46 +519,92 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
           limits: { maxEpisodes: 3, episodeTimeoutSeconds: 600 },
         },
       });
-      applied = JSON.parse(await kubectl(['apply', '--server-side', `--field-manager=${GITOPS_MANAGER}`, '-f', '-', '-o', 'json'], { input: manifest }));
+      applied = JSON.parse(
+        await kubectl(['apply', '--server-side', `--field-manager=${GITOPS_MANAGER}`, '-f', '-', '-o', 'json'], {
+          input: manifest,
+        }),
+      );
       assert.equal(applied.metadata.generation, 1);
 
       const podName = `${name}-ep-1`;
-      const pod = await withLog(waitFor(`pod ${podName}`, async () => {
-        const out = await kubectl(['get', 'pod', podName, '-n', taskNs, '--ignore-not-found', '-o', 'json']);
-        return out.trim() ? JSON.parse(out) : undefined;
-      }, 30_000));
+      const pod = await withLog(
+        waitFor(
+          `pod ${podName}`,
+          async () => {
+            const out = await kubectl(['get', 'pod', podName, '-n', taskNs, '--ignore-not-found', '-o', 'json']);
+            return out.trim() ? JSON.parse(out) : undefined;
+          },
+          30_000,
+        ),
+      );
       assert.equal(pod.metadata.ownerReferences[0].uid, applied.metadata.uid);
-      const running = await withLog(waitFor('status.phase Running', async () => {
-        const t = JSON.parse(await kubectl(['get', 'agenttask', name, '-n', taskNs, '-o', 'json']));
-        if (t.status?.phase === 'Running' && t.status.currentEpisode?.number === 1) return t;
-        throw new Error(`status: ${JSON.stringify(t.status)}`);
-      }, 30_000));
+      const running = await withLog(
+        waitFor(
+          'status.phase Running',
+          async () => {
+            const t = JSON.parse(await kubectl(['get', 'agenttask', name, '-n', taskNs, '-o', 'json']));
+            if (t.status?.phase === 'Running' && t.status.currentEpisode?.number === 1) return t;
+            throw new Error(`status: ${JSON.stringify(t.status)}`);
+          },
+          30_000,
+        ),
+      );
       assert.equal(running.metadata.generation, 1);
       // The finalizer is added in the background (bookkeeping lane), with a resourceVersion precondition.
-      await withLog(waitFor('the episodic.dev/cleanup finalizer', async () => {
-        const t = JSON.parse(await kubectl(['get', 'agenttask', name, '-n', taskNs, '-o', 'json']));
-        return (t.metadata.finalizers ?? []).includes('episodic.dev/cleanup');
-      }, 15_000));
+      await withLog(
+        waitFor(
+          'the episodic.dev/cleanup finalizer',
+          async () => {
+            const t = JSON.parse(await kubectl(['get', 'agenttask', name, '-n', taskNs, '-o', 'json']));
+            return (t.metadata.finalizers ?? []).includes('episodic.dev/cleanup');
+          },
+          15_000,
+        ),
+      );
 
       // The kubelet's part: run the real runner with the pod's env, report the termination message.
       const outcome = await new FakeKubelet(admin).runEpisode(pod);
       assert.equal(outcome.exitCode, 0, outcome.message);
-      finished = await withLog(waitFor('status.phase Succeeded', async () => {
-        const t = JSON.parse(await kubectl(['get', 'agenttask', name, '-n', taskNs, '-o', 'json', '--show-managed-fields']));
-        return t.status?.phase === 'Succeeded' ? t : undefined;
-      }, 30_000));
+      finished = await withLog(
+        waitFor(
+          'status.phase Succeeded',
+          async () => {
+            const t = JSON.parse(
+              await kubectl(['get', 'agenttask', name, '-n', taskNs, '-o', 'json', '--show-managed-fields']),
+            );
+            return t.status?.phase === 'Succeeded' ? t : undefined;
+          },
+          30_000,
+        ),
+      );
       assert.equal(finished.status.episodes, 1);
       assert.equal(finished.status.lastEpisode.outcome, 'succeeded');
       assert.ok(finished.status.costUSD > 0);
       // The episode's record, written as the ServiceAccount (create is all it needs for that).
-      const records = await withLog(waitFor('the AgentEpisode', async () => {
-        const list = JSON.parse(await kubectl(['get', 'ae', '-n', taskNs, '-l', `episodic.dev/task=${name}`, '-o', 'json']));
-        return list.items.length > 0 ? list.items : undefined;
-      }, 15_000));
-      assert.deepEqual(records.map((r: any) => [r.metadata.name, r.record.number, r.record.outcome]), [[`${name}-ep-1`, 1, 'succeeded']]);
+      const records = await withLog(
+        waitFor(
+          'the AgentEpisode',
+          async () => {
+            const list = JSON.parse(
+              await kubectl(['get', 'ae', '-n', taskNs, '-l', `episodic.dev/task=${name}`, '-o', 'json']),
+            );
+            return list.items.length > 0 ? list.items : undefined;
+          },
+          15_000,
+        ),
+      );
+      assert.deepEqual(
+        records.map((r: any) => [r.metadata.name, r.record.number, r.record.outcome]),
+        [[`${name}-ep-1`, 1, 'succeeded']],
+      );
 
-      const events = JSON.parse(await kubectl(['get', 'events', '-n', taskNs, '--field-selector', `involvedObject.name=${name}`, '-o', 'json']));
-      assert.ok(events.items.some((e: any) => e.source?.component === FIELD_MANAGER), 'events recorded as the ServiceAccount');
+      const events = JSON.parse(
+        await kubectl(['get', 'events', '-n', taskNs, '--field-selector', `involvedObject.name=${name}`, '-o', 'json']),
+      );
+      assert.ok(
+        events.items.some((e: any) => e.source?.component === FIELD_MANAGER),
+        'events recorded as the ServiceAccount',
+      );
       const metrics = await (await fetch(metricsUrl)).text();
       assert.match(metrics, new RegExp(`episodic_episodes_total\\{namespace="${taskNs}",outcome="succeeded"\\} 1`));
       const lease = JSON.parse(await kubectl(['get', 'lease', 'episodic-controller', '-n', NAMESPACE, '-o', 'json']));
@@ -444,13 +614,18 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
     it('never changes what GitOps owns: generation, spec, labels; status and its finalizer only', async (t) => {
       assert.ok(finished, 'needs the end-to-end run');
       for (const m of finished.metadata.managedFields as any[]) {
-        t.diagnostic(`managedFields: ${m.manager} ${m.operation}${m.subresource ? ` (${m.subresource})` : ''} ${JSON.stringify(m.fieldsV1).slice(0, 160)}`);
+        t.diagnostic(
+          `managedFields: ${m.manager} ${m.operation}${m.subresource ? ` (${m.subresource})` : ''} ${JSON.stringify(m.fieldsV1).slice(0, 160)}`,
+        );
       }
       assert.equal(finished.metadata.generation, applied.metadata.generation);
       assert.deepEqual(finished.spec, applied.spec);
       assert.deepEqual(finished.metadata.labels, applied.metadata.labels);
       const entries = (finished.metadata.managedFields as any[]).filter((m) => m.manager === FIELD_MANAGER);
-      assert.ok(entries.length > 0, `no managedFields entry of ${FIELD_MANAGER}: ${JSON.stringify(finished.metadata.managedFields)}`);
+      assert.ok(
+        entries.length > 0,
+        `no managedFields entry of ${FIELD_MANAGER}: ${JSON.stringify(finished.metadata.managedFields)}`,
+      );
       for (const e of entries) {
         const top = Object.keys(e.fieldsV1);
         if (e.subresource === 'status') {
@@ -465,14 +640,22 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
           assert.deepEqual(Object.keys(e.fieldsV1['f:metadata']), ['f:finalizers'], JSON.stringify(e));
         }
       }
-      assert.deepEqual(entries.map((e) => e.subresource ?? '(main)').sort(), ['(main)', 'status'], 'one status entry, one finalizer entry');
+      assert.deepEqual(
+        entries.map((e) => e.subresource ?? '(main)').sort(),
+        ['(main)', 'status'],
+        'one status entry, one finalizer entry',
+      );
       const gitops = (finished.metadata.managedFields as any[]).find((m) => m.manager === GITOPS_MANAGER);
       assert.equal(gitops.operation, 'Apply');
       assert.ok(gitops.fieldsV1['f:spec'], 'GitOps still owns the spec');
       assert.equal(gitops.fieldsV1['f:status'], undefined);
 
       // A GitOps re-sync of the same manifest: no conflict (no --force-conflicts), nothing to change.
-      const resynced = JSON.parse(await kubectl(['apply', '--server-side', `--field-manager=${GITOPS_MANAGER}`, '-f', '-', '-o', 'json'], { input: manifest }));
+      const resynced = JSON.parse(
+        await kubectl(['apply', '--server-side', `--field-manager=${GITOPS_MANAGER}`, '-f', '-', '-o', 'json'], {
+          input: manifest,
+        }),
+      );
       assert.equal(resynced.metadata.generation, applied.metadata.generation);
       assert.equal(resynced.status.phase, 'Succeeded');
       // A client-side `kubectl apply` (Argo CD's default) of the same manifest changes nothing either.
@@ -501,7 +684,12 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
   it('`helm uninstall` removes everything but the CRD (and the AgentTasks)', async () => {
     const keep = `keep-${rand()}`;
     await kubectl(['apply', '-f', '-'], {
-      input: JSON.stringify({ apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', metadata: { name: keep, namespace: taskNs }, spec: { prompt: 'x', agent: { command: ['x'] } } }),
+      input: JSON.stringify({
+        apiVersion: 'episodic.dev/v1alpha1',
+        kind: 'AgentTask',
+        metadata: { name: keep, namespace: taskNs },
+        spec: { prompt: 'x', agent: { command: ['x'] } },
+      }),
     });
     await helm(['uninstall', RELEASE, '--namespace', NAMESPACE]);
     for (const [kind, name, ns] of INSTALLED) {
@@ -515,13 +703,24 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
   it('watchNamespace: Role and RoleBinding in that namespace, nothing cluster-wide', async () => {
     const watched = `episodic-watched-${rand()}`;
     await ensureNamespace(watched);
-    await helm(['install', SCOPED_RELEASE, CHART_DIR, '--namespace', SCOPED_NAMESPACE, '--create-namespace', '--set', `watchNamespace=${watched}`]);
+    await helm([
+      'install',
+      SCOPED_RELEASE,
+      CHART_DIR,
+      '--namespace',
+      SCOPED_NAMESPACE,
+      '--create-namespace',
+      '--set',
+      `watchNamespace=${watched}`,
+    ]);
     try {
       assert.ok(await exists('role', SCOPED_RELEASE, watched));
       assert.ok(await exists('rolebinding', SCOPED_RELEASE, watched));
       const selector = `app.kubernetes.io/instance=${SCOPED_RELEASE}`;
       assert.equal((await kubectl(['get', 'clusterrole,clusterrolebinding', '-l', selector, '-o', 'name'])).trim(), '');
-      const deploy = JSON.parse(await kubectl(['get', 'deployment', SCOPED_RELEASE, '-n', SCOPED_NAMESPACE, '-o', 'json']));
+      const deploy = JSON.parse(
+        await kubectl(['get', 'deployment', SCOPED_RELEASE, '-n', SCOPED_NAMESPACE, '-o', 'json']),
+      );
       assert.ok(deploy.spec.template.spec.containers[0].args.includes(`--namespace=${watched}`));
       const scopedKubeconfig = await tokenKubeconfig(cluster, work, SCOPED_RELEASE, SCOPED_NAMESPACE);
       const ids: Identity[] = [{ label: 'token', args: ['--kubeconfig', scopedKubeconfig] }];
@@ -539,24 +738,42 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
 
   it('`kubectl apply --server-side -k manifests/` installs the same objects', async () => {
     const out = await kubectl(['apply', '--server-side', '-k', path.join(repoRoot, 'manifests')]);
-    const crds: Array<[string, string]> = [['crd', 'agenttasks.episodic.dev'], ['crd', 'agentepisodes.episodic.dev']];
+    const crds: Array<[string, string]> = [
+      ['crd', 'agenttasks.episodic.dev'],
+      ['crd', 'agentepisodes.episodic.dev'],
+    ];
     for (const [kind, name, ns] of [...INSTALLED, ['namespace', NAMESPACE] as [string, string], ...crds]) {
       assert.ok(await exists(kind, name, ns), `${kind}/${name} missing after apply -k:\n${out}`);
     }
-    const deploy = JSON.parse(await kubectl(['get', 'deployment', 'episodic', '-n', NAMESPACE, '-o', 'json', '--show-managed-fields']));
+    const deploy = JSON.parse(
+      await kubectl(['get', 'deployment', 'episodic', '-n', NAMESPACE, '-o', 'json', '--show-managed-fields']),
+    );
     assert.equal(deploy.metadata.labels['app.kubernetes.io/managed-by'], 'kustomize');
     assert.ok(deploy.metadata.managedFields.some((m: any) => m.manager === 'kubectl' && m.operation === 'Apply'));
     const vap = JSON.parse(await kubectl(['get', 'validatingadmissionpolicy', 'episodic-spec-guard', '-o', 'json']));
     assert.equal(vap.metadata.namespace, undefined);
     // Same RBAC as the chart: spot-check with the new ServiceAccount's token.
     const kc = await tokenKubeconfig(cluster, work, 'episodic', NAMESPACE);
-    await assertMatrix([{ label: 'kustomize token', args: ['--kubeconfig', kc] }], [
-      ...controllerNeeds(undefined),
-      { verb: 'get', resource: 'secrets', expect: false },
-      { verb: 'update', resource: 'agenttasks.episodic.dev', ns: taskNs, expect: false },
-    ]);
+    await assertMatrix(
+      [{ label: 'kustomize token', args: ['--kubeconfig', kc] }],
+      [
+        ...controllerNeeds(undefined),
+        { verb: 'get', resource: 'secrets', expect: false },
+        { verb: 'update', resource: 'agenttasks.episodic.dev', ns: taskNs, expect: false },
+      ],
+    );
     // Idempotent: a second apply changes nothing.
-    const versions = async () => kubectl(['get', 'deployment,service,serviceaccount', '-n', NAMESPACE, '-l', 'app.kubernetes.io/part-of=episodic', '-o', 'jsonpath={.items[*].metadata.resourceVersion}']);
+    const versions = async () =>
+      kubectl([
+        'get',
+        'deployment,service,serviceaccount',
+        '-n',
+        NAMESPACE,
+        '-l',
+        'app.kubernetes.io/part-of=episodic',
+        '-o',
+        'jsonpath={.items[*].metadata.resourceVersion}',
+      ]);
     const before = await versions();
     await kubectl(['apply', '--server-side', '-k', path.join(repoRoot, 'manifests')]);
     assert.equal(await versions(), before);

@@ -11,14 +11,19 @@ import { NAMESPACE, helmCmd, parseObjects, render, repoRoot } from './support.ts
 describe('kustomize manifests/', () => {
   it('are current with the chart (node scripts/gen-manifests.ts)', async () => {
     const problems = await staleManifests();
-    assert.deepEqual(problems, [], `manifests/ is stale; run \`node scripts/gen-manifests.ts\`:\n  ${problems.join('\n  ')}`);
+    assert.deepEqual(
+      problems,
+      [],
+      `manifests/ is stale; run \`node scripts/gen-manifests.ts\`:\n  ${problems.join('\n  ')}`,
+    );
   });
 
   it('build (kubectl kustomize) into the chart objects plus the Namespace and the CRDs', async () => {
     await helmCmd(['version']); // makes sure .cluster/bin is populated (scripts/cluster/tools.sh)
     const built = parseObjects(await run(kubectlPath, ['kustomize', path.join(repoRoot, 'manifests')]));
     const chart = await render({}, ['--include-crds']);
-    const key = (o: { kind: string; metadata: { name: string; namespace?: string } }) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+    const key = (o: { kind: string; metadata: { name: string; namespace?: string } }) =>
+      `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
     assert.deepEqual(built.map(key).sort(), [...chart.map(key), `Namespace//${NAMESPACE}`].sort());
     const stripLabels = (o: any) => {
       const copy = structuredClone(o);

@@ -62,7 +62,10 @@ export function find(objects: K8sObject[], kind: string, name?: string): K8sObje
 
 export function mustFind(objects: K8sObject[], kind: string, name?: string): K8sObject {
   const found = find(objects, kind, name);
-  if (!found) throw new Error(`no ${kind}${name ? ` ${name}` : ''} in [${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')}]`);
+  if (!found)
+    throw new Error(
+      `no ${kind}${name ? ` ${name}` : ''} in [${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')}]`,
+    );
   return found;
 }
 
@@ -72,8 +75,12 @@ export function controllerContainer(objects: K8sObject[]): any {
 
 /** The `episodic controller` flags the real CLI accepts (from its --help). */
 export async function controllerFlags(): Promise<Set<string>> {
-  const { stdout } = await execFileAsync(process.execPath, [path.join(repoRoot, 'controller', 'cli', 'main.ts'), 'controller', '--help'], {
-    cwd: repoRoot,
-  });
+  const { stdout } = await execFileAsync(
+    process.execPath,
+    [path.join(repoRoot, 'controller', 'cli', 'main.ts'), 'controller', '--help'],
+    {
+      cwd: repoRoot,
+    },
+  );
   return new Set([...stdout.matchAll(/(?:^|\s)(--[a-z][a-z0-9-]*)/g)].map((m) => m[1]));
 }

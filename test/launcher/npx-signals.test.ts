@@ -20,7 +20,11 @@ function specDir(): string {
     apiVersion: 'episodic.dev/v1alpha1',
     kind: 'AgentTask',
     metadata: { name: 'slow' },
-    spec: { prompt: 'x', agent: { command: [process.execPath, '-e', 'setTimeout(() => {}, 600000)'], output: 'text' }, workspace: 'ws/slow' },
+    spec: {
+      prompt: 'x',
+      agent: { command: [process.execPath, '-e', 'setTimeout(() => {}, 600000)'], output: 'text' },
+      workspace: 'ws/slow',
+    },
   };
   writeFileSync(path.join(dir, 'slow.yaml'), JSON.stringify(task));
   return dir;
@@ -37,7 +41,12 @@ interface Started {
 /** `npx episodic ARGS` in its own process group (like a script's background job), once its agent runs. */
 async function npxRun(dir: string): Promise<Started> {
   const env = { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` };
-  const npm = spawn('npx', ['--no-install', 'episodic', 'run', dir], { cwd: REPO, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const npm = spawn('npx', ['--no-install', 'episodic', 'run', dir], {
+    cwd: REPO,
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   npm.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   npm.stderr?.on('data', (d: Buffer) => (output += d.toString()));
@@ -55,7 +64,11 @@ async function npxRun(dir: string): Promise<Started> {
       // gone
     }
   });
-  const agentPid = await waitFor('the agent to start', () => Number(/"agentPid":(\d+)/.exec(output)?.[1]) || undefined, 30_000);
+  const agentPid = await waitFor(
+    'the agent to start',
+    () => Number(/"agentPid":(\d+)/.exec(output)?.[1]) || undefined,
+    30_000,
+  );
   leftovers.push(() => {
     try {
       process.kill(-agentPid, 'SIGKILL');
@@ -73,7 +86,9 @@ function stoppedGracefully(dir: string, s: Started): void {
   assert.match(s.output(), /stopping: no new episodes; terminating running ones/);
 }
 
-describe('npx episodic run: the launcher stops with what stopped npm', { skip: !existsSync(path.join(REPO, 'dist/cli/main.js')) && 'dist/ not built' }, () => {
+describe('npx episodic run: the launcher stops with what stopped npm', {
+  skip: !existsSync(path.join(REPO, 'dist/cli/main.js')) && 'dist/ not built',
+}, () => {
   after(() => {
     for (const kill of leftovers) kill();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -85,7 +100,11 @@ describe('npx episodic run: the launcher stops with what stopped npm', { skip: !
     s.npm.kill('SIGTERM');
     await waitFor('npx to exit', () => s.hasExited(), 20_000);
     await waitFor('the agent to be killed', () => !isAlive(s.agentPid), 10_000);
-    await waitFor('the status to be written', () => readStatus(dir, 'slow')?.status.reason === 'ControllerStopped', 10_000);
+    await waitFor(
+      'the status to be written',
+      () => readStatus(dir, 'slow')?.status.reason === 'ControllerStopped',
+      10_000,
+    );
     stoppedGracefully(dir, s);
   });
 
@@ -94,7 +113,11 @@ describe('npx episodic run: the launcher stops with what stopped npm', { skip: !
     const s = await npxRun(dir);
     s.npm.kill('SIGKILL');
     await waitFor('the agent to be killed', () => !isAlive(s.agentPid), 20_000);
-    await waitFor('the status to be written', () => readStatus(dir, 'slow')?.status.reason === 'ControllerStopped', 10_000);
+    await waitFor(
+      'the status to be written',
+      () => readStatus(dir, 'slow')?.status.reason === 'ControllerStopped',
+      10_000,
+    );
     stoppedGracefully(dir, s);
   });
 

@@ -25,7 +25,8 @@ test('bad-spec corpus: every bad file named with its field; the good tasks besid
   const unnamed: string[] = [];
   for (const c of corpus) {
     const mine = lines.filter((l) => l.includes(join(dir, c.file)));
-    if (mine.length === 0 || (c.field && !mine.some((l) => l.includes(c.field!)))) unnamed.push(`${c.file} (${c.field ?? 'file'}): ${mine.join(' | ') || 'no line'}`);
+    if (mine.length === 0 || (c.field && !mine.some((l) => l.includes(c.field!))))
+      unnamed.push(`${c.file} (${c.field ?? 'file'}): ${mine.join(' | ') || 'no line'}`);
   }
   assert.deepEqual(unnamed, [], 'files whose error does not name them (and their field)');
 

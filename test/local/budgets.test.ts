@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { readStatus, runCli, specDir, taskYaml } from '../support/local.ts';
 
 const fast = { backoff: { initialSeconds: 0.05, factor: 1, maxSeconds: 0.05 } };
-const budgetDoc = (spec: Record<string, unknown>) => JSON.stringify({ apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentBudget', metadata: { name: 'team-a' }, spec });
+const budgetDoc = (spec: Record<string, unknown>) =>
+  JSON.stringify({ apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentBudget', metadata: { name: 'team-a' }, spec });
 
 /** A task labelled team=a whose agent reports $0.30 and continues, every episode. */
 function labelled(dir: string, name: string): void {
@@ -27,7 +28,10 @@ test('budgets: a total budget stops the selected task predictively (BudgetExceed
     { name: 'other', script, spec: { ...fast, limits: { maxEpisodes: 4, episodeTimeoutSeconds: 30 } } },
   ]);
   labelled(dir, 'alpha');
-  writeFileSync(join(dir, 'budget.yaml'), budgetDoc({ selector: { matchLabels: { team: 'a' } }, limitUSD: 1, window: 'total' }));
+  writeFileSync(
+    join(dir, 'budget.yaml'),
+    budgetDoc({ selector: { matchLabels: { team: 'a' } }, limitUSD: 1, window: 'total' }),
+  );
   const metricsFile = join(dir, 'metrics.prom');
 
   const first = await runCli(['run', dir, '--metrics-file', metricsFile]);
@@ -37,7 +41,10 @@ test('budgets: a total budget stops the selected task predictively (BudgetExceed
   assert.equal(alpha?.episodes, 3);
   assert.equal(alpha?.phase, 'NeedsReview');
   assert.equal(alpha?.reason, 'BudgetExceeded');
-  assert.match(alpha?.message ?? '', /AgentBudget team-a: spent \$0\.90 of \$1\.00 and the next episode is expected to cost \$0\.30 \(total\)/);
+  assert.match(
+    alpha?.message ?? '',
+    /AgentBudget team-a: spent \$0\.90 of \$1\.00 and the next episode is expected to cost \$0\.30 \(total\)/,
+  );
   // Not selected: runs to its own maxEpisodes.
   assert.equal(readStatus(dir, 'other')?.status.reason, 'MaxEpisodesReached');
   const budget = readBudget(dir);
@@ -73,7 +80,10 @@ test('budgets: episodic validate checks AgentBudget documents, unknown fields wi
   const ok = await runCli(['validate', join(dir, 't.yaml'), join(dir, 'budget.yaml')]);
   assert.equal(ok.code, 0, ok.stderr);
   assert.match(ok.stdout, /1 AgentTask, 1 AgentBudget valid/);
-  writeFileSync(join(dir, 'bad.yaml'), budgetDoc({ limitUsd: 5, window: '2h', selector: { matchExpressions: [{ key: 'team', operator: 'In' }] } }));
+  writeFileSync(
+    join(dir, 'bad.yaml'),
+    budgetDoc({ limitUsd: 5, window: '2h', selector: { matchExpressions: [{ key: 'team', operator: 'In' }] } }),
+  );
   const bad = await runCli(['validate', join(dir, 'bad.yaml')]);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /AgentBudget default\/team-a: spec\.limitUsd: unknown field \(did you mean "limitUSD"\?\)/);

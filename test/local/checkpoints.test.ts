@@ -13,7 +13,10 @@ import { readStatus, runCli, specDir, tempDir } from '../support/local.ts';
 const fast = { backoff: { initialSeconds: 0.05, factor: 1, maxSeconds: 0.05 } };
 
 function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], { cwd, encoding: 'utf8' }).trim();
+  return execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], {
+    cwd,
+    encoding: 'utf8',
+  }).trim();
 }
 
 function records(stateDir: string, name: string): EpisodeRecord[] {
@@ -26,7 +29,8 @@ function records(stateDir: string, name: string): EpisodeRecord[] {
 
 /** subject | author | Episodic-Task trailer | Episodic-Episode trailer, newest first. */
 function commits(repo: string, ref = 'HEAD'): string[] {
-  const format = '%s|%an <%ae>|%(trailers:key=Episodic-Task,valueonly,separator=)|%(trailers:key=Episodic-Episode,valueonly,separator=)';
+  const format =
+    '%s|%an <%ae>|%(trailers:key=Episodic-Task,valueonly,separator=)|%(trailers:key=Episodic-Episode,valueonly,separator=)';
   return git(repo, 'log', `--format=${format}`, ref).split('\n');
 }
 
@@ -80,18 +84,33 @@ test('checkpoints: a repository configured with its own identity commits as it; 
   // A hook that would hang the controller (and must never run with its rights).
   mkdirSync(join(dir, '.git/hooks'), { recursive: true });
   writeFileSync(join(dir, '.git/hooks/pre-commit'), '#!/bin/sh\nsleep 600\n', { mode: 0o755 });
-  writeFileSync(join(dir, '.fake-agent.json'), JSON.stringify({ episodes: { '1': { mode: 'continue', writeFiles: { 'x.txt': 'x' } }, '2': { mode: 'continue' } } }));
-  specDir([{ name: 'here', spec: { ...fast, workspace: '.', limits: { maxEpisodes: 2, episodeTimeoutSeconds: 30 } } }], { dir });
+  writeFileSync(
+    join(dir, '.fake-agent.json'),
+    JSON.stringify({
+      episodes: { '1': { mode: 'continue', writeFiles: { 'x.txt': 'x' } }, '2': { mode: 'continue' } },
+    }),
+  );
+  specDir(
+    [{ name: 'here', spec: { ...fast, workspace: '.', limits: { maxEpisodes: 2, episodeTimeoutSeconds: 30 } } }],
+    { dir },
+  );
   git(dir, 'add', '.');
   git(dir, 'commit', '--quiet', '--no-verify', '-m', 'start');
 
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 1, 'two episodes, no completion: MaxEpisodesReached');
   assert.equal(readStatus(dir, 'here')?.status.reason, 'MaxEpisodesReached');
-  assert.deepEqual(commits(dir).map((c) => c.split('|').slice(0, 2).join('|')), ['episodic: here episode 1 (continue)|Repo Owner <owner@example.com>', 'start|seed <seed@example.com>']);
+  assert.deepEqual(
+    commits(dir).map((c) => c.split('|').slice(0, 2).join('|')),
+    ['episodic: here episode 1 (continue)|Repo Owner <owner@example.com>', 'start|seed <seed@example.com>'],
+  );
   assert.equal(git(dir, 'ls-files', '.episodic'), '', 'the state directory is not committed');
   const recs = records(join(dir, '.episodic'), 'here');
-  assert.deepEqual(recs.map((r) => r.evidence?.workspace?.changed), [true, false], 'logs written to the state directory are no change');
+  assert.deepEqual(
+    recs.map((r) => r.evidence?.workspace?.changed),
+    [true, false],
+    'logs written to the state directory are no change',
+  );
 });
 
 test('checkpoints: workspace.git works locally: cloned under the state directory, reused, committed and pushed', async () => {
@@ -110,18 +129,27 @@ test('checkpoints: workspace.git works locally: cloned under the state directory
   git(seed, 'commit', '--quiet', '-m', 'seed');
   git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main');
   // A relative path is a repository beside the spec file; a new branch starts from the default one.
-  specDir([{ name: 'remote', spec: { ...fast, workspace: { git: { url: 'origin.git', ref: 'episodic/remote' } } } }], { dir });
+  specDir([{ name: 'remote', spec: { ...fast, workspace: { git: { url: 'origin.git', ref: 'episodic/remote' } } } }], {
+    dir,
+  });
 
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 0, res.stderr);
   const clone = join(dir, '.episodic/workspaces/default/remote');
   assert.ok(existsSync(join(clone, '.git')), 'cloned under STATE/workspaces/NAMESPACE/NAME');
-  assert.deepEqual(commits(bare, 'episodic/remote').map((c) => c.split('|')[0]), ['episodic: remote episode 3 (succeeded)', 'episodic: remote episode 1 (continue)', 'seed']);
+  assert.deepEqual(
+    commits(bare, 'episodic/remote').map((c) => c.split('|')[0]),
+    ['episodic: remote episode 3 (succeeded)', 'episodic: remote episode 1 (continue)', 'seed'],
+  );
   assert.equal(git(bare, 'show', 'episodic/remote:a.txt'), 'a', "episode 1's work reached the remote");
   assert.equal(commits(bare, 'main').length, 1, 'main is untouched');
   const recs = records(join(dir, '.episodic'), 'remote');
   assert.equal(recs[2].evidence?.workspace?.commit, git(bare, 'rev-parse', 'episodic/remote'));
-  assert.equal(recs[1].evidence?.workspace?.headBefore, recs[0].evidence?.workspace?.commit, 'episode 2 ran in the same clone, at episode 1\'s checkpoint');
+  assert.equal(
+    recs[1].evidence?.workspace?.headBefore,
+    recs[0].evidence?.workspace?.commit,
+    "episode 2 ran in the same clone, at episode 1's checkpoint",
+  );
 });
 
 test('checkpoints: a git url that git could read as an option or a command is refused, naming the field', async () => {

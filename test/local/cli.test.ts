@@ -38,11 +38,26 @@ test('validate: 0 for valid files, 2 with one line per error naming file and fie
   const bad = await runCli(['validate', join(dir, 'ok.yaml'), join(dir, 'bad.yaml'), join(dir, 'missing.yaml')]);
   assert.equal(bad.code, 2);
   const lines = bad.stderr.trim().split('\n');
-  assert.ok(lines.some((l) => /bad\.yaml \(document 1\): metadata\.name: must be a lowercase RFC 1123 label/.test(l)), bad.stderr);
-  assert.ok(lines.some((l) => /bad\.yaml \(document 2\).*spec\.agent\.command:/.test(l)), bad.stderr);
-  assert.ok(lines.some((l) => /spec\.prompt: exactly one of prompt or promptFile/.test(l)), bad.stderr);
-  assert.ok(lines.some((l) => /spec\.limits\.maxEpisodes:/.test(l)), bad.stderr);
-  assert.ok(lines.some((l) => /missing\.yaml: no such file/.test(l)), bad.stderr);
+  assert.ok(
+    lines.some((l) => /bad\.yaml \(document 1\): metadata\.name: must be a lowercase RFC 1123 label/.test(l)),
+    bad.stderr,
+  );
+  assert.ok(
+    lines.some((l) => /bad\.yaml \(document 2\).*spec\.agent\.command:/.test(l)),
+    bad.stderr,
+  );
+  assert.ok(
+    lines.some((l) => /spec\.prompt: exactly one of prompt or promptFile/.test(l)),
+    bad.stderr,
+  );
+  assert.ok(
+    lines.some((l) => /spec\.limits\.maxEpisodes:/.test(l)),
+    bad.stderr,
+  );
+  assert.ok(
+    lines.some((l) => /missing\.yaml: no such file/.test(l)),
+    bad.stderr,
+  );
   assert.ok(!/ConfigMap/.test(bad.stderr), 'other kinds are ignored');
 });
 
@@ -54,7 +69,7 @@ test('run: invalid usage exits 2', async () => {
   assert.equal((await runCli(['frobnicate'])).code, 2);
 });
 
-test('help lists every subcommand; a subcommand\'s help, --version and unknown commands work with lazy loading', async () => {
+test("help lists every subcommand; a subcommand's help, --version and unknown commands work with lazy loading", async () => {
   const help = await runCli(['--help']);
   assert.equal(help.code, 0);
   for (const name of ['run', 'get', 'validate', 'logs', 'crd', 'controller', 'episode']) {
@@ -74,7 +89,15 @@ test('help lists every subcommand; a subcommand\'s help, --version and unknown c
 
 test('get (table, wide, json, yaml) and logs after a run; metrics file written at exit', async () => {
   const dir = specDir([
-    { name: 'alpha', script: { steps: [{ mode: 'continue', text: 'first step done' }, { mode: 'success', costUSD: 0.5 }] } },
+    {
+      name: 'alpha',
+      script: {
+        steps: [
+          { mode: 'continue', text: 'first step done' },
+          { mode: 'success', costUSD: 0.5 },
+        ],
+      },
+    },
     { name: 'beta', namespace: 'team-b', script: { default: { mode: 'success' } } },
   ]);
   const metricsFile = join(dir, 'episodic.prom');
@@ -124,7 +147,12 @@ test('get (table, wide, json, yaml) and logs after a run; metrics file written a
 });
 
 test('--metrics-addr serves /metrics, /healthz, /readyz while running', async () => {
-  const dir = specDir([{ name: 'served', script: { steps: [{ mode: 'transient' }, { mode: 'sleep', sleepSeconds: 60, children: false }] } }]);
+  const dir = specDir([
+    {
+      name: 'served',
+      script: { steps: [{ mode: 'transient' }, { mode: 'sleep', sleepSeconds: 60, children: false }] },
+    },
+  ]);
   const run = startCli(['run', dir, '--metrics-addr', '127.0.0.1:0', '--log-level', 'info']);
   const url = await waitFor('metrics url in the log', () => /"url":"(http:[^"]+)\/metrics"/.exec(run.output())?.[1]);
   await waitFor('second episode running', () => readStatus(dir, 'served')?.status.currentEpisode?.number === 2);
@@ -139,24 +167,51 @@ test('--metrics-addr serves /metrics, /healthz, /readyz while running', async ()
 
 test('--metrics-addr: tasks waiting are counted by reason (episodic_tasks_waiting)', async () => {
   const dir = specDir([
-    { name: 'backing-off', spec: { backoff: { initialSeconds: 600, factor: 1, maxSeconds: 600 } }, script: { default: { mode: 'fail' } } },
+    {
+      name: 'backing-off',
+      spec: { backoff: { initialSeconds: 600, factor: 1, maxSeconds: 600 } },
+      script: { default: { mode: 'fail' } },
+    },
     { name: 'done', script: { default: { mode: 'success' } } },
   ]);
   const run = startCli(['run', dir, '--metrics-addr', '127.0.0.1:0', '--log-level', 'info']);
   const url = await waitFor('metrics url in the log', () => /"url":"(http:[^"]+)\/metrics"/.exec(run.output())?.[1]);
-  await waitFor('backing-off waits', () => readStatus(dir, 'backing-off')?.status.reason === 'Backoff' && readStatus(dir, 'done')?.status.phase === 'Succeeded');
+  await waitFor(
+    'backing-off waits',
+    () =>
+      readStatus(dir, 'backing-off')?.status.reason === 'Backoff' &&
+      readStatus(dir, 'done')?.status.phase === 'Succeeded',
+  );
   let body = '';
-  for (const deadline = Date.now() + 10_000; !/episodic_tasks_waiting\{namespace="default",reason="Backoff"\} 1/.test(body); ) {
+  for (
+    const deadline = Date.now() + 10_000;
+    !/episodic_tasks_waiting\{namespace="default",reason="Backoff"\} 1/.test(body);
+  ) {
     assert.ok(Date.now() < deadline, `no waiting task in /metrics:\n${body}`);
     body = await (await fetch(`${url}/metrics`)).text();
   }
-  assert.doesNotMatch(body, /episodic_tasks_waiting\{[^}]*reason="(?!Backoff)/, 'only the waiting task, under its reason');
+  assert.doesNotMatch(
+    body,
+    /episodic_tasks_waiting\{[^}]*reason="(?!Backoff)/,
+    'only the waiting task, under its reason',
+  );
   run.child.kill('SIGINT');
   assert.equal(await run.exited, 130);
 });
 
 test('logs never contain secret env values from the spec', async () => {
-  const dir = specDir([{ name: 'secretive', spec: { agent: { command: [process.execPath, join(REPO, 'test/agents/fake-claude.mjs')], env: [{ name: 'ANTHROPIC_API_KEY', value: 'sk-very-secret-123' }] } }, script: { default: { mode: 'success' } } }]);
+  const dir = specDir([
+    {
+      name: 'secretive',
+      spec: {
+        agent: {
+          command: [process.execPath, join(REPO, 'test/agents/fake-claude.mjs')],
+          env: [{ name: 'ANTHROPIC_API_KEY', value: 'sk-very-secret-123' }],
+        },
+      },
+      script: { default: { mode: 'success' } },
+    },
+  ]);
   const run = await runCli(['run', dir, '--log-level', 'trace']);
   assert.equal(run.code, 0, run.stderr);
   assert.doesNotMatch(run.stderr + run.stdout, /sk-very-secret-123/);

@@ -34,7 +34,10 @@ test('a spec link leading outside DIR is an error naming it, and is not read; th
   symlinkSync(join(outside, 'elsewhere.yaml'), join(dir, 'elsewhere.yaml'));
   const validate = await runCli(['validate', dir]);
   assert.equal(validate.code, 2);
-  assert.ok(validate.stderr.includes(`${join(dir, 'elsewhere.yaml')}: a symlink leading outside ${dir}; not read`), validate.stderr);
+  assert.ok(
+    validate.stderr.includes(`${join(dir, 'elsewhere.yaml')}: a symlink leading outside ${dir}; not read`),
+    validate.stderr,
+  );
   const run = await runCli(['run', dir]);
   assert.equal(run.code, 1, 'an unreadable spec file is not success');
   assert.equal(readStatus(dir, 'mounted')?.status.phase, 'Succeeded');

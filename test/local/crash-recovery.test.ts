@@ -13,18 +13,29 @@ const read = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : 
 interface Run {
   env: Record<string, string>;
 }
-const runsIn = (file: string): Run[] => read(file).trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Run);
+const runsIn = (file: string): Run[] =>
+  read(file)
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Run);
 
 test('kill -9 after the agent printed its result: the restart records the real outcome and cost, and does not redo it', async () => {
   const dir = tempDir();
   const record = join(dir, 'runs.jsonl');
   // The agent prints its result and then lingers (a CLI tidying up): the controller dies in between.
-  specDir([{ name: 'done', script: { default: { mode: 'success', costUSD: 0.7, lingerSeconds: 300 }, record } }], { dir });
+  specDir([{ name: 'done', script: { default: { mode: 'success', costUSD: 0.7, lingerSeconds: 300 }, record } }], {
+    dir,
+  });
   const first = startCli(['run', dir]);
   await waitFor('the result in the log', () => read(logOf(dir, 'done', 1)).includes('"type":"result"'));
   first.child.kill('SIGKILL');
   await first.exited;
-  assert.equal(readStatus(dir, 'done')?.status.currentEpisode?.number, 1, 'on record as running when the controller died');
+  assert.equal(
+    readStatus(dir, 'done')?.status.currentEpisode?.number,
+    1,
+    'on record as running when the controller died',
+  );
 
   const second = await runCli(['run', dir]);
   assert.equal(second.code, 0, second.stderr);
@@ -36,9 +47,19 @@ test('kill -9 after the agent printed its result: the restart records the real o
   assert.equal(s?.costUSD, 0.7);
   assert.equal(s?.lastEpisode?.outcome, 'succeeded');
   assert.equal(s?.lastEpisode?.exitCode, 0, 'the exit code a successful result gets');
-  assert.deepEqual(runsIn(record).map((r) => r.env.EPISODIC_EPISODE), ['1'], 'the agent ran once');
-  const records = read(join(dir, '.episodic/logs/default/done/episodes.jsonl')).trim().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(records.map((r) => [r.number, r.outcome, r.costUSD]), [[1, 'succeeded', 0.7]]);
+  assert.deepEqual(
+    runsIn(record).map((r) => r.env.EPISODIC_EPISODE),
+    ['1'],
+    'the agent ran once',
+  );
+  const records = read(join(dir, '.episodic/logs/default/done/episodes.jsonl'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    records.map((r) => [r.number, r.outcome, r.costUSD]),
+    [[1, 'succeeded', 0.7]],
+  );
 });
 
 test('kill -9 before the agent finished: interrupted (its log has no result), retried as the next episode', async () => {
@@ -49,8 +70,24 @@ test('kill -9 before the agent finished: interrupted (its log has no result), re
     [
       {
         name: 'cut',
-        spec: { agent: { command: [process.execPath, join(import.meta.dirname, '../agents/fake-claude.mjs')], output: 'claude', pricing } },
-        script: { episodes: { '1': { mode: 'sleep', children: false, sleepSeconds: 300, usage: { input: 100, output: 100, cacheRead: 0 } } }, default: { mode: 'success', costUSD: 0.25 } },
+        spec: {
+          agent: {
+            command: [process.execPath, join(import.meta.dirname, '../agents/fake-claude.mjs')],
+            output: 'claude',
+            pricing,
+          },
+        },
+        script: {
+          episodes: {
+            '1': {
+              mode: 'sleep',
+              children: false,
+              sleepSeconds: 300,
+              usage: { input: 100, output: 100, cacheRead: 0 },
+            },
+          },
+          default: { mode: 'success', costUSD: 0.25 },
+        },
       },
     ],
     { dir },
@@ -63,8 +100,17 @@ test('kill -9 before the agent finished: interrupted (its log has no result), re
   assert.equal(second.code, 0, second.stderr);
   const s = readStatus(dir, 'cut')?.status;
   assert.equal(s?.episodes, 2, 'episode 1 interrupted, episode 2 succeeded');
-  const records = read(join(dir, '.episodic/logs/default/cut/episodes.jsonl')).trim().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(records.map((r) => [r.number, r.outcome]), [[1, 'interrupted'], [2, 'succeeded']]);
+  const records = read(join(dir, '.episodic/logs/default/cut/episodes.jsonl'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    records.map((r) => [r.number, r.outcome]),
+    [
+      [1, 'interrupted'],
+      [2, 'succeeded'],
+    ],
+  );
   assert.equal(s?.costUSD, 0.25, 'nothing was spent in episode 1 by its log (init only)');
 });
 
@@ -84,8 +130,18 @@ test('ten kill -9s at random points: no episode lost or run twice, spend never b
   const record = join(dir, 'runs.jsonl');
   const EPISODES = 8;
   const episodes: Record<string, unknown> = {};
-  for (let n = 1; n <= 30; n++) episodes[String(n)] = { mode: 'continue', costUSD: 0.01 * n, delayMs: 150, lingerSeconds: 0.3 };
-  specDir([{ name: 'loop', spec: { limits: { maxEpisodes: EPISODES, episodeTimeoutSeconds: 30 } }, script: { episodes, record } }], { dir });
+  for (let n = 1; n <= 30; n++)
+    episodes[String(n)] = { mode: 'continue', costUSD: 0.01 * n, delayMs: 150, lingerSeconds: 0.3 };
+  specDir(
+    [
+      {
+        name: 'loop',
+        spec: { limits: { maxEpisodes: EPISODES, episodeTimeoutSeconds: 30 } },
+        script: { episodes, record },
+      },
+    ],
+    { dir },
+  );
   const random = seeded(12);
   let recovered = 0;
   const count = (text: string) => text.split('its end is read from its log').length - 1;
@@ -103,9 +159,16 @@ test('ten kill -9s at random points: no episode lost or run twice, spend never b
   const s = readStatus(dir, 'loop')?.status;
   assert.equal(s?.reason, 'MaxEpisodesReached', JSON.stringify(s));
 
-  const records = read(join(dir, '.episodic/logs/default/loop/episodes.jsonl')).trim().split('\n').map((l) => JSON.parse(l));
+  const records = read(join(dir, '.episodic/logs/default/loop/episodes.jsonl'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   const numbers = records.map((r) => r.number as number);
-  assert.deepEqual(numbers, Array.from({ length: s?.episodes ?? 0 }, (_, i) => i + 1), 'one record per episode, in order, none missing');
+  assert.deepEqual(
+    numbers,
+    Array.from({ length: s?.episodes ?? 0 }, (_, i) => i + 1),
+    'one record per episode, in order, none missing',
+  );
   const ran = runsIn(record).map((r) => r.env.EPISODIC_EPISODE);
   assert.equal(new Set(ran).size, ran.length, `no episode number ran twice: ${ran.join(',')}`);
 
@@ -116,7 +179,10 @@ test('ten kill -9s at random points: no episode lost or run twice, spend never b
     const m = /"type":"result".*"total_cost_usd":([0-9.]+)/.exec(read(join(dir, '.episodic/logs/default/loop', f)));
     if (m) shown += Number(m[1]);
   }
-  assert.ok(Math.abs((s?.costUSD ?? 0) - shown) < 1e-9, `status spend ${s?.costUSD} equals what the logs show ${shown}`);
+  assert.ok(
+    Math.abs((s?.costUSD ?? 0) - shown) < 1e-9,
+    `status spend ${s?.costUSD} equals what the logs show ${shown}`,
+  );
   const recordedCost = records.reduce((sum, r) => sum + (r.costUSD as number), 0);
   assert.ok(Math.abs(recordedCost - shown) < 1e-9, `records ${recordedCost} vs logs ${shown}`);
   for (const r of records) {

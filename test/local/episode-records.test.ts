@@ -24,7 +24,8 @@ const rawRecords = (dir: string, name: string): EpisodeRecord[] =>
 function gitWorkspace(dir: string, name: string): string {
   const ws = join(dir, 'ws', name);
   mkdirSync(ws, { recursive: true });
-  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: ws });
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: ws });
   git('init', '-q');
   writeFileSync(join(ws, 'PLAN.md'), plan(0));
   git('add', '.');
@@ -45,18 +46,31 @@ test('records: one line per finished episode, with outcome, spend and evidence; 
   assert.equal(res.code, 0, res.stderr);
 
   const records = rawRecords(dir, 'work');
-  assert.deepEqual(records.map((r) => [r.number, r.outcome, r.exitCode, r.costUSD]), [
-    [1, 'failed', 1, 0],
-    [2, 'continue', 0, 0.2],
-    [3, 'succeeded', 0, 0.3],
-  ]);
+  assert.deepEqual(
+    records.map((r) => [r.number, r.outcome, r.exitCode, r.costUSD]),
+    [
+      [1, 'failed', 1, 0],
+      [2, 'continue', 0, 0.2],
+      [3, 'succeeded', 0, 0.3],
+    ],
+  );
   const [failed, progressed, done] = records;
   const status = readStatus(dir, 'work')?.status;
   assert.ok(done.startedAt && done.finishedAt);
-  assert.deepEqual([done.startedAt, done.finishedAt], [status?.lastEpisode?.startedAt, status?.lastEpisode?.finishedAt]);
+  assert.deepEqual(
+    [done.startedAt, done.finishedAt],
+    [status?.lastEpisode?.startedAt, status?.lastEpisode?.finishedAt],
+  );
   assert.equal(failed.reason, 'Backoff');
   assert.ok(failed.evidence?.errorFingerprint, 'a failed episode carries its error fingerprint');
-  assert.deepEqual([progressed.evidence?.workspace?.kind, progressed.evidence?.workspace?.headBefore, progressed.evidence?.workspace?.changed], ['git', head, true]);
+  assert.deepEqual(
+    [
+      progressed.evidence?.workspace?.kind,
+      progressed.evidence?.workspace?.headBefore,
+      progressed.evidence?.workspace?.changed,
+    ],
+    ['git', head, true],
+  );
   assert.deepEqual(progressed.evidence?.checklist, { done: 2, total: 3, inProgress: 0, failed: 0, skipped: 0 });
   assert.ok(progressed.tokens.input > 0, 'tokens as the agent reported them');
   assert.deepEqual([done.reason, done.completion, done.evidence?.checklist?.done], ['PromiseDetected', 'promise', 3]);
@@ -65,26 +79,38 @@ test('records: one line per finished episode, with outcome, spend and evidence; 
   assert.equal(table.code, 0, table.stderr);
   const [header, ...rows] = table.stdout.trim().split('\n');
   assert.deepEqual(header.split(/\s{2,}/), ['EPISODE', 'OUTCOME', 'EXIT', 'COST', 'FINISHED', 'REASON']);
-  assert.deepEqual(rows.map((r) => r.split(/\s+/).slice(0, 4)), [
-    ['1', 'failed', '1', '$0.0000'],
-    ['2', 'continue', '0', '$0.2000'],
-    ['3', 'succeeded', '0', '$0.3000'],
-  ]);
+  assert.deepEqual(
+    rows.map((r) => r.split(/\s+/).slice(0, 4)),
+    [
+      ['1', 'failed', '1', '$0.0000'],
+      ['2', 'continue', '0', '$0.2000'],
+      ['3', 'succeeded', '0', '$0.3000'],
+    ],
+  );
   const wide = await runCli(['get', 'work', dir, '--episodes', '-o', 'wide']);
   assert.match(wide.stdout, /CHECKLIST\s+MESSAGE/);
   const row2 = wide.stdout.split('\n')[2].split(/\s{2,}/);
   const checkpoint = progressed.evidence?.workspace?.commit ?? '';
   assert.match(checkpoint, /^[0-9a-f]{40}$/, 'episode 2 changed the git workspace: its checkpoint commit');
-  assert.ok(row2.includes(checkpoint.slice(0, 12)) && row2.includes('2/3'), `episode 2's commit and checklist: ${row2.join(' | ')}`);
+  assert.ok(
+    row2.includes(checkpoint.slice(0, 12)) && row2.includes('2/3'),
+    `episode 2's commit and checklist: ${row2.join(' | ')}`,
+  );
 
   const json = JSON.parse((await runCli(['get', 'work', dir, '--episodes', '-o', 'json'])).stdout);
   assert.equal(json.kind, 'List');
-  assert.deepEqual(json.items.map((i: any) => [i.kind, i.metadata.name, i.metadata.labels['episodic.dev/task']]), [
-    ['AgentEpisode', 'work-ep-1', 'work'],
-    ['AgentEpisode', 'work-ep-2', 'work'],
-    ['AgentEpisode', 'work-ep-3', 'work'],
-  ]);
-  assert.deepEqual(json.items.map((i: any) => i.record), JSON.parse(JSON.stringify(records)));
+  assert.deepEqual(
+    json.items.map((i: any) => [i.kind, i.metadata.name, i.metadata.labels['episodic.dev/task']]),
+    [
+      ['AgentEpisode', 'work-ep-1', 'work'],
+      ['AgentEpisode', 'work-ep-2', 'work'],
+      ['AgentEpisode', 'work-ep-3', 'work'],
+    ],
+  );
+  assert.deepEqual(
+    json.items.map((i: any) => i.record),
+    JSON.parse(JSON.stringify(records)),
+  );
   const yaml = parse((await runCli(['get', 'work', dir, '--episodes', '-o', 'yaml'])).stdout);
   assert.deepEqual(yaml, json);
 
@@ -96,7 +122,9 @@ test('records: one line per finished episode, with outcome, spend and evidence; 
 });
 
 test('records: a torn last line is skipped, then cut off by the next controller, which appends a record a crash lost', async () => {
-  const dir = specDir([{ name: 'torn', spec: fast, script: { steps: [{ mode: 'continue' }, { mode: 'success', costUSD: 0.4 }] } }]);
+  const dir = specDir([
+    { name: 'torn', spec: fast, script: { steps: [{ mode: 'continue' }, { mode: 'success', costUSD: 0.4 }] } },
+  ]);
   assert.equal((await runCli(['run', dir])).code, 0);
   const file = recordsFile(dir, 'torn');
   const [first, second] = readFileSync(file, 'utf8').split('\n');
@@ -106,17 +134,27 @@ test('records: a torn last line is skipped, then cut off by the next controller,
   appendFileSync(file, second.slice(0, 25));
 
   const shown = JSON.parse((await runCli(['get', 'torn', dir, '--episodes', '-o', 'json'])).stdout);
-  assert.deepEqual(shown.items.map((i: any) => i.record.number), [1], 'the torn line is not a record');
+  assert.deepEqual(
+    shown.items.map((i: any) => i.record.number),
+    [1],
+    'the torn line is not a record',
+  );
 
   const again = await runCli(['run', dir]);
   assert.equal(again.code, 0, again.stderr);
   const records = rawRecords(dir, 'torn');
-  assert.deepEqual(records.map((r) => [r.number, r.outcome]), [
-    [1, 'continue'],
-    [2, 'succeeded'],
-  ]);
+  assert.deepEqual(
+    records.map((r) => [r.number, r.outcome]),
+    [
+      [1, 'continue'],
+      [2, 'succeeded'],
+    ],
+  );
   const status = readStatus(dir, 'torn')?.status;
-  assert.deepEqual([records[1].costUSD, records[1].finishedAt, records[1].message], [0.4, status?.lastEpisode?.finishedAt, status?.lastEpisode?.message]);
+  assert.deepEqual(
+    [records[1].costUSD, records[1].finishedAt, records[1].message],
+    [0.4, status?.lastEpisode?.finishedAt, status?.lastEpisode?.message],
+  );
   assert.equal(records[1].evidence, undefined, 'what only the lost result knew stays unknown');
   assert.equal((await runCli(['run', dir])).code, 0);
   assert.equal(rawRecords(dir, 'torn').length, 2, 'a record on file is never appended again');
@@ -125,18 +163,43 @@ test('records: a torn last line is skipped, then cut off by the next controller,
 test('records: kill -9 mid-episode and restart: the interrupted episode is recorded once, no number twice', async () => {
   const dir = tempDir();
   const pidFile = join(dir, 'pids.txt');
-  specDir([{ name: 'crashy', spec: fast, script: { steps: [{ mode: 'continue', costUSD: 0.5 }, { mode: 'sleep', sleepSeconds: 300, pidFile }, { mode: 'success' }] } }], { dir });
+  specDir(
+    [
+      {
+        name: 'crashy',
+        spec: fast,
+        script: {
+          steps: [
+            { mode: 'continue', costUSD: 0.5 },
+            { mode: 'sleep', sleepSeconds: 300, pidFile },
+            { mode: 'success' },
+          ],
+        },
+      },
+    ],
+    { dir },
+  );
   const first = startCli(['run', dir]);
-  await waitFor('episode 2 running', () => readStatus(dir, 'crashy')?.status.currentEpisode?.number === 2 && existsSync(pidFile));
+  await waitFor(
+    'episode 2 running',
+    () => readStatus(dir, 'crashy')?.status.currentEpisode?.number === 2 && existsSync(pidFile),
+  );
   first.child.kill('SIGKILL');
   await first.exited;
-  assert.deepEqual(rawRecords(dir, 'crashy').map((r) => r.number), [1], 'episode 2 ran when the controller died');
+  assert.deepEqual(
+    rawRecords(dir, 'crashy').map((r) => r.number),
+    [1],
+    'episode 2 ran when the controller died',
+  );
 
   const second = await runCli(['run', dir]);
   assert.equal(second.code, 0, second.stderr);
-  assert.deepEqual(rawRecords(dir, 'crashy').map((r) => [r.number, r.outcome]), [
-    [1, 'continue'],
-    [2, 'interrupted'],
-    [3, 'succeeded'],
-  ]);
+  assert.deepEqual(
+    rawRecords(dir, 'crashy').map((r) => [r.number, r.outcome]),
+    [
+      [1, 'continue'],
+      [2, 'interrupted'],
+      [3, 'succeeded'],
+    ],
+  );
 });

@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { REPO, readStatus, runCli, tempDir } from '../support/local.ts';
 
 test('every example directory validates, read as episodic run reads it', async () => {
-  const dirs = readdirSync(join(REPO, 'examples'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(REPO, 'examples', d.name));
+  const dirs = readdirSync(join(REPO, 'examples'), { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => join(REPO, 'examples', d.name));
   assert.ok(dirs.length >= 5);
   const res = await runCli(['validate', ...dirs]);
   assert.equal(res.code, 0, res.stderr);
@@ -56,21 +58,42 @@ test('the leash example: the plan finishes on its checklist, the stuck and the o
   // A person's resume also renews the policy's allowance: one HalfOpen episode, one auto-resume, one more.
   const after = readStatus(dir, 'resumed')?.status;
   assert.equal(after?.episodes, 6);
-  assert.deepEqual(after?.audit?.filter((a) => a.action === 'Resumed').map((a) => a.by.startsWith('policy:')), [true, false, true]);
-  const rejected = (res.stdout + res.stderr).split('\n').filter((l) => l.includes('"CompletionRejected"') && l.includes('claims-done'));
+  assert.deepEqual(
+    after?.audit?.filter((a) => a.action === 'Resumed').map((a) => a.by.startsWith('policy:')),
+    [true, false, true],
+  );
+  const rejected = (res.stdout + res.stderr)
+    .split('\n')
+    .filter((l) => l.includes('"CompletionRejected"') && l.includes('claims-done'));
   assert.equal(rejected.length, 3, 'every claim without a change is rejected');
 });
 
-test('the checkpoints example: one commit per episode on the git workspace\'s branch, with trailers; hashes in the records', async () => {
+test("the checkpoints example: one commit per episode on the git workspace's branch, with trailers; hashes in the records", async () => {
   const dir = tempDir();
-  cpSync(join(REPO, 'examples/checkpoints'), dir, { recursive: true, filter: (src) => !/\/(origin\.git|\.episodic)$/.test(src) });
+  cpSync(join(REPO, 'examples/checkpoints'), dir, {
+    recursive: true,
+    filter: (src) => !/\/(origin\.git|\.episodic)$/.test(src),
+  });
   const origin = join(dir, 'origin.git');
   execFileSync('git', ['init', '--quiet', '--bare', '--initial-branch=main', origin]);
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 0, res.stderr);
   assert.equal(readStatus(dir, 'plan')?.status.reason, 'ChecklistComplete');
-  const log = execFileSync('git', ['-C', origin, 'log', '--format=%H %s|%(trailers:key=Episodic-Episode,valueonly,separator=)', 'episodic/plan'], { encoding: 'utf8' }).trim().split('\n');
-  assert.deepEqual(log.map((l) => l.slice(41)), ['episodic: plan episode 3 (succeeded)|3', 'episodic: plan episode 2 (continue)|2', 'episodic: plan episode 1 (continue)|1']);
+  const log = execFileSync(
+    'git',
+    ['-C', origin, 'log', '--format=%H %s|%(trailers:key=Episodic-Episode,valueonly,separator=)', 'episodic/plan'],
+    { encoding: 'utf8' },
+  )
+    .trim()
+    .split('\n');
+  assert.deepEqual(
+    log.map((l) => l.slice(41)),
+    [
+      'episodic: plan episode 3 (succeeded)|3',
+      'episodic: plan episode 2 (continue)|2',
+      'episodic: plan episode 1 (continue)|1',
+    ],
+  );
   const wide = await runCli(['get', 'plan', dir, '--episodes', '-o', 'wide']);
   for (const line of log) assert.ok(wide.stdout.includes(line.slice(0, 12)), `${line.slice(0, 12)} in\n${wide.stdout}`);
 });

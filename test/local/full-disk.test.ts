@@ -3,7 +3,7 @@
 // keeping what is recorded; `run --watch` waits and resumes once there is room.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StoredStatusSchema } from '../../controller/sinks/local/file-status.ts';
@@ -11,7 +11,7 @@ import { CLI, NODE, specDir, tempDir } from '../support/local.ts';
 
 // Runs inside the namespace (root there, nobody outside): mounts the tmpfs, runs the CLI, frees the space,
 // and reports what it saw as JSON. The tmpfs goes with the namespace, so what the test checks is copied out.
-const DRIVER = String.raw`
+const DRIVER = `
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -71,21 +71,36 @@ function inNamespace(mode: 'once' | 'watch'): { report: Report; out: string } {
   // big: 2 MiB of output into a 1 MiB disk, then success; small: succeeds in its second episode.
   specDir(
     [
-      { name: 'big', script: { episodes: { '1': { mode: 'chatty', chattyMB: 2, then: 'success' } }, default: { mode: 'success' } } },
-      { name: 'small', script: { episodes: { '1': { mode: 'continue', delayMs: 300 } }, default: { mode: 'success', delayMs: 300 }, record: 'runs.jsonl' } },
+      {
+        name: 'big',
+        script: { episodes: { '1': { mode: 'chatty', chattyMB: 2, then: 'success' } }, default: { mode: 'success' } },
+      },
+      {
+        name: 'small',
+        script: {
+          episodes: { '1': { mode: 'continue', delayMs: 300 } },
+          default: { mode: 'success', delayMs: 300 },
+          record: 'runs.jsonl',
+        },
+      },
     ],
     { dir },
   );
   const driver = join(work, 'driver.mjs');
   writeFileSync(driver, DRIVER);
-  const stdout = execFileSync('unshare', ['--user', '--map-root-user', '--mount', NODE, driver, NODE, CLI, dir, state, out, mode], {
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
+  const stdout = execFileSync(
+    'unshare',
+    ['--user', '--map-root-user', '--mount', NODE, driver, NODE, CLI, dir, state, out, mode],
+    {
+      encoding: 'utf8',
+      timeout: 120_000,
+    },
+  );
   return { report: JSON.parse(stdout.trim().split('\n').pop() as string) as Report, out };
 }
 
-const statusIn = (root: string, name: string) => StoredStatusSchema.parse(JSON.parse(readFileSync(join(root, 'status/default', `${name}.json`), 'utf8'))).status;
+const statusIn = (root: string, name: string) =>
+  StoredStatusSchema.parse(JSON.parse(readFileSync(join(root, 'status/default', `${name}.json`), 'utf8'))).status;
 
 test('run: a full state disk is said in one line, no stack; exit 3, what is recorded is kept; the next run finishes', () => {
   const { report, out } = inNamespace('once');
@@ -93,7 +108,10 @@ test('run: a full state disk is said in one line, no stack; exit 3, what is reco
   assert.equal(first.code, 3, first.stderr);
   const full = first.stderr.split('\n').filter((l) => l.includes('the state disk is full'));
   assert.equal(full.length, 2, `one log line and the final message:\n${first.stderr}`);
-  assert.match(first.stderr, /episodic run: the state disk is full: cannot write to \S+ \(ENOSPC: no space left on device\)\. No new episode was started/);
+  assert.match(
+    first.stderr,
+    /episodic run: the state disk is full: cannot write to \S+ \(ENOSPC: no space left on device\)\. No new episode was started/,
+  );
   assert.doesNotMatch(first.stderr, /"stack"|will retry/, 'no stack traces, no retry chatter');
   // Every status on record still reads (atomic writes), and none moved past what the disk holds.
   for (const name of ['big', 'small']) assert.ok(statusIn(join(out, 'first'), name));
@@ -107,8 +125,15 @@ test('run --watch: a full state disk waits (said once), starts nothing, and resu
   const { report } = inNamespace('watch');
   const { stderr } = report.watch!;
   assert.equal(stderr.split('\n').filter((l) => l.includes('the state disk is full')).length, 1, stderr);
-  assert.deepEqual(report.whileFull, { small: 'Running', big: 'Running' }, 'on disk while full: both episodes 1 running');
-  const lines = stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; task?: string; event?: string; episode?: number });
+  assert.deepEqual(
+    report.whileFull,
+    { small: 'Running', big: 'Running' },
+    'on disk while full: both episodes 1 running',
+  );
+  const lines = stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { msg: string; task?: string; event?: string; episode?: number });
   const at = (p: (l: (typeof lines)[number]) => boolean) => lines.findIndex(p);
   const room = at((l) => l.msg.includes('the state disk has room again'));
   assert.ok(room > at((l) => l.msg.includes('the state disk is full')), stderr);

@@ -17,14 +17,30 @@ function agentScript(dir: string, name: string, body: string): string {
 test('hostile output: NUL, invalid UTF-8, absurd costs and a 20 MB line are recorded safely', async () => {
   const bin = tempDir();
   const agents = {
-    binary: agentScript(bin, 'binary', String.raw`printf 'start\0\0\xff\xfe\x1b]0;pwned\x07 <promise>DONE</promise>\n'; exit 0`),
-    absurd: agentScript(bin, 'absurd', String.raw`printf '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":1e308,"usage":{"input_tokens":1e300,"output_tokens":-5}}\n'`),
-    nan: agentScript(bin, 'nan', String.raw`printf '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":NaN}\n'`),
+    binary: agentScript(
+      bin,
+      'binary',
+      String.raw`printf 'start\0\0\xff\xfe\x1b]0;pwned\x07 <promise>DONE</promise>\n'; exit 0`,
+    ),
+    absurd: agentScript(
+      bin,
+      'absurd',
+      String.raw`printf '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":1e308,"usage":{"input_tokens":1e300,"output_tokens":-5}}\n'`,
+    ),
+    nan: agentScript(
+      bin,
+      'nan',
+      String.raw`printf '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":NaN}\n'`,
+    ),
     huge: agentScript(bin, 'huge', String.raw`head -c 20000000 /dev/zero | tr '\0' 'a'; exit 1`),
   };
   const tasks = Object.entries(agents).map(([name, path]) => ({
     name,
-    spec: { agent: { command: [path], output: name === 'binary' || name === 'huge' ? 'text' : 'claude' }, completion: { promise: 'DONE' }, limits: { maxEpisodes: 1, maxConsecutiveFailures: 1, episodeTimeoutSeconds: 60 } },
+    spec: {
+      agent: { command: [path], output: name === 'binary' || name === 'huge' ? 'text' : 'claude' },
+      completion: { promise: 'DONE' },
+      limits: { maxEpisodes: 1, maxConsecutiveFailures: 1, episodeTimeoutSeconds: 60 },
+    },
   }));
   const dir = specDir(tasks);
   const run = await runCli(['run', dir], { timeoutMs: 120_000 });
@@ -36,7 +52,10 @@ test('hostile output: NUL, invalid UTF-8, absurd costs and a 20 MB line are reco
     const s = readStatus(dir, name)?.status;
     assert.equal(s?.episodes, 1, name);
     assert.equal(s?.costUSD, 0, `${name}: an absurd or non-numeric cost is not spend`);
-    assert.ok(Number.isFinite(s?.tokens.input) && (s?.tokens.output ?? -1) >= 0, `${name}: ${JSON.stringify(s?.tokens)}`);
+    assert.ok(
+      Number.isFinite(s?.tokens.input) && (s?.tokens.output ?? -1) >= 0,
+      `${name}: ${JSON.stringify(s?.tokens)}`,
+    );
   }
   const huge = readStatus(dir, 'huge')?.status;
   assert.equal(huge?.lastEpisode?.outcome, 'failed');

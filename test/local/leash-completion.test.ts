@@ -20,7 +20,13 @@ function episodeLogs(dir: string, name: string): string {
 test('leash: an agent that echoes a prompt naming the sentinel never completes (text and stream-json)', async () => {
   const task = (name: string, command: string[], output: string, then = 'continue') => ({
     name,
-    spec: { ...fast, prompt: PROMPT, agent: { command, output }, completion: { promise: 'DONE' }, limits: { maxEpisodes: 2, episodeTimeoutSeconds: 30 } },
+    spec: {
+      ...fast,
+      prompt: PROMPT,
+      agent: { command, output },
+      completion: { promise: 'DONE' },
+      limits: { maxEpisodes: 2, episodeTimeoutSeconds: 30 },
+    },
     script: { default: { mode: 'echo-prompt', then, promise: 'DONE' } },
   });
   const dir = specDir([
@@ -58,7 +64,11 @@ test('leash: completion.signals finishes on three test-only episodes; each score
   const dir = specDir([
     {
       name: 'saturated',
-      spec: { ...fast, completion: { signals: { threshold: 60 } }, limits: { maxEpisodes: 10, episodeTimeoutSeconds: 30 } },
+      spec: {
+        ...fast,
+        completion: { signals: { threshold: 60 } },
+        limits: { maxEpisodes: 10, episodeTimeoutSeconds: 30 },
+      },
       script: { episodes, default: { mode: 'continue', writeFiles: { 'more.txt': 'never reached' } } },
     },
   ]);
@@ -99,11 +109,24 @@ test('leash: completion.signals adds a complete checklist and completion keyword
   const dir = specDir([
     {
       name: 'scored',
-      spec: { ...fast, progress: { checklist: 'PLAN.md' }, completion: { signals: { threshold: 60 } }, limits: { maxEpisodes: 5, episodeTimeoutSeconds: 30 } },
+      spec: {
+        ...fast,
+        progress: { checklist: 'PLAN.md' },
+        completion: { signals: { threshold: 60 } },
+        limits: { maxEpisodes: 5, episodeTimeoutSeconds: 30 },
+      },
       script: {
         episodes: {
-          '1': { mode: 'continue', text: 'The task is complete.', writeFiles: { 'PLAN.md': '# Plan\n- [x] one\n- [ ] two\n' } }, // 10
-          '2': { mode: 'continue', text: 'All tasks are complete; nothing left to do.', writeFiles: { 'PLAN.md': plan } }, // 40 + 20
+          '1': {
+            mode: 'continue',
+            text: 'The task is complete.',
+            writeFiles: { 'PLAN.md': '# Plan\n- [x] one\n- [ ] two\n' },
+          }, // 10
+          '2': {
+            mode: 'continue',
+            text: 'All tasks are complete; nothing left to do.',
+            writeFiles: { 'PLAN.md': plan },
+          }, // 40 + 20
         },
       },
     },

@@ -13,16 +13,28 @@ test('episodic run with a read-only state dir: exit 2, one line naming the direc
   mkdirSync(state);
   // The script is fixed; paths go in as positional arguments, never into the shell text.
   const script = 'mount -t tmpfs -o ro,size=1m tmpfs "$1" && exec "$2" "$3" run "$4" --state-dir "$1" --no-table';
-  const res = spawnSync('unshare', ['--user', '--map-root-user', '--mount', 'sh', '-c', script, 'sh', state, NODE, CLI, dir], { encoding: 'utf8' });
+  const res = spawnSync(
+    'unshare',
+    ['--user', '--map-root-user', '--mount', 'sh', '-c', script, 'sh', state, NODE, CLI, dir],
+    { encoding: 'utf8' },
+  );
   assert.equal(res.status, 2, res.stderr);
-  assert.equal(res.stderr.trim(), `episodic run: the state dir ${state} is on a read-only file system (EROFS); pass --state-dir with a writable directory`);
+  assert.equal(
+    res.stderr.trim(),
+    `episodic run: the state dir ${state} is on a read-only file system (EROFS); pass --state-dir with a writable directory`,
+  );
 });
 
 test('episodic run on a read-only spec dir: the default DIR/.episodic it cannot create is named as read-only, not ENOENT', () => {
   const dir = specDir([{ name: 'a', script: { default: { mode: 'success' } } }]);
   // A spec dir mounted read-only (like a ConfigMap volume): a bind mount of dir onto itself, read-only.
   const script = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && exec "$2" "$3" run "$1" --no-table';
-  const res = spawnSync('unshare', ['--user', '--map-root-user', '--mount', 'sh', '-c', script, 'sh', dir, NODE, CLI], { encoding: 'utf8' });
+  const res = spawnSync('unshare', ['--user', '--map-root-user', '--mount', 'sh', '-c', script, 'sh', dir, NODE, CLI], {
+    encoding: 'utf8',
+  });
   assert.equal(res.status, 2, res.stderr);
-  assert.equal(res.stderr.trim(), `episodic run: the state dir ${join(dir, '.episodic')} is on a read-only file system (EROFS); pass --state-dir with a writable directory`);
+  assert.equal(
+    res.stderr.trim(),
+    `episodic run: the state dir ${join(dir, '.episodic')} is on a read-only file system (EROFS); pass --state-dir with a writable directory`,
+  );
 });

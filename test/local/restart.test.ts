@@ -5,7 +5,17 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hashSpec } from '../../controller/sources/local/spec-files.ts';
-import { assertAllDead, isAlive, readStatus, runCli, specDir, startCli, taskYaml, tempDir, waitFor } from '../support/local.ts';
+import {
+  assertAllDead,
+  isAlive,
+  readStatus,
+  runCli,
+  specDir,
+  startCli,
+  taskYaml,
+  tempDir,
+  waitFor,
+} from '../support/local.ts';
 
 function pidsIn(file: string): number[] {
   return existsSync(file) ? readFileSync(file, 'utf8').split(/\s+/).filter(Boolean).map(Number) : [];
@@ -14,9 +24,26 @@ function pidsIn(file: string): number[] {
 test('kill -9 mid-episode, restart: orphan tree killed, episode recorded as interrupted, nothing lost', async () => {
   const dir = tempDir();
   const pidFile = join(dir, 'pids.txt');
-  specDir([{ name: 'crashy', script: { steps: [{ mode: 'continue', costUSD: 0.5 }, { mode: 'sleep', sleepSeconds: 300, pidFile }, { mode: 'success' }] } }], { dir });
+  specDir(
+    [
+      {
+        name: 'crashy',
+        script: {
+          steps: [
+            { mode: 'continue', costUSD: 0.5 },
+            { mode: 'sleep', sleepSeconds: 300, pidFile },
+            { mode: 'success' },
+          ],
+        },
+      },
+    ],
+    { dir },
+  );
   const first = startCli(['run', dir]);
-  await waitFor('episode 2 running with its tree', () => readStatus(dir, 'crashy')?.status.currentEpisode?.number === 2 && pidsIn(pidFile).length >= 2);
+  await waitFor(
+    'episode 2 running with its tree',
+    () => readStatus(dir, 'crashy')?.status.currentEpisode?.number === 2 && pidsIn(pidFile).length >= 2,
+  );
   first.child.kill('SIGKILL');
   await first.exited;
   const orphans = pidsIn(pidFile);
@@ -29,7 +56,10 @@ test('kill -9 mid-episode, restart: orphan tree killed, episode recorded as inte
   assert.match(stateId, /^[0-9a-f-]{36}$/);
   const marker = `${stateId}/default/crashy/${before?.status.currentEpisode?.number}`;
   for (const pid of orphans.filter(isAlive)) {
-    assert.ok(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`EPISODIC_PROCESS_TREE=${marker}`), `pid ${pid} carries the marker`);
+    assert.ok(
+      readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`EPISODIC_PROCESS_TREE=${marker}`),
+      `pid ${pid} carries the marker`,
+    );
   }
 
   const second = await runCli(['run', dir]);
@@ -61,22 +91,46 @@ test('a crash after an episode is on record but before its agent started: record
     observedGeneration: 1,
   };
   mkdirSync(join(dir, '.episodic/status/default'), { recursive: true });
-  const stored = { namespace: 'default', name: 'unspawned', generation: 1, specHash: hashSpec(spec), status, processMarker: marker };
+  const stored = {
+    namespace: 'default',
+    name: 'unspawned',
+    generation: 1,
+    specHash: hashSpec(spec),
+    status,
+    processMarker: marker,
+  };
   writeFileSync(join(dir, '.episodic/status/default/unspawned.json'), JSON.stringify(stored));
 
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 0, res.stderr);
-  const logLines = res.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const logLines = res.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   const restart = logLines.find((l) => l.msg === 'episode interrupted by a controller restart');
-  assert.deepEqual([restart?.episode, restart?.orphanKilled], [2, false], 'nothing carried the marker, and the episode still ended');
-  assert.ok(logLines.some((l) => l.event === 'EpisodeInterrupted' && l.episode === 2), res.stderr);
+  assert.deepEqual(
+    [restart?.episode, restart?.orphanKilled],
+    [2, false],
+    'nothing carried the marker, and the episode still ended',
+  );
+  assert.ok(
+    logLines.some((l) => l.event === 'EpisodeInterrupted' && l.episode === 2),
+    res.stderr,
+  );
   const s = readStatus(dir, 'unspawned')?.status;
   assert.equal(s?.phase, 'Succeeded');
   assert.equal(s?.episodes, 3, 'episode 2 keeps its number; episode 3 succeeds');
   assert.equal(s?.consecutiveFailures, 0, 'interrupted is not a failure');
   assert.ok(Math.abs((s?.costUSD ?? 0) - 0.5 - 0.0123) < 1e-9, `cost intact: ${s?.costUSD}`);
-  const runs = readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { env: Record<string, string> });
-  assert.deepEqual(runs.map((r) => r.env.EPISODIC_EPISODE), ['3'], 'the agent ran once, for episode 3');
+  const runs = readFileSync(record, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { env: Record<string, string> });
+  assert.deepEqual(
+    runs.map((r) => r.env.EPISODIC_EPISODE),
+    ['3'],
+    'the agent ran once, for episode 3',
+  );
   assert.notEqual(runs[0].env.EPISODIC_PROCESS_TREE, marker, 'a new episode, a new marker');
 });
 
@@ -94,7 +148,10 @@ test('two controllers cannot share a state directory', async () => {
 test('SIGINT: stop starting, terminate running trees, persist, exit 130; a rerun carries on', async () => {
   const dir = tempDir();
   const pidFile = join(dir, 'pids.txt');
-  specDir([{ name: 'interrupted', script: { steps: [{ mode: 'sleep', sleepSeconds: 300, pidFile }, { mode: 'success' }] } }], { dir });
+  specDir(
+    [{ name: 'interrupted', script: { steps: [{ mode: 'sleep', sleepSeconds: 300, pidFile }, { mode: 'success' }] } }],
+    { dir },
+  );
   const run = startCli(['run', dir]);
   await waitFor('tree started', () => pidsIn(pidFile).length >= 2);
   run.child.kill('SIGINT');
@@ -111,13 +168,22 @@ test('SIGINT: stop starting, terminate running trees, persist, exit 130; a rerun
 test('--watch: an edit mid-episode lets it finish; the next episode runs the new spec', async () => {
   const dir = tempDir();
   const record = join(dir, 'runs.jsonl');
-  const script = { steps: [{ mode: 'sleep', sleepSeconds: 2, then: 'continue', children: false }, { mode: 'success' }], record };
+  const script = {
+    steps: [{ mode: 'sleep', sleepSeconds: 2, then: 'continue', children: false }, { mode: 'success' }],
+    record,
+  };
   specDir([{ name: 'edited', script }], { dir });
   const run = startCli(['run', dir, '--watch']);
   await waitFor('episode 1 running', () => readStatus(dir, 'edited')?.status.currentEpisode?.number === 1);
-  writeFileSync(join(dir, 'edited.yaml'), taskYaml({ name: 'edited', spec: { prompt: 'NEW PROMPT for episode {{episode}}' } }));
+  writeFileSync(
+    join(dir, 'edited.yaml'),
+    taskYaml({ name: 'edited', spec: { prompt: 'NEW PROMPT for episode {{episode}}' } }),
+  );
   await waitFor('task succeeded', () => readStatus(dir, 'edited')?.status.phase === 'Succeeded', 30_000);
-  const runs = readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { stdin: string });
+  const runs = readFileSync(record, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { stdin: string });
   assert.equal(runs.length, 2);
   assert.doesNotMatch(runs[0].stdin, /NEW PROMPT/);
   assert.match(runs[1].stdin, /NEW PROMPT for episode 2/);
@@ -152,7 +218,12 @@ test('--watch: deleting a spec mid-episode cancels it; suspend stops it; both ke
   rmSync(join(dir, 'gone.yaml'));
   writeFileSync(join(dir, 'paused.yaml'), taskYaml({ name: 'paused', spec: { suspend: true } }));
   await waitFor('deleted task cancelled', () => readStatus(dir, 'gone')?.status.lastEpisode?.outcome === 'cancelled');
-  await waitFor('suspended', () => readStatus(dir, 'paused')?.status.phase === 'Suspended' && readStatus(dir, 'paused')?.status.lastEpisode?.outcome === 'cancelled');
+  await waitFor(
+    'suspended',
+    () =>
+      readStatus(dir, 'paused')?.status.phase === 'Suspended' &&
+      readStatus(dir, 'paused')?.status.lastEpisode?.outcome === 'cancelled',
+  );
   await assertAllDead([...pidsIn(goneFile), ...pidsIn(pausedFile)], 'cancelled trees');
   assert.equal(readStatus(dir, 'gone')?.status.episodes, 1, 'status of a deleted task is kept');
   run.child.kill('SIGINT');
@@ -162,9 +233,25 @@ test('--watch: deleting a spec mid-episode cancels it; suspend stops it; both ke
 test('many instant episodes in a row never lose a result (an episode may end before its pid is persisted)', async () => {
   const dir = tempDir();
   const agent = join(dir, 'instant.sh');
-  writeFileSync(agent, '#!/bin/sh\ncat >/dev/null\necho "{\\"type\\":\\"result\\",\\"is_error\\":false,\\"result\\":\\"step\\",\\"total_cost_usd\\":0}"\n', { mode: 0o755 });
+  writeFileSync(
+    agent,
+    '#!/bin/sh\ncat >/dev/null\necho "{\\"type\\":\\"result\\",\\"is_error\\":false,\\"result\\":\\"step\\",\\"total_cost_usd\\":0}"\n',
+    { mode: 0o755 },
+  );
   // The agent changes nothing: the breaker is off, this is about the loop never losing a result.
-  specDir([{ name: 'rapid', spec: { agent: { command: [agent], output: 'claude' }, limits: { maxEpisodes: 40, episodeTimeoutSeconds: 30 }, breaker: { noProgressEpisodes: 0 } } }], { dir });
+  specDir(
+    [
+      {
+        name: 'rapid',
+        spec: {
+          agent: { command: [agent], output: 'claude' },
+          limits: { maxEpisodes: 40, episodeTimeoutSeconds: 30 },
+          breaker: { noProgressEpisodes: 0 },
+        },
+      },
+    ],
+    { dir },
+  );
   const res = await runCli(['run', dir], { timeoutMs: 60_000 });
   assert.equal(res.signal, null, 'the run finished on its own');
   const s = readStatus(dir, 'rapid')?.status;
@@ -180,9 +267,31 @@ test('an agent starts only once its episode and process marker are on record (a 
   const agent = join(dir, 'check.sh');
   // On record: the status file names this episode as the current one, and the marker this process carries
   // is the one a restart derives from that record.
-  writeFileSync(agent, '#!/bin/sh\necho "stderr of $EPISODIC_EPISODE" >&2\nif [ "$EPISODIC_PROCESS_TREE" = "$(cat "$STATE_ID")/default/checked/$EPISODIC_EPISODE" ] && tr -d " \\n" < "$STATUS_FILE" | grep -q "\\"currentEpisode\\":{\\"number\\":$EPISODIC_EPISODE,"; then echo "episode $EPISODIC_EPISODE on record"; exit 0; fi\necho "not on record"; exit 1\n', { mode: 0o755 });
+  writeFileSync(
+    agent,
+    '#!/bin/sh\necho "stderr of $EPISODIC_EPISODE" >&2\nif [ "$EPISODIC_PROCESS_TREE" = "$(cat "$STATE_ID")/default/checked/$EPISODIC_EPISODE" ] && tr -d " \\n" < "$STATUS_FILE" | grep -q "\\"currentEpisode\\":{\\"number\\":$EPISODIC_EPISODE,"; then echo "episode $EPISODIC_EPISODE on record"; exit 0; fi\necho "not on record"; exit 1\n',
+    { mode: 0o755 },
+  );
   const statusFile = join(dir, '.episodic/status/default/checked.json');
-  specDir([{ name: 'checked', spec: { agent: { command: [agent], output: 'text', env: [{ name: 'STATUS_FILE', value: statusFile }, { name: 'STATE_ID', value: join(dir, '.episodic/id') }] }, limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30 } } }], { dir });
+  specDir(
+    [
+      {
+        name: 'checked',
+        spec: {
+          agent: {
+            command: [agent],
+            output: 'text',
+            env: [
+              { name: 'STATUS_FILE', value: statusFile },
+              { name: 'STATE_ID', value: join(dir, '.episodic/id') },
+            ],
+          },
+          limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30 },
+        },
+      },
+    ],
+    { dir },
+  );
   const res = await runCli(['run', dir], { timeoutMs: 60_000 });
   assert.equal(res.code, 1, 'three episodes that only continue end in NeedsReview');
   const s = readStatus(dir, 'checked')?.status;
@@ -200,8 +309,21 @@ test('kill -9 while verify runs, restart: the verify process is killed too (it c
   const pidFile = join(dir, 'verify.pid');
   // First verify: write its pid and hang; later ones pass at once.
   const verify = join(dir, 'verify.sh');
-  writeFileSync(verify, `#!/bin/sh\nif [ -e "${pidFile}" ]; then exit 0; fi\necho $$ > "${pidFile}"\nexec sleep 300\n`, { mode: 0o755 });
-  specDir([{ name: 'verified', spec: { completion: { promise: 'COMPLETE', verify: [verify] } }, script: { default: { mode: 'success' } } }], { dir });
+  writeFileSync(
+    verify,
+    `#!/bin/sh\nif [ -e "${pidFile}" ]; then exit 0; fi\necho $$ > "${pidFile}"\nexec sleep 300\n`,
+    { mode: 0o755 },
+  );
+  specDir(
+    [
+      {
+        name: 'verified',
+        spec: { completion: { promise: 'COMPLETE', verify: [verify] } },
+        script: { default: { mode: 'success' } },
+      },
+    ],
+    { dir },
+  );
   const first = startCli(['run', dir]);
   const pid = await waitFor('verify running', () => pidsIn(pidFile)[0]);
   first.child.kill('SIGKILL');
@@ -217,19 +339,35 @@ test('kill -9 while verify runs, restart: the verify process is killed too (it c
 
 test('an unreadable status file stops its task with the file named; it is never overwritten or started over', async () => {
   const dir = tempDir();
-  specDir([{ name: 'kept', spec: { limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30 } }, script: { default: { mode: 'continue' } } }, { name: 'other', script: { default: { mode: 'success' } } }], { dir });
+  specDir(
+    [
+      {
+        name: 'kept',
+        spec: { limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30 } },
+        script: { default: { mode: 'continue' } },
+      },
+      { name: 'other', script: { default: { mode: 'success' } } },
+    ],
+    { dir },
+  );
   const first = await runCli(['run', dir]);
   assert.equal(first.code, 1);
   assert.equal(readStatus(dir, 'kept')?.status.reason, 'MaxEpisodesReached');
   const file = join(dir, '.episodic/status/default/kept.json');
   const broken = readFileSync(file, 'utf8').replace(/"costUSD": [0-9.e+-]+/, '"costUSD": null');
   writeFileSync(file, broken);
-  writeFileSync(join(dir, 'kept.yaml'), readFileSync(join(dir, 'kept.yaml'), 'utf8').replace('"maxEpisodes": 3', '"maxEpisodes": 5'));
+  writeFileSync(
+    join(dir, 'kept.yaml'),
+    readFileSync(join(dir, 'kept.yaml'), 'utf8').replace('"maxEpisodes": 3', '"maxEpisodes": 5'),
+  );
   const second = await runCli(['run', dir]);
   assert.equal(second.code, 1);
   assert.equal(readFileSync(file, 'utf8'), broken, 'left as it was');
   assert.match(second.stdout + second.stderr, /kept\.json: unreadable status file/);
-  assert.match(second.stdout + second.stderr, /cannot run: .*kept\.json: unreadable status file.*fix or remove the file/);
+  assert.match(
+    second.stdout + second.stderr,
+    /cannot run: .*kept\.json: unreadable status file.*fix or remove the file/,
+  );
   assert.ok(!existsSync(join(dir, '.episodic/logs/default/kept/episode-4.log')), 'no episode started over or went on');
   assert.equal(readStatus(dir, 'other')?.status.phase, 'Succeeded');
 });
@@ -245,7 +383,9 @@ test('stale status temp files of a writer killed mid-write are cleaned up at sta
   assert.equal(existsSync(stale), false);
   // An empty lock file is an owner mid-write in the old scheme; now a lock never exists without its pid.
   const lock = startCli(['run', dir, '--watch']);
-  const text = await waitFor('the lock', () => (existsSync(join(dir, '.episodic/lock')) ? readFileSync(join(dir, '.episodic/lock'), 'utf8') : undefined));
+  const text = await waitFor('the lock', () =>
+    existsSync(join(dir, '.episodic/lock')) ? readFileSync(join(dir, '.episodic/lock'), 'utf8') : undefined,
+  );
   assert.match(text, /^\d+\n$/);
   lock.child.kill('SIGINT');
   await lock.exited;

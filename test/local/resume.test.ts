@@ -7,7 +7,10 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { readStatus, runCli, specDir, startCli, waitFor } from '../support/local.ts';
 
-const fast = { backoff: { initialSeconds: 0.05, factor: 1, maxSeconds: 0.05 }, breaker: { noProgressEpisodes: 2, halfOpenEpisodes: 1, sameErrorEpisodes: 0 } };
+const fast = {
+  backoff: { initialSeconds: 0.05, factor: 1, maxSeconds: 0.05 },
+  breaker: { noProgressEpisodes: 2, halfOpenEpisodes: 1, sameErrorEpisodes: 0 },
+};
 const stuck = { default: { mode: 'continue' } };
 
 test('resume: a person resumes a tripped task; a running --watch picks the request up and the task runs again in HalfOpen', async () => {
@@ -31,7 +34,13 @@ test('resume: a person resumes a tripped task; a running --watch picks the reque
     assert.equal(s.resume?.lastResumeBy, 'user:alice');
     assert.deepEqual(
       s.audit?.map((a) => `${a.action} ${a.by} ${a.reason ?? ''}`.trim()),
-      ['Stopped controller CircuitOpen', 'AutoResumeHeld policy:Manual policy', 'Resumed user:alice CircuitOpen', 'Stopped controller CircuitOpen', 'AutoResumeHeld policy:Manual policy'],
+      [
+        'Stopped controller CircuitOpen',
+        'AutoResumeHeld policy:Manual policy',
+        'Resumed user:alice CircuitOpen',
+        'Stopped controller CircuitOpen',
+        'AutoResumeHeld policy:Manual policy',
+      ],
     );
     assert.equal(s.audit?.find((a) => a.action === 'Resumed')?.token, token);
     assert.match(run.output(), /"event":"Resumed".*resumed from CircuitOpen by user:alice/);
@@ -39,8 +48,14 @@ test('resume: a person resumes a tripped task; a running --watch picks the reque
 
     const audit = await runCli(['get', 'stuck', dir, '--audit']);
     assert.equal(audit.code, 0, audit.stderr);
-    assert.match(audit.stdout, /default\/stuck: NeedsReview \(CircuitOpen\); auto-resumes 0, episodes granted 0, held by policy/);
-    assert.match(audit.stdout, /Resumed\s+user:alice\s+CircuitOpen\s+resumed from CircuitOpen by user:alice \(request [0-9a-f-]+\); circuit breaker HalfOpen/);
+    assert.match(
+      audit.stdout,
+      /default\/stuck: NeedsReview \(CircuitOpen\); auto-resumes 0, episodes granted 0, held by policy/,
+    );
+    assert.match(
+      audit.stdout,
+      /Resumed\s+user:alice\s+CircuitOpen\s+resumed from CircuitOpen by user:alice \(request [0-9a-f-]+\); circuit breaker HalfOpen/,
+    );
   } finally {
     run.child.kill('SIGINT');
     await run.exited;
@@ -48,7 +63,13 @@ test('resume: a person resumes a tripped task; a running --watch picks the reque
 });
 
 test('resume: a request made while no controller runs is picked up by the next run, with the episodes it grants', async () => {
-  const dir = specDir([{ name: 'capped', spec: { ...fast, breaker: { noProgressEpisodes: 0 }, limits: { maxEpisodes: 2, episodeTimeoutSeconds: 30 } }, script: stuck }]);
+  const dir = specDir([
+    {
+      name: 'capped',
+      spec: { ...fast, breaker: { noProgressEpisodes: 0 }, limits: { maxEpisodes: 2, episodeTimeoutSeconds: 30 } },
+      script: stuck,
+    },
+  ]);
   const first = await runCli(['run', dir]);
   assert.equal(first.code, 1);
   assert.equal(readStatus(dir, 'capped')?.status.reason, 'MaxEpisodesReached');
@@ -79,7 +100,13 @@ test('resume: a request made while no controller runs is picked up by the next r
 });
 
 test('resume: Aggressive auto-resumes once after its cooldown (a run without --watch waits for it), then holds the task for a person', async () => {
-  const dir = specDir([{ name: 'agg', spec: { ...fast, resume: { policy: 'Aggressive', cooldownSeconds: 1, maxAutoResumes: 1 } }, script: stuck }]);
+  const dir = specDir([
+    {
+      name: 'agg',
+      spec: { ...fast, resume: { policy: 'Aggressive', cooldownSeconds: 1, maxAutoResumes: 1 } },
+      script: stuck,
+    },
+  ]);
   const res = await runCli(['run', dir, '--metrics-file', join(dir, 'metrics.prom')]);
   assert.equal(res.code, 1, res.stderr);
   const s = readStatus(dir, 'agg')?.status;
@@ -88,7 +115,10 @@ test('resume: Aggressive auto-resumes once after its cooldown (a run without --w
   assert.equal(s?.episodes, 4, '3 to trip, 1 in HalfOpen after the auto-resume');
   assert.equal(s?.resume?.autoResumes, 1);
   assert.equal(s?.resume?.heldBy, 'maxAutoResumes');
-  assert.deepEqual(s?.audit?.map((a) => a.action), ['Stopped', 'AutoResumeScheduled', 'Resumed', 'Stopped', 'AutoResumeHeld']);
+  assert.deepEqual(
+    s?.audit?.map((a) => a.action),
+    ['Stopped', 'AutoResumeScheduled', 'Resumed', 'Stopped', 'AutoResumeHeld'],
+  );
   assert.match(s?.audit?.at(-1)?.message ?? '', /auto-resumed 1 times \(maxAutoResumes 1\); a person decides now/);
   const at = (action: string) => Date.parse(s?.audit?.find((e) => e.action === action)?.at ?? '');
   assert.ok(at('Resumed') - at('Stopped') >= 1000, 'resumed no sooner than cooldownSeconds after the stop');
@@ -99,7 +129,13 @@ test('resume: Aggressive auto-resumes once after its cooldown (a run without --w
 
 test('resume: Conservative resumes a task that once progressed, and holds it when the trial shows no progress', async () => {
   const episodes = { '1': { mode: 'continue', writeFiles: { 'step-1.txt': 'work' } } };
-  const dir = specDir([{ name: 'stalled', spec: { ...fast, resume: { cooldownSeconds: 0 } }, script: { episodes, default: { mode: 'continue' } } }]);
+  const dir = specDir([
+    {
+      name: 'stalled',
+      spec: { ...fast, resume: { cooldownSeconds: 0 } },
+      script: { episodes, default: { mode: 'continue' } },
+    },
+  ]);
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 1, res.stderr);
   const s = readStatus(dir, 'stalled')?.status;
@@ -108,11 +144,20 @@ test('resume: Conservative resumes a task that once progressed, and holds it whe
   assert.equal(s?.resume?.lastResumeBy, 'policy:Conservative');
   assert.equal(s?.resume?.heldBy, 'noProgressSinceResume');
   assert.match(res.stdout + res.stderr, /"event":"AutoResumed"/);
-  assert.match(res.stdout + res.stderr, /"event":"AutoResumeHeld".*policy Conservative: no progress since its last resume/);
+  assert.match(
+    res.stdout + res.stderr,
+    /"event":"AutoResumeHeld".*policy Conservative: no progress since its last resume/,
+  );
 });
 
 test('resume: a malformed request file is rejected in the audit trail, naming the file and field, and handled once', async () => {
-  const dir = specDir([{ name: 'capped', spec: { ...fast, breaker: { noProgressEpisodes: 0 }, limits: { maxEpisodes: 1, episodeTimeoutSeconds: 30 } }, script: stuck }]);
+  const dir = specDir([
+    {
+      name: 'capped',
+      spec: { ...fast, breaker: { noProgressEpisodes: 0 }, limits: { maxEpisodes: 1, episodeTimeoutSeconds: 30 } },
+      script: stuck,
+    },
+  ]);
   assert.equal((await runCli(['run', dir])).code, 1);
   const file = join(dir, '.episodic', 'resume', 'default', 'capped.json');
   mkdirSync(dirname(file), { recursive: true });
@@ -123,5 +168,8 @@ test('resume: a malformed request file is rejected in the audit trail, naming th
   assert.equal(s?.resume?.handledToken, 'by-hand');
   const entry = s?.audit?.at(-1);
   assert.deepEqual([entry?.action, entry?.by], ['ResumeRejected', 'user:carol']);
-  assert.ok(entry?.message.includes(`${file}: episodes: must be a whole number from 1 to 10000, got -1`), entry?.message);
+  assert.ok(
+    entry?.message.includes(`${file}: episodes: must be a whole number from 1 to 10000, got -1`),
+    entry?.message,
+  );
 });

@@ -3,10 +3,22 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FAKE_CLAUDE, FAKE_CODEX, NODE, assertAllDead, readStatus, runCli, specDir, taskYaml, tempDir } from '../support/local.ts';
+import {
+  FAKE_CLAUDE,
+  FAKE_CODEX,
+  NODE,
+  assertAllDead,
+  readStatus,
+  runCli,
+  specDir,
+  taskYaml,
+  tempDir,
+} from '../support/local.ts';
 
 test('transient twice, then success: retries 2, no failures counted', async () => {
-  const dir = specDir([{ name: 'flaky', script: { steps: [{ mode: 'transient' }, { mode: 'transient' }, { mode: 'success' }] } }]);
+  const dir = specDir([
+    { name: 'flaky', script: { steps: [{ mode: 'transient' }, { mode: 'transient' }, { mode: 'success' }] } },
+  ]);
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 0, res.stderr);
   const s = readStatus(dir, 'flaky')?.status;
@@ -29,7 +41,14 @@ test('three consecutive failures → Skipped (ConsecutiveFailures), exit 1', asy
 });
 
 test('exit 0 without a signal continues; progress resets the failure count', async () => {
-  const steps = [{ mode: 'fail' }, { mode: 'fail' }, { mode: 'continue' }, { mode: 'fail' }, { mode: 'fail' }, { mode: 'success' }];
+  const steps = [
+    { mode: 'fail' },
+    { mode: 'fail' },
+    { mode: 'continue' },
+    { mode: 'fail' },
+    { mode: 'fail' },
+    { mode: 'success' },
+  ];
   const dir = specDir([{ name: 'bumpy', script: { steps } }]);
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 0, res.stderr);
@@ -40,7 +59,11 @@ test('exit 0 without a signal continues; progress resets the failure count', asy
 
 test('cost cap: NeedsReview (BudgetExceeded) once spend reaches maxCostUSD, and no further episode', async () => {
   const dir = specDir([
-    { name: 'pricey', spec: { limits: { maxEpisodes: 10, episodeTimeoutSeconds: 30, maxCostUSD: 1 } }, script: { default: { mode: 'continue', costUSD: 0.4 } } },
+    {
+      name: 'pricey',
+      spec: { limits: { maxEpisodes: 10, episodeTimeoutSeconds: 30, maxCostUSD: 1 } },
+      script: { default: { mode: 'continue', costUSD: 0.4 } },
+    },
   ]);
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 1);
@@ -67,7 +90,13 @@ test('--budget-usd caps all tasks together (GlobalBudgetExceeded)', async () => 
 });
 
 test('maxEpisodes without completion → NeedsReview (MaxEpisodesReached)', async () => {
-  const dir = specDir([{ name: 'endless', spec: { limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30 } }, script: { default: { mode: 'continue' } } }]);
+  const dir = specDir([
+    {
+      name: 'endless',
+      spec: { limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30 } },
+      script: { default: { mode: 'continue' } },
+    },
+  ]);
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 1);
   const s = readStatus(dir, 'endless')?.status;
@@ -80,7 +109,12 @@ test('verify gate: a promise is only success when verify exits 0', async () => {
     {
       name: 'gated',
       // verify passes only once the marker file exists: episode 1 claims done too early, episode 2 writes it.
-      spec: { completion: { promise: 'COMPLETE', verify: [NODE, '-e', "process.exit(require('fs').existsSync('done.txt') ? 0 : 1)"] } },
+      spec: {
+        completion: {
+          promise: 'COMPLETE',
+          verify: [NODE, '-e', "process.exit(require('fs').existsSync('done.txt') ? 0 : 1)"],
+        },
+      },
       script: { steps: [{ mode: 'success' }, { mode: 'success', writeFiles: { 'done.txt': 'ok' } }] },
     },
   ]);
@@ -95,7 +129,14 @@ test('verify gate: a promise is only success when verify exits 0', async () => {
 
 test('usage limit: waits until the parsed reset time, then resumes; not a failure', async () => {
   const resetAt = Math.floor(Date.now() / 1000) + 3;
-  const dir = specDir([{ name: 'limited', script: { steps: [{ mode: 'usage-limit', text: `Claude AI usage limit reached|${resetAt}` }, { mode: 'success' }] } }]);
+  const dir = specDir([
+    {
+      name: 'limited',
+      script: {
+        steps: [{ mode: 'usage-limit', text: `Claude AI usage limit reached|${resetAt}` }, { mode: 'success' }],
+      },
+    },
+  ]);
   const started = Date.now();
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 0, res.stderr);
@@ -103,7 +144,10 @@ test('usage limit: waits until the parsed reset time, then resumes; not a failur
   assert.equal(s?.phase, 'Succeeded');
   assert.equal(s?.retries, 1);
   assert.equal(s?.consecutiveFailures, 0);
-  assert.ok(Date.now() >= resetAt * 1000 - 1000, `resumed at ${new Date().toISOString()} (started ${new Date(started).toISOString()})`);
+  assert.ok(
+    Date.now() >= resetAt * 1000 - 1000,
+    `resumed at ${new Date().toISOString()} (started ${new Date(started).toISOString()})`,
+  );
 });
 
 test('fatal (401) → Failed (FatalError) at once', async () => {
@@ -152,7 +196,11 @@ test('dependsOn waits for success; a failed dependency skips its dependents (Dep
   const dir = specDir([
     { name: 'base', script: { default: { mode: 'success' } } },
     { name: 'after-base', spec: { dependsOn: ['base'] }, script: { default: { mode: 'success' } } },
-    { name: 'broken', spec: { limits: { maxEpisodes: 5, episodeTimeoutSeconds: 30, maxConsecutiveFailures: 1 } }, script: { default: { mode: 'fail' } } },
+    {
+      name: 'broken',
+      spec: { limits: { maxEpisodes: 5, episodeTimeoutSeconds: 30, maxConsecutiveFailures: 1 } },
+      script: { default: { mode: 'fail' } },
+    },
     { name: 'after-broken', spec: { dependsOn: ['broken'] }, script: { default: { mode: 'success' } } },
     { name: 'cycle-a', spec: { dependsOn: ['cycle-b'] } },
     { name: 'cycle-b', spec: { dependsOn: ['cycle-a'] } },
@@ -169,7 +217,13 @@ test('dependsOn waits for success; a failed dependency skips its dependents (Dep
 });
 
 test('malformed agent output degrades to text and never crashes the controller', async () => {
-  const dir = specDir([{ name: 'garbled', spec: { agent: { command: [NODE, join(import.meta.dirname, '../agents/fake-claude.mjs')], output: 'auto' } }, script: { steps: [{ mode: 'malformed' }, { mode: 'success' }] } }]);
+  const dir = specDir([
+    {
+      name: 'garbled',
+      spec: { agent: { command: [NODE, join(import.meta.dirname, '../agents/fake-claude.mjs')], output: 'auto' } },
+      script: { steps: [{ mode: 'malformed' }, { mode: 'success' }] },
+    },
+  ]);
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 0, res.stderr);
   assert.equal(readStatus(dir, 'garbled')?.status.episodes, 2);
@@ -179,7 +233,9 @@ test('codex output: tokens summed, cost from pricing, promise in agent_message',
   const dir = specDir([
     {
       name: 'codexy',
-      spec: { agent: { command: [NODE, FAKE_CODEX], output: 'codex', pricing: { inputPerMTok: 1, outputPerMTok: 10 } } },
+      spec: {
+        agent: { command: [NODE, FAKE_CODEX], output: 'codex', pricing: { inputPerMTok: 1, outputPerMTok: 10 } },
+      },
       script: { default: { mode: 'success' } },
     },
   ]);
@@ -193,7 +249,10 @@ test('codex output: tokens summed, cost from pricing, promise in agent_message',
 
 test('a spec with errors is reported with file and field; the other tasks carry on', async () => {
   const dir = specDir([{ name: 'good', script: { default: { mode: 'success' } } }]);
-  writeFileSync(join(dir, 'bad.yaml'), taskYaml({ name: 'bad', spec: { agent: { promptVia: 'carrier-pigeon' } } }).replace('"command"', '"commandz"'));
+  writeFileSync(
+    join(dir, 'bad.yaml'),
+    taskYaml({ name: 'bad', spec: { agent: { promptVia: 'carrier-pigeon' } } }).replace('"command"', '"commandz"'),
+  );
   writeFileSync(join(dir, 'broken.yaml'), 'apiVersion: episodic.dev/v1alpha1\nkind: AgentTask\nmetadata: {name: x\n');
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 1, 'not everything succeeded');
@@ -218,20 +277,46 @@ test('a workspace outside the spec directory is refused', async () => {
 
 test('each episode gets its own rendered prompt, on stdin or in EPISODIC_PROMPT_FILE, never a leftover of the last', async () => {
   // Episode 2's prompt is longer than episode 3's: a reused prompt file must not keep the tail of the old one.
-  const steps = [{ mode: 'continue', text: 'a much longer message from the first episode' }, { mode: 'continue', text: 'short' }, { mode: 'success' }];
+  const steps = [
+    { mode: 'continue', text: 'a much longer message from the first episode' },
+    { mode: 'continue', text: 'short' },
+    { mode: 'success' },
+  ];
   for (const promptVia of ['stdin', 'file']) {
     const record = join(tempDir(), 'record.jsonl');
-    const dir = specDir([{ name: 'p', spec: { prompt: 'Episode {{episode}}: {{lastEpisode.message}}', agent: { command: [NODE, FAKE_CLAUDE], output: 'claude', promptVia } }, script: { steps, record } }]);
+    const dir = specDir([
+      {
+        name: 'p',
+        spec: {
+          prompt: 'Episode {{episode}}: {{lastEpisode.message}}',
+          agent: { command: [NODE, FAKE_CLAUDE], output: 'claude', promptVia },
+        },
+        script: { steps, record },
+      },
+    ]);
     const res = await runCli(['run', dir]);
     assert.equal(res.code, 0, res.stderr);
-    const runs = readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const runs = readFileSync(record, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const given = runs.map((r) => (promptVia === 'stdin' ? r.stdin : r.promptFileContent));
     assert.deepEqual(given, ['Episode 1: ', `Episode 2: ${steps[0].text}`, `Episode 3: ${steps[1].text}`], promptVia);
   }
 });
 
 test('an agent reporting a cost of 1e308 cannot corrupt status: it is not spend, and the status stays valid', async () => {
-  const dir = specDir([{ name: 'liar', script: { steps: [{ mode: 'continue', costUSD: 1e308 }, { mode: 'success', costUSD: 1e308 }] } }]);
+  const dir = specDir([
+    {
+      name: 'liar',
+      script: {
+        steps: [
+          { mode: 'continue', costUSD: 1e308 },
+          { mode: 'success', costUSD: 1e308 },
+        ],
+      },
+    },
+  ]);
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 0, res.stderr);
   const s = readStatus(dir, 'liar')?.status;

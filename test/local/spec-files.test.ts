@@ -24,7 +24,10 @@ test('duplicate keys and tab indentation are errors, not silently last-wins', ()
 });
 
 test('scalars follow the YAML 1.2 core schema: dates and yes/no stay strings', () => {
-  const out = parseSpecText('s.yaml', task('a').replace('prompt: hi', 'prompt: 2026-01-01').concat('  dependsOn: [yes, "no"]\n'));
+  const out = parseSpecText(
+    's.yaml',
+    task('a').replace('prompt: hi', 'prompt: 2026-01-01').concat('  dependsOn: [yes, "no"]\n'),
+  );
   assert.deepEqual(out.errors, []);
   assert.equal(out.tasks[0].spec?.prompt, '2026-01-01');
   assert.deepEqual(out.tasks[0].spec?.dependsOn, ['yes', 'no']);
@@ -40,21 +43,41 @@ test('many documents in one file, other kinds ignored, an empty trailing documen
   const text = `${task('a')}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n${task('b')}---\n`;
   const out = parseSpecText('m.yaml', text);
   assert.deepEqual(out.errors, []);
-  assert.deepEqual(out.tasks.map((t) => t.name), ['a', 'b']);
+  assert.deepEqual(
+    out.tasks.map((t) => t.name),
+    ['a', 'b'],
+  );
   assert.deepEqual(out.ignored, ['m.yaml (document 2): kind ConfigMap']);
 });
 
 test('a self-referencing alias is an error naming the file; the good document beside it loads', () => {
-  const out = parseSpecText('loop.yaml', `${task('a')}---\n${task('b').replace('spec:', 'spec: &s\n  self: *s\n  x:')}`);
-  assert.deepEqual(out.tasks.map((t) => t.name), ['a']);
+  const out = parseSpecText(
+    'loop.yaml',
+    `${task('a')}---\n${task('b').replace('spec:', 'spec: &s\n  self: *s\n  x:')}`,
+  );
+  assert.deepEqual(
+    out.tasks.map((t) => t.name),
+    ['a'],
+  );
   assert.equal(out.errors.length, 1);
   assert.match(out.errors[0], /^loop\.yaml \(document 2\): .*(cycle|alias)/i);
 });
 
 test('an alias bomb (10^9 nodes from a few hundred bytes) is refused at once, not expanded', () => {
-  const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]', ...'bcdefghi'.split('').map((k, i) => `${k}: &${k} [${Array(10).fill(`*${String.fromCharCode(97 + i)}`).join(',')}]`)].join('\n');
+  const bomb = [
+    'a: &a ["x","x","x","x","x","x","x","x","x","x"]',
+    ...'bcdefghi'.split('').map(
+      (k, i) =>
+        `${k}: &${k} [${Array(10)
+          .fill(`*${String.fromCharCode(97 + i)}`)
+          .join(',')}]`,
+    ),
+  ].join('\n');
   const out = parseSpecText('bomb.yaml', `${task('a')}---\n${bomb}\n`); // expanded, this would not return
-  assert.deepEqual(out.tasks.map((t) => t.name), ['a']);
+  assert.deepEqual(
+    out.tasks.map((t) => t.name),
+    ['a'],
+  );
   assert.match(out.errors.join('\n'), /bomb\.yaml \(document 2\): .*alias/i);
 });
 

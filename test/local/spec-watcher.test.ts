@@ -14,7 +14,13 @@ async function watched(dir: string, between: () => void) {
   let listeners: Array<(s: LoadedSpecs) => void> = [];
   const initial = await loadSpecDir(dir);
   between();
-  const watcher = new SpecWatcher({ dir, onChange: (s) => listeners.forEach((l) => l(s)), debounceMs: 20 });
+  const watcher = new SpecWatcher({
+    dir,
+    onChange: (s) => {
+      for (const l of listeners) l(s);
+    },
+    debounceMs: 20,
+  });
   watcher.seed(initial);
   await watcher.start();
   /** The first reported view that satisfies `done` (fails the test after 10 s without one). */
@@ -39,7 +45,10 @@ test('an edit, an add and a delete made while the watcher starts are all seen', 
     rmSync(join(dir, 'c.yaml'));
   });
   try {
-    const last = await until((s) => !s.tasks.has('default/c') && s.tasks.has('default/d') && s.tasks.get('default/a')?.spec?.prompt === 'edited');
+    const last = await until(
+      (s) =>
+        !s.tasks.has('default/c') && s.tasks.has('default/d') && s.tasks.get('default/a')?.spec?.prompt === 'edited',
+    );
     assert.deepEqual([...last.tasks.keys()].sort(), ['default/a', 'default/b', 'default/d']);
   } finally {
     await watcher.close();

@@ -24,21 +24,33 @@ test('validate: hostile spec files give one bounded, escaped line each, naming t
   const dir = tempDir();
   const esc = '\u001b]0;pwned\u0007\u001b[2J';
   writeFileSync(join(dir, 'key.yaml'), taskYaml({ name: 'a', spec: { [`lim${esc}its`]: 1 } }));
-  writeFileSync(join(dir, 'value.yaml'), taskYaml({ name: 'b', spec: { prompt: 7, agent: { command: [`x${esc}`], output: `text${esc}\nsecond line` } } }));
+  writeFileSync(
+    join(dir, 'value.yaml'),
+    taskYaml({ name: 'b', spec: { prompt: 7, agent: { command: [`x${esc}`], output: `text${esc}\nsecond line` } } }),
+  );
   writeFileSync(join(dir, 'binary.yaml'), Buffer.concat([Buffer.from('spec: [\n'), randomBytes(10_000)]));
-  writeFileSync(join(dir, 'long.yaml'), `apiVersion: episodic.dev/v1alpha1\nkind: AgentTask\nmetadata: {name: ${'n'.repeat(100_000)}}\nspec: {}\n`);
+  writeFileSync(
+    join(dir, 'long.yaml'),
+    `apiVersion: episodic.dev/v1alpha1\nkind: AgentTask\nmetadata: {name: ${'n'.repeat(100_000)}}\nspec: {}\n`,
+  );
   const res = await runCli(['validate', dir]);
   assert.equal(res.code, 2);
   assertTerminalSafe(res.stderr);
-  for (const f of ['key.yaml', 'value.yaml', 'binary.yaml', 'long.yaml']) assert.ok(res.stderr.includes(join(dir, f)), `${f} not named:\n${res.stderr.slice(0, 2000)}`);
+  for (const f of ['key.yaml', 'value.yaml', 'binary.yaml', 'long.yaml'])
+    assert.ok(res.stderr.includes(join(dir, f)), `${f} not named:\n${res.stderr.slice(0, 2000)}`);
 });
 
 test('get: an agent message full of escape sequences is shown escaped', async () => {
   const text = 'done \u001b[31mred\u001b[0m \u001b]0;title\u0007 bell\u0007';
-  const dir = specDir([{ name: 'loud', spec: { completion: { onExitZero: true } }, script: { default: { mode: 'success', text } } }]);
+  const dir = specDir([
+    { name: 'loud', spec: { completion: { onExitZero: true } }, script: { default: { mode: 'success', text } } },
+  ]);
   const run = await runCli(['run', dir]);
   assert.equal(run.code, 0, run.stderr);
-  for (const args of [['get', dir, '-o', 'wide'], ['get', 'loud', dir, '--episodes', '-o', 'wide']]) {
+  for (const args of [
+    ['get', dir, '-o', 'wide'],
+    ['get', 'loud', dir, '--episodes', '-o', 'wide'],
+  ]) {
     const res = await runCli(args);
     assert.equal(res.code, 0, res.stderr);
     assertTerminalSafe(res.stdout + res.stderr);

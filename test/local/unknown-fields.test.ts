@@ -13,11 +13,23 @@ const typos: Array<[Record<string, unknown>, string]> = [
   [{ ...base, agnet: {} }, 'spec.agnet: unknown field (did you mean "agent"?)'],
   [{ ...base, completion: { promis: 'DONE' } }, 'spec.completion.promis: unknown field (did you mean "promise"?)'],
   [{ ...base, dependOn: ['x'] }, 'spec.dependOn: unknown field (did you mean "dependsOn"?)'],
-  [{ ...base, agent: { command: ['a'], env: [{ name: 'A', vaule: 'b' }] } }, 'spec.agent.env[0].vaule: unknown field (did you mean "value"?)'],
-  [{ ...base, workspace: { git: { url: 'u', reff: 'main' } } }, 'spec.workspace.git.reff: unknown field (did you mean "ref"?)'],
-  [{ ...base, breaker: { noProgress: 2 } }, 'spec.breaker.noProgress: unknown field (did you mean "noProgressEpisodes"?)'],
+  [
+    { ...base, agent: { command: ['a'], env: [{ name: 'A', vaule: 'b' }] } },
+    'spec.agent.env[0].vaule: unknown field (did you mean "value"?)',
+  ],
+  [
+    { ...base, workspace: { git: { url: 'u', reff: 'main' } } },
+    'spec.workspace.git.reff: unknown field (did you mean "ref"?)',
+  ],
+  [
+    { ...base, breaker: { noProgress: 2 } },
+    'spec.breaker.noProgress: unknown field (did you mean "noProgressEpisodes"?)',
+  ],
   [{ ...base, colour: 'red' }, 'spec.colour: unknown field'],
-  [{ ...base, agent: { command: ['a'], pricing: { inputPerMTok: 1, outputPerMTok: 2, inputPerMtok: 3 } } }, 'spec.agent.pricing.inputPerMtok: unknown field (did you mean "inputPerMTok"?)'],
+  [
+    { ...base, agent: { command: ['a'], pricing: { inputPerMTok: 1, outputPerMTok: 2, inputPerMtok: 3 } } },
+    'spec.agent.pricing.inputPerMtok: unknown field (did you mean "inputPerMTok"?)',
+  ],
 ];
 
 for (const [spec, message] of typos) {
@@ -30,16 +42,26 @@ for (const [spec, message] of typos) {
 
 test('run: a typo in a cap fails that task with the field named; the task beside it still runs', async () => {
   const dir = specDir([
-    { name: 'typo', spec: { limits: { maxEpisode: 3, episodeTimeoutSeconds: 30 } }, script: { default: { mode: 'success' } } },
+    {
+      name: 'typo',
+      spec: { limits: { maxEpisode: 3, episodeTimeoutSeconds: 30 } },
+      script: { default: { mode: 'success' } },
+    },
     { name: 'good', script: { default: { mode: 'success' } } },
   ]);
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 1);
   assert.equal(readStatus(dir, 'typo')?.status.reason, 'InvalidSpec');
-  assert.match(readStatus(dir, 'typo')?.status.message ?? '', /spec\.limits\.maxEpisode: unknown field \(did you mean "maxEpisodes"\?\)/);
+  assert.match(
+    readStatus(dir, 'typo')?.status.message ?? '',
+    /spec\.limits\.maxEpisode: unknown field \(did you mean "maxEpisodes"\?\)/,
+  );
   assert.equal(readStatus(dir, 'typo')?.status.episodes, 0, 'nothing ran on a spec that does not say what it means');
   assert.equal(readStatus(dir, 'good')?.status.phase, 'Succeeded');
   const validate = await runCli(['validate', `${dir}/typo.yaml`]);
   assert.notEqual(validate.code, 0);
-  assert.match(validate.stdout + validate.stderr, /spec\.limits\.maxEpisode: unknown field \(did you mean "maxEpisodes"\?\)/);
+  assert.match(
+    validate.stdout + validate.stderr,
+    /spec\.limits\.maxEpisode: unknown field \(did you mean "maxEpisodes"\?\)/,
+  );
 });

@@ -14,8 +14,19 @@ function write(dir: string, file: string, ...docs: Array<{ name: string; spec?: 
 
 test('validate DIR and validate FILE... report the same cross-file problems, each naming file, task and field', async () => {
   const dir = tempDir();
-  write(dir, 'escape.yaml', { name: 'out', spec: { workspace: '../elsewhere' } }, { name: 'prompt', spec: { prompt: undefined, promptFile: '../../etc/passwd' } });
-  write(dir, 'deps.yaml', { name: 'self', spec: { dependsOn: ['self'] } }, { name: 'x', spec: { dependsOn: ['y'] } }, { name: 'y', spec: { dependsOn: ['x'] } });
+  write(
+    dir,
+    'escape.yaml',
+    { name: 'out', spec: { workspace: '../elsewhere' } },
+    { name: 'prompt', spec: { prompt: undefined, promptFile: '../../etc/passwd' } },
+  );
+  write(
+    dir,
+    'deps.yaml',
+    { name: 'self', spec: { dependsOn: ['self'] } },
+    { name: 'x', spec: { dependsOn: ['y'] } },
+    { name: 'y', spec: { dependsOn: ['x'] } },
+  );
   write(dir, 'later.yaml', { name: 'waits', spec: { dependsOn: ['not-written-yet'] } });
   write(dir, 'dup.yaml', { name: 'x' });
   const files = ['deps.yaml', 'dup.yaml', 'escape.yaml', 'later.yaml'].map((f) => join(dir, f));
@@ -23,7 +34,11 @@ test('validate DIR and validate FILE... report the same cross-file problems, eac
     const res = await runCli(['validate', ...args]);
     assert.equal(res.code, 2, res.stderr);
     const lines = res.stderr.trim().split('\n');
-    const has = (re: RegExp) => assert.ok(lines.some((l) => re.test(l)), `${re} not in:\n${res.stderr}`);
+    const has = (re: RegExp) =>
+      assert.ok(
+        lines.some((l) => re.test(l)),
+        `${re} not in:\n${res.stderr}`,
+      );
     has(/escape\.yaml: AgentTask default\/out: spec\.workspace: resolves outside the spec directory/);
     has(/escape\.yaml: AgentTask default\/prompt: spec\.promptFile: must be a path inside the workspace/);
     has(/deps\.yaml: AgentTask default\/self: spec\.dependsOn: names the task itself/);
@@ -50,7 +65,10 @@ test('a workspace that exists as a symlink out of DIR is an error in validate, a
   write(dir, 'a.yaml', { name: 'linked', spec: { workspace: 'ws/linked' } });
   const res = await runCli(['validate', dir]);
   assert.equal(res.code, 2);
-  assert.match(res.stderr, /AgentTask default\/linked: spec\.workspace: leads outside the spec directory through a symlink/);
+  assert.match(
+    res.stderr,
+    /AgentTask default\/linked: spec\.workspace: leads outside the spec directory through a symlink/,
+  );
 });
 
 test('a workspace not made yet below a symlink out of DIR, or below a file, is an error in validate, and run refuses it before any episode', async () => {
@@ -58,10 +76,18 @@ test('a workspace not made yet below a symlink out of DIR, or below a file, is a
   const outside = tempDir();
   symlinkSync(outside, join(dir, 'link'));
   writeFileSync(join(dir, 'afile'), 'not a directory');
-  write(dir, 'a.yaml', { name: 'via-link', spec: { workspace: 'link/sub/deeper' } }, { name: 'via-file', spec: { workspace: 'afile/sub' } });
+  write(
+    dir,
+    'a.yaml',
+    { name: 'via-link', spec: { workspace: 'link/sub/deeper' } },
+    { name: 'via-file', spec: { workspace: 'afile/sub' } },
+  );
   const res = await runCli(['validate', dir]);
   assert.equal(res.code, 2, res.stderr);
-  assert.match(res.stderr, /AgentTask default\/via-link: spec\.workspace: leads outside the spec directory through a symlink/);
+  assert.match(
+    res.stderr,
+    /AgentTask default\/via-link: spec\.workspace: leads outside the spec directory through a symlink/,
+  );
   assert.match(res.stderr, /AgentTask default\/via-file: spec\.workspace: .*afile is a file, not a directory/);
   const run = await runCli(['run', dir, '--no-table']);
   assert.equal(run.code, 1);
@@ -71,5 +97,8 @@ test('a workspace not made yet below a symlink out of DIR, or below a file, is a
     assert.equal(status?.reason, 'InvalidSpec', name);
     assert.equal(status?.episodes, 0, `${name}: refused before any episode`);
   }
-  assert.match(readStatus(dir, 'via-link')?.status.message ?? '', /AgentTask default\/via-link: spec\.workspace: leads outside the spec directory through a symlink/);
+  assert.match(
+    readStatus(dir, 'via-link')?.status.message ?? '',
+    /AgentTask default\/via-link: spec\.workspace: leads outside the spec directory through a symlink/,
+  );
 });

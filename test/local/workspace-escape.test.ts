@@ -26,7 +26,10 @@ test('a dangling symlink on the way is refused, never followed', async () => {
   const root = tempDir();
   const outside = tempDir();
   symlinkSync(join(outside, 'not-yet'), join(root, 'dangling'));
-  await assert.rejects(prepareWorkspace(root, join(root, 'task.yaml'), 't', spec('dangling/ws')), /passes through a symlink that leads nowhere/);
+  await assert.rejects(
+    prepareWorkspace(root, join(root, 'task.yaml'), 't', spec('dangling/ws')),
+    /passes through a symlink that leads nowhere/,
+  );
   assert.equal(existsSync(join(outside, 'not-yet')), false);
 });
 

@@ -2,8 +2,18 @@
 import { json, type Reply } from './reply.ts';
 import { DONE_TEXT, MORE_TEXT, USAGE, resetInSeconds, type Scenario } from './scenarios.ts';
 
-function error(status: number, type: string, message: string, requestId: string, headers: Record<string, string> = {}): Reply {
-  return json(status, { type: 'error', error: { type, message }, request_id: requestId }, { 'request-id': requestId, ...headers });
+function error(
+  status: number,
+  type: string,
+  message: string,
+  requestId: string,
+  headers: Record<string, string> = {},
+): Reply {
+  return json(
+    status,
+    { type: 'error', error: { type, message }, request_id: requestId },
+    { 'request-id': requestId, ...headers },
+  );
 }
 
 /** Subscriber limits: 429 with the unified rate-limit headers Claude Code reads to word "You've hit your … limit". */
@@ -22,22 +32,44 @@ function usageLimit(scenario: Scenario, requestId: string, nowSeconds: number): 
     headers['anthropic-ratelimit-unified-reset'] = at;
     headers[`anthropic-ratelimit-unified-${window}-reset`] = at;
   }
-  return error(429, 'rate_limit_error', 'This request would exceed your account\'s rate limit. Please try again later.', requestId, headers);
+  return error(
+    429,
+    'rate_limit_error',
+    "This request would exceed your account's rate limit. Please try again later.",
+    requestId,
+    headers,
+  );
 }
 
-export function anthropicReply(scenario: Scenario, body: Record<string, unknown>, requestId: string, nowSeconds: number): Reply {
+export function anthropicReply(
+  scenario: Scenario,
+  body: Record<string, unknown>,
+  requestId: string,
+  nowSeconds: number,
+): Reply {
   const model = typeof body.model === 'string' ? body.model : 'claude-sonnet-4-5';
   switch (scenario) {
     case 'overloaded':
       return error(529, 'overloaded_error', 'Overloaded', requestId);
     case 'ratelimit':
-      return error(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', requestId, { 'retry-after': '1' });
+      return error(
+        429,
+        'rate_limit_error',
+        'Number of request tokens has exceeded your per-minute rate limit',
+        requestId,
+        { 'retry-after': '1' },
+      );
     case 'server500':
       return error(500, 'api_error', 'Internal server error', requestId);
     case 'auth401':
       return error(401, 'authentication_error', 'invalid x-api-key', requestId);
     case 'forbidden403':
-      return error(403, 'permission_error', 'Your API key does not have permission to use the specified resource.', requestId);
+      return error(
+        403,
+        'permission_error',
+        'Your API key does not have permission to use the specified resource.',
+        requestId,
+      );
     case 'bad400':
       return error(400, 'invalid_request_error', 'messages.0.content.0.type: Field required', requestId);
     case 'toolong400':
@@ -45,10 +77,20 @@ export function anthropicReply(scenario: Scenario, body: Record<string, unknown>
     case 'apilimit': {
       // An API key's spend limit (Console → Limits): a 400 that names the day access returns.
       const day = new Date((nowSeconds + 3 * 86_400) * 1000).toISOString().slice(0, 10);
-      return error(400, 'invalid_request_error', `You have reached your specified API usage limits. You will regain access on ${day} at 00:00 UTC.`, requestId);
+      return error(
+        400,
+        'invalid_request_error',
+        `You have reached your specified API usage limits. You will regain access on ${day} at 00:00 UTC.`,
+        requestId,
+      );
     }
     case 'billing':
-      return error(400, 'invalid_request_error', 'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.', requestId);
+      return error(
+        400,
+        'invalid_request_error',
+        'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.',
+        requestId,
+      );
     case 'usage':
     case 'usage7d':
     case 'usage3d':
@@ -60,15 +102,39 @@ export function anthropicReply(scenario: Scenario, body: Record<string, unknown>
   const text = scenario === 'more' ? MORE_TEXT : DONE_TEXT;
   const u = USAGE.anthropic;
   const id = `msg_${requestId}`;
-  const startUsage = { input_tokens: u.input, cache_creation_input_tokens: u.cacheWrite, cache_read_input_tokens: u.cacheRead, output_tokens: 1 };
-  const message = { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: startUsage };
+  const startUsage = {
+    input_tokens: u.input,
+    cache_creation_input_tokens: u.cacheWrite,
+    cache_read_input_tokens: u.cacheRead,
+    output_tokens: 1,
+  };
+  const message = {
+    id,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage: startUsage,
+  };
   if (body.stream !== true) {
     const usage = { ...startUsage, output_tokens: u.output };
-    return json(200, { ...message, content: [{ type: 'text', text }], stop_reason: 'end_turn', usage }, { 'request-id': requestId });
+    return json(
+      200,
+      { ...message, content: [{ type: 'text', text }], stop_reason: 'end_turn', usage },
+      { 'request-id': requestId },
+    );
   }
   const start = { event: 'message_start', data: { type: 'message_start', message } };
   if (scenario === 'hang' || scenario === 'drop') {
-    return { kind: 'sse', headers: { 'request-id': requestId }, events: [start], hang: scenario === 'hang', drop: scenario === 'drop' };
+    return {
+      kind: 'sse',
+      headers: { 'request-id': requestId },
+      events: [start],
+      hang: scenario === 'hang',
+      drop: scenario === 'drop',
+    };
   }
   const half = Math.floor(text.length / 2);
   return {
@@ -76,13 +142,26 @@ export function anthropicReply(scenario: Scenario, body: Record<string, unknown>
     headers: { 'request-id': requestId },
     events: [
       start,
-      { event: 'content_block_start', data: { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } } },
-      { event: 'content_block_delta', data: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: text.slice(0, half) } } },
-      { event: 'content_block_delta', data: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: text.slice(half) } } },
+      {
+        event: 'content_block_start',
+        data: { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      },
+      {
+        event: 'content_block_delta',
+        data: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: text.slice(0, half) } },
+      },
+      {
+        event: 'content_block_delta',
+        data: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: text.slice(half) } },
+      },
       { event: 'content_block_stop', data: { type: 'content_block_stop', index: 0 } },
       {
         event: 'message_delta',
-        data: { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: u.output } },
+        data: {
+          type: 'message_delta',
+          delta: { stop_reason: 'end_turn', stop_sequence: null },
+          usage: { output_tokens: u.output },
+        },
       },
       { event: 'message_stop', data: { type: 'message_stop' } },
     ],

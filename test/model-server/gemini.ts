@@ -15,20 +15,33 @@ const errorInfo = (reason: string) => ({
 });
 
 function perDayQuota(model: string): Reply {
-  return status(429, 'RESOURCE_EXHAUSTED', `You exceeded your current quota, please check your plan and billing details. Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 100, model: ${model}`, [
-    {
-      '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
-      violations: [
-        {
-          quotaMetric: 'generativelanguage.googleapis.com/generate_content_free_tier_requests',
-          quotaId: 'GenerateRequestsPerDayPerProjectPerModel-FreeTier',
-          quotaDimensions: { location: 'global', model },
-          quotaValue: '100',
-        },
-      ],
-    },
-    { '@type': 'type.googleapis.com/google.rpc.Help', links: [{ description: 'Learn more about Gemini API quotas', url: 'https://ai.google.dev/gemini-api/docs/rate-limits' }] },
-  ]);
+  return status(
+    429,
+    'RESOURCE_EXHAUSTED',
+    `You exceeded your current quota, please check your plan and billing details. Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 100, model: ${model}`,
+    [
+      {
+        '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
+        violations: [
+          {
+            quotaMetric: 'generativelanguage.googleapis.com/generate_content_free_tier_requests',
+            quotaId: 'GenerateRequestsPerDayPerProjectPerModel-FreeTier',
+            quotaDimensions: { location: 'global', model },
+            quotaValue: '100',
+          },
+        ],
+      },
+      {
+        '@type': 'type.googleapis.com/google.rpc.Help',
+        links: [
+          {
+            description: 'Learn more about Gemini API quotas',
+            url: 'https://ai.google.dev/gemini-api/docs/rate-limits',
+          },
+        ],
+      },
+    ],
+  );
 }
 
 export function geminiReply(scenario: Scenario, model: string, stream: boolean): Reply {
@@ -40,16 +53,35 @@ export function geminiReply(scenario: Scenario, model: string, stream: boolean):
         { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' },
       ]);
     case 'server500':
-      return status(500, 'INTERNAL', 'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting');
+      return status(
+        500,
+        'INTERNAL',
+        'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting',
+      );
     case 'auth401':
       // What Google sends for a bad key: 400, not 401.
-      return status(400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', [errorInfo('API_KEY_INVALID')]);
+      return status(400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', [
+        errorInfo('API_KEY_INVALID'),
+      ]);
     case 'forbidden403':
-      return status(403, 'PERMISSION_DENIED', 'Permission denied: Consumer does not have access to the Generative Language API.', [errorInfo('SERVICE_DISABLED')]);
+      return status(
+        403,
+        'PERMISSION_DENIED',
+        'Permission denied: Consumer does not have access to the Generative Language API.',
+        [errorInfo('SERVICE_DISABLED')],
+      );
     case 'bad400':
-      return status(400, 'INVALID_ARGUMENT', 'Invalid JSON payload received. Unknown name "contentz": Cannot find field.');
+      return status(
+        400,
+        'INVALID_ARGUMENT',
+        'Invalid JSON payload received. Unknown name "contentz": Cannot find field.',
+      );
     case 'toolong400':
-      return status(400, 'INVALID_ARGUMENT', 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).');
+      return status(
+        400,
+        'INVALID_ARGUMENT',
+        'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).',
+      );
     case 'usage':
     case 'usage7d':
     case 'usagenoreset':
@@ -61,7 +93,12 @@ export function geminiReply(scenario: Scenario, model: string, stream: boolean):
         { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${3 * 86_400}s` },
       ]);
     case 'billing':
-      return status(403, 'PERMISSION_DENIED', 'This API method requires billing to be enabled. Please enable billing on project #1 then retry.', [errorInfo('BILLING_DISABLED')]);
+      return status(
+        403,
+        'PERMISSION_DENIED',
+        'This API method requires billing to be enabled. Please enable billing on project #1 then retry.',
+        [errorInfo('BILLING_DISABLED')],
+      );
     default:
       break;
   }
@@ -75,7 +112,9 @@ export function geminiReply(scenario: Scenario, model: string, stream: boolean):
     thoughtsTokenCount: u.thoughts,
   };
   const chunk = (part: string, last: boolean) => ({
-    candidates: [{ content: { parts: [{ text: part }], role: 'model' }, index: 0, ...(last ? { finishReason: 'STOP' } : {}) }],
+    candidates: [
+      { content: { parts: [{ text: part }], role: 'model' }, index: 0, ...(last ? { finishReason: 'STOP' } : {}) },
+    ],
     ...(last ? { usageMetadata } : {}),
     modelVersion: model,
   });
@@ -83,5 +122,8 @@ export function geminiReply(scenario: Scenario, model: string, stream: boolean):
   if (scenario === 'hang') return { kind: 'sse', events: [], hang: true };
   const half = Math.floor(text.length / 2);
   if (scenario === 'drop') return { kind: 'sse', events: [{ data: chunk(text.slice(0, half), false) }], drop: true };
-  return { kind: 'sse', events: [{ data: chunk(text.slice(0, half), false) }, { data: chunk(text.slice(half), true) }] };
+  return {
+    kind: 'sse',
+    events: [{ data: chunk(text.slice(0, half), false) }, { data: chunk(text.slice(half), true) }],
+  };
 }

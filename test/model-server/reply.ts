@@ -19,11 +19,20 @@ export function json(status: number, body: unknown, headers?: Record<string, str
 export function send(res: ServerResponse, reply: Reply): void {
   if (reply.kind === 'json') {
     const body = JSON.stringify(reply.body);
-    res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...reply.headers });
+    res.writeHead(reply.status, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      ...reply.headers,
+    });
     res.end(body);
     return;
   }
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...reply.headers });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    ...reply.headers,
+  });
   res.flushHeaders(); // a stream that hangs before its first event still sends its headers
   for (const e of reply.events) {
     res.write(`${e.event ? `event: ${e.event}\n` : ''}data: ${JSON.stringify(e.data)}\n\n`);

@@ -9,10 +9,17 @@ const NOW = 1_800_000_000;
 
 const calls = {
   anthropic: (base: string, stream = true) =>
-    fetch(`${base}/v1/messages?beta=true`, { method: 'POST', body: JSON.stringify({ model: 'claude-x', stream, messages: [] }) }),
-  openai: (base: string) => fetch(`${base}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'gpt-5', stream: true }) }),
+    fetch(`${base}/v1/messages?beta=true`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'claude-x', stream, messages: [] }),
+    }),
+  openai: (base: string) =>
+    fetch(`${base}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'gpt-5', stream: true }) }),
   gemini: (base: string, stream = true) =>
-    fetch(`${base}/v1beta/models/gemini-2.5-pro:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`, { method: 'POST', body: '{}' }),
+    fetch(`${base}/v1beta/models/gemini-2.5-pro:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`, {
+      method: 'POST',
+      body: '{}',
+    }),
 };
 
 const STATUS: Record<string, [number, number, number]> = {
@@ -43,15 +50,13 @@ describe('stand-in model server', () => {
     it(`${scenario}: each API answers it`, async () => {
       const base = `${server.url}/s/${scenario}.t`;
       const want = STATUS[scenario];
-      const responses = await Promise.all([
-        calls.anthropic(base),
-        calls.openai(base),
-        calls.gemini(base),
-      ]);
+      const responses = await Promise.all([calls.anthropic(base), calls.openai(base), calls.gemini(base)]);
       const statuses = responses.map((r) => r.status);
       assert.deepEqual(statuses, want ?? [200, 200, 200]);
       // Streams that hang or drop are not read to their end here.
-      await Promise.all(responses.map((r) => (scenario === 'hang' || scenario === 'drop' ? r.body?.cancel() : r.arrayBuffer())));
+      await Promise.all(
+        responses.map((r) => (scenario === 'hang' || scenario === 'drop' ? r.body?.cancel() : r.arrayBuffer())),
+      );
     });
   }
 
@@ -61,11 +66,16 @@ describe('stand-in model server', () => {
     assert.match(sse, /event: message_start\ndata: .*"input_tokens":1234.*"cache_read_input_tokens":200/);
     assert.match(sse, /"output_tokens":56/);
     assert.match(sse, /<promise>DONE<\/promise>/);
-    const json = (await (await calls.anthropic(base, false)).json()) as { usage: { output_tokens: number }; content: Array<{ text: string }> };
+    const json = (await (await calls.anthropic(base, false)).json()) as {
+      usage: { output_tokens: number };
+      content: Array<{ text: string }>;
+    };
     assert.equal(json.usage.output_tokens, 56);
     assert.match(json.content[0].text, /<promise>DONE/);
     assert.match(await (await calls.openai(base)).text(), /"cached_tokens":300,"cache_write_tokens":50/);
-    const gemini = (await (await calls.gemini(base, false)).json()) as { usageMetadata: { thoughtsTokenCount: number } };
+    const gemini = (await (await calls.gemini(base, false)).json()) as {
+      usageMetadata: { thoughtsTokenCount: number };
+    };
     assert.equal(gemini.usageMetadata.thoughtsTokenCount, 20);
     assert.ok(!(await (await calls.anthropic(`${server.url}/s/more.turn`)).text()).includes('<promise>'));
   });
@@ -77,11 +87,16 @@ describe('stand-in model server', () => {
     assert.equal(a.headers.get('anthropic-ratelimit-unified-reset'), String(NOW + 7200));
     const week = await calls.anthropic(`${server.url}/s/usage3d.reset`);
     assert.equal(week.headers.get('anthropic-ratelimit-unified-7d-reset'), String(NOW + 3 * 86_400));
-    const o = (await (await calls.openai(`${server.url}/s/usage.reset`)).json()) as { error: { type: string; resets_at: number } };
+    const o = (await (await calls.openai(`${server.url}/s/usage.reset`)).json()) as {
+      error: { type: string; resets_at: number };
+    };
     assert.deepEqual([o.error.type, o.error.resets_at], ['usage_limit_reached', NOW + 7200]);
     const g = await (await calls.gemini(`${server.url}/s/usage.reset`)).text();
     assert.match(g, /GenerateRequestsPerDayPerProjectPerModel/);
-    assert.equal((await calls.anthropic(`${server.url}/s/usagenoreset.reset`)).headers.get('anthropic-ratelimit-unified-reset'), null);
+    assert.equal(
+      (await calls.anthropic(`${server.url}/s/usagenoreset.reset`)).headers.get('anthropic-ratelimit-unified-reset'),
+      null,
+    );
   });
 
   it('a hanging stream is held open until close(), which ends it', async () => {
@@ -99,6 +114,12 @@ describe('stand-in model server', () => {
     await calls.openai(`${server.url}/s/ok.count`).then((r) => r.arrayBuffer());
     await fetch(`${server.url}/s/ok.count/v1/unknown`, { method: 'POST' }).then((r) => r.arrayBuffer());
     const seen = server.requestsFor('ok.count');
-    assert.deepEqual(seen.map((r) => [r.api, r.status]), [['openai', 'stream'], ['unknown', 404]]);
+    assert.deepEqual(
+      seen.map((r) => [r.api, r.status]),
+      [
+        ['openai', 'stream'],
+        ['unknown', 404],
+      ],
+    );
   });
 });

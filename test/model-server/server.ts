@@ -56,17 +56,32 @@ function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
   });
 }
 
-function route(scenario: Scenario, method: string, path: string, body: Record<string, unknown>, requestId: string, now: number): { api: RecordedRequest['api']; reply: Reply } {
-  if (method === 'POST' && /^\/v1\/messages$/.test(path)) return { api: 'anthropic', reply: anthropicReply(scenario, body, requestId, now) };
-  if (method === 'POST' && /^\/v1\/messages\/count_tokens$/.test(path)) return { api: 'anthropic', reply: json(200, { input_tokens: 1234 }) };
-  if (method === 'POST' && /^\/(?:v1\/)?responses$/.test(path)) return { api: 'openai', reply: openaiReply(scenario, body, requestId, now) };
-  const gemini = /^\/v1(?:beta|alpha|)\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens)$/.exec(path);
+function route(
+  scenario: Scenario,
+  method: string,
+  path: string,
+  body: Record<string, unknown>,
+  requestId: string,
+  now: number,
+): { api: RecordedRequest['api']; reply: Reply } {
+  if (method === 'POST' && /^\/v1\/messages$/.test(path))
+    return { api: 'anthropic', reply: anthropicReply(scenario, body, requestId, now) };
+  if (method === 'POST' && /^\/v1\/messages\/count_tokens$/.test(path))
+    return { api: 'anthropic', reply: json(200, { input_tokens: 1234 }) };
+  if (method === 'POST' && /^\/(?:v1\/)?responses$/.test(path))
+    return { api: 'openai', reply: openaiReply(scenario, body, requestId, now) };
+  const gemini = /^\/v1(?:beta|alpha|)\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens)$/.exec(
+    path,
+  );
   if (method === 'POST' && gemini) {
     const [, model, call] = gemini;
     if (call === 'countTokens') return { api: 'gemini', reply: json(200, { totalTokens: 1400 }) };
     return { api: 'gemini', reply: geminiReply(scenario, decodeURIComponent(model), call === 'streamGenerateContent') };
   }
-  return { api: 'unknown', reply: json(404, { error: { code: 404, message: `stand-in has no ${method} ${path}`, status: 'NOT_FOUND' } }) };
+  return {
+    api: 'unknown',
+    reply: json(404, { error: { code: 404, message: `stand-in has no ${method} ${path}`, status: 'NOT_FOUND' } }),
+  };
 }
 
 export async function startModelServer(opts: ModelServerOptions = {}): Promise<ModelServer> {
@@ -89,7 +104,14 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
     }
     const requestId = `mock${++counter}`;
     const { api, reply } = route(scenario, method, path, body, requestId, now());
-    requests.push({ method, path, query: url.search, scenarioName: m[1], api, status: reply.kind === 'json' ? reply.status : 'stream' });
+    requests.push({
+      method,
+      path,
+      query: url.search,
+      scenarioName: m[1],
+      api,
+      status: reply.kind === 'json' ? reply.status : 'stream',
+    });
     send(res, reply);
   };
 

@@ -56,7 +56,13 @@ const CONTEXT_TOO_LONG = [
   '{"error":{"code":"context_length_exceeded","message":"Your input exceeds the context window of this model."}}',
 ];
 
-const NONE = ['Error: tests failed', 'Reached maximum number of turns (30)', 'exit status 1', 'listening on port 5000', ''];
+const NONE = [
+  'Error: tests failed',
+  'Reached maximum number of turns (30)',
+  'exit status 1',
+  'listening on port 5000',
+  '',
+];
 
 for (const message of TRANSIENT) {
   test(`transient: ${message}`, () => {
@@ -96,7 +102,9 @@ test('an agent error with exit code 0 is still classified', () => {
 });
 
 test('old prose about 429 far above the end does not classify a failure', () => {
-  const a = run({ stdout: `Note: retry on 429 Too Many Requests.\n${'building…\n'.repeat(2000)}Error: tests failed\n` });
+  const a = run({
+    stdout: `Note: retry on 429 Too Many Requests.\n${'building…\n'.repeat(2000)}Error: tests failed\n`,
+  });
   assert.equal(a.errorClass, 'none');
 });
 
@@ -114,13 +122,26 @@ test('precedence: usageLimit beats fatal', () => {
 
 test('precedence: fatal beats transient retry chatter', () => {
   assert.equal(run({ stderr: 'retrying after status 503…\nError: 401 Unauthorized\n' }).errorClass, 'fatal');
-  const claude = JSON.stringify({ type: 'result', session_id: 's', is_error: true, result: 'Overloaded', api_error_status: 401 });
+  const claude = JSON.stringify({
+    type: 'result',
+    session_id: 's',
+    is_error: true,
+    result: 'Overloaded',
+    api_error_status: 401,
+  });
   assert.equal(run({ stdout: claude }).errorClass, 'fatal');
 });
 
 test('claude: api_error_status decides even with subtype success and bland text', () => {
   const result = (status: number) =>
-    JSON.stringify({ type: 'result', subtype: 'success', session_id: 's', is_error: true, result: 'Request failed', api_error_status: status });
+    JSON.stringify({
+      type: 'result',
+      subtype: 'success',
+      session_id: 's',
+      is_error: true,
+      result: 'Request failed',
+      api_error_status: status,
+    });
   assert.equal(run({ stdout: result(529) }).errorClass, 'transient');
   assert.equal(run({ stdout: result(500) }).errorClass, 'transient');
   assert.equal(run({ stdout: result(403) }).errorClass, 'fatal');
@@ -175,7 +196,10 @@ test('agent command not found: ENOENT and EACCES are fatal, exit 127 too', () =>
 });
 
 test('our side failing to start the agent for a moment is transient: fork EAGAIN or ENOMEM', () => {
-  const busy = run({}, { exitCode: null, spawnErrorCode: 'EAGAIN', spawnErrorMessage: 'cannot start claude: spawn EAGAIN' });
+  const busy = run(
+    {},
+    { exitCode: null, spawnErrorCode: 'EAGAIN', spawnErrorMessage: 'cannot start claude: spawn EAGAIN' },
+  );
   assert.equal(busy.errorClass, 'transient');
   assert.equal(busy.message, 'cannot start claude: spawn EAGAIN');
   assert.equal(run({}, { exitCode: null, spawnErrorCode: 'ENOMEM' }).errorClass, 'transient');
@@ -187,7 +211,10 @@ test('gemini exit codes: 42 fatal, 53 plain failure, 1 classified from text', ()
   assert.equal(run({ stdout, stderr: 'Error: 503 Service Unavailable' }, { exitCode: 42 }).errorClass, 'fatal');
   assert.equal(run({ stderr: 'Error: 503 Service Unavailable' }, { exitCode: 53 }, 'gemini').errorClass, 'none');
   assert.equal(run({ stdout, stderr: 'Error: 503 Service Unavailable' }, { exitCode: 53 }).errorClass, 'none');
-  assert.equal(run({ stdout, stderr: '[API Error: got status: 429 Too Many Requests]' }, { exitCode: 1 }).errorClass, 'transient');
+  assert.equal(
+    run({ stdout, stderr: '[API Error: got status: 429 Too Many Requests]' }, { exitCode: 1 }).errorClass,
+    'transient',
+  );
   assert.equal(run({ stdout, stderr: 'something else went wrong' }, { exitCode: 1 }).errorClass, 'none');
   // Exit 42/53 mean nothing special for other agents.
   assert.equal(run({ stderr: 'Error: 503 Service Unavailable' }, { exitCode: 53 }, 'text').errorClass, 'transient');
@@ -207,7 +234,13 @@ test('gemini json error object is the agent verdict', () => {
   assert.equal(a.resetAt, '2026-03-11T07:00:00.000Z');
   const streamError = [
     { type: 'init', timestamp: 't', session_id: 's' },
-    { type: 'result', timestamp: 't', status: 'error', error: { type: 'ApiError', message: 'got status: 503 UNAVAILABLE' }, stats: {} },
+    {
+      type: 'result',
+      timestamp: 't',
+      status: 'error',
+      error: { type: 'ApiError', message: 'got status: 503 UNAVAILABLE' },
+      stats: {},
+    },
   ];
   const b = run({ stdout: streamError.map((e) => JSON.stringify(e)).join('\n') }, { exitCode: 1 });
   assert.equal(b.agentError, true);

@@ -6,9 +6,19 @@ import { completionKeywords, ralphStatus, withoutPromptEcho } from '../../contro
 import { createOutputAnalyzer } from '../../controller/executors/output/index.ts';
 import type { AnalyzerOptions, OutputAnalysis, OutputSetting } from '../../controller/executors/output/types.ts';
 
-const PROMPT = ['Fix the failing tests in src/.', '', 'When every test passes, print <promise>DONE</promise>.', 'Otherwise say what is left.'].join('\n');
+const PROMPT = [
+  'Fix the failing tests in src/.',
+  '',
+  'When every test passes, print <promise>DONE</promise>.',
+  'Otherwise say what is left.',
+].join('\n');
 
-function analyse(format: OutputSetting, lines: (string | object)[], extra: Partial<AnalyzerOptions> = {}, exitCode = 0): OutputAnalysis {
+function analyse(
+  format: OutputSetting,
+  lines: (string | object)[],
+  extra: Partial<AnalyzerOptions> = {},
+  exitCode = 0,
+): OutputAnalysis {
   const analyzer = createOutputAnalyzer({ format, promise: 'DONE', prompt: PROMPT, ...extra });
   for (const line of lines) analyzer.write(`${typeof line === 'string' ? line : JSON.stringify(line)}\n`, 'stdout');
   return analyzer.finish({ exitCode });
@@ -30,8 +40,14 @@ test('text: the echo is recognised with indentation, CRLF and colours, and more 
 test('text: the answer still counts after an echo, even when it repeats the prompt line with the sentinel', () => {
   assert.equal(analyse('text', [PROMPT, 'All green. <promise>DONE</promise>']).completion, 'promise');
   // One line of the prompt is not an echo: the agent printing what it was told to print.
-  assert.equal(analyse('text', [PROMPT, 'When every test passes, print <promise>DONE</promise>.']).completion, 'promise');
-  assert.equal(analyse('text', ['<promise>DONE</promise>'], { prompt: 'print <promise>DONE</promise>' }).completion, 'promise');
+  assert.equal(
+    analyse('text', [PROMPT, 'When every test passes, print <promise>DONE</promise>.']).completion,
+    'promise',
+  );
+  assert.equal(
+    analyse('text', ['<promise>DONE</promise>'], { prompt: 'print <promise>DONE</promise>' }).completion,
+    'promise',
+  );
 });
 
 test('text: no prompt given behaves as before (the tail is the answer)', () => {
@@ -39,14 +55,20 @@ test('text: no prompt given behaves as before (the tail is the answer)', () => {
 });
 
 test('text: a tail that starts inside an echo (long output) ignores the rest of the echo', () => {
-  const longPrompt = [...Array.from({ length: 200 }, (_, i) => `context line ${i} ${'x'.repeat(40)}`), 'Finish with <promise>DONE</promise>'].join('\n');
+  const longPrompt = [
+    ...Array.from({ length: 200 }, (_, i) => `context line ${i} ${'x'.repeat(40)}`),
+    'Finish with <promise>DONE</promise>',
+  ].join('\n');
   const analyzer = createOutputAnalyzer({ format: 'text', promise: 'DONE', prompt: longPrompt }, { tailBytes: 2048 });
   analyzer.write(`${longPrompt}\nnot yet\n`, 'stdout');
   const a = analyzer.finish({ exitCode: 0 });
   assert.equal(a.completion, undefined);
   assert.equal(a.message, 'not yet');
   // The same with a short output that was never cut: the last prompt line alone is an answer.
-  assert.equal(withoutPromptEcho('Finish with <promise>DONE</promise>', longPrompt, false), 'Finish with <promise>DONE</promise>');
+  assert.equal(
+    withoutPromptEcho('Finish with <promise>DONE</promise>', longPrompt, false),
+    'Finish with <promise>DONE</promise>',
+  );
   assert.equal(withoutPromptEcho('ine 199\nFinish with <promise>DONE</promise>\nok', longPrompt, true), 'ok');
 });
 
@@ -54,13 +76,24 @@ test('claude stream-json: the prompt in a user event is not the answer', () => {
   const a = analyse('auto', [
     { type: 'system', subtype: 'init', session_id: 's', model: 'm' },
     { type: 'user', message: { role: 'user', content: [{ type: 'text', text: PROMPT }] } },
-    { type: 'assistant', message: { id: 'a1', role: 'assistant', content: [{ type: 'text', text: 'One test still fails.' }] } },
+    {
+      type: 'assistant',
+      message: { id: 'a1', role: 'assistant', content: [{ type: 'text', text: 'One test still fails.' }] },
+    },
     { type: 'result', subtype: 'success', is_error: false, result: 'One test still fails.', total_cost_usd: 0.01 },
   ]);
   assert.equal(a.format, 'claude');
   assert.equal(a.completion, undefined);
   // Cut before the result: the last assistant text, still not the user event.
-  const cut = analyse('claude', [{ type: 'user', message: { role: 'user', content: PROMPT } }, { type: 'assistant', message: { id: 'a1', role: 'assistant', content: 'working' } }], {}, 1);
+  const cut = analyse(
+    'claude',
+    [
+      { type: 'user', message: { role: 'user', content: PROMPT } },
+      { type: 'assistant', message: { id: 'a1', role: 'assistant', content: 'working' } },
+    ],
+    {},
+    1,
+  );
   assert.equal(cut.completion, undefined);
 });
 
@@ -69,7 +102,17 @@ test('codex: only the last agent message is the answer, not a user item or the p
     { type: 'thread.started', thread_id: 't' },
     { type: 'turn.started' },
     { type: 'item.completed', item: { id: 'i0', type: 'user_message', text: PROMPT } },
-    { type: 'item.completed', item: { id: 'i1', type: 'command_execution', command: 'cat PROMPT.md', aggregated_output: PROMPT, exit_code: 0, status: 'completed' } },
+    {
+      type: 'item.completed',
+      item: {
+        id: 'i1',
+        type: 'command_execution',
+        command: 'cat PROMPT.md',
+        aggregated_output: PROMPT,
+        exit_code: 0,
+        status: 'completed',
+      },
+    },
     { type: 'item.completed', item: { id: 'i2', type: 'agent_message', text: 'Two tests still fail.' } },
     { type: 'turn.completed', usage: { input_tokens: 10, cached_input_tokens: 0, output_tokens: 5 } },
   ]);
@@ -101,7 +144,9 @@ test('RALPH_STATUS fields come from the last block of the final answer', () => {
     testsStatus: 'PASSING',
     workType: 'TESTING',
   });
-  assert.deepEqual(ralphStatus('---RALPH_STATUS---\n**EXIT_SIGNAL**: **true**\n---END_RALPH_STATUS---'), { exitSignal: true });
+  assert.deepEqual(ralphStatus('---RALPH_STATUS---\n**EXIT_SIGNAL**: **true**\n---END_RALPH_STATUS---'), {
+    exitSignal: true,
+  });
   assert.equal(ralphStatus('no block here'), undefined);
   const a = analyse('text', [block('true', 'TESTING')]);
   assert.equal(a.ralph?.workType, 'TESTING');
@@ -109,11 +154,21 @@ test('RALPH_STATUS fields come from the last block of the final answer', () => {
 });
 
 test('completion keywords: phrases that say the whole job is done, each once, only with completion.signals', () => {
-  assert.deepEqual(completionKeywords('All tasks are complete and there is nothing left to do. All done!'), ['all tasks complete', 'nothing left to do', 'all done']);
+  assert.deepEqual(completionKeywords('All tasks are complete and there is nothing left to do. All done!'), [
+    'all tasks complete',
+    'nothing left to do',
+    'all done',
+  ]);
   assert.deepEqual(completionKeywords('The task is complete.'), ['task is complete']);
   assert.deepEqual(completionKeywords('The subtask is complete; the task is not complete. Step 2 done.'), []);
   assert.deepEqual(analyse('text', ['The task is complete.'], { signals: true }).keywords, ['task is complete']);
   assert.equal(analyse('text', ['The task is complete.']).keywords, undefined);
   // Keywords in the echoed prompt do not count either.
-  assert.equal(analyse('text', ['Say "all tasks complete" when all tasks complete.', 'working'], { signals: true, prompt: 'Say "all tasks complete" when all tasks complete.' }).keywords, undefined);
+  assert.equal(
+    analyse('text', ['Say "all tasks complete" when all tasks complete.', 'working'], {
+      signals: true,
+      prompt: 'Say "all tasks complete" when all tasks complete.',
+    }).keywords,
+    undefined,
+  );
 });

@@ -63,7 +63,8 @@ const EXPECTED: Array<{ file: string; exitCode: number; format: OutputSetting; e
       completion: undefined,
       costUSD: 0,
       tokens: zero,
-      message: 'Invalid API key · Please run /login (give the agent ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in agent.env)',
+      message:
+        'Invalid API key · Please run /login (give the agent ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in agent.env)',
     },
   },
   {
@@ -165,7 +166,14 @@ const EXPECTED: Array<{ file: string; exitCode: number; format: OutputSetting; e
       completion: 'exitSignal',
       costUSD: 0,
       tokens: zero,
-      ralph: { status: 'COMPLETE', exitSignal: true, tasksCompleted: 2, filesModified: 3, testsStatus: 'PASSING', workType: 'IMPLEMENTATION' },
+      ralph: {
+        status: 'COMPLETE',
+        exitSignal: true,
+        tasksCompleted: 2,
+        filesModified: 3,
+        testsStatus: 'PASSING',
+        workType: 'IMPLEMENTATION',
+      },
       message:
         'Implemented the retry classifier and its tests; all 48 tests pass. ---RALPH_STATUS--- STATUS: COMPLETE ' +
         'TASKS_COMPLETED_THIS_LOOP: 2 FILES_MODIFIED: 3 TESTS_STATUS: PASSING WORK_TYPE: IMPLEMENTATION ' +

@@ -57,7 +57,9 @@ test('byte tail grows to its capacity as output arrives, keeping the same bytes 
   let seed = 7;
   const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
   for (const total of [0, 1, 255, 256, 257, 999, 1000, 1001, 4321]) {
-    const data = Buffer.from(Array.from({ length: total }, (_, i) => String.fromCharCode(97 + ((i * 7) % 26))).join(''));
+    const data = Buffer.from(
+      Array.from({ length: total }, (_, i) => String.fromCharCode(97 + ((i * 7) % 26))).join(''),
+    );
     const tail = createByteTail(1000);
     for (let i = 0; i < data.length; ) {
       const n = 1 + random(300);

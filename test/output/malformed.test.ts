@@ -122,7 +122,11 @@ test('finish is idempotent and writes after it are ignored', () => {
 
 test('promise only in an earlier claude message, not the result, is no completion', () => {
   const a = run(
-    line({ type: 'assistant', session_id: 's', message: { id: 'm1', content: [{ type: 'text', text: 'I will print <promise>COMPLETE</promise> at the end' }] } }) +
+    line({
+      type: 'assistant',
+      session_id: 's',
+      message: { id: 'm1', content: [{ type: 'text', text: 'I will print <promise>COMPLETE</promise> at the end' }] },
+    }) +
       line({ type: 'result', session_id: 's', is_error: false, result: 'Still one item to go.', total_cost_usd: 0.01 }),
   );
   assert.equal(a.completion, undefined);
@@ -131,7 +135,8 @@ test('promise only in an earlier claude message, not the result, is no completio
 
 test('codex: only the last agent message counts', () => {
   const msg = (text: string) => line({ type: 'item.completed', item: { id: 'i', type: 'agent_message', text } });
-  const early = line({ type: 'thread.started', thread_id: 't' }) + msg('Plan: finish, then print <promise>COMPLETE</promise>');
+  const early =
+    line({ type: 'thread.started', thread_id: 't' }) + msg('Plan: finish, then print <promise>COMPLETE</promise>');
   assert.equal(run(early + msg('Tests still failing.')).completion, undefined);
   assert.equal(run(early + msg('All done. <promise>COMPLETE</promise>')).completion, 'promise');
 });
@@ -143,13 +148,16 @@ test('gemini stream: deltas join; text before the last tool call is not final', 
   const result = ev({ type: 'result', status: 'success', stats: { input_tokens: 10, output_tokens: 2, cached: 0 } });
   assert.equal(run(init + say('Done. <promise>COM') + say('PLETE</promise>') + result).completion, 'promise');
   const tool = ev({ type: 'tool_use', tool_name: 'x', tool_id: '1', parameters: {} });
-  assert.equal(run(init + say('<promise>COMPLETE</promise>') + tool + say('One more thing left.') + result).completion, undefined);
+  assert.equal(
+    run(init + say('<promise>COMPLETE</promise>') + tool + say('One more thing left.') + result).completion,
+    undefined,
+  );
 });
 
 test('RALPH_STATUS: the last block decides, EXIT_SIGNAL false is no completion', () => {
   const block = (signal: string) => `---RALPH_STATUS---\nSTATUS: X\nEXIT_SIGNAL: ${signal}\n---END_RALPH_STATUS---\n`;
   assert.equal(run(block('false')).completion, undefined);
-  assert.equal(run(block('true') + 'more work\n' + block('false')).completion, undefined);
+  assert.equal(run(`${block('true')}more work\n${block('false')}`).completion, undefined);
   assert.equal(run(block('false') + block('TRUE')).completion, 'exitSignal');
   // In a JSON format's final text too.
   const result = line({ type: 'result', session_id: 's', is_error: false, result: block('true') });

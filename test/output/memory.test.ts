@@ -31,8 +31,20 @@ test('200 MB of claude stream-json: bounded memory, every event still counted', 
   for (let i = 0; size < MB; i++) {
     const l =
       i % 2 === 0
-        ? JSON.stringify({ type: 'assistant', session_id: 's', message: { id: `m${i}`, content: [{ type: 'text', text: 'x'.repeat(900) }], usage: { input_tokens: 1, output_tokens: 2 } } })
-        : JSON.stringify({ type: 'user', session_id: 's', message: { content: [{ type: 'tool_result', content: 'y'.repeat(3000) }] } });
+        ? JSON.stringify({
+            type: 'assistant',
+            session_id: 's',
+            message: {
+              id: `m${i}`,
+              content: [{ type: 'text', text: 'x'.repeat(900) }],
+              usage: { input_tokens: 1, output_tokens: 2 },
+            },
+          })
+        : JSON.stringify({
+            type: 'user',
+            session_id: 's',
+            message: { content: [{ type: 'tool_result', content: 'y'.repeat(3000) }] },
+          });
     events.push(l);
     size += l.length + 1;
   }
@@ -49,7 +61,10 @@ test('200 MB of claude stream-json: bounded memory, every event still counted', 
       if (r % 10 === 0) sample();
     }
   });
-  analyzer.write(`${JSON.stringify({ type: 'result', session_id: 's', is_error: false, result: 'done <promise>COMPLETE</promise>', total_cost_usd: 12.5, usage: { input_tokens: 7, output_tokens: 8 } })}\n`, 'stdout');
+  analyzer.write(
+    `${JSON.stringify({ type: 'result', session_id: 's', is_error: false, result: 'done <promise>COMPLETE</promise>', total_cost_usd: 12.5, usage: { input_tokens: 7, output_tokens: 8 } })}\n`,
+    'stdout',
+  );
   const a = analyzer.finish({ exitCode: 0 });
   const stats = analyzer.stats();
   assert.ok(stats.stdoutBytes >= 200 * MB, `pushed ${stats.stdoutBytes} bytes`);
@@ -90,7 +105,10 @@ test('many tiny streamed deltas stay linear and keep the end of the final text',
   const started = Date.now();
   analyzer.write(`${JSON.stringify({ type: 'init', timestamp: 't', session_id: 's' })}\n`, 'stdout');
   for (let r = 0; r < 300; r++) analyzer.write(deltas, 'stdout'); // 300k deltas, 1.5M characters of text
-  analyzer.write(`${JSON.stringify({ type: 'message', timestamp: 't', role: 'assistant', content: '<promise>COMPLETE</promise>', delta: true })}\n`, 'stdout');
+  analyzer.write(
+    `${JSON.stringify({ type: 'message', timestamp: 't', role: 'assistant', content: '<promise>COMPLETE</promise>', delta: true })}\n`,
+    'stdout',
+  );
   analyzer.write(`${JSON.stringify({ type: 'result', timestamp: 't', status: 'success', stats: {} })}\n`, 'stdout');
   const a = analyzer.finish({ exitCode: 0 });
   assert.equal(a.format, 'gemini');

@@ -9,7 +9,10 @@ const close = (actual: number, expected: number): void =>
 
 test('each token kind at its own rate, per million', () => {
   const tokens = { input: 1_000_000, output: 500_000, cacheRead: 2_000_000, cacheWrite: 100_000 };
-  close(costFromTokens(tokens, { inputPerMTok: 3, outputPerMTok: 15, cacheReadPerMTok: 0.3, cacheWritePerMTok: 3.75 }), 3 + 7.5 + 0.6 + 0.375);
+  close(
+    costFromTokens(tokens, { inputPerMTok: 3, outputPerMTok: 15, cacheReadPerMTok: 0.3, cacheWritePerMTok: 3.75 }),
+    3 + 7.5 + 0.6 + 0.375,
+  );
 });
 
 test('cache rates default to the input rate', () => {
@@ -33,14 +36,31 @@ test('codex tokens summed over turns, priced; no pricing means cost 0', () => {
 });
 
 test('claude older cost_usd is read when total_cost_usd is absent', () => {
-  const analyzer = createOutputAnalyzer({ format: 'claude', promise: 'COMPLETE', pricing: { inputPerMTok: 100, outputPerMTok: 100 } });
-  analyzer.write(`${JSON.stringify({ type: 'result', session_id: 's', is_error: false, result: 'ok', cost_usd: 0.42, usage: { input_tokens: 10 } })}\n`, 'stdout');
+  const analyzer = createOutputAnalyzer({
+    format: 'claude',
+    promise: 'COMPLETE',
+    pricing: { inputPerMTok: 100, outputPerMTok: 100 },
+  });
+  analyzer.write(
+    `${JSON.stringify({ type: 'result', session_id: 's', is_error: false, result: 'ok', cost_usd: 0.42, usage: { input_tokens: 10 } })}\n`,
+    'stdout',
+  );
   assert.equal(analyzer.finish({ exitCode: 0 }).costUSD, 0.42);
 });
 
 test('codex cache writes are their own share of input_tokens, priced at the cache-write rate', () => {
-  const usage = { input_tokens: 1500, cached_input_tokens: 300, cache_write_input_tokens: 50, output_tokens: 70, reasoning_output_tokens: 10 };
-  const analyzer = createOutputAnalyzer({ format: 'codex', promise: 'COMPLETE', pricing: { inputPerMTok: 1.25, outputPerMTok: 10, cacheReadPerMTok: 0.125, cacheWritePerMTok: 1.5 } });
+  const usage = {
+    input_tokens: 1500,
+    cached_input_tokens: 300,
+    cache_write_input_tokens: 50,
+    output_tokens: 70,
+    reasoning_output_tokens: 10,
+  };
+  const analyzer = createOutputAnalyzer({
+    format: 'codex',
+    promise: 'COMPLETE',
+    pricing: { inputPerMTok: 1.25, outputPerMTok: 10, cacheReadPerMTok: 0.125, cacheWritePerMTok: 1.5 },
+  });
   analyzer.write(`${JSON.stringify({ type: 'turn.completed', usage })}\n`, 'stdout');
   const a = analyzer.finish({ exitCode: 0 });
   assert.deepEqual(a.tokens, { input: 1150, output: 70, cacheRead: 300, cacheWrite: 50 });
@@ -48,7 +68,14 @@ test('codex cache writes are their own share of input_tokens, priced at the cach
 });
 
 test('a tiny episode cost is kept, not rounded away', () => {
-  const analyzer = createOutputAnalyzer({ format: 'codex', promise: 'COMPLETE', pricing: { inputPerMTok: 0.1, outputPerMTok: 0.4 } });
-  analyzer.write(`${JSON.stringify({ type: 'turn.completed', usage: { input_tokens: 3, output_tokens: 1 } })}\n`, 'stdout');
+  const analyzer = createOutputAnalyzer({
+    format: 'codex',
+    promise: 'COMPLETE',
+    pricing: { inputPerMTok: 0.1, outputPerMTok: 0.4 },
+  });
+  analyzer.write(
+    `${JSON.stringify({ type: 'turn.completed', usage: { input_tokens: 3, output_tokens: 1 } })}\n`,
+    'stdout',
+  );
   close(analyzer.finish({ exitCode: 0 }).costUSD, 7e-7); // 3 × 0.1 + 1 × 0.4 µ$
 });

@@ -27,12 +27,17 @@ function load(): Capture[] {
   const captures: Capture[] = [];
   for (const dir of readdirSync(ROOT)) {
     const cli = dir.split('-')[0] as Cli;
-    const meta = JSON.parse(readFileSync(new URL(`${dir}/capture.json`, ROOT), 'utf8')) as { capturedAt: string; TZ: string };
+    const meta = JSON.parse(readFileSync(new URL(`${dir}/capture.json`, ROOT), 'utf8')) as {
+      capturedAt: string;
+      TZ: string;
+    };
     for (const file of readdirSync(new URL(`${dir}/`, ROOT)).filter((f) => f.endsWith('.exit'))) {
       const base = `${dir}/${file.slice(0, -'.exit'.length)}`;
       const [format, ...rest] = file.slice(0, -'.exit'.length).split('.');
       const exitText = readFileSync(new URL(`${base}.exit`, ROOT), 'utf8').trim();
-      const exit: ProcessExit = exitText.startsWith('signal') ? { exitCode: null, signal: exitText.split(' ')[1] } : { exitCode: Number(exitText) };
+      const exit: ProcessExit = exitText.startsWith('signal')
+        ? { exitCode: null, signal: exitText.split(' ')[1] }
+        : { exitCode: Number(exitText) };
       const capturedAt = new Date(meta.capturedAt);
       const analyzer = createOutputAnalyzer({ format: cli, promise: 'DONE', now: () => capturedAt, timeZone: meta.TZ });
       analyzer.write(readFileSync(new URL(`${base}.stdout`, ROOT)), 'stdout');
@@ -47,7 +52,16 @@ const captures = load();
 
 test('there are captures of every CLI in every format', () => {
   const seen = new Set(captures.map((c) => `${c.cli} ${c.format}`));
-  for (const key of ['claude text', 'claude json', 'claude stream-json', 'codex text', 'codex json', 'gemini text', 'gemini json', 'gemini stream-json']) {
+  for (const key of [
+    'claude text',
+    'claude json',
+    'claude stream-json',
+    'codex text',
+    'codex json',
+    'gemini text',
+    'gemini json',
+    'gemini stream-json',
+  ]) {
     assert.ok(seen.has(key), key);
   }
   assert.ok(captures.length >= 150, `only ${captures.length} captures`);
@@ -59,7 +73,8 @@ for (const c of captures) {
     const want = expectedClass(c.cli, c.scenario);
     assert.equal(a.errorClass, want.errorClass, `rule ${a.rule}: ${a.message}`);
     if (want.reset === 'none') assert.equal(a.resetAt, undefined);
-    if (want.reset === 'pacificMidnight') assert.equal(a.resetAt, nextMidnight(c.capturedAt, 'America/Los_Angeles')?.toISOString());
+    if (want.reset === 'pacificMidnight')
+      assert.equal(a.resetAt, nextMidnight(c.capturedAt, 'America/Los_Angeles')?.toISOString());
     if (want.reset && typeof want.reset === 'object') {
       // The server set the reset from its own clock during the capture: within minutes after capturedAt.
       const [lo, hi] = resetWindow(want.reset, c.capturedAt.getTime(), c.capturedAt.getTime() + 10 * 60_000);
@@ -76,7 +91,8 @@ for (const c of captures) {
 }
 
 test('tokens and cost as each CLI reported them', () => {
-  const ok = (cli: Cli, format: string) => captures.find((c) => c.cli === cli && c.format === format && c.scenario === 'ok')!.analysis;
+  const ok = (cli: Cli, format: string) =>
+    captures.find((c) => c.cli === cli && c.format === format && c.scenario === 'ok')!.analysis;
   for (const format of ['json', 'stream-json']) {
     assert.deepEqual(ok('claude', format).tokens, { input: 1234, output: 56, cacheRead: 200, cacheWrite: 100 });
     assert.equal(ok('claude', format).costUSD, 0.006596000000000001);
@@ -90,11 +106,19 @@ test('tokens and cost as each CLI reported them', () => {
 test('messages are the sentences the CLIs printed', () => {
   const msg = (cli: Cli, format: string, scenario: string) =>
     captures.find((c) => c.cli === cli && c.format === format && c.scenario === scenario)?.analysis.message ?? '';
-  for (const format of ['text', 'json', 'stream-json']) assert.match(msg('claude', format, 'overloaded'), /^API Error: 529 Overloaded\./);
-  for (const format of ['text', 'json']) assert.equal(msg('codex', format, 'server500'), 'We’re currently experiencing high demand, which may cause temporary errors.');
+  for (const format of ['text', 'json', 'stream-json'])
+    assert.match(msg('claude', format, 'overloaded'), /^API Error: 529 Overloaded\./);
+  for (const format of ['text', 'json'])
+    assert.equal(
+      msg('codex', format, 'server500'),
+      'We’re currently experiencing high demand, which may cause temporary errors.',
+    );
   for (const format of ['text', 'json', 'stream-json']) {
     assert.equal(msg('gemini', format, 'usage'), 'You have exhausted your daily quota on this model.');
-    assert.match(msg('gemini', format, 'setup-noauthtype'), /^Invalid auth method selected\. \(set security\.auth\.selectedType/);
+    assert.match(
+      msg('gemini', format, 'setup-noauthtype'),
+      /^Invalid auth method selected\. \(set security\.auth\.selectedType/,
+    );
   }
 });
 

@@ -7,39 +7,189 @@ import { nextWallClockTime } from '../../controller/executors/output/zoned-time.
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 
 const CASES: Array<{ text: string; now: string; expected: string | undefined; why: string }> = [
-  { text: "You've hit your limit · resets 3pm (Europe/Berlin)", now: '2026-03-10T10:00:00Z', expected: '2026-03-10T14:00:00.000Z', why: 'CET is UTC+1' },
-  { text: "You've hit your limit · resets 3pm (Europe/Berlin)", now: '2026-07-01T10:00:00Z', expected: '2026-07-01T13:00:00.000Z', why: 'CEST is UTC+2' },
-  { text: "You've hit your limit · resets 3pm (Europe/Berlin)", now: '2026-07-01T14:30:00Z', expected: '2026-07-02T13:00:00.000Z', why: '16:30 in Berlin: 3pm is tomorrow' },
-  { text: '5-hour limit reached ∙ resets 3am (Europe/Berlin)', now: '2026-03-28T20:00:00Z', expected: '2026-03-29T01:00:00.000Z', why: 'across the spring-forward night: 3am is already CEST' },
-  { text: 'usage limit reached, resets 4am (America/New_York)', now: '2026-03-08T04:00:00Z', expected: '2026-03-08T08:00:00.000Z', why: 'spring-forward morning: 4am is EDT though now is EST' },
-  { text: 'Your limit will reset at 7pm (America/New_York).', now: '2026-01-15T12:00:00Z', expected: '2026-01-16T00:00:00.000Z', why: 'EST is UTC-5' },
-  { text: 'Your limit will reset at 7pm (America/New_York).', now: '2026-07-15T12:00:00Z', expected: '2026-07-15T23:00:00.000Z', why: 'EDT is UTC-4' },
-  { text: 'Your limit will reset at 7pm (America/New_York).', now: '2026-10-31T23:30:00Z', expected: '2026-11-02T00:00:00.000Z', why: 'past 7pm EDT Saturday; Sunday 7pm is EST after fall-back' },
-  { text: 'usage limit reached… reset at 7pm (UTC)', now: '2026-03-10T18:00:00Z', expected: '2026-03-10T19:00:00.000Z', why: 'later today' },
-  { text: 'usage limit reached… reset at 7pm (UTC)', now: '2026-03-10T20:00:00Z', expected: '2026-03-11T19:00:00.000Z', why: 'already past: rolls to tomorrow' },
-  { text: 'usage limit reached… reset at 7pm (UTC)', now: '2026-03-10T19:03:00Z', expected: '2026-03-10T19:00:00.000Z', why: 'read just after the reset: not pushed a day out' },
-  { text: 'usage limit reached, try again at 8:05 PM UTC', now: '2026-03-10T10:00:00Z', expected: '2026-03-10T20:05:00.000Z', why: 'h:mm PM with bare UTC' },
-  { text: 'Session limit reached ∙ resets 12am (UTC)', now: '2026-03-10T10:00:00Z', expected: '2026-03-11T00:00:00.000Z', why: '12am is midnight' },
-  { text: 'Session limit reached ∙ resets 12pm (UTC)', now: '2026-03-10T10:00:00Z', expected: '2026-03-10T12:00:00.000Z', why: '12pm is noon' },
-  { text: 'Daily limit reached, resets 15:00 (Asia/Kolkata)', now: '2026-03-10T00:00:00Z', expected: '2026-03-10T09:30:00.000Z', why: '24-hour clock, half-hour zone' },
-  { text: 'Weekly limit reached ∙ resets Oct 6, 1pm (America/Los_Angeles)', now: '2026-03-10T10:00:00Z', expected: '2026-10-06T20:00:00.000Z', why: 'a date, PDT' },
-  { text: 'Weekly limit reached ∙ resets Jan 2 at 9am (UTC)', now: '2026-12-30T10:00:00Z', expected: '2027-01-02T09:00:00.000Z', why: 'a date in the next year' },
-  { text: 'Claude AI usage limit reached|1735689600', now: '2024-12-31T20:00:00Z', expected: '2025-01-01T00:00:00.000Z', why: 'unix seconds' },
-  { text: 'Claude AI usage limit reached|1735689600000', now: '2024-12-31T20:00:00Z', expected: '2025-01-01T00:00:00.000Z', why: 'unix milliseconds' },
-  { text: "You've hit your usage limit. Try again in 2 hours 5 minutes.", now: '2026-03-10T10:00:00Z', expected: '2026-03-10T12:05:00.000Z', why: 'relative' },
-  { text: 'You have exhausted your daily quota. Your quota will reset after 2h3m14s.', now: '2026-03-10T10:00:00Z', expected: '2026-03-10T12:03:14.000Z', why: 'compact relative' },
-  { text: 'You have reached your specified API usage limits. You will regain access on 2026-04-01 at 00:00 UTC.', now: '2026-03-10T10:00:00Z', expected: '2026-04-01T00:00:00.000Z', why: 'ISO date and time' },
+  {
+    text: "You've hit your limit · resets 3pm (Europe/Berlin)",
+    now: '2026-03-10T10:00:00Z',
+    expected: '2026-03-10T14:00:00.000Z',
+    why: 'CET is UTC+1',
+  },
+  {
+    text: "You've hit your limit · resets 3pm (Europe/Berlin)",
+    now: '2026-07-01T10:00:00Z',
+    expected: '2026-07-01T13:00:00.000Z',
+    why: 'CEST is UTC+2',
+  },
+  {
+    text: "You've hit your limit · resets 3pm (Europe/Berlin)",
+    now: '2026-07-01T14:30:00Z',
+    expected: '2026-07-02T13:00:00.000Z',
+    why: '16:30 in Berlin: 3pm is tomorrow',
+  },
+  {
+    text: '5-hour limit reached ∙ resets 3am (Europe/Berlin)',
+    now: '2026-03-28T20:00:00Z',
+    expected: '2026-03-29T01:00:00.000Z',
+    why: 'across the spring-forward night: 3am is already CEST',
+  },
+  {
+    text: 'usage limit reached, resets 4am (America/New_York)',
+    now: '2026-03-08T04:00:00Z',
+    expected: '2026-03-08T08:00:00.000Z',
+    why: 'spring-forward morning: 4am is EDT though now is EST',
+  },
+  {
+    text: 'Your limit will reset at 7pm (America/New_York).',
+    now: '2026-01-15T12:00:00Z',
+    expected: '2026-01-16T00:00:00.000Z',
+    why: 'EST is UTC-5',
+  },
+  {
+    text: 'Your limit will reset at 7pm (America/New_York).',
+    now: '2026-07-15T12:00:00Z',
+    expected: '2026-07-15T23:00:00.000Z',
+    why: 'EDT is UTC-4',
+  },
+  {
+    text: 'Your limit will reset at 7pm (America/New_York).',
+    now: '2026-10-31T23:30:00Z',
+    expected: '2026-11-02T00:00:00.000Z',
+    why: 'past 7pm EDT Saturday; Sunday 7pm is EST after fall-back',
+  },
+  {
+    text: 'usage limit reached… reset at 7pm (UTC)',
+    now: '2026-03-10T18:00:00Z',
+    expected: '2026-03-10T19:00:00.000Z',
+    why: 'later today',
+  },
+  {
+    text: 'usage limit reached… reset at 7pm (UTC)',
+    now: '2026-03-10T20:00:00Z',
+    expected: '2026-03-11T19:00:00.000Z',
+    why: 'already past: rolls to tomorrow',
+  },
+  {
+    text: 'usage limit reached… reset at 7pm (UTC)',
+    now: '2026-03-10T19:03:00Z',
+    expected: '2026-03-10T19:00:00.000Z',
+    why: 'read just after the reset: not pushed a day out',
+  },
+  {
+    text: 'usage limit reached, try again at 8:05 PM UTC',
+    now: '2026-03-10T10:00:00Z',
+    expected: '2026-03-10T20:05:00.000Z',
+    why: 'h:mm PM with bare UTC',
+  },
+  {
+    text: 'Session limit reached ∙ resets 12am (UTC)',
+    now: '2026-03-10T10:00:00Z',
+    expected: '2026-03-11T00:00:00.000Z',
+    why: '12am is midnight',
+  },
+  {
+    text: 'Session limit reached ∙ resets 12pm (UTC)',
+    now: '2026-03-10T10:00:00Z',
+    expected: '2026-03-10T12:00:00.000Z',
+    why: '12pm is noon',
+  },
+  {
+    text: 'Daily limit reached, resets 15:00 (Asia/Kolkata)',
+    now: '2026-03-10T00:00:00Z',
+    expected: '2026-03-10T09:30:00.000Z',
+    why: '24-hour clock, half-hour zone',
+  },
+  {
+    text: 'Weekly limit reached ∙ resets Oct 6, 1pm (America/Los_Angeles)',
+    now: '2026-03-10T10:00:00Z',
+    expected: '2026-10-06T20:00:00.000Z',
+    why: 'a date, PDT',
+  },
+  {
+    text: 'Weekly limit reached ∙ resets Jan 2 at 9am (UTC)',
+    now: '2026-12-30T10:00:00Z',
+    expected: '2027-01-02T09:00:00.000Z',
+    why: 'a date in the next year',
+  },
+  {
+    text: 'Claude AI usage limit reached|1735689600',
+    now: '2024-12-31T20:00:00Z',
+    expected: '2025-01-01T00:00:00.000Z',
+    why: 'unix seconds',
+  },
+  {
+    text: 'Claude AI usage limit reached|1735689600000',
+    now: '2024-12-31T20:00:00Z',
+    expected: '2025-01-01T00:00:00.000Z',
+    why: 'unix milliseconds',
+  },
+  {
+    text: "You've hit your usage limit. Try again in 2 hours 5 minutes.",
+    now: '2026-03-10T10:00:00Z',
+    expected: '2026-03-10T12:05:00.000Z',
+    why: 'relative',
+  },
+  {
+    text: 'You have exhausted your daily quota. Your quota will reset after 2h3m14s.',
+    now: '2026-03-10T10:00:00Z',
+    expected: '2026-03-10T12:03:14.000Z',
+    why: 'compact relative',
+  },
+  {
+    text: 'You have reached your specified API usage limits. You will regain access on 2026-04-01 at 00:00 UTC.',
+    now: '2026-03-10T10:00:00Z',
+    expected: '2026-04-01T00:00:00.000Z',
+    why: 'ISO date and time',
+  },
   // What the real CLIs print (test/fixtures/agent-outputs/real/).
-  { text: "You've hit your 5-hour limit · resets 7:13am (UTC)", now: '2026-11-23T05:13:00Z', expected: '2026-11-23T07:13:00.000Z', why: 'claude subscriber, 5-hour window' },
-  { text: "You've hit your weekly limit · resets Nov 26, 5:13am (UTC)", now: '2026-11-23T05:13:00Z', expected: '2026-11-26T05:13:00.000Z', why: 'claude subscriber, weekly window days away' },
-  { text: 'You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at Nov 26th, 2026 5:13 AM.', now: '2026-11-23T05:13:00Z', expected: '2026-11-26T05:13:00.000Z', why: 'codex: ordinal day and year' },
-  { text: 'You’ve hit your usage limit. Try again at Jan 2nd, 2027 9:00 PM.', now: '2026-12-30T10:00:00Z', expected: '2027-01-02T21:00:00.000Z', why: 'codex: a date in the next year, capitalised' },
-  { text: 'You’ve hit your usage limit. Try again at Jan 2nd, 2025 9:00 PM.', now: '2026-12-30T10:00:00Z', expected: undefined, why: 'a stated year in the past is no reset time' },
-  { text: 'Resource has been exhausted (e.g. check quota).\nSuggested retry after 259200s.', now: '2026-11-23T05:13:00Z', expected: '2026-11-26T05:13:00.000Z', why: 'gemini: a long suggested retry' },
+  {
+    text: "You've hit your 5-hour limit · resets 7:13am (UTC)",
+    now: '2026-11-23T05:13:00Z',
+    expected: '2026-11-23T07:13:00.000Z',
+    why: 'claude subscriber, 5-hour window',
+  },
+  {
+    text: "You've hit your weekly limit · resets Nov 26, 5:13am (UTC)",
+    now: '2026-11-23T05:13:00Z',
+    expected: '2026-11-26T05:13:00.000Z',
+    why: 'claude subscriber, weekly window days away',
+  },
+  {
+    text: 'You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at Nov 26th, 2026 5:13 AM.',
+    now: '2026-11-23T05:13:00Z',
+    expected: '2026-11-26T05:13:00.000Z',
+    why: 'codex: ordinal day and year',
+  },
+  {
+    text: 'You’ve hit your usage limit. Try again at Jan 2nd, 2027 9:00 PM.',
+    now: '2026-12-30T10:00:00Z',
+    expected: '2027-01-02T21:00:00.000Z',
+    why: 'codex: a date in the next year, capitalised',
+  },
+  {
+    text: 'You’ve hit your usage limit. Try again at Jan 2nd, 2025 9:00 PM.',
+    now: '2026-12-30T10:00:00Z',
+    expected: undefined,
+    why: 'a stated year in the past is no reset time',
+  },
+  {
+    text: 'Resource has been exhausted (e.g. check quota).\nSuggested retry after 259200s.',
+    now: '2026-11-23T05:13:00Z',
+    expected: '2026-11-26T05:13:00.000Z',
+    why: 'gemini: a long suggested retry',
+  },
   { text: 'usage limit reached', now: '2026-03-10T10:00:00Z', expected: undefined, why: 'no time given' },
-  { text: 'usage limit reached · resets 3pm (Mars/Olympus_Mons)', now: '2026-03-10T10:00:00Z', expected: undefined, why: 'unknown zone: no guess' },
+  {
+    text: 'usage limit reached · resets 3pm (Mars/Olympus_Mons)',
+    now: '2026-03-10T10:00:00Z',
+    expected: undefined,
+    why: 'unknown zone: no guess',
+  },
   { text: 'usage limit reached · resets 25:00', now: '2026-03-10T10:00:00Z', expected: undefined, why: 'not a time' },
-  { text: 'usage limit reached · resets 3 times a day', now: '2026-03-10T10:00:00Z', expected: undefined, why: 'a bare number is not a time' },
+  {
+    text: 'usage limit reached · resets 3 times a day',
+    now: '2026-03-10T10:00:00Z',
+    expected: undefined,
+    why: 'a bare number is not a time',
+  },
 ];
 
 for (const { text, now, expected, why } of CASES) {
@@ -52,9 +202,15 @@ test('no zone means the local zone', () => {
   const saved = process.env.TZ;
   try {
     process.env.TZ = 'Asia/Tokyo'; // UTC+9, no DST
-    assert.equal(parseResetAt('5-hour limit reached ∙ resets 2am', new Date('2026-03-10T10:00:00Z')), '2026-03-10T17:00:00.000Z');
+    assert.equal(
+      parseResetAt('5-hour limit reached ∙ resets 2am', new Date('2026-03-10T10:00:00Z')),
+      '2026-03-10T17:00:00.000Z',
+    );
     process.env.TZ = 'America/New_York';
-    assert.equal(parseResetAt('usage limit reached, reset at 7pm', new Date('2026-07-15T12:00:00Z')), '2026-07-15T23:00:00.000Z');
+    assert.equal(
+      parseResetAt('usage limit reached, reset at 7pm', new Date('2026-07-15T12:00:00Z')),
+      '2026-07-15T23:00:00.000Z',
+    );
   } finally {
     if (saved === undefined) delete process.env.TZ;
     else process.env.TZ = saved;
@@ -70,7 +226,8 @@ test('a time without a zone is read in the zone given (completion.resetTimeZone)
 });
 
 test('completion.resetTimeZone must be a zone Intl knows', () => {
-  const spec = (zone: string) => AgentTaskSpecSchema.safeParse({ prompt: 'x', agent: { command: ['a'] }, completion: { resetTimeZone: zone } });
+  const spec = (zone: string) =>
+    AgentTaskSpecSchema.safeParse({ prompt: 'x', agent: { command: ['a'] }, completion: { resetTimeZone: zone } });
   assert.equal(spec('Europe/Berlin').success, true);
   assert.equal(spec('UTC').success, true);
   const bad = spec('Mars/Olympus_Mons');
@@ -106,7 +263,11 @@ test('usage-limit messages are recognised; rate limits and prose are not', () =>
 test('the reset clause is looked for from the limit line on, not in older text', () => {
   const a = findUsageLimit('build resets 9am daily\nnoise\nYou hit your limit · resets 3pm (UTC)');
   assert.equal(a?.line, 'You hit your limit · resets 3pm (UTC)');
-  const c = classifyText(['build resets 9am (UTC) daily\nnoise\nYou hit your limit · resets 3pm (UTC)'], [], new Date('2026-03-10T06:00:00Z'));
+  const c = classifyText(
+    ['build resets 9am (UTC) daily\nnoise\nYou hit your limit · resets 3pm (UTC)'],
+    [],
+    new Date('2026-03-10T06:00:00Z'),
+  );
   assert.equal(c.errorClass, 'usageLimit');
   assert.equal(c.resetAt, '2026-03-10T15:00:00.000Z');
 });

@@ -19,7 +19,10 @@ import { Informer } from '../../controller/kube/informer.ts';
 import type { KubeObject } from '../../controller/kube/informer.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
-import { EpisodeRecordWriter, episodesPath as clusterEpisodesPath } from '../../controller/sinks/cluster/episode-records.ts';
+import {
+  EpisodeRecordWriter,
+  episodesPath as clusterEpisodesPath,
+} from '../../controller/sinks/cluster/episode-records.ts';
 import { KubeStatusSink } from '../../controller/sinks/cluster/status-sink.ts';
 import { StatusWriter } from '../../controller/sinks/cluster/status-writer.ts';
 import { FileStatusStore } from '../../controller/sinks/local/file-status.ts';
@@ -29,7 +32,15 @@ import { AgentTaskSource } from '../../controller/sources/cluster/agent-task-sou
 import { SpecDirSource } from '../../controller/sources/local/spec-dir-source.ts';
 import { loadSpecDir } from '../../controller/sources/local/spec-files.ts';
 import { kubectl, repoRoot } from '../support/cluster.ts';
-import { FakeKubelet, clusterWithCrd, createNamespace, fakeClaudeSpec, testClient, testLogger, waitFor } from '../support/kubelet.ts';
+import {
+  FakeKubelet,
+  clusterWithCrd,
+  createNamespace,
+  fakeClaudeSpec,
+  testClient,
+  testLogger,
+  waitFor,
+} from '../support/kubelet.ts';
 import { NODE, tempDir } from '../support/local.ts';
 
 /** How an episode ends, as the harness makes it end. */
@@ -80,10 +91,24 @@ export async function localHarness(): Promise<PortHarness> {
   const agent = join(dir, 'agent.mjs');
   writeFileSync(agent, WAITING_AGENT);
   const lines: Array<{ task?: string; event?: string }> = [];
-  const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
+  const logger = pino(
+    { level: 'info' },
+    new Writable({
+      write: (chunk, _enc, done) => {
+        lines.push(JSON.parse(String(chunk)));
+        done();
+      },
+    }),
+  );
   const sink = new FileStatusSink(stateDir, logger);
   const source = new SpecDirSource((key) => sink.record(key));
-  const executor = new ProcessEpisodeExecutor({ root: dir, stateDir, stateId: '00000000-0000-4000-8000-000000000000', logger, killGraceMs: 500 });
+  const executor = new ProcessEpisodeExecutor({
+    root: dir,
+    stateDir,
+    stateId: '00000000-0000-4000-8000-000000000000',
+    logger,
+    killGraceMs: 500,
+  });
   const reload = async () => source.set(await loadSpecDir(dir));
   return {
     name: 'local',
@@ -91,7 +116,12 @@ export async function localHarness(): Promise<PortHarness> {
     executor,
     sink,
     async apply(name, spec = {}) {
-      const doc = { apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', metadata: { name }, spec: { prompt: 'work', agent: { command: [NODE, agent], output: 'claude' }, ...spec } };
+      const doc = {
+        apiVersion: 'episodic.dev/v1alpha1',
+        kind: 'AgentTask',
+        metadata: { name },
+        spec: { prompt: 'work', agent: { command: [NODE, agent], output: 'claude' }, ...spec },
+      };
       writeFileSync(join(dir, `${name}.yaml`), JSON.stringify(doc));
       await reload();
     },
@@ -118,7 +148,7 @@ export async function localHarness(): Promise<PortHarness> {
     async close() {
       for (const key of executor.keys()) {
         const task = source.get(key);
-        if (task) await executor.stop(task, (sink.read(task)?.currentEpisode?.number ?? 0), 'cancelled');
+        if (task) await executor.stop(task, sink.read(task)?.currentEpisode?.number ?? 0, 'cancelled');
       }
     },
   };
@@ -131,7 +161,8 @@ export async function clusterHarness(): Promise<PortHarness> {
   const ns = await createNamespace('ports');
   const client: KubeClient = await testClient(cluster);
   const log = testLogger();
-  const informer = (path: string, labelSelector?: string) => new Informer<KubeObject>({ client, resource: path, path, labelSelector });
+  const informer = (path: string, labelSelector?: string) =>
+    new Informer<KubeObject>({ client, resource: path, path, labelSelector });
   const tasks = informer(`/apis/episodic.dev/v1alpha1/namespaces/${ns}/agenttasks`);
   const pods = informer(`/api/v1/namespaces/${ns}/pods`, 'episodic.dev/task');
   const source = new AgentTaskSource({ tasks, client, log });
@@ -145,7 +176,12 @@ export async function clusterHarness(): Promise<PortHarness> {
   await Promise.all([tasks.waitForSync(), pods.waitForSync()]);
   const kubelet = new FakeKubelet(client);
   const manifest = (name: string, spec: Record<string, unknown>) =>
-    JSON.stringify({ apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', metadata: { name, namespace: ns }, spec: fakeClaudeSpec(spec) });
+    JSON.stringify({
+      apiVersion: 'episodic.dev/v1alpha1',
+      kind: 'AgentTask',
+      metadata: { name, namespace: ns },
+      spec: fakeClaudeSpec(spec),
+    });
   return {
     name: 'cluster',
     source,
@@ -158,13 +194,24 @@ export async function clusterHarness(): Promise<PortHarness> {
     },
     async remove(name) {
       await kubectl(['delete', 'agenttask', name, '-n', ns, '--wait=false']);
-      await waitFor(`${name} deleting or gone`, () => !tasks.get(`${ns}/${name}`) || !!tasks.get(`${ns}/${name}`)?.metadata.deletionTimestamp);
+      await waitFor(
+        `${name} deleting or gone`,
+        () => !tasks.get(`${ns}/${name}`) || !!tasks.get(`${ns}/${name}`)?.metadata.deletionTimestamp,
+      );
     },
     async finish(task, number, ending) {
       const podName = episodePodName(task.name, number);
       const pod = await waitFor(`pod ${podName}`, () => pods.get(`${ns}/${podName}`));
-      const result = episodeResult({ exitCode: ending.exitCode, costUSD: ending.costUSD, completion: ending.promise ? 'promise' : undefined, format: 'claude' });
-      await kubelet.terminate(await kubelet.setRunning(pod), { exitCode: ending.exitCode, message: encodeTerminationMessage(result) });
+      const result = episodeResult({
+        exitCode: ending.exitCode,
+        costUSD: ending.costUSD,
+        completion: ending.promise ? 'promise' : undefined,
+        format: 'claude',
+      });
+      await kubelet.terminate(await kubelet.setRunning(pod), {
+        exitCode: ending.exitCode,
+        message: encodeTerminationMessage(result),
+      });
     },
     async readBack(task) {
       await writer.drain();
@@ -174,11 +221,15 @@ export async function clusterHarness(): Promise<PortHarness> {
     async readRecords(task) {
       await records.drain();
       const list = await client.get(clusterEpisodesPath(ns), { labelSelector: `episodic.dev/task=${task.name}` });
-      return (list.items as Array<{ record: unknown }>).map((o) => EpisodeRecordSchema.parse(o.record)).sort((a, b) => a.number - b.number);
+      return (list.items as Array<{ record: unknown }>)
+        .map((o) => EpisodeRecordSchema.parse(o.record))
+        .sort((a, b) => a.number - b.number);
     },
     async events(task) {
       await recorder.drain();
-      const list = await client.get(`/api/v1/namespaces/${ns}/events`, { fieldSelector: `involvedObject.name=${task.name}` });
+      const list = await client.get(`/api/v1/namespaces/${ns}/events`, {
+        fieldSelector: `involvedObject.name=${task.name}`,
+      });
       return (list.items as KubeObject[]).map((e) => (e as any).reason as string);
     },
     keyOf: (name) => `${ns}/${name}`,

@@ -15,7 +15,14 @@ import type { PortHarness } from './harnesses.ts';
 
 /** A status that says episode `n` runs. */
 function running(n: number, over: Partial<AgentTaskStatus> = {}): AgentTaskStatus {
-  return { ...emptyStatus(), phase: 'Running', episodes: n, currentEpisode: { number: n, startedAt: new Date().toISOString() }, observedGeneration: 1, ...over };
+  return {
+    ...emptyStatus(),
+    phase: 'Running',
+    episodes: n,
+    currentEpisode: { number: n, startedAt: new Date().toISOString() },
+    observedGeneration: 1,
+    ...over,
+  };
 }
 
 const implementations: Array<{ name: string; make: () => Promise<PortHarness>; skip: string | false }> = [
@@ -28,11 +35,14 @@ for (const impl of implementations) {
     let h: PortHarness;
     const changed: string[] = [];
     const ended: string[] = [];
-    before(async () => {
-      h = await impl.make();
-      h.source.subscribe((key) => changed.push(key));
-      h.executor.subscribe((key) => ended.push(key));
-    }, { timeout: 90 * 60_000 });
+    before(
+      async () => {
+        h = await impl.make();
+        h.source.subscribe((key) => changed.push(key));
+        h.executor.subscribe((key) => ended.push(key));
+      },
+      { timeout: 90 * 60_000 },
+    );
     after(async () => h?.close());
     const task = (name: string): DesiredTask => {
       const t = h.source.get(h.keyOf(name));
@@ -108,10 +118,14 @@ for (const impl of implementations) {
         ended.length = 0;
         await h.executor.stop(t, 1, 'cancelled');
         await waitFor('stop announced', () => ended.includes(t.key));
-        const seen = await waitFor('not running', () => {
-          const o = h.executor.observe(t, running(1), new Date());
-          return o && o.state !== 'running' ? o : undefined;
-        }, 30_000);
+        const seen = await waitFor(
+          'not running',
+          () => {
+            const o = h.executor.observe(t, running(1), new Date());
+            return o && o.state !== 'running' ? o : undefined;
+          },
+          30_000,
+        );
         assert.equal(seen.number, 1);
       });
 
@@ -145,7 +159,18 @@ for (const impl of implementations) {
 
       it('a status write without a start is also recorded', async () => {
         const t = task('recorded');
-        await h.sink.write(t, { ...emptyStatus(), phase: 'Succeeded', reason: 'PromiseDetected', costUSD: 0.75, episodes: 2, observedGeneration: 1 }, { beforeStart: false });
+        await h.sink.write(
+          t,
+          {
+            ...emptyStatus(),
+            phase: 'Succeeded',
+            reason: 'PromiseDetected',
+            costUSD: 0.75,
+            episodes: 2,
+            observedGeneration: 1,
+          },
+          { beforeStart: false },
+        );
         await waitFor('on record', async () => (await h.readBack(t))?.phase === 'Succeeded');
       });
 
@@ -153,20 +178,63 @@ for (const impl of implementations) {
         await h.apply('chronicle');
         const t = task('chronicle');
         const at = (s: number) => new Date(Date.UTC(2026, 10, 23, 10, 0, s)).toISOString();
-        const failed = episodeResult({ exitCode: 1, costUSD: 0.1, message: 'tests failed', evidence: { errorFingerprint: 'expected <n> to equal <n>' } });
+        const failed = episodeResult({
+          exitCode: 1,
+          costUSD: 0.1,
+          message: 'tests failed',
+          evidence: { errorFingerprint: 'expected <n> to equal <n>' },
+        });
         const changed = episodeResult({
           exitCode: 0,
           costUSD: 0.25,
           completion: 'promise',
           tokens: { input: 1200, output: 300, cacheRead: 50 },
           evidence: {
-            workspace: { kind: 'git', changed: true, headBefore: 'a'.repeat(40), headAfter: 'b'.repeat(40), filesChanged: 3, insertions: 40, deletions: 2, dirty: false },
+            workspace: {
+              kind: 'git',
+              changed: true,
+              headBefore: 'a'.repeat(40),
+              headAfter: 'b'.repeat(40),
+              filesChanged: 3,
+              insertions: 40,
+              deletions: 2,
+              dirty: false,
+            },
             checklist: { done: 4, total: 5, inProgress: 1 },
           },
         });
-        const first = episodeRecordOf('chronicle', { number: 1, outcome: 'failed', exitCode: 1, startedAt: at(0), finishedAt: at(5), costUSD: 0.1, message: 'tests failed' }, 'Backoff', failed);
-        const second = episodeRecordOf('chronicle', { number: 2, outcome: 'succeeded', exitCode: 0, startedAt: at(9), finishedAt: at(30), costUSD: 0.25 }, 'PromiseDetected', changed);
-        await h.sink.write(t, { ...emptyStatus(), phase: 'Succeeded', episodes: 2, costUSD: 0.35, lastEpisode: { number: 2, outcome: 'succeeded' }, observedGeneration: 1 }, { beforeStart: false });
+        const first = episodeRecordOf(
+          'chronicle',
+          {
+            number: 1,
+            outcome: 'failed',
+            exitCode: 1,
+            startedAt: at(0),
+            finishedAt: at(5),
+            costUSD: 0.1,
+            message: 'tests failed',
+          },
+          'Backoff',
+          failed,
+        );
+        const second = episodeRecordOf(
+          'chronicle',
+          { number: 2, outcome: 'succeeded', exitCode: 0, startedAt: at(9), finishedAt: at(30), costUSD: 0.25 },
+          'PromiseDetected',
+          changed,
+        );
+        await h.sink.write(
+          t,
+          {
+            ...emptyStatus(),
+            phase: 'Succeeded',
+            episodes: 2,
+            costUSD: 0.35,
+            lastEpisode: { number: 2, outcome: 'succeeded' },
+            observedGeneration: 1,
+          },
+          { beforeStart: false },
+        );
         await h.sink.recordEpisode(t, first);
         await h.sink.recordEpisode(t, second);
         await h.sink.recordEpisode(t, second); // a restart that saw the episode end again

@@ -62,7 +62,12 @@ export function agentRun(cli: CliName, format: string, target: RunTarget): Agent
   // Port 1 on loopback: nothing listens, the connection is refused at once.
   const server = target.variant === 'down' ? 'http://127.0.0.1:1' : target.serverUrl;
   const base = `${server}/s/${target.scenarioName}`;
-  const run = cli === 'claude' ? claudeRun(bin, format, base, target.scenarioName, target.home) : cli === 'codex' ? codexRun(bin, format, base, target.home) : geminiRun(bin, format, base, target.home);
+  const run =
+    cli === 'claude'
+      ? claudeRun(bin, format, base, target.scenarioName, target.home)
+      : cli === 'codex'
+        ? codexRun(bin, format, base, target.home)
+        : geminiRun(bin, format, base, target.home);
   return applyVariant(run, target);
 }
 
@@ -89,8 +94,11 @@ function applyVariant(run: AgentRun, target: RunTarget): AgentRun {
 
 function claudeRun(bin: string, format: string, base: string, scenarioName: string, home: string): AgentRun {
   mkdirSync(home, { recursive: true });
-  const flags = format === 'text' ? [] : ['--output-format', format, ...(format === 'stream-json' ? ['--verbose'] : [])];
-  const auth: Record<string, string> = scenarioName.startsWith('oauth-') ? { CLAUDE_CODE_OAUTH_TOKEN: 'dummy-oauth' } : { ANTHROPIC_API_KEY: 'dummy' };
+  const flags =
+    format === 'text' ? [] : ['--output-format', format, ...(format === 'stream-json' ? ['--verbose'] : [])];
+  const auth: Record<string, string> = scenarioName.startsWith('oauth-')
+    ? { CLAUDE_CODE_OAUTH_TOKEN: 'dummy-oauth' }
+    : { ANTHROPIC_API_KEY: 'dummy' };
   return {
     cli: 'claude',
     format,

@@ -63,7 +63,10 @@ const capturedAt = new Date();
 for (const cli of only ? [] : chosen) {
   const meta = AGENT_CLIS.find((c) => c.name === cli)!;
   mkdirSync(path.join(OUT, `${cli}-${meta.version}`), { recursive: true });
-  writeFileSync(path.join(OUT, `${cli}-${meta.version}`, 'capture.json'), `${JSON.stringify({ capturedAt: capturedAt.toISOString(), TZ }, null, 2)}\n`);
+  writeFileSync(
+    path.join(OUT, `${cli}-${meta.version}`, 'capture.json'),
+    `${JSON.stringify({ capturedAt: capturedAt.toISOString(), TZ }, null, 2)}\n`,
+  );
 }
 
 await mapLimit(jobs, 3, async (job) => {
@@ -71,25 +74,40 @@ await mapLimit(jobs, 3, async (job) => {
   const home = path.join(scratch, `h-${job.cli}-${job.format}-${job.scenario}`);
   const ws = path.join(scratch, `ws-${job.cli}-${job.format}-${job.scenario}`);
   mkdirSync(ws, { recursive: true });
-  const run = agentRun(job.cli, job.format, { serverUrl: server.url, scenarioName: job.variant ? 'ok' : job.scenario, home, variant: job.variant });
+  const run = agentRun(job.cli, job.format, {
+    serverUrl: server.url,
+    scenarioName: job.variant ? 'ok' : job.scenario,
+    home,
+    variant: job.variant,
+  });
   const argv = run.promptVia === 'argument' ? [...run.command, PROMPT] : run.command;
   const started = Date.now();
   mkdirSync(path.join(home, 'tmp'), { recursive: true });
-  const child = spawn(argv[0], argv.slice(1), { cwd: ws, env: { ...baseEnv({ TZ, TMPDIR: path.join(home, 'tmp') }), ...run.env }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  const child = spawn(argv[0], argv.slice(1), {
+    cwd: ws,
+    env: { ...baseEnv({ TZ, TMPDIR: path.join(home, 'tmp') }), ...run.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+  });
   child.stdin.end(run.promptVia === 'stdin' ? PROMPT : '');
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   // The whole process group: gemini relaunches itself as a child that would keep the pipes open.
-  const killer = setTimeout(() => {
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }, job.scenario === 'hang' ? HANG_KILL_MS : STUCK_KILL_MS);
-  const exit = await new Promise<string>((resolve) => child.on('close', (code, signal) => resolve(code === null ? `signal ${signal}` : String(code))));
+  const killer = setTimeout(
+    () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    },
+    job.scenario === 'hang' ? HANG_KILL_MS : STUCK_KILL_MS,
+  );
+  const exit = await new Promise<string>((resolve) =>
+    child.on('close', (code, signal) => resolve(code === null ? `signal ${signal}` : String(code))),
+  );
   clearTimeout(killer);
   // Claude also writes the working directory with "/" as "-" (its project key).
   const paths = { $CLIS: cacheRoot(), $WS: ws, $H: home, $TMP: scratch, '-$TMP': scratch.replace(/\//g, '-') };
@@ -97,7 +115,9 @@ await mapLimit(jobs, 3, async (job) => {
   writeFileSync(`${base}.stdout`, scrub(stdout, paths, port));
   writeFileSync(`${base}.stderr`, scrub(stderr, paths, port));
   writeFileSync(`${base}.exit`, `${exit}\n`);
-  console.log(`${job.cli} ${job.format} ${job.scenario}: exit ${exit} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `${job.cli} ${job.format} ${job.scenario}: exit ${exit} in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
 });
 await server.close();
 rmSync(scratch, { recursive: true, force: true });

@@ -29,10 +29,20 @@ describe('codex: "try again at 7:13 AM" is read in completion.resetTimeZone', { 
       const c = { ...makeCase('codex', 'json', 'usage'), name };
       for (const d of ['ws', 'tmp']) mkdirSync(path.join(scratch.dir, name, d), { recursive: true });
       // The agent alone runs in Tokyo, as with `agent.env: [{name: TZ, value: Asia/Tokyo}]` locally.
-      return runCase({ c, serverUrl: server.url, root: scratch.dir, completion, wrap: ['/usr/bin/env', 'TZ=Asia/Tokyo'], runnerTz: 'UTC' });
+      return runCase({
+        c,
+        serverUrl: server.url,
+        root: scratch.dir,
+        completion,
+        wrap: ['/usr/bin/env', 'TZ=Asia/Tokyo'],
+        runnerTz: 'UTC',
+      });
     };
     const from = Date.now();
-    const [withZone, without] = await Promise.all([run('with-zone', { resetTimeZone: 'Asia/Tokyo' }), run('without', {})]);
+    const [withZone, without] = await Promise.all([
+      run('with-zone', { resetTimeZone: 'Asia/Tokyo' }),
+      run('without', {}),
+    ]);
     const to = Date.now();
     assert.equal(withZone.result?.errorClass, 'usageLimit', withZone.result?.message);
     // The server's reset is two hours on; codex prints it to the minute.

@@ -7,7 +7,11 @@ import type { CliName } from '../../scripts/agent-clis/clis.ts';
 export const HOUR_MS = 3_600_000;
 
 /** Where a reset must fall for a request made between two instants (ms). */
-export function resetWindow(reset: { afterMs: number } | { utcMidnightDaysOn: number }, from: number, to: number): [number, number] {
+export function resetWindow(
+  reset: { afterMs: number } | { utcMidnightDaysOn: number },
+  from: number,
+  to: number,
+): [number, number] {
   if ('afterMs' in reset) return [from + reset.afterMs - 61_000, to + reset.afterMs]; // printed to the minute
   const midnight = (t: number) => {
     const d = new Date(t + reset.utcMidnightDaysOn * 86_400_000);
@@ -31,7 +35,8 @@ export function expectedClass(cli: CliName, scenario: string): Expectation {
   // hang: killed (episodic's timeout decides); maxturns: gemini's turn limit, an ordinary failure.
   if (['more', 'hang', 'setup-maxturns'].includes(scenario)) return { errorClass: 'none' };
   // Claude falls back to a non-streaming request when a stream is cut, and that one succeeds.
-  if (scenario === 'drop') return cli === 'claude' ? { errorClass: 'none', completion: 'promise' } : { errorClass: 'transient' };
+  if (scenario === 'drop')
+    return cli === 'claude' ? { errorClass: 'none', completion: 'promise' } : { errorClass: 'transient' };
   if (['overloaded', 'ratelimit', 'server500', 'setup-down'].includes(scenario)) return { errorClass: 'transient' };
   if (scenario === 'toolong400') return { errorClass: 'contextTooLong' };
   // Anthropic's API spend limit names a day (00:00 UTC, three days on); the others answer it as a limit without a reset.

@@ -42,7 +42,12 @@ export interface LocalSuiteOptions {
 }
 
 function taskSpec(c: Case, serverUrl: string, root: string, agentTz: string | undefined): Record<string, unknown> {
-  const run = agentRun(c.cli, c.format, { serverUrl, scenarioName: c.urlName, home: path.join(root, 'home', c.name), variant: c.variant });
+  const run = agentRun(c.cli, c.format, {
+    serverUrl,
+    scenarioName: c.urlName,
+    home: path.join(root, 'home', c.name),
+    variant: c.variant,
+  });
   // The key the CLI is given: distinctive, so a leak into status or our log can be seen.
   const env = Object.entries(run.env).map(([name, value]) => ({ name, value: value === 'dummy' ? SECRET_KEY : value }));
   if (agentTz) env.push({ name: 'TZ', value: agentTz });
@@ -78,7 +83,11 @@ export function defineLocalSuite(opts: LocalSuiteOptions): void {
       scratch = scratchDir(`${cli}-local`);
       dir = path.join(scratch.dir, 'specs');
       mkdirSync(dir, { recursive: true });
-      for (const c of cases) writeFileSync(path.join(dir, `${c.name}.yaml`), JSON.stringify(taskSpec(c, server.url, scratch.dir, opts.agentTz), null, 2));
+      for (const c of cases)
+        writeFileSync(
+          path.join(dir, `${c.name}.yaml`),
+          JSON.stringify(taskSpec(c, server.url, scratch.dir, opts.agentTz), null, 2),
+        );
       startedAt = Date.now();
       // Transient errors and usage limits leave their task waiting: the run is interrupted once every
       // task's first episode has ended.
@@ -99,7 +108,10 @@ export function defineLocalSuite(opts: LocalSuiteOptions): void {
     const endEvent = (c: Case): LogLine | undefined => run.lines.find((l) => isEndEvent(c, l));
     const episodeRecord = (c: Case, n: number): { outcome?: string; message?: string } | undefined => {
       const file = path.join(dir, '.episodic', 'logs', 'default', c.name, 'episodes.jsonl');
-      const records = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      const records = readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
       return records.reverse().find((r) => r.number === n);
     };
 
@@ -108,7 +120,11 @@ export function defineLocalSuite(opts: LocalSuiteOptions): void {
       const waits = cases.some((c) => ['transient', 'usageLimit'].includes(expectedOutcome(cli, c.scenario)));
       assert.equal(run.code, waits ? 130 : 1, run.stderr.slice(-3000));
       assert.ok(run.lines.length > cases.length, 'the controller logged its events');
-      assert.deepEqual(run.lines.filter((l) => l.level === 'error' || l.level === 'fatal'), [], 'error lines in the controller log');
+      assert.deepEqual(
+        run.lines.filter((l) => l.level === 'error' || l.level === 'fatal'),
+        [],
+        'error lines in the controller log',
+      );
     });
 
     for (const c of cases) {
@@ -136,7 +152,11 @@ export function defineLocalSuite(opts: LocalSuiteOptions): void {
         }
         if (want.reset) checkReset(c, event, want.reset, startedAt, Date.now());
         if (c.scenario === 'toolong400') assert.equal(s.reason, 'ContextTooLong');
-        assert.equal(server.requestsFor(c.urlName).filter((r) => r.api === 'unknown').length, 0, 'requests the stand-in does not know');
+        assert.equal(
+          server.requestsFor(c.urlName).filter((r) => r.api === 'unknown').length,
+          0,
+          'requests the stand-in does not know',
+        );
       });
     }
 
@@ -154,13 +174,20 @@ export function defineLocalSuite(opts: LocalSuiteOptions): void {
           assert.equal(s.costUSD, 0.0023); // 1000×1.25 + (80 + 20 thoughts)×10 + 400×0.125 µ$
         }
         // The episode's own cost is kept as reported; the running total is rounded to the micro-dollar.
-        assert.ok(Math.abs((s.lastEpisode?.costUSD ?? 0) - s.costUSD) < 1e-9, `${s.lastEpisode?.costUSD} vs ${s.costUSD}`);
+        assert.ok(
+          Math.abs((s.lastEpisode?.costUSD ?? 0) - s.costUSD) < 1e-9,
+          `${s.lastEpisode?.costUSD} vs ${s.costUSD}`,
+        );
       }
     });
 
     it('the CLI made one request per episode: its own retries are off', () => {
       for (const c of cases.filter((x) => ['overloaded', 'server500', 'ratelimit', 'auth401'].includes(x.scenario))) {
-        assert.equal(server.requestsFor(c.urlName).length, 1, `${c.name}: ${server.requestsFor(c.urlName).length} requests`);
+        assert.equal(
+          server.requestsFor(c.urlName).length,
+          1,
+          `${c.name}: ${server.requestsFor(c.urlName).length} requests`,
+        );
       }
     });
 
@@ -171,7 +198,10 @@ export function defineLocalSuite(opts: LocalSuiteOptions): void {
       assert.match(logs.stdout, /<promise>DONE<\/promise>/);
       const failed = cases.find((c) => c.scenario === 'overloaded' && c.format === 'text')!;
       const failedLogs = await episodic(['logs', failed.name, '--dir', dir], env());
-      assert.ok(failedLogs.stdout.includes(status(failed).lastEpisode?.message?.slice(0, 40) ?? '\0'), failedLogs.stdout);
+      assert.ok(
+        failedLogs.stdout.includes(status(failed).lastEpisode?.message?.slice(0, 40) ?? '\0'),
+        failedLogs.stdout,
+      );
     });
 
     it('the API key never reaches status or the controller log', () => {
@@ -188,13 +218,25 @@ function isEndEvent(c: Case, l: LogLine): boolean {
 const RESUMING = /resuming at (\S+?)$/;
 
 /** The UsageLimit event says when the task resumes: the reset the CLI reported (or an hour). */
-function checkReset(c: Case, event: LogLine | undefined, reset: NonNullable<ReturnType<typeof expectedClass>['reset']>, from: number, to: number): void {
+function checkReset(
+  c: Case,
+  event: LogLine | undefined,
+  reset: NonNullable<ReturnType<typeof expectedClass>['reset']>,
+  from: number,
+  to: number,
+): void {
   const at = Date.parse(RESUMING.exec(String(event?.msg ?? ''))?.[1] ?? '');
   assert.ok(Number.isFinite(at), `${c.name}: no resume time in ${JSON.stringify(event)}`);
   if (reset === 'none') {
-    assert.ok(at >= from + 3_600_000 - 1000 && at <= to + 3_600_000, `${c.name}: ${new Date(at).toISOString()} is not an hour on`);
+    assert.ok(
+      at >= from + 3_600_000 - 1000 && at <= to + 3_600_000,
+      `${c.name}: ${new Date(at).toISOString()} is not an hour on`,
+    );
   } else if (reset === 'pacificMidnight') {
-    const expected = [nextMidnight(new Date(from), 'America/Los_Angeles'), nextMidnight(new Date(to), 'America/Los_Angeles')].map((d) => d?.getTime());
+    const expected = [
+      nextMidnight(new Date(from), 'America/Los_Angeles'),
+      nextMidnight(new Date(to), 'America/Los_Angeles'),
+    ].map((d) => d?.getTime());
     assert.ok(expected.includes(at), `${c.name}: ${new Date(at).toISOString()}`);
   } else {
     const [lo, hi] = resetWindow(reset, from, to);

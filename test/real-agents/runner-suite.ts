@@ -29,7 +29,12 @@ export interface RunnerTarget {
 export function runCase(t: RunnerTarget): Promise<RunnerRun> {
   const { c } = t;
   const dir = path.join(t.root, c.name);
-  const run = agentRun(c.cli, c.format, { serverUrl: t.serverUrl, scenarioName: c.urlName, home: path.join(dir, 'home'), variant: c.variant });
+  const run = agentRun(c.cli, c.format, {
+    serverUrl: t.serverUrl,
+    scenarioName: c.urlName,
+    home: path.join(dir, 'home'),
+    variant: c.variant,
+  });
   const ws = path.join(dir, 'ws');
   return episodeRunner({
     argv: [...(t.wrap ?? []), ...run.command],

@@ -30,10 +30,13 @@ export async function ensureClis(): Promise<void> {
   const how = `run \`node scripts/agent-clis/install.ts\` (installs into ${cacheRoot()}), or set EPISODIC_SKIP_REAL_AGENTS=1 to skip these tests`;
   if (process.env.CI === 'true') throw new Error(`real agent CLIs not installed: ${missing().join(', ')}; ${how}`);
   const code = await new Promise<number | null>((resolve) => {
-    const child = spawn(process.execPath, [path.join(REPO, 'scripts/agent-clis/install.ts')], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, [path.join(REPO, 'scripts/agent-clis/install.ts')], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     child.on('close', resolve);
   });
-  if (code !== 0 || missing().length > 0) throw new Error(`could not install the real agent CLIs (${missing().join(', ')}); ${how}`);
+  if (code !== 0 || missing().length > 0)
+    throw new Error(`could not install the real agent CLIs (${missing().join(', ')}); ${how}`);
 }
 
 export function scratchDir(prefix: string): { dir: string; remove: () => void } {
@@ -88,12 +91,23 @@ export function episodic(
 ): Promise<EpisodicRun> {
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], { cwd: REPO, env, timeout: opts.timeoutMs ?? 240_000, maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const e = err as (NodeJS.ErrnoException & { code?: number | string }) | null;
-      const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
-      // Not on a terminal the controller logs pino JSON lines (to stderr).
-      resolve({ code, stdout, stderr, lines: [...parseLines(stdout), ...parseLines(stderr)], seconds: (Date.now() - started) / 1000 });
-    });
+    const child = execFile(
+      process.execPath,
+      [CLI, ...args],
+      { cwd: REPO, env, timeout: opts.timeoutMs ?? 240_000, maxBuffer: 256 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const e = err as (NodeJS.ErrnoException & { code?: number | string }) | null;
+        const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
+        // Not on a terminal the controller logs pino JSON lines (to stderr).
+        resolve({
+          code,
+          stdout,
+          stderr,
+          lines: [...parseLines(stdout), ...parseLines(stderr)],
+          seconds: (Date.now() - started) / 1000,
+        });
+      },
+    );
     const { interruptWhen } = opts;
     if (!interruptWhen) return;
     // Each line is parsed once: the predicate sees every complete line so far, never a half-written one.
@@ -121,7 +135,13 @@ export interface RunnerRun {
 }
 
 /** `episodic episode -- argv` the way an episode pod runs it: config and prompt in the environment. */
-export function episodeRunner(o: { argv: string[]; config: Record<string, unknown>; prompt: string; env: Record<string, string>; dir: string }): Promise<RunnerRun> {
+export function episodeRunner(o: {
+  argv: string[];
+  config: Record<string, unknown>;
+  prompt: string;
+  env: Record<string, string>;
+  dir: string;
+}): Promise<RunnerRun> {
   mkdirSync(o.dir, { recursive: true });
   const resultFile = path.join(o.dir, 'termination-log');
   const env = { ...o.env, [EPISODE_CONFIG_ENV]: JSON.stringify(o.config), [EPISODE_PROMPT_ENV]: o.prompt };

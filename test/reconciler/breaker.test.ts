@@ -12,9 +12,15 @@ const still: Evidence = { workspace: { kind: 'git', changed: false, headBefore: 
 const moved: Evidence = { workspace: { kind: 'git', changed: true, headBefore: 'abc', headAfter: 'def' } };
 
 /** Runs episodes through the breaker; returns each state. */
-function run(episodes: Array<{ outcome?: Outcome; evidence?: Evidence }>, spec = SPEC, start: BreakerStatus = CLOSED): BreakerStatus[] {
+function run(
+  episodes: Array<{ outcome?: Outcome; evidence?: Evidence }>,
+  spec = SPEC,
+  start: BreakerStatus = CLOSED,
+): BreakerStatus[] {
   let b = start;
-  return episodes.map((e) => (b = stepBreaker(b, spec, { outcome: e.outcome ?? 'continue', evidence: e.evidence, at: AT }).breaker));
+  return episodes.map(
+    (e) => (b = stepBreaker(b, spec, { outcome: e.outcome ?? 'continue', evidence: e.evidence, at: AT }).breaker),
+  );
 }
 const times = <T>(n: number, x: T): T[] => Array.from({ length: n }, () => x);
 
@@ -28,18 +34,51 @@ test('breaker: progress is a changed workspace, an advanced checklist or success
   assert.equal(madeProgress('continue', { checklist: list(2) }, list(2)), false);
 });
 
-const cases: Array<{ name: string; episodes: Array<{ outcome?: Outcome; evidence?: Evidence }>; spec?: Partial<typeof SPEC>; states: string }> = [
+const cases: Array<{
+  name: string;
+  episodes: Array<{ outcome?: Outcome; evidence?: Evidence }>;
+  spec?: Partial<typeof SPEC>;
+  states: string;
+}> = [
   { name: '4 episodes without progress stay Closed', episodes: times(4, { evidence: still }), states: 'CCCC' },
   { name: 'the 5th without progress goes HalfOpen', episodes: times(5, { evidence: still }), states: 'CCCCH' },
   { name: '3 more in HalfOpen open it', episodes: times(8, { evidence: still }), states: 'CCCCHHHO' },
-  { name: 'progress in HalfOpen closes it', episodes: [...times(5, { evidence: still }), { evidence: moved }, { evidence: still }], states: 'CCCCHCC' },
+  {
+    name: 'progress in HalfOpen closes it',
+    episodes: [...times(5, { evidence: still }), { evidence: moved }, { evidence: still }],
+    states: 'CCCCHCC',
+  },
   { name: 'episodes without evidence count for nothing', episodes: times(20, {}), states: 'C'.repeat(20) },
-  { name: 'outages and stops count for nothing', episodes: [...times(4, { evidence: still }), ...(['transient', 'usageLimit', 'cancelled', 'interrupted'] as Outcome[]).map((outcome) => ({ outcome, evidence: still })), { evidence: still }], states: 'CCCCCCCCH' },
-  { name: 'noProgressEpisodes 0 turns the rule off', episodes: times(12, { evidence: still }), spec: { noProgressEpisodes: 0 }, states: 'C'.repeat(12) },
-  { name: 'halfOpenEpisodes 0 opens at the first stall', episodes: times(5, { evidence: still }), spec: { halfOpenEpisodes: 0 }, states: 'CCCCO' },
+  {
+    name: 'outages and stops count for nothing',
+    episodes: [
+      ...times(4, { evidence: still }),
+      ...(['transient', 'usageLimit', 'cancelled', 'interrupted'] as Outcome[]).map((outcome) => ({
+        outcome,
+        evidence: still,
+      })),
+      { evidence: still },
+    ],
+    states: 'CCCCCCCCH',
+  },
+  {
+    name: 'noProgressEpisodes 0 turns the rule off',
+    episodes: times(12, { evidence: still }),
+    spec: { noProgressEpisodes: 0 },
+    states: 'C'.repeat(12),
+  },
+  {
+    name: 'halfOpenEpisodes 0 opens at the first stall',
+    episodes: times(5, { evidence: still }),
+    spec: { halfOpenEpisodes: 0 },
+    states: 'CCCCO',
+  },
   {
     name: 'the same error 5 times opens it, even while the workspace changes',
-    episodes: times(5, { outcome: 'failed' as Outcome, evidence: { ...moved, errorFingerprint: 'TypeError: x is undefined at <path>' } }),
+    episodes: times(5, {
+      outcome: 'failed' as Outcome,
+      evidence: { ...moved, errorFingerprint: 'TypeError: x is undefined at <path>' },
+    }),
     states: 'CCCCO',
   },
   {
@@ -51,12 +90,19 @@ const cases: Array<{ name: string; episodes: Array<{ outcome?: Outcome; evidence
     ],
     states: 'CCCCCCCC',
   },
-  { name: 'sameErrorEpisodes 0 turns that rule off', episodes: times(9, { outcome: 'failed' as Outcome, evidence: { ...moved, errorFingerprint: 'E' } }), spec: { sameErrorEpisodes: 0 }, states: 'C'.repeat(9) },
+  {
+    name: 'sameErrorEpisodes 0 turns that rule off',
+    episodes: times(9, { outcome: 'failed' as Outcome, evidence: { ...moved, errorFingerprint: 'E' } }),
+    spec: { sameErrorEpisodes: 0 },
+    states: 'C'.repeat(9),
+  },
 ];
 
 for (const c of cases) {
   test(`breaker: ${c.name}`, () => {
-    const states = run(c.episodes, { ...SPEC, ...c.spec }).map((b) => b.state[0]).join('');
+    const states = run(c.episodes, { ...SPEC, ...c.spec })
+      .map((b) => b.state[0])
+      .join('');
     assert.equal(states, c.states);
   });
 }
@@ -65,7 +111,10 @@ test('breaker: a slow task that progresses every 8th episode never trips, over 2
   const episodes = Array.from({ length: 200 }, (_, i) => ({ evidence: (i + 1) % 8 === 0 ? moved : still }));
   const states = run(episodes);
   assert.ok(!states.some((b) => b.state === 'Open'));
-  assert.ok(states.some((b) => b.state === 'HalfOpen'), 'it does warn');
+  assert.ok(
+    states.some((b) => b.state === 'HalfOpen'),
+    'it does warn',
+  );
 });
 
 test('breaker: one episode fewer of progress (every 9th) opens it', () => {
@@ -76,10 +125,15 @@ test('breaker: one episode fewer of progress (every 9th) opens it', () => {
 test('breaker: opening says which rule tripped and shows the evidence; it stays open', () => {
   let b: BreakerStatus = CLOSED;
   let message: string | undefined;
-  for (let i = 0; i < 8; i++) ({ breaker: b, message } = stepBreaker(b, SPEC, { outcome: 'continue', evidence: still, at: AT }));
+  for (let i = 0; i < 8; i++)
+    ({ breaker: b, message } = stepBreaker(b, SPEC, { outcome: 'continue', evidence: still, at: AT }));
   assert.equal(b.trippedBy, 'noProgress');
   assert.match(message ?? '', /no progress in 8 episodes in a row \(HEAD abc, tree unchanged; no progress yet\)/);
-  assert.equal(stepBreaker(b, SPEC, { outcome: 'succeeded', evidence: moved, at: AT }).breaker.state, 'Open', 'only a resume closes it');
+  assert.equal(
+    stepBreaker(b, SPEC, { outcome: 'succeeded', evidence: moved, at: AT }).breaker.state,
+    'Open',
+    'only a resume closes it',
+  );
 });
 
 test('breaker: transitions are reported with their rule', () => {

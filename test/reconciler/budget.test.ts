@@ -21,8 +21,21 @@ function ledgerOf(window: BudgetWindow, entries: Array<[minute: number, usd: num
   return entries.reduce((l, [m, usd]) => addSpend(l, window, { usd, tokens: 0, episodes: 1 }, at(m)), EMPTY);
 }
 
-function budget(window: BudgetWindow, limitUSD: number, ledger: BudgetLedger, now: Date, extra: Partial<BudgetFacts> = {}): BudgetFacts {
-  return { name: 'team', window, limitUSD, ...windowEntries(prune(ledger, window, now), window), counted: { costUSD: 0, tokens: 0, episodes: 0 }, ...extra };
+function budget(
+  window: BudgetWindow,
+  limitUSD: number,
+  ledger: BudgetLedger,
+  now: Date,
+  extra: Partial<BudgetFacts> = {},
+): BudgetFacts {
+  return {
+    name: 'team',
+    window,
+    limitUSD,
+    ...windowEntries(prune(ledger, window, now), window),
+    counted: { costUSD: 0, tokens: 0, episodes: 0 },
+    ...extra,
+  };
 }
 
 /** A task that ran `episodes` episodes for `cost` in all, asking to start the next one. */
@@ -43,7 +56,15 @@ function idle(now: Date, budgets: BudgetFacts[], status: Partial<AgentTaskStatus
   };
 }
 
-const cases: Array<{ name: string; in: () => ReconcileInput; phase: string; reason?: string; next?: string; message?: RegExp; held?: string[] }> = [
+const cases: Array<{
+  name: string;
+  in: () => ReconcileInput;
+  phase: string;
+  reason?: string;
+  next?: string;
+  message?: RegExp;
+  held?: string[];
+}> = [
   {
     name: 'room in the window: the episode starts',
     in: () => idle(at(0), [budget('5h', 5, ledgerOf('5h', [[-60, 1]]), at(0))]),
@@ -56,11 +77,23 @@ const cases: Array<{ name: string; in: () => ReconcileInput; phase: string; reas
   },
   {
     name: 'predictive: $4.50 spent + an average of $1 would cross $5: waits until the oldest spend leaves the window',
-    in: () => idle(at(0), [budget('5h', 5, ledgerOf('5h', [[-240, 3], [-30, 1.5]]), at(0))]),
+    in: () =>
+      idle(at(0), [
+        budget(
+          '5h',
+          5,
+          ledgerOf('5h', [
+            [-240, 3],
+            [-30, 1.5],
+          ]),
+          at(0),
+        ),
+      ]),
     phase: 'Waiting',
     reason: 'BudgetWindow',
     next: at(60).toISOString(),
-    message: /AgentBudget team: spent \$4\.50 of \$5\.00 and the next episode is expected to cost \$1\.00 in the 5h window; capacity returns at 2026-11-23T13:00/,
+    message:
+      /AgentBudget team: spent \$4\.50 of \$5\.00 and the next episode is expected to cost \$1\.00 in the 5h window; capacity returns at 2026-11-23T13:00/,
     held: ['team'],
   },
   {
@@ -70,7 +103,19 @@ const cases: Array<{ name: string; in: () => ReconcileInput; phase: string; reas
   },
   {
     name: 'a window that frees only after several slots leave waits for enough of them',
-    in: () => idle(at(0), [budget('1h', 2.5, ledgerOf('1h', [[-50, 1], [-40, 1], [-10, 1]]), at(0))]),
+    in: () =>
+      idle(at(0), [
+        budget(
+          '1h',
+          2.5,
+          ledgerOf('1h', [
+            [-50, 1],
+            [-40, 1],
+            [-10, 1],
+          ]),
+          at(0),
+        ),
+      ]),
     phase: 'Waiting',
     reason: 'BudgetWindow',
     next: at(20).toISOString(),
@@ -96,7 +141,20 @@ const cases: Array<{ name: string; in: () => ReconcileInput; phase: string; reas
   },
   {
     name: 'rate limit: 3 starts in the last hour with maxEpisodesPerHour 3 waits for the oldest to leave',
-    in: () => idle(at(0), [budget('24h', 100, ledgerOf('24h', [[-50, 0.1], [-20, 0.1], [-5, 0.1]]), at(0), { maxEpisodesPerHour: 3 })]),
+    in: () =>
+      idle(at(0), [
+        budget(
+          '24h',
+          100,
+          ledgerOf('24h', [
+            [-50, 0.1],
+            [-20, 0.1],
+            [-5, 0.1],
+          ]),
+          at(0),
+          { maxEpisodesPerHour: 3 },
+        ),
+      ]),
     phase: 'Waiting',
     reason: 'RateLimited',
     next: at(10).toISOString(),
@@ -104,19 +162,41 @@ const cases: Array<{ name: string; in: () => ReconcileInput; phase: string; reas
   },
   {
     name: 'rate limit: a start more than an hour ago no longer counts',
-    in: () => idle(at(0), [budget('24h', 100, ledgerOf('24h', [[-61, 0.1], [-20, 0.1], [-5, 0.1]]), at(0), { maxEpisodesPerHour: 3 })]),
+    in: () =>
+      idle(at(0), [
+        budget(
+          '24h',
+          100,
+          ledgerOf('24h', [
+            [-61, 0.1],
+            [-20, 0.1],
+            [-5, 0.1],
+          ]),
+          at(0),
+          { maxEpisodesPerHour: 3 },
+        ),
+      ]),
     phase: 'Running',
   },
   {
     name: 'tokens: maxTokens reached in the window waits',
-    in: () => idle(at(0), [budget('1h', 100, addSpend(EMPTY, '1h', { usd: 0, tokens: 1000, episodes: 1 }, at(-30)), at(0), { maxTokens: 1000 })]),
+    in: () =>
+      idle(at(0), [
+        budget('1h', 100, addSpend(EMPTY, '1h', { usd: 0, tokens: 1000, episodes: 1 }, at(-30)), at(0), {
+          maxTokens: 1000,
+        }),
+      ]),
     phase: 'Waiting',
     reason: 'BudgetWindow',
     next: at(30).toISOString(),
   },
   {
     name: 'a total budget spent and a window wait: the stop wins',
-    in: () => idle(at(0), [budget('total', 5, ledgerOf('total', [[-10, 5]]), at(0)), { ...budget('1h', 1, ledgerOf('1h', [[-10, 1]]), at(0)), name: 'hourly' }]),
+    in: () =>
+      idle(at(0), [
+        budget('total', 5, ledgerOf('total', [[-10, 5]]), at(0)),
+        { ...budget('1h', 1, ledgerOf('1h', [[-10, 1]]), at(0)), name: 'hourly' },
+      ]),
     phase: 'NeedsReview',
     reason: 'BudgetExceeded',
     held: ['team'],
@@ -135,12 +215,22 @@ const cases: Array<{ name: string; in: () => ReconcileInput; phase: string; reas
   },
   {
     name: 'a budget hold is decided afresh: capacity back before nextEpisodeAt starts at once',
-    in: () => idle(at(0), [budget('5h', 50, EMPTY, at(0))], { phase: 'Waiting', reason: 'BudgetWindow', nextEpisodeAt: at(60).toISOString() }),
+    in: () =>
+      idle(at(0), [budget('5h', 50, EMPTY, at(0))], {
+        phase: 'Waiting',
+        reason: 'BudgetWindow',
+        nextEpisodeAt: at(60).toISOString(),
+      }),
     phase: 'Running',
   },
   {
     name: 'a backoff is not cut short by a budget with room',
-    in: () => idle(at(0), [budget('5h', 50, EMPTY, at(0))], { phase: 'Waiting', reason: 'Backoff', nextEpisodeAt: at(1).toISOString() }),
+    in: () =>
+      idle(at(0), [budget('5h', 50, EMPTY, at(0))], {
+        phase: 'Waiting',
+        reason: 'Backoff',
+        nextEpisodeAt: at(1).toISOString(),
+      }),
     phase: 'Waiting',
     reason: 'Backoff',
   },
@@ -169,7 +259,13 @@ test('budget: the episode that just ended counts before the next one starts (spe
     name: 't',
     generation: 1,
     spec: AgentTaskSpecSchema.parse({ prompt: 'p', agent: { command: ['a'] } }),
-    status: { ...emptyStatus(), observedGeneration: 1, phase: 'Running', episodes: 1, currentEpisode: { number: 1, startedAt: at(-1).toISOString() } },
+    status: {
+      ...emptyStatus(),
+      observedGeneration: 1,
+      phase: 'Running',
+      episodes: 1,
+      currentEpisode: { number: 1, startedAt: at(-1).toISOString() },
+    },
     episode: { number: 1, state: 'finished', result: episodeResult({ exitCode: 0, costUSD: 0.6 }) },
     dependencies: {},
     capacity: true,
@@ -199,7 +295,9 @@ test('selector: matchLabels and every operator', () => {
   assert.ok(matchesSelector({}, labels));
   assert.ok(matchesSelector({ matchLabels: { team: 'a' } }, labels));
   assert.ok(!matchesSelector({ matchLabels: { team: 'b' } }, labels));
-  assert.ok(matchesSelector({ matchExpressions: [{ key: 'tier', operator: 'In', values: ['gold', 'silver'] }] }, labels));
+  assert.ok(
+    matchesSelector({ matchExpressions: [{ key: 'tier', operator: 'In', values: ['gold', 'silver'] }] }, labels),
+  );
   assert.ok(!matchesSelector({ matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['gold'] }] }, labels));
   assert.ok(matchesSelector({ matchExpressions: [{ key: 'tier', operator: 'Exists' }] }, labels));
   assert.ok(!matchesSelector({ matchExpressions: [{ key: 'tier', operator: 'DoesNotExist' }] }, labels));

@@ -32,7 +32,11 @@ function input(over: Partial<ReconcileInput> = {}): ReconcileInput {
 }
 
 /** A status with episode n running, plus a finished observation of it. */
-function finishing(result: EpisodeResultInput, statusOver: Partial<AgentTaskStatus> = {}, n = 1): Partial<ReconcileInput> {
+function finishing(
+  result: EpisodeResultInput,
+  statusOver: Partial<AgentTaskStatus> = {},
+  n = 1,
+): Partial<ReconcileInput> {
   return {
     status: {
       ...emptyStatus(),
@@ -46,7 +50,14 @@ function finishing(result: EpisodeResultInput, statusOver: Partial<AgentTaskStat
   };
 }
 
-const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; reason?: string; start?: number; check?: (s: AgentTaskStatus) => void }> = [
+const cases: Array<{
+  name: string;
+  in: Partial<ReconcileInput>;
+  phase: string;
+  reason?: string;
+  start?: number;
+  check?: (s: AgentTaskStatus) => void;
+}> = [
   { name: 'new task starts episode 1', in: {}, phase: 'Running', reason: 'EpisodeRunning', start: 1 },
   { name: 'no capacity queues', in: { capacity: false }, phase: 'Pending', reason: 'Queued' },
   {
@@ -60,7 +71,12 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
       assert.equal(s.currentEpisode, undefined);
     },
   },
-  { name: 'RALPH_STATUS exit signal → Succeeded', in: finishing({ exitCode: 0, completion: 'exitSignal' }), phase: 'Succeeded', reason: 'ExitSignalDetected' },
+  {
+    name: 'RALPH_STATUS exit signal → Succeeded',
+    in: finishing({ exitCode: 0, completion: 'exitSignal' }),
+    phase: 'Succeeded',
+    reason: 'ExitSignalDetected',
+  },
   {
     name: 'onExitZero → Succeeded',
     in: { ...finishing({ exitCode: 0 }), spec: spec({ completion: { onExitZero: true } }) },
@@ -69,7 +85,10 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
   },
   {
     name: 'verify fails → failed episode',
-    in: { ...finishing({ exitCode: 0, completion: 'promise', verifyExitCode: 1 }), spec: spec({ completion: { verify: ['npm', 'test'] } }) },
+    in: {
+      ...finishing({ exitCode: 0, completion: 'promise', verifyExitCode: 1 }),
+      spec: spec({ completion: { verify: ['npm', 'test'] } }),
+    },
     phase: 'Waiting',
     reason: 'Backoff',
     check: (s) => {
@@ -79,7 +98,10 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
   },
   {
     name: 'verify passes → Succeeded',
-    in: { ...finishing({ exitCode: 0, completion: 'promise', verifyExitCode: 0 }), spec: spec({ completion: { verify: ['true'] } }) },
+    in: {
+      ...finishing({ exitCode: 0, completion: 'promise', verifyExitCode: 0 }),
+      spec: spec({ completion: { verify: ['true'] } }),
+    },
     phase: 'Succeeded',
   },
   {
@@ -111,7 +133,10 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
   },
   {
     name: 'maxConsecutiveFailures is honoured',
-    in: { ...finishing({ exitCode: 2 }, { consecutiveFailures: 2 }, 3), spec: spec({ limits: { maxConsecutiveFailures: 5 } }) },
+    in: {
+      ...finishing({ exitCode: 2 }, { consecutiveFailures: 2 }, 3),
+      spec: spec({ limits: { maxConsecutiveFailures: 5 } }),
+    },
     phase: 'Waiting',
   },
   {
@@ -141,7 +166,11 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
     name: 'transient backoff grows with consecutive retries',
     in: finishing({ exitCode: 1, errorClass: 'transient' }, { consecutiveRetries: 3, retries: 3 }, 4),
     phase: 'Waiting',
-    check: (s) => assert.equal(Date.parse(s.nextEpisodeAt as string) - NOW.getTime(), backoffMs({ initialSeconds: 10, factor: 2, maxSeconds: 600 }, 4, 0.5)),
+    check: (s) =>
+      assert.equal(
+        Date.parse(s.nextEpisodeAt as string) - NOW.getTime(),
+        backoffMs({ initialSeconds: 10, factor: 2, maxSeconds: 600 }, 4, 0.5),
+      ),
   },
   {
     name: 'usage limit waits until the reset time',
@@ -160,7 +189,12 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
     phase: 'Waiting',
     check: (s) => assert.equal(s.nextEpisodeAt, '2026-11-22T13:00:00.000Z'),
   },
-  { name: 'fatal → Failed at once', in: finishing({ exitCode: 1, errorClass: 'fatal', message: 'Invalid API key' }), phase: 'Failed', reason: 'FatalError' },
+  {
+    name: 'fatal → Failed at once',
+    in: finishing({ exitCode: 1, errorClass: 'fatal', message: 'Invalid API key' }),
+    phase: 'Failed',
+    reason: 'FatalError',
+  },
   {
     name: 'context too long → Failed at once by default, failed (backoff) when the spec says so',
     in: finishing({ exitCode: 1, errorClass: 'contextTooLong', message: 'Prompt is too long' }),
@@ -168,7 +202,12 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
     reason: 'ContextTooLong',
     check: (s) => {
       assert.equal(s.lastEpisode?.outcome, 'fatal');
-      const counted = reconcile(input({ ...finishing({ exitCode: 1, errorClass: 'contextTooLong' }), spec: spec({ completion: { contextTooLong: 'failed' } }) })).status;
+      const counted = reconcile(
+        input({
+          ...finishing({ exitCode: 1, errorClass: 'contextTooLong' }),
+          spec: spec({ completion: { contextTooLong: 'failed' } }),
+        }),
+      ).status;
       assert.equal(counted.phase, 'Waiting');
       assert.equal(counted.lastEpisode?.outcome, 'failed');
       assert.equal(counted.consecutiveFailures, 1);
@@ -192,13 +231,19 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
   },
   {
     name: 'token cap → NeedsReview',
-    in: { ...finishing({ exitCode: 0, tokens: { input: 600, output: 500 } }), spec: spec({ limits: { maxTokens: 1000 } }) },
+    in: {
+      ...finishing({ exitCode: 0, tokens: { input: 600, output: 500 } }),
+      spec: spec({ limits: { maxTokens: 1000 } }),
+    },
     phase: 'NeedsReview',
     reason: 'BudgetExceeded',
   },
   {
     name: 'global budget → NeedsReview',
-    in: { ...finishing({ exitCode: 0, costUSD: 0.3 }, { costUSD: 0.2 }), globalBudget: { limitUSD: 1, othersSpentUSD: 0.5 } },
+    in: {
+      ...finishing({ exitCode: 0, costUSD: 0.3 }, { costUSD: 0.2 }),
+      globalBudget: { limitUSD: 1, othersSpentUSD: 0.5 },
+    },
     phase: 'NeedsReview',
     reason: 'GlobalBudgetExceeded',
   },
@@ -236,21 +281,68 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
   },
   {
     name: 'backoff not over → Waiting with requeue',
-    in: { status: { ...emptyStatus(), observedGeneration: 1, phase: 'Waiting', reason: 'Backoff', episodes: 1, nextEpisodeAt: '2026-11-22T12:00:05.000Z' } },
+    in: {
+      status: {
+        ...emptyStatus(),
+        observedGeneration: 1,
+        phase: 'Waiting',
+        reason: 'Backoff',
+        episodes: 1,
+        nextEpisodeAt: '2026-11-22T12:00:05.000Z',
+      },
+    },
     phase: 'Waiting',
   },
   {
     name: 'backoff over → next episode',
-    in: { status: { ...emptyStatus(), observedGeneration: 1, phase: 'Waiting', episodes: 1, nextEpisodeAt: '2026-11-22T11:59:59.000Z' } },
+    in: {
+      status: {
+        ...emptyStatus(),
+        observedGeneration: 1,
+        phase: 'Waiting',
+        episodes: 1,
+        nextEpisodeAt: '2026-11-22T11:59:59.000Z',
+      },
+    },
     phase: 'Running',
     start: 2,
   },
-  { name: 'dependencies pending', in: { spec: spec({ dependsOn: ['a', 'b'] }), dependencies: { a: 'Succeeded', b: 'Running' } }, phase: 'Waiting', reason: 'DependenciesPending' },
-  { name: 'missing dependency waits', in: { spec: spec({ dependsOn: ['a'] }) }, phase: 'Waiting', reason: 'DependenciesPending' },
-  { name: 'dependencies done → start', in: { spec: spec({ dependsOn: ['a'] }), dependencies: { a: 'Succeeded' } }, phase: 'Running', start: 1 },
-  { name: 'dependency failed → Skipped', in: { spec: spec({ dependsOn: ['a'] }), dependencies: { a: 'NeedsReview' } }, phase: 'Skipped', reason: 'DependencyFailed' },
-  { name: 'dependency cycle → Failed', in: { spec: spec({ dependsOn: ['a'] }), dependencyCycle: ['t', 'a', 't'] }, phase: 'Failed', reason: 'InvalidSpec' },
-  { name: 'invalid spec → Failed', in: { spec: undefined, specError: 'spec.agent.command: Required' }, phase: 'Failed', reason: 'InvalidSpec' },
+  {
+    name: 'dependencies pending',
+    in: { spec: spec({ dependsOn: ['a', 'b'] }), dependencies: { a: 'Succeeded', b: 'Running' } },
+    phase: 'Waiting',
+    reason: 'DependenciesPending',
+  },
+  {
+    name: 'missing dependency waits',
+    in: { spec: spec({ dependsOn: ['a'] }) },
+    phase: 'Waiting',
+    reason: 'DependenciesPending',
+  },
+  {
+    name: 'dependencies done → start',
+    in: { spec: spec({ dependsOn: ['a'] }), dependencies: { a: 'Succeeded' } },
+    phase: 'Running',
+    start: 1,
+  },
+  {
+    name: 'dependency failed → Skipped',
+    in: { spec: spec({ dependsOn: ['a'] }), dependencies: { a: 'NeedsReview' } },
+    phase: 'Skipped',
+    reason: 'DependencyFailed',
+  },
+  {
+    name: 'dependency cycle → Failed',
+    in: { spec: spec({ dependsOn: ['a'] }), dependencyCycle: ['t', 'a', 't'] },
+    phase: 'Failed',
+    reason: 'InvalidSpec',
+  },
+  {
+    name: 'invalid spec → Failed',
+    in: { spec: undefined, specError: 'spec.agent.command: Required' },
+    phase: 'Failed',
+    reason: 'InvalidSpec',
+  },
   { name: 'suspended → no start', in: { spec: spec({ suspend: true }) }, phase: 'Suspended', reason: 'Suspended' },
   {
     name: 'finished task stays finished',
@@ -259,7 +351,18 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
   },
   {
     name: 'spec edit re-opens a finished task; caps stay cumulative, evidence streaks start over',
-    in: { generation: 2, status: { ...emptyStatus(), observedGeneration: 1, phase: 'Skipped', episodes: 3, consecutiveFailures: 3, costUSD: 1, testOnlyEpisodes: 2 } },
+    in: {
+      generation: 2,
+      status: {
+        ...emptyStatus(),
+        observedGeneration: 1,
+        phase: 'Skipped',
+        episodes: 3,
+        consecutiveFailures: 3,
+        costUSD: 1,
+        testOnlyEpisodes: 2,
+      },
+    },
     phase: 'Running',
     start: 4,
     check: (s) => {
@@ -271,7 +374,10 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
   },
   {
     name: 'a running episode unknown to status is adopted, not duplicated',
-    in: { status: { ...emptyStatus(), observedGeneration: 1, episodes: 4, lastEpisode: { number: 4, outcome: 'failed' } }, episode: { number: 5, state: 'running', startedAt: NOW.toISOString() } },
+    in: {
+      status: { ...emptyStatus(), observedGeneration: 1, episodes: 4, lastEpisode: { number: 4, outcome: 'failed' } },
+      episode: { number: 5, state: 'running', startedAt: NOW.toISOString() },
+    },
     phase: 'Running',
     check: (s) => {
       assert.equal(s.episodes, 5);
@@ -281,7 +387,15 @@ const cases: Array<{ name: string; in: Partial<ReconcileInput>; phase: string; r
   {
     name: 'a result already recorded is not counted twice',
     in: {
-      status: { ...emptyStatus(), observedGeneration: 1, phase: 'Waiting', episodes: 1, consecutiveFailures: 1, nextEpisodeAt: '2026-11-22T12:00:05.000Z', lastEpisode: { number: 1, outcome: 'failed' } },
+      status: {
+        ...emptyStatus(),
+        observedGeneration: 1,
+        phase: 'Waiting',
+        episodes: 1,
+        consecutiveFailures: 1,
+        nextEpisodeAt: '2026-11-22T12:00:05.000Z',
+        lastEpisode: { number: 1, outcome: 'failed' },
+      },
       episode: { number: 1, state: 'finished', result: episodeResult({ exitCode: 1 }) },
     },
     phase: 'Waiting',
@@ -307,10 +421,26 @@ for (const c of cases) {
 }
 
 test('reconcile: suspend mid-episode stops it, then records cancelled without counting', () => {
-  const running = input({ spec: spec({ suspend: true }), status: { ...emptyStatus(), observedGeneration: 1, phase: 'Running', episodes: 2, currentEpisode: { number: 2, startedAt: NOW.toISOString() } } });
+  const running = input({
+    spec: spec({ suspend: true }),
+    status: {
+      ...emptyStatus(),
+      observedGeneration: 1,
+      phase: 'Running',
+      episodes: 2,
+      currentEpisode: { number: 2, startedAt: NOW.toISOString() },
+    },
+  });
   const first = reconcile(running);
-  assert.deepEqual(first.actions.find((a) => a.type === 'StopEpisode'), { type: 'StopEpisode', number: 2, reason: 'cancelled' });
-  const second = reconcile({ ...running, status: first.status, episode: { number: 2, state: 'finished', result: episodeResult({ exitCode: null, cancelled: true }) } });
+  assert.deepEqual(
+    first.actions.find((a) => a.type === 'StopEpisode'),
+    { type: 'StopEpisode', number: 2, reason: 'cancelled' },
+  );
+  const second = reconcile({
+    ...running,
+    status: first.status,
+    episode: { number: 2, state: 'finished', result: episodeResult({ exitCode: null, cancelled: true }) },
+  });
   assert.equal(second.status.phase, 'Suspended');
   assert.equal(second.status.lastEpisode?.outcome, 'cancelled');
   assert.equal(second.status.consecutiveFailures, 0);
@@ -318,12 +448,34 @@ test('reconcile: suspend mid-episode stops it, then records cancelled without co
 });
 
 test('reconcile: deleted task stops its episode and starts nothing', () => {
-  const out = reconcile(input({ deleted: true, status: { ...emptyStatus(), observedGeneration: 1, phase: 'Running', episodes: 1, currentEpisode: { number: 1, startedAt: NOW.toISOString() } } }));
+  const out = reconcile(
+    input({
+      deleted: true,
+      status: {
+        ...emptyStatus(),
+        observedGeneration: 1,
+        phase: 'Running',
+        episodes: 1,
+        currentEpisode: { number: 1, startedAt: NOW.toISOString() },
+      },
+    }),
+  );
   assert.deepEqual(out.actions, [{ type: 'StopEpisode', number: 1, reason: 'cancelled' }]);
 });
 
 test('reconcile: a running episode past its deadline is stopped as timeout', () => {
-  const out = reconcile(input({ spec: spec({ limits: { episodeTimeoutSeconds: 60 } }), status: { ...emptyStatus(), observedGeneration: 1, phase: 'Running', episodes: 1, currentEpisode: { number: 1, startedAt: '2026-11-22T11:58:00.000Z' } } }));
+  const out = reconcile(
+    input({
+      spec: spec({ limits: { episodeTimeoutSeconds: 60 } }),
+      status: {
+        ...emptyStatus(),
+        observedGeneration: 1,
+        phase: 'Running',
+        episodes: 1,
+        currentEpisode: { number: 1, startedAt: '2026-11-22T11:58:00.000Z' },
+      },
+    }),
+  );
   assert.deepEqual(out.actions, [{ type: 'StopEpisode', number: 1, reason: 'timeout' }]);
 });
 
@@ -371,22 +523,38 @@ test('findCycle finds cycles through the start node only', () => {
 // --- observations that used to be decided outside reconcile(): stops, vanished episodes, unschedulable pods
 
 /** Episode 1 running since 11:59, observed as `episode`. */
-function observing(episode: Partial<NonNullable<ReconcileInput['episode']>>, over: Partial<ReconcileInput> = {}): ReconcileInput {
+function observing(
+  episode: Partial<NonNullable<ReconcileInput['episode']>>,
+  over: Partial<ReconcileInput> = {},
+): ReconcileInput {
   const base = finishing({ exitCode: 0 });
   return input({ ...base, episode: { number: 1, state: 'running', ...episode }, ...over });
 }
 
-const observationCases: Array<{ name: string; in: ReconcileInput; phase: string; reason: string; outcome?: string; message?: RegExp }> = [
+const observationCases: Array<{
+  name: string;
+  in: ReconcileInput;
+  phase: string;
+  reason: string;
+  outcome?: string;
+  message?: RegExp;
+}> = [
   {
     name: 'a stop we asked for as timeout is recorded as timeout, whatever the process said',
-    in: observing({ state: 'finished', result: episodeResult({ exitCode: null, cancelled: true, costUSD: 0.5 }) }, { stopRequested: { number: 1, reason: 'timeout' } }),
+    in: observing(
+      { state: 'finished', result: episodeResult({ exitCode: null, cancelled: true, costUSD: 0.5 }) },
+      { stopRequested: { number: 1, reason: 'timeout' } },
+    ),
     phase: 'Waiting',
     reason: 'Backoff',
     outcome: 'timeout',
   },
   {
     name: 'a stop we asked for as cancel is recorded as cancelled even if the agent exited 0 meanwhile',
-    in: observing({ state: 'finished', result: episodeResult({ exitCode: 0, completion: 'promise' }) }, { stopRequested: { number: 1, reason: 'cancelled' } }),
+    in: observing(
+      { state: 'finished', result: episodeResult({ exitCode: 0, completion: 'promise' }) },
+      { stopRequested: { number: 1, reason: 'cancelled' } },
+    ),
     phase: 'Running', // not counted: the next episode starts at once
     reason: 'EpisodeRunning',
     outcome: 'cancelled',
@@ -446,16 +614,36 @@ for (const c of observationCases) {
 }
 
 test('reconcile: a stopped episode keeps the cost it reported', () => {
-  const out = reconcile(observing({ state: 'finished', result: episodeResult({ exitCode: null, costUSD: 0.75 }) }, { stopRequested: { number: 1, reason: 'cancelled' } }));
+  const out = reconcile(
+    observing(
+      { state: 'finished', result: episodeResult({ exitCode: null, costUSD: 0.75 }) },
+      { stopRequested: { number: 1, reason: 'cancelled' } },
+    ),
+  );
   assert.equal(out.status.costUSD, 0.75);
 });
 
 test('reconcile: an unschedulable episode is never timed out, and its clock starts when it really starts', () => {
-  const long = { ...finishing({ exitCode: 0 }).status!, currentEpisode: { number: 1, startedAt: '2026-11-22T09:00:00.000Z' } };
-  const waiting = reconcile(input({ spec: spec({ limits: { episodeTimeoutSeconds: 60 } }), status: long, episode: { number: 1, state: 'running', unschedulable: 'no nodes' } }));
+  const long = {
+    ...finishing({ exitCode: 0 }).status!,
+    currentEpisode: { number: 1, startedAt: '2026-11-22T09:00:00.000Z' },
+  };
+  const waiting = reconcile(
+    input({
+      spec: spec({ limits: { episodeTimeoutSeconds: 60 } }),
+      status: long,
+      episode: { number: 1, state: 'running', unschedulable: 'no nodes' },
+    }),
+  );
   assert.equal(waiting.actions.filter((a) => a.type === 'StopEpisode').length, 0);
   const runningSince = new Date(NOW.getTime() - 10_000).toISOString();
-  const running = reconcile(input({ spec: spec({ limits: { episodeTimeoutSeconds: 60 } }), status: long, episode: { number: 1, state: 'running', startedAt: runningSince } }));
+  const running = reconcile(
+    input({
+      spec: spec({ limits: { episodeTimeoutSeconds: 60 } }),
+      status: long,
+      episode: { number: 1, state: 'running', startedAt: runningSince },
+    }),
+  );
   assert.equal(running.status.phase, 'Running');
   assert.equal(running.actions.filter((a) => a.type === 'StopEpisode').length, 0);
   assert.equal(running.requeueAfterMs, 50_000 + 30_000);

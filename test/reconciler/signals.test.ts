@@ -9,7 +9,7 @@ import type { Evidence } from '../../controller/api/leash.ts';
 import { completionScore, countTestOnly } from '../../controller/reconciler/completion.ts';
 import { reconcile } from '../../controller/reconciler/reconcile.ts';
 import type { ReconcileInput } from '../../controller/reconciler/reconcile.ts';
-import { ending, NOW } from '../support/ending-episode.ts';
+import { ending } from '../support/ending-episode.ts';
 
 const full = { done: 4, skipped: 1, total: 5, inProgress: 0, failed: 0 };
 const partial = { done: 3, skipped: 0, total: 5, inProgress: 1, failed: 0 };
@@ -25,14 +25,30 @@ test('completionScore: each signal and its points', () => {
     { evidence: { checklist: partial }, score: 0, signals: [] },
     { evidence: { checklist: { ...full, total: 0, done: 0, skipped: 0 } }, score: 0, signals: [] },
     { evidence: { completionKeywords: ['task is complete'] }, score: 10, signals: ['keywords+10'] },
-    { evidence: { completionKeywords: ['task is complete', 'all done', 'nothing left to do'] }, score: 20, signals: ['keywords+20'] },
-    { evidence: { ralph: { exitSignal: true }, completionKeywords: ['all done'] }, score: 60, signals: ['exitSignal+50', 'keywords+10'] },
-    { evidence: { ralph: { exitSignal: true }, checklist: full, completionKeywords: ['all done', 'task is complete'] }, score: 110, signals: ['exitSignal+50', 'checklist+40', 'keywords+20'] },
+    {
+      evidence: { completionKeywords: ['task is complete', 'all done', 'nothing left to do'] },
+      score: 20,
+      signals: ['keywords+20'],
+    },
+    {
+      evidence: { ralph: { exitSignal: true }, completionKeywords: ['all done'] },
+      score: 60,
+      signals: ['exitSignal+50', 'keywords+10'],
+    },
+    {
+      evidence: { ralph: { exitSignal: true }, checklist: full, completionKeywords: ['all done', 'task is complete'] },
+      score: 110,
+      signals: ['exitSignal+50', 'checklist+40', 'keywords+20'],
+    },
     { evidence: { ralph: { workType: 'TESTING' } }, testOnly: 2, score: 0, signals: [] },
     { evidence: { ralph: { workType: 'TESTING' } }, testOnly: 3, score: 100, signals: ['testOnly+100'] },
   ];
   for (const row of table) {
-    assert.deepEqual(completionScore(row.evidence, row.testOnly ?? 0), { score: row.score, signals: row.signals }, JSON.stringify(row));
+    assert.deepEqual(
+      completionScore(row.evidence, row.testOnly ?? 0),
+      { score: row.score, signals: row.signals },
+      JSON.stringify(row),
+    );
   }
 });
 
@@ -43,7 +59,12 @@ test('countTestOnly: clean TESTING episodes with an unchanged workspace count; o
     { name: 'TESTING, unchanged', prev: 2, result: testing(unchanged), next: 3 },
     { name: 'TESTING, but the workspace changed', prev: 2, result: testing(changed), next: 0 },
     { name: 'TESTING, no workspace evidence', prev: 2, result: testing(undefined), next: 0 },
-    { name: 'IMPLEMENTATION, unchanged', prev: 2, result: episodeResult({ exitCode: 0, evidence: { ralph: { workType: 'IMPLEMENTATION' }, workspace: unchanged } }), next: 0 },
+    {
+      name: 'IMPLEMENTATION, unchanged',
+      prev: 2,
+      result: episodeResult({ exitCode: 0, evidence: { ralph: { workType: 'IMPLEMENTATION' }, workspace: unchanged } }),
+      next: 0,
+    },
     { name: 'TESTING but failed', prev: 2, result: testing(unchanged, { exitCode: 1 }), next: 0 },
     { name: 'a transient error', prev: 2, result: episodeResult({ exitCode: 1, errorClass: 'transient' }), next: 2 },
     { name: 'a usage limit', prev: 2, result: episodeResult({ exitCode: 1, errorClass: 'usageLimit' }), next: 2 },
@@ -55,7 +76,16 @@ test('countTestOnly: clean TESTING episodes with an unchanged workspace count; o
 const signals = { completion: { signals: { threshold: 60 } } };
 const withPlan = { progress: { checklist: 'PLAN.md' }, completion: { signals: { threshold: 60 } } };
 
-const cases: Array<{ name: string; in: ReconcileInput; phase: string; reason: string; outcome: string; score?: number; testOnly?: number; message?: RegExp }> = [
+const cases: Array<{
+  name: string;
+  in: ReconcileInput;
+  phase: string;
+  reason: string;
+  outcome: string;
+  score?: number;
+  testOnly?: number;
+  message?: RegExp;
+}> = [
   {
     name: 'EXIT_SIGNAL alone (50) is below 60: continue, where without signals it would finish',
     in: ending(signals, { exitCode: 0, completion: 'exitSignal', evidence: { ralph: { exitSignal: true } } }),
@@ -66,7 +96,11 @@ const cases: Array<{ name: string; in: ReconcileInput; phase: string; reason: st
   },
   {
     name: 'EXIT_SIGNAL + one keyword = 60: succeeded, reason SignalsScore',
-    in: ending(signals, { exitCode: 0, completion: 'exitSignal', evidence: { ralph: { exitSignal: true }, completionKeywords: ['all done'] } }),
+    in: ending(signals, {
+      exitCode: 0,
+      completion: 'exitSignal',
+      evidence: { ralph: { exitSignal: true }, completionKeywords: ['all done'] },
+    }),
     phase: 'Succeeded',
     reason: 'SignalsScore',
     outcome: 'succeeded',
@@ -75,7 +109,10 @@ const cases: Array<{ name: string; in: ReconcileInput; phase: string; reason: st
   },
   {
     name: 'checklist 100 % + two keywords = 60: succeeded',
-    in: ending(withPlan, { exitCode: 0, evidence: { checklist: full, completionKeywords: ['all done', 'task is complete'] } }),
+    in: ending(withPlan, {
+      exitCode: 0,
+      evidence: { checklist: full, completionKeywords: ['all done', 'task is complete'] },
+    }),
     phase: 'Succeeded',
     reason: 'SignalsScore',
     outcome: 'succeeded',
@@ -83,7 +120,10 @@ const cases: Array<{ name: string; in: ReconcileInput; phase: string; reason: st
   },
   {
     name: 'a higher threshold needs more: 90 of 100 continues',
-    in: ending({ progress: { checklist: 'PLAN.md' }, completion: { signals: { threshold: 100 } } }, { exitCode: 0, completion: 'exitSignal', evidence: { ralph: { exitSignal: true }, checklist: full } }),
+    in: ending(
+      { progress: { checklist: 'PLAN.md' }, completion: { signals: { threshold: 100 } } },
+      { exitCode: 0, completion: 'exitSignal', evidence: { ralph: { exitSignal: true }, checklist: full } },
+    ),
     phase: 'Pending',
     reason: 'Queued',
     outcome: 'continue',
@@ -91,7 +131,12 @@ const cases: Array<{ name: string; in: ReconcileInput; phase: string; reason: st
   },
   {
     name: 'the third test-only episode in a row completes',
-    in: ending(signals, { exitCode: 0, evidence: { ralph: { workType: 'TESTING' }, workspace: unchanged } }, { testOnlyEpisodes: 2 }, 7),
+    in: ending(
+      signals,
+      { exitCode: 0, evidence: { ralph: { workType: 'TESTING' }, workspace: unchanged } },
+      { testOnlyEpisodes: 2 },
+      7,
+    ),
     phase: 'Succeeded',
     reason: 'SignalsScore',
     outcome: 'succeeded',
@@ -100,7 +145,12 @@ const cases: Array<{ name: string; in: ReconcileInput; phase: string; reason: st
   },
   {
     name: 'the second test-only episode only continues and counts',
-    in: ending(signals, { exitCode: 0, evidence: { ralph: { workType: 'TESTING' }, workspace: unchanged } }, { testOnlyEpisodes: 1 }, 6),
+    in: ending(
+      signals,
+      { exitCode: 0, evidence: { ralph: { workType: 'TESTING' }, workspace: unchanged } },
+      { testOnlyEpisodes: 1 },
+      6,
+    ),
     phase: 'Pending',
     reason: 'Queued',
     outcome: 'continue',
@@ -109,7 +159,12 @@ const cases: Array<{ name: string; in: ReconcileInput; phase: string; reason: st
   },
   {
     name: 'a test-only streak broken by a code change starts again',
-    in: ending(signals, { exitCode: 0, evidence: { ralph: { workType: 'TESTING' }, workspace: changed } }, { testOnlyEpisodes: 2 }, 7),
+    in: ending(
+      signals,
+      { exitCode: 0, evidence: { ralph: { workType: 'TESTING' }, workspace: changed } },
+      { testOnlyEpisodes: 2 },
+      7,
+    ),
     phase: 'Pending',
     reason: 'Queued',
     outcome: 'continue',
@@ -117,7 +172,12 @@ const cases: Array<{ name: string; in: ReconcileInput; phase: string; reason: st
   },
   {
     name: 'requires still applies: a score of 100 without the required changes continues',
-    in: ending({ completion: { signals: { threshold: 60 }, requires: ['changes'] } }, { exitCode: 0, evidence: { ralph: { workType: 'TESTING' }, workspace: unchanged } }, { testOnlyEpisodes: 2 }, 7),
+    in: ending(
+      { completion: { signals: { threshold: 60 }, requires: ['changes'] } },
+      { exitCode: 0, evidence: { ralph: { workType: 'TESTING' }, workspace: unchanged } },
+      { testOnlyEpisodes: 2 },
+      7,
+    ),
     phase: 'Pending',
     reason: 'Queued',
     outcome: 'continue',
@@ -126,14 +186,20 @@ const cases: Array<{ name: string; in: ReconcileInput; phase: string; reason: st
   },
   {
     name: 'with completion.verify, a score counts only when verify passed: failed verify → VerifyFailed',
-    in: ending({ completion: { signals: { threshold: 60 }, verify: ['npm', 'test'] } }, { exitCode: 0, verifyExitCode: 1, evidence: { ralph: { exitSignal: true }, completionKeywords: ['all done'] } }),
+    in: ending(
+      { completion: { signals: { threshold: 60 }, verify: ['npm', 'test'] } },
+      { exitCode: 0, verifyExitCode: 1, evidence: { ralph: { exitSignal: true }, completionKeywords: ['all done'] } },
+    ),
     phase: 'Waiting',
     reason: 'Backoff',
     outcome: 'failed',
   },
   {
     name: 'with completion.verify, a score whose verify did not run continues',
-    in: ending({ progress: { checklist: 'PLAN.md' }, completion: { signals: { threshold: 40 }, verify: ['npm', 'test'] } }, { exitCode: 0, evidence: { checklist: full } }),
+    in: ending(
+      { progress: { checklist: 'PLAN.md' }, completion: { signals: { threshold: 40 }, verify: ['npm', 'test'] } },
+      { exitCode: 0, evidence: { checklist: full } },
+    ),
     phase: 'Pending',
     reason: 'Queued',
     outcome: 'continue',
@@ -141,7 +207,10 @@ const cases: Array<{ name: string; in: ReconcileInput; phase: string; reason: st
   },
   {
     name: 'with completion.verify passed, the score finishes',
-    in: ending({ completion: { signals: { threshold: 60 }, verify: ['npm', 'test'] } }, { exitCode: 0, verifyExitCode: 0, evidence: { ralph: { exitSignal: true }, completionKeywords: ['all done'] } }),
+    in: ending(
+      { completion: { signals: { threshold: 60 }, verify: ['npm', 'test'] } },
+      { exitCode: 0, verifyExitCode: 0, evidence: { ralph: { exitSignal: true }, completionKeywords: ['all done'] } },
+    ),
     phase: 'Succeeded',
     reason: 'SignalsScore',
     outcome: 'succeeded',
@@ -156,7 +225,10 @@ const cases: Array<{ name: string; in: ReconcileInput; phase: string; reason: st
   },
   {
     name: 'a failed episode is never completed by its score',
-    in: ending(signals, { exitCode: 1, evidence: { ralph: { exitSignal: true }, completionKeywords: ['all done', 'task is complete'] } }),
+    in: ending(signals, {
+      exitCode: 1,
+      evidence: { ralph: { exitSignal: true }, completionKeywords: ['all done', 'task is complete'] },
+    }),
     phase: 'Waiting',
     reason: 'Backoff',
     outcome: 'failed',
@@ -177,16 +249,36 @@ for (const c of cases) {
 }
 
 test('signals: without completion.signals nothing is scored or counted, and EXIT_SIGNAL alone finishes as before', () => {
-  const out = reconcile(ending({}, { exitCode: 0, completion: 'exitSignal', evidence: { ralph: { exitSignal: true, workType: 'TESTING' }, workspace: unchanged } }));
+  const out = reconcile(
+    ending(
+      {},
+      {
+        exitCode: 0,
+        completion: 'exitSignal',
+        evidence: { ralph: { exitSignal: true, workType: 'TESTING' }, workspace: unchanged },
+      },
+    ),
+  );
   assert.equal(out.status.reason, 'ExitSignalDetected');
   assert.equal(out.status.lastEpisode?.completionScore, undefined);
   assert.equal(out.status.testOnlyEpisodes, undefined);
 });
 
 test('signals: a threshold outside 1..100 is refused naming the field', () => {
-  const bad = AgentTaskSpecSchema.safeParse({ prompt: 'p', agent: { command: ['a'] }, completion: { signals: { threshold: 0 } } });
+  const bad = AgentTaskSpecSchema.safeParse({
+    prompt: 'p',
+    agent: { command: ['a'] },
+    completion: { signals: { threshold: 0 } },
+  });
   assert.equal(bad.success, false);
-  assert.deepEqual(bad.error?.issues.map((i) => i.path.join('.')), ['completion.signals.threshold']);
-  const unknown = AgentTaskSpecSchema.safeParse({ prompt: 'p', agent: { command: ['a'] }, completion: { signals: { treshold: 60 } } });
+  assert.deepEqual(
+    bad.error?.issues.map((i) => i.path.join('.')),
+    ['completion.signals.threshold'],
+  );
+  const unknown = AgentTaskSpecSchema.safeParse({
+    prompt: 'p',
+    agent: { command: ['a'] },
+    completion: { signals: { treshold: 60 } },
+  });
   assert.equal(unknown.success, false);
 });

@@ -122,7 +122,10 @@ describe('episodic episode', () => {
     assert.equal(unset.code, 2);
     assert.match(unset.stderr, /EPISODIC_EPISODE_CONFIG is not set/);
 
-    const noPrompt = await runRunner({ agent: fakeClaude, config: episodeConfig({ workspaceDir: await tempDir('ws') }) });
+    const noPrompt = await runRunner({
+      agent: fakeClaude,
+      config: episodeConfig({ workspaceDir: await tempDir('ws') }),
+    });
     assert.equal(noPrompt.code, 2);
     assert.match(noPrompt.stderr, /EPISODIC_PROMPT is not set/);
   });
@@ -130,7 +133,11 @@ describe('episodic episode', () => {
   it('reports an unusable workspace directory as fatal instead of crashing', async () => {
     const file = path.join(await tempDir('ws'), 'a-file');
     await writeFile(file, '');
-    const run = await runRunner({ agent: fakeClaude, config: episodeConfig({ workspaceDir: path.join(file, 'ws') }), prompt: 'x' });
+    const run = await runRunner({
+      agent: fakeClaude,
+      config: episodeConfig({ workspaceDir: path.join(file, 'ws') }),
+      prompt: 'x',
+    });
     assert.equal(run.code, 1);
     assert.equal(run.result?.errorClass, 'fatal');
     assert.match(run.result?.message ?? '', /^episode runner failed: ENOTDIR/);
@@ -144,7 +151,10 @@ describe('episodic episode', () => {
       config: episodeConfig({ workspaceDir: await tempDir('ws'), promptFile }),
     });
     assert.equal(run.code, 2);
-    assert.ok(Buffer.byteLength(run.terminationMessage) <= TERMINATION_MESSAGE_LIMIT, `${run.terminationMessage.length}`);
+    assert.ok(
+      Buffer.byteLength(run.terminationMessage) <= TERMINATION_MESSAGE_LIMIT,
+      `${run.terminationMessage.length}`,
+    );
     assert.equal(run.result?.errorClass, 'fatal');
     assert.match(run.result?.message ?? '', /^cannot read promptFile \u0001+…$/);
   });
@@ -179,7 +189,7 @@ describe('episodic episode', () => {
     });
     assert.equal(run.code, 0, run.stderr);
     assert.deepEqual(JSON.parse(run.stdout), agentFlags);
-    assert.equal(run.result?.exitCode, 0, 'the result went to the runner\'s own --result-file');
+    assert.equal(run.result?.exitCode, 0, "the result went to the runner's own --result-file");
   });
 
   it('keeps the agent output in --log-file as well', async () => {
@@ -211,7 +221,10 @@ describe('episodic episode: evidence', () => {
       prompt: 'Work.',
     });
     assert.equal(run.code, 0, run.stderr);
-    assert.deepEqual([run.result?.evidence?.workspace?.kind, run.result?.evidence?.workspace?.changed], ['directory', true]);
+    assert.deepEqual(
+      [run.result?.evidence?.workspace?.kind, run.result?.evidence?.workspace?.changed],
+      ['directory', true],
+    );
     assert.deepEqual(run.result?.evidence?.checklist, { done: 2, total: 2, inProgress: 0, failed: 0, skipped: 0 });
   });
 
@@ -252,7 +265,8 @@ describe('episodic episode: evidence', () => {
   });
 
   it('reports RALPH_STATUS fields and, with completion.signals, completion keywords of the final answer', async () => {
-    const answer = 'All tasks are complete.\n---RALPH_STATUS---\nSTATUS: COMPLETE\nWORK_TYPE: TESTING\nEXIT_SIGNAL: false\n---END_RALPH_STATUS---';
+    const answer =
+      'All tasks are complete.\n---RALPH_STATUS---\nSTATUS: COMPLETE\nWORK_TYPE: TESTING\nEXIT_SIGNAL: false\n---END_RALPH_STATUS---';
     const run = await runRunner({
       agent: fakeClaude,
       config: episodeConfig({ workspaceDir: await tempDir('ws'), completion: { signals: { threshold: 60 } } }),

@@ -10,7 +10,11 @@ export interface GitHttpServer {
   close(): void;
 }
 
-export async function startGitHttpServer(opts: { root: string; username: string; password: string }): Promise<GitHttpServer> {
+export async function startGitHttpServer(opts: {
+  root: string;
+  username: string;
+  password: string;
+}): Promise<GitHttpServer> {
   const expected = `Basic ${Buffer.from(`${opts.username}:${opts.password}`).toString('base64')}`;
   const server = http.createServer((req, res) => {
     if (req.headers.authorization !== expected) {

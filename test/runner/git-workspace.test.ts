@@ -49,8 +49,20 @@ describe('episodic episode with a git workspace', () => {
     assert.equal(first.code, 0, first.stderr);
     assert.equal(first.result?.errorClass, 'none', first.result?.message);
     assert.deepEqual(JSON.parse(first.stdout), { saw: ['README.md'] });
-    assert.deepEqual(log(bare), ['episodic: demo episode 1 (continue)|episodic <episodic@localhost>', 'seed|seed <seed@example.com>']);
-    assert.equal(git(bare, 'log', '-1', '--format=%(trailers:key=Episodic-Task,valueonly)%(trailers:key=Episodic-Episode,valueonly)', 'main'), 'team-a/demo\n1');
+    assert.deepEqual(log(bare), [
+      'episodic: demo episode 1 (continue)|episodic <episodic@localhost>',
+      'seed|seed <seed@example.com>',
+    ]);
+    assert.equal(
+      git(
+        bare,
+        'log',
+        '-1',
+        '--format=%(trailers:key=Episodic-Task,valueonly)%(trailers:key=Episodic-Episode,valueonly)',
+        'main',
+      ),
+      'team-a/demo\n1',
+    );
     // The checkpoint is the commit in the result's evidence (and so in the episode's record).
     assert.equal(first.result?.evidence?.workspace?.commit, git(bare, 'rev-parse', 'main'));
     assert.match(first.stderr, /checkpoint [0-9a-f]{12}/);
@@ -63,10 +75,12 @@ describe('episodic episode with a git workspace', () => {
     });
     assert.equal(second.code, 0, second.stderr);
     assert.deepEqual(JSON.parse(second.stdout), { saw: ['first.txt'] });
-    assert.deepEqual(log(bare).slice(0, 2).map((l) => l.split('|')[0]), [
-      'episodic: demo episode 2 (continue)',
-      'episodic: demo episode 1 (continue)',
-    ]);
+    assert.deepEqual(
+      log(bare)
+        .slice(0, 2)
+        .map((l) => l.split('|')[0]),
+      ['episodic: demo episode 2 (continue)', 'episodic: demo episode 1 (continue)'],
+    );
     assert.equal(git(bare, 'show', 'main:first.txt'), 'one');
     assert.equal(git(bare, 'show', 'main:second.txt'), 'two');
   });
@@ -98,7 +112,10 @@ describe('episodic episode with a git workspace', () => {
     assert.match(run.stderr, /updating the existing clone/);
     // Nothing left uncommitted: no checkpoint; the agent's own commit holds the episode's work.
     assert.doesNotMatch(run.stderr, /checkpoint failed/);
-    assert.deepEqual(log(bare).map((l) => l.split('|')[0]), ['agent commit', 'human', 'episodic: demo episode 1 (continue)', 'seed']);
+    assert.deepEqual(
+      log(bare).map((l) => l.split('|')[0]),
+      ['agent commit', 'human', 'episodic: demo episode 1 (continue)', 'seed'],
+    );
     assert.equal(run.result?.evidence?.workspace?.commit, git(bare, 'rev-parse', 'main'));
   });
 
@@ -110,14 +127,20 @@ describe('episodic episode with a git workspace', () => {
       prompt: 'x',
     });
     assert.equal(run.code, 0, run.stderr);
-    assert.deepEqual(log(bare, 'episodic/feature').map((l) => l.split('|')[0]), ['episodic: demo episode 1 (continue)', 'seed']);
+    assert.deepEqual(
+      log(bare, 'episodic/feature').map((l) => l.split('|')[0]),
+      ['episodic: demo episode 1 (continue)', 'seed'],
+    );
     assert.deepEqual(log(bare), ['seed|seed <seed@example.com>'], 'main is untouched');
 
     const emptyRoot = await tempDir('git');
     git(emptyRoot, 'init', '--quiet', '--bare', 'empty.git');
     const fromEmpty = await runRunner({
       agent: writingAgent('hello.txt', 'hi'),
-      config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url: `file://${emptyRoot}/empty.git`, ref: 'main' } }),
+      config: episodeConfig({
+        workspaceDir: await tempDir('ws'),
+        git: { url: `file://${emptyRoot}/empty.git`, ref: 'main' },
+      }),
       prompt: 'x',
     });
     assert.equal(fromEmpty.code, 0, fromEmpty.stderr);
@@ -126,7 +149,11 @@ describe('episodic episode with a git workspace', () => {
 
   it('makes no checkpoint for an episode that changes nothing', async () => {
     const { bare, url } = await seededBareRepo();
-    const run = await runRunner({ agent: nodeAgent(`console.log('looked, changed nothing')`), config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url, ref: 'main' } }), prompt: 'x' });
+    const run = await runRunner({
+      agent: nodeAgent(`console.log('looked, changed nothing')`),
+      config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url, ref: 'main' } }),
+      prompt: 'x',
+    });
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.result?.evidence?.workspace?.changed, false);
     assert.equal(run.result?.evidence?.workspace?.commit, undefined);
@@ -134,12 +161,25 @@ describe('episodic episode with a git workspace', () => {
   });
 
   it('refuses a url git could read as an option or a remote-helper command, before running anything', async () => {
-    for (const url of ['--upload-pack=touch /tmp/pwned', 'ext::sh -c touch% /tmp/pwned', 'fd::17', 'gopher://host/repo']) {
-      const run = await runRunner({ agent: writingAgent('x.txt', 'x'), config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url, ref: 'main' } }), prompt: 'x' });
+    for (const url of [
+      '--upload-pack=touch /tmp/pwned',
+      'ext::sh -c touch% /tmp/pwned',
+      'fd::17',
+      'gopher://host/repo',
+    ]) {
+      const run = await runRunner({
+        agent: writingAgent('x.txt', 'x'),
+        config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url, ref: 'main' } }),
+        prompt: 'x',
+      });
       assert.equal(run.result?.errorClass, 'fatal', url);
       assert.match(run.result?.message ?? '', /git\.url: /, url);
     }
-    const badRef = await runRunner({ agent: writingAgent('x.txt', 'x'), config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url: 'file:///nowhere', ref: '--orphan' } }), prompt: 'x' });
+    const badRef = await runRunner({
+      agent: writingAgent('x.txt', 'x'),
+      config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url: 'file:///nowhere', ref: '--orphan' } }),
+      prompt: 'x',
+    });
     assert.match(badRef.result?.message ?? '', /git\.ref: /);
   });
 
@@ -163,7 +203,10 @@ describe('episodic episode with a git workspace', () => {
     const root = await tempDir('git');
     const run = await runRunner({
       agent: writingAgent('x.txt', 'x'),
-      config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url: `file://${root}/missing.git`, ref: 'main' } }),
+      config: episodeConfig({
+        workspaceDir: await tempDir('ws'),
+        git: { url: `file://${root}/missing.git`, ref: 'main' },
+      }),
       prompt: 'x',
     });
     assert.equal(run.code, 1);
@@ -175,7 +218,10 @@ describe('episodic episode with a git workspace', () => {
   it('reports an unreachable git host as transient, without the credentials in the URL', async () => {
     const run = await runRunner({
       agent: writingAgent('x.txt', 'x'),
-      config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url: 'http://robot:pw-81c2e@127.0.0.1:9/repo.git', ref: 'main' } }),
+      config: episodeConfig({
+        workspaceDir: await tempDir('ws'),
+        git: { url: 'http://robot:pw-81c2e@127.0.0.1:9/repo.git', ref: 'main' },
+      }),
       prompt: 'x',
     });
     assert.equal(run.code, 1);
@@ -196,7 +242,10 @@ describe('episodic episode with a git workspace', () => {
     it('authenticates with GIT_TOKEN/GIT_USERNAME from the secret and never prints them', async () => {
       const run = await runRunner({
         agent: writingAgent('http.txt', 'h'),
-        config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url: `${server.url}/origin.git`, ref: 'main' } }),
+        config: episodeConfig({
+          workspaceDir: await tempDir('ws'),
+          git: { url: `${server.url}/origin.git`, ref: 'main' },
+        }),
         prompt: 'x',
         env: { GIT_TOKEN: 'tok-3f9a7c', GIT_USERNAME: 'robot' },
       });
@@ -210,7 +259,10 @@ describe('episodic episode with a git workspace', () => {
       const ws = await tempDir('ws');
       const good = await runRunner({
         agent: writingAgent('url.txt', 'u'),
-        config: episodeConfig({ workspaceDir: ws, git: { url: server.url.replace('//', '//robot:tok-3f9a7c@') + '/origin.git', ref: 'main' } }),
+        config: episodeConfig({
+          workspaceDir: ws,
+          git: { url: `${server.url.replace('//', '//robot:tok-3f9a7c@')}/origin.git`, ref: 'main' },
+        }),
         prompt: 'x',
       });
       assert.equal(good.code, 0, good.stderr);
@@ -219,7 +271,10 @@ describe('episodic episode with a git workspace', () => {
 
       const bad = await runRunner({
         agent: writingAgent('x.txt', 'x'),
-        config: episodeConfig({ workspaceDir: await tempDir('ws'), git: { url: `${server.url}/origin.git`, ref: 'main' } }),
+        config: episodeConfig({
+          workspaceDir: await tempDir('ws'),
+          git: { url: `${server.url}/origin.git`, ref: 'main' },
+        }),
         prompt: 'x',
         env: { GIT_TOKEN: 'wrong-token-123' },
       });

@@ -40,7 +40,9 @@ describe('termination message', () => {
   });
 
   it('salvages a message cut off by the kubelet', () => {
-    const text = encodeTerminationMessage(episodeResult({ exitCode: 3, errorClass: 'transient', message: 'y'.repeat(900) }));
+    const text = encodeTerminationMessage(
+      episodeResult({ exitCode: 3, errorClass: 'transient', message: 'y'.repeat(900) }),
+    );
     const decoded = decodeTerminationMessage(text.slice(0, text.length - 400));
     assert.equal(decoded?.exitCode, 3);
     assert.equal(decoded?.errorClass, 'transient');
@@ -58,7 +60,16 @@ describe('termination message', () => {
 
   it('tolerates surrounding noise and returns undefined for garbage', () => {
     assert.deepEqual(decodeTerminationMessage(`\n${encodeTerminationMessage(result)}\n`), result);
-    for (const junk of ['', 'Error: OOMKilled', '{}', '{"hello":"world"}', '{"exitCode":"zero"}', '{"exitCode":', '[1,2]', 'null']) {
+    for (const junk of [
+      '',
+      'Error: OOMKilled',
+      '{}',
+      '{"hello":"world"}',
+      '{"exitCode":"zero"}',
+      '{"exitCode":',
+      '[1,2]',
+      'null',
+    ]) {
       assert.equal(decodeTerminationMessage(junk), undefined, JSON.stringify(junk));
     }
   });

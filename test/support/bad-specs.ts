@@ -50,7 +50,9 @@ export function taskObject(name: string, spec: unknown, metadata: Node = {}): No
 
 function leaves(node: Node, path: string[] = []): Array<{ path: string[]; value: unknown }> {
   return Object.entries(node).flatMap(([key, value]) =>
-    value && typeof value === 'object' && !Array.isArray(value) ? [{ path: [...path, key], value }, ...leaves(value as Node, [...path, key])] : [{ path: [...path, key], value }],
+    value && typeof value === 'object' && !Array.isArray(value)
+      ? [{ path: [...path, key], value }, ...leaves(value as Node, [...path, key])]
+      : [{ path: [...path, key], value }],
   );
 }
 
@@ -82,15 +84,37 @@ export function badSpecCorpus(): BadSpecCase[] {
     const field = `spec.${path.join('.')}`;
     for (const wrong of wrongTypes(value)) {
       const id = name();
-      object(`${id}.yaml`, taskObject(id, withAt(fullSpec(), path, (p, k) => (p[k] = wrong))), field);
+      object(
+        `${id}.yaml`,
+        taskObject(
+          id,
+          withAt(fullSpec(), path, (p, k) => (p[k] = wrong)),
+        ),
+        field,
+      );
     }
     // null: locally an error like any wrong type; the apiserver reads it as "unset" (crd: false).
     const nul = name();
-    object(`${nul}.yaml`, taskObject(nul, withAt(fullSpec(), path, (p, k) => (p[k] = null))), field, false);
+    object(
+      `${nul}.yaml`,
+      taskObject(
+        nul,
+        withAt(fullSpec(), path, (p, k) => (p[k] = null)),
+      ),
+      field,
+      false,
+    );
     // A typo of the field beside it: never ignored (maxEpisode would have meant no cap).
     const id = name();
     const typo = `${path[path.length - 1]}x`;
-    object(`${id}.yaml`, taskObject(id, withAt(fullSpec(), path, (p) => (p[typo] = value))), `spec.${[...path.slice(0, -1), typo].join('.')}`);
+    object(
+      `${id}.yaml`,
+      taskObject(
+        id,
+        withAt(fullSpec(), path, (p) => (p[typo] = value)),
+      ),
+      `spec.${[...path.slice(0, -1), typo].join('.')}`,
+    );
   }
   for (const bad of ['Upper', 'dotted.name', 'a'.repeat(64), '-lead', 'trail-', 'under_score', 'esc\u001b[31m', '']) {
     const id = name();
@@ -98,11 +122,28 @@ export function badSpecCorpus(): BadSpecCase[] {
   }
   object(`${name()}.yaml`, { apiVersion: API_VERSION, kind: KIND, metadata: { name: 'no-spec' } }, 'spec', false);
   object(`${name()}.yaml`, taskObject('both-prompts', { ...fullSpec(), promptFile: 'PROMPT.md' }), 'prompt', false);
-  object(`${name()}.yaml`, taskObject('negative', withAt(fullSpec(), ['limits', 'maxEpisodes'], (p, k) => (p[k] = -1))), 'spec.limits.maxEpisodes');
+  object(
+    `${name()}.yaml`,
+    taskObject(
+      'negative',
+      withAt(fullSpec(), ['limits', 'maxEpisodes'], (p, k) => (p[k] = -1)),
+    ),
+    'spec.limits.maxEpisodes',
+  );
 
   // Only the local run knows the spec directory and the other files.
-  object(`${name()}.yaml`, taskObject('escapes', { ...fullSpec(), workspace: '../../outside' }), 'spec.workspace', false);
-  object(`${name()}.yaml`, taskObject('long-escape', { ...fullSpec(), workspace: `../${'x'.repeat(1500)}` }), 'spec.workspace', false);
+  object(
+    `${name()}.yaml`,
+    taskObject('escapes', { ...fullSpec(), workspace: '../../outside' }),
+    'spec.workspace',
+    false,
+  );
+  object(
+    `${name()}.yaml`,
+    taskObject('long-escape', { ...fullSpec(), workspace: `../${'x'.repeat(1500)}` }),
+    'spec.workspace',
+    false,
+  );
   object(`${name()}.yaml`, taskObject('self-dep', { ...fullSpec(), dependsOn: ['self-dep'] }), 'spec.dependsOn', false);
   object(`${name()}.yaml`, taskObject('cycle-a', { ...fullSpec(), dependsOn: ['cycle-b'] }), 'spec.dependsOn', false);
   object(`${name()}.yaml`, taskObject('cycle-b', { ...fullSpec(), dependsOn: ['cycle-a'] }), 'spec.dependsOn', false);
@@ -113,11 +154,21 @@ export function badSpecCorpus(): BadSpecCase[] {
   const raw = (text: string | Buffer) => cases.push({ file: `${name()}.yaml`, text, crd: false });
   raw(Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x1b, 0x5b, 0x32, 0x4a, ...Buffer.alloc(10_000, 0x07)]));
   raw('spec: &a [*a]\n');
-  raw(`a: &a ["x","x","x","x","x","x","x","x","x","x"]\n${Array.from({ length: 9 }, (_, i) => `${'b'.repeat(i + 1)}: &${'b'.repeat(i + 1)} [${Array(10).fill(i === 0 ? '*a' : `*${'b'.repeat(i)}`).join(',')}]`).join('\n')}\n`);
+  raw(
+    `a: &a ["x","x","x","x","x","x","x","x","x","x"]\n${Array.from(
+      { length: 9 },
+      (_, i) =>
+        `${'b'.repeat(i + 1)}: &${'b'.repeat(i + 1)} [${Array(10)
+          .fill(i === 0 ? '*a' : `*${'b'.repeat(i)}`)
+          .join(',')}]`,
+    ).join('\n')}\n`,
+  );
   raw('- just\n- a\n- list\n');
   raw('just a scalar\n');
   raw('apiVersion: episodic.dev/v1alpha1\nkind: AgentTask\nmetadata: {name: [unclosed\n');
-  raw(`apiVersion: episodic.dev/v1alpha1\nkind: AgentTask\nmetadata: {name: big}\nspec:\n  prompt: "${'x'.repeat(1_100_000)}"\n`);
+  raw(
+    `apiVersion: episodic.dev/v1alpha1\nkind: AgentTask\nmetadata: {name: big}\nspec:\n  prompt: "${'x'.repeat(1_100_000)}"\n`,
+  );
   raw('\t\u0000\u0001 key: value\n');
   return cases;
 }

@@ -97,10 +97,9 @@ export async function run(file: string, args: string[], opts: ExecOptions = {}):
   } catch (err) {
     const e = err as Error & { stderr?: string; code?: number | string; signal?: string };
     const detail = (e.stderr ?? '').trim() || e.message;
-    throw new Error(
-      `${path.basename(file)} ${args.join(' ')} failed (exit ${e.code ?? e.signal ?? '?'}): ${detail}`,
-      { cause: err },
-    );
+    throw new Error(`${path.basename(file)} ${args.join(' ')} failed (exit ${e.code ?? e.signal ?? '?'}): ${detail}`, {
+      cause: err,
+    });
   }
 }
 

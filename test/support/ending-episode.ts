@@ -7,13 +7,25 @@ import type { ReconcileInput } from '../../controller/reconciler/reconcile.ts';
 
 export const NOW = new Date('2026-11-23T12:00:00.000Z');
 
-export function ending(spec: Record<string, unknown>, result: EpisodeResultInput, status: Partial<AgentTaskStatus> = {}, n = 1): ReconcileInput {
+export function ending(
+  spec: Record<string, unknown>,
+  result: EpisodeResultInput,
+  status: Partial<AgentTaskStatus> = {},
+  n = 1,
+): ReconcileInput {
   return {
     namespace: 'default',
     name: 't',
     generation: 1,
     spec: AgentTaskSpecSchema.parse({ prompt: 'p', agent: { command: ['a'] }, ...spec }),
-    status: { ...emptyStatus(), observedGeneration: 1, phase: 'Running', episodes: n, currentEpisode: { number: n, startedAt: '2026-11-23T11:59:00.000Z' }, ...status },
+    status: {
+      ...emptyStatus(),
+      observedGeneration: 1,
+      phase: 'Running',
+      episodes: n,
+      currentEpisode: { number: n, startedAt: '2026-11-23T11:59:00.000Z' },
+      ...status,
+    },
     episode: { number: n, state: 'finished', result: episodeResult(result) },
     dependencies: {},
     capacity: false,

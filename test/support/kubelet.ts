@@ -46,17 +46,24 @@ export interface ControllerFixture {
  * Registers before/after hooks in the calling describe(): a fresh namespace, a client, a fake kubelet and
  * an in-process controller watching that namespace. `bind` hands the pieces to the test file's variables.
  */
-export function withController(nsPrefix: string, opts: Partial<ClusterControllerOptions>, bind: (f: ControllerFixture) => void): void {
+export function withController(
+  nsPrefix: string,
+  opts: Partial<ClusterControllerOptions>,
+  bind: (f: ControllerFixture) => void,
+): void {
   let fixture: ControllerFixture | undefined;
-  before(async () => {
-    const cluster = await clusterWithCrd();
-    const ns = await createNamespace(nsPrefix);
-    const client = await testClient(cluster);
-    const kubelet = new FakeKubelet(client);
-    const controller = await startController(cluster, { namespace: ns, ...opts });
-    fixture = { cluster, ns, client, kubelet, controller };
-    bind(fixture);
-  }, { timeout: 90 * 60_000 });
+  before(
+    async () => {
+      const cluster = await clusterWithCrd();
+      const ns = await createNamespace(nsPrefix);
+      const client = await testClient(cluster);
+      const kubelet = new FakeKubelet(client);
+      const controller = await startController(cluster, { namespace: ns, ...opts });
+      fixture = { cluster, ns, client, kubelet, controller };
+      bind(fixture);
+    },
+    { timeout: 90 * 60_000 },
+  );
   after(async () => {
     await fixture?.controller.stop();
     fixture?.client.close();
@@ -94,7 +101,10 @@ export function testLogger(): Logger {
 }
 
 /** An in-process controller with fast settings for tests. */
-export async function startController(cluster: Cluster, opts: Partial<ClusterControllerOptions> = {}): Promise<ClusterController> {
+export async function startController(
+  cluster: Cluster,
+  opts: Partial<ClusterControllerOptions> = {},
+): Promise<ClusterController> {
   const controller = await ClusterController.start({
     kubeConfig: loadTestKubeConfig(cluster.kubeconfigPath),
     log: testLogger(),
@@ -108,7 +118,11 @@ export async function startController(cluster: Cluster, opts: Partial<ClusterCon
 }
 
 /** Poll fn until it returns a value other than undefined/false (or throw with the last seen value). */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -119,17 +133,28 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last: ${String(last instanceof Error ? last.message : JSON.stringify(last))}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}; last: ${String(last instanceof Error ? last.message : JSON.stringify(last))}`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
 export function agentTaskManifest(ns: string, name: string, spec: Record<string, unknown>): string {
-  return JSON.stringify({ apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentTask', metadata: { name, namespace: ns }, spec });
+  return JSON.stringify({
+    apiVersion: 'episodic.dev/v1alpha1',
+    kind: 'AgentTask',
+    metadata: { name, namespace: ns },
+    spec,
+  });
 }
 
 /** A spec whose agent is the stand-in claude, with backoffs short enough for tests. */
-export function fakeClaudeSpec(extra: Record<string, unknown> = {}, agent: Record<string, unknown> = {}): Record<string, unknown> {
+export function fakeClaudeSpec(
+  extra: Record<string, unknown> = {},
+  agent: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     prompt: 'Work on {{task}}, episode {{episode}} of {{maxEpisodes}}.',
     agent: { image: 'ghcr.io/example/agent:1', command: [NODE, FAKE_CLAUDE, '-p'], output: 'claude', ...agent },
@@ -149,27 +174,43 @@ export async function getTask(client: KubeClient, ns: string, name: string): Pro
 }
 
 export async function listPods(client: KubeClient, ns: string, task?: string): Promise<KubeObject[]> {
-  const list = await client.get(`/api/v1/namespaces/${ns}/pods`, { labelSelector: task ? `episodic.dev/task=${task}` : 'episodic.dev/task' });
+  const list = await client.get(`/api/v1/namespaces/${ns}/pods`, {
+    labelSelector: task ? `episodic.dev/task=${task}` : 'episodic.dev/task',
+  });
   return list.items;
 }
 
 /** Wait until the task's status satisfies pred; returns the task. */
-export function waitForTask(client: KubeClient, ns: string, name: string, pred: (status: any) => boolean, timeoutMs = 20_000): Promise<KubeObject> {
-  return waitFor(`AgentTask ${ns}/${name} status`, async () => {
-    const task = await getTask(client, ns, name);
-    return task && pred(task.status ?? {}) ? task : undefined;
-  }, timeoutMs);
+export function waitForTask(
+  client: KubeClient,
+  ns: string,
+  name: string,
+  pred: (status: any) => boolean,
+  timeoutMs = 20_000,
+): Promise<KubeObject> {
+  return waitFor(
+    `AgentTask ${ns}/${name} status`,
+    async () => {
+      const task = await getTask(client, ns, name);
+      return task && pred(task.status ?? {}) ? task : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 export function waitForPod(client: KubeClient, ns: string, name: string, timeoutMs = 20_000): Promise<KubeObject> {
-  return waitFor(`pod ${ns}/${name}`, async () => {
-    try {
-      return await client.get(`/api/v1/namespaces/${ns}/pods/${name}`);
-    } catch (err) {
-      if (isStatus(err, 404)) return undefined;
-      throw err;
-    }
-  }, timeoutMs);
+  return waitFor(
+    `pod ${ns}/${name}`,
+    async () => {
+      try {
+        return await client.get(`/api/v1/namespaces/${ns}/pods/${name}`);
+      } catch (err) {
+        if (isStatus(err, 404)) return undefined;
+        throw err;
+      }
+    },
+    timeoutMs,
+  );
 }
 
 /** `episodic controller` as a real subprocess (for kill -9 and leader election). */
@@ -185,16 +226,32 @@ export interface ControllerProcess {
 }
 
 export async function startControllerProcess(cluster: Cluster, args: string[]): Promise<ControllerProcess> {
-  const child = spawn(NODE, [MAIN, 'controller', '--kubeconfig', cluster.kubeconfigPath, '--metrics-addr', '', '--health-addr', '', '--kube-api-qps', '0', ...args], {
-    cwd: repoRoot,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    NODE,
+    [
+      MAIN,
+      'controller',
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      '--metrics-addr',
+      '',
+      '--health-addr',
+      '',
+      '--kube-api-qps',
+      '0',
+      ...args,
+    ],
+    {
+      cwd: repoRoot,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   const logs: Array<Record<string, any>> = [];
   let buffer = '';
   let onLine: (entry: Record<string, any>) => void = () => {};
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
     buffer += chunk;
-    let nl;
+    let nl: number;
     while ((nl = buffer.indexOf('\n')) >= 0) {
       const line = buffer.slice(0, nl);
       buffer = buffer.slice(nl + 1);
@@ -208,11 +265,21 @@ export async function startControllerProcess(cluster: Cluster, args: string[]): 
       if (process.env.EPISODIC_TEST_LOG) process.stderr.write(`[controller ${child.pid}] ${line}\n`);
     }
   });
-  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const exited = new Promise<number | string>((resolve) =>
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  );
   const identity = await new Promise<string>((resolve, reject) => {
     onLine = (entry) => entry.msg === 'episodic controller started' && resolve(entry.identity);
-    void exited.then((code) => reject(new Error(`controller exited (${code}) before starting: ${JSON.stringify(logs.slice(-5))}`)));
-    setTimeout(() => reject(new Error('controller did not log "episodic controller started" within 30 s (is --log-level above info?)')), 30_000).unref();
+    void exited.then((code) =>
+      reject(new Error(`controller exited (${code}) before starting: ${JSON.stringify(logs.slice(-5))}`)),
+    );
+    setTimeout(
+      () =>
+        reject(
+          new Error('controller did not log "episodic controller started" within 30 s (is --log-level above info?)'),
+        ),
+      30_000,
+    ).unref();
   }).catch((err: unknown) => {
     child.kill('SIGKILL');
     throw err;
@@ -267,14 +334,29 @@ export class FakeKubelet {
   }
 
   /** The container ended: exit code and termination message, pod phase from the exit code. */
-  async terminate(pod: KubeObject, opts: { exitCode: number; message?: string; reason?: string; podReason?: string; podMessage?: string }): Promise<KubeObject> {
+  async terminate(
+    pod: KubeObject,
+    opts: { exitCode: number; message?: string; reason?: string; podReason?: string; podMessage?: string },
+  ): Promise<KubeObject> {
     const now = stamp();
     const reason = opts.reason ?? (opts.exitCode === 0 ? 'Completed' : 'Error');
     return this.patchStatus(pod, {
       phase: opts.exitCode === 0 ? 'Succeeded' : 'Failed',
       ...(opts.podReason ? { reason: opts.podReason, message: opts.podMessage ?? '' } : {}),
       containerStatuses: [
-        containerStatus(pod, { terminated: { exitCode: opts.exitCode, reason, message: opts.message, startedAt: pod.status?.startTime ?? now, finishedAt: now } }, false),
+        containerStatus(
+          pod,
+          {
+            terminated: {
+              exitCode: opts.exitCode,
+              reason,
+              message: opts.message,
+              startedAt: pod.status?.startTime ?? now,
+              finishedAt: now,
+            },
+          },
+          false,
+        ),
       ],
     });
   }
@@ -289,7 +371,12 @@ export class FakeKubelet {
 
   /** The kubelet killed the pod at activeDeadlineSeconds. */
   deadlineExceeded(pod: KubeObject): Promise<KubeObject> {
-    return this.terminate(pod, { exitCode: 137, reason: 'Error', podReason: 'DeadlineExceeded', podMessage: 'Pod was active on the node longer than the specified deadline' });
+    return this.terminate(pod, {
+      exitCode: 137,
+      reason: 'Error',
+      podReason: 'DeadlineExceeded',
+      podMessage: 'Pod was active on the node longer than the specified deadline',
+    });
   }
 
   oomKilled(pod: KubeObject): Promise<KubeObject> {
@@ -301,7 +388,9 @@ export class FakeKubelet {
       phase: 'Failed',
       reason: 'Evicted',
       message: 'The node was low on resource: memory.',
-      conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet', lastTransitionTime: stamp() }],
+      conditions: [
+        { type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet', lastTransitionTime: stamp() },
+      ],
     });
   }
 
@@ -310,7 +399,16 @@ export class FakeKubelet {
     return this.patchStatus(pod, {
       phase: 'Pending',
       containerStatuses: [
-        containerStatus(pod, { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${pod.spec.containers[0].image}"` } }, false),
+        containerStatus(
+          pod,
+          {
+            waiting: {
+              reason: 'ImagePullBackOff',
+              message: `Back-off pulling image "${pod.spec.containers[0].image}"`,
+            },
+          },
+          false,
+        ),
       ],
     });
   }
@@ -320,19 +418,35 @@ export class FakeKubelet {
     return this.patchStatus(pod, {
       phase: 'Pending',
       conditions: [
-        { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/3 nodes are available: 3 Insufficient memory.', lastTransitionTime: stamp() },
+        {
+          type: 'PodScheduled',
+          status: 'False',
+          reason: 'Unschedulable',
+          message: '0/3 nodes are available: 3 Insufficient memory.',
+          lastTransitionTime: stamp(),
+        },
       ],
     });
   }
 
   async patchStatus(pod: KubeObject, status: Record<string, unknown>): Promise<KubeObject> {
-    return this.client.mergePatch(`/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}/status`, { status });
+    return this.client.mergePatch(`/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}/status`, {
+      status,
+    });
   }
 }
 
 function containerStatus(pod: KubeObject, state: Record<string, unknown>, ready: boolean): Record<string, unknown> {
   const image = pod.spec.containers[0].image;
-  return { name: AGENT_CONTAINER, image, imageID: `${image}@sha256:${'0'.repeat(64)}`, ready, restartCount: 0, started: ready, state };
+  return {
+    name: AGENT_CONTAINER,
+    image,
+    imageID: `${image}@sha256:${'0'.repeat(64)}`,
+    ready,
+    restartCount: 0,
+    started: ready,
+    state,
+  };
 }
 
 function stamp(): string {
@@ -360,9 +474,14 @@ export async function runRunner(pod: KubeObject, opts: RunOptions = {}): Promise
   Object.assign(env, opts.env);
   try {
     const exitCode = await new Promise<number>((resolve, reject) => {
-      const child = execFile(NODE, [MAIN, 'episode', '--result-file', resultFile, '--', ...agentArgv], { cwd: workspace, env, timeout: 60_000 }, (err) => {
-        if (err && typeof (err as any).code !== 'number') reject(err);
-      });
+      const child = execFile(
+        NODE,
+        [MAIN, 'episode', '--result-file', resultFile, '--', ...agentArgv],
+        { cwd: workspace, env, timeout: 60_000 },
+        (err) => {
+          if (err && typeof (err as any).code !== 'number') reject(err);
+        },
+      );
       child.on('exit', (code) => resolve(code ?? 1));
     });
     const message = await readFile(resultFile, 'utf8').catch(() => '');

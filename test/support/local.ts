@@ -64,12 +64,20 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runCli(args: string[], opts: { cwd?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  opts: { cwd?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<CliResult> {
   return new Promise((done) => {
     execFile(
       NODE,
       [CLI, ...args],
-      { cwd: opts.cwd ?? REPO, timeout: opts.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, ...opts.env } },
+      {
+        cwd: opts.cwd ?? REPO,
+        timeout: opts.timeoutMs ?? 60_000,
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, ...opts.env },
+      },
       (err, stdout, stderr) => {
         const e = err as (NodeJS.ErrnoException & { code?: number | string; signal?: NodeJS.Signals }) | null;
         done({ code: e ? (typeof e.code === 'number' ? e.code : null) : 0, signal: e?.signal ?? null, stdout, stderr });
@@ -79,7 +87,10 @@ export function runCli(args: string[], opts: { cwd?: string; timeoutMs?: number;
 }
 
 /** Starts the CLI in the background (for --watch, kill -9 and SIGINT tests). */
-export function startCli(args: string[], opts: { cwd?: string } = {}): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+export function startCli(
+  args: string[],
+  opts: { cwd?: string } = {},
+): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   const child = spawn(NODE, [CLI, ...args], { cwd: opts.cwd ?? REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));

@@ -8,9 +8,27 @@ import type { EpisodeResultInput } from '../../controller/api/episode-result.ts'
 import type { DesiredTask, EpisodeExecutor, StatusSink, TaskSource } from '../../controller/core/ports.ts';
 import type { ObservedEpisode, StopReason } from '../../controller/reconciler/reconcile.ts';
 
-export function desired(name: string, spec: Record<string, unknown> = {}, over: Partial<DesiredTask> = {}): DesiredTask {
-  const parsed: AgentTaskSpec = AgentTaskSpecSchema.parse({ prompt: 'p', agent: { command: ['agent'] }, backoff: { initialSeconds: 10, factor: 2, maxSeconds: 60 }, ...spec });
-  return { key: `default/${name}`, namespace: 'default', name, generation: 1, spec: parsed, dependsOn: parsed.dependsOn, deleting: false, ...over };
+export function desired(
+  name: string,
+  spec: Record<string, unknown> = {},
+  over: Partial<DesiredTask> = {},
+): DesiredTask {
+  const parsed: AgentTaskSpec = AgentTaskSpecSchema.parse({
+    prompt: 'p',
+    agent: { command: ['agent'] },
+    backoff: { initialSeconds: 10, factor: 2, maxSeconds: 60 },
+    ...spec,
+  });
+  return {
+    key: `default/${name}`,
+    namespace: 'default',
+    name,
+    generation: 1,
+    spec: parsed,
+    dependsOn: parsed.dependsOn,
+    deleting: false,
+    ...over,
+  };
 }
 
 export class MemorySource implements TaskSource {
@@ -19,11 +37,11 @@ export class MemorySource implements TaskSource {
   private listeners: Array<(key: string) => void> = [];
   set(task: DesiredTask): void {
     this.tasks.set(task.key, task);
-    this.listeners.forEach((l) => l(task.key));
+    for (const l of this.listeners) l(task.key);
   }
   delete(key: string): void {
     this.tasks.delete(key);
-    this.listeners.forEach((l) => l(key));
+    for (const l of this.listeners) l(key);
   }
   get(key: string) {
     return this.tasks.get(key);
@@ -99,8 +117,14 @@ export class MemoryExecutor implements EpisodeExecutor {
     const run = this.running.get(key);
     if (!run) throw new Error(`${key} has no running episode`);
     this.running.delete(key);
-    this.finished.set(key, { number: run.number, state: 'finished', startedAt: run.startedAt, finishedAt: this.now().toISOString(), result: episodeResult(result) });
-    this.listeners.forEach((l) => l(key));
+    this.finished.set(key, {
+      number: run.number,
+      state: 'finished',
+      startedAt: run.startedAt,
+      finishedAt: this.now().toISOString(),
+      result: episodeResult(result),
+    });
+    for (const l of this.listeners) l(key);
   }
 }
 

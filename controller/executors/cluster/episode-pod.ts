@@ -61,7 +61,8 @@ export interface EpisodePodInput {
 
 export function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
   const { task, spec, episode, lastEpisodeMessage } = input;
-  const git = spec.workspace && typeof spec.workspace === 'object' && 'git' in spec.workspace ? spec.workspace.git : undefined;
+  const git =
+    spec.workspace && typeof spec.workspace === 'object' && 'git' in spec.workspace ? spec.workspace.git : undefined;
   return {
     task: task.metadata.name,
     namespace: task.metadata.namespace,
@@ -139,7 +140,12 @@ export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
       name: episodePodName(name, episode),
       namespace: task.metadata.namespace,
       // Our labels last: the controller finds its pods by them, so defaults must not override them.
-      labels: { ...defaults.podLabels, [TASK_LABEL]: name, [EPISODE_LABEL]: String(episode), [MANAGED_BY_LABEL]: 'episodic' },
+      labels: {
+        ...defaults.podLabels,
+        [TASK_LABEL]: name,
+        [EPISODE_LABEL]: String(episode),
+        [MANAGED_BY_LABEL]: 'episodic',
+      },
       ...(defaults.podAnnotations ? { annotations: { ...defaults.podAnnotations } } : {}),
       ownerReferences: [
         {
@@ -174,7 +180,10 @@ export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
  * volumeClaim → that PVC; git → an emptyDir the runner clones into (credentials from the secret as env);
  * a plain directory string is a local-mode path that means nothing on a node, so it gets an emptyDir too.
  */
-function workspaceVolume(workspace: AgentTaskSpec['workspace']): { volume: Record<string, unknown>; gitSecret?: string } {
+function workspaceVolume(workspace: AgentTaskSpec['workspace']): {
+  volume: Record<string, unknown>;
+  gitSecret?: string;
+} {
   if (workspace && typeof workspace === 'object' && 'volumeClaim' in workspace) {
     return { volume: { name: 'workspace', persistentVolumeClaim: { claimName: workspace.volumeClaim } } };
   }

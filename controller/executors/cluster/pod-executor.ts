@@ -65,17 +65,26 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     const current = status.currentEpisode;
     const refused = this.refused.get(task.key);
     if (refused && current?.number === refused.number) {
-      return { number: refused.number, state: 'finished', result: episodeResult({ exitCode: null, errorClass: 'fatal', message: refused.message }) };
+      return {
+        number: refused.number,
+        state: 'finished',
+        result: episodeResult({ exitCode: null, errorClass: 'fatal', message: refused.message }),
+      };
     }
     const opts = { now, imagePullGraceMs: this.opts.imagePullGraceMs };
     let newest: KubeObject | undefined;
-    for (const pod of this.podsOf(task)) if ((podEpisode(pod) ?? 0) > (newest ? (podEpisode(newest) ?? 0) : 0)) newest = pod;
+    for (const pod of this.podsOf(task))
+      if ((podEpisode(pod) ?? 0) > (newest ? (podEpisode(newest) ?? 0) : 0)) newest = pod;
     const newestNumber = newest ? (podEpisode(newest) ?? 0) : 0;
     if (current && current.number > newestNumber) {
       const podKey = `${task.namespace}/${episodePodName(task.name, current.number)}`;
       const tomb = this.tombstones.get(podKey);
       if (!tomb && !this.deletedByUs.has(podKey)) return { number: current.number, state: 'gone' }; // never created
-      return observeDeletedPod(current.number, { ...opts, deletedByController: this.deletedByUs.has(podKey) }, tomb?.pod);
+      return observeDeletedPod(
+        current.number,
+        { ...opts, deletedByController: this.deletedByUs.has(podKey) },
+        tomb?.pod,
+      );
     }
     if (!newest) return undefined;
     const seen = observePod(newest, { ...opts, deletedByController: this.deletedByUs.has(objectKey(newest)) });
@@ -85,7 +94,13 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
 
   async start(task: ClusterTask, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>> {
     if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
-    const pod = buildEpisodePod({ task: task.object as any, spec: task.spec, episode: number, lastEpisodeMessage: status.lastEpisode?.message, defaults: this.opts.episodeDefaults });
+    const pod = buildEpisodePod({
+      task: task.object as any,
+      spec: task.spec,
+      episode: number,
+      lastEpisodeMessage: status.lastEpisode?.message,
+      defaults: this.opts.episodeDefaults,
+    });
     const path = `/api/v1/namespaces/${task.namespace}/pods`;
     try {
       this.opts.pods.upsert(await this.opts.client.create(path, pod, 'work'));
@@ -95,12 +110,19 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
         const existing: KubeObject = await this.opts.client.get(`${path}/${pod.metadata.name}`);
         if (ownerUid(existing) !== task.object.metadata.uid) {
           await this.deletePod(existing, 'work');
-          throw new KubeError(409, 'AlreadyExists', `pod ${pod.metadata.name} of an earlier task with this name is in the way; deleted it`);
+          throw new KubeError(
+            409,
+            'AlreadyExists',
+            `pod ${pod.metadata.name} of an earlier task with this name is in the way; deleted it`,
+          );
         }
         this.opts.pods.upsert(existing);
       } else if (isRefusal(err)) {
         // Retrying sends the same pod again: the episode is over, as the API server says.
-        this.refused.set(task.key, { number, message: clip(`the API server refused the episode pod: ${(err as KubeError).detail}`) });
+        this.refused.set(task.key, {
+          number,
+          message: clip(`the API server refused the episode pod: ${(err as KubeError).detail}`),
+        });
         this.notify(task.key);
       } else {
         throw err;
@@ -126,7 +148,9 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     const mine = all.filter((p) => ownerUid(p) === uid && !p.metadata.deletionTimestamp);
     doomed.push(...mine.filter((p) => this.stuck.has(objectKey(p)) && (podEpisode(p) ?? 0) <= recorded));
     const finished = mine
-      .filter((p) => (podEpisode(p) ?? 0) <= recorded && podEpisode(p) !== status.currentEpisode?.number && isFinishedPod(p))
+      .filter(
+        (p) => (podEpisode(p) ?? 0) <= recorded && podEpisode(p) !== status.currentEpisode?.number && isFinishedPod(p),
+      )
       .sort((a, b) => (podEpisode(b) ?? 0) - (podEpisode(a) ?? 0));
     doomed.push(...finished.slice(this.opts.podRetention));
     await Promise.all([...new Set(doomed)].map((pod) => this.deletePod(pod, 'bookkeeping')));
@@ -174,7 +198,12 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     try {
       await this.opts.client.delete(
         `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`,
-        { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Background', preconditions: { uid: pod.metadata.uid } },
+        {
+          apiVersion: 'v1',
+          kind: 'DeleteOptions',
+          propagationPolicy: 'Background',
+          preconditions: { uid: pod.metadata.uid },
+        },
         lane,
       );
     } catch (err) {

@@ -47,8 +47,10 @@ export interface ObserveOptions {
 export function observePod(pod: KubeObject, opts: ObserveOptions): PodObservation {
   const number = podEpisode(pod) ?? 0;
   const status = pod.status ?? {};
-  const container = (status.containerStatuses ?? []).find((c: any) => c.name === AGENT_CONTAINER) ?? status.containerStatuses?.[0];
-  const startedAt: string | undefined = container?.state?.running?.startedAt ?? status.startTime ?? pod.metadata.creationTimestamp;
+  const container =
+    (status.containerStatuses ?? []).find((c: any) => c.name === AGENT_CONTAINER) ?? status.containerStatuses?.[0];
+  const startedAt: string | undefined =
+    container?.state?.running?.startedAt ?? status.startTime ?? pod.metadata.creationTimestamp;
   const finished = (result: EpisodeResult, finishedAt?: string): PodObservation => ({
     episode: { number, state: 'finished', startedAt, finishedAt: finishedAt ?? opts.now.toISOString(), result },
   });
@@ -61,7 +63,14 @@ export function observePod(pod: KubeObject, opts: ObserveOptions): PodObservatio
 
   // Being deleted: the episode is over (a real kubelet takes up to the grace period to stop the container).
   if (pod.metadata.deletionTimestamp) {
-    return { episode: { number, state: 'gone', startedAt, removedBy: opts.deletedByController ? 'controller' : 'someone-else' } };
+    return {
+      episode: {
+        number,
+        state: 'gone',
+        startedAt,
+        removedBy: opts.deletedByController ? 'controller' : 'someone-else',
+      },
+    };
   }
   if (status.reason === 'Evicted' || hasCondition(pod, 'DisruptionTarget')) {
     return finished(transient(`episode pod was evicted: ${status.message ?? status.reason ?? 'DisruptionTarget'}`));
@@ -103,10 +112,18 @@ function resultOfTerminatedPod(pod: KubeObject, terminated: any): EpisodeResult 
   const status = pod.status ?? {};
   const exitCode: number | null = typeof terminated?.exitCode === 'number' ? terminated.exitCode : null;
   if (status.reason === 'DeadlineExceeded') {
-    return episodeResult({ exitCode, timedOut: true, message: clip(status.message ?? 'activeDeadlineSeconds exceeded') });
+    return episodeResult({
+      exitCode,
+      timedOut: true,
+      message: clip(status.message ?? 'activeDeadlineSeconds exceeded'),
+    });
   }
   if (terminated?.reason === 'OOMKilled') {
-    return episodeResult({ exitCode: exitCode ?? 137, signal: 'SIGKILL', message: 'agent container was OOMKilled (raise spec.agent.resources.limits.memory)' });
+    return episodeResult({
+      exitCode: exitCode ?? 137,
+      signal: 'SIGKILL',
+      message: 'agent container was OOMKilled (raise spec.agent.resources.limits.memory)',
+    });
   }
   if (status.reason === 'Evicted' || hasCondition(pod, 'DisruptionTarget')) {
     return transient(`episode pod was evicted: ${status.message ?? status.reason ?? 'DisruptionTarget'}`);

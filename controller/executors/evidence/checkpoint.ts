@@ -12,7 +12,16 @@ import { excludePathspecs } from './workspace.ts';
 
 export const CHECKPOINT_IDENTITY = { name: 'episodic', email: 'episodic@localhost' };
 const GIT_TIMEOUT_MS = 60_000;
-const SAFE_CONFIG = ['-c', 'core.hooksPath=/dev/null', '-c', 'commit.gpgSign=false', '-c', 'core.fsmonitor=false', '-c', 'protocol.ext.allow=never'];
+const SAFE_CONFIG = [
+  '-c',
+  'core.hooksPath=/dev/null',
+  '-c',
+  'commit.gpgSign=false',
+  '-c',
+  'core.fsmonitor=false',
+  '-c',
+  'protocol.ext.allow=never',
+];
 
 export interface CheckpointRequest {
   /** The workspace: the root of a git repository (its own .git). */
@@ -41,7 +50,11 @@ export function checkpointMessage(namespace: string, task: string, episode: numb
  * claim needs (an episode that commits changed the workspace, so `changes` holds). The record has the
  * final word (it also weighs completion signals across episodes).
  */
-export function checkpointOutcome(result: EpisodeResult, completion: AgentTaskSpec['completion'], episode: number): Outcome {
+export function checkpointOutcome(
+  result: EpisodeResult,
+  completion: AgentTaskSpec['completion'],
+  episode: number,
+): Outcome {
   const counted = { ...emptyStatus(), episodes: episode, workspaceChanges: 1, testOnlyEpisodes: 0 };
   return judgeEpisode(result, completion, counted).outcome;
 }
@@ -61,8 +74,26 @@ export async function commitCheckpoint(req: CheckpointRequest): Promise<Checkpoi
     if ((await run(['diff', '--cached', '--quiet'], [1])).code === 0) return { ok: true };
     const configured = (await run(['config', '--local', '--get', 'user.email'], [1])).code === 0;
     const who = CHECKPOINT_IDENTITY;
-    const identity: Record<string, string> = configured ? {} : { GIT_AUTHOR_NAME: who.name, GIT_AUTHOR_EMAIL: who.email, GIT_COMMITTER_NAME: who.name, GIT_COMMITTER_EMAIL: who.email };
-    await run(['commit', '--quiet', '--no-verify', '--no-edit', '-m', checkpointMessage(req.namespace, req.task, req.episode, req.outcome)], [], identity);
+    const identity: Record<string, string> = configured
+      ? {}
+      : {
+          GIT_AUTHOR_NAME: who.name,
+          GIT_AUTHOR_EMAIL: who.email,
+          GIT_COMMITTER_NAME: who.name,
+          GIT_COMMITTER_EMAIL: who.email,
+        };
+    await run(
+      [
+        'commit',
+        '--quiet',
+        '--no-verify',
+        '--no-edit',
+        '-m',
+        checkpointMessage(req.namespace, req.task, req.episode, req.outcome),
+      ],
+      [],
+      identity,
+    );
     const head = await run(['rev-parse', '--verify', 'HEAD']);
     return { ok: true, commit: head.stdout.trim() };
   } catch (err) {
@@ -85,7 +116,10 @@ export interface EpisodeCheckpoint {
  * holds its work (the checkpoint, or the agent's own HEAD when it left nothing uncommitted). A failed
  * commit leaves the result as it was and says why in `error`.
  */
-export async function checkpointEpisode(result: EpisodeResult, cp: EpisodeCheckpoint): Promise<{ result: EpisodeResult; error?: string }> {
+export async function checkpointEpisode(
+  result: EpisodeResult,
+  cp: EpisodeCheckpoint,
+): Promise<{ result: EpisodeResult; error?: string }> {
   if (!wantsCheckpoint(cp.dir, result)) return { result };
   const outcome = checkpointOutcome(result, cp.completion, cp.episode);
   const made = await commitCheckpoint({ ...cp, outcome });
@@ -96,7 +130,11 @@ export async function checkpointEpisode(result: EpisodeResult, cp: EpisodeCheckp
   return { result: { ...result, evidence: { ...result.evidence, workspace: { ...ws, commit } } } };
 }
 
-type GitRun = (args: string[], allowExit?: number[], env?: Record<string, string>) => Promise<{ code: number; stdout: string }>;
+type GitRun = (
+  args: string[],
+  allowExit?: number[],
+  env?: Record<string, string>,
+) => Promise<{ code: number; stdout: string }>;
 
 function gitRunner(req: CheckpointRequest): GitRun {
   return async (args, allowExit = [], env = {}) => {

@@ -20,23 +20,39 @@ export interface SnapshotOptions {
   exclude?: string[];
 }
 
-export async function snapshotWorkspace(dir: string, opts: SnapshotOptions = {}): Promise<WorkspaceSnapshot | undefined> {
+export async function snapshotWorkspace(
+  dir: string,
+  opts: SnapshotOptions = {},
+): Promise<WorkspaceSnapshot | undefined> {
   try {
     if (existsSync(join(dir, '.git'))) {
       const pathspec = ['--', '.', ...excludePathspecs(dir, opts.exclude ?? [])];
-      const [head, status] = await Promise.all([git(dir, ['rev-parse', '--verify', '-q', 'HEAD']).catch(() => ''), git(dir, ['status', '--porcelain=v1', '-z', ...pathspec])]);
+      const [head, status] = await Promise.all([
+        git(dir, ['rev-parse', '--verify', '-q', 'HEAD']).catch(() => ''),
+        git(dir, ['status', '--porcelain=v1', '-z', ...pathspec]),
+      ]);
       return { kind: 'git', head: head.trim() || undefined, status };
     }
-    return await fingerprint(dir, (opts.exclude ?? []).map((p) => resolve(p)));
+    return await fingerprint(
+      dir,
+      (opts.exclude ?? []).map((p) => resolve(p)),
+    );
   } catch {
     return undefined; // no evidence is better than a wrong one: the breaker counts nothing for it
   }
 }
 
-export async function compareWorkspace(dir: string, before: WorkspaceSnapshot, after: WorkspaceSnapshot): Promise<WorkspaceEvidence> {
+export async function compareWorkspace(
+  dir: string,
+  before: WorkspaceSnapshot,
+  after: WorkspaceSnapshot,
+): Promise<WorkspaceEvidence> {
   if (before.kind === 'directory' || after.kind === 'directory') {
-    const truncated = (before.kind === 'directory' && before.truncated) || (after.kind === 'directory' && after.truncated);
-    const changed = before.kind !== after.kind || (before.kind === 'directory' && after.kind === 'directory' && before.fingerprint !== after.fingerprint);
+    const truncated =
+      (before.kind === 'directory' && before.truncated) || (after.kind === 'directory' && after.truncated);
+    const changed =
+      before.kind !== after.kind ||
+      (before.kind === 'directory' && after.kind === 'directory' && before.fingerprint !== after.fingerprint);
     return { kind: 'directory', changed, ...(truncated ? { truncated } : {}) };
   }
   const changed = before.head !== after.head || before.status !== after.status;
@@ -69,7 +85,13 @@ function untracked(porcelain: string): number {
 async function git(dir: string, args: string[]): Promise<string> {
   const { execa } = await import('execa');
   // No optional locks: the agent may be using the index at the same moment (it never should wait on us).
-  const { stdout } = await execa('git', args, { cwd: dir, timeout: GIT_TIMEOUT_MS, env: { GIT_OPTIONAL_LOCKS: '0' }, stripFinalNewline: false, maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await execa('git', args, {
+    cwd: dir,
+    timeout: GIT_TIMEOUT_MS,
+    env: { GIT_OPTIONAL_LOCKS: '0' },
+    stripFinalNewline: false,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   return stdout;
 }
 
@@ -79,7 +101,9 @@ async function fingerprint(root: string, exclude: string[]): Promise<WorkspaceSn
   let seen = 0;
   while (todo.length > 0) {
     const dir = todo.pop() as string;
-    const entries = (await readdir(dir, { withFileTypes: true }).catch(() => [])).sort((a, b) => (a.name < b.name ? -1 : 1));
+    const entries = (await readdir(dir, { withFileTypes: true }).catch(() => [])).sort((a, b) =>
+      a.name < b.name ? -1 : 1,
+    );
     for (const e of entries) {
       if (++seen > WALK_CAP) return { kind: 'directory', fingerprint: hash.digest('hex'), truncated: true };
       const path = join(dir, e.name);

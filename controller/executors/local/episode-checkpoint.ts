@@ -28,7 +28,9 @@ export async function checkpointLocalEpisode(
   if (commit) logger.debug({ ...where, commit }, 'checkpoint');
   const ws = spec.workspace;
   if (ws && typeof ws === 'object' && 'git' in ws) {
-    const pushed = await pushLocalGitWorkspace(ctx.stateDir, task.namespace, task.name, task.file, ws.git).catch((err: Error) => ({ ok: false as const, message: err.message }));
+    const pushed = await pushLocalGitWorkspace(ctx.stateDir, task.namespace, task.name, task.file, ws.git).catch(
+      (err: Error) => ({ ok: false as const, message: err.message }),
+    );
     if (!pushed.ok) logger.warn(where, `${pushed.message}; the commit stays in the clone and goes with the next push`);
   }
   return checkpoint.result;

@@ -94,7 +94,13 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     marker: req.marker,
     verify: spec.completion.verify,
     onExitZero: spec.completion.onExitZero,
-    analyzer: { format: spec.agent.output, promise: spec.completion.promise, pricing: spec.agent.pricing, timeZone: spec.completion.resetTimeZone, signals: spec.completion.signals !== undefined },
+    analyzer: {
+      format: spec.agent.output,
+      promise: spec.completion.promise,
+      pricing: spec.agent.pricing,
+      timeZone: spec.completion.resetTimeZone,
+      signals: spec.completion.signals !== undefined,
+    },
   });
   return {
     number: req.number,

@@ -34,7 +34,13 @@ export function resolveGitUrl(url: string, specFile: string): string {
   return hasScheme || scpLike || isAbsolute(url) ? url : resolve(dirname(specFile), url);
 }
 
-function workspaceOf(stateDir: string, namespace: string, name: string, specFile: string, git: LocalGitSpec): GitWorkspace {
+function workspaceOf(
+  stateDir: string,
+  namespace: string,
+  name: string,
+  specFile: string,
+  git: LocalGitSpec,
+): GitWorkspace {
   const problem = gitUrlProblem(git.url) ?? gitRefProblem(git.ref);
   if (problem) throw new GitWorkspaceError(`spec.workspace.git: ${problem}`, 'fatal');
   return {
@@ -46,13 +52,25 @@ function workspaceOf(stateDir: string, namespace: string, name: string, specFile
 }
 
 /** Clone or update the task's clone; its directory, or a GitWorkspaceError classed like the runner's. */
-export async function prepareLocalGitWorkspace(stateDir: string, namespace: string, name: string, specFile: string, git: LocalGitSpec): Promise<string> {
+export async function prepareLocalGitWorkspace(
+  stateDir: string,
+  namespace: string,
+  name: string,
+  specFile: string,
+  git: LocalGitSpec,
+): Promise<string> {
   const ws = workspaceOf(stateDir, namespace, name, specFile, git);
   const step = await prepareGitWorkspace(ws);
   if (!step.ok) throw new GitWorkspaceError(step.message, step.errorClass);
   return ws.dir;
 }
 
-export async function pushLocalGitWorkspace(stateDir: string, namespace: string, name: string, specFile: string, git: LocalGitSpec): Promise<GitStep> {
+export async function pushLocalGitWorkspace(
+  stateDir: string,
+  namespace: string,
+  name: string,
+  specFile: string,
+  git: LocalGitSpec,
+): Promise<GitStep> {
   return pushGitWorkspace(workspaceOf(stateDir, namespace, name, specFile, git));
 }

@@ -55,19 +55,36 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
       if (!current) continue;
       // processMarker and pid: state files written by earlier versions.
       const marker = record.processMarker ?? this.markerFor(record.namespace, record.name, current.number);
-      const killed = (await killMarkedProcesses(marker)) || (current.pid ? await killOrphanEpisode(current.pid, current.pidStartTime) : false);
+      const killed =
+        (await killMarkedProcesses(marker)) ||
+        (current.pid ? await killOrphanEpisode(current.pid, current.pidStartTime) : false);
       const key = `${record.namespace}/${record.name}`;
       const spec = specs?.get(key)?.spec;
       const completion = spec?.completion ?? DEFAULT_SPEC.completion;
       const logFile = episodeLogPath(this.opts.stateDir, record.namespace, record.name, current.number);
       const recovered = await recoverEpisodeFromLog(logFile, {
-        analyzer: { format: spec?.agent.output ?? 'auto', promise: completion.promise, pricing: spec?.agent.pricing, timeZone: completion.resetTimeZone, signals: completion.signals !== undefined },
+        analyzer: {
+          format: spec?.agent.output ?? 'auto',
+          promise: completion.promise,
+          pricing: spec?.agent.pricing,
+          timeZone: completion.resetTimeZone,
+          signals: completion.signals !== undefined,
+        },
         verify: completion.verify,
         onExitZero: completion.onExitZero,
       });
-      const fields = { namespace: record.namespace, task: record.name, episode: current.number, orphanKilled: killed, costUSD: recovered.result.costUSD };
+      const fields = {
+        namespace: record.namespace,
+        task: record.name,
+        episode: current.number,
+        orphanKilled: killed,
+        costUSD: recovered.result.costUSD,
+      };
       if (recovered.how === 'exited' || recovered.how === 'result') {
-        this.opts.logger.warn({ ...fields, recoveredFrom: recovered.how === 'exited' ? 'exit note' : 'agent result' }, 'episode ended while no controller ran; its end is read from its log');
+        this.opts.logger.warn(
+          { ...fields, recoveredFrom: recovered.how === 'exited' ? 'exit note' : 'agent result' },
+          'episode ended while no controller ran; its end is read from its log',
+        );
       } else {
         this.opts.logger.warn(fields, 'episode interrupted by a controller restart');
       }
@@ -116,11 +133,26 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
     void episode.result.then(async (ended) => {
       const workspace = episode.workspace;
       // Evidence is best effort: an episode whose evidence could not be gathered is still recorded.
-      const evidence = workspace ? await collectEvidence({ workspace, before, checklist, snapshot }, ended).catch(() => undefined) : undefined;
+      const evidence = workspace
+        ? await collectEvidence({ workspace, before, checklist, snapshot }, ended).catch(() => undefined)
+        : undefined;
       let result = evidence ? { ...ended, evidence } : ended;
-      if (workspace) result = await checkpointLocalEpisode(result, { workspace, stateDir: this.opts.stateDir, task, number, logger: this.opts.logger }).catch(() => result);
+      if (workspace)
+        result = await checkpointLocalEpisode(result, {
+          workspace,
+          stateDir: this.opts.stateDir,
+          task,
+          number,
+          logger: this.opts.logger,
+        }).catch(() => result);
       this.running.delete(task.key);
-      this.finished.set(task.key, { number, state: 'finished', startedAt: episode.startedAt, finishedAt: new Date().toISOString(), result });
+      this.finished.set(task.key, {
+        number,
+        state: 'finished',
+        startedAt: episode.startedAt,
+        finishedAt: new Date().toISOString(),
+        result,
+      });
       this.notify(task.key);
     });
     return { agentPid: episode.pid };

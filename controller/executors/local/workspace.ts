@@ -9,10 +9,17 @@ import type { AgentTaskSpec } from '../../api/agent-task.ts';
 export class WorkspaceError extends Error {}
 
 /** Resolves and creates the workspace directory of a task; throws WorkspaceError naming the field. */
-export async function prepareWorkspace(root: string, specFile: string, name: string, spec: AgentTaskSpec): Promise<string> {
+export async function prepareWorkspace(
+  root: string,
+  specFile: string,
+  name: string,
+  spec: AgentTaskSpec,
+): Promise<string> {
   const ws = spec.workspace ?? join('ws', name);
   if (typeof ws !== 'string') {
-    throw new WorkspaceError('spec.workspace: volumeClaim workspaces work on a cluster only; locally use a directory or a git workspace');
+    throw new WorkspaceError(
+      'spec.workspace: volumeClaim workspaces work on a cluster only; locally use a directory or a git workspace',
+    );
   }
   // Checked before every episode (an agent may have swapped its workspace for a symlink); native realpath
   // and mkdir are one system call each, cheaper synchronously than through the thread pool.
@@ -50,7 +57,8 @@ function mkdirInside(rootReal: string, dir: string, ws: string): void {
       mkdirSync(d);
     } catch (err) {
       // A dangling symlink looks missing to existsSync and makes mkdir fail: never follow it.
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new WorkspaceError(`spec.workspace: "${ws}" passes through a symlink that leads nowhere (${d})`);
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+        throw new WorkspaceError(`spec.workspace: "${ws}" passes through a symlink that leads nowhere (${d})`);
       throw err;
     }
   }
@@ -60,10 +68,12 @@ function mkdirInside(rootReal: string, dir: string, ws: string): void {
 export async function readPromptTemplate(workspace: string, spec: AgentTaskSpec): Promise<string> {
   if (spec.prompt !== undefined) return spec.prompt;
   const file = resolve(workspace, spec.promptFile as string);
-  if (!isInside(workspace, file)) throw new WorkspaceError(`spec.promptFile: "${spec.promptFile}" is outside the workspace`);
+  if (!isInside(workspace, file))
+    throw new WorkspaceError(`spec.promptFile: "${spec.promptFile}" is outside the workspace`);
   const real = await realpath(file).catch(() => {
     throw new WorkspaceError(`spec.promptFile: ${file} does not exist`);
   });
-  if (!isInside(workspace, real)) throw new WorkspaceError(`spec.promptFile: "${spec.promptFile}" leads outside the workspace`);
+  if (!isInside(workspace, real))
+    throw new WorkspaceError(`spec.promptFile: "${spec.promptFile}" leads outside the workspace`);
   return readFile(real, 'utf8');
 }

@@ -38,9 +38,15 @@ export function findApiErrorBody(text: string): ApiErrorBody | undefined {
     try {
       const error = asObject(asObject(JSON.parse(window.slice(0, end + 1)))?.error);
       if (!error) return undefined;
-      const body: ApiErrorBody = { code: asNumber(error.code), message: asString(error.message), kinds: kindsOf(error) };
+      const body: ApiErrorBody = {
+        code: asNumber(error.code),
+        message: asString(error.message),
+        kinds: kindsOf(error),
+      };
       const inner = body.message?.trimStart().startsWith('{') ? findApiErrorBody(body.message) : undefined;
-      return inner ? { code: inner.code ?? body.code, message: inner.message, kinds: [...body.kinds, ...inner.kinds] } : body;
+      return inner
+        ? { code: inner.code ?? body.code, message: inner.message, kinds: [...body.kinds, ...inner.kinds] }
+        : body;
     } catch {
       end = window.lastIndexOf('}', end - 1);
     }

@@ -50,7 +50,9 @@ export function createByteTail(capacity: number): ByteTail {
       }
     },
     text(): string {
-      const bytes = full ? Buffer.concat([ring.subarray(position), ring.subarray(0, position)]) : ring.subarray(0, position);
+      const bytes = full
+        ? Buffer.concat([ring.subarray(position), ring.subarray(0, position)])
+        : ring.subarray(0, position);
       let start = 0;
       // Skip UTF-8 continuation bytes (10xxxxxx) orphaned by the cut.
       if (full) while (start < bytes.length && start < 3 && (bytes[start] & 0xc0) === 0x80) start++;

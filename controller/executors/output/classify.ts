@@ -67,8 +67,18 @@ export function classifyFailure(input: FailureInput): Verdict {
 }
 
 /** For callers that only have texts (tests, the runner's git steps): the generic table. */
-export function classifyText(texts: string[], statuses: number[], now: Date, timeZone?: string): { errorClass: ErrorClass; resetAt?: string; evidence?: string } {
-  const evidence: Evidence = { exitCode: 1, status: statuses.find((s) => [400, 401, 403, 404].includes(s)) ?? statuses[0], kinds: new Set(), text: texts.join('\n') };
+export function classifyText(
+  texts: string[],
+  statuses: number[],
+  now: Date,
+  timeZone?: string,
+): { errorClass: ErrorClass; resetAt?: string; evidence?: string } {
+  const evidence: Evidence = {
+    exitCode: 1,
+    status: statuses.find((s) => [400, 401, 403, 404].includes(s)) ?? statuses[0],
+    kinds: new Set(),
+    text: texts.join('\n'),
+  };
   const verdict = judge(GENERIC_RULES, evidence, { now, timeZone });
   return { errorClass: verdict.errorClass, resetAt: verdict.resetAt, evidence: verdict.message };
 }

@@ -25,11 +25,22 @@ export const CLAUDE_RULES: readonly Rule[] = [
   {
     id: 'claude.usage-limit',
     errorClass: 'usageLimit',
-    when: any(kind('usage_limit_reached', 'rate_limit_rejected'), text(/\bYou(?:'|’)ve hit your (?:[\w-]+ ){0,2}limit\b|\busage limit reached\b/i)),
+    when: any(
+      kind('usage_limit_reached', 'rate_limit_rejected'),
+      text(/\bYou(?:'|’)ve hit your (?:[\w-]+ ){0,2}limit\b|\busage limit reached\b/i),
+    ),
   },
   // An API key's spend limit: a 400 that says when access returns ("… regain access on 2026-11-26 at 00:00 UTC").
-  { id: 'claude.api-usage-limit', errorClass: 'usageLimit', when: text(/\breached your specified API usage limits\b/i) },
-  { id: 'claude.context-too-long', errorClass: 'contextTooLong', when: any(kind('prompt_too_long'), text(/\bprompt is too long\b/i)) },
+  {
+    id: 'claude.api-usage-limit',
+    errorClass: 'usageLimit',
+    when: text(/\breached your specified API usage limits\b/i),
+  },
+  {
+    id: 'claude.context-too-long',
+    errorClass: 'contextTooLong',
+    when: any(kind('prompt_too_long'), text(/\bprompt is too long\b/i)),
+  },
   {
     id: 'claude.not-logged-in',
     errorClass: 'fatal',
@@ -42,14 +53,32 @@ export const CLAUDE_RULES: readonly Rule[] = [
     when: any(
       status(401, 403),
       kind('authentication_error', 'permission_error', 'authentication_failed', 'billing_error'),
-      text(/\bInvalid API key\b|\bFailed to authenticate\b|\bOAuth token (?:has )?expired\b|\bcredit balance is too low\b/i),
+      text(
+        /\bInvalid API key\b|\bFailed to authenticate\b|\bOAuth token (?:has )?expired\b|\bcredit balance is too low\b/i,
+      ),
     ),
   },
-  { id: 'claude.invalid-request', errorClass: 'fatal', when: any(status(400, 404, 413), kind('invalid_request_error', 'not_found_error', 'request_too_large')) },
+  {
+    id: 'claude.invalid-request',
+    errorClass: 'fatal',
+    when: any(status(400, 404, 413), kind('invalid_request_error', 'not_found_error', 'request_too_large')),
+  },
   {
     id: 'claude.api-transient',
     errorClass: 'transient',
-    when: any(status(408, 429), serverStatus, kind('rate_limit_error', 'overloaded_error', 'api_error', 'rate_limit', 'server_error', 'connection_failed', 'timeout_error')),
+    when: any(
+      status(408, 429),
+      serverStatus,
+      kind(
+        'rate_limit_error',
+        'overloaded_error',
+        'api_error',
+        'rate_limit',
+        'server_error',
+        'connection_failed',
+        'timeout_error',
+      ),
+    ),
   },
   { id: 'claude.network', errorClass: 'transient', when: text(NETWORK_TEXT) },
 ];
@@ -70,7 +99,11 @@ export function claudeEvidence(out: FailureOutput): Evidence {
     // A stream that ended without a result (killed, crashed): the last API error or retry, and stderr.
     // (Not the stray lines: there a cut-off JSON event would be the "sentence".)
     message = facts.hints.texts[0] ?? lastMeaningfulLine(out.stderr);
-    searchable = [...facts.hints.texts, keepTail(out.stderr, CLASSIFY_TAIL_CHARS), keepTail(out.stray, CLASSIFY_TAIL_CHARS)].join('\n');
+    searchable = [
+      ...facts.hints.texts,
+      keepTail(out.stderr, CLASSIFY_TAIL_CHARS),
+      keepTail(out.stray, CLASSIFY_TAIL_CHARS),
+    ].join('\n');
   } else {
     // Text mode: the one line printed is the error (stdout); a crash may add stderr.
     const line = lastMeaningfulLine(keepTail(out.stdout, CLASSIFY_TAIL_CHARS));

@@ -58,7 +58,8 @@ export function createClaudeReader(): FormatReader {
   let apiErrorText: string | undefined;
 
   const addKind = (value: unknown): void => {
-    if (typeof value === 'string' && value !== '' && value.length <= 64 && kinds.size < 16) kinds.add(value.toLowerCase());
+    if (typeof value === 'string' && value !== '' && value.length <= 64 && kinds.size < 16)
+      kinds.add(value.toLowerCase());
   };
   const onResetsAt = (info: JsonObject | undefined): void => {
     const at = asNumber(info?.resetsAt);
@@ -133,7 +134,8 @@ export function createClaudeReader(): FormatReader {
         if (currentUsage) addTokens(tokens, currentUsage);
         const texts = [apiErrorText, retryText].filter((t): t is string => t !== undefined);
         const statuses = [apiErrorStatus, retryStatus].filter((t): t is number => t !== undefined);
-        const finalText = lastAssistantText === undefined ? undefined : keepTail(lastAssistantText, FINAL_TEXT_MAX_CHARS);
+        const finalText =
+          lastAssistantText === undefined ? undefined : keepTail(lastAssistantText, FINAL_TEXT_MAX_CHARS);
         return { agentError: false, hints: { texts, statuses }, finalText, tokens, errorKinds: [...kinds], resetAtMs };
       }
       const apiStatus = httpStatus(result.api_error_status);
@@ -158,7 +160,8 @@ export function createClaudeReader(): FormatReader {
         facts.apiStatus = apiStatus ?? apiErrorStatus;
         addKind(result.api_error_type);
         addKind(result.api_error);
-        if (result.terminal_reason !== 'api_error' && result.terminal_reason !== 'completed') addKind(result.terminal_reason);
+        if (result.terminal_reason !== 'api_error' && result.terminal_reason !== 'completed')
+          addKind(result.terminal_reason);
         if (typeof result.subtype === 'string' && result.subtype.startsWith('error')) addKind(result.subtype);
         facts.errorKinds = [...kinds];
         facts.resetAtMs = resetAtMs;

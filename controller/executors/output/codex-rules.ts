@@ -25,16 +25,26 @@ import {
 
 export const CODEX_RULES: readonly Rule[] = [
   // "try again at 7:13 AM" / "at Nov 26th, 2026 5:13 AM": codex's local time, no zone (see resetTimeZone).
-  { id: 'codex.usage-limit', errorClass: 'usageLimit', when: any(kind('usage_limit_reached'), text(/\bYou(?:'|’)ve hit your usage limit\b/i)) },
+  {
+    id: 'codex.usage-limit',
+    errorClass: 'usageLimit',
+    when: any(kind('usage_limit_reached'), text(/\bYou(?:'|’)ve hit your usage limit\b/i)),
+  },
   {
     id: 'codex.context-too-long',
     errorClass: 'contextTooLong',
-    when: any(kind('context_length_exceeded'), text(/\bran out of room in the model's context window\b|\bexceeds the context window\b/i)),
+    when: any(
+      kind('context_length_exceeded'),
+      text(/\bran out of room in the model's context window\b|\bexceeds the context window\b/i),
+    ),
   },
   {
     id: 'codex.billing',
     errorClass: 'fatal',
-    when: any(kind('insufficient_quota'), text(/\bQuota exceeded\. Check your plan and billing details\b|\bout of credits\b|\bspend cap\b/i)),
+    when: any(
+      kind('insufficient_quota'),
+      text(/\bQuota exceeded\. Check your plan and billing details\b|\bout of credits\b|\bspend cap\b/i),
+    ),
   },
   // Its own sentences say what to fix: --skip-git-repo-check, OPENAI_API_KEY.
   { id: 'codex.untrusted-directory', errorClass: 'fatal', when: text(/\bNot inside a trusted directory\b/i) },
@@ -86,7 +96,8 @@ export function codexEvidence(out: FailureOutput): Evidence {
   const body = findApiErrorBody(searchable);
   return {
     exitCode: out.exitCode,
-    status: statusFrom(searchable, PRINTED_STATUS) ?? (body?.code !== undefined && body.code >= 400 ? body.code : undefined),
+    status:
+      statusFrom(searchable, PRINTED_STATUS) ?? (body?.code !== undefined && body.code >= 400 ? body.code : undefined),
     kinds: new Set(body?.kinds ?? []),
     // A raw JSON body is not a sentence: show the message inside it.
     message: body?.message && message?.trimStart().startsWith('{') ? body.message : message,

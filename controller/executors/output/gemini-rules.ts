@@ -43,21 +43,34 @@ export const GEMINI_RULES: readonly Rule[] = [
     when: text(/\binput token count\b[^\n]{0,80}\bexceeds the maximum\b|\bexceeds the maximum number of tokens\b/i),
   },
   // Set-up: gemini's own sentences say what to do, except "Invalid auth method selected."
-  { id: 'gemini.untrusted-directory', errorClass: 'fatal', when: any(exit(55), text(/\bnot running in a trusted directory\b/i)) },
+  {
+    id: 'gemini.untrusted-directory',
+    errorClass: 'fatal',
+    when: any(exit(55), text(/\bnot running in a trusted directory\b/i)),
+  },
   {
     id: 'gemini.auth-method',
     errorClass: 'fatal',
     when: text(/\bInvalid auth method selected\b/i),
     hint: 'set security.auth.selectedType to "gemini-api-key" in $HOME/.gemini/settings.json of the agent',
   },
-  { id: 'gemini.bad-key', errorClass: 'fatal', when: any(kind('api_key_invalid'), text(/\bAPI key not valid\b/i)), hint: 'check GEMINI_API_KEY in agent.env' },
+  {
+    id: 'gemini.bad-key',
+    errorClass: 'fatal',
+    when: any(kind('api_key_invalid'), text(/\bAPI key not valid\b/i)),
+    hint: 'check GEMINI_API_KEY in agent.env',
+  },
   { id: 'gemini.setup', errorClass: 'fatal', when: exit(41, 42, 44, 52) },
   // The turn limit (53), a failed tool (54), a cancel (130): the episode failed, nothing to wait out or fix.
   { id: 'gemini.turn-limit', errorClass: 'none', when: any(exit(53, 54, 130), text(/\bReached max session turns\b/i)) },
   // Quota errors gemini gives up on without "daily": a long suggested retry ("retry after 3600s").
   { id: 'gemini.terminal-quota', errorClass: 'usageLimit', when: kind('terminalquotaerror') },
   { id: 'gemini.auth', errorClass: 'fatal', when: any(status(401, 403), kind('permission_denied', 'unauthenticated')) },
-  { id: 'gemini.invalid-request', errorClass: 'fatal', when: any(status(400, 404), kind('invalid_argument', 'not_found', 'failed_precondition', 'modelnotfounderror')) },
+  {
+    id: 'gemini.invalid-request',
+    errorClass: 'fatal',
+    when: any(status(400, 404), kind('invalid_argument', 'not_found', 'failed_precondition', 'modelnotfounderror')),
+  },
   {
     id: 'gemini.transient',
     errorClass: 'transient',
@@ -73,7 +86,8 @@ export const GEMINI_RULES: readonly Rule[] = [
 ];
 
 // "Error when talking to Gemini API Full report available at: /path/report.json TerminalQuotaError: You …"
-const TALKING = /Error when talking to Gemini API(?: Full report available at: \S+)?\s+(_?[A-Za-z]*Error)?:?\s*([^\n]*)/;
+const TALKING =
+  /Error when talking to Gemini API(?: Full report available at: \S+)?\s+(_?[A-Za-z]*Error)?:?\s*([^\n]*)/;
 
 /** An exit code that is an HTTP status mod 256 (json and stream-json modes): 144..255 ↔ 400..511. */
 function statusFromExit(code: number | null): number | undefined {
@@ -123,9 +137,12 @@ export function geminiEvidence(out: FailureOutput): Evidence {
   const document = facts ? undefined : stderrErrorDocument(stderr);
   if (document?.type && !/^(error|unknown)$/i.test(document.type)) kinds.add(document.type.toLowerCase());
   const reported = facts?.agentError ? facts.errorMessage : document?.message;
-  const reportedStatus = facts?.apiStatus ?? (document?.code !== undefined && document.code >= 400 && document.code <= 599 ? document.code : undefined);
+  const reportedStatus =
+    facts?.apiStatus ??
+    (document?.code !== undefined && document.code >= 400 && document.code <= 599 ? document.code : undefined);
   // The sentence: the structured error, else what stderr says it was talking about, else its last line.
-  let message = reported !== undefined ? unwrap(reported) : talking?.[2] || lastBlock(quiet) || lastMeaningfulLine(out.stray);
+  let message =
+    reported !== undefined ? unwrap(reported) : talking?.[2] || lastBlock(quiet) || lastMeaningfulLine(out.stray);
   const body = findApiErrorBody(message ?? '') ?? findApiErrorBody(stderr);
   for (const k of body?.kinds ?? []) kinds.add(k);
   if (body?.message && (message === undefined || message.trimStart().startsWith('{'))) message = body.message;

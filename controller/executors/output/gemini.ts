@@ -142,7 +142,9 @@ export function createGeminiReader(): FormatReader {
       const stats = asObject(result.stats);
       return {
         agentError,
-        errorMessage: agentError ? (errorText(result.error) ?? severeError ?? `gemini status ${String(result.status)}`) : undefined,
+        errorMessage: agentError
+          ? (errorText(result.error) ?? severeError ?? `gemini status ${String(result.status)}`)
+          : undefined,
         apiStatus: agentError ? httpStatus(asObject(result.error)?.code) : undefined,
         errorKinds: agentError ? errorKinds(result.error) : undefined,
         hints,

@@ -4,7 +4,17 @@
 //   burn attempts against a wall; waiting until the stated reset is correct.
 // - fatal over transient: a bad key often arrives amid retry chatter (5xx, resets); retrying can never fix it.
 import { keepTail } from './json-fields.ts';
-import { any, CLASSIFY_TAIL_CHARS, NETWORK_TEXT, serverStatus, status, text, type Evidence, type FailureOutput, type Rule } from './rules.ts';
+import {
+  any,
+  CLASSIFY_TAIL_CHARS,
+  NETWORK_TEXT,
+  serverStatus,
+  status,
+  text,
+  type Evidence,
+  type FailureOutput,
+  type Rule,
+} from './rules.ts';
 import { findUsageLimit } from './usage-limit.ts';
 
 const FATAL_TEXT =
@@ -22,10 +32,16 @@ export const GENERIC_RULES: readonly Rule[] = [
   {
     id: 'generic.context-too-long',
     errorClass: 'contextTooLong',
-    when: text(/\bprompt is too long\b|\bcontext_length_exceeded\b|\bmaximum context length\b|\bcontext window\b[^\n]{0,40}\bexceed|\bexceeds the context window\b/i),
+    when: text(
+      /\bprompt is too long\b|\bcontext_length_exceeded\b|\bmaximum context length\b|\bcontext window\b[^\n]{0,40}\bexceed|\bexceeds the context window\b/i,
+    ),
   },
   { id: 'generic.fatal', errorClass: 'fatal', when: any(status(400, 401, 403, 404), text(FATAL_TEXT)) },
-  { id: 'generic.transient', errorClass: 'transient', when: any(status(429, 408), serverStatus, text(TRANSIENT_TEXT), text(NETWORK_TEXT)) },
+  {
+    id: 'generic.transient',
+    errorClass: 'transient',
+    when: any(status(429, 408), serverStatus, text(TRANSIENT_TEXT), text(NETWORK_TEXT)),
+  },
 ];
 
 const FATAL_STATUSES = new Set([400, 401, 403, 404]);
@@ -35,7 +51,11 @@ export function genericEvidence(out: FailureOutput, textFormat: boolean): Eviden
   const decisive = facts?.agentError === true;
   const texts = decisive
     ? [facts.errorMessage ?? '']
-    : [...(facts?.hints.texts ?? []), keepTail(out.stderr, CLASSIFY_TAIL_CHARS), keepTail(textFormat ? out.stdout : out.stray, CLASSIFY_TAIL_CHARS)];
+    : [
+        ...(facts?.hints.texts ?? []),
+        keepTail(out.stderr, CLASSIFY_TAIL_CHARS),
+        keepTail(textFormat ? out.stdout : out.stray, CLASSIFY_TAIL_CHARS),
+      ];
   const statuses = decisive ? (facts.apiStatus !== undefined ? [facts.apiStatus] : []) : (facts?.hints.statuses ?? []);
   return {
     exitCode: out.exitCode,

@@ -84,7 +84,10 @@ export function createOutputAnalyzer(opts: AnalyzerOptions, limits: AnalyzerLimi
     if (!reader) {
       if (mode !== 'detect') return;
       const format = detectFormat(object);
-      if (!format) return notDetected();
+      if (!format) {
+        notDetected();
+        return;
+      }
       reader = createReader(format);
       mode = 'json';
     }
@@ -126,7 +129,9 @@ export function createOutputAnalyzer(opts: AnalyzerOptions, limits: AnalyzerLimi
     const stdoutText = stdoutTail.text();
     const stderrText = stderrTail.text();
     // JSON formats name the final answer; for plain text it is the stdout tail minus any echo of the prompt.
-    const finalText = facts ? facts.finalText : withoutPromptEcho(stdoutText, opts.prompt, stdoutTail.totalBytes > tailBytes);
+    const finalText = facts
+      ? facts.finalText
+      : withoutPromptEcho(stdoutText, opts.prompt, stdoutTail.totalBytes > tailBytes);
     const tokens = facts?.tokens ?? zeroTokens();
     const reportedCost = facts?.costUSD;
     const cost = reportedCost ?? (opts.pricing ? costFromTokens(tokens, opts.pricing) : 0);

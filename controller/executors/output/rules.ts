@@ -58,7 +58,8 @@ export const kind =
 type Predicate = ((e: Evidence) => boolean) & { patterns?: RegExp[] };
 
 /** A text rule; its pattern also finds the line shown as the message when the CLI gave no sentence. */
-export const text = (pattern: RegExp): Predicate => Object.assign((e: Evidence) => pattern.test(e.text), { patterns: [pattern] });
+export const text = (pattern: RegExp): Predicate =>
+  Object.assign((e: Evidence) => pattern.test(e.text), { patterns: [pattern] });
 export const exit =
   (...codes: number[]) =>
   (e: Evidence): boolean =>
@@ -77,7 +78,8 @@ export function judge(rules: readonly Rule[], e: Evidence, ctx: JudgeContext): V
   const message = e.message ?? matchedLine(e.text, rule.when.patterns ?? []);
   const verdict: Verdict = { errorClass: rule.errorClass, rule: rule.id, message: withHint(message, rule.hint) };
   if (rule.errorClass === 'usageLimit') {
-    const structured = e.resetAtMs !== undefined && Number.isFinite(e.resetAtMs) ? new Date(e.resetAtMs).toISOString() : undefined;
+    const structured =
+      e.resetAtMs !== undefined && Number.isFinite(e.resetAtMs) ? new Date(e.resetAtMs).toISOString() : undefined;
     const limit = findUsageLimit(e.text);
     const fromText = parseResetAt(limit ? e.text.slice(limit.lineStart) : e.text, ctx.now, ctx.timeZone);
     verdict.resetAt = structured ?? fromText ?? rule.defaultReset?.(ctx.now)?.toISOString();

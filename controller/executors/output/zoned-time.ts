@@ -49,7 +49,14 @@ function partsAt(epochMs: number, formatter: Intl.DateTimeFormat): WallClock & {
   for (const p of formatter.formatToParts(new Date(epochMs))) {
     if (p.type !== 'literal') parts[p.type] = Number(p.value);
   }
-  return { year: parts.year, month: parts.month, day: parts.day, hour: parts.hour, minute: parts.minute, second: parts.second };
+  return {
+    year: parts.year,
+    month: parts.month,
+    day: parts.day,
+    hour: parts.hour,
+    minute: parts.minute,
+    second: parts.second,
+  };
 }
 
 /** The zone's UTC offset in ms at an instant (e.g. +3600000 for Berlin in winter). */
@@ -95,7 +102,13 @@ export function nextWallClockTime(
     }
   } else {
     for (const add of [0, 1, 2]) {
-      candidates.push({ year: today.year, month: today.month, day: today.day + add, hour: time.hour, minute: time.minute });
+      candidates.push({
+        year: today.year,
+        month: today.month,
+        day: today.day + add,
+        hour: time.hour,
+        minute: time.minute,
+      });
     }
   }
   for (const wall of candidates) {
@@ -109,6 +122,9 @@ export function nextWallClockTime(
 export function nextMidnight(now: Date, zone: string): Date | undefined {
   const today = wallClockAt(now.getTime(), zone);
   if (!today) return undefined;
-  const epoch = wallClockToEpoch({ year: today.year, month: today.month, day: today.day + 1, hour: 0, minute: 0 }, zone);
+  const epoch = wallClockToEpoch(
+    { year: today.year, month: today.month, day: today.day + 1, hour: 0, minute: 0 },
+    zone,
+  );
   return epoch === undefined ? undefined : new Date(epoch);
 }

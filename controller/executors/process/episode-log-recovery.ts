@@ -59,7 +59,8 @@ export async function recoverEpisodeFromLog(logFile: string, opts: LogRecoveryOp
     return { result: episodeResult({ exitCode: null, interrupted: true, message: INTERRUPTED }), how: 'no-log' };
   }
   const seen = probe.finish({ exitCode: 0 });
-  const exit: ProcessExit | undefined = notes.exit ?? (probe.sawFinal() ? { exitCode: seen.agentError ? 1 : 0 } : undefined);
+  const exit: ProcessExit | undefined =
+    notes.exit ?? (probe.sawFinal() ? { exitCode: seen.agentError ? 1 : 0 } : undefined);
   const analysis = main.finish(exit ?? { exitCode: null, signal: 'SIGKILL' });
   const spend = { costUSD: analysis.costUSD, tokens: analysis.tokens, format: analysis.format };
   const interrupted = (message = INTERRUPTED): RecoveredEpisode => ({
@@ -71,11 +72,17 @@ export async function recoverEpisodeFromLog(logFile: string, opts: LogRecoveryOp
   const exitFields = { exitCode: exit.exitCode, ...(exit.signal ? { signal: exit.signal } : {}) };
   if (notes.timedOut || notes.cancelled) {
     const message = notes.timedOut ? 'timed out (recorded from the episode log)' : 'cancelled';
-    return { result: episodeResult({ ...exitFields, timedOut: notes.timedOut, cancelled: notes.cancelled, message, ...spend }), finishedAt, how: 'exited' };
+    return {
+      result: episodeResult({ ...exitFields, timedOut: notes.timedOut, cancelled: notes.cancelled, message, ...spend }),
+      finishedAt,
+      how: 'exited',
+    };
   }
-  const claimsDone = exit.exitCode === 0 && !analysis.agentError && (analysis.completion !== undefined || opts.onExitZero);
+  const claimsDone =
+    exit.exitCode === 0 && !analysis.agentError && (analysis.completion !== undefined || opts.onExitZero);
   const needsVerify = claimsDone && opts.verify !== undefined && opts.verify.length > 0;
-  if (needsVerify && notes.verifyExitCode === undefined) return interrupted('the agent finished but its verify had not when the controller stopped');
+  if (needsVerify && notes.verifyExitCode === undefined)
+    return interrupted('the agent finished but its verify had not when the controller stopped');
   return {
     result: episodeResult({
       ...exitFields,
@@ -85,7 +92,9 @@ export async function recoverEpisodeFromLog(logFile: string, opts: LogRecoveryOp
       ...(analysis.resetAt ? { resetAt: analysis.resetAt } : {}),
       ...(analysis.completion ? { completion: analysis.completion } : {}),
       // What the agent's final text says (RALPH_STATUS, completion keywords), as a live episode records it.
-      ...(analysis.ralph || analysis.keywords ? { evidence: { ralph: analysis.ralph, completionKeywords: analysis.keywords } } : {}),
+      ...(analysis.ralph || analysis.keywords
+        ? { evidence: { ralph: analysis.ralph, completionKeywords: analysis.keywords } }
+        : {}),
       ...(needsVerify ? { verifyExitCode: notes.verifyExitCode } : {}),
       ...(analysis.message ? { message: analysis.message } : {}),
     }),

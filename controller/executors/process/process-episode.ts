@@ -118,8 +118,13 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
 
     let verify: VerifyOutcome | undefined;
     // With completion.signals, completion keywords and a test-only episode may add up to completion: verify too.
-    const scoreClaim = req.analyzer.signals === true && (analysis.keywords !== undefined || /^testing$/i.test(analysis.ralph?.workType ?? ''));
-    const claimsDone = exit.exitCode === 0 && !analysis.agentError && (analysis.completion !== undefined || req.onExitZero || scoreClaim);
+    const scoreClaim =
+      req.analyzer.signals === true &&
+      (analysis.keywords !== undefined || /^testing$/i.test(analysis.ralph?.workType ?? ''));
+    const claimsDone =
+      exit.exitCode === 0 &&
+      !analysis.agentError &&
+      (analysis.completion !== undefined || req.onExitZero || scoreClaim);
     if (claimsDone && req.verify && req.verify.length > 0 && !cancelled && !exit.timedOut) {
       const verifyTimeoutMs = Math.max(req.timeoutMs - (Date.now() - startedAt), MIN_VERIFY_TIMEOUT_MS);
       const tail = createByteTail(4096); // for the last line of its output in the message
@@ -204,7 +209,11 @@ function startProcess(execa: typeof import('execa').execa, argv: string[], o: Pr
   const pid = child.pid;
   if (pid === undefined) {
     const exit = child.then(
-      (r) => spawnFailure(r.code ?? 'ESPAWN', `cannot start ${file}: ${r.cause instanceof Error ? r.cause.message : r.shortMessage}`),
+      (r) =>
+        spawnFailure(
+          r.code ?? 'ESPAWN',
+          `cannot start ${file}: ${r.cause instanceof Error ? r.cause.message : r.shortMessage}`,
+        ),
       (err: unknown) => spawnFailure(errorCode(err), `cannot start ${file}: ${errorText(err)}`),
     );
     return { exit, cancel() {} };
@@ -215,12 +224,25 @@ function startProcess(execa: typeof import('execa').execa, argv: string[], o: Pr
   );
   const outputDone = o.log.follow(child.stdout!, child.stderr!, o.onOutput); // both 'pipe' above
   let stopping: Promise<void> | undefined;
-  const killTree = () => (stopping ??= killProcessTree(pid, { graceMs: o.killGraceMs, marker: o.marker, pgid: pid, startTime: pidStartTime, after }));
+  const killTree = () =>
+    (stopping ??= killProcessTree(pid, {
+      graceMs: o.killGraceMs,
+      marker: o.marker,
+      pgid: pid,
+      startTime: pidStartTime,
+      after,
+    }));
   let timedOut = false;
   let cancelled = false;
   let ended = false;
   const timer = Number.isFinite(o.timeoutMs)
-    ? setTimeout(() => ((timedOut = true), killTree()), Math.min(Math.max(o.timeoutMs, 0), MAX_TIMER_MS))
+    ? setTimeout(
+        () => {
+          timedOut = true;
+          killTree();
+        },
+        Math.min(Math.max(o.timeoutMs, 0), MAX_TIMER_MS),
+      )
     : undefined;
   const exit = exited.then(async ({ code, signal }): Promise<ProcessEnd> => {
     ended = true;
@@ -323,7 +345,9 @@ function buildResult(o: {
     ...(analysis.completion ? { completion: analysis.completion } : {}),
     costUSD: analysis.costUSD,
     tokens: analysis.tokens,
-    ...(analysis.ralph || analysis.keywords ? { evidence: { ralph: analysis.ralph, completionKeywords: analysis.keywords } } : {}),
+    ...(analysis.ralph || analysis.keywords
+      ? { evidence: { ralph: analysis.ralph, completionKeywords: analysis.keywords } }
+      : {}),
     ...(verify ? { verifyExitCode: verify.exitCode } : {}),
     ...(message ? { message: clip(message, MESSAGE_MAX) } : {}),
     durationMs: o.durationMs,
@@ -334,7 +358,11 @@ function buildResult(o: {
 function notStarted(req: ProcessEpisodeRequest, startedAt: number, err: unknown): RunningEpisode {
   const text = `cannot prepare episode: ${errorText(err)}`;
   const result = Promise.resolve().then(() => {
-    const analysis = createOutputAnalyzer(req.analyzer).finish({ exitCode: null, spawnErrorCode: errorCode(err, 'ESETUP'), spawnErrorMessage: text });
+    const analysis = createOutputAnalyzer(req.analyzer).finish({
+      exitCode: null,
+      spawnErrorCode: errorCode(err, 'ESETUP'),
+      spawnErrorMessage: text,
+    });
     return episodeResult({
       exitCode: null,
       format: analysis.format,

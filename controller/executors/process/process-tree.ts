@@ -238,7 +238,7 @@ export async function killProcessTree(pid: number, opts: KillTreeOptions = {}): 
   const termed = new Set<string>();
   const term = (procs: ProcStat[], includeGroups: boolean) => {
     const fresh = procs.filter((p) => !termed.has(`${p.pid}:${p.startTime}`));
-    fresh.forEach((p) => termed.add(`${p.pid}:${p.startTime}`));
+    for (const p of fresh) termed.add(`${p.pid}:${p.startTime}`);
     tree.signalAll(fresh, 'SIGTERM', includeGroups);
     // A stopped process would keep SIGTERM pending forever; let it handle it.
     tree.signalAll(fresh, 'SIGCONT', includeGroups);
@@ -305,7 +305,12 @@ export async function killOrphanEpisode(
   const stat = readProcStat(pid);
   if (!stat || isDeadState(stat.state) || stat.startTime !== pidStartTime) return false;
   const marker = readProcEnv(pid, TREE_MARKER_ENV);
-  await killProcessTree(pid, { graceMs: opts.graceMs, marker, pgid: stat.pgid === pid ? pid : undefined, startTime: pidStartTime });
+  await killProcessTree(pid, {
+    graceMs: opts.graceMs,
+    marker,
+    pgid: stat.pgid === pid ? pid : undefined,
+    startTime: pidStartTime,
+  });
   return true;
 }
 
@@ -316,9 +321,16 @@ export async function killOrphanEpisode(
  */
 export async function killMarkedProcesses(marker: string, opts: { graceMs?: number } = {}): Promise<boolean> {
   if (!hasProc() || marker === '') return false;
-  const carriers = listLiveProcs().filter((p) => p.pid !== process.pid && readProcEnv(p.pid, TREE_MARKER_ENV) === marker);
+  const carriers = listLiveProcs().filter(
+    (p) => p.pid !== process.pid && readProcEnv(p.pid, TREE_MARKER_ENV) === marker,
+  );
   if (carriers.length === 0) return false;
   const root = carriers.find((p) => p.pgid === p.pid) ?? carriers[0];
-  await killProcessTree(root.pid, { graceMs: opts.graceMs, marker, pgid: root.pgid === root.pid ? root.pid : undefined, startTime: root.startTime });
+  await killProcessTree(root.pid, {
+    graceMs: opts.graceMs,
+    marker,
+    pgid: root.pgid === root.pid ? root.pid : undefined,
+    startTime: root.startTime,
+  });
   return true;
 }

@@ -22,7 +22,10 @@ export function episodeRecordName(task: string, number: number): string {
   return episodePodName(task, number);
 }
 
-export function agentEpisodeObject(task: ClusterTask, record: EpisodeRecord): AgentEpisode & { metadata: { ownerReferences: unknown[] } } {
+export function agentEpisodeObject(
+  task: ClusterTask,
+  record: EpisodeRecord,
+): AgentEpisode & { metadata: { ownerReferences: unknown[] } } {
   return {
     apiVersion: API_VERSION,
     kind: EPISODE_KIND,
@@ -30,7 +33,16 @@ export function agentEpisodeObject(task: ClusterTask, record: EpisodeRecord): Ag
       name: episodeRecordName(task.name, record.number),
       namespace: task.namespace,
       labels: { [TASK_LABEL]: task.name, [EPISODE_LABEL]: String(record.number), [MANAGED_BY_LABEL]: 'episodic' },
-      ownerReferences: [{ apiVersion: API_VERSION, kind: KIND, name: task.name, uid: task.object.metadata.uid, controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: KIND,
+          name: task.name,
+          uid: task.object.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     record,
   };
@@ -59,7 +71,10 @@ export class EpisodeRecordWriter {
   /** Queues the record; it is created (and older ones pruned) in the background. */
   record(task: ClusterTask, record: EpisodeRecord): void {
     void this.enqueue(task.key, () => this.create(task, record)).catch((err: unknown) =>
-      this.opts.log.error({ namespace: task.namespace, task: task.name, episode: record.number, err: String(err) }, 'episode record not written'),
+      this.opts.log.error(
+        { namespace: task.namespace, task: task.name, episode: record.number, err: String(err) },
+        'episode record not written',
+      ),
     );
   }
 
@@ -97,7 +112,9 @@ export class EpisodeRecordWriter {
       } catch (err) {
         if (isStatus(err, 409)) {
           // Looked up with list, the verb pruning needs anyway: the role has no `get` of AgentEpisodes.
-          const [existing] = await this.list(task.namespace, { fieldSelector: `metadata.name=${body.metadata.name}` }).catch(() => []);
+          const [existing] = await this.list(task.namespace, {
+            fieldSelector: `metadata.name=${body.metadata.name}`,
+          }).catch(() => []);
           if (existing && ownerUid(existing) === uid) break; // recorded before a restart
           // A record of an earlier task with this name is in the way: it goes, and ours is created.
           if (existing) await this.delete(existing).catch(() => undefined);
@@ -105,14 +122,19 @@ export class EpisodeRecordWriter {
           return;
         }
         // Unref'd: a retry waiting for an unreachable API server must not keep a stopped controller alive.
-        await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, (this.opts.retryMs ?? 200) * 2 ** failures++)).unref());
+        await new Promise((resolve) =>
+          setTimeout(resolve, Math.min(30_000, (this.opts.retryMs ?? 200) * 2 ** failures++)).unref(),
+        );
       }
     }
     if (this.stopped) return; // leadership lost, or shutdown past its grace: nothing more is written
     try {
       await this.prune(task, record.number);
     } catch (err) {
-      this.opts.log.warn({ namespace: task.namespace, task: task.name, err: String(err) }, 'old episode records not pruned yet; the next record tries again');
+      this.opts.log.warn(
+        { namespace: task.namespace, task: task.name, err: String(err) },
+        'old episode records not pruned yet; the next record tries again',
+      );
     }
   }
 
@@ -124,7 +146,12 @@ export class EpisodeRecordWriter {
     if (!known || known.uid !== uid) {
       // Numbers run from 1: up to `keep` of them, nothing can be past it yet, and no list is needed.
       if (number <= keep) return;
-      known = { uid, numbers: (await this.list(task.namespace, this.ofTask(task))).filter((r) => ownerUid(r) === uid).map(recordNumber) };
+      known = {
+        uid,
+        numbers: (await this.list(task.namespace, this.ofTask(task)))
+          .filter((r) => ownerUid(r) === uid)
+          .map(recordNumber),
+      };
       this.known.set(task.key, known);
     }
     if (!known.numbers.includes(number)) known.numbers.push(number);
@@ -147,7 +174,10 @@ export class EpisodeRecordWriter {
     }
     // A new task with the same name may exist already (this one is gone): its records stay.
     const live = this.opts.tasks.get(task.key);
-    const keepUid = live && live.metadata.uid !== task.object.metadata.uid && !live.metadata.deletionTimestamp ? live.metadata.uid : undefined;
+    const keepUid =
+      live && live.metadata.uid !== task.object.metadata.uid && !live.metadata.deletionTimestamp
+        ? live.metadata.uid
+        : undefined;
     await Promise.all(records.filter((r) => ownerUid(r) !== keepUid).map((r) => this.delete(r)));
   }
 
@@ -163,7 +193,11 @@ export class EpisodeRecordWriter {
   private async delete(obj: { metadata: { name: string; namespace?: string; uid?: string } }): Promise<void> {
     const preconditions = obj.metadata.uid ? { uid: obj.metadata.uid } : undefined;
     try {
-      await this.opts.client.delete(episodesPath(obj.metadata.namespace as string, obj.metadata.name), { apiVersion: 'v1', kind: 'DeleteOptions', preconditions }, 'bookkeeping');
+      await this.opts.client.delete(
+        episodesPath(obj.metadata.namespace as string, obj.metadata.name),
+        { apiVersion: 'v1', kind: 'DeleteOptions', preconditions },
+        'bookkeeping',
+      );
     } catch (err) {
       // Gone already, or another object has the name now: nothing of ours to delete.
       if (!isStatus(err, 404) && !isStatus(err, 409)) throw err;
@@ -179,8 +213,12 @@ export class EpisodeRecordWriter {
     const kind = `${err.status}`;
     if (!this.warned.has(kind)) {
       this.warned.add(kind);
-      const hint = err.status === 404 ? ' (is the AgentEpisode CRD installed? `episodic crd | kubectl apply -f -`)' : '';
-      this.opts.log.warn({ namespace: task.namespace, task: task.name, err: err.message }, `${consequence}: ${err.message}${hint}`);
+      const hint =
+        err.status === 404 ? ' (is the AgentEpisode CRD installed? `episodic crd | kubectl apply -f -`)' : '';
+      this.opts.log.warn(
+        { namespace: task.namespace, task: task.name, err: err.message },
+        `${consequence}: ${err.message}${hint}`,
+      );
     }
     return true;
   }

@@ -21,7 +21,13 @@ export class KubeStatusSink implements StatusSink<ClusterTask> {
   private readonly records: EpisodeRecordWriter;
   private readonly log: Logger;
 
-  constructor(opts: { tasks: Informer<KubeObject>; writer: StatusWriter; events: EventRecorder; records: EpisodeRecordWriter; log: Logger }) {
+  constructor(opts: {
+    tasks: Informer<KubeObject>;
+    writer: StatusWriter;
+    events: EventRecorder;
+    records: EpisodeRecordWriter;
+    log: Logger;
+  }) {
     this.tasks = opts.tasks;
     this.writer = opts.writer;
     this.events = opts.events;
@@ -42,18 +48,32 @@ export class KubeStatusSink implements StatusSink<ClusterTask> {
   async write(task: ClusterTask, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void> {
     const problems = statusProblems(status);
     // A bug or a broken agent report must never replace what is on record with something unreadable.
-    if (problems.length > 0) throw new TerminalError(`refusing to write an invalid status for ${task.key}: ${problems.slice(0, 3).join('; ')}`);
+    if (problems.length > 0)
+      throw new TerminalError(
+        `refusing to write an invalid status for ${task.key}: ${problems.slice(0, 3).join('; ')}`,
+      );
     const server = parseStatus(this.tasks.get(task.key)?.status);
     // The pod's name follows from the episode: naming it now saves a second write once the pod exists.
     const current = status.currentEpisode;
-    if (current && !current.podName) status = { ...status, currentEpisode: { ...current, podName: episodePodName(task.name, current.number) } };
+    if (current && !current.podName)
+      status = { ...status, currentEpisode: { ...current, podName: episodePodName(task.name, current.number) } };
     this.writer.set(task.key, status);
-    if (opts.beforeStart && (server.lastEpisode?.number ?? 0) !== (status.lastEpisode?.number ?? 0)) await this.writer.flush(task.key);
+    if (opts.beforeStart && (server.lastEpisode?.number ?? 0) !== (status.lastEpisode?.number ?? 0))
+      await this.writer.flush(task.key);
   }
 
-  event(task: ClusterTask, type: 'Normal' | 'Warning', reason: string, message: string, details: Record<string, unknown>): void {
+  event(
+    task: ClusterTask,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+    details: Record<string, unknown>,
+  ): void {
     this.events.record(task.object, type, reason, message);
-    this.log[type === 'Warning' ? 'warn' : 'info']({ namespace: task.namespace, task: task.name, event: reason, ...details }, message);
+    this.log[type === 'Warning' ? 'warn' : 'info'](
+      { namespace: task.namespace, task: task.name, event: reason, ...details },
+      message,
+    );
   }
 
   /** In the background: the next episode never waits for the record of the last one. */

@@ -175,7 +175,13 @@ export class StatusWriter {
       } catch (err) {
         this.opts.onWriteError?.(key, err);
         // Gone, or a status the API server will never accept (a bug, not weather): retrying cannot help.
-        if (err instanceof KubeError && err.status >= 400 && err.status < 500 && err.status !== 409 && err.status !== 429) {
+        if (
+          err instanceof KubeError &&
+          err.status >= 400 &&
+          err.status < 500 &&
+          err.status !== 409 &&
+          err.status !== 429
+        ) {
           if (this.desired.get(key) === status) this.desired.delete(key);
           continue;
         }
@@ -192,6 +198,12 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 function canonical(value: unknown): string {
   return JSON.stringify(value, (_key, v) =>
-    isPlainObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v,
+    isPlainObject(v)
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, v[k]]),
+        )
+      : v,
   );
 }

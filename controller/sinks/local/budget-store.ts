@@ -52,10 +52,24 @@ export class LocalBudgetStore implements BudgetStore {
     const next = new Map<string, LocalBudget>();
     for (const [key, b] of loaded.budgets) {
       const old = before.get(key);
-      next.set(key, old && old.specHash === b.specHash ? old : { key, namespace: b.namespace, name: b.name, generation: 1, spec: b.spec, specError: b.errors.join('; ') || undefined, specHash: b.specHash });
+      next.set(
+        key,
+        old && old.specHash === b.specHash
+          ? old
+          : {
+              key,
+              namespace: b.namespace,
+              name: b.name,
+              generation: 1,
+              spec: b.spec,
+              specError: b.errors.join('; ') || undefined,
+              specHash: b.specHash,
+            },
+      );
     }
     this.budgets = next;
-    for (const key of new Set([...before.keys(), ...next.keys()])) if (before.get(key) !== next.get(key)) for (const l of this.listeners) l(key);
+    for (const key of new Set([...before.keys(), ...next.keys()]))
+      if (before.get(key) !== next.get(key)) for (const l of this.listeners) l(key);
   }
 
   list(): Iterable<DesiredBudget> {
@@ -68,10 +82,18 @@ export class LocalBudgetStore implements BudgetStore {
 
   async write(budget: DesiredBudget, status: AgentBudgetStatus): Promise<void> {
     this.statuses.set(budget.key, status);
-    const record = { apiVersion: 'episodic.dev/v1alpha1', kind: 'AgentBudget', namespace: budget.namespace, name: budget.name, status };
-    await writeFileAtomic(this.pathFor(budget.namespace, budget.name), `${JSON.stringify(record, null, 2)}\n`).catch((err: unknown) => {
-      throw storeFullError(err, dirname(this.root)) ?? err; // a full disk is said once, by the status sink
-    });
+    const record = {
+      apiVersion: 'episodic.dev/v1alpha1',
+      kind: 'AgentBudget',
+      namespace: budget.namespace,
+      name: budget.name,
+      status,
+    };
+    await writeFileAtomic(this.pathFor(budget.namespace, budget.name), `${JSON.stringify(record, null, 2)}\n`).catch(
+      (err: unknown) => {
+        throw storeFullError(err, dirname(this.root)) ?? err; // a full disk is said once, by the status sink
+      },
+    );
   }
 
   subscribe(onChange: (key: string) => void): void {

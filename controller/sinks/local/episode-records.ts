@@ -85,7 +85,12 @@ function latestPerNumber(records: EpisodeRecord[]): EpisodeRecord[] {
  * episode when a crash came between writing that status and appending its record (the evidence and
  * tokens of that one episode are then unknown; its outcome, times, cost and message are in status).
  */
-export function recoverRecords(path: string, task: string, status: AgentTaskStatus, onSyncError: (err: Error) => void): void {
+export function recoverRecords(
+  path: string,
+  task: string,
+  status: AgentTaskStatus,
+  onSyncError: (err: Error) => void,
+): void {
   let fd: number;
   try {
     fd = openSync(path, 'r+');

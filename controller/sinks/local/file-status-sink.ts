@@ -59,12 +59,21 @@ export class FileStatusSink implements StatusSink<LocalTask> {
    */
   async write(task: LocalTask, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void> {
     const prev = this.records.get(task.key);
-    const next: StoredStatus = { namespace: task.namespace, name: task.name, generation: task.generation, specHash: task.specHash, status };
+    const next: StoredStatus = {
+      namespace: task.namespace,
+      name: task.name,
+      generation: task.generation,
+      specHash: task.specHash,
+      status,
+    };
     // Most passes change nothing: only a status that differs from the one held is validated and written.
     if (prev && JSON.stringify(prev) === JSON.stringify(next)) return;
     const problems = statusProblems(status);
     // A bug or a broken agent report must never replace what is on record with something unreadable.
-    if (problems.length > 0) throw new TerminalError(`refusing to write an invalid status for ${task.key}: ${problems.slice(0, 3).join('; ')}`);
+    if (problems.length > 0)
+      throw new TerminalError(
+        `refusing to write an invalid status for ${task.key}: ${problems.slice(0, 3).join('; ')}`,
+      );
     this.records.set(task.key, next);
     // Known to this run, never written: what is on record there stays until a person looks at it.
     if (this.unreadable.has(task.key)) return;
@@ -84,10 +93,20 @@ export class FileStatusSink implements StatusSink<LocalTask> {
     }
     let visible!: () => void;
     let onDisk = false;
-    const onRecord = new Promise<void>((resolve) => (visible = () => ((onDisk = true), resolve())));
+    const onRecord = new Promise<void>(
+      (resolve) =>
+        (visible = () => {
+          onDisk = true;
+          resolve();
+        }),
+    );
     const written = this.store.write(next, { durable, onVisible: visible });
     written.catch((err: unknown) => {
-      if (onDisk) this.logger.error({ namespace: task.namespace, task: task.name, err }, 'status of a started episode may not survive a power loss');
+      if (onDisk)
+        this.logger.error(
+          { namespace: task.namespace, task: task.name, err },
+          'status of a started episode may not survive a power loss',
+        );
     });
     await Promise.race([onRecord, written]).catch(failed); // `written` rejects first when the write failed
     this.roomAgain();
@@ -98,7 +117,8 @@ export class FileStatusSink implements StatusSink<LocalTask> {
 
   private noRoom(err: unknown): StoreFullError | undefined {
     const full = storeFullError(err, this.stateDir);
-    if (full && !this.full) this.logger.error(`${full.message}; no episode starts until there is room again, and what is recorded is kept`);
+    if (full && !this.full)
+      this.logger.error(`${full.message}; no episode starts until there is room again, and what is recorded is kept`);
     if (full) this.full = full;
     return full;
   }
@@ -113,7 +133,10 @@ export class FileStatusSink implements StatusSink<LocalTask> {
     try {
       appendRecord(episodesPath(this.stateDir, task.namespace, task.name), record, this.syncError(task));
     } catch (err) {
-      this.logger.error({ namespace: task.namespace, task: task.name, episode: record.number, err }, 'episode record not written');
+      this.logger.error(
+        { namespace: task.namespace, task: task.name, episode: record.number, err },
+        'episode record not written',
+      );
     }
   }
 
@@ -121,11 +144,24 @@ export class FileStatusSink implements StatusSink<LocalTask> {
   async forget(): Promise<void> {}
 
   private syncError(task: { namespace: string; name: string }): (err: Error) => void {
-    return (err) => this.logger.warn({ namespace: task.namespace, task: task.name, err }, 'episode record may not survive a power loss');
+    return (err) =>
+      this.logger.warn(
+        { namespace: task.namespace, task: task.name, err },
+        'episode record may not survive a power loss',
+      );
   }
 
-  event(task: LocalTask, type: 'Normal' | 'Warning', reason: string, message: string, details: Record<string, unknown>): void {
-    this.logger[type === 'Warning' ? 'warn' : 'info']({ namespace: task.namespace, task: task.name, event: reason, ...details }, message);
+  event(
+    task: LocalTask,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+    details: Record<string, unknown>,
+  ): void {
+    this.logger[type === 'Warning' ? 'warn' : 'info'](
+      { namespace: task.namespace, task: task.name, event: reason, ...details },
+      message,
+    );
   }
 }
 

@@ -44,7 +44,11 @@ export class FileStatusStore {
   }
 
   /** Every stored status; unreadable files are reported, not fatal (and never deleted: nothing recorded is lost). */
-  async readAll(): Promise<{ records: StoredStatus[]; errors: string[]; unreadable: Array<{ key: string; message: string }> }> {
+  async readAll(): Promise<{
+    records: StoredStatus[];
+    errors: string[];
+    unreadable: Array<{ key: string; message: string }>;
+  }> {
     const records: StoredStatus[] = [];
     const errors: string[] = [];
     const unreadable: Array<{ key: string; message: string }> = [];
@@ -65,7 +69,8 @@ export class FileStatusStore {
         try {
           records.push(StoredStatusSchema.parse(JSON.parse(await readFile(path, 'utf8'))));
         } catch (err) {
-          const why = err instanceof z.ZodError ? describeIssues(err, '').join('; ') : (err as Error).message.split('\n')[0];
+          const why =
+            err instanceof z.ZodError ? describeIssues(err, '').join('; ') : (err as Error).message.split('\n')[0];
           const message = `${path}: unreadable status file (${why.slice(0, 300)}); left in place`;
           errors.push(message);
           unreadable.push({ key: `${ns}/${f.slice(0, -'.json'.length)}`, message });
@@ -135,14 +140,16 @@ const dirSyncs = new Map<string, { running: Promise<void>; next?: Promise<void> 
 function syncDirectory(dir: string): Promise<void> {
   const state = dirSyncs.get(dir);
   if (state) {
-    state.next ??= state.running.then(
-      () => undefined,
-      () => undefined,
-    ).then(() => {
-      state.running = state.next as Promise<void>;
-      state.next = undefined;
-      return fsyncDir(dir);
-    });
+    state.next ??= state.running
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .then(() => {
+        state.running = state.next as Promise<void>;
+        state.next = undefined;
+        return fsyncDir(dir);
+      });
     return state.next;
   }
   const running = fsyncDir(dir).finally(() => {
@@ -163,7 +170,11 @@ async function fsyncDir(dir: string): Promise<void> {
 }
 
 // What "no room" looks like: a full disk, a quota, a file size limit (RLIMIT_FSIZE).
-const FULL = { ENOSPC: 'no space left on device', EDQUOT: 'disk quota exceeded', EFBIG: 'file too large for a file size limit' } as Record<string, string>;
+const FULL = {
+  ENOSPC: 'no space left on device',
+  EDQUOT: 'disk quota exceeded',
+  EFBIG: 'file too large for a file size limit',
+} as Record<string, string>;
 
 /** A StoreFullError naming the state directory when `err` says the disk has no room; else undefined. */
 export function storeFullError(err: unknown, stateDir: string): StoreFullError | undefined {

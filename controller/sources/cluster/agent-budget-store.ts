@@ -35,7 +35,8 @@ export class AgentBudgetStore implements BudgetStore {
     const mine = this.written.get(budget.key);
     if (mine) return mine;
     const parsed = AgentBudgetStatusSchema.safeParse(this.budgets.get(budget.key)?.status ?? {});
-    if (!parsed.success) this.log.warn({ budget: budget.key }, 'AgentBudget status does not parse; its ledger starts over');
+    if (!parsed.success)
+      this.log.warn({ budget: budget.key }, 'AgentBudget status does not parse; its ledger starts over');
     return parsed.success ? parsed.data : undefined;
   }
 

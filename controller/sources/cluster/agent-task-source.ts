@@ -2,7 +2,12 @@
 // around until the controller has stopped its episode and removed its pods.
 import type { Logger } from 'pino';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../../api/agent-task.ts';
-import { parseResumeRequest, RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../../api/resume.ts';
+import {
+  parseResumeRequest,
+  RESUME_ANNOTATION,
+  RESUME_BY_ANNOTATION,
+  RESUME_EPISODES_ANNOTATION,
+} from '../../api/resume.ts';
 import type { ResumeRequest } from '../../api/resume.ts';
 import { clusterSpec } from '../../cluster/episode-defaults.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
@@ -16,7 +21,12 @@ export function taskPath(namespace: string, name: string, subresource = ''): str
   return `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}/${name}${subresource ? `/${subresource}` : ''}`;
 }
 
-export const cleanupFinalizer = new Finalizer({ name: 'episodic.dev/cleanup', apiVersion: API_VERSION, kind: KIND, path: taskPath });
+export const cleanupFinalizer = new Finalizer({
+  name: 'episodic.dev/cleanup',
+  apiVersion: API_VERSION,
+  kind: KIND,
+  path: taskPath,
+});
 
 /** A task as the cluster has it: the object itself comes along for owner references and events. */
 export interface ClusterTask extends DesiredTask {
@@ -74,7 +84,8 @@ export class AgentTaskSource implements TaskSource<ClusterTask> {
     if (!obj || !cleanupFinalizer.isOn(obj)) return;
     const updated = await cleanupFinalizer.remove(this.opts.client, obj);
     // Without finalizers a deleting object is gone: caching the API's last answer would resurrect it.
-    if (updated && !(updated.metadata.deletionTimestamp && (updated.metadata.finalizers ?? []).length === 0)) this.opts.tasks.upsert(updated);
+    if (updated && !(updated.metadata.deletionTimestamp && (updated.metadata.finalizers ?? []).length === 0))
+      this.opts.tasks.upsert(updated);
   }
 
   private desired(obj: KubeObject): ClusterTask {
@@ -118,7 +129,10 @@ export class AgentTaskSource implements TaskSource<ClusterTask> {
       const updated = await cleanupFinalizer.add(this.opts.client, obj);
       if (updated) this.opts.tasks.upsert(updated);
     } catch (err) {
-      this.opts.log.warn({ namespace: obj.metadata.namespace, task: obj.metadata.name, err: String(err) }, 'could not add finalizer; will retry');
+      this.opts.log.warn(
+        { namespace: obj.metadata.namespace, task: obj.metadata.name, err: String(err) },
+        'could not add finalizer; will retry',
+      );
     }
   }
 }
@@ -128,6 +142,13 @@ function resumeRequestOf(obj: KubeObject): ResumeRequest | undefined {
   const annotations = (obj.metadata.annotations ?? {}) as Record<string, string>;
   const token = annotations[RESUME_ANNOTATION];
   if (token === undefined) return undefined;
-  const where = { token: `annotation ${RESUME_ANNOTATION}`, episodes: `annotation ${RESUME_EPISODES_ANNOTATION}`, by: `annotation ${RESUME_BY_ANNOTATION}` };
-  return parseResumeRequest({ token, by: annotations[RESUME_BY_ANNOTATION] ?? 'annotation', episodes: annotations[RESUME_EPISODES_ANNOTATION] }, where);
+  const where = {
+    token: `annotation ${RESUME_ANNOTATION}`,
+    episodes: `annotation ${RESUME_EPISODES_ANNOTATION}`,
+    by: `annotation ${RESUME_BY_ANNOTATION}`,
+  };
+  return parseResumeRequest(
+    { token, by: annotations[RESUME_BY_ANNOTATION] ?? 'annotation', episodes: annotations[RESUME_EPISODES_ANNOTATION] },
+    where,
+  );
 }

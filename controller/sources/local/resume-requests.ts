@@ -21,7 +21,12 @@ export function resumeRequestPath(stateDir: string, namespace: string, name: str
 }
 
 /** Writes the request atomically: a reader sees the old file or the new one, never half of one. */
-export function writeResumeRequest(stateDir: string, namespace: string, name: string, request: { token: string; by: string; episodes?: number }): string {
+export function writeResumeRequest(
+  stateDir: string,
+  namespace: string,
+  name: string,
+  request: { token: string; by: string; episodes?: number },
+): string {
   const path = resumeRequestPath(stateDir, namespace, name);
   mkdirSync(join(resumeDir(stateDir), namespace), { recursive: true });
   const tmp = `${path}.${randomUUID()}.tmp`;
@@ -37,7 +42,8 @@ export function readResumeRequest(path: string, onError: (message: string) => vo
     if (statSync(path).size > MAX_BYTES) throw new Error(`larger than ${MAX_BYTES} bytes`);
     raw = JSON.parse(readFileSync(path, 'utf8'));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') onError(`${path}: not a resume request: ${(err as Error).message}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      onError(`${path}: not a resume request: ${(err as Error).message}`);
     return undefined;
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
@@ -59,7 +65,11 @@ export class ResumeRequestPoller {
   private readonly onChange: (key: string, request: ResumeRequest | undefined) => void;
   private readonly onError: (message: string) => void;
 
-  constructor(stateDir: string, onChange: (key: string, request: ResumeRequest | undefined) => void, onError: (message: string) => void) {
+  constructor(
+    stateDir: string,
+    onChange: (key: string, request: ResumeRequest | undefined) => void,
+    onError: (message: string) => void,
+  ) {
     this.stateDir = stateDir;
     this.onChange = onChange;
     this.onError = onError;

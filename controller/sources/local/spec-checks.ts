@@ -35,14 +35,22 @@ export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) =>
       out.byTask.set(t.key, [...(out.byTask.get(t.key) ?? []), line]);
     };
     const root = resolve(rootOf(t));
-    const ws = typeof spec.workspace === 'string' ? spec.workspace : spec.workspace === undefined ? join('ws', t.name) : undefined;
+    const ws =
+      typeof spec.workspace === 'string'
+        ? spec.workspace
+        : spec.workspace === undefined
+          ? join('ws', t.name)
+          : undefined;
     const wsDir = ws === undefined ? undefined : resolve(dirname(t.file), ws);
     if (wsDir && !isInside(root, wsDir)) fail(`${at}: spec.workspace: resolves outside the spec directory ${root}`);
     else if (wsDir && existsSync(root)) {
       const problem = workspaceOnDisk(realpathSync(root), wsDir);
       if (problem) fail(`${at}: spec.workspace: ${problem}`);
     }
-    if (spec.promptFile !== undefined && (isAbsolute(spec.promptFile) || (wsDir && !isInside(wsDir, resolve(wsDir, spec.promptFile))))) {
+    if (
+      spec.promptFile !== undefined &&
+      (isAbsolute(spec.promptFile) || (wsDir && !isInside(wsDir, resolve(wsDir, spec.promptFile))))
+    ) {
       fail(`${at}: spec.promptFile: must be a path inside the workspace`);
     }
     if (spec.dependsOn.includes(t.name)) fail(`${at}: spec.dependsOn: names the task itself`);
@@ -52,7 +60,9 @@ export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) =>
     }
     for (const dep of spec.dependsOn) {
       if (dep !== t.name && !names.get(t.namespace)?.has(dep)) {
-        out.warnings.push(`${at}: spec.dependsOn: no task ${t.namespace}/${dep} here; the task waits until one appears`);
+        out.warnings.push(
+          `${at}: spec.dependsOn: no task ${t.namespace}/${dep} here; the task waits until one appears`,
+        );
       }
     }
   }
@@ -77,7 +87,10 @@ function workspaceOnDisk(rootReal: string, wsDir: string): string | undefined {
  * The loaded specs with every task that failed a check kept from running: no spec, the errors as its
  * specError (Failed, InvalidSpec, before any episode), as if the schema had refused it.
  */
-export function withoutFailedChecks<T extends { tasks: Map<string, SpecTask> }>(loaded: T, checked: SpecCheckResult): T {
+export function withoutFailedChecks<T extends { tasks: Map<string, SpecTask> }>(
+  loaded: T,
+  checked: SpecCheckResult,
+): T {
   if (checked.byTask.size === 0) return loaded;
   const tasks = new Map(loaded.tasks);
   for (const [key, errors] of checked.byTask) {

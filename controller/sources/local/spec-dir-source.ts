@@ -25,7 +25,10 @@ export class SpecDirSource implements TaskSource<LocalTask> {
    * task must not run although its spec is fine (its status file is unreadable: running it would start
    * over from episode 1 and ignore its caps).
    */
-  constructor(recorded: (key: string) => { generation: number; specHash: string } | undefined, blocked: (key: string) => string | undefined = () => undefined) {
+  constructor(
+    recorded: (key: string) => { generation: number; specHash: string } | undefined,
+    blocked: (key: string) => string | undefined = () => undefined,
+  ) {
     this.recorded = recorded;
     this.blocked = blocked;
   }
@@ -36,7 +39,10 @@ export class SpecDirSource implements TaskSource<LocalTask> {
     const next = new Map<string, LocalTask>();
     for (const [key, spec] of loaded.tasks) {
       const old = before.get(key);
-      next.set(key, old && old.specHash === spec.specHash && sameLabels(old.labels, spec.labels) ? old : this.desired(spec, old));
+      next.set(
+        key,
+        old && old.specHash === spec.specHash && sameLabels(old.labels, spec.labels) ? old : this.desired(spec, old),
+      );
     }
     this.tasks = next;
     for (const key of new Set([...before.keys(), ...next.keys()])) {
@@ -82,8 +88,11 @@ export class SpecDirSource implements TaskSource<LocalTask> {
       name: spec.name,
       generation,
       spec: blocked ? undefined : spec.spec,
-      specError: blocked ? `cannot run: ${blocked}; fix or remove the file to run this task again` : spec.errors.join('; ') || undefined,
-      dependsOn: spec.spec?.dependsOn ?? (Array.isArray(raw) ? raw.filter((d): d is string => typeof d === 'string') : []),
+      specError: blocked
+        ? `cannot run: ${blocked}; fix or remove the file to run this task again`
+        : spec.errors.join('; ') || undefined,
+      dependsOn:
+        spec.spec?.dependsOn ?? (Array.isArray(raw) ? raw.filter((d): d is string => typeof d === 'string') : []),
       deleting: false,
       resumeRequest: this.requests.get(spec.key),
       labels: spec.labels,
@@ -94,6 +103,9 @@ export class SpecDirSource implements TaskSource<LocalTask> {
   }
 }
 
-function sameLabels(a: Readonly<Record<string, string>> | undefined, b: Readonly<Record<string, string>> | undefined): boolean {
+function sameLabels(
+  a: Readonly<Record<string, string>> | undefined,
+  b: Readonly<Record<string, string>> | undefined,
+): boolean {
   return JSON.stringify(Object.entries(a ?? {}).sort()) === JSON.stringify(Object.entries(b ?? {}).sort());
 }

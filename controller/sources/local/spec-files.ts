@@ -55,7 +55,7 @@ export function isSpecFileName(name: string): boolean {
 
 export function parseSpecText(file: string, text: string): ParsedFile {
   const out: ParsedFile = { tasks: [], errors: [], ignored: [] };
-  let docs;
+  let docs: YamlDocument[];
   try {
     docs = parseDocuments(text);
   } catch (err) {
@@ -75,7 +75,10 @@ export function parseSpecText(file: string, text: string): ParsedFile {
       return;
     }
     const manifest = value as Record<string, unknown>;
-    if (manifest.kind === BUDGET_KIND) return parseBudget(manifest, where, file, out);
+    if (manifest.kind === BUDGET_KIND) {
+      parseBudget(manifest, where, file, out);
+      return;
+    }
     if (manifest.kind !== KIND) {
       out.ignored.push(`${where}: kind ${String(manifest.kind ?? '(none)')}`);
       return;
@@ -104,7 +107,11 @@ function labelsOf(manifest: Record<string, unknown>): Record<string, string> | u
 }
 
 /** apiVersion and metadata, the same for every kind: the name and namespace, or undefined with the errors recorded. */
-function objectMetadata(manifest: Record<string, unknown>, where: string, out: ParsedFile): { name: string; namespace: string } | undefined {
+function objectMetadata(
+  manifest: Record<string, unknown>,
+  where: string,
+  out: ParsedFile,
+): { name: string; namespace: string } | undefined {
   if (manifest.apiVersion !== API_VERSION) {
     out.errors.push(`${where}: apiVersion: expected "${API_VERSION}", got "${String(manifest.apiVersion)}"`);
     return undefined;
@@ -195,9 +202,16 @@ export async function loadSpecDir(dir: string): Promise<LoadedSpecs> {
   const root = resolve(dir);
   const entries = await readdir(root, { withFileTypes: true });
   const rootReal = realpathSync.native(root);
-  const kinds = entries.filter((e) => isSpecFileName(e.name)).map((e) => ({ path: join(root, e.name), kind: specFileKind(rootReal, root, e) }));
-  const files = kinds.filter((k) => k.kind === 'file').map((k) => k.path).sort();
-  const refused = kinds.filter((k) => k.kind === 'outside').map((k) => `${k.path}: a symlink leading outside ${root}; not read`);
+  const kinds = entries
+    .filter((e) => isSpecFileName(e.name))
+    .map((e) => ({ path: join(root, e.name), kind: specFileKind(rootReal, root, e) }));
+  const files = kinds
+    .filter((k) => k.kind === 'file')
+    .map((k) => k.path)
+    .sort();
+  const refused = kinds
+    .filter((k) => k.kind === 'outside')
+    .map((k) => `${k.path}: a symlink leading outside ${root}; not read`);
   // Read synchronously: parsing blocks anyway, and for thousands of small files one readFile per file through
   // the thread pool is ~10x slower (and 10k in flight at once held ~100 MB of buffers).
   const stamps = new Map<string, string>();
@@ -206,7 +220,8 @@ export async function loadSpecDir(dir: string): Promise<LoadedSpecs> {
     try {
       const stats = fstatSync(fd);
       stamps.set(f, fileStamp(stats));
-      if (stats.size > MAX_SPEC_FILE_BYTES) return { tasks: [], ignored: [], errors: [`${f}: larger than ${MAX_SPEC_FILE_BYTES} bytes; not a spec file`] };
+      if (stats.size > MAX_SPEC_FILE_BYTES)
+        return { tasks: [], ignored: [], errors: [`${f}: larger than ${MAX_SPEC_FILE_BYTES} bytes; not a spec file`] };
       return parseSpecText(f, readFileSync(fd, 'utf8'));
     } finally {
       closeSync(fd);

@@ -30,7 +30,9 @@ export class SpecWatcher {
 
   /** Seeds the per-file cache from an initial load, so the first event does not re-read everything. */
   seed(initial: LoadedSpecs): void {
-    initial.files.forEach((f, i) => this.parsed.set(f, initial.parsed[i]));
+    initial.files.forEach((f, i) => {
+      this.parsed.set(f, initial.parsed[i]);
+    });
     this.stamps = initial.stamps ?? new Map();
   }
 
@@ -41,7 +43,8 @@ export class SpecWatcher {
       ignoreInitial: true,
       // Only top-level YAML files matter; never descend into workspaces or the state dir.
       ignored: (path: string, stats?: { isFile(): boolean; isDirectory(): boolean }) =>
-        path !== root && (stats?.isDirectory() === true || (stats?.isFile() === true && !isSpecFileName(basename(path)))),
+        path !== root &&
+        (stats?.isDirectory() === true || (stats?.isFile() === true && !isSpecFileName(basename(path)))),
       awaitWriteFinish: { stabilityThreshold: 50, pollInterval: 20 },
     });
     const touch = (path: string) => {
@@ -60,7 +63,9 @@ export class SpecWatcher {
   }
 
   private changedSinceLoad(root: string): string[] {
-    const now = readdirSync(root).filter(isSpecFileName).map((name) => join(root, name));
+    const now = readdirSync(root)
+      .filter(isSpecFileName)
+      .map((name) => join(root, name));
     const changed = now.filter((path) => !this.parsed.has(path));
     for (const path of this.parsed.keys()) {
       try {
@@ -89,6 +94,11 @@ export class SpecWatcher {
       }
     }
     const files = [...this.parsed.keys()].sort();
-    this.opts.onChange(mergeParsed(files, files.map((f) => this.parsed.get(f) as ParsedFile)));
+    this.opts.onChange(
+      mergeParsed(
+        files,
+        files.map((f) => this.parsed.get(f) as ParsedFile),
+      ),
+    );
   }
 }

@@ -21,10 +21,38 @@ if (next >= 0) {
   writeFileSync('PLAN.md', lines.join('\n'));
   writeFileSync('progress.txt', `episode ${process.env.EPISODIC_EPISODE}: ${lines[next].slice(6)}\n`, { flag: 'a' });
   const left = lines.filter((l) => l.startsWith('- [ ]')).length;
-  text = left === 0 ? 'Every item is done. <promise>COMPLETE</promise>' : `Did "${lines[next].slice(6)}"; ${left} item(s) left.`;
+  text =
+    left === 0
+      ? 'Every item is done. <promise>COMPLETE</promise>'
+      : `Did "${lines[next].slice(6)}"; ${left} item(s) left.`;
 } else {
   text = 'Nothing left to do. <promise>COMPLETE</promise>';
 }
-const usage = { input_tokens: 1200 + prompt.length, cache_creation_input_tokens: 0, cache_read_input_tokens: 3000, output_tokens: 80 };
-emit({ type: 'assistant', message: { id: 'msg_demo', type: 'message', role: 'assistant', model: 'demo-model', content: [{ type: 'text', text }], stop_reason: 'end_turn', usage } });
-emit({ type: 'result', subtype: 'success', is_error: false, duration_ms: 40, num_turns: 1, result: text, total_cost_usd: 0.0123, usage });
+const usage = {
+  input_tokens: 1200 + prompt.length,
+  cache_creation_input_tokens: 0,
+  cache_read_input_tokens: 3000,
+  output_tokens: 80,
+};
+emit({
+  type: 'assistant',
+  message: {
+    id: 'msg_demo',
+    type: 'message',
+    role: 'assistant',
+    model: 'demo-model',
+    content: [{ type: 'text', text }],
+    stop_reason: 'end_turn',
+    usage,
+  },
+});
+emit({
+  type: 'result',
+  subtype: 'success',
+  is_error: false,
+  duration_ms: 40,
+  num_turns: 1,
+  result: text,
+  total_cost_usd: 0.0123,
+  usage,
+});
