@@ -6,6 +6,7 @@ import { AgentBudgetStatusSchema, BudgetLedgerSchema, matchesSelector } from '..
 import type { AgentBudgetSpec, AgentBudgetStatus, BudgetLedger } from '../api/agent-budget.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { BudgetMetrics } from '../metrics/budget-metrics.ts';
+import { budgetHoldsTask } from '../reconciler/budget.ts';
 import type { BudgetFacts } from '../reconciler/budget.ts';
 import { addSpend, prune, setCounted, windowEntries } from '../reconciler/budget-ledger.ts';
 import type { Clock } from './clock.ts';
@@ -129,12 +130,8 @@ export class BudgetBook {
         this.ledgers.set(b.key, ledger);
         this.dirty.add(b.key);
       }
-      // A task a total budget stopped stays held while it stays stopped (terminal: later passes decide nothing).
-      const stopped =
-        status.phase === 'NeedsReview' &&
-        status.reason === 'BudgetExceeded' &&
-        (this.held.get(b.key)?.has(task.name) ?? false);
-      this.setHeld(b.key, task.name, (heldBy?.includes(b.name) ?? false) || stopped);
+      const heldBefore = this.held.get(b.key)?.has(task.name) ?? false;
+      this.setHeld(b.key, task.name, budgetHoldsTask(b.name, heldBy, status, heldBefore));
     }
     const keys = new Set(matching.map((b) => b.key));
     for (const [key, names] of this.held)

@@ -3,15 +3,15 @@
 // reconcile() what to do, and does it in crash-safe order: status on record first, then the episode.
 // Like controller-runtime, the loop owns requeue (requeueAfter), retry with backoff, and forget.
 import type { Logger } from 'pino';
-import { emptyStatus, isTerminal, taskKey } from '../api/agent-task.ts';
+import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
-import type { EpisodeResult } from '../api/episode-result.ts';
-import { episodeRecordOf } from '../api/episode-record.ts';
+import { statusProblems } from '../api/validate.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
-import { findCycle } from '../reconciler/dependencies.ts';
+import { dependencyFact, findCycle } from '../reconciler/dependencies.ts';
+import type { DependencyFact } from '../reconciler/dependencies.ts';
 import { reconcile } from '../reconciler/reconcile.ts';
-import { awaitingAutoResume } from '../reconciler/resume.ts';
-import type { ObservedEpisode, StopReason } from '../reconciler/reconcile.ts';
+import type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from '../reconciler/reconcile.ts';
+import { settled } from '../reconciler/settled.ts';
 import { BudgetBook } from './budget-book.ts';
 import type { BudgetStore } from './budget-book.ts';
 import { systemClock } from './clock.ts';
@@ -127,19 +127,14 @@ export class Controller<T extends DesiredTask = DesiredTask> {
 
   /** For `episodic run`: every task terminal or stuck on something only an edit can change, nothing running. */
   settled(): boolean {
-    if (this.busy() || this.opts.executor.runningCount() > 0) return false;
-    for (const task of this.opts.source.list()) {
-      const status = this.opts.sink.read(task);
-      // A scheduled auto-resume is waited for (its cooldown); a held one leaves the task settled.
-      if ((isTerminal(status?.phase) && !awaitingAutoResume(status)) || status?.phase === 'Suspended') continue;
-      if (
-        status?.reason === 'DependenciesPending' &&
-        task.dependsOn.some((d) => !this.opts.source.get(taskKey(task.namespace, d)))
-      )
-        continue;
-      return false;
-    }
-    return true;
+    const { source, sink } = this.opts;
+    const tasks = function* () {
+      for (const task of source.list()) {
+        const dependencyMissing = task.dependsOn.some((d) => !source.get(taskKey(task.namespace, d)));
+        yield { status: sink.read(task), dependencyMissing };
+      }
+    };
+    return settled({ busy: this.busy(), runningEpisodes: this.opts.executor.runningCount(), tasks: tasks() });
   }
 
   /** Resolves after the next reconcile pass (or within a second). */
@@ -179,101 +174,95 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   }
 
   private async reconcileTask(key: string): Promise<void> {
-    const { source, executor, sink } = this.opts;
-    const current = source.get(key);
+    const current = this.opts.source.get(key);
     const task = current ?? this.known.get(key);
-    if (!task) return executor.forget(key);
+    if (!task) return this.opts.executor.forget(key);
     const deleted = !current || task.deleting;
     const now = this.clock.now();
-    const before = sink.read(task) ?? emptyStatus();
-    const episode = this.observe(task, before, now);
+    const before = this.opts.sink.read(task) ?? emptyStatus();
+    const episode = this.opts.executor.observe(task, before, now);
     if (deleted && !before.currentEpisode && episode?.state !== 'running') return this.release(task, !current);
 
-    const out = reconcile({
+    const out = reconcile(this.facts(task, { deleted, before, episode, now }));
+    this.budgetBook?.afterPass(task, before, out.status, out.heldByBudgets, now);
+    const starts = out.actions.some((a) => a.type === 'StartEpisode');
+    // Before the first await: parallel passes must see the slot taken and the spend counted.
+    if (starts) this.reserved++;
+    this.noteDecided(task, before, out.status);
+    try {
+      if (!deleted) await this.opts.source.hold(task); // in charge before anything of the task exists
+      checkStatus(key, out.status);
+      await this.opts.sink.write(task, out.status, { beforeStart: starts });
+      await this.budgetBook?.flush();
+      await this.perform(task, out.status, out.actions);
+    } finally {
+      if (starts) this.reserved--;
+    }
+    this.schedule(key, out, starts);
+    if (deleted && !out.status.currentEpisode) return this.release(task, !current);
+    await this.opts.executor.tidy(task, out.status);
+  }
+
+  /** Everything reconcile() needs to know about the task, gathered from the ports and this loop. */
+  private facts(
+    task: T,
+    pass: { deleted: boolean; before: AgentTaskStatus; episode: ObservedEpisode | undefined; now: Date },
+  ): ReconcileInput {
+    const { key } = task;
+    const spentByOthers = this.totalSpent - (this.spent.get(key) ?? 0);
+    return {
       namespace: task.namespace,
       name: task.name,
       generation: task.generation,
       spec: task.spec,
       specError: task.specError,
-      deleted,
+      deleted: pass.deleted,
       shuttingDown: this.stopping,
-      status: before,
-      episode,
+      status: pass.before,
+      episode: pass.episode,
       stopRequested: this.stops.get(key),
+      startToRetry: this.pendingStarts.get(key),
       resumeRequest: task.resumeRequest,
       ...this.dependencies(task),
-      capacity: !this.stopping && executor.runningCount() + this.reserved < this.opts.maxConcurrent,
+      capacity: !this.stopping && this.opts.executor.runningCount() + this.reserved < this.opts.maxConcurrent,
       globalBudget:
         this.opts.budgetUSD !== undefined
-          ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: this.totalSpent - (this.spent.get(key) ?? 0) }
+          ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: spentByOthers }
           : undefined,
-      budgets: deleted ? undefined : this.budgetBook?.facts(task, before, now),
-      now,
+      budgets: pass.deleted ? undefined : this.budgetBook?.facts(task, pass.before, pass.now),
+      now: pass.now,
       jitter: (this.opts.random ?? Math.random)(),
-    });
-    this.budgetBook?.afterPass(task, before, out.status, out.heldByBudgets, now);
-    const { status } = out;
-    const start = out.actions.find((a) => a.type === 'StartEpisode');
-    const retry = this.pendingStarts.get(key);
-    const startNumber =
-      start?.number ?? (retry !== undefined && retry === status.currentEpisode?.number ? retry : undefined);
-    const ended =
-      episode !== undefined &&
-      episode.state !== 'running' &&
-      episode.number === before.currentEpisode?.number &&
-      status.currentEpisode?.number !== episode.number;
-    // Before the first await: parallel passes must see the slot taken and the spend counted.
-    if (startNumber !== undefined) this.reserved++;
-    this.noteDecided(task, before, status);
-    try {
-      if (!deleted) await source.hold(task); // in charge before anything of the task exists
-      await sink.write(task, status, { beforeStart: startNumber !== undefined });
-      await this.budgetBook?.flush();
-      // The finished episode's immutable record, once the status that records it is written. Its reason is
-      // the status's, unless the next episode started at once (the reason is then about that one).
-      const last = status.lastEpisode;
-      const reason = status.currentEpisode ? undefined : status.reason;
-      if (ended && episode && last?.number === episode.number)
-        await sink.recordEpisode(task, episodeRecordOf(task.name, last, reason, episode.result));
-      const endDetails = ended && episode ? resultFields(episode, status) : {};
-      for (const a of out.actions) {
-        if (a.type === 'RecordEvent' && a.reason !== 'EpisodeStarted')
-          sink.event(task, a.eventType, a.reason, a.message, endDetails);
-      }
-      for (const a of out.actions) {
-        if (a.type !== 'StopEpisode') continue;
-        this.stops.set(key, { number: a.number, reason: a.reason });
-        await executor.stop(task, a.number, a.reason);
-      }
-      if (startNumber !== undefined) {
-        this.pendingStarts.set(key, startNumber);
-        const details = await executor.start(task, startNumber, status);
-        this.pendingStarts.delete(key);
-        const event = out.actions.find((a) => a.type === 'RecordEvent' && a.reason === 'EpisodeStarted');
-        if (event?.type === 'RecordEvent')
-          sink.event(task, event.eventType, event.reason, event.message, { episode: startNumber, ...details });
-      }
-    } finally {
-      if (startNumber !== undefined) this.reserved--;
-    }
-    if (!status.currentEpisode) this.stops.delete(key);
-    if (status.reason === 'Queued') this.slotWaiters.add(key);
-    else this.slotWaiters.delete(key);
-
-    const delays = [out.requeueAfterMs, episode?.recheckAfterMs].filter((d): d is number => d !== undefined);
-    if (delays.length > 0) this.queue.addAfter(key, Math.min(...delays));
-    if (ended || before.phase !== status.phase) this.wakeDependents(key);
-    if (startNumber === undefined) this.wakeSlotWaiters(); // a slot this pass left unused goes to the next waiting task
-    if (deleted && !status.currentEpisode) return this.release(task, !current);
-    await executor.tidy(task, status);
+    };
   }
 
-  /** What the executor sees, except that an episode whose start is being retried has not vanished. */
-  private observe(task: T, status: AgentTaskStatus, now: Date): ObservedEpisode | undefined {
-    const episode = this.opts.executor.observe(task, status, now);
-    const retrying = this.pendingStarts.get(task.key);
-    if (episode?.state === 'gone' && !episode.removedBy && episode.number === retrying) return undefined;
-    return episode;
+  /** The pass's actions, in the order reconcile() listed them; the status that calls for them is written. */
+  private async perform(task: T, status: AgentTaskStatus, actions: readonly Action[]): Promise<void> {
+    const { executor, sink } = this.opts;
+    let startDetails: Record<string, unknown> = {};
+    for (const a of actions) {
+      if (a.type === 'RecordEpisode') await sink.recordEpisode(task, a.record);
+      else if (a.type === 'RecordEvent') {
+        const details = a.afterStart ? { ...a.details, ...startDetails } : (a.details ?? {});
+        sink.event(task, a.eventType, a.reason, a.message, details);
+      } else if (a.type === 'StopEpisode') {
+        this.stops.set(task.key, { number: a.number, reason: a.reason });
+        await executor.stop(task, a.number, a.reason);
+      } else {
+        this.pendingStarts.set(task.key, a.number);
+        startDetails = await executor.start(task, a.number, status);
+        this.pendingStarts.delete(task.key);
+      }
+    }
+  }
+
+  /** What the pass means for the queue: a requeue, the slot waiters, the dependents. */
+  private schedule(key: string, out: ReconcileResult, started: boolean): void {
+    if (!out.status.currentEpisode) this.stops.delete(key);
+    if (out.status.reason === 'Queued') this.slotWaiters.add(key);
+    else this.slotWaiters.delete(key);
+    if (out.requeueAfterMs !== undefined) this.queue.addAfter(key, out.requeueAfterMs);
+    if (out.wakeDependents) this.wakeDependents(key);
+    if (!started) this.wakeSlotWaiters(); // a slot this pass left unused goes to the next waiting task
   }
 
   /** A deleted task with nothing running: clean up after it and let it go. */
@@ -345,16 +334,14 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   }
 
   private dependencies(task: DesiredTask): {
-    dependencies: Record<string, Phase | undefined>;
+    dependencies: Record<string, DependencyFact | undefined>;
     dependencyCycle?: string[];
   } {
-    const dependencies: Record<string, Phase | undefined> = {};
+    const dependencies: Record<string, DependencyFact | undefined> = {};
     if (task.dependsOn.length === 0) return { dependencies };
     for (const dep of task.dependsOn) {
       const depTask = this.opts.source.get(taskKey(task.namespace, dep));
-      const status = depTask ? this.opts.sink.read(depTask) : undefined;
-      // A dependency stopped for review with an auto-resume scheduled has not failed yet: its dependents wait.
-      dependencies[dep] = depTask ? (awaitingAutoResume(status) ? 'Waiting' : (status?.phase ?? 'Pending')) : undefined;
+      dependencies[dep] = depTask ? dependencyFact(this.opts.sink.read(depTask)) : undefined;
     }
     return { dependencies, dependencyCycle: this.cycle(task) };
   }
@@ -395,17 +382,11 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   }
 }
 
-/** Log fields of an episode's end: the event line says how it went. */
-function resultFields(episode: ObservedEpisode, status: AgentTaskStatus): Record<string, unknown> {
-  const result: EpisodeResult | undefined = episode.result;
-  return {
-    episode: episode.number,
-    outcome: status.lastEpisode?.outcome,
-    exitCode: result?.exitCode ?? null,
-    errorClass: result?.errorClass,
-    costUSD: result?.costUSD ?? 0,
-    completion: result?.completion,
-  };
+/** A bug or a broken agent report must never replace what is on record with something unreadable. */
+function checkStatus(key: string, status: AgentTaskStatus): void {
+  const problems = statusProblems(status);
+  if (problems.length > 0)
+    throw new TerminalError(`refusing to write an invalid status for ${key}: ${problems.slice(0, 3).join('; ')}`);
 }
 
 function keyFields(key: string): { namespace: string; task: string } {

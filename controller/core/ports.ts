@@ -66,8 +66,8 @@ export interface StatusSink<T extends DesiredTask = DesiredTask> {
   /** The status last written for the task (pending writes included); undefined when none. */
   read(task: Pick<DesiredTask, 'key' | 'namespace' | 'name'>): AgentTaskStatus | undefined;
   /**
-   * Records a status. With `beforeStart` it returns only once the status would survive a crash of the
-   * controller, so an episode is never running without being on record.
+   * Records a status (the loop checked it against the schema). With `beforeStart` it returns only once the
+   * status would survive a crash of the controller, so an episode is never running without being on record.
    */
   write(task: T, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void>;
   event(task: T, type: 'Normal' | 'Warning', reason: string, message: string, details: Record<string, unknown>): void;

@@ -146,10 +146,8 @@ export function budgetHold(
   status: AgentTaskStatus,
   verdict: Exclude<BudgetVerdict, { kind: 'go' }>,
   now: Date,
-  events: Events,
-): { status: AgentTaskStatus; actions: []; requeueAfterMs?: number; heldByBudgets: string[] } {
+): { status: AgentTaskStatus; actions: []; events: Events; requeueAfterMs?: number; heldByBudgets: string[] } {
   if (verdict.kind === 'stop') {
-    events.push(warning('BudgetExceeded', verdict.message));
     return {
       status: {
         ...status,
@@ -159,10 +157,10 @@ export function budgetHold(
         nextEpisodeAt: undefined,
       },
       actions: [],
+      events: [warning('BudgetExceeded', verdict.message)],
       heldByBudgets: verdict.budgets,
     };
   }
-  if (status.reason !== verdict.reason) events.push(normal('BudgetHeld', verdict.message));
   const next = {
     ...status,
     phase: 'Waiting' as const,
@@ -173,7 +171,22 @@ export function budgetHold(
   return {
     status: next,
     actions: [],
+    events: status.reason !== verdict.reason ? [normal('BudgetHeld', verdict.message)] : [],
     requeueAfterMs: Math.max(0, verdict.until.getTime() - now.getTime()),
     heldByBudgets: verdict.budgets,
   };
+}
+
+/**
+ * Whether `budget` holds the task after a pass: it kept the task from starting, or a total budget stopped
+ * it and the task stays stopped (NeedsReview/BudgetExceeded is terminal: later passes decide nothing).
+ */
+export function budgetHoldsTask(
+  budget: string,
+  heldBy: readonly string[] | undefined,
+  status: AgentTaskStatus,
+  heldBefore: boolean,
+): boolean {
+  const stopped = status.phase === 'NeedsReview' && status.reason === 'BudgetExceeded' && heldBefore;
+  return (heldBy?.includes(budget) ?? false) || stopped;
 }

@@ -95,9 +95,7 @@ export function judgeEpisode(
   counted: AgentTaskStatus,
 ): JudgedEpisode {
   const signals = completion.signals;
-  // With a score, EXIT_SIGNAL is one signal of it (+50), no longer enough by itself.
-  const facts = signals && result.completion === 'exitSignal' ? { ...result, completion: undefined } : result;
-  let judged: JudgedEpisode = classifyOutcome(facts, completion);
+  let judged: JudgedEpisode = classifyOutcome(result, completion);
   const score = signals ? completionScore(result.evidence, counted.testOnlyEpisodes ?? 0) : undefined;
   if (judged.outcome === 'continue' && completion.checklist && checklistComplete(result.evidence?.checklist)) {
     judged = { outcome: 'succeeded', reason: 'ChecklistComplete' };

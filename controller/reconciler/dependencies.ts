@@ -1,16 +1,37 @@
 // dependsOn: pure graph checks shared by local and cluster mode.
-import type { Phase } from '../api/agent-task.ts';
+import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
+import { awaitingAutoResume } from './resume.ts';
+
+/** What the loop knows of one dependency: its phase, and whether an auto-resume of it is scheduled. */
+export interface DependencyFact {
+  phase: Phase;
+  awaitingAutoResume: boolean;
+}
 
 export type DependencyVerdict =
   | { kind: 'ready' }
   | { kind: 'pending'; waitingOn: string[] }
   | { kind: 'failed'; failed: string[] };
 
-/** phases: the current phase of each dependency, undefined when it does not exist (yet). */
-export function judgeDependencies(dependsOn: string[], phases: Record<string, Phase | undefined>): DependencyVerdict {
-  const failed = dependsOn.filter((d) => ['Failed', 'Skipped', 'NeedsReview'].includes(phases[d] ?? ''));
+const FAILED: readonly Phase[] = ['Failed', 'Skipped', 'NeedsReview'];
+
+/** The fact of a dependency that exists, from its recorded status (none yet: Pending). */
+export function dependencyFact(status: AgentTaskStatus | undefined): DependencyFact {
+  return { phase: status?.phase ?? 'Pending', awaitingAutoResume: awaitingAutoResume(status) };
+}
+
+/** facts: each dependency as the loop saw it, undefined when it does not exist (yet). */
+export function judgeDependencies(
+  dependsOn: string[],
+  facts: Record<string, DependencyFact | undefined>,
+): DependencyVerdict {
+  // A dependency stopped for review with an auto-resume scheduled has not failed yet: its dependents wait.
+  const failed = dependsOn.filter((d) => {
+    const fact = facts[d];
+    return fact !== undefined && !fact.awaitingAutoResume && FAILED.includes(fact.phase);
+  });
   if (failed.length > 0) return { kind: 'failed', failed };
-  const waitingOn = dependsOn.filter((d) => phases[d] !== 'Succeeded');
+  const waitingOn = dependsOn.filter((d) => facts[d]?.phase !== 'Succeeded');
   if (waitingOn.length > 0) return { kind: 'pending', waitingOn };
   return { kind: 'ready' };
 }

@@ -6,6 +6,7 @@ import { isTerminal } from '../api/agent-task.ts';
 import { BUDGET_HOLD_REASONS, budgetHold, judgeBudgets } from './budget.ts';
 import { conditionsFor } from './conditions.ts';
 import { judgeDependencies } from './dependencies.ts';
+import { observedEpisode, passActions } from './pass-actions.ts';
 import { adoptUnknownEpisode, endedEpisode, recordEpisode } from './record-episode.ts';
 import { applyResume, resumeOnReopen, superviseReview } from './resume.ts';
 import { DEADLINE_GRACE_MS, normal, warning } from './types.ts';
@@ -16,39 +17,48 @@ export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 const STATUS_MESSAGE_MAX = 2000;
 export type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
 
-export function reconcile(input: ReconcileInput): ReconcileResult {
+export function reconcile(given: ReconcileInput): ReconcileResult {
+  const input = { ...given, episode: observedEpisode(given.episode, given.startToRetry) };
   const now = input.now.toISOString();
   const events: Events = [];
-  const actions: Action[] = [];
   let status: AgentTaskStatus = structuredClone(input.status);
 
   status = adoptUnknownEpisode(status, input.episode, now);
   const ended = endedEpisode(input.episode, input.stopRequested);
   if (ended && status.currentEpisode?.number === ended.number) {
-    status = recordEpisode(status, ended, input, events);
+    const recorded = recordEpisode(status, ended, input);
+    status = recorded.status;
+    events.push(...recorded.events);
   }
 
-  const decided = decide(status, input, events);
+  const decided = decide(status, input);
   status = decided.status;
+  events.push(...(decided.events ?? []));
   let requeueAfterMs = decided.requeueAfterMs;
   if (input.spec) {
-    const review = superviseReview(
-      input.status.phase,
-      input.status.reason,
-      status,
-      resumeContext(input.spec, input),
-      events,
-    );
+    const review = superviseReview(input.status.phase, input.status.reason, status, resumeContext(input.spec, input));
     status = review.status;
+    events.push(...review.events);
     requeueAfterMs = review.requeueAfterMs ?? requeueAfterMs;
   }
-  actions.push(...events, ...decided.actions);
   // Messages carry user input (a spec error quotes the spec): bounded here, whatever made them.
   if (status.message && status.message.length > STATUS_MESSAGE_MAX)
     status.message = `${status.message.slice(0, STATUS_MESSAGE_MAX - 1)}…`;
   status.observedGeneration = input.generation;
   status.conditions = conditionsFor(status, input.generation, now);
-  return { status, actions, requeueAfterMs, heldByBudgets: decided.heldByBudgets };
+  const pass = passActions({ ...input, before: input.status, status, events, decided: decided.actions });
+  return {
+    status,
+    actions: pass.actions,
+    requeueAfterMs: earliest(requeueAfterMs, input.episode?.recheckAfterMs),
+    heldByBudgets: decided.heldByBudgets,
+    wakeDependents: pass.ended || input.status.phase !== status.phase,
+  };
+}
+
+function earliest(...delays: Array<number | undefined>): number | undefined {
+  const set = delays.filter((d): d is number => d !== undefined);
+  return set.length > 0 ? Math.min(...set) : undefined;
 }
 
 function resumeContext(spec: AgentTaskSpec, input: ReconcileInput) {
@@ -63,40 +73,63 @@ function resumeContext(spec: AgentTaskSpec, input: ReconcileInput) {
 
 interface Decision {
   status: AgentTaskStatus;
+  /** Stops, or a start followed by the event that announces it. */
   actions: Action[];
+  events?: Events;
   requeueAfterMs?: number;
   heldByBudgets?: string[];
 }
 
+function withPhase(status: AgentTaskStatus, phase: Phase, reason: string, message: string): AgentTaskStatus {
+  return { ...status, phase, reason, message };
+}
+
 /** What to do next, given a status that already accounts for every finished episode. */
-function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): Decision {
-  let status = { ...prev };
-  const nowMs = input.now.getTime();
+function decide(prev: AgentTaskStatus, input: ReconcileInput): Decision {
+  if (input.deleted || (input.shuttingDown && prev.currentEpisode))
+    return { status: prev, actions: stopRunning(prev, 'cancelled') };
+  const reopened = reopen(prev, input.generation);
+  const next = decideBySpec(reopened.status, input);
+  return { ...next, events: [...reopened.events, ...(next.events ?? [])] };
+}
+
+function stopRunning(status: AgentTaskStatus, reason: StopReason): Action[] {
   const running = status.currentEpisode;
-  const set = (phase: Phase, reason: string, message: string): AgentTaskStatus => ({
-    ...status,
-    phase,
-    reason,
-    message,
-  });
-  const stop = (reason: StopReason): Action[] =>
-    running ? [{ type: 'StopEpisode', number: running.number, reason }] : [];
+  return running ? [{ type: 'StopEpisode', number: running.number, reason }] : [];
+}
 
-  if (input.deleted || (input.shuttingDown && running)) return { status, actions: stop('cancelled') };
+/** An invalid or suspended spec stops everything; a resume may re-open the task; then the episode runs or may start. */
+function decideBySpec(prev: AgentTaskStatus, input: ReconcileInput): Decision {
+  const spec = input.spec;
+  const running = prev.currentEpisode;
+  if (!spec) {
+    const message = `invalid spec: ${input.specError ?? 'unknown error'}`;
+    return { status: withPhase(prev, 'Failed', 'InvalidSpec', message), actions: stopRunning(prev, 'cancelled') };
+  }
+  if (spec.suspend) {
+    const message = running ? `stopping episode ${running.number}: task suspended` : 'task is suspended';
+    return { status: withPhase(prev, 'Suspended', 'Suspended', message), actions: stopRunning(prev, 'cancelled') };
+  }
+  // A person's resume request, or an auto-resume that is due, re-opens a NeedsReview task (resume.ts).
+  const resumed = input.shuttingDown ? { status: prev, events: [] } : applyResume(prev, resumeContext(spec, input));
+  const status = resumed.status;
+  let next: Decision;
+  if (running) next = whileRunning(status, spec, input);
+  else if (isTerminal(status.phase)) next = { status, actions: [] };
+  else next = beforeStart(status, spec, input);
+  return { ...next, events: [...resumed.events, ...(next.events ?? [])] };
+}
 
-  // An edited spec re-opens a finished task. Counters that enforce caps (episodes, cost) stay cumulative.
-  if (
-    isTerminal(status.phase) &&
-    status.observedGeneration !== undefined &&
-    status.observedGeneration !== input.generation
-  ) {
-    // A new run: its evidence starts over, and an open breaker gets a trial (HalfOpen), not a clean slate.
-    const breaker =
-      status.breaker?.state === 'Open'
-        ? { ...status.breaker, state: 'HalfOpen' as const, halfOpen: 0 }
-        : status.breaker;
-    status = {
-      ...set('Pending', 'SpecChanged', 'spec changed; task re-opened'),
+/** An edited spec re-opens a finished task. Counters that enforce caps (episodes, cost) stay cumulative. */
+function reopen(status: AgentTaskStatus, generation: number): { status: AgentTaskStatus; events: Events } {
+  if (!isTerminal(status.phase) || status.observedGeneration === undefined || status.observedGeneration === generation)
+    return { status, events: [] };
+  // A new run: its evidence starts over, and an open breaker gets a trial (HalfOpen), not a clean slate.
+  const breaker =
+    status.breaker?.state === 'Open' ? { ...status.breaker, state: 'HalfOpen' as const, halfOpen: 0 } : status.breaker;
+  return {
+    status: {
+      ...withPhase(status, 'Pending', 'SpecChanged', 'spec changed; task re-opened'),
       consecutiveFailures: 0,
       consecutiveRetries: 0,
       nextEpisodeAt: undefined,
@@ -104,39 +137,36 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
       testOnlyEpisodes: undefined,
       breaker,
       resume: resumeOnReopen(status.resume),
-    };
-    events.push(normal('TaskReopened', 'spec changed; task re-opened'));
-  }
+    },
+    events: [normal('TaskReopened', 'spec changed; task re-opened')],
+  };
+}
 
-  const spec = input.spec;
-  if (!spec) {
-    const message = `invalid spec: ${input.specError ?? 'unknown error'}`;
-    return { status: set('Failed', 'InvalidSpec', message), actions: stop('cancelled') };
-  }
-  if (spec.suspend) {
-    if (running)
-      return {
-        status: set('Suspended', 'Suspended', `stopping episode ${running.number}: task suspended`),
-        actions: stop('cancelled'),
-      };
-    return { status: set('Suspended', 'Suspended', 'task is suspended'), actions: [] };
-  }
-  // A person's resume request, or an auto-resume that is due, re-opens a NeedsReview task (resume.ts).
-  if (!input.shuttingDown) status = applyResume(status, resumeContext(spec, input), events);
-  if (running) {
-    const observed = input.episode?.number === running.number ? input.episode : undefined;
-    if (observed?.podName) status = { ...status, currentEpisode: { ...running, podName: observed.podName } };
-    if (observed?.unschedulable)
-      return { status: set('Waiting', 'Unschedulable', observed.unschedulable), actions: [] };
-    // The clock runs from when the episode really started (a pod may wait to be scheduled first).
-    const startedAt = Math.max(Date.parse(running.startedAt), Date.parse(observed?.startedAt ?? '') || 0);
-    const deadline = startedAt + spec.limits.episodeTimeoutSeconds * 1000 + DEADLINE_GRACE_MS;
-    if (nowMs >= deadline) return { status, actions: stop('timeout') };
-    const message = `episode ${running.number}/${spec.limits.maxEpisodes} running`;
-    return { status: set('Running', 'EpisodeRunning', message), actions: [], requeueAfterMs: deadline - nowMs };
-  }
-  if (isTerminal(status.phase)) return { status, actions: [] };
+/** The episode on record runs: it may not be schedulable, or be past its deadline. */
+function whileRunning(prev: AgentTaskStatus, spec: AgentTaskSpec, input: ReconcileInput): Decision {
+  const running = prev.currentEpisode as NonNullable<AgentTaskStatus['currentEpisode']>;
+  let status = prev;
+  const observed = input.episode?.number === running.number ? input.episode : undefined;
+  if (observed?.podName) status = { ...status, currentEpisode: { ...running, podName: observed.podName } };
+  if (observed?.unschedulable)
+    return { status: withPhase(status, 'Waiting', 'Unschedulable', observed.unschedulable), actions: [] };
+  // The clock runs from when the episode really started (a pod may wait to be scheduled first).
+  const startedAt = Math.max(Date.parse(running.startedAt), Date.parse(observed?.startedAt ?? '') || 0);
+  const deadline = startedAt + spec.limits.episodeTimeoutSeconds * 1000 + DEADLINE_GRACE_MS;
+  const nowMs = input.now.getTime();
+  if (nowMs >= deadline)
+    return { status, actions: [{ type: 'StopEpisode', number: running.number, reason: 'timeout' }] };
+  const message = `episode ${running.number}/${spec.limits.maxEpisodes} running`;
+  return {
+    status: withPhase(status, 'Running', 'EpisodeRunning', message),
+    actions: [],
+    requeueAfterMs: deadline - nowMs,
+  };
+}
 
+/** Nothing runs and the task is not finished: whatever keeps the next episode from starting, or its start. */
+function beforeStart(status: AgentTaskStatus, spec: AgentTaskSpec, input: ReconcileInput): Decision {
+  const set = (phase: Phase, reason: string, message: string) => withPhase(status, phase, reason, message);
   if (input.dependencyCycle) {
     return {
       status: set('Failed', 'InvalidSpec', `dependsOn cycle: ${input.dependencyCycle.join(' → ')}`),
@@ -146,51 +176,62 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput, events: Events): D
   const deps = judgeDependencies(spec.dependsOn, input.dependencies);
   if (deps.kind === 'failed') {
     const message = `dependency ${deps.failed.join(', ')} did not succeed`;
-    events.push(warning('TaskSkipped', message));
-    return { status: set('Skipped', 'DependencyFailed', message), actions: [] };
+    return {
+      status: set('Skipped', 'DependencyFailed', message),
+      actions: [],
+      events: [warning('TaskSkipped', message)],
+    };
   }
   if (deps.kind === 'pending') {
     return { status: set('Waiting', 'DependenciesPending', `waiting for ${deps.waitingOn.join(', ')}`), actions: [] };
   }
-
   const cap = capReached(status, spec, input.globalBudget);
   if (cap) {
-    if (cap.reason !== 'MaxEpisodesReached') events.push(warning('BudgetExceeded', cap.message));
-    else events.push(warning('MaxEpisodesReached', cap.message));
-    return { status: { ...set('NeedsReview', cap.reason, cap.message), nextEpisodeAt: undefined }, actions: [] };
+    const event = warning(cap.reason !== 'MaxEpisodesReached' ? 'BudgetExceeded' : 'MaxEpisodesReached', cap.message);
+    return {
+      status: { ...set('NeedsReview', cap.reason, cap.message), nextEpisodeAt: undefined },
+      actions: [],
+      events: [event],
+    };
   }
-
+  const nowMs = input.now.getTime();
   const nextAt = status.nextEpisodeAt ? Date.parse(status.nextEpisodeAt) : NaN;
   // A budget's hold is decided afresh every pass (a raised limit frees it at once); a backoff is not.
   if (nextAt > nowMs && !BUDGET_HOLD_REASONS.includes(status.reason ?? '')) {
-    const phase: AgentTaskStatus =
+    const waiting =
       status.phase === 'Waiting' ? status : set('Waiting', 'Backoff', `next episode at ${status.nextEpisodeAt}`);
-    return { status: phase, actions: [], requeueAfterMs: nextAt - nowMs };
+    return { status: waiting, actions: [], requeueAfterMs: nextAt - nowMs };
   }
   if (input.shuttingDown) {
-    return {
-      status: set('Pending', 'ControllerStopped', 'the controller stopped; the next episode starts when it runs again'),
-      actions: [],
-    };
+    const message = 'the controller stopped; the next episode starts when it runs again';
+    return { status: set('Pending', 'ControllerStopped', message), actions: [] };
   }
   const budget = input.budgets?.length ? judgeBudgets(input.budgets, status, input.now) : undefined;
-  if (budget && budget.kind !== 'go') return budgetHold(status, budget, input.now, events);
+  if (budget && budget.kind !== 'go') return budgetHold(status, budget, input.now);
   if (!input.capacity) {
     return { status: set('Pending', 'Queued', 'waiting for a free episode slot (--max-concurrent)'), actions: [] };
   }
+  return start(status, spec, input.now);
+}
 
+/** The next episode: on record as running, then started, then announced. */
+function start(status: AgentTaskStatus, spec: AgentTaskSpec, now: Date): Decision {
   const number = status.episodes + 1;
-  const startedAt = input.now.toISOString();
-  const message = `episode ${number}/${spec.limits.maxEpisodes} running`;
-  status = {
-    ...set('Running', 'EpisodeRunning', message),
-    episodes: number,
-    currentEpisode: { number, startedAt },
-    nextEpisodeAt: undefined,
+  const { maxEpisodes } = spec.limits;
+  const started = normal('EpisodeStarted', `episode ${number}/${maxEpisodes} started`);
+  return {
+    status: {
+      ...withPhase(status, 'Running', 'EpisodeRunning', `episode ${number}/${maxEpisodes} running`),
+      episodes: number,
+      currentEpisode: { number, startedAt: now.toISOString() },
+      nextEpisodeAt: undefined,
+    },
+    actions: [
+      { type: 'StartEpisode', number },
+      { ...started, details: { episode: number }, afterStart: true },
+    ],
+    requeueAfterMs: spec.limits.episodeTimeoutSeconds * 1000 + DEADLINE_GRACE_MS,
   };
-  events.push(normal('EpisodeStarted', `episode ${number}/${spec.limits.maxEpisodes} started`));
-  const deadlineMs = spec.limits.episodeTimeoutSeconds * 1000 + DEADLINE_GRACE_MS;
-  return { status, actions: [{ type: 'StartEpisode', number }], requeueAfterMs: deadlineMs };
 }
 
 /** Caps are checked before every start: once reached, no episode starts. */

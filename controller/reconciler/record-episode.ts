@@ -72,12 +72,13 @@ export function adoptUnknownEpisode(
   };
 }
 
+/** The status that records the episode's end, and the events that say how it ended. */
 export function recordEpisode(
   prev: AgentTaskStatus,
   episode: ObservedEpisode,
   input: ReconcileInput,
-  events: Events,
-): AgentTaskStatus {
+): { status: AgentTaskStatus; events: Events } {
+  const events: Events = [];
   const result = episode.result as EpisodeResult;
   const now = input.now;
   const completion = input.spec?.completion ?? DEFAULT_SPEC.completion;
@@ -234,7 +235,7 @@ export function recordEpisode(
       (to === 'HalfOpen' ? warning : normal)(`Breaker${to}`, `circuit breaker ${from} → ${to} (${rule}): ${words}`),
     );
   }
-  return status;
+  return { status, events };
 }
 
 /** ": score 90 (exitSignal+50, checklist+40)" for a task finished by its signals score. */

@@ -63,59 +63,74 @@ export function autoResumeVerdict(status: AgentTaskStatus, spec: AgentTaskSpec, 
   return { allowed: true, grant };
 }
 
+/** A status and the events that say how it came about. */
+export interface Reviewed {
+  status: AgentTaskStatus;
+  events: Events;
+  requeueAfterMs?: number;
+}
+
 /**
  * Before the reconciler's terminal check: a new request is handled (and its token recorded), and a due
  * auto-resume re-opens the task. A re-opened task comes back Pending and goes on to its next episode.
  */
-export function applyResume(prev: AgentTaskStatus, ctx: ResumeContext, events: Events): AgentTaskStatus {
-  let status = prev;
-  const at = ctx.now.toISOString();
+export function applyResume(prev: AgentTaskStatus, ctx: ResumeContext): Reviewed {
   const req = ctx.request;
-  if (req && req.token !== prev.resume?.handledToken) {
-    status = { ...status, resume: { ...resumeOf(status), handledToken: req.token } };
-    const by = `user:${req.by}`;
-    if (req.error) {
-      events.push(warning('ResumeRejected', `resume request ${req.token} rejected: ${req.error}`));
-      return audit(status, { at, action: 'ResumeRejected', by, message: req.error, token: req.token });
-    }
-    if (status.phase !== 'NeedsReview' || ctx.recordedPhase !== 'NeedsReview') {
-      const message = `task is ${(status.phase !== 'NeedsReview' ? status.phase : ctx.recordedPhase) ?? 'Pending'}: nothing to resume`;
-      events.push(normal('ResumeIgnored', `resume request ${req.token}: ${message}`));
-      return audit(status, { at, action: 'ResumeIgnored', by, reason: status.reason, message, token: req.token });
-    }
-    const grant = req.episodes ?? (status.reason === 'MaxEpisodesReached' ? ctx.spec.resume.grantEpisodes : 0);
-    const next = resumed(status, grant, by, at, req.token);
-    const cap = ctx.capFor(next);
-    if (cap) {
-      const message = `resuming would stop again at once: ${cap.message}${cap.reason === 'MaxEpisodesReached' ? ' (grant more with --episodes)' : ' (raise the limit in the spec)'}`;
-      events.push(warning('ResumeRejected', message));
-      return audit(status, { at, action: 'ResumeRejected', by, reason: status.reason, message, token: req.token });
-    }
-    // A person looked: the policy's count starts over.
-    const fresh = { ...next, resume: { ...resumeOf(next), autoResumes: 0 } };
-    events.push(normal('Resumed', fresh.message as string));
-    return audit(fresh, {
-      at,
-      action: 'Resumed',
-      by,
-      reason: prev.reason,
-      message: fresh.message as string,
-      token: req.token,
-    });
-  }
-
+  if (req && req.token !== prev.resume?.handledToken) return handleRequest(prev, req, ctx);
+  const at = ctx.now.toISOString();
+  const status = prev;
   const due = status.resume?.nextAutoResumeAt;
-  if (status.phase !== 'NeedsReview' || !due || Date.parse(due) > ctx.now.getTime()) return status;
+  if (status.phase !== 'NeedsReview' || !due || Date.parse(due) > ctx.now.getTime()) return { status, events: [] };
   // Checked again when due: a budget or a count may have changed during the cooldown.
   const verdict = autoResumeVerdict(status, ctx.spec, ctx.capFor);
-  if (!verdict.allowed) return { ...status, resume: { ...resumeOf(status), nextAutoResumeAt: undefined } };
+  if (!verdict.allowed)
+    return { status: { ...status, resume: { ...resumeOf(status), nextAutoResumeAt: undefined } }, events: [] };
   const by = `policy:${ctx.spec.resume.policy}`;
   const next = resumed(status, verdict.grant, by, at);
   const count = resumeOf(next).autoResumes + 1;
   const counted = { ...next, resume: { ...resumeOf(next), autoResumes: count } };
   const message = `${counted.message} (auto-resume ${count} of ${ctx.spec.resume.maxAutoResumes})`;
-  events.push(normal('AutoResumed', message));
-  return audit({ ...counted, message }, { at, action: 'Resumed', by, reason: prev.reason, message });
+  return {
+    status: audit({ ...counted, message }, { at, action: 'Resumed', by, reason: prev.reason, message }),
+    events: [normal('AutoResumed', message)],
+  };
+}
+
+/** A person's request, seen for the first time: rejected, ignored (nothing to resume) or the task resumed. */
+function handleRequest(prev: AgentTaskStatus, req: ResumeRequest, ctx: ResumeContext): Reviewed {
+  const at = ctx.now.toISOString();
+  const status = { ...prev, resume: { ...resumeOf(prev), handledToken: req.token } };
+  const by = `user:${req.by}`;
+  if (req.error) {
+    return {
+      status: audit(status, { at, action: 'ResumeRejected', by, message: req.error, token: req.token }),
+      events: [warning('ResumeRejected', `resume request ${req.token} rejected: ${req.error}`)],
+    };
+  }
+  if (status.phase !== 'NeedsReview' || ctx.recordedPhase !== 'NeedsReview') {
+    const message = `task is ${(status.phase !== 'NeedsReview' ? status.phase : ctx.recordedPhase) ?? 'Pending'}: nothing to resume`;
+    return {
+      status: audit(status, { at, action: 'ResumeIgnored', by, reason: status.reason, message, token: req.token }),
+      events: [normal('ResumeIgnored', `resume request ${req.token}: ${message}`)],
+    };
+  }
+  const grant = req.episodes ?? (status.reason === 'MaxEpisodesReached' ? ctx.spec.resume.grantEpisodes : 0);
+  const next = resumed(status, grant, by, at, req.token);
+  const cap = ctx.capFor(next);
+  if (cap) {
+    const message = `resuming would stop again at once: ${cap.message}${cap.reason === 'MaxEpisodesReached' ? ' (grant more with --episodes)' : ' (raise the limit in the spec)'}`;
+    return {
+      status: audit(status, { at, action: 'ResumeRejected', by, reason: status.reason, message, token: req.token }),
+      events: [warning('ResumeRejected', message)],
+    };
+  }
+  // A person looked: the policy's count starts over.
+  const fresh = { ...next, resume: { ...resumeOf(next), autoResumes: 0 } };
+  const message = fresh.message as string;
+  return {
+    status: audit(fresh, { at, action: 'Resumed', by, reason: prev.reason, message, token: req.token }),
+    events: [normal('Resumed', message)],
+  };
 }
 
 /**
@@ -127,9 +142,8 @@ export function superviseReview(
   prevReason: string | undefined,
   status: AgentTaskStatus,
   ctx: ResumeContext,
-  events: Events,
-): { status: AgentTaskStatus; requeueAfterMs?: number } {
-  if (status.phase !== 'NeedsReview' || status.currentEpisode) return { status };
+): Reviewed {
+  if (status.phase !== 'NeedsReview' || status.currentEpisode) return { status, events: [] };
   const at = ctx.now.toISOString();
   const nowMs = ctx.now.getTime();
   let next = status;
@@ -144,13 +158,12 @@ export function superviseReview(
     next = { ...next, resume: { ...resumeOf(next), heldBy: undefined, nextAutoResumeAt: undefined } };
   }
   const scheduled = next.resume?.nextAutoResumeAt;
-  if (scheduled) return { status: next, requeueAfterMs: Math.max(0, Date.parse(scheduled) - nowMs) };
+  if (scheduled) return { status: next, events: [], requeueAfterMs: Math.max(0, Date.parse(scheduled) - nowMs) };
 
   const verdict = autoResumeVerdict(next, ctx.spec, ctx.capFor);
   const policy = ctx.spec.resume.policy;
   if (!verdict.allowed) {
-    if (next.resume?.heldBy === verdict.check) return { status: next };
-    events.push(normal('AutoResumeHeld', verdict.message));
+    if (next.resume?.heldBy === verdict.check) return { status: next, events: [] };
     next = { ...next, resume: { ...resumeOf(next), heldBy: verdict.check } };
     return {
       status: audit(next, {
@@ -160,12 +173,12 @@ export function superviseReview(
         reason: verdict.check,
         message: verdict.message,
       }),
+      events: [normal('AutoResumeHeld', verdict.message)],
     };
   }
   const delayMs = Math.round(ctx.spec.resume.cooldownSeconds * 1000);
   const when = new Date(nowMs + delayMs).toISOString();
   const message = `auto-resume at ${when} (policy ${policy}, ${resumeOf(next).autoResumes + 1} of ${ctx.spec.resume.maxAutoResumes})`;
-  events.push(normal('AutoResumeScheduled', message));
   next = {
     ...next,
     message: `${next.message ?? ''}; ${message}`,
@@ -173,16 +186,17 @@ export function superviseReview(
   };
   return {
     status: audit(next, { at, action: 'AutoResumeScheduled', by: `policy:${policy}`, reason: status.reason, message }),
+    events: [normal('AutoResumeScheduled', message)],
     requeueAfterMs: delayMs,
   };
 }
 
-/** The spec was edited: a person looked, so the policy's count starts over and nothing stays scheduled. */
 /** Stopped for review with an auto-resume scheduled: not finished yet, for `episodic run` and for dependents. */
 export function awaitingAutoResume(status: AgentTaskStatus | undefined): boolean {
   return status?.phase === 'NeedsReview' && status.resume?.nextAutoResumeAt !== undefined;
 }
 
+/** The spec was edited: a person looked, so the policy's count starts over and nothing stays scheduled. */
 export function resumeOnReopen(resume: ResumeStatus | undefined): ResumeStatus | undefined {
   return resume && { ...resume, autoResumes: 0, nextAutoResumeAt: undefined, heldBy: undefined };
 }

@@ -1,8 +1,10 @@
 // What goes into the pure reconciler and what comes out of it.
-import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
+import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
+import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import type { ResumeRequest } from '../api/resume.ts';
 import type { BudgetFacts } from './budget.ts';
+import type { DependencyFact } from './dependencies.ts';
 
 /** Grace past the episode timeout before the reconciler itself asks for a stop (the executor should have). */
 export const DEADLINE_GRACE_MS = 30_000;
@@ -46,8 +48,10 @@ export interface ReconcileInput {
   episode?: ObservedEpisode;
   /** A StopEpisode this controller already asked for: its reason decides how the episode ended. */
   stopRequested?: { number: number; reason: StopReason };
-  /** Phase of each dependsOn entry; undefined when that task does not exist. */
-  dependencies: Record<string, Phase | undefined>;
+  /** An episode on record whose start threw an error worth retrying: started again, never renumbered. */
+  startToRetry?: number;
+  /** Each dependsOn entry as the loop saw it; undefined when that task does not exist. */
+  dependencies: Record<string, DependencyFact | undefined>;
   /** A dependsOn cycle through this task, e.g. ["a", "b", "a"]. */
   dependencyCycle?: string[];
   /** Whether a concurrency slot is free to start an episode now. */
@@ -63,10 +67,22 @@ export interface ReconcileInput {
   jitter: number;
 }
 
+/** What the loop does after writing the status, in the order listed. */
 export type Action =
-  | { type: 'StartEpisode'; number: number }
+  /** Keep the immutable record of the episode that ended in this pass. */
+  | { type: 'RecordEpisode'; record: EpisodeRecord }
+  | {
+      type: 'RecordEvent';
+      eventType: 'Normal' | 'Warning';
+      reason: string;
+      message: string;
+      /** Fields of its log line (an ended episode's outcome, exit code, cost). */
+      details?: Record<string, unknown>;
+      /** About the StartEpisode before it: the executor's fields about the start (a pid, a pod) join its details. */
+      afterStart?: true;
+    }
   | { type: 'StopEpisode'; number: number; reason: StopReason }
-  | { type: 'RecordEvent'; eventType: 'Normal' | 'Warning'; reason: string; message: string };
+  | { type: 'StartEpisode'; number: number };
 
 export interface ReconcileResult {
   status: AgentTaskStatus;
@@ -75,6 +91,8 @@ export interface ReconcileResult {
   requeueAfterMs?: number;
   /** The AgentBudgets that keep this task from starting an episode now (for their status). */
   heldByBudgets?: string[];
+  /** An episode ended or the phase changed: the tasks that dependOn this one get another look. */
+  wakeDependents: boolean;
 }
 
 export type Events = Extract<Action, { type: 'RecordEvent' }>[];

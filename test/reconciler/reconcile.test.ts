@@ -2,13 +2,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
-import type { AgentTaskSpec, AgentTaskStatus } from '../../controller/api/agent-task.ts';
+import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../../controller/api/agent-task.ts';
 import { episodeResult } from '../../controller/api/episode-result.ts';
 import type { EpisodeResultInput } from '../../controller/api/episode-result.ts';
 import { reconcile } from '../../controller/reconciler/reconcile.ts';
 import type { ReconcileInput } from '../../controller/reconciler/reconcile.ts';
 import { backoffMs } from '../../controller/reconciler/backoff.ts';
 import { findCycle } from '../../controller/reconciler/dependencies.ts';
+import type { DependencyFact } from '../../controller/reconciler/dependencies.ts';
 
 const NOW = new Date('2026-11-22T12:00:00.000Z');
 
@@ -29,6 +30,11 @@ function input(over: Partial<ReconcileInput> = {}): ReconcileInput {
     jitter: 0.5,
     ...over,
   };
+}
+
+/** A dependency that exists, in `phase`, with no auto-resume scheduled. */
+function dep(phase: Phase): DependencyFact {
+  return { phase, awaitingAutoResume: false };
 }
 
 /** A status with episode n running, plus a finished observation of it. */
@@ -309,7 +315,7 @@ const cases: Array<{
   },
   {
     name: 'dependencies pending',
-    in: { spec: spec({ dependsOn: ['a', 'b'] }), dependencies: { a: 'Succeeded', b: 'Running' } },
+    in: { spec: spec({ dependsOn: ['a', 'b'] }), dependencies: { a: dep('Succeeded'), b: dep('Running') } },
     phase: 'Waiting',
     reason: 'DependenciesPending',
   },
@@ -321,13 +327,13 @@ const cases: Array<{
   },
   {
     name: 'dependencies done → start',
-    in: { spec: spec({ dependsOn: ['a'] }), dependencies: { a: 'Succeeded' } },
+    in: { spec: spec({ dependsOn: ['a'] }), dependencies: { a: dep('Succeeded') } },
     phase: 'Running',
     start: 1,
   },
   {
     name: 'dependency failed → Skipped',
-    in: { spec: spec({ dependsOn: ['a'] }), dependencies: { a: 'NeedsReview' } },
+    in: { spec: spec({ dependsOn: ['a'] }), dependencies: { a: dep('NeedsReview') } },
     phase: 'Skipped',
     reason: 'DependencyFailed',
   },

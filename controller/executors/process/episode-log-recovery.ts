@@ -8,7 +8,9 @@ import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { createOutputAnalyzer } from '../output/index.ts';
 import type { AnalyzerOptions, OutputAnalyzer, ProcessExit } from '../output/types.ts';
+import { completionClaim } from '../../reconciler/outcome.ts';
 import { NOTE_PREFIX, NOTE_SUFFIX, STDERR_PREFIX } from './episode-log.ts';
+import { claimFacts, claimRules } from './process-episode.ts';
 
 export interface LogRecoveryOptions {
   analyzer: AnalyzerOptions;
@@ -78,8 +80,7 @@ export async function recoverEpisodeFromLog(logFile: string, opts: LogRecoveryOp
       how: 'exited',
     };
   }
-  const claimsDone =
-    exit.exitCode === 0 && !analysis.agentError && (analysis.completion !== undefined || opts.onExitZero);
+  const claimsDone = completionClaim(claimFacts(exit, analysis), claimRules(opts)) !== undefined;
   const needsVerify = claimsDone && opts.verify !== undefined && opts.verify.length > 0;
   if (needsVerify && notes.verifyExitCode === undefined)
     return interrupted('the agent finished but its verify had not when the controller stopped');

@@ -11,6 +11,8 @@ import type { EpisodeResult } from '../../api/episode-result.ts';
 import { rewriteInPlace } from '../../util/fs.ts';
 import { EpisodeLog, exitNote } from './episode-log.ts';
 import type { OutputListener } from './episode-log.ts';
+import { completionClaim } from '../../reconciler/outcome.ts';
+import type { ClaimFacts, ClaimRules } from '../../reconciler/outcome.ts';
 import { createOutputAnalyzer } from '../output/index.ts';
 import { createByteTail } from '../output/byte-tail.ts';
 import type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } from '../output/types.ts';
@@ -117,14 +119,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     const analysis = analyzer.finish(exit);
 
     let verify: VerifyOutcome | undefined;
-    // With completion.signals, completion keywords and a test-only episode may add up to completion: verify too.
-    const scoreClaim =
-      req.analyzer.signals === true &&
-      (analysis.keywords !== undefined || /^testing$/i.test(analysis.ralph?.workType ?? ''));
-    const claimsDone =
-      exit.exitCode === 0 &&
-      !analysis.agentError &&
-      (analysis.completion !== undefined || req.onExitZero || scoreClaim);
+    const claimsDone = completionClaim(claimFacts(exit, analysis), claimRules(req)) !== undefined;
     if (claimsDone && req.verify && req.verify.length > 0 && !cancelled && !exit.timedOut) {
       const verifyTimeoutMs = Math.max(req.timeoutMs - (Date.now() - startedAt), MIN_VERIFY_TIMEOUT_MS);
       const tail = createByteTail(4096); // for the last line of its output in the message
@@ -318,6 +313,20 @@ function describeVerify(exit: ProcessEnd, outputTail: string, timeoutMs: number)
   const how = exit.exitCode === null ? `was killed by ${exit.signal ?? 'a signal'}` : `exited ${exit.exitCode}`;
   const last = lastLine(outputTail);
   return { exitCode: exit.exitCode, note: `verify ${how}${last ? `: ${last}` : ''}` };
+}
+
+/** What the agent's end says about completion, before verify runs. */
+export function claimFacts(exit: ProcessExit, analysis: OutputAnalysis): ClaimFacts {
+  return {
+    exitCode: exit.exitCode,
+    agentError: analysis.agentError,
+    completion: analysis.completion,
+    evidence: { ralph: analysis.ralph, completionKeywords: analysis.keywords },
+  };
+}
+
+export function claimRules(req: Pick<ProcessEpisodeRequest, 'onExitZero' | 'analyzer'>): ClaimRules {
+  return { onExitZero: req.onExitZero, signals: req.analyzer.signals === true };
 }
 
 function buildResult(o: {

@@ -3,13 +3,12 @@
 import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import type { EpisodeRecord } from '../../api/episode-record.ts';
-import { statusProblems } from '../../api/validate.ts';
-import { TerminalError } from '../../core/ports.ts';
 import type { StatusSink } from '../../core/ports.ts';
 import { episodePodName } from '../../executors/cluster/episode-pod.ts';
 import type { EventRecorder } from '../../kube/events.ts';
 import type { Informer, KubeObject } from '../../kube/informer.ts';
 import type { ClusterTask } from '../../sources/cluster/agent-task-source.ts';
+import { logEvent } from '../event-log.ts';
 import type { EpisodeRecordWriter } from './episode-records.ts';
 import { parseStatus } from './status-writer.ts';
 import type { StatusWriter } from './status-writer.ts';
@@ -46,12 +45,6 @@ export class KubeStatusSink implements StatusSink<ClusterTask> {
    * number, so a restart adopts a pod whose start the status lost.
    */
   async write(task: ClusterTask, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void> {
-    const problems = statusProblems(status);
-    // A bug or a broken agent report must never replace what is on record with something unreadable.
-    if (problems.length > 0)
-      throw new TerminalError(
-        `refusing to write an invalid status for ${task.key}: ${problems.slice(0, 3).join('; ')}`,
-      );
     const server = parseStatus(this.tasks.get(task.key)?.status);
     // The pod's name follows from the episode: naming it now saves a second write once the pod exists.
     const current = status.currentEpisode;
@@ -70,10 +63,7 @@ export class KubeStatusSink implements StatusSink<ClusterTask> {
     details: Record<string, unknown>,
   ): void {
     this.events.record(task.object, type, reason, message);
-    this.log[type === 'Warning' ? 'warn' : 'info'](
-      { namespace: task.namespace, task: task.name, event: reason, ...details },
-      message,
-    );
+    logEvent(this.log, task, type, reason, message, details);
   }
 
   /** In the background: the next episode never waits for the record of the last one. */

@@ -4,11 +4,10 @@ import type { Logger } from 'pino';
 import { isTerminal } from '../../api/agent-task.ts';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import type { EpisodeRecord } from '../../api/episode-record.ts';
-import { statusProblems } from '../../api/validate.ts';
-import { TerminalError } from '../../core/ports.ts';
 import type { StoreFullError } from '../../core/ports.ts';
 import type { StatusSink } from '../../core/ports.ts';
 import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
+import { logEvent } from '../event-log.ts';
 import { appendRecord, episodesPath, recoverRecords } from './episode-records.ts';
 import { FileStatusStore, storeFullError } from './file-status.ts';
 import type { StoredStatus } from './file-status.ts';
@@ -66,14 +65,8 @@ export class FileStatusSink implements StatusSink<LocalTask> {
       specHash: task.specHash,
       status,
     };
-    // Most passes change nothing: only a status that differs from the one held is validated and written.
+    // Most passes change nothing: only a status that differs from the one held is written (the loop checked it).
     if (prev && JSON.stringify(prev) === JSON.stringify(next)) return;
-    const problems = statusProblems(status);
-    // A bug or a broken agent report must never replace what is on record with something unreadable.
-    if (problems.length > 0)
-      throw new TerminalError(
-        `refusing to write an invalid status for ${task.key}: ${problems.slice(0, 3).join('; ')}`,
-      );
     this.records.set(task.key, next);
     // Known to this run, never written: what is on record there stays until a person looks at it.
     if (this.unreadable.has(task.key)) return;
@@ -158,10 +151,7 @@ export class FileStatusSink implements StatusSink<LocalTask> {
     message: string,
     details: Record<string, unknown>,
   ): void {
-    this.logger[type === 'Warning' ? 'warn' : 'info'](
-      { namespace: task.namespace, task: task.name, event: reason, ...details },
-      message,
-    );
+    logEvent(this.logger, task, type, reason, message, details);
   }
 }
 
