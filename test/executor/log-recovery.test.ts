@@ -102,3 +102,15 @@ test('timeout and cancel notes; a missing log; agent output that imitates a note
   const imitation = await recover('--- episodic: something else ---\n--- episodic: not closed\n');
   assert.equal(imitation.how, 'unfinished');
 });
+
+test('with completion.signals a score claim (completion keywords) needs its verify verdict too, and keeps it', async () => {
+  const claim = `all tasks complete\n${note('agent exited 0')}`;
+  const opts = { verify: ['npm', 'test'], analyzer: { format: 'auto' as const, promise: 'COMPLETE', signals: true } };
+  const pending = await recover(`${claim}${note('verify ["npm","test"]')}running tests\n`, opts);
+  assert.deepEqual([pending.how, pending.result.interrupted], ['unfinished', true]);
+  const passed = await recover(`${claim}${note('verify ["npm","test"]')}ok\n${note('verify passed')}`, opts);
+  assert.deepEqual(
+    [passed.result.verifyExitCode, passed.result.evidence?.completionKeywords, passed.result.interrupted],
+    [0, ['all tasks complete'], false],
+  );
+});
