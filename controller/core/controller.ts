@@ -1,6 +1,7 @@
 // The one controller loop of both modes: a keyed work queue over the three ports. Each pass gathers the
 // facts (desired task, recorded status, observed episode, dependencies, slots, spend), asks the pure
-// reconcile() what to do, and does it in crash-safe order: status on record first, then the episode.
+// reconcile() what to do, and does it in crash-safe order: status on record first, then the actions in the
+// order reconcile() lists them. Every rule about a task is reconcile()'s; the loop keeps the queue and slots.
 // Like controller-runtime, the loop owns requeue (requeueAfter), retry with backoff, and forget.
 import type { Logger } from 'pino';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
@@ -258,7 +259,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   /** What the pass means for the queue: a requeue, the slot waiters, the dependents. */
   private schedule(key: string, out: ReconcileResult, started: boolean): void {
     if (!out.status.currentEpisode) this.stops.delete(key);
-    if (out.status.reason === 'Queued') this.slotWaiters.add(key);
+    if (out.waitsForSlot) this.slotWaiters.add(key);
     else this.slotWaiters.delete(key);
     if (out.requeueAfterMs !== undefined) this.queue.addAfter(key, out.requeueAfterMs);
     if (out.wakeDependents) this.wakeDependents(key);

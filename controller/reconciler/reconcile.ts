@@ -1,6 +1,7 @@
 // The reconciler: a pure function of (task, observed episode, clock) → (actions, next status, requeue-after).
 // No I/O, no Date.now(), no Math.random(): everything it needs comes in as input, so every rule is
-// table-testable and local and cluster mode share it unchanged.
+// table-testable and local and cluster mode share it unchanged. The actions come in the order the loop
+// carries them out (pass-actions.ts).
 import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { isTerminal } from '../api/agent-task.ts';
 import { BUDGET_HOLD_REASONS, budgetHold, judgeBudgets } from './budget.ts';
@@ -15,6 +16,7 @@ import type { Action, Events, ReconcileInput, ReconcileResult, StopReason } from
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 
 const STATUS_MESSAGE_MAX = 2000;
+const QUEUED = 'Queued';
 export type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
 
 export function reconcile(given: ReconcileInput): ReconcileResult {
@@ -53,6 +55,7 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     requeueAfterMs: earliest(requeueAfterMs, input.episode?.recheckAfterMs),
     heldByBudgets: decided.heldByBudgets,
     wakeDependents: pass.ended || input.status.phase !== status.phase,
+    waitsForSlot: status.reason === QUEUED,
   };
 }
 
@@ -114,7 +117,7 @@ function decideBySpec(prev: AgentTaskStatus, input: ReconcileInput): Decision {
   const resumed = input.shuttingDown ? { status: prev, events: [] } : applyResume(prev, resumeContext(spec, input));
   const status = resumed.status;
   let next: Decision;
-  if (running) next = whileRunning(status, spec, input);
+  if (running) next = whileRunning(status, running, spec, input);
   else if (isTerminal(status.phase)) next = { status, actions: [] };
   else next = beforeStart(status, spec, input);
   return { ...next, events: [...resumed.events, ...(next.events ?? [])] };
@@ -142,9 +145,15 @@ function reopen(status: AgentTaskStatus, generation: number): { status: AgentTas
   };
 }
 
+type CurrentEpisode = NonNullable<AgentTaskStatus['currentEpisode']>;
+
 /** The episode on record runs: it may not be schedulable, or be past its deadline. */
-function whileRunning(prev: AgentTaskStatus, spec: AgentTaskSpec, input: ReconcileInput): Decision {
-  const running = prev.currentEpisode as NonNullable<AgentTaskStatus['currentEpisode']>;
+function whileRunning(
+  prev: AgentTaskStatus,
+  running: CurrentEpisode,
+  spec: AgentTaskSpec,
+  input: ReconcileInput,
+): Decision {
   let status = prev;
   const observed = input.episode?.number === running.number ? input.episode : undefined;
   if (observed?.podName) status = { ...status, currentEpisode: { ...running, podName: observed.podName } };
@@ -209,7 +218,7 @@ function beforeStart(status: AgentTaskStatus, spec: AgentTaskSpec, input: Reconc
   const budget = input.budgets?.length ? judgeBudgets(input.budgets, status, input.now) : undefined;
   if (budget && budget.kind !== 'go') return budgetHold(status, budget, input.now);
   if (!input.capacity) {
-    return { status: set('Pending', 'Queued', 'waiting for a free episode slot (--max-concurrent)'), actions: [] };
+    return { status: set('Pending', QUEUED, 'waiting for a free episode slot (--max-concurrent)'), actions: [] };
   }
   return start(status, spec, input.now);
 }

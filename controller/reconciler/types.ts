@@ -93,6 +93,8 @@ export interface ReconcileResult {
   heldByBudgets?: string[];
   /** An episode ended or the phase changed: the tasks that dependOn this one get another look. */
   wakeDependents: boolean;
+  /** Only a free slot (--max-concurrent) keeps the next episode from starting: look again when one frees. */
+  waitsForSlot: boolean;
 }
 
 export type Events = Extract<Action, { type: 'RecordEvent' }>[];

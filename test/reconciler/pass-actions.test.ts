@@ -219,3 +219,10 @@ test('pass actions: dependents are woken by an ended episode or a new phase, not
   const failed = reconcile(input({ status: runningEpisode(1), episode: finished(1, 1) }));
   assert.equal(failed.wakeDependents, true);
 });
+
+test('pass actions: a task waits for a slot only when nothing but the slot keeps it from starting', () => {
+  assert.equal(reconcile(input({ capacity: false })).waitsForSlot, true);
+  assert.equal(reconcile(input({})).waitsForSlot, false, 'it starts');
+  const backoff = status({ phase: 'Waiting', reason: 'Backoff', nextEpisodeAt: '2026-11-22T12:05:00.000Z' });
+  assert.equal(reconcile(input({ status: backoff, capacity: false })).waitsForSlot, false, 'its backoff holds it');
+});
