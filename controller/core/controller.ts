@@ -175,13 +175,14 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   }
 
   private async reconcileTask(key: string): Promise<void> {
-    const current = this.opts.source.get(key);
+    const { source, executor, sink } = this.opts;
+    const current = source.get(key);
     const task = current ?? this.known.get(key);
-    if (!task) return this.opts.executor.forget(key);
+    if (!task) return executor.forget(key);
     const deleted = !current || task.deleting;
     const now = this.clock.now();
-    const before = this.opts.sink.read(task) ?? emptyStatus();
-    const episode = this.opts.executor.observe(task, before, now);
+    const before = sink.read(task) ?? emptyStatus();
+    const episode = executor.observe(task, before, now);
     if (deleted && !before.currentEpisode && episode?.state !== 'running') return this.release(task, !current);
 
     const out = reconcile(this.facts(task, { deleted, before, episode, now }));
@@ -191,9 +192,9 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     if (starts) this.reserved++;
     this.noteDecided(task, before, out.status);
     try {
-      if (!deleted) await this.opts.source.hold(task); // in charge before anything of the task exists
+      if (!deleted) await source.hold(task); // in charge before anything of the task exists
       checkStatus(key, out.status);
-      await this.opts.sink.write(task, out.status, { beforeStart: starts });
+      await sink.write(task, out.status, { beforeStart: starts });
       await this.budgetBook?.flush();
       await this.perform(task, out.status, out.actions);
     } finally {
@@ -201,7 +202,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     }
     this.schedule(key, out, starts);
     if (deleted && !out.status.currentEpisode) return this.release(task, !current);
-    await this.opts.executor.tidy(task, out.status);
+    await executor.tidy(task, out.status);
   }
 
   /** Everything reconcile() needs to know about the task, gathered from the ports and this loop. */
