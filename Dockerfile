@@ -35,7 +35,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY bin ./bin
 COPY --from=build /src/dist ./dist
-RUN ln -s /app/bin/episodic.js /usr/local/bin/episodic
+RUN ln -s /app/bin/episodic.js /usr/local/bin/episodic \
+ && ln -s /app/bin/episodic.js /app/node_modules/.bin/episodic
 USER 65532:65532
 # The controller Deployment passes only args (controller ...); episode pods set command to
 # [episodic, episode, --, <agent argv>]. Both handle SIGTERM themselves.
