@@ -5,18 +5,54 @@ import { printable } from '../util/printable.ts';
 
 export type TaskView = Array<{ task: SpecTask; status: AgentTaskStatus }>;
 
-const COLUMNS = ['TASK', 'PHASE', 'EPISODE', 'COST', 'LAST OUTCOME', 'NEXT RETRY', 'REASON'];
+const COLUMNS = [
+  'TASK',
+  'PHASE',
+  'EPISODE',
+  'RETRIES',
+  'RUNNING',
+  'PROGRESS',
+  'COST',
+  'LAST OUTCOME',
+  'NEXT RETRY',
+  'REASON',
+];
+
+/** `1m05s`, `2h03m`, `42s`: how long something has been going, to the second. */
+export function formatElapsed(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+/** Episodes counted against the cap (retries never are) over the cap, granted episodes included. */
+function episodeCell(task: SpecTask, status: AgentTaskStatus): string {
+  const counted = status.episodes - status.retries;
+  const cap = task.spec ? task.spec.limits.maxEpisodes + (status.resume?.grantedEpisodes ?? 0) : '?';
+  return `${counted}/${cap}`;
+}
 
 export function renderRows(view: TaskView, now = Date.now()): string[][] {
   return view.map(({ task, status }) => [
     task.namespace === 'default' ? task.name : `${task.namespace}/${task.name}`,
     status.phase ?? 'Pending',
-    `${status.currentEpisode?.number ?? status.episodes}/${task.spec?.limits.maxEpisodes ?? '?'}`,
+    episodeCell(task, status),
+    String(status.retries),
+    status.currentEpisode ? formatElapsed(now - Date.parse(status.currentEpisode.startedAt)) : '-',
+    task.spec?.progress.checklist ? (status.progress?.summary ?? '-') : '-',
     `$${status.costUSD.toFixed(4)}`,
     status.lastEpisode?.outcome ?? '-',
     status.nextEpisodeAt ? `in ${Math.max(0, Math.round((Date.parse(status.nextEpisodeAt) - now) / 1000))}s` : '-',
     status.reason ?? '-',
   ]);
+}
+
+/** The line under the table: what a person watching wants at a glance. */
+export function renderTotals(view: TaskView): string {
+  const cost = view.reduce((sum, { status }) => sum + status.costUSD, 0);
+  const running = view.filter(({ status }) => status.currentEpisode).length;
+  return `${view.length} task${view.length === 1 ? '' : 's'}, ${running} running, total cost $${cost.toFixed(4)}`;
 }
 
 export function formatTable(header: string[], rowsIn: string[][]): string {
@@ -27,20 +63,48 @@ export function formatTable(header: string[], rowsIn: string[][]): string {
   return [line(header), ...rows.map(line)].join('\n');
 }
 
+export function renderView(view: TaskView, now = Date.now()): string[] {
+  return [...formatTable(COLUMNS, renderRows(view, now)).split('\n'), renderTotals(view)];
+}
+
+/** Lines that fit the screen: each cut to one row (a wrapped line would break the count of lines to redraw). */
+export function fitToScreen(lines: string[], columns?: number, rows?: number): string[] {
+  // Cursor-up stops at the top row: a table taller than the screen would leave a copy behind on every redraw.
+  const shown = rows && lines.length >= rows ? Math.max(1, rows - 3) : lines.length;
+  const kept =
+    shown === lines.length
+      ? lines
+      : [
+          ...lines.slice(0, shown),
+          `… ${lines.length - 1 - shown} more tasks (episodic get shows all)`,
+          lines.at(-1) ?? '',
+        ];
+  return columns ? kept.map((l) => (l.length < columns ? l : `${l.slice(0, Math.max(0, columns - 2))}…`)) : kept;
+}
+
+/** Where the table is drawn: a terminal (process.stdout), or a stand-in of the same shape. */
+export interface Screen {
+  write(text: string): unknown;
+  columns?: number;
+  rows?: number;
+}
+
 export class LiveTable {
   private readonly timer: NodeJS.Timeout;
   private lines = 0;
   private readonly source: () => TaskView;
+  private readonly screen: Screen;
 
-  constructor(source: () => TaskView) {
+  constructor(source: () => TaskView, screen: Screen = process.stdout) {
     this.source = source;
+    this.screen = screen;
     this.timer = setInterval(() => this.draw(), 500);
     this.timer.unref();
     this.draw();
   }
 
-  static print(view: TaskView): void {
-    process.stdout.write(`${formatTable(COLUMNS, renderRows(view))}\n`);
+  static print(view: TaskView, screen: Screen = process.stdout): void {
+    screen.write(`${renderView(view).join('\n')}\n`);
   }
 
   stop(): void {
@@ -48,15 +112,21 @@ export class LiveTable {
     this.clear();
   }
 
+  /**
+   * Overwrites the previous drawing line by line, then erases what is left below it. Never an erase from the
+   * top-left corner: tmux (scroll-on-clear) keeps a copy of a screen cleared that way in its scrollback.
+   */
   private draw(): void {
-    const text = formatTable(COLUMNS, renderRows(this.source()));
-    this.clear();
-    process.stdout.write(`${text}\n`);
-    this.lines = text.split('\n').length;
+    const lines = fitToScreen(renderView(this.source()), this.screen.columns, this.screen.rows);
+    const up = this.lines > 0 ? `\r\x1b[${this.lines}A` : '';
+    this.screen.write(`${up}${lines.map((l) => `${l}\x1b[K\n`).join('')}\x1b[J`);
+    this.lines = lines.length;
   }
 
+  /** Erases the drawing one line at a time and leaves the cursor where it began. */
   private clear(): void {
-    if (this.lines > 0) process.stdout.write(`\x1b[${this.lines}A\x1b[0J`);
+    if (this.lines === 0) return;
+    this.screen.write(`\r\x1b[${this.lines}A${'\x1b[2K\n'.repeat(this.lines)}\x1b[${this.lines}A`);
     this.lines = 0;
   }
 }

@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
-import { formatTable, renderRows } from '../../controller/cli/live-table.ts';
+import { fitToScreen, formatElapsed, formatTable, renderRows, renderTotals } from '../../controller/cli/live-table.ts';
 import type { SpecTask } from '../../controller/sources/local/spec-files.ts';
 
-test('live table rows: task, phase, episode k/max, cost, last outcome, next retry', () => {
+test('live table rows: task, phase, episodes counted/cap, retries, running time, progress, cost, last outcome, next retry', () => {
   const spec = AgentTaskSpecSchema.parse({ prompt: 'x', agent: { command: ['a'] }, limits: { maxEpisodes: 7 } });
   const task = (name: string, namespace = 'default'): SpecTask => ({
     key: `${namespace}/${name}`,
@@ -25,6 +25,7 @@ test('live table rows: task, phase, episode k/max, cost, last outcome, next retr
           ...emptyStatus(),
           phase: 'Waiting',
           episodes: 2,
+          retries: 1,
           costUSD: 0.5,
           nextEpisodeAt: '2026-11-22T12:00:30Z',
           lastEpisode: { number: 2, outcome: 'transient' },
@@ -43,8 +44,9 @@ test('live table rows: task, phase, episode k/max, cost, last outcome, next retr
     ],
     now,
   );
-  assert.deepEqual(rows[0], ['a', 'Waiting', '2/7', '$0.5000', 'transient', 'in 30s', 'Backoff']);
-  assert.deepEqual(rows[1].slice(0, 3), ['team/b', 'Running', '3/7']);
+  // Two episodes started, one of them an outage: one counts against maxEpisodes 7.
+  assert.deepEqual(rows[0], ['a', 'Waiting', '1/7', '1', '-', '-', '$0.5000', 'transient', 'in 30s', 'Backoff']);
+  assert.deepEqual(rows[1].slice(0, 5), ['team/b', 'Running', '3/7', '0', '1m00s']);
   const text = formatTable(
     ['TASK', 'PHASE'],
     [
@@ -53,4 +55,48 @@ test('live table rows: task, phase, episode k/max, cost, last outcome, next retr
     ],
   );
   assert.equal(text, 'TASK          PHASE\na             Waiting\nlonger-name   Running');
+});
+
+test('live table: elapsed time, granted episodes and checklist progress, a footer, lines that fit the screen', () => {
+  assert.deepEqual([0, 59_999, 65_000, 3_600_000 + 180_000].map(formatElapsed), ['0s', '59s', '1m05s', '1h03m']);
+  const spec = AgentTaskSpecSchema.parse({
+    prompt: 'x',
+    agent: { command: ['a'] },
+    limits: { maxEpisodes: 3 },
+    progress: { checklist: 'PLAN.md' },
+  });
+  const task: SpecTask = {
+    key: 'default/p',
+    namespace: 'default',
+    name: 'p',
+    file: 'f',
+    spec,
+    errors: [],
+    specHash: 'h',
+    manifest: {},
+  };
+  const status = {
+    ...emptyStatus(),
+    episodes: 9,
+    retries: 6,
+    costUSD: 1.5,
+    resume: { autoResumes: 0, grantedEpisodes: 2 },
+    progress: { done: 7, total: 12, inProgress: 0, failed: 0, skipped: 0, summary: '7/12' },
+  };
+  const [row] = renderRows([{ task, status }]);
+  assert.deepEqual([row[2], row[3], row[5]], ['3/5', '6', '7/12']);
+  assert.equal(
+    renderTotals([
+      { task, status },
+      { task, status },
+    ]),
+    '2 tasks, 0 running, total cost $3.0000',
+  );
+  const lines = Array.from({ length: 30 }, (_, i) => `line ${i} ${'x'.repeat(100)}`);
+  const fitted = fitToScreen(lines, 40, 10);
+  assert.equal(fitted.length, 9, 'one row short of the screen, so cursor-up always reaches the top line');
+  assert.ok(fitted.every((l) => l.length < 40));
+  assert.match(fitted[7], /… 22 more tasks/);
+  assert.match(fitted[8], /^line 29/);
+  assert.deepEqual(fitToScreen(['a', 'b'], undefined, undefined), ['a', 'b']);
 });
