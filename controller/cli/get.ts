@@ -12,7 +12,7 @@ import { episodesPath, readRecords } from '../sinks/local/episode-records.ts';
 import { FileStatusStore } from '../sinks/local/file-status.ts';
 import { loadSpecDir } from '../sources/local/spec-files.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
-import { formatTable } from './live-table.ts';
+import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { printable } from '../util/printable.ts';
 
 interface GetOptions {
@@ -102,7 +102,8 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
     'COST',
     'REASON',
     'PROGRESS',
-    ...(wide ? ['LAST OUTCOME', 'NEXT EPISODE', 'MESSAGE'] : []),
+    ...(wide ? ['LAST OUTCOME', 'NEXT EPISODE'] : []),
+    'MESSAGE',
   ];
   const rows = items.map(({ task, status }) => [
     task.namespace,
@@ -112,10 +113,13 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
     `$${status.costUSD.toFixed(4)}`,
     status.reason ?? '',
     status.progress?.summary ?? '',
-    ...(wide ? [status.lastEpisode?.outcome ?? '', status.nextEpisodeAt ?? '', status.message ?? ''] : []),
+    ...(wide ? [status.lastEpisode?.outcome ?? '', status.nextEpisodeAt ?? ''] : []),
+    status.message ?? '',
   ]);
+  // Why each task is where it is, in one line a terminal shows whole; -o wide gives the message uncut.
+  const fitted = wide ? rows : fitLastColumn(header, rows, terminalColumns());
   if (rows.length === 0) console.error(`No AgentTasks found in ${dir}.`);
-  else process.stdout.write(`${formatTable(header, rows)}\n`);
+  else process.stdout.write(`${formatTable(header, fitted)}\n`);
   return 0;
 }
 

@@ -82,6 +82,21 @@ export function fitToScreen(lines: string[], columns?: number, rows?: number): s
   return columns ? kept.map((l) => (l.length < columns ? l : `${l.slice(0, Math.max(0, columns - 2))}…`)) : kept;
 }
 
+/** The terminal's width: stdout's when it is one, else $COLUMNS when set; undefined for a pipe or a file. */
+export function terminalColumns(): number | undefined {
+  return process.stdout.columns || Number(process.env.COLUMNS) || undefined;
+}
+
+/** The last column cut so each row fits `columns` (the widths of the others are known only after escaping). */
+export function fitLastColumn(header: string[], rows: string[][], columns: number | undefined): string[][] {
+  if (!columns) return rows;
+  const escaped = rows.map((r) => r.map((c) => printable(c ?? '', 300)));
+  const last = header.length - 1;
+  const widths = header.slice(0, last).map((h, i) => Math.max(h.length, ...escaped.map((r) => (r[i] ?? '').length)));
+  const room = Math.max(header[last].length, columns - 1 - widths.reduce((sum, w) => sum + w + 3, 0));
+  return escaped.map((r) => r.map((c, i) => (i === last && c.length > room ? `${c.slice(0, room - 1)}…` : c)));
+}
+
 /** Where the table is drawn: a terminal (process.stdout), or a stand-in of the same shape. */
 export interface Screen {
   write(text: string): unknown;

@@ -1,77 +1,156 @@
-// `episodic logs NAME`: an episode's output, like `kubectl logs`; -f follows the task across episodes.
+// `episodic logs NAME [DIR]`: an episode's output, like `kubectl logs`; -f follows the task across episodes.
+// Rendered for a person by default (log-render.ts), the log's bytes as they are with --raw.
 import { createReadStream, existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { isTerminal } from '../api/agent-task.ts';
-import { FileStatusStore } from '../sinks/local/file-status.ts';
+import type { EpisodeRecord } from '../api/episode-record.ts';
 import { episodeLogPath } from '../executors/local/episode-launcher.ts';
-import { parseNumberOption } from './options.ts';
+import { episodesPath, readRecords } from '../sinks/local/episode-records.ts';
+import { FileStatusStore } from '../sinks/local/file-status.ts';
+import { printable } from '../util/printable.ts';
+import { terminalColumns } from './live-table.ts';
+import { LogRenderer } from './log-render.ts';
+import { parseNumberOption, UsageError } from './options.ts';
 
 interface LogsOptions {
   episode?: string;
   follow?: boolean;
+  raw?: boolean;
   namespace: string;
-  dir: string;
+  dir?: string;
   stateDir?: string;
+}
+
+/** Where a log goes: straight through (--raw), or rendered line by line. */
+interface Sink {
+  begin(episode: number, record: EpisodeRecord | undefined): void;
+  chunk(data: Buffer): void;
+  end(): void;
 }
 
 export function registerLogs(program: Command): void {
   program
     .command('logs')
-    .description("print an episode's output (default: the latest episode)")
+    .description("print an episode's output, rendered for reading (default: the latest episode)")
     .argument('<name>', 'AgentTask name')
+    .argument('[dir]', 'spec directory (default .)')
     .option('--episode <n>', 'episode number (1-based)')
     .option('-f, --follow', 'keep printing as the task runs, episode after episode')
+    .option('--raw', 'the log as it is on disk: the agent output bytes and the controller notes')
     .option('-n, --namespace <ns>', 'namespace', 'default')
-    .option('-d, --dir <dir>', 'spec directory', '.')
+    .option('-d, --dir <dir>', 'spec directory (the same as DIR)')
     .option('--state-dir <path>', 'state directory (default DIR/.episodic)')
-    .action(async (name: string, opts: LogsOptions) => {
-      process.exitCode = await logsCommand(name, opts);
+    .action(async (name: string, dir: string | undefined, opts: LogsOptions) => {
+      process.exitCode = await logsCommand(name, dir, opts);
     });
 }
 
-async function logsCommand(name: string, opts: LogsOptions): Promise<number> {
-  const stateDir = resolve(opts.stateDir ?? join(opts.dir, '.episodic'));
-  const dir = join(stateDir, 'logs', opts.namespace, name);
+async function logsCommand(name: string, dirArg: string | undefined, opts: LogsOptions): Promise<number> {
   let episode: number;
+  let stateDir: string;
   try {
+    if (dirArg !== undefined && opts.dir !== undefined && resolve(dirArg) !== resolve(opts.dir))
+      throw new UsageError(`two directories given: ${dirArg} and --dir ${opts.dir}`);
+    stateDir = resolve(opts.stateDir ?? join(dirArg ?? opts.dir ?? '.', '.episodic'));
     episode = opts.episode
       ? parseNumberOption('--episode', opts.episode, { integer: true, min: 1 })
-      : await latestEpisode(dir);
+      : await latestEpisode(join(stateDir, 'logs', opts.namespace, name));
   } catch (err) {
     console.error(`episodic logs: ${(err as Error).message}`);
     return 2;
   }
+  const records = new Map((await readRecords(episodesPath(stateDir, opts.namespace, name))).map((r) => [r.number, r]));
+  const sink = opts.raw ? rawSink() : renderedSink(`${opts.namespace}/${name}`);
   if (!opts.follow) {
     const file = episodeLogPath(stateDir, opts.namespace, name, episode);
     if (!existsSync(file)) {
       console.error(`episodic logs: no log for ${opts.namespace}/${name} episode ${episode} (${file})`);
       return 1;
     }
-    await pipeRange(file, 0, Infinity);
+    sink.begin(episode, records.get(episode));
+    await readRange(file, 0, Infinity, sink);
+    sink.end();
     return 0;
   }
+  await follow(stateDir, opts.namespace, name, episode, sink, records);
+  return 0;
+}
+
+/** Prints the episode's log as it grows, then the next episode's, until the task is terminal. */
+async function follow(
+  stateDir: string,
+  namespace: string,
+  name: string,
+  first: number,
+  sink: Sink,
+  records: Map<number, EpisodeRecord>,
+): Promise<void> {
   const store = new FileStatusStore(stateDir);
-  for (;;) {
-    const file = episodeLogPath(stateDir, opts.namespace, name, episode);
+  for (let episode = first; ; episode++) {
+    const file = episodeLogPath(stateDir, namespace, name, episode);
+    sink.begin(episode, records.get(episode));
     let offset = 0;
     for (;;) {
       const size = (await stat(file).catch(() => undefined))?.size ?? 0;
       if (size > offset) {
-        await pipeRange(file, offset, size - 1);
+        await readRange(file, offset, size - 1, sink);
         offset = size;
       }
-      const { records } = await store.readAll();
-      const status = records.find((r) => r.namespace === opts.namespace && r.name === name)?.status;
-      const moved = existsSync(episodeLogPath(stateDir, opts.namespace, name, episode + 1));
+      const { records: statuses } = await store.readAll();
+      const status = statuses.find((r) => r.namespace === namespace && r.name === name)?.status;
+      const moved = existsSync(episodeLogPath(stateDir, namespace, name, episode + 1));
       if (moved && size === offset) break;
-      if (status && isTerminal(status.phase) && !status.currentEpisode && size === offset) return 0;
+      if (status && isTerminal(status.phase) && !status.currentEpisode && size === offset) {
+        sink.end();
+        return;
+      }
       await sleep(300);
     }
-    episode++;
+    sink.end();
   }
+}
+
+function rawSink(): Sink {
+  return {
+    begin: () => undefined,
+    chunk: (data) => process.stdout.write(data),
+    end: () => undefined,
+  };
+}
+
+function renderedSink(task: string): Sink {
+  const width = terminalColumns() ?? 160;
+  let renderer: LogRenderer | undefined;
+  let decoder = new StringDecoder('utf8');
+  return {
+    begin(episode, record) {
+      process.stdout.write(`${episodeHeader(task, episode, record)}\n`);
+      renderer = new LogRenderer((text) => process.stdout.write(text), width);
+      decoder = new StringDecoder('utf8');
+    },
+    chunk: (data) => renderer?.push(decoder.write(data)),
+    end: () => {
+      renderer?.push(decoder.end());
+      renderer?.end();
+    },
+  };
+}
+
+/** `=== default/alpha episode 2: succeeded, exit 0, $0.0734, finished 2026-11-25T18:00:00Z ===` */
+export function episodeHeader(task: string, episode: number, record: EpisodeRecord | undefined): string {
+  const facts = record
+    ? [
+        record.outcome,
+        record.exitCode === null ? undefined : `exit ${record.exitCode}`,
+        `$${record.costUSD.toFixed(4)}`,
+        record.finishedAt ? `finished ${record.finishedAt.replace(/\.\d+Z$/, 'Z')}` : undefined,
+      ].filter(Boolean)
+    : ['no record yet (running, or ended without one)'];
+  return printable(`=== ${task} episode ${episode}: ${facts.join(', ')} ===`);
 }
 
 async function latestEpisode(dir: string): Promise<number> {
@@ -84,10 +163,18 @@ async function latestEpisode(dir: string): Promise<number> {
   return Math.max(...numbers);
 }
 
-function pipeRange(file: string, start: number, end: number): Promise<void> {
+/** Feeds a byte range of the file to the sink. */
+function readRange(file: string, start: number, end: number, sink: Sink): Promise<void> {
   return new Promise((done, fail) => {
     const stream = createReadStream(file, { start, end: Number.isFinite(end) ? end : undefined });
+    stream.on('data', (data) => {
+      sink.chunk(data as Buffer);
+      // A slow reader (a pager) holds us back instead of the output piling up in memory.
+      if (process.stdout.writableNeedDrain) {
+        stream.pause();
+        process.stdout.once('drain', () => stream.resume());
+      }
+    });
     stream.on('error', fail).on('end', () => done());
-    stream.pipe(process.stdout, { end: false });
   });
 }
