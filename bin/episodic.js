@@ -57,7 +57,8 @@ function findProjectNode() {
 
 /** Runs this file again under NODE with the same arguments and stdio, passing signals in and the ending out. */
 function reexec(node) {
-  const child = spawn(node, [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+  // argv[1] as it was given (a node_modules/.bin link, say), so the CLI sees how it was started.
+  const child = spawn(node, [...process.execArgv, process.argv[1], ...process.argv.slice(2)], {
     stdio: 'inherit',
     env: { ...process.env, [REEXEC_MARK]: String(process.pid) },
   });

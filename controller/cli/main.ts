@@ -16,6 +16,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   get: async () => (await import('./get.ts')).registerGet,
   resume: async () => (await import('./resume.ts')).registerResume,
   validate: async () => (await import('./validate.ts')).registerValidate,
+  init: async () => (await import('./init.ts')).registerInit,
   logs: async () => (await import('./logs.ts')).registerLogs,
   crd: async () => (await import('./crd.ts')).registerCrd,
   controller: async () => (await import('./controller.ts')).registerController,
