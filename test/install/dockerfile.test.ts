@@ -394,12 +394,19 @@ describe('Dockerfile replayed without a Docker engine', { timeout: 300_000 }, ()
     );
   });
 
-  it('`episodic --version` works through the entrypoint', async () => {
+  it('`episodic --version` works through the entrypoint and node_modules/.bin/episodic', async () => {
     const { stdout } = await execFileAsync(entrypoint, ['--version'], {
       env: runtimeEnv,
       cwd: path.join(result.final.root, 'app'),
     });
     assert.equal(stdout.trim(), pkg.version);
+    // The README's one invocation, from the image's working directory as from a checkout.
+    const app = path.join(result.final.root, 'app');
+    const viaModules = await execFileAsync(path.join(app, 'node_modules/.bin/episodic'), ['--version'], {
+      env: runtimeEnv,
+      cwd: app,
+    });
+    assert.equal(viaModules.stdout.trim(), pkg.version);
   });
 
   it('runs an episode as an episode pod does: `episodic episode -- <agent>`', async () => {
