@@ -93,7 +93,13 @@ describe('a fresh clone, started by the system Node 20: node_modules/.bin/episod
     clone = freshClone();
   });
   after(() => {
-    for (const kill of leftovers) kill();
+    for (const kill of leftovers) {
+      try {
+        kill();
+      } catch {
+        // gone already
+      }
+    }
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
