@@ -118,8 +118,12 @@ export class LiveTable {
     this.draw();
   }
 
+  /** The final view, and for each task that did not succeed, why (its message), one line each. */
   static print(view: TaskView, screen: Screen = process.stdout): void {
-    screen.write(`${renderView(view).join('\n')}\n`);
+    const why = view
+      .filter(({ status }) => status.phase !== 'Succeeded' && status.message)
+      .map(({ task, status }) => `${task.name}: ${printable(status.message ?? '')}`);
+    screen.write(`${fitToScreen([...renderView(view), ...why], screen.columns).join('\n')}\n`);
   }
 
   stop(): void {

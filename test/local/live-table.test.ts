@@ -1,7 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
-import { fitToScreen, formatElapsed, formatTable, renderRows, renderTotals } from '../../controller/cli/live-table.ts';
+import {
+  fitToScreen,
+  formatElapsed,
+  formatTable,
+  LiveTable,
+  renderRows,
+  renderTotals,
+} from '../../controller/cli/live-table.ts';
 import type { SpecTask } from '../../controller/sources/local/spec-files.ts';
 
 test('live table rows: task, phase, episodes counted/cap, retries, running time, progress, cost, last outcome, next retry', () => {
@@ -99,4 +106,33 @@ test('live table: elapsed time, granted episodes and checklist progress, a foote
   assert.match(fitted[7], /… 22 more tasks/);
   assert.match(fitted[8], /^line 29/);
   assert.deepEqual(fitToScreen(['a', 'b'], undefined, undefined), ['a', 'b']);
+});
+
+test('the final table says why each task that did not succeed stopped, one line each, cut to the width', () => {
+  const spec = AgentTaskSpecSchema.parse({ prompt: 'x', agent: { command: ['a'] } });
+  const task = (name: string): SpecTask => ({
+    key: `default/${name}`,
+    namespace: 'default',
+    name,
+    file: 'f',
+    spec,
+    errors: [],
+    specHash: 'h',
+    manifest: {},
+  });
+  let out = '';
+  LiveTable.print(
+    [
+      { task: task('done'), status: { ...emptyStatus(), phase: 'Succeeded', message: 'finished' } },
+      {
+        task: task('stuck'),
+        status: { ...emptyStatus(), phase: 'Skipped', message: `3 failures \u001b[2J ${'x'.repeat(200)}` },
+      },
+    ],
+    { write: (t) => (out += t), columns: 80 },
+  );
+  const lines = out.trimEnd().split('\n');
+  assert.match(lines.at(-1) ?? '', /^stuck: 3 failures \\x1b\[2J x+…$/);
+  assert.ok(lines.every((l) => l.length < 80));
+  assert.doesNotMatch(out, /done: finished/);
 });
