@@ -118,6 +118,9 @@ describe('a fresh clone, started by the system Node 20: node_modules/.bin/episod
     const get = runIn(clone, ['get', dir]);
     assert.match(get.stdout, /tiny\s+Succeeded/);
     assert.equal(runIn(clone, ['validate', path.join(dir, 'missing')]).code, 2);
+    // init's next command is the invocation it was started with, so it works as printed.
+    const init = runIn(clone, ['init', path.join(dir, 'new'), '--agent', 'claude']);
+    assert.match(init.stdout, /next:\n {2}node_modules\/\.bin\/episodic run \S+\/new\n/, init.stderr);
   });
 
   it('runs the CLI under the project Node, and a SIGTERM to the launcher alone stops it gracefully (exit 130)', async () => {
