@@ -46,7 +46,7 @@ export class LogRenderer {
 
   private text(line: string): void {
     this.flushDelta();
-    this.emit(line.replace(/\t/g, '  '), MAX_TEXT_LINE);
+    this.emit(line, MAX_TEXT_LINE);
   }
 
   private value(v: unknown): void {
@@ -66,7 +66,7 @@ export class LogRenderer {
 
   private line(l: Line): void {
     if (l.kind === 'message') this.sawMessage = true;
-    if (l.kind === 'message') for (const part of l.text.trim().split('\n')) this.emit(part, MAX_TEXT_LINE);
+    if (l.kind === 'message') for (const part of l.text.trim().split(/\r?\n/)) this.emit(part, MAX_TEXT_LINE);
     else this.emit(`${/^ */.exec(l.text)?.[0] ?? ''}${l.text.replace(/\s+/g, ' ').trim()}`, this.width);
   }
 
@@ -79,7 +79,7 @@ export class LogRenderer {
 
   /** One terminal line: escaped, then cut to `max` characters. */
   private emit(text: string, max: number): void {
-    const safe = printable(text, MAX_TEXT_LINE * 2);
+    const safe = printable(text.replace(/\t/g, '  '), MAX_TEXT_LINE * 2);
     // One short of the width: a line that fills the terminal exactly wraps on some.
     this.write(`${safe.length >= max ? `${safe.slice(0, Math.max(1, max - 2))}…` : safe}\n`);
   }

@@ -2,7 +2,7 @@
 // result with its cost, for what the three CLIs really print (test/fixtures/agent-outputs/real/) and plain
 // text; a header per episode; --raw for the bytes; agent-written escape sequences shown escaped.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { LogRenderer } from '../../controller/cli/log-render.ts';
@@ -31,6 +31,17 @@ test('claude stream-json and json: the answer and the result with its cost, no J
   const error = render(fixture('claude-2.1.330/stream-json.auth401.stdout'));
   assert.match(error, /^\[result\] error/m);
   assert.match(error, /401|API key|authenticat/i);
+});
+
+test('every real capture of the three CLIs renders without a line of raw JSON', () => {
+  let files = 0;
+  for (const cli of readdirSync(REAL))
+    for (const file of readdirSync(join(REAL, cli)).filter((f) => f.endsWith('.stdout'))) {
+      const out = render(fixture(join(cli, file)), 120, 4096);
+      assert.doesNotMatch(out, /^(\{|\[\{)/m, `${cli}/${file}:\n${out}`);
+      files++;
+    }
+  assert.ok(files > 100, `${files} captures`);
 });
 
 test('claude tool calls: one line each, cut to the width; tool results one line; prompts not shown', () => {
