@@ -37,13 +37,14 @@ test('text: the echo is recognised with indentation, CRLF and colours, and more 
   assert.equal(a.message, 'working… still working');
 });
 
-test('text: the answer still counts after an echo, even when it repeats the prompt line with the sentinel', () => {
+test('text: the answer still counts after an echo; a repeated prompt sentence with the sentinel does not', () => {
   assert.equal(analyse('text', [PROMPT, 'All green. <promise>DONE</promise>']).completion, 'promise');
-  // One line of the prompt is not an echo: the agent printing what it was told to print.
+  // The prompt's sentence that names the sentinel is a copy of the instruction, not a claim (issue 18).
   assert.equal(
     analyse('text', [PROMPT, 'When every test passes, print <promise>DONE</promise>.']).completion,
-    'promise',
+    undefined,
   );
+  // The sentinel alone: the agent printing what it was told to print.
   assert.equal(
     analyse('text', ['<promise>DONE</promise>'], { prompt: 'print <promise>DONE</promise>' }).completion,
     'promise',

@@ -1,69 +1,10 @@
-// What an agent's final answer says beyond the sentinel: an echo of the prompt removed from plain text,
-// the fields of its last RALPH_STATUS block, and completion keywords. Raw facts; the reconciler scores them.
+// What an agent's final answer says beyond the sentinel: the answer without copies of the prompt, the fields
+// of its last RALPH_STATUS block, and completion keywords. Raw facts; the reconciler scores them.
 import type { RalphStatus } from '../../api/leash.ts';
-import { stripAnsi } from './rules.ts';
+import { withoutEchoedSignals, withoutPromptEcho } from './prompt-echo.ts';
+import { promisePattern } from './text.ts';
 
-/** Prompt lines beyond this are not compared (a prompt this long is not echoed into a 64 KiB tail whole). */
-const MAX_PROMPT_LINES = 4000;
-
-function promptLines(prompt: string): string[] {
-  return prompt
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line !== '')
-    .slice(-MAX_PROMPT_LINES);
-}
-
-/** KMP failure table over lines. */
-function failureTable(pattern: string[]): number[] {
-  const fail = new Array<number>(pattern.length).fill(0);
-  for (let i = 1, k = 0; i < pattern.length; i++) {
-    while (k > 0 && pattern[i] !== pattern[k]) k = fail[k - 1] as number;
-    if (pattern[i] === pattern[k]) k++;
-    fail[i] = k;
-  }
-  return fail;
-}
-
-/**
- * Plain-text output without echoes of the prompt. An echo is the WHOLE prompt, line for line (lines
- * trimmed, blank lines ignored), so a CLI that prints the prompt back cannot fake the sentinel the prompt
- * asks for, while an answer that repeats one line of it (the agent printing `<promise>DONE</promise>` as
- * told) still counts. `cutAtStart`: the text is a tail whose start may lie inside an echo, so its first
- * (possibly partial) line is dropped and leading lines equal to the prompt's last lines are removed too.
- */
-export function withoutPromptEcho(text: string, prompt: string | undefined, cutAtStart = false): string {
-  const pattern = prompt ? promptLines(prompt) : [];
-  if (pattern.length === 0) return cutAtStart ? text.slice(text.indexOf('\n') + 1) : text;
-  const raw = text.split('\n');
-  const drop = new Array<boolean>(raw.length).fill(false);
-  if (cutAtStart) drop[0] = true;
-  const lines: number[] = []; // indexes of the non-blank lines we compare
-  for (let i = cutAtStart ? 1 : 0; i < raw.length; i++) if (stripAnsi(raw[i] as string).trim() !== '') lines.push(i);
-  const norm = (i: number): string => stripAnsi(raw[lines[i] as number] as string).trim();
-
-  const fail = failureTable(pattern);
-  for (let i = 0, k = 0; i < lines.length; i++) {
-    while (k > 0 && norm(i) !== pattern[k]) k = fail[k - 1] as number;
-    if (norm(i) === pattern[k]) k++;
-    if (k === pattern.length) {
-      for (let j = lines[i - k + 1] as number; j <= (lines[i] as number); j++) drop[j] = true; // blank lines inside too
-      k = 0;
-    }
-  }
-  if (cutAtStart) {
-    for (let len = Math.min(pattern.length - 1, lines.length); len > 0; len--) {
-      const from = pattern.length - len;
-      let same = true;
-      for (let j = 0; j < len && same; j++) same = norm(j) === pattern[from + j];
-      if (same) {
-        for (let j = 0; j < len; j++) drop[lines[j] as number] = true;
-        break;
-      }
-    }
-  }
-  return raw.filter((_, i) => !drop[i]).join('\n');
-}
+export { withoutPromptEcho } from './prompt-echo.ts';
 
 const STATUS_START = '---RALPH_STATUS---';
 const STATUS_END = '---END_RALPH_STATUS---';
@@ -113,4 +54,23 @@ export const COMPLETION_KEYWORDS: readonly { phrase: string; pattern: RegExp }[]
 export function completionKeywords(text: string | undefined): string[] {
   if (!text) return [];
   return COMPLETION_KEYWORDS.filter((k) => k.pattern.test(text)).map((k) => k.phrase);
+}
+
+const STATUS_BLOCK = /---RALPH_STATUS---[\s\S]*?(?:---END_RALPH_STATUS---|$)/;
+
+/**
+ * The answer as signals are read from it: whole echoes of the prompt cut out (plain text; `cutAtStart` for
+ * a tail that may start inside one), and every signal (the sentinel, a status block, a completion phrase)
+ * that stands inside a copy of the prompt's words around it blanked.
+ */
+export function answerWithoutPrompt(
+  text: string | undefined,
+  prompt: string | undefined,
+  promise: string,
+  cutAtStart = false,
+): string | undefined {
+  if (text === undefined) return undefined;
+  const signals = [STATUS_BLOCK, ...COMPLETION_KEYWORDS.map((k) => k.pattern)];
+  if (promise.trim() !== '') signals.push(promisePattern(promise));
+  return withoutEchoedSignals(withoutPromptEcho(text, prompt, cutAtStart), prompt, signals);
 }

@@ -12,7 +12,7 @@ import type { FormatFacts, FormatReader, JsonFormat } from './format-reader.ts';
 import { createGeminiReader } from './gemini.ts';
 import { asObject, MAX_EPISODE_COST_USD, zeroTokens } from './json-fields.ts';
 import { createJsonLineParser } from './json-lines.ts';
-import { completionKeywords, ralphStatus, withoutPromptEcho } from './final-answer.ts';
+import { answerWithoutPrompt, completionKeywords, ralphStatus } from './final-answer.ts';
 import { createLineSplitter, DEFAULT_MAX_LINE_BYTES } from './line-splitter.ts';
 import { costFromTokens } from './pricing.ts';
 import { lastMeaningfulLine, stripAnsi } from './rules.ts';
@@ -128,10 +128,11 @@ export function createOutputAnalyzer(opts: AnalyzerOptions, limits: AnalyzerLimi
     const format: OutputFormat = facts && reader ? reader.format : 'text';
     const stdoutText = stdoutTail.text();
     const stderrText = stderrTail.text();
-    // JSON formats name the final answer; for plain text it is the stdout tail minus any echo of the prompt.
+    // JSON formats name the final answer; for plain text it is the stdout tail. Copies of the prompt in it
+    // give no signal.
     const finalText = facts
-      ? facts.finalText
-      : withoutPromptEcho(stdoutText, opts.prompt, stdoutTail.totalBytes > tailBytes);
+      ? answerWithoutPrompt(facts.finalText, opts.prompt, opts.promise)
+      : answerWithoutPrompt(stdoutText, opts.prompt, opts.promise, stdoutTail.totalBytes > tailBytes);
     const tokens = facts?.tokens ?? zeroTokens();
     const reportedCost = facts?.costUSD;
     const cost = reportedCost ?? (opts.pricing ? costFromTokens(tokens, opts.pricing) : 0);

@@ -6,9 +6,14 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
+/** `<promise>VALUE</promise>`, spaces inside allowed. */
+export function promisePattern(promise: string): RegExp {
+  return new RegExp(`<promise>\\s*${escapeRegExp(promise.trim())}\\s*</promise>`);
+}
+
 export function hasPromise(text: string, promise: string): boolean {
   if (promise === '') return false;
-  return new RegExp(`<promise>\\s*${escapeRegExp(promise.trim())}\\s*</promise>`).test(text);
+  return promisePattern(promise).test(text);
 }
 
 const STATUS_START = '---RALPH_STATUS---';

@@ -1,0 +1,237 @@
+// Copies of the prompt in an agent's answer. Text is compared as words (letters, digits, _; lowercased), so
+// a copy is recognised whatever precedes it on its line, however it is re-wrapped, indented or quoted ("> ").
+// Whole echoes are cut out; a signal (the sentinel, a status block, a completion phrase) that stands inside
+// a copy of the prompt's text around it is blanked, so an agent that prints its instructions back never
+// gives the signal those instructions describe.
+import { stripAnsi } from './rules.ts';
+
+/** A signal inside a copy: the copy reaches this many words beyond it on one side, or covers all of the
+ * prompt's sentence (or line) around it. */
+const LONG_CONTEXT_WORDS = 6;
+/** A sentence shorter than this ("Print <promise>DONE</promise>") is not told from the agent's own words. */
+const MIN_UNIT_WORDS = 2;
+/** Matches of a signal's words in the prompt examined per signal (a prompt repeating it thousands of times). */
+const MAX_PLACES = 4096;
+const WORD = /[\p{L}\p{N}_]+/gu;
+/** Between two words of the prompt: a sentence or a line ends. */
+const UNIT_BREAK = /\n|[.!?;](?:\s|$)/;
+/** Around a cut copy: what else its lines may hold and still go with it (never `<`: a sentinel may follow). */
+const JUNK = /[^\p{L}\p{N}_<\n]/u;
+
+interface Words {
+  ids: Int32Array;
+  starts: Int32Array;
+  ends: Int32Array;
+}
+
+type Vocabulary = Map<string, number>;
+
+function words(text: string, vocabulary: Vocabulary): Words {
+  const ids: number[] = [];
+  const starts: number[] = [];
+  const ends: number[] = [];
+  for (const m of text.matchAll(WORD)) {
+    const word = m[0].toLowerCase();
+    let id = vocabulary.get(word);
+    if (id === undefined) vocabulary.set(word, (id = vocabulary.size));
+    ids.push(id);
+    starts.push(m.index);
+    ends.push(m.index + m[0].length);
+  }
+  return { ids: Int32Array.from(ids), starts: Int32Array.from(starts), ends: Int32Array.from(ends) };
+}
+
+/** KMP failure table. */
+function failureTable(pattern: Int32Array): Int32Array {
+  const fail = new Int32Array(pattern.length);
+  for (let i = 1, k = 0; i < pattern.length; i++) {
+    while (k > 0 && pattern[i] !== pattern[k]) k = fail[k - 1] as number;
+    if (pattern[i] === pattern[k]) k++;
+    fail[i] = k;
+  }
+  return fail;
+}
+
+/** Word ranges [first, last] of `text` that are the whole of `pattern`. */
+function wholeCopies(text: Int32Array, pattern: Int32Array): [number, number][] {
+  const found: [number, number][] = [];
+  const fail = failureTable(pattern);
+  for (let i = 0, k = 0; i < text.length; i++) {
+    while (k > 0 && text[i] !== pattern[k]) k = fail[k - 1] as number;
+    if (text[i] === pattern[k]) k++;
+    if (k === pattern.length) {
+      found.push([i - k + 1, i]);
+      k = 0;
+    }
+  }
+  return found;
+}
+
+/** How many leading words of `text` are the last words of `pattern` (a tail that starts inside an echo). */
+function overlapAtStart(text: Int32Array, pattern: Int32Array): number {
+  if (text.length === 0) return 0;
+  const fail = failureTable(text);
+  let k = 0;
+  for (const id of pattern) {
+    while (k > 0 && (k === text.length || id !== text[k])) k = fail[k - 1] as number;
+    if (id === text[k]) k++;
+  }
+  return k;
+}
+
+/** Removes char ranges with the junk after them; a range that leaves only junk on its lines takes them along. */
+function cut(text: string, ranges: [number, number][]): string {
+  let result = '';
+  let from = 0;
+  for (const [start, wordsEnd] of ranges) {
+    let lineStart = start;
+    while (lineStart > from && JUNK.test(text[lineStart - 1] as string)) lineStart--;
+    let end = wordsEnd;
+    while (end < text.length && JUNK.test(text[end] as string)) end++;
+    const wholeLines = (lineStart === 0 || text[lineStart - 1] === '\n') && (end === text.length || text[end] === '\n');
+    result += wholeLines ? text.slice(from, lineStart) : `${text.slice(from, start)}\n`;
+    from = wholeLines && end < text.length ? end + 1 : end;
+  }
+  return result + text.slice(from);
+}
+
+/**
+ * Plain text without whole echoes of the prompt (word for word, wherever they start). `cutAtStart`: the text
+ * is a tail whose start may lie inside an echo, so its first (possibly partial) line is dropped and leading
+ * words equal to the prompt's last words are removed too. ANSI colours are removed.
+ */
+export function withoutPromptEcho(text: string, prompt: string | undefined, cutAtStart = false): string {
+  let plain = stripAnsi(text);
+  if (cutAtStart) plain = plain.slice(plain.indexOf('\n') + 1);
+  if (!prompt) return plain;
+  const vocabulary: Vocabulary = new Map();
+  const pattern = words(prompt, vocabulary).ids;
+  const answer = words(plain, vocabulary);
+  if (pattern.length === 0 || answer.ids.length === 0) return plain;
+  const copies = wholeCopies(answer.ids, pattern);
+  const lead = cutAtStart ? overlapAtStart(answer.ids, pattern) : 0;
+  if (lead > 0 && (copies.length === 0 || (copies[0] as [number, number])[0] >= lead)) copies.unshift([0, lead - 1]);
+  const ranges = copies.map(([a, b]): [number, number] => [answer.starts[a] as number, answer.ends[b] as number]);
+  return cut(plain, ranges);
+}
+
+/** The prompt's words, each with the first and last word of its sentence or line. */
+interface PromptWords extends Words {
+  unitStart: Int32Array;
+  unitEnd: Int32Array;
+}
+
+function promptWords(prompt: string, vocabulary: Vocabulary): PromptWords {
+  const w = words(prompt, vocabulary);
+  const n = w.ids.length;
+  const unitStart = new Int32Array(n);
+  const unitEnd = new Int32Array(n);
+  for (let i = 1; i < n; i++) {
+    const gap = prompt.slice(w.ends[i - 1], w.starts[i]);
+    unitStart[i] = UNIT_BREAK.test(gap) ? i : (unitStart[i - 1] as number);
+  }
+  for (let i = n - 1; i >= 0; i--) {
+    unitEnd[i] = i + 1 < n && unitStart[i + 1] === unitStart[i] ? (unitEnd[i + 1] as number) : i;
+  }
+  return { ...w, unitStart, unitEnd };
+}
+
+/** Equal words going outward from answer[a] and prompt[p] (step -1 or +1), at most `max`. */
+function extent(answer: Int32Array, a: number, prompt: Int32Array, p: number, step: number, max: number): number {
+  let n = 0;
+  while (n < max) {
+    const i = a + step * (n + 1);
+    const j = p + step * (n + 1);
+    if (i < 0 || j < 0 || i >= answer.length || j >= prompt.length || answer[i] !== prompt[j]) break;
+    n++;
+  }
+  return n;
+}
+
+/** Whether answer words [a, b] stand inside a copy of the prompt's text around the same words. */
+function insideCopy(answer: Int32Array, a: number, b: number, prompt: PromptWords, places: number[]): boolean {
+  const len = b - a + 1;
+  for (let i = 0; i < places.length && i < MAX_PLACES; i++) {
+    const p = places[i] as number;
+    if (p + len > prompt.ids.length) continue;
+    let same = true;
+    for (let k = 1; k < len && same; k++) same = answer[a + k] === prompt.ids[p + k];
+    if (!same) continue;
+    const left = extent(answer, a, prompt.ids, p, -1, LONG_CONTEXT_WORDS);
+    const right = extent(answer, b, prompt.ids, p + len - 1, 1, LONG_CONTEXT_WORDS);
+    if (left >= LONG_CONTEXT_WORDS || right >= LONG_CONTEXT_WORDS) return true;
+    // The rest of the prompt's sentence (or line) around the signal; a signal on a line of its own, the
+    // line before or after it ("When every test passes, print:").
+    const n = prompt.ids.length;
+    const q = p + len - 1;
+    const before = p - (prompt.unitStart[p] as number);
+    const after = (prompt.unitEnd[q] as number) - q;
+    if (before + after >= MIN_UNIT_WORDS && left >= before && right >= after) return true;
+    if (before + after > 0) continue;
+    const previous = p > 0 ? p - (prompt.unitStart[p - 1] as number) : 0;
+    const next = q + 1 < n ? (prompt.unitEnd[q + 1] as number) - q : 0;
+    if ((previous >= MIN_UNIT_WORDS && left >= previous) || (next >= MIN_UNIT_WORDS && right >= next)) return true;
+  }
+  return false;
+}
+
+/**
+ * The text with every match of `signals` blanked (replaced by "…") where it stands inside a copy of the
+ * prompt: the copied words reach LONG_CONTEXT_WORDS beyond it, or cover the rest of the prompt's sentence
+ * (or line) that holds it. A signal alone (`<promise>DONE</promise>` on its own line) is never a copy.
+ */
+export function withoutEchoedSignals(text: string, prompt: string | undefined, signals: RegExp[]): string {
+  if (!prompt) return text;
+  const spans: [number, number][] = [];
+  for (const signal of signals) {
+    for (const m of text.matchAll(new RegExp(signal.source, `${signal.flags.replace('g', '')}g`))) {
+      if (m[0] !== '') spans.push([m.index, m.index + m[0].length]);
+    }
+  }
+  if (spans.length === 0) return text;
+  const vocabulary: Vocabulary = new Map();
+  const answer = words(text, vocabulary);
+  const wordSpans = spans
+    .map(([s, e]): [number, number, number, number] => [s, e, firstWordFrom(answer, s), lastWordBefore(answer, e)])
+    .filter(([, , a, b]) => a <= b);
+  if (wordSpans.length === 0) return text;
+  const prompted = promptWords(prompt, vocabulary);
+  const places = new Map<number, number[]>(wordSpans.map(([, , a]) => [answer.ids[a] as number, []]));
+  prompted.ids.forEach((id, i) => {
+    places.get(id)?.push(i);
+  });
+  const blanked = wordSpans
+    .filter(([, , a, b]) => insideCopy(answer.ids, a, b, prompted, places.get(answer.ids[a] as number) ?? []))
+    .map(([s, e]): [number, number] => [s, e])
+    .sort((x, y) => x[0] - y[0]);
+  let result = '';
+  let from = 0;
+  for (const [s, e] of blanked) {
+    if (s < from) continue; // overlapping signals: the earlier blank covers it
+    result += `${text.slice(from, s)}…`;
+    from = e;
+  }
+  return result + text.slice(from);
+}
+
+function firstWordFrom(w: Words, at: number): number {
+  let lo = 0;
+  let hi = w.starts.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((w.starts[mid] as number) < at) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function lastWordBefore(w: Words, at: number): number {
+  let lo = 0;
+  let hi = w.ends.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((w.ends[mid] as number) <= at) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
