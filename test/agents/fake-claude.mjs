@@ -35,6 +35,10 @@
 //   echo-prompt  echoes the prompt it was given, as the CLI would (stream-json: a `user` event; text: the
 //                prompt's lines before the answer), then behaves as `then` ("continue" by default): a prompt
 //                that names the sentinel must not complete the task
+//   echo-prompt-prefixed  the answer starts with "Prompt was: " and the whole prompt, then the answer of
+//                `then` ("continue" by default; its text "Working on it, not finished yet.")
+//   echo-prompt-quoted    the same with the prompt quoted ("> " before each line)
+//   echo-prompt-sentence  the same with only the prompt's sentences that name the sentinel, on one line
 //
 // STEP FIELDS (all optional): mode, text (final message), promise, costUSD (default 0.0123), usage
 //   {input, output, cacheRead, cacheWrite}, exitCode (overrides the mode's), stderr (printed to stderr),
@@ -74,6 +78,13 @@ writeFiles(step);
 if (step.stderr) process.stderr.write(`${step.stderr}\n`);
 
 const started = Date.now();
+// The prompt repeated at the start of the answer, in the ways an agent may do it.
+const ECHOES = {
+  'echo-prompt-prefixed': (prompt) => `Prompt was: ${prompt}`,
+  'echo-prompt-quoted': (prompt) => `You asked:\n${prompt.replace(/^/gm, '> ')}`,
+  'echo-prompt-sentence': (prompt) =>
+    `I will do as told: ${(prompt.match(/[^.!?\n]*<promise>[^\n]*/g) ?? []).join(' ').replace(/\s+/g, ' ')}`,
+};
 const promise = step.promise ?? 'COMPLETE';
 
 function usage(u = {}) {
@@ -226,6 +237,14 @@ if (step.mode === 'sleep') {
     session_id: sessionId,
   });
   code = await finish(step.then ?? 'continue');
+} else if (ECHOES[step.mode]) {
+  // The echo is the start of the answer itself: plain text, or the result and assistant text of json.
+  await init();
+  const echo = ECHOES[step.mode](promptGiven(argv, stdin).trim());
+  const then = step.then ?? 'continue';
+  const own = step.text ?? (then === 'success' ? 'All tests pass now.' : 'Working on it, not finished yet.');
+  step.text = `${echo}\n${own}`;
+  code = await finish(then);
 } else {
   // The usage-limit sample is bare text: the CLI prints it instead of any JSON.
   if (step.mode !== 'usage-limit' || step.asResult) await init();
