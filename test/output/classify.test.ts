@@ -247,3 +247,38 @@ test('gemini json error object is the agent verdict', () => {
   assert.equal(b.errorClass, 'transient');
   assert.equal(b.message, 'got status: 503 UNAVAILABLE');
 });
+
+test('a prompt echoed on stderr (codex plain mode) is not the error, under the generic rules', () => {
+  const prompt = 'Add retries. If the API answers HTTP 503 or says rate limit exceeded, back off.';
+  const stderr = `OpenAI Codex v0.169.0\n--------\nuser\n${prompt}\nERROR: the sandbox crashed\n`;
+  const analyse = (withPrompt: boolean) => {
+    const analyzer = createOutputAnalyzer({
+      format: 'text',
+      promise: 'COMPLETE',
+      now: () => NOW,
+      prompt: withPrompt ? prompt : undefined,
+      command: ['/opt/agent/run-codex.sh'],
+    });
+    analyzer.write(stderr, 'stderr');
+    return analyzer.finish({ exitCode: 1 });
+  };
+  assert.equal(analyse(true).errorClass, 'none');
+  assert.equal(analyse(false).errorClass, 'transient'); // what the prompt's words alone would have made of it
+});
+
+test('the agent command names the CLI whose rules judge plain text: argv[0] basename only', () => {
+  const line = 'API Error: Request rejected (429) · This request would exceed your account’s rate limit.';
+  const rule = (command: string[], format: OutputSetting = 'text') => {
+    const analyzer = createOutputAnalyzer({ format, promise: 'COMPLETE', now: () => NOW, command });
+    analyzer.write(`${line}\n`, 'stdout');
+    return analyzer.finish({ exitCode: 1 }).rule;
+  };
+  assert.equal(rule(['claude', '-p']), 'claude.api-transient');
+  assert.equal(rule(['/usr/local/bin/claude'], 'auto'), 'claude.api-transient');
+  assert.equal(rule(['C:\\tools\\claude.exe']), 'claude.api-transient');
+  // Not claude itself: the generic rules, which know this wording too.
+  assert.equal(rule(['node', 'claude']), 'generic.transient');
+  assert.equal(rule(['claude-wrapper']), 'generic.transient');
+  // A JSON format named in the spec decides, whatever the command.
+  assert.equal(rule(['codex'], 'claude'), 'claude.api-transient');
+});

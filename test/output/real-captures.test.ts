@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { TABLES } from '../../controller/executors/output/classify.ts';
 import { nextMidnight } from '../../controller/executors/output/zoned-time.ts';
 import { createOutputAnalyzer } from '../../controller/executors/output/index.ts';
-import type { OutputAnalysis, ProcessExit } from '../../controller/executors/output/types.ts';
+import type { OutputAnalysis, OutputSetting, ProcessExit } from '../../controller/executors/output/types.ts';
 import { expectedClass, resetWindow } from '../real-agents/expectations.ts';
 
 const ROOT = new URL('../fixtures/agent-outputs/real/', import.meta.url);
@@ -21,6 +21,23 @@ interface Capture {
   exit: ProcessExit;
   analysis: OutputAnalysis;
   capturedAt: Date;
+  TZ: string;
+  stdout: Buffer;
+  stderr: Buffer;
+}
+
+/** The capture through an analyzer set up as `output: <format>` for the agent command `command`. */
+function analyse(c: Omit<Capture, 'analysis'>, format: OutputSetting, command?: string[]): OutputAnalysis {
+  const analyzer = createOutputAnalyzer({
+    format,
+    command,
+    promise: 'DONE',
+    now: () => c.capturedAt,
+    timeZone: c.TZ,
+  });
+  analyzer.write(c.stdout, 'stdout');
+  analyzer.write(c.stderr, 'stderr');
+  return analyzer.finish(c.exit);
 }
 
 function load(): Capture[] {
@@ -38,11 +55,17 @@ function load(): Capture[] {
       const exit: ProcessExit = exitText.startsWith('signal')
         ? { exitCode: null, signal: exitText.split(' ')[1] }
         : { exitCode: Number(exitText) };
-      const capturedAt = new Date(meta.capturedAt);
-      const analyzer = createOutputAnalyzer({ format: cli, promise: 'DONE', now: () => capturedAt, timeZone: meta.TZ });
-      analyzer.write(readFileSync(new URL(`${base}.stdout`, ROOT)), 'stdout');
-      analyzer.write(readFileSync(new URL(`${base}.stderr`, ROOT)), 'stderr');
-      captures.push({ cli, format, scenario: rest.join('.'), exit, analysis: analyzer.finish(exit), capturedAt });
+      const raw = {
+        cli,
+        format: format as string,
+        scenario: rest.join('.'),
+        exit,
+        capturedAt: new Date(meta.capturedAt),
+        TZ: meta.TZ,
+        stdout: readFileSync(new URL(`${base}.stdout`, ROOT)),
+        stderr: readFileSync(new URL(`${base}.stderr`, ROOT)),
+      };
+      captures.push({ ...raw, analysis: analyse(raw, cli) });
     }
   }
   return captures;
@@ -126,5 +149,52 @@ test('every rule of every CLI table is decided by at least one real capture', ()
   const decided = new Set(captures.map((c) => c.analysis.rule));
   for (const cli of ['claude', 'codex', 'gemini'] as const) {
     for (const rule of TABLES[cli].rules) assert.ok(decided.has(rule.id), `${rule.id} has no capture`);
+  }
+});
+
+// Issue 18 item 3: plain `claude -p` with `output: text` took "API Error: Request rejected (429) · …" for an
+// ordinary failure. Every text-mode capture, set up as the README allows, must be judged as the CLI's own
+// table judges it: `text` or `auto` with the CLI's command uses that table (same rule, reset and message),
+// and without it (a wrapper script) the generic rules give the same class.
+const verdict = (a: OutputAnalysis) => ({
+  errorClass: a.errorClass,
+  rule: a.rule,
+  resetAt: a.resetAt,
+  message: a.message,
+});
+const textCaptures = captures.filter((c) => c.format === 'text');
+
+test('text-mode captures: output text or auto with the CLI as the command use its own rules', () => {
+  assert.ok(textCaptures.length >= 60, `only ${textCaptures.length} text captures`);
+  for (const c of textCaptures) {
+    const own = verdict(c.analysis);
+    for (const format of ['text', 'auto'] as const) {
+      for (const command of [[c.cli, '-p'], [`/home/u/.local/bin/${c.cli}`]]) {
+        const a = analyse(c, format, command);
+        assert.deepEqual(verdict(a), own, `${c.cli} ${c.scenario} as ${format} ${command[0]}`);
+        assert.equal(a.completion, c.analysis.completion, `${c.cli} ${c.scenario} as ${format}`);
+      }
+    }
+  }
+});
+
+test('text-mode captures: the generic rules (any other command) give the class the CLI rules give', () => {
+  for (const c of textCaptures) {
+    for (const format of ['text', 'auto'] as const) {
+      const a = analyse(c, format, ['/opt/agent/run.sh']);
+      const want = c.analysis;
+      assert.equal(a.errorClass, want.errorClass, `${c.cli} ${c.scenario} as ${format}: ${a.rule} ${a.message}`);
+      assert.equal(a.completion, want.completion, `${c.cli} ${c.scenario} as ${format}`);
+      // A reset the CLI's rules find, the generic ones find too (the same instant).
+      assert.equal(a.resetAt, want.resetAt, `${c.cli} ${c.scenario} as ${format}`);
+    }
+  }
+});
+
+test('plain claude -p, output text: "API Error: Request rejected (429) · …" is transient, not a failure of the work', () => {
+  const usage = textCaptures.find((c) => c.cli === 'claude' && c.scenario === 'usage');
+  assert.match(usage?.stdout.toString() ?? '', /^API Error: Request rejected \(429\) · This request would exceed/);
+  for (const command of [['claude', '-p'], ['/opt/agent/run.sh']]) {
+    assert.equal(analyse(usage as Capture, 'text', command).errorClass, 'transient', command[0]);
   }
 });

@@ -65,6 +65,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
       const recovered = await recoverEpisodeFromLog(logFile, {
         analyzer: {
           format: spec?.agent.output ?? 'auto',
+          command: spec?.agent.command,
           promise: completion.promise,
           pricing: spec?.agent.pricing,
           timeZone: completion.resetTimeZone,

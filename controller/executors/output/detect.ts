@@ -1,4 +1,4 @@
-// Recognises which agent CLI printed a JSON value, for `output: auto`.
+// Recognises which agent CLI printed a JSON value, for `output: auto`, and which CLI a command runs.
 import type { JsonFormat } from './format-reader.ts';
 import { asObject, type JsonObject } from './json-fields.ts';
 
@@ -20,4 +20,15 @@ export function detectFormat(value: JsonObject): JsonFormat | undefined {
     return 'gemini';
   }
   return undefined;
+}
+
+const CLI_NAMES: ReadonlySet<string> = new Set<JsonFormat>(['claude', 'codex', 'gemini']);
+
+/** The CLI an agent command runs, by argv[0]'s basename (`/usr/local/bin/claude`, `gemini.cmd`). */
+export function cliOfCommand(command: readonly string[] | undefined): JsonFormat | undefined {
+  const name = (command?.[0] ?? '')
+    .split(/[\\/]/)
+    .at(-1)
+    ?.replace(/\.(?:exe|cmd)$/i, '');
+  return name !== undefined && CLI_NAMES.has(name) ? (name as JsonFormat) : undefined;
 }

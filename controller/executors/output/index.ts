@@ -7,12 +7,12 @@ import { createByteTail } from './byte-tail.ts';
 import { createClaudeReader } from './claude.ts';
 import { classifyFailure } from './classify.ts';
 import { createCodexReader } from './codex.ts';
-import { detectFormat } from './detect.ts';
+import { cliOfCommand, detectFormat } from './detect.ts';
 import type { FormatFacts, FormatReader, JsonFormat } from './format-reader.ts';
 import { createGeminiReader } from './gemini.ts';
 import { asObject, MAX_EPISODE_COST_USD, zeroTokens } from './json-fields.ts';
 import { createJsonLineParser } from './json-lines.ts';
-import { answerWithoutPrompt, completionKeywords, ralphStatus } from './final-answer.ts';
+import { answerWithoutPrompt, completionKeywords, ralphStatus, withoutPromptEcho } from './final-answer.ts';
 import { createLineSplitter, DEFAULT_MAX_LINE_BYTES } from './line-splitter.ts';
 import { costFromTokens } from './pricing.ts';
 import { lastMeaningfulLine, stripAnsi } from './rules.ts';
@@ -158,11 +158,13 @@ export function createOutputAnalyzer(opts: AnalyzerOptions, limits: AnalyzerLimi
     const verdict = classifyFailure({
       exit,
       exitCode: exit.exitCode,
-      cli: reader?.format ?? (opts.format === 'auto' || opts.format === 'text' ? undefined : opts.format),
+      cli:
+        reader?.format ?? (opts.format === 'auto' || opts.format === 'text' ? cliOfCommand(opts.command) : opts.format),
       textFormat: format === 'text',
       facts,
-      stdout: stdoutText,
-      stderr: stderrText,
+      // A prompt echo (codex prints it on stderr) is not the CLI's error, whatever the prompt says.
+      stdout: withoutPromptEcho(stdoutText, opts.prompt),
+      stderr: withoutPromptEcho(stderrText, opts.prompt),
       stray: strayTail.text(),
       now: now(),
       timeZone: opts.timeZone,

@@ -22,6 +22,11 @@ export interface AnalyzerOptions {
   timeZone?: string;
   /** The rendered prompt: plain-text output that echoes it whole does not count as the final answer. */
   prompt?: string;
+  /**
+   * spec.agent.command. With 'auto' or 'text', plain text from a command named claude, codex or gemini
+   * (argv[0]'s basename) is classified by that CLI's rules; other commands get the generic rules.
+   */
+  command?: readonly string[];
   /** spec.completion.signals is set: look for completion keywords in the final answer. */
   signals?: boolean;
 }

@@ -90,7 +90,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
   let stdinFile: string | undefined;
   let analyzer: OutputAnalyzer;
   try {
-    analyzer = createOutputAnalyzer({ ...req.analyzer, prompt: req.prompt });
+    analyzer = createOutputAnalyzer({ ...req.analyzer, prompt: req.prompt, command: req.argv });
     mkdirSync(dirname(req.logFile), { recursive: true });
     const promptFile = req.promptVia === 'argument' ? undefined : writePromptFile(req);
     env = { ...episodeEnv(req, promptFile), [TREE_MARKER_ENV]: marker };
