@@ -10,8 +10,11 @@ import { stripAnsi } from './rules.ts';
 const LONG_CONTEXT_WORDS = 6;
 /** A sentence shorter than this ("Print <promise>DONE</promise>") is not told from the agent's own words. */
 const MIN_UNIT_WORDS = 2;
-/** Matches of a signal's words in the prompt examined per signal (a prompt repeating it thousands of times). */
-const MAX_PLACES = 4096;
+/**
+ * Places in the prompt examined over all signals of one answer (a prompt and an answer that repeat a phrase
+ * thousands of times); past it, signals count as copies: the leash holds, at the cost of an episode.
+ */
+const MAX_PLACES = 100_000;
 const WORD = /[\p{L}\p{N}_]+/gu;
 /** Between two words of the prompt: a sentence or a line ends. */
 const UNIT_BREAK = /\n|[.!?;](?:\s|$)/;
@@ -104,8 +107,8 @@ export function withoutPromptEcho(text: string, prompt: string | undefined, cutA
   let plain = stripAnsi(text);
   if (cutAtStart) plain = plain.slice(plain.indexOf('\n') + 1);
   if (!prompt) return plain;
-  const vocabulary: Vocabulary = new Map();
-  const pattern = words(prompt, vocabulary).ids;
+  const { vocabulary, words: prompted } = promptOf(prompt);
+  const pattern = prompted.ids;
   const answer = words(plain, vocabulary);
   if (pattern.length === 0 || answer.ids.length === 0) return plain;
   const copies = wholeCopies(answer.ids, pattern);
@@ -136,6 +139,19 @@ function promptWords(prompt: string, vocabulary: Vocabulary): PromptWords {
   return { ...w, unitStart, unitEnd };
 }
 
+/** Answers add their words to the vocabulary; past this many, it starts afresh. */
+const MAX_VOCABULARY = 1_000_000;
+let lastPrompt: { prompt: string; vocabulary: Vocabulary; words: PromptWords } | undefined;
+
+/** The prompt's words: one episode's end reads stdout, stderr and the answer against the same prompt. */
+function promptOf(prompt: string): { vocabulary: Vocabulary; words: PromptWords } {
+  if (lastPrompt?.prompt !== prompt || lastPrompt.vocabulary.size > MAX_VOCABULARY) {
+    const vocabulary: Vocabulary = new Map();
+    lastPrompt = { prompt, vocabulary, words: promptWords(prompt, vocabulary) };
+  }
+  return lastPrompt;
+}
+
 /** Equal words going outward from answer[a] and prompt[p] (step -1 or +1), at most `max`. */
 function extent(answer: Int32Array, a: number, prompt: Int32Array, p: number, step: number, max: number): number {
   let n = 0;
@@ -149,9 +165,16 @@ function extent(answer: Int32Array, a: number, prompt: Int32Array, p: number, st
 }
 
 /** Whether answer words [a, b] stand inside a copy of the prompt's text around the same words. */
-function insideCopy(answer: Int32Array, a: number, b: number, prompt: PromptWords, places: number[]): boolean {
+function insideCopy(
+  answer: Int32Array,
+  [a, b]: [number, number],
+  prompt: PromptWords,
+  places: number[],
+  budget: { places: number },
+): boolean {
   const len = b - a + 1;
-  for (let i = 0; i < places.length && i < MAX_PLACES; i++) {
+  for (let i = 0; i < places.length; i++) {
+    if (--budget.places < 0) return true;
     const p = places[i] as number;
     if (p + len > prompt.ids.length) continue;
     let same = true;
@@ -189,19 +212,19 @@ export function withoutEchoedSignals(text: string, prompt: string | undefined, s
     }
   }
   if (spans.length === 0) return text;
-  const vocabulary: Vocabulary = new Map();
+  const { vocabulary, words: prompted } = promptOf(prompt);
   const answer = words(text, vocabulary);
   const wordSpans = spans
     .map(([s, e]): [number, number, number, number] => [s, e, firstWordFrom(answer, s), lastWordBefore(answer, e)])
     .filter(([, , a, b]) => a <= b);
   if (wordSpans.length === 0) return text;
-  const prompted = promptWords(prompt, vocabulary);
+  const budget = { places: MAX_PLACES };
   const places = new Map<number, number[]>(wordSpans.map(([, , a]) => [answer.ids[a] as number, []]));
   prompted.ids.forEach((id, i) => {
     places.get(id)?.push(i);
   });
   const blanked = wordSpans
-    .filter(([, , a, b]) => insideCopy(answer.ids, a, b, prompted, places.get(answer.ids[a] as number) ?? []))
+    .filter(([, , a, b]) => insideCopy(answer.ids, [a, b], prompted, places.get(answer.ids[a] as number) ?? [], budget))
     .map(([s, e]): [number, number] => [s, e])
     .sort((x, y) => x[0] - y[0]);
   let result = '';
