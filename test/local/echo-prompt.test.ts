@@ -3,7 +3,9 @@
 // and in JSON; the same echo followed by the agent's own claim does.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FAKE_CLAUDE, NODE, readStatus, runCli, specDir } from '../support/local.ts';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FAKE_CLAUDE, NODE, readStatus, runCli, specDir, startCli, tempDir, waitFor } from '../support/local.ts';
 
 const PROMPT = 'Fix the failing test.\nWhen it passes, print <promise>DONE</promise> and nothing else.';
 
@@ -42,4 +44,41 @@ test('an agent that echoes its prompt with a prefix, quoted or in part never com
   assert.equal(done?.phase, 'Succeeded');
   assert.equal(done?.reason, 'PromiseDetected');
   assert.equal(done?.episodes, 1);
+});
+
+test('kill -9 after an echoing agent printed its result: the log read back on restart is no claim either', async () => {
+  const dir = tempDir();
+  const echo = { mode: 'echo-prompt-prefixed', promise: 'DONE' };
+  specDir(
+    [
+      {
+        name: 'echo',
+        spec: {
+          backoff: { initialSeconds: 0.05, factor: 1, maxSeconds: 0.05 },
+          prompt: PROMPT,
+          agent: { command: [NODE, FAKE_CLAUDE, '-p', '--output-format', 'stream-json', '--verbose'], output: 'auto' },
+          completion: { promise: 'DONE' },
+          limits: { maxEpisodes: 2, episodeTimeoutSeconds: 30 },
+        },
+        // The first run prints its result and lingers: the controller dies in between.
+        script: { episodes: { '1': { ...echo, lingerSeconds: 300 } }, default: echo },
+      },
+    ],
+    { dir },
+  );
+  const log = join(dir, '.episodic/logs/default/echo/episode-1.log');
+  const first = startCli(['run', dir]);
+  await waitFor(
+    'the result in the log',
+    () => existsSync(log) && readFileSync(log, 'utf8').includes('"type":"result"'),
+  );
+  first.child.kill('SIGKILL');
+  await first.exited;
+  const second = await runCli(['run', dir]);
+  assert.match(second.stderr, /episode ended while no controller ran; its end is read from its log/);
+  const s = readStatus(dir, 'echo')?.status;
+  assert.equal(s?.reason, 'MaxEpisodesReached', s?.lastEpisode?.message);
+  assert.equal(s?.episodes, 2);
+  const first1 = readFileSync(join(dir, '.episodic/logs/default/echo/episodes.jsonl'), 'utf8').split('\n')[0] ?? '';
+  assert.equal((JSON.parse(first1) as { outcome: string }).outcome, 'continue');
 });

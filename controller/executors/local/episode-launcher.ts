@@ -36,6 +36,11 @@ export interface LaunchedEpisode {
   workspace?: string;
 }
 
+/** The task's prompt scratch file (promptVia stdin/file): the prompt of its current episode. */
+export function promptScratchFile(logFile: string): string {
+  return join(dirname(logFile), '.prompt.md');
+}
+
 export function episodeLogPath(stateDir: string, namespace: string, name: string, number: number): string {
   return join(stateDir, 'logs', namespace, name, `episode-${number}.log`);
 }
@@ -90,7 +95,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     killGraceMs: req.killGraceMs,
     logFile,
     // One task runs one episode at a time: its episodes share one prompt scratch file.
-    promptFile: join(dirname(logFile), '.prompt.md'),
+    promptFile: promptScratchFile(logFile),
     marker: req.marker,
     verify: spec.completion.verify,
     onExitZero: spec.completion.onExitZero,

@@ -2,13 +2,14 @@
 // carries a marker derived from (state directory, task, N), so the marker is on record the moment
 // "episode N starts" is; a restarted controller kills whatever carries the marker of an episode on record
 // and records that episode's end from its log: as it ended if the agent finished, else interrupted.
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { DEFAULT_SPEC } from '../../api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
 import { TerminalError } from '../../core/ports.ts';
 import type { EpisodeExecutor } from '../../core/ports.ts';
 import { checkpointLocalEpisode } from './episode-checkpoint.ts';
-import { episodeLogPath, launchEpisode } from './episode-launcher.ts';
+import { episodeLogPath, launchEpisode, promptScratchFile } from './episode-launcher.ts';
 import type { LaunchedEpisode } from './episode-launcher.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
 import type { StoredStatus } from '../../sinks/local/file-status.ts';
@@ -66,6 +67,8 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
         analyzer: {
           format: spec?.agent.output ?? 'auto',
           command: spec?.agent.command,
+          // An echo of the prompt in the log is no claim (promptVia argument keeps no copy of it).
+          prompt: readIfPresent(promptScratchFile(logFile)),
           promise: completion.promise,
           pricing: spec?.agent.pricing,
           timeZone: completion.resetTimeZone,
@@ -190,5 +193,13 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
 
   private notify(key: string): void {
     for (const l of this.listeners) l(key);
+  }
+}
+
+function readIfPresent(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
   }
 }
