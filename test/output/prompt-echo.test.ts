@@ -121,3 +121,9 @@ test('answerWithoutPrompt: no prompt, no change; the sentinel in a copy is blank
     'Told: when every test passes, print …. Next.',
   );
 });
+
+test('a prompt of a few words is cut only where it stands on a line of its own', () => {
+  const run = (stdout: string) => analyse('text', stdout, { prompt: 'Continue the work.' }).message;
+  assert.equal(run('I will continue the work on the parser.'), 'I will continue the work on the parser.');
+  assert.equal(run('> Continue the work.\nParser done.'), 'Parser done.');
+});

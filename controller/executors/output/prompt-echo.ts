@@ -20,6 +20,8 @@ const WORD = /[\p{L}\p{N}_]+/gu;
 const UNIT_BREAK = /\n|[.!?;](?:\s|$)/;
 /** Around a cut copy: what else its lines may hold and still go with it (never `<`: a sentinel may follow). */
 const JUNK = /[^\p{L}\p{N}_<\n]/u;
+/** A shorter prompt ("Continue.") is cut only where it stands on lines of its own, as before. */
+const MIN_INLINE_ECHO_WORDS = 8;
 
 interface Words {
   ids: Int32Array;
@@ -82,8 +84,11 @@ function overlapAtStart(text: Int32Array, pattern: Int32Array): number {
   return k;
 }
 
-/** Removes char ranges with the junk after them; a range that leaves only junk on its lines takes them along. */
-function cut(text: string, ranges: [number, number][]): string {
+/**
+ * Removes char ranges with the junk after them; a range that leaves only junk on its lines takes them along.
+ * `onlyWholeLines`: other ranges stay (a prompt of a few words is also said in the agent's own sentences).
+ */
+function cut(text: string, ranges: [number, number][], onlyWholeLines: boolean): string {
   let result = '';
   let from = 0;
   for (const [start, wordsEnd] of ranges) {
@@ -92,6 +97,7 @@ function cut(text: string, ranges: [number, number][]): string {
     let end = wordsEnd;
     while (end < text.length && JUNK.test(text[end] as string)) end++;
     const wholeLines = (lineStart === 0 || text[lineStart - 1] === '\n') && (end === text.length || text[end] === '\n');
+    if (onlyWholeLines && !wholeLines) continue;
     result += wholeLines ? text.slice(from, lineStart) : `${text.slice(from, start)}\n`;
     from = wholeLines && end < text.length ? end + 1 : end;
   }
@@ -115,7 +121,7 @@ export function withoutPromptEcho(text: string, prompt: string | undefined, cutA
   const lead = cutAtStart ? overlapAtStart(answer.ids, pattern) : 0;
   if (lead > 0 && (copies.length === 0 || (copies[0] as [number, number])[0] >= lead)) copies.unshift([0, lead - 1]);
   const ranges = copies.map(([a, b]): [number, number] => [answer.starts[a] as number, answer.ends[b] as number]);
-  return cut(plain, ranges);
+  return cut(plain, ranges, pattern.length < MIN_INLINE_ECHO_WORDS);
 }
 
 /** The prompt's words, each with the first and last word of its sentence or line. */
