@@ -70,7 +70,8 @@ export function answerWithoutPrompt(
   cutAtStart = false,
 ): string | undefined {
   if (text === undefined) return undefined;
-  const signals = [STATUS_BLOCK, ...COMPLETION_KEYWORDS.map((k) => k.pattern)];
-  if (promise.trim() !== '') signals.push(promisePattern(promise));
+  // The sentinel first: the work on signals is bounded, and it is the one that ends a task alone.
+  const signals = promise.trim() === '' ? [] : [promisePattern(promise)];
+  signals.push(STATUS_BLOCK, ...COMPLETION_KEYWORDS.map((k) => k.pattern));
   return withoutEchoedSignals(withoutPromptEcho(text, prompt, cutAtStart), prompt, signals);
 }

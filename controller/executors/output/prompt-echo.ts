@@ -170,21 +170,30 @@ function extent(answer: Int32Array, a: number, prompt: Int32Array, p: number, st
   return n;
 }
 
-/** Whether answer words [a, b] stand inside a copy of the prompt's text around the same words. */
+/**
+ * Whether answer words [a, b] stand inside a copy of the prompt's text around the same words. `places`: where
+ * each word occurs in the prompt; the span is looked up by its rarest word.
+ */
 function insideCopy(
   answer: Int32Array,
   [a, b]: [number, number],
   prompt: PromptWords,
-  places: number[],
+  places: ReadonlyMap<number, number[]>,
   budget: { places: number },
 ): boolean {
   const len = b - a + 1;
-  for (let i = 0; i < places.length; i++) {
+  let anchor = a;
+  for (let k = a + 1; k <= b; k++) {
+    if ((places.get(answer[k] as number)?.length ?? 0) < (places.get(answer[anchor] as number)?.length ?? 0))
+      anchor = k;
+  }
+  const at = places.get(answer[anchor] as number) ?? [];
+  for (let i = 0; i < at.length; i++) {
     if (--budget.places < 0) return true;
-    const p = places[i] as number;
-    if (p + len > prompt.ids.length) continue;
+    const p = (at[i] as number) - (anchor - a);
+    if (p < 0 || p + len > prompt.ids.length) continue;
     let same = true;
-    for (let k = 1; k < len && same; k++) same = answer[a + k] === prompt.ids[p + k];
+    for (let k = 0; k < len && same; k++) same = answer[a + k] === prompt.ids[p + k];
     if (!same) continue;
     const left = extent(answer, a, prompt.ids, p, -1, LONG_CONTEXT_WORDS);
     const right = extent(answer, b, prompt.ids, p + len - 1, 1, LONG_CONTEXT_WORDS);
@@ -225,18 +234,22 @@ export function withoutEchoedSignals(text: string, prompt: string | undefined, s
     .filter(([, , a, b]) => a <= b);
   if (wordSpans.length === 0) return text;
   const budget = { places: MAX_PLACES };
-  const places = new Map<number, number[]>(wordSpans.map(([, , a]) => [answer.ids[a] as number, []]));
+  const places = new Map<number, number[]>();
+  for (const [, , a, b] of wordSpans) for (let k = a; k <= b; k++) places.set(answer.ids[k] as number, []);
   prompted.ids.forEach((id, i) => {
     places.get(id)?.push(i);
   });
   const blanked = wordSpans
-    .filter(([, , a, b]) => insideCopy(answer.ids, [a, b], prompted, places.get(answer.ids[a] as number) ?? [], budget))
+    .filter(([, , a, b]) => insideCopy(answer.ids, [a, b], prompted, places, budget))
     .map(([s, e]): [number, number] => [s, e])
     .sort((x, y) => x[0] - y[0]);
   let result = '';
   let from = 0;
   for (const [s, e] of blanked) {
-    if (s < from) continue; // overlapping signals: the earlier blank covers it
+    if (s < from) {
+      from = Math.max(from, e); // overlapping signals: one blank
+      continue;
+    }
     result += `${text.slice(from, s)}…`;
     from = e;
   }
