@@ -178,6 +178,13 @@ export const LimitsSchema = z.strictObject({
   maxConsecutiveFailures: z.number().int().min(1).default(3),
   maxCostUSD: z.number().positive().optional(),
   maxTokens: z.number().int().positive().optional().describe('input + output tokens, all episodes'),
+  expectedEpisodeCostUSD: z
+    .number()
+    .positive()
+    .optional()
+    .describe(
+      "AgentBudgets: what one episode is expected to cost until the task has finished one (default: the budget's other tasks' average)",
+    ),
 });
 
 export const BackoffSchema = z.strictObject({

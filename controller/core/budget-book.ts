@@ -6,7 +6,7 @@ import { AgentBudgetStatusSchema, BudgetLedgerSchema, matchesSelector } from '..
 import type { AgentBudgetSpec, AgentBudgetStatus, BudgetLedger } from '../api/agent-budget.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { BudgetMetrics } from '../metrics/budget-metrics.ts';
-import { budgetHoldsTask } from '../reconciler/budget.ts';
+import { budgetHoldsTask, expectedEpisode } from '../reconciler/budget.ts';
 import type { BudgetFacts } from '../reconciler/budget.ts';
 import { addSpend, prune, setCounted, windowEntries } from '../reconciler/budget-ledger.ts';
 import type { Clock } from './clock.ts';
@@ -35,9 +35,19 @@ export interface BudgetStore {
 
 const HELD_NAMES_SHOWN = 20;
 
+/** An episode running now and what it is expected to cost. */
+interface RunningEpisode {
+  number: number;
+  usd: number;
+  tokens: number;
+}
+
 export class BudgetBook {
   private readonly ledgers = new Map<string, BudgetLedger>();
   private readonly held = new Map<string, Set<string>>();
+  /** Per budget: the tasks with an episode running now, at its expected cost (counted against the window). */
+  private readonly running = new Map<string, Map<string, RunningEpisode>>();
+  private readonly changed: (namespace: string) => void;
   private readonly dirty = new Set<string>();
   private writing: Promise<void> = Promise.resolve();
   private readonly store: BudgetStore;
@@ -57,11 +67,13 @@ export class BudgetBook {
     this.clock = opts.clock;
     this.log = opts.log;
     this.metrics = opts.metrics;
+    this.changed = opts.changed;
     opts.store.subscribe((key) => {
       const budget = [...this.store.list()].find((b) => b.key === key);
       if (!budget) {
         this.ledgers.delete(key);
         this.held.delete(key);
+        this.running.delete(key);
         this.metrics?.forget(key);
       } else this.dirty.add(key);
       opts.changed(key.split('/')[0] as string);
@@ -94,6 +106,8 @@ export class BudgetBook {
         maxEpisodesPerHour: b.spec.maxEpisodesPerHour,
         ...windowEntries(ledger, b.spec.window),
         counted: counted(ledger, task.name) ?? countedOf(before),
+        ...this.othersOf(b.key, ledger, task.name),
+        declaredUSD: task.spec?.limits.expectedEpisodeCostUSD,
       };
     });
   }
@@ -132,16 +146,56 @@ export class BudgetBook {
       }
       const heldBefore = this.held.get(b.key)?.has(task.name) ?? false;
       this.setHeld(b.key, task.name, budgetHoldsTask(b.name, heldBy, status, heldBefore));
+      const number = status.currentEpisode?.number;
+      this.setRunning(b.key, task, number ? { number, ...this.estimate(task, b.key, ledger, status) } : undefined);
     }
     const keys = new Set(matching.map((b) => b.key));
     for (const [key, names] of this.held)
       if (!keys.has(key) && names.has(task.name) && key.startsWith(`${task.namespace}/`))
         this.setHeld(key, task.name, false);
+    for (const key of this.running.keys())
+      if (!keys.has(key) && key.startsWith(`${task.namespace}/`)) this.setRunning(key, task, undefined);
+  }
+
+  /** What the budget's other tasks spent per finished episode, and their episodes running now. */
+  private othersOf(key: string, ledger: BudgetLedger, task: string): Pick<BudgetFacts, 'others' | 'running'> {
+    const running = [...(this.running.get(key) ?? [])]
+      .filter(([name]) => name !== task)
+      .map(([name, e]) => ({ task: name, usd: e.usd, tokens: e.tokens }));
+    const others = { costUSD: 0, tokens: 0, episodes: 0 };
+    for (const t of ledger.tasks) {
+      if (t.task === task) continue;
+      others.costUSD += t.costUSD;
+      others.tokens += t.tokens;
+      others.episodes += t.episodes;
+    }
+    // The ledger counts an episode when it starts; one still running has no cost yet.
+    others.episodes = Math.max(0, others.episodes - running.length);
+    return { others, running };
+  }
+
+  private estimate(task: DesiredTask, key: string, ledger: BudgetLedger, status: AgentTaskStatus) {
+    const facts = { ...this.othersOf(key, ledger, task.name), declaredUSD: task.spec?.limits.expectedEpisodeCostUSD };
+    const { usd, tokens } = expectedEpisode(status, facts);
+    return { usd, tokens };
+  }
+
+  /** Records the task's running episode (undefined: none); an episode's end wakes the tasks the budget holds. */
+  private setRunning(key: string, task: DesiredTask, episode: RunningEpisode | undefined): void {
+    let tasks = this.running.get(key);
+    const ended = tasks?.get(task.name);
+    if (episode) {
+      if (!tasks) this.running.set(key, (tasks = new Map()));
+      tasks.set(task.name, episode);
+    } else tasks?.delete(task.name);
+    // Its cost is now on record (the next episode, if one started at once, counts at its own estimate).
+    if (ended && ended.number !== episode?.number && (this.held.get(key)?.size ?? 0) > 0) this.changed(task.namespace);
   }
 
   /** The task is gone: it holds no budget's attention any more (its spend stays in the windows). */
   forgetTask(task: Pick<DesiredTask, 'namespace' | 'name'>): void {
     for (const key of this.held.keys()) if (key.startsWith(`${task.namespace}/`)) this.setHeld(key, task.name, false);
+    for (const [key, tasks] of this.running) if (key.startsWith(`${task.namespace}/`)) tasks.delete(task.name);
   }
 
   /** Writes the status of every budget that changed, one write at a time; a failed write stays dirty and throws. */

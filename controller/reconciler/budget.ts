@@ -1,6 +1,7 @@
 // The AgentBudget rule, checked before every episode: go, wait until capacity returns (a rolling window
 // or the hourly rate), or stop (a `total` budget is spent). Predictive: an episode does not start when
-// what the window holds plus this task's average episode would cross the limit. Pure: the clock is input.
+// what the window holds, plus the episodes running at their expected cost, plus this task's expected
+// episode (see expectedEpisode) would cross the limit. Pure: the clock is input.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { WINDOW_MS } from '../api/agent-budget.ts';
 import type { BudgetWindow } from '../api/agent-budget.ts';
@@ -21,6 +22,19 @@ export interface BudgetFacts {
   starts: WindowEntry[];
   /** What the ledger has counted of this task: anything its status shows beyond that is spend not yet recorded. */
   counted: { costUSD: number; tokens: number; episodes: number };
+  /** What the budget's other tasks spent on their finished episodes: a task with no history is expected to cost their average. */
+  others?: { costUSD: number; tokens: number; episodes: number };
+  /** Episodes of other tasks running now, at what each is expected to cost: spend the window will hold. */
+  running?: Array<{ task: string; usd: number; tokens: number }>;
+  /** The task's limits.expectedEpisodeCostUSD: its estimate until it has a history of its own. */
+  declaredUSD?: number;
+}
+
+/** What one more episode of a task is expected to cost, and where that figure comes from. */
+export interface EpisodeEstimate {
+  usd: number;
+  tokens: number;
+  source: 'own' | 'declared' | 'others' | 'none';
 }
 
 export type BudgetVerdict =
@@ -33,11 +47,32 @@ export const BUDGET_HOLD_REASONS: readonly string[] = ['BudgetWindow', 'RateLimi
 const usd = (n: number) => `$${n.toFixed(2)}`;
 const tokensOf = (status: AgentTaskStatus) => status.tokens.input + status.tokens.output;
 
-/** The task's average episode so far: what the next one is expected to cost. */
-export function averageEpisode(status: AgentTaskStatus): { usd: number; tokens: number } {
-  const n = status.episodes;
-  return n > 0 ? { usd: status.costUSD / n, tokens: tokensOf(status) / n } : { usd: 0, tokens: 0 };
+/**
+ * The next episode's expected cost: the task's own average once it has finished an episode; before that its
+ * limits.expectedEpisodeCostUSD, else the average episode of the budget's other tasks, else nothing known (0).
+ */
+export function expectedEpisode(
+  status: AgentTaskStatus,
+  facts: Pick<BudgetFacts, 'others' | 'declaredUSD'>,
+): EpisodeEstimate {
+  const finished = status.episodes - (status.currentEpisode ? 1 : 0);
+  if (finished > 0) return { usd: status.costUSD / finished, tokens: tokensOf(status) / finished, source: 'own' };
+  const others = facts.others;
+  const fromOthers =
+    others && others.episodes > 0
+      ? { usd: others.costUSD / others.episodes, tokens: others.tokens / others.episodes }
+      : undefined;
+  if (facts.declaredUSD !== undefined)
+    return { usd: facts.declaredUSD, tokens: fromOthers?.tokens ?? 0, source: 'declared' };
+  return fromOthers ? { ...fromOthers, source: 'others' } : { usd: 0, tokens: 0, source: 'none' };
 }
+
+const ESTIMATE_WORDS: Record<EpisodeEstimate['source'], string> = {
+  own: '',
+  declared: ' (its limits.expectedEpisodeCostUSD)',
+  others: " (the average episode of the budget's other tasks)",
+  none: '',
+};
 
 /** Would starting one more episode cross `limit`? An empty window always admits one, or a costly task could never run. */
 function blocks(used: number, next: number, limit: number | undefined): boolean {
@@ -60,6 +95,9 @@ function freesAt(entries: WindowEntry[], now: number, ok: (removed: WindowEntry[
 
 const sum = (entries: WindowEntry[], field: 'usd' | 'tokens' | 'episodes') => entries.reduce((s, e) => s + e[field], 0);
 
+/** A task held only by episodes still running is looked at again when they end, and at the latest after this. */
+export const RUNNING_RECHECK_MS = 60_000;
+
 /** One budget's answer for a task whose status already accounts for every finished episode. */
 export function judgeBudget(budget: BudgetFacts, status: AgentTaskStatus, now: Date): BudgetVerdict {
   const nowMs = now.getTime();
@@ -71,7 +109,78 @@ export function judgeBudget(budget: BudgetFacts, status: AgentTaskStatus, now: D
     tokens: Math.max(0, tokensOf(status) - budget.counted.tokens),
     episodes: 0,
   };
-  const spend = [...budget.spend, unrecorded];
+  // Episodes running now add to the window when they end: each counts at its expected cost.
+  const running = (budget.running ?? []).map(
+    (r): WindowEntry => ({ expiresAtMs: windowMs, usd: r.usd, tokens: r.tokens, episodes: 0 }),
+  );
+  const recorded = [...budget.spend, unrecorded];
+  const spend = [...recorded, ...running];
+  const next = expectedEpisode(status, budget);
+  const over = (entries: WindowEntry[]) =>
+    blocks(sum(entries, 'usd'), next.usd, budget.limitUSD) ||
+    blocks(sum(entries, 'tokens'), next.tokens, budget.maxTokens);
+  const overAfter = (removed: WindowEntry[]) => over(spend.filter((e) => !removed.includes(e)));
+  const name = [budget.name];
+  const what = () => spentWords(budget, recorded, running, next);
+  if (over(spend) && !over(recorded)) return waitForRunning(budget, now, `${what()}; waiting for them to end`);
+  // Nothing known of what an episode costs: one starts into an empty window, the next waits for what it costs.
+  if (next.source === 'none' && running.length > 0)
+    return waitForRunning(
+      budget,
+      now,
+      `${running.length} episode(s) of its tasks running and no episode cost known yet; waiting for them to end`,
+    );
+  if (over(spend)) {
+    if (budget.window === 'total')
+      return { kind: 'stop', message: `AgentBudget ${budget.name}: ${what()} (total)`, budgets: name };
+    const until = freesAt(spend, nowMs, (removed) => !overAfter(removed)) ?? nowMs;
+    const at = new Date(until).toISOString();
+    return {
+      kind: 'wait',
+      reason: 'BudgetWindow',
+      until: new Date(until),
+      message: `AgentBudget ${budget.name}: ${what()} in the ${budget.window} window; capacity returns at ${at}`,
+      budgets: name,
+    };
+  }
+  return judgeRate(budget, status, now);
+}
+
+/** "spent $0.90 (+ $0.30 expected of 1 episode running) of $1.00 and the next episode is expected to cost $0.30". */
+function spentWords(
+  budget: BudgetFacts,
+  recorded: WindowEntry[],
+  running: WindowEntry[],
+  next: EpisodeEstimate,
+): string {
+  const spent = sum(recorded, 'usd');
+  const tokens = sum(recorded, 'tokens');
+  const source = ESTIMATE_WORDS[next.source];
+  if (blocks(spent + sum(running, 'usd'), next.usd, budget.limitUSD)) {
+    const expected =
+      spent < budget.limitUSD ? ` and the next episode is expected to cost ${usd(next.usd)}${source}` : '';
+    return `spent ${usd(spent)}${runningWords(running, (e) => usd(e.usd))} of ${usd(budget.limitUSD)}${expected}`;
+  }
+  const expected =
+    tokens < (budget.maxTokens ?? 0)
+      ? ` and the next episode is expected to use ${Math.round(next.tokens)}${source}`
+      : '';
+  return `used ${tokens}${runningWords(running, (e) => String(Math.round(e.tokens)))} of ${budget.maxTokens} tokens${expected}`;
+}
+
+function waitForRunning(budget: BudgetFacts, now: Date, what: string): BudgetVerdict {
+  return {
+    kind: 'wait',
+    reason: 'BudgetWindow',
+    until: new Date(now.getTime() + RUNNING_RECHECK_MS),
+    message: `AgentBudget ${budget.name}: ${what}`,
+    budgets: [budget.name],
+  };
+}
+
+/** maxEpisodesPerHour: starts of the last hour, the task's own not yet in the ledger included. */
+function judgeRate(budget: BudgetFacts, status: AgentTaskStatus, now: Date): BudgetVerdict {
+  const nowMs = now.getTime();
   const starts = [
     ...budget.starts,
     {
@@ -81,31 +190,6 @@ export function judgeBudget(budget: BudgetFacts, status: AgentTaskStatus, now: D
       episodes: Math.max(0, status.episodes - budget.counted.episodes),
     },
   ];
-  const next = averageEpisode(status);
-  const overAfter = (removed: WindowEntry[]) => {
-    const u = sum(spend, 'usd') - sum(removed, 'usd');
-    const t = sum(spend, 'tokens') - sum(removed, 'tokens');
-    return blocks(u, next.usd, budget.limitUSD) || blocks(t, next.tokens, budget.maxTokens);
-  };
-  const name = [budget.name];
-  if (overAfter([])) {
-    const spent = sum(spend, 'usd');
-    const tokens = sum(spend, 'tokens');
-    const what = blocks(spent, next.usd, budget.limitUSD)
-      ? `spent ${usd(spent)} of ${usd(budget.limitUSD)}${spent < budget.limitUSD ? ` and the next episode is expected to cost ${usd(next.usd)}` : ''}`
-      : `used ${tokens} of ${budget.maxTokens} tokens${tokens < (budget.maxTokens ?? 0) ? ` and the next episode is expected to use ${Math.round(next.tokens)}` : ''}`;
-    if (budget.window === 'total')
-      return { kind: 'stop', message: `AgentBudget ${budget.name}: ${what} (total)`, budgets: name };
-    const until = freesAt(spend, nowMs, (removed) => !overAfter(removed)) ?? nowMs;
-    const at = new Date(until).toISOString();
-    return {
-      kind: 'wait',
-      reason: 'BudgetWindow',
-      until: new Date(until),
-      message: `AgentBudget ${budget.name}: ${what} in the ${budget.window} window; capacity returns at ${at}`,
-      budgets: name,
-    };
-  }
   const max = budget.maxEpisodesPerHour;
   const started = sum(starts, 'episodes');
   if (max !== undefined && started >= max) {
@@ -116,10 +200,17 @@ export function judgeBudget(budget: BudgetFacts, status: AgentTaskStatus, now: D
       reason: 'RateLimited',
       until: new Date(until),
       message: `AgentBudget ${budget.name}: ${started} episodes started in the last hour (maxEpisodesPerHour ${max}); next at ${at}`,
-      budgets: name,
+      budgets: [budget.name],
     };
   }
   return { kind: 'go' };
+}
+
+/** " (+ $0.30 expected of 1 episode running)", or nothing when no other episode is running. */
+function runningWords(running: WindowEntry[], amount: (e: WindowEntry) => string): string {
+  if (running.length === 0) return '';
+  const total: WindowEntry = { usd: sum(running, 'usd'), tokens: sum(running, 'tokens'), episodes: 0 };
+  return ` (+ ${amount(total)} expected of ${running.length} episode${running.length === 1 ? '' : 's'} running)`;
 }
 
 /** Every budget of the task: any spent `total` stops it; otherwise it waits for the last of the budgets that hold it. */

@@ -59,18 +59,20 @@ test('budgets: a total budget stops the selected task predictively (BudgetExceed
   assert.match(metrics, /episodic_budget_remaining_usd\{namespace="default",name="team-a"\} 0\.1\n/);
   assert.match(metrics, /episodic_budget_tasks_held\{namespace="default",name="team-a"\} 1\n/);
 
-  // A restart sees the spend: a new task of the team gets the one episode an empty average allows, then stops.
+  // A restart sees the spend: a new task of the team is expected to cost the team's $0.30 average
+  // (issue 18.2: it used to get one episode on an empty average and end the budget at $1.20), so it never starts.
   labelled(dir, 'beta');
   mkdirSync(join(dir, 'ws', 'beta'), { recursive: true });
   writeFileSync(join(dir, 'ws', 'beta', '.fake-agent.json'), JSON.stringify(script));
   const second = await runCli(['run', dir]);
   assert.equal(second.code, 1, second.stderr);
   const beta = readStatus(dir, 'beta')?.status;
-  assert.equal(beta?.episodes, 1);
+  assert.equal(beta?.episodes, 0);
   assert.equal(beta?.reason, 'BudgetExceeded');
+  assert.match(beta?.message ?? '', /expected to cost \$0\.30 \(the average episode of the budget's other tasks\)/);
   const after = readBudget(dir);
-  assert.equal(after.spentUSD, 1.2);
-  assert.equal(after.remainingUSD, 0);
+  assert.equal(after.spentUSD, 0.9);
+  assert.equal(after.remainingUSD, 0.1);
   assert.deepEqual(after.heldTasks, ['alpha', 'beta']);
 });
 

@@ -7,6 +7,7 @@ import type { AgentTaskStatus } from '../../controller/api/agent-task.ts';
 import type { BudgetLedger, BudgetWindow } from '../../controller/api/agent-budget.ts';
 import { matchesSelector } from '../../controller/api/agent-budget.ts';
 import { episodeResult } from '../../controller/api/episode-result.ts';
+import { expectedEpisode, RUNNING_RECHECK_MS } from '../../controller/reconciler/budget.ts';
 import type { BudgetFacts } from '../../controller/reconciler/budget.ts';
 import { addSpend, prune, windowEntries } from '../../controller/reconciler/budget-ledger.ts';
 import { reconcile } from '../../controller/reconciler/reconcile.ts';
@@ -55,6 +56,11 @@ function idle(now: Date, budgets: BudgetFacts[], status: Partial<AgentTaskStatus
     jitter: 0.5,
   };
 }
+
+/** A task that has not run yet. */
+const NEW_TASK: Partial<AgentTaskStatus> = { episodes: 0, costUSD: 0 };
+/** The budget's other task: one episode, $0.90. */
+const OTHER_AT_90 = { costUSD: 0.9, tokens: 0, episodes: 1 };
 
 const cases: Array<{
   name: string;
@@ -224,6 +230,80 @@ const cases: Array<{
     phase: 'Running',
   },
   {
+    name: "a task with no history is expected to cost what the budget's other tasks averaged: $0.90 + $0.90 > $1",
+    in: () =>
+      idle(at(0), [budget('total', 1, ledgerOf('total', [[-10, 0.9]]), at(0), { others: OTHER_AT_90 })], NEW_TASK),
+    phase: 'NeedsReview',
+    reason: 'BudgetExceeded',
+    message:
+      /spent \$0\.90 of \$1\.00 and the next episode is expected to cost \$0\.90 \(the average episode of the budget's other tasks\) \(total\)/,
+  },
+  {
+    name: "the other tasks' average fits: a new task starts",
+    in: () =>
+      idle(
+        at(0),
+        [
+          budget('total', 1, ledgerOf('total', [[-10, 0.3]]), at(0), {
+            others: { costUSD: 0.3, tokens: 0, episodes: 3 },
+          }),
+        ],
+        NEW_TASK,
+      ),
+    phase: 'Running',
+  },
+  {
+    name: "limits.expectedEpisodeCostUSD is a new task's estimate before the other tasks' average",
+    in: () =>
+      idle(
+        at(0),
+        [
+          budget('total', 1, ledgerOf('total', [[-10, 0.5]]), at(0), {
+            others: { costUSD: 0.5, tokens: 0, episodes: 5 },
+            declaredUSD: 0.6,
+          }),
+        ],
+        NEW_TASK,
+      ),
+    phase: 'NeedsReview',
+    reason: 'BudgetExceeded',
+    message: /expected to cost \$0\.60 \(its limits\.expectedEpisodeCostUSD\)/,
+  },
+  {
+    name: 'an episode running counts at its expected cost: $0.50 + $0.30 running + $0.30 waits for it to end',
+    in: () =>
+      idle(
+        at(0),
+        [budget('total', 1, ledgerOf('total', [[-10, 0.5]]), at(0), { running: [{ task: 'a', usd: 0.3, tokens: 0 }] })],
+        { episodes: 2, costUSD: 0.6 },
+      ),
+    phase: 'Waiting',
+    reason: 'BudgetWindow',
+    next: at(RUNNING_RECHECK_MS / 60_000).toISOString(),
+    message:
+      /spent \$0\.50 \(\+ \$0\.30 expected of 1 episode running\) of \$1\.00 and the next episode is expected to cost \$0\.30; waiting for them to end/,
+    held: ['team'],
+  },
+  {
+    name: 'over the limit even without the running episodes: a total budget stops at once',
+    in: () =>
+      idle(
+        at(0),
+        [budget('total', 1, ledgerOf('total', [[-10, 0.8]]), at(0), { running: [{ task: 'a', usd: 0.3, tokens: 0 }] })],
+        { episodes: 2, costUSD: 0.6 },
+      ),
+    phase: 'NeedsReview',
+    reason: 'BudgetExceeded',
+  },
+  {
+    name: 'nothing known of any episode cost and one running: the empty window admitted that one, the next waits',
+    in: () =>
+      idle(at(0), [budget('total', 1, EMPTY, at(0), { running: [{ task: 'a', usd: 0, tokens: 0 }] })], NEW_TASK),
+    phase: 'Waiting',
+    reason: 'BudgetWindow',
+    message: /1 episode\(s\) of its tasks running and no episode cost known yet; waiting for them to end/,
+  },
+  {
     name: 'a backoff is not cut short by a budget with room',
     in: () =>
       idle(at(0), [budget('5h', 50, EMPTY, at(0))], {
@@ -302,4 +382,24 @@ test('selector: matchLabels and every operator', () => {
   assert.ok(matchesSelector({ matchExpressions: [{ key: 'tier', operator: 'Exists' }] }, labels));
   assert.ok(!matchesSelector({ matchExpressions: [{ key: 'tier', operator: 'DoesNotExist' }] }, labels));
   assert.ok(matchesSelector({ matchExpressions: [{ key: 'x', operator: 'NotIn', values: ['y'] }] }, undefined));
+});
+
+test("budget: a task's expected episode: its own average over finished episodes, else declared, else the others'", () => {
+  const status = (s: Partial<AgentTaskStatus>): AgentTaskStatus => ({ ...emptyStatus(), ...s });
+  const others = { costUSD: 1, tokens: 400, episodes: 4 };
+  assert.deepEqual(expectedEpisode(status({ episodes: 2, costUSD: 1 }), { others }), {
+    usd: 0.5,
+    tokens: 0,
+    source: 'own',
+  });
+  // The episode running now has no cost yet: the average is over the finished one.
+  const running = status({ episodes: 2, costUSD: 0.4, currentEpisode: { number: 2, startedAt: T0.toISOString() } });
+  assert.equal(expectedEpisode(running, { others }).usd, 0.4);
+  assert.deepEqual(expectedEpisode(status({}), { others, declaredUSD: 2 }), {
+    usd: 2,
+    tokens: 100,
+    source: 'declared',
+  });
+  assert.deepEqual(expectedEpisode(status({}), { others }), { usd: 0.25, tokens: 100, source: 'others' });
+  assert.deepEqual(expectedEpisode(status({}), {}), { usd: 0, tokens: 0, source: 'none' });
 });
