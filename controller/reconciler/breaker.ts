@@ -100,13 +100,38 @@ function open(
   };
 }
 
+/**
+ * What the episode's evidence says of progress, in words that claim no more than it shows: "changed the
+ * workspace", "left the workspace unchanged", "showed no evidence of progress either way (…)".
+ */
+export function progressWords(
+  outcome: Outcome,
+  evidence: Evidence | undefined,
+  checklistBefore: ChecklistCounts | undefined,
+): string {
+  const changed = evidence?.workspace?.changed;
+  const checklist = evidence?.checklist;
+  const list = checklist ? `checklist ${finished(checklist)}/${checklist.total}` : undefined;
+  const progress = madeProgress(outcome, evidence, checklistBefore);
+  if (progress === undefined)
+    return 'showed no evidence of progress either way (workspace not inspected, no checklist)';
+  if (progress) {
+    if (changed === true) return `changed the workspace${list ? ` (${list})` : ''}`;
+    if (list) return `advanced the ${list}`;
+    return 'finished the task';
+  }
+  const ws =
+    changed === false ? 'left the workspace unchanged' : 'made no checklist progress (workspace not inspected)';
+  return list ? `${ws} (${list})` : ws;
+}
+
 function noProgressMessage(b: BreakerStatus, evidence: Evidence | undefined): string {
   const ws = evidence?.workspace;
   const seen = ws
     ? ws.kind === 'git'
       ? `HEAD ${ws.headAfter?.slice(0, 12) ?? 'unknown'}, tree unchanged`
       : 'directory unchanged'
-    : 'no workspace change';
+    : 'workspace not inspected';
   const list = evidence?.checklist ? `; checklist ${finished(evidence.checklist)}/${evidence.checklist.total}` : '';
   const since = b.lastProgressAt ? `; last progress ${b.lastProgressAt}` : '; no progress yet';
   return `no progress in ${b.noProgress} episodes in a row (${seen}${list}${since})`;

@@ -270,7 +270,7 @@ function capReached(
   const granted = status.resume?.grantedEpisodes ?? 0;
   if (counted >= maxEpisodes + granted) {
     const cap = granted > 0 ? `maxEpisodes ${maxEpisodes} + ${granted} granted` : `maxEpisodes ${maxEpisodes}`;
-    return { reason: 'MaxEpisodesReached', message: `${counted} episodes without a completion signal (${cap})` };
+    return { reason: 'MaxEpisodesReached', message: `${counted} episodes without finishing the task (${cap})` };
   }
   return undefined;
 }

@@ -4,7 +4,7 @@ import { DEFAULT_SPEC, isTerminal } from '../api/agent-task.ts';
 import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { backoffMs } from './backoff.ts';
-import { stepBreaker } from './breaker.ts';
+import { progressWords, stepBreaker } from './breaker.ts';
 import { countTestOnly, judgeEpisode } from './completion.ts';
 import { progressStatus } from './progress.ts';
 import { normal, USAGE_LIMIT_FALLBACK_MS, warning } from './types.ts';
@@ -150,8 +150,12 @@ export function recordEpisode(
         setPhase('Pending', reason, `episode ${n} ${why}; continuing`);
         events.push(warning('CompletionRejected', status.message as string));
       } else {
-        setPhase('Pending', 'EpisodeFinished', `episode ${n} exited 0 without a completion signal; continuing`);
-        events.push(normal('EpisodeFinished', `episode ${n} made progress; no completion signal yet`));
+        const signal = judged.score
+          ? `a completion score of ${judged.score.score} below ${completion.signals?.threshold} ${scored(judged.score)}`
+          : 'no completion signal';
+        const progress = progressWords(outcome, evidence, prev.progress);
+        setPhase('Pending', 'EpisodeFinished', `episode ${n} exited 0 with ${signal}; continuing`);
+        events.push(normal('EpisodeFinished', `episode ${n} ${progress}; ${signal}`));
       }
       break;
     case 'failed':
@@ -209,7 +213,7 @@ export function recordEpisode(
       events.push(warning('TaskFailed', status.message as string));
       break;
     case 'interrupted':
-      setPhase('Pending', 'Interrupted', `episode ${n} was interrupted (controller restart); retrying`);
+      setPhase('Pending', 'Interrupted', `episode ${n} was interrupted${detail}; retrying`);
       events.push(warning('EpisodeInterrupted', status.message as string));
       break;
     case 'cancelled':
@@ -229,10 +233,16 @@ export function recordEpisode(
     setPhase('NeedsReview', 'CircuitOpen', `circuit breaker open: ${step.message}`);
     events.push(warning('CircuitOpen', status.message as string));
   } else if (step.transition) {
+    // The task already ended (a breaker may open on the episode that also skipped it): the event says why it opened.
     const { from, to, rule } = step.transition;
-    const words = to === 'HalfOpen' ? `no progress in ${step.breaker.noProgress} episodes; watching` : 'progress again';
+    const words =
+      to === 'Open'
+        ? step.message
+        : to === 'HalfOpen'
+          ? `no progress in ${step.breaker.noProgress} episodes; watching`
+          : 'progress again';
     events.push(
-      (to === 'HalfOpen' ? warning : normal)(`Breaker${to}`, `circuit breaker ${from} → ${to} (${rule}): ${words}`),
+      (to === 'Closed' ? normal : warning)(`Breaker${to}`, `circuit breaker ${from} → ${to} (${rule}): ${words}`),
     );
   }
   return { status, events };
@@ -240,9 +250,13 @@ export function recordEpisode(
 
 /** ": score 90 (exitSignal+50, checklist+40)" for a task finished by its signals score. */
 function scoreWords(score: { score: number; signals: string[] } | undefined): string {
-  return score ? `: score ${score.score} (${score.signals.join(', ')})` : '';
+  return score ? `: score ${score.score} ${scored(score)}` : '';
 }
 
+/** "(exitSignal+50, checklist+40)", or "(nothing scored)". */
+function scored(score: { signals: string[] }): string {
+  return score.signals.length > 0 ? `(${score.signals.join(', ')})` : '(nothing scored)';
+}
 function clip(text: string): string {
   return text.length <= 1000 ? text : `${text.slice(0, 999)}…`;
 }

@@ -90,7 +90,7 @@ test('resume: a request made while no controller runs is picked up by the next r
   assert.equal(s?.reason, 'MaxEpisodesReached');
   assert.equal(s?.episodes, 5);
   assert.equal(s?.resume?.grantedEpisodes, 3);
-  assert.match(s?.message ?? '', /5 episodes without a completion signal \(maxEpisodes 2 \+ 3 granted\)/);
+  assert.match(s?.message ?? '', /5 episodes without finishing the task \(maxEpisodes 2 \+ 3 granted\)/);
   // The request is handled once: another run does not resume the task again.
   const third = await runCli(['run', dir]);
   assert.equal(third.code, 1);

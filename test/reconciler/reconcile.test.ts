@@ -267,7 +267,7 @@ const cases: Array<{
     check: () => {
       const spent = reconcile(input(finishing({ exitCode: 0 }, { retries: 4 }, 24))).status;
       assert.equal(spent.reason, 'MaxEpisodesReached');
-      assert.match(spent.message ?? '', /^20 episodes without a completion signal/);
+      assert.match(spent.message ?? '', /^20 episodes without finishing the task/);
     },
   },
   {

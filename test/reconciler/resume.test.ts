@@ -277,7 +277,7 @@ test('resume: Aggressive resumes MaxEpisodesReached with grantEpisodes more, add
     ),
   );
   assert.equal(capped.status.reason, 'MaxEpisodesReached');
-  assert.match(capped.status.message ?? '', /23 episodes without a completion signal \(maxEpisodes 20 \+ 3 granted\)/);
+  assert.match(capped.status.message ?? '', /23 episodes without finishing the task \(maxEpisodes 20 \+ 3 granted\)/);
 });
 
 test('resume: with cooldownSeconds 0 the resume is due at once (requeue 0) and happens on the next pass', () => {
