@@ -46,7 +46,7 @@ function shapesAt(node: unknown, path: ReadonlyArray<PropertyKey>): Array<Record
 }
 
 /** The known key a typo most likely meant, if any is close enough. */
-function closest(key: string, known: string[]): string | undefined {
+export function closest(key: string, known: string[]): string | undefined {
   let best: { key: string; d: number } | undefined;
   for (const k of known) {
     const [a, b] = [key.toLowerCase(), k.toLowerCase()];

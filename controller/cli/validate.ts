@@ -2,7 +2,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
-import { loadSpecDir, mergeParsed, parseSpecText } from '../sources/local/spec-files.ts';
+import { loadSpecDir, mergeParsed, parseSpecText, refusedSpecFile } from '../sources/local/spec-files.ts';
 import type { ParsedFile } from '../sources/local/spec-files.ts';
 import { checkSpecSet } from '../sources/local/spec-checks.ts';
 import { printable } from '../util/printable.ts';
@@ -37,6 +37,11 @@ export async function validateCommand(args: string[]): Promise<number> {
         tasks += loaded.tasks.size;
         budgets += loaded.budgets.size;
         if (loaded.files.length === 0) errors.push(`${arg}: no *.yaml or *.yml files in this directory`);
+        continue;
+      }
+      const refused = refusedSpecFile(arg);
+      if (refused) {
+        errors.push(refused);
         continue;
       }
       text = await readFile(arg, 'utf8');

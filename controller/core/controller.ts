@@ -8,7 +8,7 @@ import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { statusProblems } from '../api/validate.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
-import { dependencyFact, findCycle } from '../reconciler/dependencies.ts';
+import { cycleThrough, dependencyFact } from '../reconciler/dependencies.ts';
 import type { DependencyFact } from '../reconciler/dependencies.ts';
 import { reconcile } from '../reconciler/reconcile.ts';
 import type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from '../reconciler/reconcile.ts';
@@ -39,9 +39,6 @@ export interface ControllerOptions<T extends DesiredTask> {
   /** In [0, 1): backoff jitter. */
   random?: () => number;
 }
-
-// A dependsOn walk stops here: a cycle check must not stall the loop on a pathological graph.
-const MAX_GRAPH_NODES = 10_000;
 
 export class Controller<T extends DesiredTask = DesiredTask> {
   private readonly opts: ControllerOptions<T>;
@@ -348,18 +345,9 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     return { dependencies, dependencyCycle: this.cycle(task) };
   }
 
-  /** The dependsOn graph reachable from the task, walked through the source. */
+  /** The dependsOn cycle through the task, if any, walked through the source. */
   private cycle(task: DesiredTask): string[] | undefined {
-    const graph: Record<string, string[]> = {};
-    const todo = [task.name];
-    let nodes = 0;
-    while (todo.length > 0 && nodes++ < MAX_GRAPH_NODES) {
-      const node = todo.pop() as string;
-      if (graph[node]) continue;
-      graph[node] = [...(this.opts.source.get(taskKey(task.namespace, node))?.dependsOn ?? [])];
-      todo.push(...graph[node]);
-    }
-    return findCycle(task.name, graph);
+    return cycleThrough(task.name, (name) => this.opts.source.get(taskKey(task.namespace, name))?.dependsOn);
   }
 
   private wakeDependents(key: string): void {

@@ -59,3 +59,34 @@ export function findCycle(start: string, graph: Record<string, string[] | undefi
   const cycle = visit(start);
   return cycle?.includes(start) ? cycle : undefined;
 }
+
+/** A dependsOn walk stops here: a cycle check must not stall on a pathological graph. */
+export const MAX_GRAPH_NODES = 10_000;
+
+/**
+ * The cycle through `start`, walking the graph from it through `dependsOnOf` (undefined: no such task); the
+ * one check of the loop, `episodic run` and `episodic validate`.
+ */
+export function cycleThrough(
+  start: string,
+  dependsOnOf: (name: string) => readonly string[] | undefined,
+  maxNodes = MAX_GRAPH_NODES,
+): string[] | undefined {
+  const graph: Record<string, string[]> = {};
+  const todo = [start];
+  let nodes = 0;
+  while (todo.length > 0 && nodes++ < maxNodes) {
+    const node = todo.pop() as string;
+    if (graph[node]) continue;
+    graph[node] = [...(dependsOnOf(node) ?? [])];
+    todo.push(...graph[node]);
+  }
+  return findCycle(start, graph);
+}
+
+/** The one message of a dependsOn cycle, in status and in validate: ["a", "a"] is the task naming itself. */
+export function cycleMessage(cycle: readonly string[]): string {
+  return cycle.length === 2 && cycle[0] === cycle[1]
+    ? `spec.dependsOn: names the task itself`
+    : `spec.dependsOn: a cycle ${cycle.join(' → ')}`;
+}

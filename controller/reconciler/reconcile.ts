@@ -6,7 +6,7 @@ import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts
 import { isTerminal } from '../api/agent-task.ts';
 import { BUDGET_HOLD_REASONS, budgetHold, judgeBudgets } from './budget.ts';
 import { conditionsFor } from './conditions.ts';
-import { judgeDependencies } from './dependencies.ts';
+import { cycleMessage, judgeDependencies } from './dependencies.ts';
 import { observedEpisode, passActions } from './pass-actions.ts';
 import { adoptUnknownEpisode, endedEpisode, recordEpisode } from './record-episode.ts';
 import { applyResume, resumeOnReopen, superviseReview } from './resume.ts';
@@ -178,7 +178,7 @@ function beforeStart(status: AgentTaskStatus, spec: AgentTaskSpec, input: Reconc
   const set = (phase: Phase, reason: string, message: string) => withPhase(status, phase, reason, message);
   if (input.dependencyCycle) {
     return {
-      status: set('Failed', 'InvalidSpec', `dependsOn cycle: ${input.dependencyCycle.join(' → ')}`),
+      status: set('Failed', 'InvalidSpec', cycleMessage(input.dependencyCycle)),
       actions: [],
     };
   }

@@ -57,7 +57,7 @@ describe('cluster controller: task lifecycle', { skip, timeout: 60_000 }, () => 
     await apply('cyc-a', fakeClaudeSpec({ dependsOn: ['cyc-b'] }));
     await apply('cyc-b', fakeClaudeSpec({ dependsOn: ['cyc-a'] }));
     const cyc = await waitForTask(client, ns, 'cyc-a', (s) => s.reason === 'InvalidSpec');
-    assert.match(cyc.status?.message, /dependsOn cycle: cyc-a → cyc-b → cyc-a/);
+    assert.match(cyc.status?.message, /spec\.dependsOn: a cycle cyc-a → cyc-b → cyc-a/);
   });
 
   it('kubectl delete: the running pod is deleted, then the finalizer is removed and the task is gone', async () => {

@@ -102,3 +102,48 @@ test('a workspace not made yet below a symlink out of DIR, or below a file, is a
     /AgentTask default\/via-link: spec\.workspace: leads outside the spec directory through a symlink/,
   );
 });
+
+test('what the first episode would find: a missing promptFile is an error validate and run share; a command not found here, argv as one string and a workspace beside a similar one are warnings', async () => {
+  const dir = tempDir();
+  mkdirSync(join(dir, 'ws', 'add-login'), { recursive: true });
+  write(
+    dir,
+    'tasks.yaml',
+    { name: 'no-prompt', spec: { prompt: undefined, promptFile: 'PROMPT.md' } },
+    { name: 'no-agent', spec: { agent: { command: ['episodic-no-such-agent-xyz', '-p'] } } },
+    { name: 'one-string', spec: { agent: { command: ["node -e 'process.exit(0)' --flag"] } } },
+    { name: 'typo', spec: { workspace: 'ws/add-logn' } },
+  );
+  const res = await runCli(['validate', dir]);
+  assert.equal(res.code, 2, res.stderr);
+  const errors = res.stderr.split('\n').filter((l) => l && !l.startsWith('warning: '));
+  assert.equal(errors.length, 1, res.stderr);
+  assert.match(
+    errors[0],
+    /tasks\.yaml: AgentTask default\/no-prompt: spec\.promptFile: .*ws\/no-prompt\/PROMPT\.md does not exist \(the workspace .* does not exist yet: it is created empty\)/,
+  );
+  assert.match(
+    res.stderr,
+    /^warning: .*AgentTask default\/no-agent: spec\.agent\.command: "episodic-no-such-agent-xyz" is not an executable on PATH here \(it may exist only in the episode image\)$/m,
+  );
+  assert.match(
+    res.stderr,
+    /^warning: .*AgentTask default\/one-string: spec\.agent\.command: .* is one argv entry, run as one program name; as a list: \["node","-e","process\.exit\(0\)","--flag"\]$/m,
+  );
+  assert.match(
+    res.stderr,
+    /^warning: .*AgentTask default\/typo: spec\.workspace: .*ws\/add-logn does not exist yet and will be created empty; did you mean .*ws\/add-login\?$/m,
+  );
+
+  const run = await runCli(['run', dir, '--no-table']);
+  assert.equal(run.code, 1);
+  const refused = readStatus(dir, 'no-prompt')?.status;
+  assert.equal(refused?.reason, 'InvalidSpec');
+  assert.equal(refused?.episodes, 0, 'no episode spent on a prompt file that is not there');
+  assert.match(refused?.message ?? '', /tasks\.yaml: AgentTask default\/no-prompt: spec\.promptFile: /);
+  // The command's first episode fails, and says which file, task and field.
+  assert.match(
+    readStatus(dir, 'no-agent')?.status.message ?? '',
+    /tasks\.yaml: AgentTask default\/no-agent: spec\.agent\.command: cannot start episodic-no-such-agent-xyz/,
+  );
+});

@@ -16,7 +16,8 @@ test('a symlinked parent leading outside: refused, and no directory is created o
   symlinkSync(outside, join(root, 'link'));
   await assert.rejects(prepareWorkspace(root, join(root, 'task.yaml'), 't', spec('link/a/b')), (err: Error) => {
     assert.ok(err instanceof WorkspaceError);
-    assert.match(err.message, /^spec\.workspace: "link\/a\/b" leads outside the spec directory through a symlink/);
+    // One message with episodic validate and run (issue 17): the field, then what is wrong.
+    assert.match(err.message, /^spec\.workspace: leads outside the spec directory through a symlink/);
     return true;
   });
   assert.equal(existsSync(join(outside, 'a')), false, 'nothing made outside the spec directory');

@@ -11,7 +11,9 @@ import { ending } from '../support/ending-episode.ts';
 
 const still: Evidence = { workspace: { kind: 'git', changed: false, headBefore: 'a1', headAfter: 'a1', dirty: false } };
 const moved: Evidence = { workspace: { kind: 'git', changed: true, headBefore: 'a1', headAfter: 'b2', dirty: false } };
-const checklistOnly = (done: number): Evidence => ({ checklist: { done, total: 5, skipped: 0 } });
+const checklistOnly = (done: number): Evidence => ({
+  checklist: { done, total: 5, skipped: 0, inProgress: 0, failed: 0 },
+});
 
 const cases: Array<{
   name: string;
@@ -52,7 +54,7 @@ const cases: Array<{
     in: ending(
       { progress: { checklist: 'PLAN.md' } },
       { exitCode: 0, evidence: checklistOnly(2) },
-      { progress: { done: 2, total: 5, skipped: 0, summary: '2/5' } },
+      { progress: { done: 2, total: 5, skipped: 0, inProgress: 0, failed: 0, summary: '2/5' } },
       2,
     ),
     where: 'EpisodeFinished',
@@ -90,7 +92,7 @@ const cases: Array<{
       { progress: { checklist: 'PLAN.md' }, breaker: { noProgressEpisodes: 2, halfOpenEpisodes: 0 } },
       { exitCode: 0, evidence: checklistOnly(1) },
       {
-        progress: { done: 1, total: 5, skipped: 0, summary: '1/5' },
+        progress: { done: 1, total: 5, skipped: 0, inProgress: 0, failed: 0, summary: '1/5' },
         breaker: { state: 'Closed', noProgress: 1, halfOpen: 0, sameError: 0 },
       },
       2,

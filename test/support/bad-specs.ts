@@ -3,6 +3,12 @@
 // crafted YAML, documents of the wrong shape, and the cross-file mistakes (escapes, cycles, duplicates).
 // Each case says what a user must see: the field named in the error, and whether the apiserver's CRD
 // refuses it too (crd: false where only the local run can know, e.g. a workspace leading out of DIR).
+// What validate once accepted and run then refused (issue 18.7) is here too: a promptFile missing or leading
+// out, workspaces through dangling links, files or volume claims, spec files linked from outside, cycles
+// through an invalid spec in another file, documents without a kind; and what validate only warns about
+// (an agent command not found here, argv written as one string, a workspace beside a similar one).
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { API_VERSION, KIND } from '../../controller/api/agent-task.ts';
 
 export interface BadSpecCase {
@@ -16,6 +22,12 @@ export interface BadSpecCase {
   object?: Record<string, unknown>;
   /** The CRD refuses it as well. */
   crd: boolean;
+  /** Makes what the case needs beside its file in the spec directory (directories, symlinks). */
+  setup?: (dir: string, outside: string) => void;
+  /** validate only warns (exit 0 for this file alone); run's failure still names file and field. */
+  warning?: boolean;
+  /** A spec file that is a symlink: `text` is written at `outside/file` and linked from the spec directory. */
+  linkedFromOutside?: boolean;
 }
 
 type Node = Record<string, unknown>;
@@ -150,6 +162,8 @@ export function badSpecCorpus(): BadSpecCase[] {
   // A second good-1, in a file that sorts after the first: the first definition wins, this one is an error.
   object('zz-duplicate.yaml', taskObject('good-1', fullSpec()), 'already defined', false);
 
+  cases.push(...acceptedThenRefused(name));
+
   // Files no document can be read from.
   const raw = (text: string | Buffer) => cases.push({ file: `${name()}.yaml`, text, crd: false });
   raw(Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x1b, 0x5b, 0x32, 0x4a, ...Buffer.alloc(10_000, 0x07)]));
@@ -170,5 +184,83 @@ export function badSpecCorpus(): BadSpecCase[] {
     `apiVersion: episodic.dev/v1alpha1\nkind: AgentTask\nmetadata: {name: big}\nspec:\n  prompt: "${'x'.repeat(1_100_000)}"\n`,
   );
   raw('\t\u0000\u0001 key: value\n');
+  return cases;
+}
+
+/** What validate accepted and run refused, one kind of case after another; then what validate warns about. */
+function acceptedThenRefused(name: () => string): BadSpecCase[] {
+  const cases: BadSpecCase[] = [];
+  const task = (id: string, spec: Node, field: string, extra: Partial<BadSpecCase> = {}) => {
+    const obj = taskObject(id, { ...fullSpec(), ...spec });
+    cases.push({
+      file: `${name()}.yaml`,
+      text: JSON.stringify(obj, null, 2),
+      field,
+      object: obj,
+      crd: false,
+      ...extra,
+    });
+  };
+  // prompt: undefined leaves the key out of the JSON.
+  const noPrompt = (promptFile: string): Node => ({ prompt: undefined, promptFile });
+  // promptFile
+  task('pf-missing', { ...noPrompt('PROMPT.md'), workspace: 'ws/pf-missing' }, 'spec.promptFile');
+  task('pf-missing-default-ws', noPrompt('PROMPT.md'), 'spec.promptFile');
+  task('pf-absolute', noPrompt('/etc/hostname'), 'spec.promptFile');
+  task('pf-dir', { ...noPrompt('prompts'), workspace: 'ws/pf-dir' }, 'spec.promptFile', {
+    setup: (dir) => mkdirSync(join(dir, 'ws', 'pf-dir', 'prompts'), { recursive: true }),
+  });
+  task('pf-link-out', { ...noPrompt('PROMPT.md'), workspace: 'ws/pf-link-out' }, 'spec.promptFile', {
+    setup: (dir, outside) => {
+      mkdirSync(join(dir, 'ws', 'pf-link-out'), { recursive: true });
+      writeFileSync(join(outside, 'secret.md'), 'not yours');
+      symlinkSync(join(outside, 'secret.md'), join(dir, 'ws', 'pf-link-out', 'PROMPT.md'));
+    },
+  });
+  // workspace
+  task('ws-volume', { workspace: { volumeClaim: 'data' } }, 'spec.workspace');
+  task('ws-dangling', { workspace: 'dangling-link/ws' }, 'spec.workspace', {
+    setup: (dir, outside) => symlinkSync(join(outside, 'not-there'), join(dir, 'dangling-link')),
+  });
+  task('ws-link-out', { workspace: 'ws/linked-out' }, 'spec.workspace', {
+    setup: (dir, outside) => {
+      mkdirSync(join(dir, 'ws'), { recursive: true });
+      symlinkSync(outside, join(dir, 'ws', 'linked-out'));
+    },
+  });
+  task('ws-file', { workspace: 'a-file/ws' }, 'spec.workspace', {
+    setup: (dir) => writeFileSync(join(dir, 'a-file'), 'a file, not a directory'),
+  });
+  // symlink: a spec file linked from outside the directory is never read
+  const linked = taskObject('linked-spec', fullSpec());
+  cases.push({
+    file: `${name()}.yaml`,
+    text: JSON.stringify(linked),
+    field: 'a symlink leading outside',
+    crd: false,
+    linkedFromOutside: true,
+  });
+  // dependency cycles across files, through a task whose own spec is invalid (run walks dependsOn as written)
+  task('cyc-valid', { dependsOn: ['cyc-invalid'] }, 'spec.dependsOn');
+  task('cyc-invalid', { dependsOn: ['cyc-valid'], limits: { maxEpisodez: 1 } }, 'spec.limits.maxEpisodez');
+  task('tri-a', { dependsOn: ['tri-b'] }, 'spec.dependsOn');
+  task('tri-b', { dependsOn: ['tri-c'] }, 'spec.dependsOn');
+  task('tri-c', { dependsOn: ['tri-a'] }, 'spec.dependsOn');
+  // documents without a kind, or with a kind this API group does not have
+  const noKind = { apiVersion: API_VERSION, metadata: { name: 'no-kind' }, spec: fullSpec() };
+  cases.push({ file: `${name()}.yaml`, text: JSON.stringify(noKind), field: 'kind', crd: false });
+  const typo = { ...taskObject('kind-typo', fullSpec()), kind: 'AgentTasks' };
+  cases.push({ file: `${name()}.yaml`, text: JSON.stringify(typo), field: 'kind', crd: false });
+  // warnings: legal, but the first episode would fail
+  task('cmd-missing', { agent: { command: ['episodic-no-such-agent-xyz', '-p'] } }, 'spec.agent.command', {
+    warning: true,
+  });
+  task('cmd-one-string', { agent: { command: ["node -e 'process.exit(0)' --flag"] } }, 'spec.agent.command', {
+    warning: true,
+  });
+  task('ws-similar', { workspace: 'ws/ws-simliar' }, 'spec.workspace', {
+    warning: true,
+    setup: (dir) => mkdirSync(join(dir, 'ws', 'ws-similar'), { recursive: true }),
+  });
   return cases;
 }

@@ -65,7 +65,9 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     template = await readPromptTemplate(workspace, req.spec);
   } catch (err) {
     if (err instanceof GitWorkspaceError) return failed(err.message, err.errorClass);
-    if (err instanceof WorkspaceError) return failed(err.message);
+    // The same line validate prints: which file, which task, which field.
+    if (err instanceof WorkspaceError)
+      return failed(`${req.specFile}: AgentTask ${req.namespace}/${req.name}: ${err.message}`);
     return failed(`could not prepare the workspace: ${(err as Error).message}`);
   }
   await req.beforeSpawn?.(workspace);
@@ -107,12 +109,18 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
       signals: spec.completion.signals !== undefined,
     },
   });
+  // An agent that never started is the spec's command: say which file, task and field, as validate does.
+  const at = `${req.specFile}: AgentTask ${req.namespace}/${req.name}: spec.agent.command`;
+  const result =
+    running.pid === undefined
+      ? running.result.then((r) => (r.errorClass === 'fatal' ? { ...r, message: `${at}: ${r.message}` } : r))
+      : running.result;
   return {
     number: req.number,
     startedAt,
     pid: running.pid,
     pidStartTime: running.pidStartTime,
-    result: running.result,
+    result,
     cancel: () => running.cancel(),
     workspace,
   };

@@ -1,12 +1,83 @@
-// Local workspaces: a directory relative to the spec file that must stay inside the spec root,
-// checked both lexically and after resolving symlinks (a link must not lead out either).
-import { existsSync, mkdirSync, realpathSync } from 'node:fs';
-import { readFile, realpath } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { isInside } from '../../util/paths.ts';
+// Local workspaces: a directory relative to the spec file that must stay inside the spec root, checked both
+// lexically and after resolving symlinks (a link must not lead out either), and a promptFile inside it. The
+// checks are one home: `episodic validate` and `run` (spec-checks.ts) ask them before anything runs, and the
+// executor asks them again before every episode (an agent may have swapped its workspace for a symlink).
+import { existsSync, lstatSync, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { closest } from '../../api/validate.ts';
 import type { AgentTaskSpec } from '../../api/agent-task.ts';
+import { isInside } from '../../util/paths.ts';
 
 export class WorkspaceError extends Error {}
+
+/** A task's local workspace directory: `dir` resolved against the spec file; undefined for a git workspace. */
+export type LocalWorkspace = { ws: string; dir: string } | { problem: string } | undefined;
+
+export function localWorkspace(specFile: string, name: string, spec: AgentTaskSpec): LocalWorkspace {
+  const ws = spec.workspace ?? join('ws', name);
+  if (typeof ws === 'string') return { ws, dir: resolve(dirname(specFile), ws) };
+  if ('git' in ws) return undefined;
+  return {
+    problem:
+      'spec.workspace: volumeClaim workspaces work on a cluster only; locally use a directory or a git workspace',
+  };
+}
+
+/**
+ * What keeps a workspace directory from being used, naming the field; nothing is created. Lexically outside
+ * the root, or — seen from the deepest part of its path that exists (the rest is created below it) — a
+ * symlink on the way that leads out of the root or nowhere, or a file where a directory has to be.
+ */
+export function workspaceProblem(root: string, dir: string): string | undefined {
+  if (!isInside(resolve(root), dir) && !(existsSync(root) && isInside(realpathSync.native(root), dir)))
+    return `spec.workspace: resolves outside the spec directory ${root}`;
+  if (!existsSync(root)) return undefined;
+  const rootReal = realpathSync.native(root);
+  let at = dir;
+  while (!existsSync(at) && dirname(at) !== at) {
+    if (isSymlink(at)) return `spec.workspace: passes through a symlink that leads nowhere (${at})`;
+    at = dirname(at);
+  }
+  const real = realpathSync.native(at);
+  if (!isInside(rootReal, real)) return `spec.workspace: leads outside the spec directory through a symlink (${real})`;
+  if (!statSync(real).isDirectory()) return `spec.workspace: ${at} is a file, not a directory`;
+  return undefined;
+}
+
+/** A workspace that does not exist yet beside one of a similar name: probably a typo ("ws/add-logn"). */
+export function similarWorkspace(dir: string): string | undefined {
+  const parent = dirname(dir);
+  if (existsSync(dir) || !existsSync(parent) || !statSync(parent).isDirectory()) return undefined;
+  const name = basename(dir);
+  const siblings = readdirSync(parent, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
+    .map((e) => e.name)
+    // Numbered siblings (step-1, step-2) are a series, not a typo.
+    .filter((n) => n.replace(/\d+/g, '') !== name.replace(/\d+/g, ''));
+  const near = closest(name, siblings);
+  return near && join(parent, near);
+}
+
+/**
+ * What keeps the promptFile from being read, naming the field. `workspace` undefined: a git workspace not
+ * cloned yet, only the path itself can be checked.
+ */
+export function promptFileProblem(workspace: string | undefined, promptFile: string): string | undefined {
+  if (isAbsolute(promptFile) || (workspace && !isInside(workspace, resolve(workspace, promptFile))))
+    return `spec.promptFile: must be a path inside the workspace (${JSON.stringify(promptFile)})`;
+  if (!workspace) return undefined;
+  const file = resolve(workspace, promptFile);
+  if (!existsSync(file)) {
+    const empty = existsSync(workspace) ? '' : ` (the workspace ${workspace} does not exist yet: it is created empty)`;
+    return `spec.promptFile: ${file} does not exist${empty}`;
+  }
+  const real = realpathSync.native(file);
+  const wsReal = realpathSync.native(workspace);
+  if (!isInside(wsReal, real)) return `spec.promptFile: "${promptFile}" leads outside the workspace (${real})`;
+  if (!statSync(real).isFile()) return `spec.promptFile: ${file} is not a file`;
+  return undefined;
+}
 
 /** Resolves and creates the workspace directory of a task; throws WorkspaceError naming the field. */
 export async function prepareWorkspace(
@@ -15,50 +86,38 @@ export async function prepareWorkspace(
   name: string,
   spec: AgentTaskSpec,
 ): Promise<string> {
-  const ws = spec.workspace ?? join('ws', name);
-  if (typeof ws !== 'string') {
-    throw new WorkspaceError(
-      'spec.workspace: volumeClaim workspaces work on a cluster only; locally use a directory or a git workspace',
-    );
-  }
-  // Checked before every episode (an agent may have swapped its workspace for a symlink); native realpath
-  // and mkdir are one system call each, cheaper synchronously than through the thread pool.
+  const local = localWorkspace(specFile, name, spec);
+  if (!local) throw new WorkspaceError('spec.workspace: a git workspace is prepared by its clone');
+  if ('problem' in local) throw new WorkspaceError(local.problem);
+  // Native realpath and mkdir are one system call each, cheaper synchronously than through the thread pool.
   const rootReal = realpathSync.native(root);
-  const dir = resolve(dirname(specFile), ws);
-  if (!isInside(resolve(root), dir) && !isInside(rootReal, dir)) {
-    throw new WorkspaceError(`spec.workspace: "${ws}" resolves outside the spec directory ${root}`);
-  }
-  mkdirInside(rootReal, dir, ws);
-  const real = realpathSync.native(dir);
-  if (!isInside(rootReal, real)) {
-    throw new WorkspaceError(`spec.workspace: "${ws}" leads outside the spec directory through a symlink (${real})`);
-  }
+  const problem = workspaceProblem(root, local.dir);
+  if (problem) throw new WorkspaceError(problem);
+  mkdirInside(local.dir);
+  const real = realpathSync.native(local.dir);
+  if (!isInside(rootReal, real))
+    throw new WorkspaceError(`spec.workspace: leads outside the spec directory through a symlink (${real})`);
   return real;
 }
 
 /**
- * Creates dir and its missing parents only after the deepest existing one proved to be inside the root: a
- * symlink on the way must not get a directory made outside it. Each new one is made in a directory just
- * made, so none but the checked ancestor is followed.
+ * Creates dir and its missing parents (workspaceProblem has proved the deepest existing one inside the
+ * root). Each new one is made in a directory just made, so none but the checked ancestor is followed.
  */
-function mkdirInside(rootReal: string, dir: string, ws: string): void {
+function mkdirInside(dir: string): void {
   const missing: string[] = [];
   let at = dir;
   while (!existsSync(at)) {
     missing.unshift(at);
     at = dirname(at);
   }
-  const real = realpathSync.native(at);
-  if (!isInside(rootReal, real)) {
-    throw new WorkspaceError(`spec.workspace: "${ws}" leads outside the spec directory through a symlink (${real})`);
-  }
   for (const d of missing) {
     try {
       mkdirSync(d);
     } catch (err) {
-      // A dangling symlink looks missing to existsSync and makes mkdir fail: never follow it.
+      // A symlink made since the check: never follow it.
       if ((err as NodeJS.ErrnoException).code === 'EEXIST')
-        throw new WorkspaceError(`spec.workspace: "${ws}" passes through a symlink that leads nowhere (${d})`);
+        throw new WorkspaceError(`spec.workspace: passes through a symlink that leads nowhere (${d})`);
       throw err;
     }
   }
@@ -67,13 +126,15 @@ function mkdirInside(rootReal: string, dir: string, ws: string): void {
 /** The prompt text: inline, or read from promptFile inside the workspace. */
 export async function readPromptTemplate(workspace: string, spec: AgentTaskSpec): Promise<string> {
   if (spec.prompt !== undefined) return spec.prompt;
-  const file = resolve(workspace, spec.promptFile as string);
-  if (!isInside(workspace, file))
-    throw new WorkspaceError(`spec.promptFile: "${spec.promptFile}" is outside the workspace`);
-  const real = await realpath(file).catch(() => {
-    throw new WorkspaceError(`spec.promptFile: ${file} does not exist`);
-  });
-  if (!isInside(workspace, real))
-    throw new WorkspaceError(`spec.promptFile: "${spec.promptFile}" leads outside the workspace`);
-  return readFile(real, 'utf8');
+  const problem = promptFileProblem(workspace, spec.promptFile as string);
+  if (problem) throw new WorkspaceError(problem);
+  return readFile(realpathSync.native(resolve(workspace, spec.promptFile as string)), 'utf8');
+}
+
+function isSymlink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }

@@ -1,17 +1,25 @@
 // Checks across a set of spec files that no single document can make on its own — the ones `run` would
-// otherwise find only when an episode starts: a workspace or promptFile that leads out of its root, a
-// dependsOn that names the task itself or closes a cycle, or names a task that is not there. One path, used
-// by `episodic validate` and by `episodic run` when it loads DIR.
-import { existsSync, realpathSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { findCycle } from '../../reconciler/dependencies.ts';
-import { isInside } from '../../util/paths.ts';
+// otherwise find only when an episode starts: a workspace or promptFile that leads out of its root or is
+// not there, a dependsOn that names the task itself or closes a cycle, or names a task that is not there,
+// an agent command that will not start here. One path, used by `episodic validate` and by `episodic run`
+// when it loads DIR; the workspace and cycle checks are the executor's and the loop's own (one home each).
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import type { AgentTaskSpec } from '../../api/agent-task.ts';
+import {
+  localWorkspace,
+  promptFileProblem,
+  similarWorkspace,
+  workspaceProblem,
+} from '../../executors/local/workspace.ts';
+import { cycleMessage, cycleThrough } from '../../reconciler/dependencies.ts';
+import { dependsOnAsWritten } from './spec-files.ts';
 import type { SpecTask } from './spec-files.ts';
 
 export interface SpecCheckResult {
   /** The task will fail (run) or is refused (validate). */
   errors: string[];
-  /** Legal, but probably not what was meant: a dependency that may still be added. */
+  /** Legal, but probably not what was meant: a dependency that may still be added, a command not found here. */
   warnings: string[];
   /** The errors by task key: run keeps those tasks from starting. */
   byTask: Map<string, string[]>;
@@ -20,67 +28,123 @@ export interface SpecCheckResult {
 /** root: the spec directory (for files given one by one, each file's own directory). */
 export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) => string): SpecCheckResult {
   const out: SpecCheckResult = { errors: [], warnings: [], byTask: new Map() };
-  const all = [...tasks].filter((t) => t.spec);
-  const names = new Map<string, Set<string>>();
-  const graphs = new Map<string, Record<string, string[]>>();
+  const all = [...tasks];
+  // Every task as written, an invalid one too: the loop walks dependsOn as written (spec-dir-source.ts).
+  const byNamespace = new Map<string, Map<string, SpecTask>>();
+  for (const t of all)
+    (byNamespace.get(t.namespace) ?? byNamespace.set(t.namespace, new Map()).get(t.namespace)!).set(t.name, t);
   for (const t of all) {
-    (names.get(t.namespace) ?? names.set(t.namespace, new Set()).get(t.namespace)!).add(t.name);
-    (graphs.get(t.namespace) ?? graphs.set(t.namespace, {}).get(t.namespace)!)[t.name] = t.spec!.dependsOn;
-  }
-  for (const t of all) {
-    const spec = t.spec!;
+    const spec = t.spec;
+    if (!spec) continue;
     const at = `${t.file}: AgentTask ${t.key}`;
-    const fail = (line: string) => {
+    const fail = (problem: string) => {
+      const line = `${at}: ${problem}`;
       out.errors.push(line);
       out.byTask.set(t.key, [...(out.byTask.get(t.key) ?? []), line]);
     };
-    const root = resolve(rootOf(t));
-    const ws =
-      typeof spec.workspace === 'string'
-        ? spec.workspace
-        : spec.workspace === undefined
-          ? join('ws', t.name)
-          : undefined;
-    const wsDir = ws === undefined ? undefined : resolve(dirname(t.file), ws);
-    if (wsDir && !isInside(root, wsDir)) fail(`${at}: spec.workspace: resolves outside the spec directory ${root}`);
-    else if (wsDir && existsSync(root)) {
-      const problem = workspaceOnDisk(realpathSync(root), wsDir);
-      if (problem) fail(`${at}: spec.workspace: ${problem}`);
-    }
-    if (
-      spec.promptFile !== undefined &&
-      (isAbsolute(spec.promptFile) || (wsDir && !isInside(wsDir, resolve(wsDir, spec.promptFile))))
-    ) {
-      fail(`${at}: spec.promptFile: must be a path inside the workspace`);
-    }
-    if (spec.dependsOn.includes(t.name)) fail(`${at}: spec.dependsOn: names the task itself`);
-    else {
-      const cycle = findCycle(t.name, graphs.get(t.namespace) ?? {});
-      if (cycle) fail(`${at}: spec.dependsOn: a cycle ${cycle.join(' → ')}`);
-    }
+    const warn = (problem: string) => out.warnings.push(`${at}: ${problem}`);
+    const workspace = checkWorkspace(t, spec, resolve(rootOf(t)), fail, warn);
+    for (const w of agentCommandWarnings(spec, workspace)) warn(w);
+    const tasks = byNamespace.get(t.namespace) as Map<string, SpecTask>;
+    const cycle = cycleThrough(t.name, (name) => {
+      const dep = tasks.get(name);
+      return dep && dependsOnAsWritten(dep);
+    });
+    if (cycle) fail(cycleMessage(cycle));
     for (const dep of spec.dependsOn) {
-      if (dep !== t.name && !names.get(t.namespace)?.has(dep)) {
-        out.warnings.push(
-          `${at}: spec.dependsOn: no task ${t.namespace}/${dep} here; the task waits until one appears`,
-        );
-      }
+      if (dep !== t.name && !tasks.has(dep))
+        warn(`spec.dependsOn: no task ${t.namespace}/${dep} here; the task waits until one appears`);
     }
   }
   return out;
 }
 
+/** The executor's own checks of workspace and promptFile; the workspace directory, when there is one to look at. */
+function checkWorkspace(
+  t: SpecTask,
+  spec: AgentTaskSpec,
+  root: string,
+  fail: (problem: string) => void,
+  warn: (problem: string) => void,
+): string | undefined {
+  const local = localWorkspace(t.file, t.name, spec);
+  if (local && 'problem' in local) return void fail(local.problem);
+  const problem = local && workspaceProblem(root, local.dir);
+  if (problem) fail(problem);
+  else if (local && typeof spec.workspace === 'string') {
+    const near = similarWorkspace(local.dir);
+    if (near) warn(`spec.workspace: ${local.dir} does not exist yet and will be created empty; did you mean ${near}?`);
+  }
+  const dir = problem ? undefined : local?.dir;
+  if (spec.promptFile !== undefined) {
+    const prompt = promptFileProblem(dir, spec.promptFile);
+    if (prompt) fail(prompt);
+  }
+  return dir;
+}
+
 /**
- * What run's prepareWorkspace would refuse, seen from the deepest part of the workspace path that exists (the
- * rest is created below it): a symlink on the way that leads out of the root, or a file where a directory
- * has to be. Nothing is created here.
+ * Why the agent command will not start on this machine: warnings only, it may exist only in the episode
+ * image. argv written as one string ("node -e '…'") is named with its split form.
  */
-function workspaceOnDisk(rootReal: string, wsDir: string): string | undefined {
-  let at = wsDir;
-  while (!existsSync(at) && dirname(at) !== at) at = dirname(at);
-  const real = realpathSync(at);
-  if (!isInside(rootReal, real)) return `leads outside the spec directory through a symlink (${real})`;
-  if (!statSync(real).isDirectory()) return `${at} is a file, not a directory`;
-  return undefined;
+export function agentCommandWarnings(spec: AgentTaskSpec, workspace: string | undefined): string[] {
+  const [program, ...rest] = spec.agent.command;
+  if (program === undefined) return [];
+  const field = 'spec.agent.command';
+  if (/\s/.test(program.trim()) && !existsSync(program)) {
+    const split = [...splitWords(program), ...rest];
+    return [
+      `${field}: ${JSON.stringify(program)} is one argv entry, run as one program name; as a list: ${JSON.stringify(split)}`,
+    ];
+  }
+  if (program.includes('/')) {
+    const file = isAbsolute(program) ? program : workspace && resolve(workspace, program);
+    if (!file) return [];
+    if (!existsSync(file))
+      return [
+        `${field}: ${file} does not exist${isAbsolute(program) ? '' : ' (a relative path runs from the workspace)'}`,
+      ];
+    return isExecutable(file) ? [] : [`${field}: ${file} is not an executable file`];
+  }
+  const path = spec.agent.env.find((e) => e.name === 'PATH')?.value ?? process.env.PATH ?? '';
+  const dirs = path.split(delimiter).filter(Boolean);
+  if (dirs.some((d) => isExecutable(join(d, program)))) return [];
+  return [
+    `${field}: ${JSON.stringify(program)} is not an executable on PATH here (it may exist only in the episode image)`,
+  ];
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** A shell-like split of "node -e 'console.log(1)' --flag": quotes group, a backslash escapes; nothing is expanded. */
+function splitWords(text: string): string[] {
+  const words: string[] = [];
+  let word: string | undefined;
+  let quote: string | undefined;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quote) {
+      if (c === quote) quote = undefined;
+      else if (c === '\\' && quote === '"' && i + 1 < text.length) word += text[++i];
+      else word += c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      word ??= '';
+    } else if (c === '\\' && i + 1 < text.length) word = (word ?? '') + text[++i];
+    else if (/\s/.test(c)) {
+      if (word !== undefined) words.push(word);
+      word = undefined;
+    } else word = (word ?? '') + c;
+  }
+  if (word !== undefined) words.push(word);
+  return words;
 }
 
 /**

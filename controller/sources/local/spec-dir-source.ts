@@ -2,6 +2,7 @@
 // Generation, which a cluster's API server keeps, is counted here: one up for every new spec hash.
 import type { ResumeRequest } from '../../api/resume.ts';
 import type { DesiredTask, TaskSource } from '../../core/ports.ts';
+import { dependsOnAsWritten } from './spec-files.ts';
 import type { LoadedSpecs, SpecTask } from './spec-files.ts';
 
 export interface LocalTask extends DesiredTask {
@@ -80,7 +81,6 @@ export class SpecDirSource implements TaskSource<LocalTask> {
   private desired(spec: SpecTask, old?: LocalTask): LocalTask {
     const rec = old ?? this.recorded(spec.key);
     const generation = !rec ? 1 : rec.specHash === spec.specHash ? rec.generation : rec.generation + 1;
-    const raw = (spec.manifest.spec as { dependsOn?: unknown } | undefined)?.dependsOn;
     const blocked = this.blocked(spec.key);
     return {
       key: spec.key,
@@ -91,8 +91,7 @@ export class SpecDirSource implements TaskSource<LocalTask> {
       specError: blocked
         ? `cannot run: ${blocked}; fix or remove the file to run this task again`
         : spec.errors.join('; ') || undefined,
-      dependsOn:
-        spec.spec?.dependsOn ?? (Array.isArray(raw) ? raw.filter((d): d is string => typeof d === 'string') : []),
+      dependsOn: dependsOnAsWritten(spec),
       deleting: false,
       resumeRequest: this.requests.get(spec.key),
       labels: spec.labels,

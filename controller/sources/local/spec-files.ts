@@ -1,14 +1,14 @@
 // Desired state from a directory of Kubernetes YAML: every AgentTask document in DIR/*.yaml|*.yml
 // (top level only, like `kubectl apply -f DIR`). Spec files are read, never written.
 import { createHash } from 'node:crypto';
-import { closeSync, fstatSync, openSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, openSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import type { Dirent } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { isInside } from '../../util/paths.ts';
 import { API_VERSION, KIND, taskKey } from '../../api/agent-task.ts';
 import type { AgentTaskSpec } from '../../api/agent-task.ts';
-import { validateMetadata, validateSpec } from '../../api/validate.ts';
+import { closest, validateMetadata, validateSpec } from '../../api/validate.ts';
 import { BUDGET_KIND, validateBudgetSpec } from '../../api/agent-budget.ts';
 import type { AgentBudgetSpec } from '../../api/agent-budget.ts';
 import { yamlLib } from '../../util/yaml-lib.ts';
@@ -49,6 +49,12 @@ export interface ParsedFile {
   budgets?: SpecBudget[];
 }
 
+/** dependsOn as written, even when the spec is invalid: the dependents index and the cycle check need it. */
+export function dependsOnAsWritten(t: Pick<SpecTask, 'spec' | 'manifest'>): string[] {
+  const raw = (t.manifest.spec as { dependsOn?: unknown } | undefined)?.dependsOn;
+  return t.spec?.dependsOn ?? (Array.isArray(raw) ? raw.filter((d): d is string => typeof d === 'string') : []);
+}
+
 export function isSpecFileName(name: string): boolean {
   return /\.ya?ml$/i.test(name) && !name.startsWith('.');
 }
@@ -80,7 +86,9 @@ export function parseSpecText(file: string, text: string): ParsedFile {
       return;
     }
     if (manifest.kind !== KIND) {
-      out.ignored.push(`${where}: kind ${String(manifest.kind ?? '(none)')}`);
+      const problem = kindProblem(manifest);
+      if (problem) out.errors.push(`${where}: ${problem}`);
+      else out.ignored.push(`${where}: kind ${String(manifest.kind)}`);
       return;
     }
     const meta = objectMetadata(manifest, where, out);
@@ -100,6 +108,20 @@ export function parseSpecText(file: string, text: string): ParsedFile {
     });
   });
   return out;
+}
+
+/** A document no Kubernetes tool would accept (no kind), or one of this API group with a kind it does not have. */
+function kindProblem(manifest: Record<string, unknown>): string | undefined {
+  const kind = manifest.kind;
+  if (kind === undefined || kind === null || kind === '')
+    return `kind: missing (expected ${KIND} or ${BUDGET_KIND}; a document of another kind is ignored)`;
+  if (typeof kind !== 'string') return `kind: expected a string, got ${JSON.stringify(kind)}`;
+  const group = API_VERSION.split('/')[0];
+  if (typeof manifest.apiVersion === 'string' && manifest.apiVersion.startsWith(`${group}/`)) {
+    const near = closest(kind, [KIND, BUDGET_KIND]);
+    return `kind: ${group} has no kind "${kind}"${near ? ` (did you mean "${near}"?)` : ''}`;
+  }
+  return undefined;
 }
 
 function labelsOf(manifest: Record<string, unknown>): Record<string, string> | undefined {
@@ -209,9 +231,7 @@ export async function loadSpecDir(dir: string): Promise<LoadedSpecs> {
     .filter((k) => k.kind === 'file')
     .map((k) => k.path)
     .sort();
-  const refused = kinds
-    .filter((k) => k.kind === 'outside')
-    .map((k) => `${k.path}: a symlink leading outside ${root}; not read`);
+  const refused = kinds.filter((k) => k.kind === 'outside').map((k) => symlinkRefusal(k.path, root));
   // Read synchronously: parsing blocks anyway, and for thousands of small files one readFile per file through
   // the thread pool is ~10x slower (and 10k in flight at once held ~100 MB of buffers).
   const stamps = new Map<string, string>();
@@ -229,6 +249,22 @@ export async function loadSpecDir(dir: string): Promise<LoadedSpecs> {
   });
   const merged = mergeParsed(files, parsed);
   return { ...merged, errors: [...refused.sort(), ...merged.errors], stamps };
+}
+
+/** The one message for a spec file that is a symlink leading out of its directory. */
+export function symlinkRefusal(path: string, root: string): string {
+  return `${path}: a symlink leading outside ${root}; not read`;
+}
+
+/** A spec file given by name that `run` would not read from its directory: a symlink leading out of it. */
+export function refusedSpecFile(path: string): string | undefined {
+  const root = resolve(dirname(path));
+  try {
+    if (!lstatSync(path).isSymbolicLink()) return undefined;
+    return isInside(realpathSync.native(root), realpathSync.native(path)) ? undefined : symlinkRefusal(path, root);
+  } catch {
+    return undefined; // dangling or gone: reading it says so
+  }
 }
 
 /**
