@@ -2,13 +2,13 @@
 // chokidar's initial scan is not lost, and files that did not change are not re-read. Every wait is for an
 // event the watcher reports, never a sleep.
 import { strict as assert } from 'node:assert';
-import { rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { loadSpecDir } from '../../controller/sources/local/spec-files.ts';
 import type { LoadedSpecs } from '../../controller/sources/local/spec-files.ts';
 import { SpecWatcher } from '../../controller/sources/local/spec-watcher.ts';
-import { specDir, taskYaml } from '../support/local.ts';
+import { specDir, taskYaml, tempDir } from '../support/local.ts';
 
 async function watched(dir: string, between: () => void) {
   let listeners: Array<(s: LoadedSpecs) => void> = [];
@@ -71,6 +71,22 @@ test('files unchanged since the load are not re-read when the watcher starts', a
     writeFileSync(join(dir, 'b.yaml'), taskYaml({ name: 'b', spec: { prompt: 'later' } }));
     const seen = await until((s) => s.tasks.get('default/b')?.spec?.prompt === 'later');
     assert.notEqual(seen.tasks.get('default/a')?.spec?.prompt, 'XXXXX', 'a.yaml was not re-read');
+  } finally {
+    await watcher.close();
+  }
+});
+
+test('a spec file linked from outside DIR while watching is refused as the first load refuses it, never read', async () => {
+  const dir = specDir([{ name: 'a' }]);
+  const outside = tempDir();
+  writeFileSync(join(outside, 'sneaky.yaml'), taskYaml({ name: 'sneaky' }));
+  const { watcher, until } = await watched(dir, () =>
+    symlinkSync(join(outside, 'sneaky.yaml'), join(dir, 'sneaky.yaml')),
+  );
+  try {
+    const seen = await until((s) => s.errors.some((e) => e.includes('sneaky.yaml')));
+    assert.ok(!seen.tasks.has('default/sneaky'), 'a task read through a link out of DIR');
+    assert.match(seen.errors.join('\n'), /sneaky\.yaml: a symlink leading outside .*; not read/);
   } finally {
     await watcher.close();
   }

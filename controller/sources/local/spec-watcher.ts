@@ -5,7 +5,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { watch } from 'chokidar';
 import type { FSWatcher } from 'chokidar';
-import { fileStamp, isSpecFileName, mergeParsed, parseSpecText } from './spec-files.ts';
+import { fileStamp, isSpecFileName, mergeParsed, parseSpecText, refusedSpecFile } from './spec-files.ts';
 import type { LoadedSpecs, ParsedFile } from './spec-files.ts';
 
 export interface SpecWatcherOptions {
@@ -87,7 +87,10 @@ export class SpecWatcher {
     this.pending.clear();
     for (const path of paths) {
       try {
-        this.parsed.set(path, parseSpecText(path, await readFile(path, 'utf8')));
+        // A symlink leading out of DIR is refused as the first load refuses it, never read.
+        const refused = refusedSpecFile(path);
+        if (refused) this.parsed.set(path, { tasks: [], errors: [refused], ignored: [] });
+        else this.parsed.set(path, parseSpecText(path, await readFile(path, 'utf8')));
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') this.parsed.delete(path);
         else this.opts.onError?.(err);
