@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { API_VERSION, HistorySchema, MetadataSchema, OUTCOMES, TokensSchema } from './agent-task.ts';
 import type { LastEpisode } from './agent-task.ts';
-import { MESSAGE_MAX } from './episode-result.ts';
+import { clip, EPISODE_MESSAGE_MAX } from './bounds.ts';
 import type { EpisodeResult } from './episode-result.ts';
 import { EvidenceSchema } from './leash.ts';
 
@@ -56,7 +56,7 @@ export const EpisodeRecordSchema = z.object({
     .max(8)
     .optional()
     .describe('completion.signals: what scored, e.g. exitSignal+50'),
-  message: z.string().max(MESSAGE_MAX).optional(),
+  message: z.string().max(EPISODE_MESSAGE_MAX).optional(),
 });
 
 export type EpisodeRecord = z.infer<typeof EpisodeRecordSchema>;
@@ -99,6 +99,6 @@ export function episodeRecordOf(
     evidence: result?.evidence,
     completionScore: last.completionScore,
     completionSignals: last.completionSignals,
-    message: message !== undefined && message.length > MESSAGE_MAX ? `${message.slice(0, MESSAGE_MAX - 1)}…` : message,
+    message: message === undefined ? undefined : clip(message, EPISODE_MESSAGE_MAX),
   });
 }

@@ -1,10 +1,8 @@
 // What an executor reports about one finished episode. Facts only: the reconciler turns them into an
 // outcome. In cluster mode this travels as compact JSON through the pod's termination message (≤ 4 KiB).
 import { z } from 'zod';
+import { clip, EPISODE_MESSAGE_MAX } from './bounds.ts';
 import { EvidenceSchema } from './leash.ts';
-
-/** Longest lastEpisode.message, in characters. */
-export const MESSAGE_MAX = 1000;
 
 // contextTooLong: the request did not fit the model's context window. Its own class because what it means
 // is the spec's choice (completion.contextTooLong): fatal by default, or an ordinary failure.
@@ -45,7 +43,7 @@ export const EpisodeResultSchema = z.object({
   /** The verify command's exit code, when it ran (only after a completion signal). */
   verifyExitCode: z.number().int().nullable().optional(),
   /** One short line for humans: the error, or the tail of the agent's final message. */
-  message: z.string().max(MESSAGE_MAX).optional(),
+  message: z.string().max(EPISODE_MESSAGE_MAX).optional(),
   durationMs: z.number().nonnegative().optional(),
   /** What the episode changed and left behind (workspace, checklist, error fingerprint, RALPH_STATUS). */
   evidence: EvidenceSchema.optional(),
@@ -57,7 +55,6 @@ export type EpisodeResultInput = z.input<typeof EpisodeResultSchema>;
 /** A result from facts; the message is cut to fit here, where it is made, so no caller can trip over it. */
 export function episodeResult(partial: EpisodeResultInput): EpisodeResult {
   const message = partial.message;
-  const fitted =
-    message !== undefined && message.length > MESSAGE_MAX ? `${message.slice(0, MESSAGE_MAX - 1)}…` : message;
+  const fitted = message === undefined ? undefined : clip(message, EPISODE_MESSAGE_MAX);
   return EpisodeResultSchema.parse(fitted === message ? partial : { ...partial, message: fitted });
 }

@@ -2,6 +2,7 @@
 // (what was resumed, by whom, which request was handled), status.audit (the bounded history of stop and
 // resume decisions) and the resume request a person makes (a file locally, an annotation on a cluster).
 import { z } from 'zod';
+import { clip } from './bounds.ts';
 
 const count = z.number().int().nonnegative();
 
@@ -92,7 +93,7 @@ export function parseResumeRequest(
   const text = typeof raw.token === 'string' ? raw.token : (JSON.stringify(raw.token) ?? '');
   if (!TOKEN.test(text)) {
     return {
-      token: text.length > 64 ? `${text.slice(0, 64)}…` : text,
+      token: clip(text, 65),
       by: 'unknown',
       error: `${where.token}: must be 1-128 letters, digits, ".", "_", ":" or "-"`,
     };

@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { API_VERSION } from '../api/agent-task.ts';
+import { totalTokens } from '../api/bounds.ts';
 import { EPISODE_KIND } from '../api/episode-record.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import { EPISODE_LABEL, TASK_LABEL, episodePodName } from '../executors/cluster/episode-pod.ts';
@@ -172,7 +173,7 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
       ...(wide
         ? [
             ...(scored ? [r.completionSignals?.join(',') ?? ''] : []),
-            String(r.tokens.input + r.tokens.output),
+            String(totalTokens(r.tokens)),
             ws?.commit?.slice(0, 12) ?? '',
             ws
               ? ws.filesChanged !== undefined

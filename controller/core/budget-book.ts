@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { AgentBudgetStatusSchema, BudgetLedgerSchema, matchesSelector } from '../api/agent-budget.ts';
 import type { AgentBudgetSpec, AgentBudgetStatus, BudgetLedger } from '../api/agent-budget.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
+import { roundUSD, totalTokens } from '../api/bounds.ts';
 import type { BudgetMetrics } from '../metrics/budget-metrics.ts';
 import { budgetHoldsTask, expectedEpisode } from '../reconciler/budget.ts';
 import type { BudgetFacts } from '../reconciler/budget.ts';
@@ -241,9 +242,9 @@ export class BudgetBook {
     const expiries = spend.map((e) => e.expiresAtMs).filter((t): t is number => t !== undefined);
     const status: AgentBudgetStatus = {
       window: spec.window,
-      spentUSD: round(spentUSD),
+      spentUSD: roundUSD(spentUSD),
       spentTokens,
-      remainingUSD: round(Math.max(0, spec.limitUSD - spentUSD)),
+      remainingUSD: roundUSD(Math.max(0, spec.limitUSD - spentUSD)),
       remainingTokens: spec.maxTokens !== undefined ? Math.max(0, spec.maxTokens - spentTokens) : undefined,
       episodesLastHour: starts.reduce((s, e) => s + e.episodes, 0),
       windowFreesAt: expiries.length > 0 ? new Date(Math.min(...expiries)).toISOString() : undefined,
@@ -287,10 +288,5 @@ function counted(
 }
 
 function countedOf(status: AgentTaskStatus): { costUSD: number; tokens: number; episodes: number } {
-  return { costUSD: status.costUSD, tokens: status.tokens.input + status.tokens.output, episodes: status.episodes };
-}
-
-// Float sums of cents drift (0.30000000000000004): status shows micro-dollars.
-function round(usd: number): number {
-  return Math.round(usd * 1e6) / 1e6;
+  return { costUSD: status.costUSD, tokens: totalTokens(status.tokens), episodes: status.episodes };
 }

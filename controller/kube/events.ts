@@ -3,6 +3,7 @@
 // event within 10 minutes bumps its count instead of creating a new object, and when the API is slow
 // events are dropped rather than queued without bound.
 import type { Logger } from 'pino';
+import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
 import { isStatus } from './kube-client.ts';
 import type { KubeClient } from './kube-client.ts';
 import type { KubeObject } from './informer.ts';
@@ -92,7 +93,7 @@ export class EventRecorder {
       },
       type,
       reason,
-      message: message.length > 1024 ? `${message.slice(0, 1021)}...` : message,
+      message: clip(message, EVENT_MESSAGE_MAX),
       source: { component: EVENT_SOURCE },
       reportingComponent: EVENT_SOURCE,
       reportingInstance: this.opts.identity,

@@ -4,6 +4,7 @@
 // episode (see expectedEpisode) would cross the limit. Pure: the clock is input.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { WINDOW_MS } from '../api/agent-budget.ts';
+import { totalTokens } from '../api/bounds.ts';
 import type { BudgetWindow } from '../api/agent-budget.ts';
 import type { WindowEntry } from './budget-ledger.ts';
 import { normal, warning } from './types.ts';
@@ -45,7 +46,6 @@ export type BudgetVerdict =
 export const BUDGET_HOLD_REASONS: readonly string[] = ['BudgetWindow', 'RateLimited'];
 
 const usd = (n: number) => `$${n.toFixed(2)}`;
-const tokensOf = (status: AgentTaskStatus) => status.tokens.input + status.tokens.output;
 
 /**
  * The next episode's expected cost: the task's own average once it has finished an episode; before that its
@@ -56,7 +56,8 @@ export function expectedEpisode(
   facts: Pick<BudgetFacts, 'others' | 'declaredUSD'>,
 ): EpisodeEstimate {
   const finished = status.episodes - (status.currentEpisode ? 1 : 0);
-  if (finished > 0) return { usd: status.costUSD / finished, tokens: tokensOf(status) / finished, source: 'own' };
+  if (finished > 0)
+    return { usd: status.costUSD / finished, tokens: totalTokens(status.tokens) / finished, source: 'own' };
   const others = facts.others;
   const fromOthers =
     others && others.episodes > 0
@@ -106,7 +107,7 @@ export function judgeBudget(budget: BudgetFacts, status: AgentTaskStatus, now: D
   const unrecorded: WindowEntry = {
     expiresAtMs: windowMs,
     usd: Math.max(0, status.costUSD - budget.counted.costUSD),
-    tokens: Math.max(0, tokensOf(status) - budget.counted.tokens),
+    tokens: Math.max(0, totalTokens(status.tokens) - budget.counted.tokens),
     episodes: 0,
   };
   // Episodes running now add to the window when they end: each counts at its expected cost.

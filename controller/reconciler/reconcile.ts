@@ -4,6 +4,7 @@
 // carries them out (pass-actions.ts).
 import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { isTerminal } from '../api/agent-task.ts';
+import { clip, STATUS_MESSAGE_MAX, totalTokens } from '../api/bounds.ts';
 import { BUDGET_HOLD_REASONS, budgetHold, judgeBudgets } from './budget.ts';
 import { conditionsFor } from './conditions.ts';
 import { cycleMessage, judgeDependencies } from './dependencies.ts';
@@ -15,7 +16,6 @@ import type { Action, Events, ReconcileInput, ReconcileResult, StopReason } from
 
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 
-const STATUS_MESSAGE_MAX = 2000;
 const QUEUED = 'Queued';
 export type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
 
@@ -44,8 +44,7 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     requeueAfterMs = review.requeueAfterMs ?? requeueAfterMs;
   }
   // Messages carry user input (a spec error quotes the spec): bounded here, whatever made them.
-  if (status.message && status.message.length > STATUS_MESSAGE_MAX)
-    status.message = `${status.message.slice(0, STATUS_MESSAGE_MAX - 1)}…`;
+  if (status.message) status.message = clip(status.message, STATUS_MESSAGE_MAX);
   status.observedGeneration = input.generation;
   status.conditions = conditionsFor(status, input.generation, now);
   const pass = passActions({ ...input, before: input.status, status, events, decided: decided.actions });
@@ -253,7 +252,7 @@ function capReached(
   if (maxCostUSD !== undefined && status.costUSD >= maxCostUSD) {
     return { reason: 'BudgetExceeded', message: `spent $${status.costUSD.toFixed(4)} of maxCostUSD $${maxCostUSD}` };
   }
-  const tokens = status.tokens.input + status.tokens.output;
+  const tokens = totalTokens(status.tokens);
   if (maxTokens !== undefined && tokens >= maxTokens) {
     return { reason: 'BudgetExceeded', message: `used ${tokens} of maxTokens ${maxTokens}` };
   }

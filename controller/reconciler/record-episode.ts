@@ -1,6 +1,7 @@
 // Recording an episode's end: its facts become an outcome, counters, spend and the next phase.
 import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { DEFAULT_SPEC, isTerminal } from '../api/agent-task.ts';
+import { addTokens, clip, EPISODE_MESSAGE_MAX, roundUSD } from '../api/bounds.ts';
 import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { backoffMs } from './backoff.ts';
@@ -101,13 +102,8 @@ export function recordEpisode(
     progress: evidence?.checklist ? progressStatus(evidence.checklist) : prev.progress,
     currentEpisode: undefined,
     nextEpisodeAt: undefined,
-    costUSD: roundFloatNoise(prev.costUSD + result.costUSD),
-    tokens: {
-      input: prev.tokens.input + result.tokens.input,
-      output: prev.tokens.output + result.tokens.output,
-      cacheRead: prev.tokens.cacheRead + result.tokens.cacheRead,
-      cacheWrite: prev.tokens.cacheWrite + result.tokens.cacheWrite,
-    },
+    costUSD: roundUSD(prev.costUSD + result.costUSD),
+    tokens: addTokens(prev.tokens, result.tokens),
     lastEpisode: {
       number: n,
       outcome,
@@ -145,7 +141,7 @@ export function recordEpisode(
         const why = `completion claimed without evidence: missing ${judged.missing}`;
         status.lastEpisode = {
           ...status.lastEpisode!,
-          message: clip(result.message ? `${why} (agent: ${result.message})` : why),
+          message: clip(result.message ? `${why} (agent: ${result.message})` : why, EPISODE_MESSAGE_MAX),
         };
         setPhase('Pending', reason, `episode ${n} ${why}; continuing`);
         events.push(warning('CompletionRejected', status.message as string));
@@ -256,12 +252,4 @@ function scoreWords(score: { score: number; signals: string[] } | undefined): st
 /** "(exitSignal+50, checklist+40)", or "(nothing scored)". */
 function scored(score: { signals: string[] }): string {
   return score.signals.length > 0 ? `(${score.signals.join(', ')})` : '(nothing scored)';
-}
-function clip(text: string): string {
-  return text.length <= 1000 ? text : `${text.slice(0, 999)}…`;
-}
-
-/** Sums of float dollars drift (0.1 + 0.2); 1e-10 dollars hides that without dropping a tiny episode's cost. */
-function roundFloatNoise(x: number): number {
-  return Math.round(x * 1e10) / 1e10;
 }

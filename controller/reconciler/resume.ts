@@ -2,6 +2,7 @@
 // the task's auto-resume policy after a cooldown — and the audit trail of every such decision. Pure: the
 // clock and the caps come in as inputs, like everything in the reconciler.
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
+import { clip, EPISODE_MESSAGE_MAX } from '../api/bounds.ts';
 import { AUDIT_KEEP, ResumeStatusSchema } from '../api/resume.ts';
 import type { AuditEntry, ResumeRequest, ResumeStatus } from '../api/resume.ts';
 import { normal, warning } from './types.ts';
@@ -234,7 +235,7 @@ function resumeOf(status: AgentTaskStatus): ResumeStatus {
 function audit(status: AgentTaskStatus, entry: AuditEntry): AgentTaskStatus {
   const bounded = {
     ...entry,
-    message: entry.message.length > 1000 ? `${entry.message.slice(0, 999)}…` : entry.message,
+    message: clip(entry.message, EPISODE_MESSAGE_MAX),
   };
   return { ...status, audit: [...(status.audit ?? []), bounded].slice(-AUDIT_KEEP) };
 }

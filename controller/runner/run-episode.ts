@@ -4,6 +4,7 @@
 import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { clip } from '../api/bounds.ts';
 import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult, ErrorClass } from '../api/episode-result.ts';
 import { startProcessEpisode } from '../executors/process/process-episode.ts';
@@ -137,7 +138,7 @@ async function runConfiguredEpisode(
       result = episodeResult({
         ...result,
         errorClass: saved.errorClass,
-        message: clip(redactCredentials(saved.message, credentials)),
+        message: redactCredentials(saved.message, credentials),
       });
     }
   }
@@ -217,7 +218,7 @@ function summary(r: EpisodeResult): string {
   if (r.completion) parts.push(`completion ${r.completion}`);
   // Four decimals would show a cheap episode as $0.0000: below that, two significant digits.
   if (r.costUSD > 0) parts.push(`$${r.costUSD >= 0.0001 ? r.costUSD.toFixed(4) : r.costUSD.toPrecision(2)}`);
-  if (r.message) parts.push(JSON.stringify(r.message.length > 200 ? `${r.message.slice(0, 199)}…` : r.message));
+  if (r.message) parts.push(JSON.stringify(clip(r.message, 200)));
   return parts.join(', ');
 }
 
@@ -233,9 +234,5 @@ function fatal(message: string, startedAt: number): EpisodeResult {
 }
 
 function failed(errorClass: ErrorClass, message: string, startedAt: number): EpisodeResult {
-  return episodeResult({ exitCode: null, errorClass, message: clip(message), durationMs: Date.now() - startedAt });
-}
-
-function clip(text: string): string {
-  return text.length <= 1000 ? text : `${text.slice(0, 999)}…`;
+  return episodeResult({ exitCode: null, errorClass, message, durationMs: Date.now() - startedAt });
 }

@@ -2,16 +2,14 @@
 // runner shortens the one free-text field until the JSON fits, and the controller decodes whatever it
 // finds there without ever throwing: a runner killed mid-write or an image without our runner leaves
 // garbage or nothing.
+import { ELLIPSIS, EPISODE_MESSAGE_MAX } from '../api/bounds.ts';
 import { TERMINATION_MESSAGE_LIMIT } from '../api/episode-config.ts';
 import { EpisodeResultSchema } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 
-const ELLIPSIS = '…';
 const TRUNCATED_NOTE = '(termination message was truncated)';
 // Enough to step back over the trailing fields of a cut-off message; bounded so garbage stays cheap.
 const MAX_REPAIR_ATTEMPTS = 64;
-/** EpisodeResultSchema's cap on message. */
-const MESSAGE_MAX = 1000;
 
 /** Compact JSON of the result, at most `limitBytes` UTF-8 bytes (the message is shortened to fit). */
 export function encodeTerminationMessage(result: EpisodeResult, limitBytes = TERMINATION_MESSAGE_LIMIT): string {
@@ -50,7 +48,7 @@ function repairTruncated(body: string): EpisodeResult | undefined {
   if (closedMessage) {
     const suffix = `${ELLIPSIS} ${TRUNCATED_NOTE}`;
     const kept = Array.from(closedMessage.message ?? '')
-      .slice(0, MESSAGE_MAX - suffix.length)
+      .slice(0, EPISODE_MESSAGE_MAX - suffix.length)
       .join('');
     return { ...closedMessage, message: `${kept}${suffix}` };
   }

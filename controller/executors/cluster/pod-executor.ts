@@ -121,7 +121,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
         // Retrying sends the same pod again: the episode is over, as the API server says.
         this.refused.set(task.key, {
           number,
-          message: clip(`the API server refused the episode pod: ${(err as KubeError).detail}`),
+          message: `the API server refused the episode pod: ${(err as KubeError).detail}`,
         });
         this.notify(task.key);
       } else {
@@ -231,8 +231,4 @@ function ownerUid(pod: KubeObject): string | undefined {
 function isRefusal(err: unknown): boolean {
   if (!(err instanceof KubeError)) return false;
   return err.status === 400 || err.status === 422 || (err.status === 403 && /PodSecurity/i.test(err.message));
-}
-
-function clip(text: string): string {
-  return text.length > 1000 ? `${text.slice(0, 997)}...` : text;
 }

@@ -1,6 +1,7 @@
 // What a pod tells about its episode: still running, finished (with an EpisodeResult), or stuck in a
 // way only the pod shows (unschedulable, image never pulled). Pod-level facts beat the runner's own
 // report: a runner killed by the kernel or the kubelet never got to write one.
+import { clip, EPISODE_MESSAGE_MAX } from '../../api/bounds.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { ObservedEpisode } from '../../reconciler/reconcile.ts';
@@ -84,7 +85,7 @@ export function observePod(pod: KubeObject, opts: ObserveOptions): PodObservatio
       const result = episodeResult({
         exitCode: null,
         errorClass: 'fatal',
-        message: clip(`${waiting.reason}: ${waiting.message ?? 'container could not start'}`),
+        message: `${waiting.reason}: ${waiting.message ?? 'container could not start'}`,
       });
       return { ...finished(result), deletePod: true };
     }
@@ -93,7 +94,10 @@ export function observePod(pod: KubeObject, opts: ObserveOptions): PodObservatio
 
   const scheduled = (status.conditions ?? []).find((c: any) => c.type === 'PodScheduled');
   if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') {
-    const unschedulable = clip(`episode pod cannot be scheduled: ${scheduled.message ?? 'Unschedulable'}`);
+    const unschedulable = clip(
+      `episode pod cannot be scheduled: ${scheduled.message ?? 'Unschedulable'}`,
+      EPISODE_MESSAGE_MAX,
+    );
     return { episode: { number, state: 'running', startedAt, unschedulable } };
   }
   return { episode: { number, state: 'running', startedAt } };
@@ -115,7 +119,7 @@ function resultOfTerminatedPod(pod: KubeObject, terminated: any): EpisodeResult 
     return episodeResult({
       exitCode,
       timedOut: true,
-      message: clip(status.message ?? 'activeDeadlineSeconds exceeded'),
+      message: status.message ?? 'activeDeadlineSeconds exceeded',
     });
   }
   if (terminated?.reason === 'OOMKilled') {
@@ -135,18 +139,14 @@ function resultOfTerminatedPod(pod: KubeObject, terminated: any): EpisodeResult 
     exitCode: exitCode ?? (status.phase === 'Succeeded' ? 0 : null),
     // A pod that "succeeded" without the runner's report still did not report a result: count it as failed.
     agentError: true,
-    message: clip(`episode pod ended without a result (exit code ${exitCode ?? 'unknown'}${why ? `, ${why}` : ''})`),
+    message: `episode pod ended without a result (exit code ${exitCode ?? 'unknown'}${why ? `, ${why}` : ''})`,
   });
 }
 
 function transient(message: string): EpisodeResult {
-  return episodeResult({ exitCode: null, errorClass: 'transient', message: clip(message) });
+  return episodeResult({ exitCode: null, errorClass: 'transient', message });
 }
 
 function hasCondition(pod: KubeObject, type: string): boolean {
   return (pod.status?.conditions ?? []).some((c: any) => c.type === type && c.status === 'True');
-}
-
-function clip(text: string): string {
-  return text.length > 1000 ? `${text.slice(0, 997)}...` : text;
 }

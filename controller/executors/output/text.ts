@@ -1,4 +1,5 @@
 // Completion signals in an agent's final text, and short human-readable lines.
+import { clip, clipStart, LINE_MAX } from '../../api/bounds.ts';
 
 export type Completion = 'promise' | 'exitSignal';
 
@@ -35,24 +36,22 @@ export function findCompletion(finalText: string | undefined, promise: string): 
   return undefined;
 }
 
-export const MESSAGE_MAX_CHARS = 300;
-
 function collapse(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
 }
 
 /** The start of a text on one line: error messages lead with what matters. */
-export function headLine(text: string | undefined, max = MESSAGE_MAX_CHARS): string | undefined {
+export function headLine(text: string | undefined, max = LINE_MAX): string | undefined {
   if (text === undefined) return undefined;
   const line = collapse(text.length > max * 8 ? text.slice(0, max * 8) : text);
   if (line === '') return undefined;
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+  return clip(line, max);
 }
 
 /** The end of a text on one line: an agent's final words sit at the end. */
-export function tailLine(text: string | undefined, max = MESSAGE_MAX_CHARS): string | undefined {
+export function tailLine(text: string | undefined, max = LINE_MAX): string | undefined {
   if (text === undefined) return undefined;
   const line = collapse(text.length > max * 8 ? text.slice(-max * 8) : text);
   if (line === '') return undefined;
-  return line.length > max ? `…${line.slice(line.length - max + 1)}` : line;
+  return clipStart(line, max);
 }

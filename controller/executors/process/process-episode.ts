@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, parse, resolve } from 'node:path';
+import { clip, LINE_MAX } from '../../api/bounds.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { rewriteInPlace } from '../../util/fs.ts';
@@ -77,7 +78,6 @@ const DEFAULT_KILL_GRACE_MS = 5000;
 // Verify gets the rest of the episode's time, but never less than this: a slow test suite after a long
 // episode should not fail just because the agent used most of its budget.
 const MIN_VERIFY_TIMEOUT_MS = 60_000;
-const MESSAGE_MAX = 1000;
 // setTimeout overflows above 2^31-1 ms and would fire immediately.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -358,7 +358,7 @@ function buildResult(o: {
       ? { evidence: { ralph: analysis.ralph, completionKeywords: analysis.keywords } }
       : {}),
     ...(verify ? { verifyExitCode: verify.exitCode } : {}),
-    ...(message ? { message: clip(message, MESSAGE_MAX) } : {}),
+    ...(message ? { message } : {}),
     durationMs: o.durationMs,
   });
 }
@@ -377,7 +377,7 @@ function notStarted(req: ProcessEpisodeRequest, startedAt: number, err: unknown)
       format: analysis.format,
       agentError: analysis.agentError,
       errorClass: analysis.errorClass,
-      message: clip(analysis.message ?? text, MESSAGE_MAX),
+      message: analysis.message ?? text,
       durationMs: Date.now() - startedAt,
     });
   });
@@ -389,7 +389,7 @@ function internalError(err: unknown, startedAt: number): EpisodeResult {
   return episodeResult({
     exitCode: null,
     errorClass: 'fatal',
-    message: clip(`episodic internal error: ${errorText(err)}`, MESSAGE_MAX),
+    message: `episodic internal error: ${errorText(err)}`,
     durationMs: Date.now() - startedAt,
   });
 }
@@ -398,11 +398,7 @@ function lastLine(text: string): string {
   // eslint-disable-next-line no-control-regex
   const plain = text.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
   const lines = plain.split(/\r?\n/).map((l) => l.trim());
-  return clip(lines.filter((l) => l.length > 0).pop() ?? '', 300);
-}
-
-function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+  return clip(lines.filter((l) => l.length > 0).pop() ?? '', LINE_MAX);
 }
 
 function seconds(ms: number): string {
