@@ -7,6 +7,7 @@ import path from 'node:path';
 import { clip } from '../api/bounds.ts';
 import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult, ErrorClass } from '../api/episode-result.ts';
+import { analyzerOptions } from '../executors/output/analyzer-options.ts';
 import { startProcessEpisode } from '../executors/process/process-episode.ts';
 import { readEpisodeConfig, readPrompt } from './episode-input.ts';
 import type { RunnerConfig } from './episode-input.ts';
@@ -170,14 +171,7 @@ async function runAgent(
       verify: config.completion.verify,
       onExitZero: config.completion.onExitZero,
       exitNote: false,
-      // Without resetTimeZone the pod's zone applies: the agent's own, since it inherits the runner's TZ.
-      analyzer: {
-        format: config.output,
-        promise: config.completion.promise,
-        pricing: config.pricing,
-        timeZone: config.completion.resetTimeZone,
-        signals: config.completion.signals !== undefined,
-      },
+      analyzer: analyzerOptions(config, config.completion),
     });
     const cancel = () => running.cancel();
     opts.signal?.addEventListener('abort', cancel, { once: true });

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeResult, ErrorClass } from '../../api/episode-result.ts';
+import { analyzerOptions } from '../output/analyzer-options.ts';
 import { startProcessEpisode } from '../process/process-episode.ts';
 import { renderPrompt } from '../prompt.ts';
 import { GitWorkspaceError, prepareLocalGitWorkspace } from './git-workspace.ts';
@@ -101,13 +102,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     marker: req.marker,
     verify: spec.completion.verify,
     onExitZero: spec.completion.onExitZero,
-    analyzer: {
-      format: spec.agent.output,
-      promise: spec.completion.promise,
-      pricing: spec.agent.pricing,
-      timeZone: spec.completion.resetTimeZone,
-      signals: spec.completion.signals !== undefined,
-    },
+    analyzer: analyzerOptions(spec.agent, spec.completion),
   });
   // An agent that never started is the spec's command: say which file, task and field, as validate does.
   const at = `${req.specFile}: AgentTask ${req.namespace}/${req.name}: spec.agent.command`;

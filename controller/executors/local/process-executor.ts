@@ -17,6 +17,7 @@ import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
 import { collectEvidence } from '../evidence/collect.ts';
 import { snapshotWorkspace } from '../evidence/workspace.ts';
 import type { WorkspaceSnapshot } from '../evidence/workspace.ts';
+import { analyzerOptions } from '../output/analyzer-options.ts';
 import { recoverEpisodeFromLog } from '../process/episode-log-recovery.ts';
 import { killMarkedProcesses, killOrphanEpisode } from '../process/process-tree.ts';
 
@@ -65,14 +66,10 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
       const logFile = episodeLogPath(this.opts.stateDir, record.namespace, record.name, current.number);
       const recovered = await recoverEpisodeFromLog(logFile, {
         analyzer: {
-          format: spec?.agent.output ?? 'auto',
+          ...analyzerOptions(spec?.agent, completion),
           command: spec?.agent.command,
           // An echo of the prompt in the log is no claim (promptVia argument keeps no copy of it).
           prompt: readIfPresent(promptScratchFile(logFile)),
-          promise: completion.promise,
-          pricing: spec?.agent.pricing,
-          timeZone: completion.resetTimeZone,
-          signals: completion.signals !== undefined,
         },
         verify: completion.verify,
         onExitZero: completion.onExitZero,
