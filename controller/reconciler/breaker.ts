@@ -21,6 +21,11 @@ export interface BreakerStep {
 
 export const CLOSED: BreakerStatus = { state: 'Closed', noProgress: 0, halfOpen: 0, sameError: 0 };
 
+/** A task re-opened (a spec edit, a resume): an open breaker gets a trial (HalfOpen), not a clean slate. */
+export function reopenBreaker(breaker: BreakerStatus | undefined): BreakerStatus | undefined {
+  return breaker?.state === 'Open' ? { ...breaker, state: 'HalfOpen', halfOpen: 0 } : breaker;
+}
+
 /** Whether the episode made progress; undefined when there is no evidence to tell. */
 export function madeProgress(
   outcome: Outcome,

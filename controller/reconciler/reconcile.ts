@@ -5,6 +5,7 @@
 import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { isTerminal } from '../api/agent-task.ts';
 import { clip, STATUS_MESSAGE_MAX, totalTokens } from '../api/bounds.ts';
+import { reopenBreaker } from './breaker.ts';
 import { BUDGET_HOLD_REASONS, budgetHold, judgeBudgets } from './budget.ts';
 import { conditionsFor } from './conditions.ts';
 import { cycleMessage, judgeDependencies } from './dependencies.ts';
@@ -126,9 +127,8 @@ function decideBySpec(prev: AgentTaskStatus, input: ReconcileInput): Decision {
 function reopen(status: AgentTaskStatus, generation: number): { status: AgentTaskStatus; events: Events } {
   if (!isTerminal(status.phase) || status.observedGeneration === undefined || status.observedGeneration === generation)
     return { status, events: [] };
-  // A new run: its evidence starts over, and an open breaker gets a trial (HalfOpen), not a clean slate.
-  const breaker =
-    status.breaker?.state === 'Open' ? { ...status.breaker, state: 'HalfOpen' as const, halfOpen: 0 } : status.breaker;
+  // A new run: its evidence starts over, and an open breaker gets a trial (reopenBreaker).
+  const breaker = reopenBreaker(status.breaker);
   return {
     status: {
       ...withPhase(status, 'Pending', 'SpecChanged', 'spec changed; task re-opened'),

@@ -5,6 +5,7 @@ import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { clip, EPISODE_MESSAGE_MAX } from '../api/bounds.ts';
 import { AUDIT_KEEP, ResumeStatusSchema } from '../api/resume.ts';
 import type { AuditEntry, ResumeRequest, ResumeStatus } from '../api/resume.ts';
+import { reopenBreaker } from './breaker.ts';
 import { normal, warning } from './types.ts';
 import type { Events } from './types.ts';
 
@@ -205,8 +206,7 @@ export function resumeOnReopen(resume: ResumeStatus | undefined): ResumeStatus |
 /** The task re-opened: Pending, granted episodes added, an open breaker on trial (HalfOpen). */
 function resumed(status: AgentTaskStatus, grant: number, by: string, at: string, token?: string): AgentTaskStatus {
   const resume = resumeOf(status);
-  const breaker =
-    status.breaker?.state === 'Open' ? { ...status.breaker, state: 'HalfOpen' as const, halfOpen: 0 } : status.breaker;
+  const breaker = reopenBreaker(status.breaker);
   const grantWords = grant > 0 ? `; ${grant} more episodes granted` : '';
   const who = token ? `${by} (request ${token})` : by;
   return {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { BreakerSpecSchema } from '../../controller/api/leash.ts';
 import type { BreakerStatus, Evidence } from '../../controller/api/leash.ts';
 import type { Outcome } from '../../controller/api/agent-task.ts';
-import { CLOSED, madeProgress, stepBreaker } from '../../controller/reconciler/breaker.ts';
+import { CLOSED, madeProgress, reopenBreaker, stepBreaker } from '../../controller/reconciler/breaker.ts';
 
 const SPEC = BreakerSpecSchema.parse({});
 const AT = '2026-11-23T10:00:00.000Z';
@@ -146,4 +146,11 @@ test('breaker: transitions are reported with their rule', () => {
   }
   assert.deepEqual(transitions, ['Closed→HalfOpen (noProgress)', 'HalfOpen→Closed (progress)']);
   assert.equal(b.lastProgressAt, AT);
+});
+
+test('breaker: re-opening a task (spec edit, resume) puts an Open breaker on trial; any other state is kept', () => {
+  const open: BreakerStatus = { state: 'Open', noProgress: 7, halfOpen: 3, sameError: 2, lastErrorFingerprint: 'e' };
+  assert.deepEqual(reopenBreaker(open), { ...open, state: 'HalfOpen', halfOpen: 0 });
+  const halfOpen: BreakerStatus = { ...open, state: 'HalfOpen', halfOpen: 1 };
+  for (const kept of [undefined, CLOSED, halfOpen]) assert.equal(reopenBreaker(kept), kept);
 });
