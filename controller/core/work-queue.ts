@@ -2,6 +2,7 @@
 // never processed by two workers at once (added while in flight → processed again afterwards), delayed
 // adds for requeue-after, and per-key exponential backoff for failed reconciles.
 
+import { retryDelayMs } from '../util/retry-delay.ts';
 import { systemClock } from './clock.ts';
 import type { Clock, Timer } from './clock.ts';
 
@@ -99,7 +100,8 @@ export class WorkQueue {
   addRateLimited(key: string): void {
     const n = (this.failures.get(key) ?? 0) + 1;
     this.failures.set(key, n);
-    this.addAfter(key, Math.min(this.maxRetryMs, this.baseRetryMs * 2 ** (n - 1)));
+    // No jitter: a reconcile fails for a reason of its own, not with a crowd (client-go does the same).
+    this.addAfter(key, retryDelayMs({ initialMs: this.baseRetryMs, factor: 2, maxMs: this.maxRetryMs }, n, 1));
   }
 
   /** The key reconciled cleanly: reset its failure backoff. */

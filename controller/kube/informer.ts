@@ -7,6 +7,7 @@
 //   * no event and no bookmark for watchdogMs → abort the stream and re-watch;
 //   * a normal end (server-side timeoutSeconds) → re-watch at once.
 // Every restart is reported through onRestart(cause) so it can be counted.
+import { API_RETRY, retryDelayMs } from '../util/retry-delay.ts';
 import { KubeError } from './kube-client.ts';
 import type { KubeClient, WatchHandle } from './kube-client.ts';
 
@@ -165,9 +166,12 @@ export class Informer<T extends KubeObject> {
           this.failures++;
           continue;
         }
-        const initial = this.opts.backoffInitialMs ?? 200;
-        const delay = Math.min(this.opts.backoffMaxMs ?? 30_000, initial * 2 ** this.failures++);
-        await this.sleep(delay * (0.5 + Math.random() / 2));
+        const backoff = {
+          initialMs: this.opts.backoffInitialMs ?? API_RETRY.initialMs,
+          factor: API_RETRY.factor,
+          maxMs: this.opts.backoffMaxMs ?? API_RETRY.maxMs,
+        };
+        await this.sleep(retryDelayMs(backoff, ++this.failures, Math.random()));
       }
     }
   }

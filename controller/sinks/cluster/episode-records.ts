@@ -12,6 +12,7 @@ import type { Informer, KubeObject } from '../../kube/informer.ts';
 import { KubeError, isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 import type { ClusterTask } from '../../sources/cluster/agent-task-source.ts';
+import { API_RETRY, retryDelayMs } from '../../util/retry-delay.ts';
 
 export function episodesPath(namespace: string, name = ''): string {
   return `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${EPISODE_PLURAL}${name ? `/${name}` : ''}`;
@@ -123,7 +124,10 @@ export class EpisodeRecordWriter {
         }
         // Unref'd: a retry waiting for an unreachable API server must not keep a stopped controller alive.
         await new Promise((resolve) =>
-          setTimeout(resolve, Math.min(30_000, (this.opts.retryMs ?? 200) * 2 ** failures++)).unref(),
+          setTimeout(
+            resolve,
+            retryDelayMs({ ...API_RETRY, initialMs: this.opts.retryMs ?? API_RETRY.initialMs }, ++failures, 1),
+          ).unref(),
         );
       }
     }

@@ -10,6 +10,7 @@ import { KubeError } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 import type { Lane } from '../../kube/rate-limiter.ts';
 import type { Informer, KubeObject } from '../../kube/informer.ts';
+import { API_RETRY, retryDelayMs } from '../../util/retry-delay.ts';
 
 /** The stored status with defaults; a status someone mangled by hand reads as empty rather than crashing us. */
 export function parseStatus(raw: unknown): AgentTaskStatus {
@@ -185,7 +186,7 @@ export class StatusWriter {
           if (this.desired.get(key) === status) this.desired.delete(key);
           continue;
         }
-        const wait = Math.min(30_000, (this.opts.retryMs ?? 200) * 2 ** failures++);
+        const wait = retryDelayMs({ ...API_RETRY, initialMs: this.opts.retryMs ?? API_RETRY.initialMs }, ++failures, 1);
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
     }
