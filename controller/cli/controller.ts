@@ -6,6 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import type { ClusterController } from '../cluster/controller.ts';
 import type { EpisodeDefaults } from '../cluster/episode-defaults.ts';
+import { CLUSTER_DEFAULTS } from '../cluster/defaults.ts';
 import { LEASE_NAME } from '../kube/leader-election.ts';
 import { createLogger } from '../util/logger.ts';
 import { parseNumberOption, UsageError } from './options.ts';
@@ -39,24 +40,56 @@ export function registerController(program: Command): void {
     .description('reconcile AgentTasks on a Kubernetes cluster: one Pod per episode')
     .option('--kubeconfig <path>', 'kubeconfig file (default $KUBECONFIG, then in-cluster, then ~/.kube/config)')
     .option('--namespace <ns>', 'watch only this namespace (default: all namespaces)')
-    .option('--metrics-addr <host:port>', 'serve /metrics here ("" to disable)', ':8080')
-    .option('--health-addr <host:port>', 'serve /healthz and /readyz here ("" to disable)', ':8081')
+    .option('--metrics-addr <host:port>', 'serve /metrics here ("" to disable)', CLUSTER_DEFAULTS.metricsAddr)
+    .option('--health-addr <host:port>', 'serve /healthz and /readyz here ("" to disable)', CLUSTER_DEFAULTS.healthAddr)
     .option('--leader-elect', 'run as one of several replicas: only the holder of the Lease reconciles')
     .option(
       '--leader-election-namespace <ns>',
       `namespace of the "${LEASE_NAME}" Lease (default: own namespace, --namespace, or default)`,
     )
-    .option('--lease-duration <duration>', 'how long a Lease is valid without renewal', '15s')
-    .option('--renew-deadline <duration>', 'the leader gives up if it cannot renew within this', '10s')
-    .option('--retry-period <duration>', 'how often to try to acquire or renew the Lease', '2s')
-    .option('--max-concurrent <n>', 'episode pods running at once, across all tasks', '10')
+    .option(
+      '--lease-duration <duration>',
+      'how long a Lease is valid without renewal',
+      formatDuration(CLUSTER_DEFAULTS.leaseDurationMs),
+    )
+    .option(
+      '--renew-deadline <duration>',
+      'the leader gives up if it cannot renew within this',
+      formatDuration(CLUSTER_DEFAULTS.renewDeadlineMs),
+    )
+    .option(
+      '--retry-period <duration>',
+      'how often to try to acquire or renew the Lease',
+      formatDuration(CLUSTER_DEFAULTS.retryPeriodMs),
+    )
+    .option(
+      '--max-concurrent <n>',
+      'episode pods running at once, across all tasks',
+      String(CLUSTER_DEFAULTS.maxConcurrent),
+    )
     .option('--budget-usd <usd>', 'stop starting episodes once all watched tasks together spent this much')
-    .option('--pod-retention <n>', 'finished episode pods kept per task (older ones are deleted)', '3')
-    .option('--image-pull-grace <duration>', 'how long an image pull may fail before the episode is fatal', '2m')
-    .option('--workers <n>', 'tasks reconciled in parallel', '16')
-    .option('--kube-api-qps <n>', 'client-side limit on API requests per second (0: none)', '20')
-    .option('--kube-api-burst <n>', 'requests allowed in a burst above --kube-api-qps', '30')
-    .option('--watch-timeout <duration>', 'server-side watch timeout; each watch picks a value in [t, 2t)', '5m')
+    .option(
+      '--pod-retention <n>',
+      'finished episode pods kept per task (older ones are deleted)',
+      String(CLUSTER_DEFAULTS.podRetention),
+    )
+    .option(
+      '--image-pull-grace <duration>',
+      'how long an image pull may fail before the episode is fatal',
+      formatDuration(CLUSTER_DEFAULTS.imagePullGraceMs),
+    )
+    .option('--workers <n>', 'tasks reconciled in parallel', String(CLUSTER_DEFAULTS.workers))
+    .option(
+      '--kube-api-qps <n>',
+      'client-side limit on API requests per second (0: none)',
+      String(CLUSTER_DEFAULTS.qps),
+    )
+    .option('--kube-api-burst <n>', 'requests allowed in a burst above --kube-api-qps', String(CLUSTER_DEFAULTS.burst))
+    .option(
+      '--watch-timeout <duration>',
+      'server-side watch timeout; each watch picks a value in [t, 2t)',
+      formatDuration(CLUSTER_DEFAULTS.watchTimeoutSeconds * 1000),
+    )
     .option('--watch-watchdog <duration>', 'restart a watch silent for this long (default: 2 × watch-timeout + 30s)')
     .option(
       '--episode-defaults <file>',
@@ -74,6 +107,17 @@ export function parseDuration(flag: string, raw: string): number {
   if (!match) throw new UsageError(`${flag}: "${raw}" is not a duration (e.g. 500ms, 15s, 2m)`);
   const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
   return Number(match[1]) * unit;
+}
+
+/** A duration as parseDuration reads it, in its largest whole unit: 120000 → "2m". */
+export function formatDuration(ms: number): string {
+  const units: Array<[string, number]> = [
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ];
+  for (const [unit, size] of units) if (ms > 0 && ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
 }
 
 export async function loadKubeConfig(path: string | undefined): Promise<KubeConfig> {
@@ -131,7 +175,8 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
       healthAddr: opts.healthAddr || undefined,
       leaderElection: opts.leaderElect
         ? {
-            namespace: opts.leaderElectionNamespace ?? inClusterNamespace() ?? opts.namespace ?? 'default',
+            namespace:
+              opts.leaderElectionNamespace ?? inClusterNamespace() ?? opts.namespace ?? CLUSTER_DEFAULTS.leaseNamespace,
             ...settings.lease,
           }
         : undefined,

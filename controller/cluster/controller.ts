@@ -25,6 +25,7 @@ import { StatusWriter } from '../sinks/cluster/status-writer.ts';
 import { AgentBudgetStore } from '../sources/cluster/agent-budget-store.ts';
 import { AgentTaskSource } from '../sources/cluster/agent-task-source.ts';
 import type { ClusterTask } from '../sources/cluster/agent-task-source.ts';
+import { CLUSTER_DEFAULTS } from './defaults.ts';
 import type { EpisodeDefaults } from './episode-defaults.ts';
 
 export interface ClusterControllerOptions {
@@ -134,8 +135,8 @@ export class ClusterController {
       client,
       pods: this.pods,
       log: opts.log,
-      podRetention: opts.podRetention ?? 3,
-      imagePullGraceMs: opts.imagePullGraceMs ?? 120_000,
+      podRetention: opts.podRetention ?? CLUSTER_DEFAULTS.podRetention,
+      imagePullGraceMs: opts.imagePullGraceMs ?? CLUSTER_DEFAULTS.imagePullGraceMs,
       episodeDefaults: opts.episodeDefaults,
     });
     this.records = new EpisodeRecordWriter({ client, tasks: this.tasks, log: opts.log });
@@ -290,10 +291,10 @@ export class ClusterController {
       executor: this.executor,
       sink: this.sink,
       logger: this.opts.log,
-      maxConcurrent: this.opts.maxConcurrent ?? 10,
+      maxConcurrent: this.opts.maxConcurrent ?? CLUSTER_DEFAULTS.maxConcurrent,
       budgetUSD: this.opts.budgetUSD,
       budgets: this.budgetsInstalled ? this.budgetStore : undefined,
-      workers: this.opts.workers ?? 16,
+      workers: this.opts.workers ?? CLUSTER_DEFAULTS.workers,
       metrics: this.metrics,
     });
     this.opts.log.info(

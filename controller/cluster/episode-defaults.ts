@@ -73,11 +73,16 @@ export async function loadEpisodeDefaults(file: string): Promise<EpisodeDefaults
   return parseEpisodeDefaults(text, file);
 }
 
+/** The episode pod's image: the task's own, else the controller's default (undefined: the task cannot run here). */
+export function episodeImage(spec: AgentTaskSpec, defaults: EpisodeDefaults | undefined): string | undefined {
+  return spec.agent.image ?? defaults?.image;
+}
+
 /** validateSpec plus the one rule that only holds on a cluster: an image, from the task or --episode-defaults. */
 export function clusterSpec(raw: unknown, defaults?: EpisodeDefaults): { spec?: AgentTaskSpec; specError?: string } {
   const validation = validateSpec(raw);
   if (!validation.ok) return { specError: validation.errors.join('; ') };
-  if (!validation.spec.agent.image && !defaults?.image) {
+  if (episodeImage(validation.spec, defaults) === undefined) {
     return {
       specError:
         'spec.agent.image: required in cluster mode (an image that contains the episodic runner and the agent), ' +

@@ -31,6 +31,9 @@ export interface KubeObject {
   [field: string]: any;
 }
 
+/** The server-side watch timeout when none is given (each watch picks a value in [t, 2t)). */
+export const WATCH_TIMEOUT_SECONDS = 300;
+
 export type WatchRestartCause = 'gone' | 'error' | 'silent';
 
 export interface InformerHandlers<T> {
@@ -204,7 +207,7 @@ export class Informer<T extends KubeObject> {
   }
 
   private async watchOnce(): Promise<void> {
-    const base = this.opts.watchTimeoutSeconds ?? 300;
+    const base = this.opts.watchTimeoutSeconds ?? WATCH_TIMEOUT_SECONDS;
     const watchdogMs = this.opts.watchdogMs ?? (2 * base + 30) * 1000;
     let watchdog: NodeJS.Timeout | undefined;
     let handle: WatchHandle | undefined;

@@ -9,6 +9,9 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { RateLimiter } from './rate-limiter.ts';
 import type { Lane } from './rate-limiter.ts';
 
+/** The client-side request rate when none is given: qps per second, with bursts of up to burst above it. */
+export const RATE_LIMIT_DEFAULTS = { qps: 20, burst: 30 } as const;
+
 export const FIELD_MANAGER = 'episodic-controller';
 export const MERGE_PATCH = 'application/merge-patch+json';
 export const JSON_PATCH = 'application/json-patch+json';
@@ -85,7 +88,10 @@ export class KubeClient {
     this.authRefreshMs = opts.authRefreshMs ?? 60_000;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 30_000;
     this.maxInFlight = opts.maxInFlight ?? 32;
-    this.limiter = new RateLimiter({ qps: opts.qps ?? 20, burst: opts.burst ?? 30 });
+    this.limiter = new RateLimiter({
+      qps: opts.qps ?? RATE_LIMIT_DEFAULTS.qps,
+      burst: opts.burst ?? RATE_LIMIT_DEFAULTS.burst,
+    });
   }
 
   static async create(kubeConfig: KubeConfig, opts: KubeClientOptions = {}): Promise<KubeClient> {

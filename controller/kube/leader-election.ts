@@ -9,6 +9,8 @@ import { isStatus } from './kube-client.ts';
 import type { KubeClient } from './kube-client.ts';
 
 export const LEASE_NAME = 'episodic-controller';
+/** client-go's leader election defaults. */
+export const LEASE_DEFAULTS = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 } as const;
 
 export interface LeaderElectionOptions {
   client: KubeClient;
@@ -51,7 +53,7 @@ export class LeaderElector {
     LeaderElectionOptions;
 
   constructor(opts: LeaderElectionOptions) {
-    this.opts = { name: LEASE_NAME, leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, ...opts };
+    this.opts = { name: LEASE_NAME, ...LEASE_DEFAULTS, ...opts };
     if (this.opts.renewDeadlineMs >= this.opts.leaseDurationMs)
       throw new Error('renewDeadline must be shorter than leaseDuration');
   }

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { parseDuration } from '../../controller/cli/controller.ts';
+import { formatDuration, parseDuration } from '../../controller/cli/controller.ts';
+import { CLUSTER_DEFAULTS } from '../../controller/cluster/defaults.ts';
 import { repoRoot, skipCluster } from '../support/cluster.ts';
 import type { Cluster } from '../support/cluster.ts';
 import { MAIN, NODE, clusterWithCrd, createNamespace, startControllerProcess, waitFor } from '../support/kubelet.ts';
@@ -32,6 +33,18 @@ describe('episodic controller (CLI)', () => {
     assert.equal(parseDuration('--x', '500ms'), 500);
     assert.equal(parseDuration('--x', '4'), 4_000);
     assert.throws(() => parseDuration('--lease-duration', 'soon'), /--lease-duration: "soon" is not a duration/);
+  });
+
+  it('shows each default as a duration that parses back to the default', () => {
+    assert.deepEqual([120_000, 15_000, 500, 7_200_000, 90_000].map(formatDuration), [
+      '2m',
+      '15s',
+      '500ms',
+      '2h',
+      '90s',
+    ]);
+    for (const ms of [CLUSTER_DEFAULTS.leaseDurationMs, CLUSTER_DEFAULTS.imagePullGraceMs])
+      assert.equal(parseDuration('--x', formatDuration(ms)), ms);
   });
 
   it('rejects bad flags with exit code 2, naming the flag', async () => {

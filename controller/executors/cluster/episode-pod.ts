@@ -6,6 +6,7 @@ import { API_VERSION, KIND } from '../../api/agent-task.ts';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_WORKSPACE, TERMINATION_LOG } from '../../api/episode-config.ts';
 import type { EpisodeConfig } from '../../api/episode-config.ts';
 import { renderPrompt } from '../prompt.ts';
+import { episodeImage } from '../../cluster/episode-defaults.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
 
 export const TASK_LABEL = 'episodic.dev/task';
@@ -113,7 +114,7 @@ export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
 
   const container = stripUndefined({
     name: AGENT_CONTAINER,
-    image: spec.agent.image ?? defaults.image,
+    image: episodeImage(spec, defaults),
     imagePullPolicy: spec.agent.imagePullPolicy ?? defaults.imagePullPolicy,
     command: ['episodic', 'episode', '--', ...spec.agent.command],
     workingDir: POD_WORKSPACE,
