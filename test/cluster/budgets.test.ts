@@ -10,11 +10,11 @@ import {
   type FakeKubelet,
   fakeClaudeSpec,
   listPods,
-  waitFor,
   waitForPod,
   waitForTask,
   withController,
 } from '../support/kubelet.ts';
+import { waitFor } from '../support/wait.ts';
 
 const BUDGET_CRD = path.join(import.meta.dirname, '..', '..', 'crds', 'episodic.dev_agentbudgets.yaml');
 

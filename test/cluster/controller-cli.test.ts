@@ -11,8 +11,9 @@ import { formatDuration, parseDuration } from '../../controller/cli/controller.t
 import { CLUSTER_DEFAULTS } from '../../controller/cluster/defaults.ts';
 import { repoRoot, skipCluster } from '../support/cluster.ts';
 import type { Cluster } from '../support/cluster.ts';
-import { MAIN, NODE, clusterWithCrd, createNamespace, startControllerProcess, waitFor } from '../support/kubelet.ts';
+import { MAIN, NODE, clusterWithCrd, createNamespace, startControllerProcess } from '../support/kubelet.ts';
 import type { ControllerProcess } from '../support/kubelet.ts';
+import { waitFor } from '../support/wait.ts';
 
 const skip = skipCluster;
 

@@ -13,11 +13,11 @@ import {
   agentTaskManifest,
   fakeClaudeSpec,
   listPods,
-  waitFor,
   waitForPod,
   waitForTask,
   withController,
 } from '../support/kubelet.ts';
+import { waitFor } from '../support/wait.ts';
 
 const skip = skipCluster;
 

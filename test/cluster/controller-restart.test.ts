@@ -15,11 +15,11 @@ import {
   listPods,
   startControllerProcess,
   testClient,
-  waitFor,
   waitForPod,
   waitForTask,
 } from '../support/kubelet.ts';
 import type { ControllerProcess } from '../support/kubelet.ts';
+import { waitFor } from '../support/wait.ts';
 
 const skip = skipCluster;
 const SUCCESS = JSON.stringify({ exitCode: 0, completion: 'promise', message: 'done' });

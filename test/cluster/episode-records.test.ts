@@ -17,11 +17,11 @@ import {
   agentTaskManifest,
   fakeClaudeSpec,
   getTask,
-  waitFor,
   waitForPod,
   waitForTask,
   withController,
 } from '../support/kubelet.ts';
+import { waitFor } from '../support/wait.ts';
 
 const skip = skipCluster;
 

@@ -14,11 +14,11 @@ import {
   listPods,
   startControllerProcess,
   testClient,
-  waitFor,
   waitForPod,
   waitForTask,
 } from '../support/kubelet.ts';
 import type { ControllerProcess } from '../support/kubelet.ts';
+import { waitFor } from '../support/wait.ts';
 
 const skip = skipCluster;
 const LEASE_SECONDS = 4;

@@ -9,8 +9,9 @@ import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import { agentTaskCrd } from '../../controller/api/crd.ts';
 import { ClusterController } from '../../controller/cluster/controller.ts';
-import { clusterWithCrd, createNamespace, loadTestKubeConfig, waitFor } from '../support/kubelet.ts';
+import { clusterWithCrd, createNamespace, loadTestKubeConfig } from '../support/kubelet.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
+import { waitFor } from '../support/wait.ts';
 
 describe('controller started before the AgentTask CRD', { skip: skipCluster }, () => {
   const group = `t${Date.now().toString(36)}${randomBytes(2).toString('hex')}.episodic-test.dev`;

@@ -11,11 +11,11 @@ import {
   agentTaskManifest,
   fakeClaudeSpec,
   listPods,
-  waitFor,
   waitForPod,
   waitForTask,
   withController,
 } from '../support/kubelet.ts';
+import { waitFor } from '../support/wait.ts';
 
 const skip = skipCluster;
 const patient = { limits: { maxEpisodes: 10, maxConsecutiveFailures: 5, episodeTimeoutSeconds: 600 } };

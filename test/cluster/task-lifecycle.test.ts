@@ -15,11 +15,11 @@ import {
   getTask,
   listPods,
   startController,
-  waitFor,
   waitForPod,
   waitForTask,
   withController,
 } from '../support/kubelet.ts';
+import { waitFor } from '../support/wait.ts';
 
 const skip = skipCluster;
 const SUCCESS = JSON.stringify({ exitCode: 0, completion: 'promise', message: 'done' });

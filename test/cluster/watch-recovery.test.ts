@@ -17,9 +17,9 @@ import {
   fakeClaudeSpec,
   startController,
   testClient,
-  waitFor,
   waitForPod,
 } from '../support/kubelet.ts';
+import { waitFor } from '../support/wait.ts';
 
 const skip = skipCluster;
 

@@ -14,7 +14,8 @@ import {
   readProcStat,
   TREE_MARKER_ENV,
 } from '../../controller/executors/process/process-tree.ts';
-import { FAKE_CLAUDE, isGone, readPidFile, request, sandboxPerTest, waitFor } from './support.ts';
+import { FAKE_CLAUDE, isGone, readPidFile, request, sandboxPerTest } from './support.ts';
+import { waitFor } from '../support/wait.ts';
 
 const t = sandboxPerTest();
 

@@ -6,7 +6,8 @@ import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { startProcessEpisode } from '../../controller/executors/process/process-episode.ts';
 import { readProcStat } from '../../controller/executors/process/process-tree.ts';
-import { isGone, readPidFile, readRecords, request, sandboxPerTest, waitFor } from './support.ts';
+import { isGone, readPidFile, readRecords, request, sandboxPerTest } from './support.ts';
+import { waitFor } from '../support/wait.ts';
 
 const t = sandboxPerTest();
 

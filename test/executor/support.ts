@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProcessEpisodeRequest } from '../../controller/executors/process/process-episode.ts';
+import { waitFor } from '../support/wait.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const FAKE_CLAUDE = resolve(here, '../agents/fake-claude.mjs');
@@ -78,14 +78,6 @@ export function isGone(pid: number): boolean {
     return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
   } catch {
     return true;
-  }
-}
-
-export async function waitFor(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
   }
 }
 

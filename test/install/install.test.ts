@@ -23,9 +23,10 @@ import { promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { ensureCluster, helm, kubeconfigPath, kubectl, kubectlPath } from '../support/cluster.ts';
 import type { Cluster } from '../support/cluster.ts';
-import { FAKE_CLAUDE, FakeKubelet, NODE, testClient, waitFor } from '../support/kubelet.ts';
+import { FAKE_CLAUDE, FakeKubelet, NODE, testClient } from '../support/kubelet.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { CHART_DIR, NAMESPACE, RELEASE, SA_USER, repoRoot, skipCluster } from './support.ts';
+import { waitFor } from '../support/wait.ts';
 
 const execFileAsync = promisify(execFile);
 const MAIN = path.join(repoRoot, 'controller', 'cli', 'main.ts');

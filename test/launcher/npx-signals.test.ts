@@ -7,7 +7,8 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { isAlive, readStatus, REPO, waitFor } from '../support/local.ts';
+import { isAlive, readStatus, REPO } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 const dirs: string[] = [];
 /** What a failed test could leave running: npm's process group (npm, sh, controller) and the agent. */

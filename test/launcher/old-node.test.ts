@@ -18,7 +18,8 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { isAlive, readStatus, REPO, waitFor } from '../support/local.ts';
+import { isAlive, readStatus, REPO } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 const OLD_NODE = '/usr/bin/node';
 /** Only the system's directories: `env node` in the launcher's shebang finds the old Node. */

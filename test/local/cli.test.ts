@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { REPO, readStatus, runCli, specDir, startCli, taskYaml, tempDir, waitFor } from '../support/local.ts';
+import { REPO, readStatus, runCli, specDir, startCli, taskYaml, tempDir } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 test('validate: 0 for valid files, 2 with one line per error naming file and field', async () => {
   const dir = tempDir();
@@ -182,14 +183,14 @@ test('--metrics-addr: tasks waiting are counted by reason (episodic_tasks_waitin
       readStatus(dir, 'backing-off')?.status.reason === 'Backoff' &&
       readStatus(dir, 'done')?.status.phase === 'Succeeded',
   );
-  let body = '';
-  for (
-    const deadline = Date.now() + 10_000;
-    !/episodic_tasks_waiting\{namespace="default",reason="Backoff"\} 1/.test(body);
-  ) {
-    assert.ok(Date.now() < deadline, `no waiting task in /metrics:\n${body}`);
-    body = await (await fetch(`${url}/metrics`)).text();
-  }
+  const body = await waitFor(
+    'a task waiting in Backoff in /metrics',
+    async () => {
+      const text = await (await fetch(`${url}/metrics`)).text();
+      return /episodic_tasks_waiting\{namespace="default",reason="Backoff"\} 1/.test(text) && text;
+    },
+    10_000,
+  );
   assert.doesNotMatch(
     body,
     /episodic_tasks_waiting\{[^}]*reason="(?!Backoff)/,

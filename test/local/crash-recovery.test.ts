@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readStatus, runCli, specDir, startCli, tempDir, waitFor } from '../support/local.ts';
+import { readStatus, runCli, specDir, startCli, tempDir } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 const logOf = (dir: string, name: string, n: number) => join(dir, `.episodic/logs/default/${name}/episode-${n}.log`);
 const read = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : '');

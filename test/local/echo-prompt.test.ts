@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FAKE_CLAUDE, NODE, readStatus, runCli, specDir, startCli, tempDir, waitFor } from '../support/local.ts';
+import { FAKE_CLAUDE, NODE, readStatus, runCli, specDir, startCli, tempDir } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 const PROMPT = 'Fix the failing test.\nWhen it passes, print <promise>DONE</promise> and nothing else.';
 

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { EpisodeRecordSchema } from '../../controller/api/episode-record.ts';
 import type { EpisodeRecord } from '../../controller/api/episode-record.ts';
-import { readStatus, runCli, specDir, startCli, tempDir, waitFor } from '../support/local.ts';
+import { readStatus, runCli, specDir, startCli, tempDir } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 const fast = { backoff: { initialSeconds: 0.05, factor: 1, maxSeconds: 0.05 } };
 const plan = (done: number) => ['# Plan', ...[1, 2, 3].map((i) => `- [${i <= done ? 'x' : ' '}] step ${i}`)].join('\n');

@@ -6,7 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { CLI, NODE, readStatus, specDir, waitFor } from '../support/local.ts';
+import { CLI, NODE, readStatus, specDir } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 const SOCKET = `episodic-test-${process.pid}`;
 const tmux = (...args: string[]) =>

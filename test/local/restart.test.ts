@@ -5,17 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hashSpec } from '../../controller/sources/local/spec-files.ts';
-import {
-  assertAllDead,
-  isAlive,
-  readStatus,
-  runCli,
-  specDir,
-  startCli,
-  taskYaml,
-  tempDir,
-  waitFor,
-} from '../support/local.ts';
+import { assertAllDead, isAlive, readStatus, runCli, specDir, startCli, taskYaml, tempDir } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 function pidsIn(file: string): number[] {
   return existsSync(file) ? readFileSync(file, 'utf8').split(/\s+/).filter(Boolean).map(Number) : [];

@@ -5,7 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { readStatus, runCli, specDir, startCli, waitFor } from '../support/local.ts';
+import { readStatus, runCli, specDir, startCli } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 const fast = {
   backoff: { initialSeconds: 0.05, factor: 1, maxSeconds: 0.05 },

@@ -39,9 +39,9 @@ import {
   fakeClaudeSpec,
   testClient,
   testLogger,
-  waitFor,
 } from '../support/kubelet.ts';
 import { NODE, tempDir } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 /** How an episode ends, as the harness makes it end. */
 export interface Ending {

@@ -9,9 +9,10 @@ import { episodeResult } from '../../controller/api/episode-result.ts';
 import { episodeRecordOf } from '../../controller/api/episode-record.ts';
 import type { DesiredTask } from '../../controller/core/ports.ts';
 import { skipCluster } from '../support/cluster.ts';
-import { waitFor } from '../support/kubelet.ts';
+
 import { clusterHarness, localHarness } from './harnesses.ts';
 import type { PortHarness } from './harnesses.ts';
+import { waitFor } from '../support/wait.ts';
 
 /** A status that says episode `n` runs. */
 function running(n: number, over: Partial<AgentTaskStatus> = {}): AgentTaskStatus {

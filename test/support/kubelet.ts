@@ -24,6 +24,7 @@ import { KubeClient, isStatus } from '../../controller/kube/kube-client.ts';
 import { EPISODE_CONFIG_ENV } from '../../controller/api/episode-config.ts';
 import { ensureCluster, kubectl, repoRoot } from './cluster.ts';
 import type { Cluster } from './cluster.ts';
+import { waitFor } from './wait.ts';
 
 export const NODE = process.execPath;
 export const MAIN = path.join(repoRoot, 'controller', 'cli', 'main.ts');
@@ -115,30 +116,6 @@ export async function startController(
   });
   await controller.waitForSync();
   return controller;
-}
-
-/** Poll fn until it returns a value other than undefined/false (or throw with the last seen value). */
-export async function waitFor<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value !== undefined && value !== false) return value as T;
-      last = value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}; last: ${String(last instanceof Error ? last.message : JSON.stringify(last))}`,
-      );
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 export function agentTaskManifest(ns: string, name: string, spec: Record<string, unknown>): string {

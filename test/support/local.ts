@@ -6,8 +6,8 @@ import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, existsSync } from 
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoredStatus } from '../../controller/sinks/local/file-status.ts';
+import { waitFor } from './wait.ts';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CLI = join(REPO, 'controller/cli/main.ts');
@@ -105,22 +105,6 @@ export type StoredStatusFile = StoredStatus;
 export function readStatus(dir: string, name: string, namespace = 'default'): StoredStatusFile | undefined {
   const file = join(dir, '.episodic', 'status', namespace, `${name}.json`);
   return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as StoredStatusFile) : undefined;
-}
-
-/** Polls until the predicate holds (tests wait on observable state, never on fixed sleeps). */
-export async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    let value: T | undefined | false;
-    try {
-      value = probe();
-    } catch {
-      value = undefined;
-    }
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 /** A zombie (killed, waiting for init to reap it) counts as dead. */
