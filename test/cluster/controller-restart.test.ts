@@ -2,6 +2,8 @@
 // adopted, pods that finished meanwhile are recorded, and no episode number is ever created twice.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { ClusterController } from '../../controller/cluster/controller.ts';
+import type { KubeObject } from '../../controller/kube/informer.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import type { Cluster } from '../support/cluster.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
@@ -13,6 +15,7 @@ import {
   fakeClaudeSpec,
   getTask,
   listPods,
+  startController,
   startControllerProcess,
   testClient,
   waitForPod,
@@ -31,6 +34,7 @@ describe('cluster controller: kill -9 and restart', { skip, timeout: 60_000 }, (
   let client: KubeClient;
   let kubelet: FakeKubelet;
   const running: ControllerProcess[] = [];
+  let restarted: ClusterController | undefined;
   const start = async (...args: string[]) => {
     const p = await startControllerProcess(cluster, ['--namespace', ns, ...args]);
     running.push(p);
@@ -49,6 +53,7 @@ describe('cluster controller: kill -9 and restart', { skip, timeout: 60_000 }, (
   );
 
   after(async () => {
+    await restarted?.stop();
     await Promise.all(running.map((p) => p.kill()));
     client?.close();
   });
@@ -73,23 +78,28 @@ describe('cluster controller: kill -9 and restart', { skip, timeout: 60_000 }, (
       });
     for (const name of ['r3', 'r4']) await kubelet.setRunning(await waitForPod(client, ns, `${name}-ep-1`));
 
-    await start();
+    // The restart runs in this process, so the test can tell when it has reconciled all it found.
+    restarted = await startController(cluster, { namespace: ns });
+    const adopted: KubeObject[] = [];
     for (const name of ['r1', 'r2'])
-      await waitForTask(client, ns, name, (s) => s.phase === 'Succeeded' && s.episodes === 1);
+      adopted.push(await waitForTask(client, ns, name, (s) => s.phase === 'Succeeded' && s.episodes === 1));
     for (const name of ['r3', 'r4', 'r5', 'r6']) {
       // Adopted pods are named in status too.
-      await waitForTask(
-        client,
-        ns,
-        name,
-        (s) =>
-          s.phase === 'Running' &&
-          s.currentEpisode?.number === 1 &&
-          s.episodes === 1 &&
-          s.currentEpisode.podName === `${name}-ep-1`,
+      adopted.push(
+        await waitForTask(
+          client,
+          ns,
+          name,
+          (s) =>
+            s.phase === 'Running' &&
+            s.currentEpisode?.number === 1 &&
+            s.episodes === 1 &&
+            s.currentEpisode.podName === `${name}-ep-1`,
+        ),
       );
     }
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Every pass those statuses queued has run (a duplicate pod would exist by now), not a guessed pause.
+    await reconciledSince(restarted, adopted);
     assert.deepEqual(
       await podNames(),
       TASKS.map((n) => `${n}-ep-1`),
@@ -102,6 +112,8 @@ describe('cluster controller: kill -9 and restart', { skip, timeout: 60_000 }, (
       await podNames(),
       TASKS.map((n) => `${n}-ep-1`),
     );
+    await restarted.stop();
+    restarted = undefined;
   });
 
   it('a status naming an episode whose pod was never created (crash between the two writes) → interrupted; the number is not reused', async () => {
@@ -138,3 +150,13 @@ describe('cluster controller: kill -9 and restart', { skip, timeout: 60_000 }, (
     );
   });
 });
+
+/** Resolves once the controller's cache holds each task as read (or newer) and every pass that queued has run. */
+async function reconciledSince(controller: ClusterController, tasks: KubeObject[]): Promise<void> {
+  const rv = (task: KubeObject | undefined) => Number(task?.metadata.resourceVersion ?? 0);
+  const key = (task: KubeObject) => `${task.metadata.namespace}/${task.metadata.name}`;
+  await waitFor('the controller to see the statuses it wrote', () =>
+    tasks.every((task) => rv(controller.tasks.get(key(task))) >= rv(task)),
+  );
+  await controller.idle();
+}

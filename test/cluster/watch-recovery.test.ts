@@ -79,6 +79,21 @@ async function restarts(controller: ClusterController, resource: string, cause: 
   return metric.values.find((v) => v.labels.resource === resource && v.labels.cause === cause)?.value ?? 0;
 }
 
+/** Resolves when the controller opens its next watch of `resource`: the one before it has ended by then. */
+function nextWatch(controller: ClusterController, resource: string): Promise<void> {
+  const client = controller.client;
+  const watch = client.watch.bind(client);
+  return new Promise((resolve) => {
+    client.watch = (path, query, onEvent) => {
+      if (path.endsWith(`/${resource}`)) {
+        Reflect.deleteProperty(client, 'watch'); // the class's own method again
+        resolve();
+      }
+      return watch(path, query, onEvent);
+    };
+  });
+}
+
 describe('cluster controller: watch recovery', { skip, timeout: 60_000 }, () => {
   let ns: string;
   let client: KubeClient;
@@ -119,7 +134,7 @@ describe('cluster controller: watch recovery', { skip, timeout: 60_000 }, () => 
   it('reconciles through the proxy; normal watch ends are not restarts', async () => {
     await apply('before');
     await waitForPod(client, ns, 'before-ep-1');
-    await new Promise((r) => setTimeout(r, 4_500)); // at least one server-side watch timeout
+    await nextWatch(controller, 'agenttasks'); // the watch before it ended: a server-side timeout, in 2-4 s
     assert.equal(await restarts(controller, 'agenttasks', 'silent'), 0);
     assert.equal(await restarts(controller, 'agenttasks', 'error'), 0);
   });
