@@ -2,11 +2,12 @@
 // load (exit 1), and the health endpoints of a running process.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { parse as parseYaml } from 'yaml';
 import { formatDuration, parseDuration } from '../../controller/cli/controller.ts';
 import { CLUSTER_DEFAULTS } from '../../controller/cluster/defaults.ts';
 import { repoRoot, skipCluster } from '../support/cluster.ts';
@@ -46,6 +47,22 @@ describe('episodic controller (CLI)', () => {
     ]);
     for (const ms of [CLUSTER_DEFAULTS.leaseDurationMs, CLUSTER_DEFAULTS.imagePullGraceMs])
       assert.equal(parseDuration('--x', formatDuration(ms)), ms);
+  });
+
+  it("the Helm chart's values state the controller's own defaults", async () => {
+    const values = parseYaml(await readFile(path.join(repoRoot, 'charts/episodic/values.yaml'), 'utf8'));
+    const c = values.controller;
+    assert.deepEqual(
+      [c.maxConcurrent, c.workers, c.kubeApiQPS, c.kubeApiBurst, parseDuration('imagePullGrace', c.imagePullGrace)],
+      [
+        CLUSTER_DEFAULTS.maxConcurrent,
+        CLUSTER_DEFAULTS.workers,
+        CLUSTER_DEFAULTS.qps,
+        CLUSTER_DEFAULTS.burst,
+        CLUSTER_DEFAULTS.imagePullGraceMs,
+      ],
+    );
+    assert.equal(values.episodes.podRetention, CLUSTER_DEFAULTS.podRetention);
   });
 
   it('rejects bad flags with exit code 2, naming the flag', async () => {
