@@ -1,5 +1,6 @@
 // The live view on a terminal: one row per task, redrawn in place twice a second.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
+import { clip } from '../api/bounds.ts';
 import type { SpecTask } from '../sources/local/spec-files.ts';
 import { printable } from '../util/printable.ts';
 
@@ -94,7 +95,7 @@ export function fitLastColumn(header: string[], rows: string[][], columns: numbe
   const last = header.length - 1;
   const widths = header.slice(0, last).map((h, i) => Math.max(h.length, ...escaped.map((r) => (r[i] ?? '').length)));
   const room = Math.max(header[last].length, columns - 1 - widths.reduce((sum, w) => sum + w + 3, 0));
-  return escaped.map((r) => r.map((c, i) => (i === last && c.length > room ? `${c.slice(0, room - 1)}…` : c)));
+  return escaped.map((r) => r.map((c, i) => (i === last ? clip(c, room) : c)));
 }
 
 /** Where the table is drawn: a terminal (process.stdout), or a stand-in of the same shape. */
