@@ -31,7 +31,7 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 0
 fi
 
-exec 9>"/run/lock/episodic-gitea-runtime.lock" 2>/dev/null || exec 9>"/tmp/episodic-gitea-runtime.lock"
+exec 9>"$(dirname "$CACHED")/gitea-runtime.lock"
 flock -w 600 9 || { log "ERROR: timed out waiting for the runtime lock"; exit 1; }
 
 if ! id -u "$RUN_USER" >/dev/null 2>&1; then
