@@ -69,6 +69,8 @@ if cached; then
   exit 0
 fi
 
+# Leftovers of interrupted runs (we hold the lock, so none is in use).
+rm -rf "$DEST".tmp.*
 start=$(date +%s)
 log "go: $(go version)"
 # Downloads into the shared module cache (reused by every later build) and prints where it unpacked.

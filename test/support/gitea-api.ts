@@ -25,6 +25,11 @@ export interface GiteaRepo {
   default_branch: string;
 }
 
+export interface GiteaBranch {
+  name: string;
+  commit: { id: string; message: string };
+}
+
 export interface GiteaLabel {
   id: number;
   name: string;
@@ -199,6 +204,23 @@ export class GiteaApi {
         config: { url: hook.url, content_type: 'json', secret: hook.secret },
       },
     });
+  }
+
+  /**
+   * The branch once Gitea has processed the push that made it: a push is acknowledged before Gitea's queue
+   * updates the repo, and meanwhile the API answers 409 "empty", or 500 (a nil-pointer panic in Gitea 1.26's
+   * GetBranch while the repo is still marked empty).
+   */
+  async waitForBranch(owner: string, repo: string, branch: string, timeoutMs = 30_000): Promise<GiteaBranch> {
+    const apiPath = `/repos/${owner}/${repo}/branches/${branch}`;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const res = await this.request('GET', apiPath);
+      if (res.ok) return (await res.json()) as GiteaBranch;
+      const detail = await res.text();
+      if (Date.now() > deadline) throw new GiteaApiError(res.status, 'GET', apiPath, detail);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 
   /** The HTTP clone URL of a repo, without credentials (see gitAuthEnv). */
