@@ -15,7 +15,7 @@
 #   ~/.cache/episodic/gitea-v1.26.0/{options,templates,public}
 #
 # Usage:
-#   build.sh            build whatever is missing (idempotent; ~10 min the first time on 2 cores)
+#   build.sh            build whatever is missing (idempotent; 10-35 min the first time on 2 cores)
 #   build.sh --path     print the cache directory
 #   build.sh --version  print the pinned Gitea version
 # The build writes progress to stderr only.
@@ -92,7 +92,7 @@ mkdir -p "$STAGE"
 
 TAGS="sqlite sqlite_unlock_notify"
 LDFLAGS="-s -w -X main.Version=${GITEA_VERSION#v} -X 'main.Tags=$TAGS'"
-log "go build Gitea $GITEA_VERSION -tags '$TAGS' in $SRC (first time: modules download, then ~10 min on 2 cores)"
+log "go build Gitea $GITEA_VERSION -tags '$TAGS' in $SRC (first time: modules download, then 10-35 min on 2 cores)"
 t=$(date +%s)
 (cd "$SRC" && nice -n "$NICE" go build -trimpath -tags "$TAGS" -ldflags "$LDFLAGS" -o "$STAGE/gitea" .) >&2
 log "go build took $(($(date +%s) - t))s"

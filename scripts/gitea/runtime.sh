@@ -19,7 +19,7 @@ USER_HOME="/var/lib/$RUN_USER"
 log() { echo "[gitea-runtime] $*" >&2; }
 
 if [[ ! -x "$CACHED/gitea" ]]; then
-  log "ERROR: no Gitea build at $CACHED; run: npm run gitea:build (scripts/gitea/build.sh, ~10 min once per machine)"
+  log "ERROR: no Gitea build at $CACHED; run: npm run gitea:build (scripts/gitea/build.sh, once per machine)"
   exit 1
 fi
 

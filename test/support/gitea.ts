@@ -17,14 +17,17 @@
 // - X-Total-Count and Link headers paginate; `limit` is capped by [api] MAX_RESPONSE_ITEMS (50).
 // - Webhooks sign the raw body with HMAC-SHA256 in X-Gitea-Signature (hex, no prefix); the host must be in
 //   [webhook] ALLOWED_HOST_LIST, which is "loopback" here.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chown, mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { GiteaApi } from './gitea-api.ts';
 import { repoRoot, run } from './cluster.ts';
+
+const execFileAsync = promisify(execFile);
 
 export * from './gitea-api.ts';
 
@@ -35,7 +38,7 @@ export interface Gitea extends GiteaApi {
   adminToken: string;
   /** The instance's temp dir (app.ini, data, repos, gitea.log). */
   dir: string;
-  /** Pid of the process group leader. */
+  /** Pid of the Gitea server (also its process group id). */
   pid: number;
   /** Milliseconds from spawn until the API answered. */
   startMs: number;
@@ -85,7 +88,7 @@ async function startInstance(runtime: Runtime): Promise<Gitea> {
     await writeFile(config, appIni({ dir, port, url, user: runtime.user, home: runtime.home }));
     await chownTree(dir, runtime);
     const started = Date.now();
-    child = await spawnGitea(runtime, ['web'], dir, config);
+    child = await spawnGitea(runtime, dir, config);
     await waitReady(url, child, dir);
     const startMs = Date.now() - started;
     const admin = await createAdmin(runtime, dir, config);
@@ -98,8 +101,8 @@ async function startInstance(runtime: Runtime): Promise<Gitea> {
       dir,
       pid,
       startMs,
-      rss: async () => (await procStatus(await serverPid(pid), 'VmRSS')) * 1024,
-      uid: async () => procStatus(await serverPid(pid), 'Uid'),
+      rss: async () => (await procStatus(pid, 'VmRSS')) * 1024,
+      uid: () => procStatus(pid, 'Uid'),
       stop,
     });
   } catch (err) {
@@ -190,27 +193,26 @@ ROOT_PATH = ${o.dir}/log
 `;
 }
 
-/** argv for running the Gitea binary as the runtime user (runuser only when we are root). */
-function giteaArgv(runtime: Runtime, args: string[], dir: string, config: string): [string, string[]] {
-  const gitea = [path.join(runtime.home, 'gitea'), '--config', config, '--work-path', runtime.home];
-  const full = [...gitea, '--custom-path', path.join(dir, 'custom'), ...args];
-  if (process.getuid?.() !== 0) return [full[0], full.slice(1)];
-  return ['runuser', ['-u', runtime.user, '--', ...full]];
+/**
+ * How to run the Gitea binary as the runtime user: as root, Node's spawn switches uid/gid itself (no runuser
+ * in between, so the child is Gitea and a signal reaches it directly).
+ */
+function giteaCommand(runtime: Runtime, dir: string, config: string, args: string[]) {
+  const file = path.join(runtime.home, 'gitea');
+  const argv = ['--config', config, '--work-path', runtime.home, '--custom-path', path.join(dir, 'custom'), ...args];
+  // Only what Gitea needs: tokens and settings of the test process must not leak into the forge.
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', HOME: dir, USER: runtime.user };
+  const asUser = process.getuid?.() === 0 ? { uid: runtime.uid, gid: runtime.gid } : {};
+  return { file, argv, options: { cwd: dir, env, ...asUser } };
 }
 
-async function spawnGitea(runtime: Runtime, args: string[], dir: string, config: string): Promise<ChildProcess> {
-  const [file, argv] = giteaArgv(runtime, args, dir, config);
+async function spawnGitea(runtime: Runtime, dir: string, config: string): Promise<ChildProcess> {
+  const { file, argv, options } = giteaCommand(runtime, dir, config, ['web']);
   const log = await open(path.join(dir, 'gitea.log'), 'a');
   // detached: its own process group, so stop() also ends the git processes it spawns.
-  const child = spawn(file, argv, { cwd: dir, detached: true, stdio: ['ignore', log.fd, log.fd], env: giteaEnv(dir) });
+  const child = spawn(file, argv, { ...options, detached: true, stdio: ['ignore', log.fd, log.fd] });
   await log.close();
   return child;
-}
-
-function giteaEnv(dir: string): NodeJS.ProcessEnv {
-  // Only what Gitea needs: tokens and settings of the test process must not leak into the forge. (runuser
-  // sets HOME and USER of the Gitea user itself.)
-  return { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', HOME: dir };
 }
 
 async function waitReady(url: string, child: ChildProcess, dir: string): Promise<void> {
@@ -231,9 +233,14 @@ async function waitReady(url: string, child: ChildProcess, dir: string): Promise
 async function createAdmin(runtime: Runtime, dir: string, config: string): Promise<{ name: string; token: string }> {
   const args = ['admin', 'user', 'create', '--username', ADMIN, '--email', `${ADMIN}@example.invalid`, '--admin'];
   args.push('--random-password', '--must-change-password=false', '--access-token', '--access-token-scopes', 'all');
-  const [file, argv] = giteaArgv(runtime, args, dir, config);
+  const { file, argv, options } = giteaCommand(runtime, dir, config, args);
   // The output holds the password and token: it is parsed, never echoed.
-  const out = await run(file, argv, { cwd: dir, env: giteaEnv(dir), timeout: 120_000 });
+  const out = await execFileAsync(file, argv, { ...options, timeout: 120_000, encoding: 'utf8' }).then(
+    (r) => r.stdout,
+    (err: { stderr?: string; message: string }) => {
+      throw new Error(`gitea admin user create failed: ${err.stderr?.trim() || err.message}`);
+    },
+  );
   const token = /Access token was successfully created\.\.\. (\S+)/.exec(out)?.[1];
   if (!token) throw new Error('gitea admin user create printed no access token');
   return { name: ADMIN, token };
@@ -253,8 +260,9 @@ function stopper(child: ChildProcess, dir: string): () => Promise<void> {
       await exited;
       clearTimeout(timer);
     }
-    // Git children may outlive the leader for a moment.
+    // Git children may outlive Gitea for a moment; the dir goes only once nothing can write to it.
     killGroup(child.pid ?? 0, 'SIGKILL');
+    await groupGone(child.pid ?? 0);
     await rm(dir, { recursive: true, force: true, maxRetries: 5 });
   };
   return () => {
@@ -272,16 +280,15 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-/** Pid of the gitea server itself in the group led by `pgid` (the leader is runuser when we are root). */
-async function serverPid(pgid: number): Promise<number> {
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    // After "(comm) ": state ppid pgrp ...
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (stat.includes(' (gitea) ') && Number(fields[2]) === pgid) return Number(entry);
+async function groupGone(pgid: number): Promise<void> {
+  for (let i = 0; i < 100 && pgid > 0; i++) {
+    try {
+      process.kill(-pgid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error(`no gitea process in process group ${pgid}`);
 }
 
 /** A field of /proc/PID/status, e.g. VmRSS (kB) or Uid (real uid first). */
