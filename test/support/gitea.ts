@@ -59,7 +59,7 @@ interface Runtime {
 const ADMIN = 'episodic-admin';
 const READY_TIMEOUT_MS = Number(process.env.EPISODIC_GITEA_READY_TIMEOUT_MS ?? 120_000);
 
-/** Start a fresh Gitea; retries once on a lost port race. */
+/** Start a fresh Gitea on its own free port (retried if another process takes the port first). */
 export async function startGitea(): Promise<Gitea> {
   const runtime = await prepareRuntime();
   for (let attempt = 1; ; attempt++) {
