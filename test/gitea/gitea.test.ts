@@ -191,11 +191,17 @@ async function startListener() {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const next = async (match: (d: Delivery) => boolean): Promise<Delivery> => {
+  const next = async (match: (d: Delivery) => boolean, timeoutMs = 30_000): Promise<Delivery> => {
+    const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = deliveries.find(match);
       if (found) return found;
-      await new Promise<void>((resolve) => waiters.push(resolve));
+      if (Date.now() > deadline)
+        throw new Error(`no matching delivery in ${timeoutMs} ms (${deliveries.length} others)`);
+      await new Promise<void>((resolve) => {
+        waiters.push(resolve);
+        setTimeout(resolve, 1000);
+      });
     }
   };
   const close = () => new Promise((resolve) => server.close(resolve));
