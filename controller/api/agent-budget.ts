@@ -110,10 +110,6 @@ export type BudgetLedger = z.infer<typeof BudgetLedgerSchema>;
 export type LedgerBucket = z.infer<typeof LedgerBucketSchema>;
 export type LabelSelector = z.infer<typeof LabelSelectorSchema>;
 
-export function emptyBudgetStatus(): AgentBudgetStatus {
-  return AgentBudgetStatusSchema.parse({});
-}
-
 export type BudgetValidation = { ok: true; spec: AgentBudgetSpec } | { ok: false; errors: string[] };
 
 export function validateBudgetSpec(raw: unknown): BudgetValidation {

@@ -320,8 +320,6 @@ export const LastEpisodeSchema = z.object({
 export const CurrentEpisodeSchema = z.object({
   number: z.number().int(),
   startedAt: z.string(),
-  pid: z.number().int().optional().describe('local mode: process group leader'),
-  pidStartTime: z.string().optional().describe('local mode: guards against pid reuse after a restart'),
   podName: z.string().optional().describe('cluster mode'),
 });
 
@@ -385,8 +383,6 @@ export type Outcome = (typeof OUTCOMES)[number];
 export type Tokens = z.infer<typeof TokensSchema>;
 export type Condition = z.infer<typeof ConditionSchema>;
 export type LastEpisode = z.infer<typeof LastEpisodeSchema>;
-export type CurrentEpisode = z.infer<typeof CurrentEpisodeSchema>;
-export type Workspace = z.infer<typeof WorkspaceSchema>;
 
 export function isTerminal(phase: Phase | undefined): boolean {
   return phase !== undefined && (TERMINAL_PHASES as readonly string[]).includes(phase);

@@ -7,7 +7,6 @@ import { clip } from './bounds.ts';
 const count = z.number().int().nonnegative();
 
 export const RESUME_POLICIES = ['Manual', 'Conservative', 'Aggressive'] as const;
-export type ResumePolicy = (typeof RESUME_POLICIES)[number];
 
 export const ResumeSpecSchema = z.strictObject({
   policy: z
@@ -60,7 +59,6 @@ export const AuditEntrySchema = z.object({
   token: z.string().max(160).optional(),
 });
 
-export type ResumeSpec = z.infer<typeof ResumeSpecSchema>;
 export type ResumeStatus = z.infer<typeof ResumeStatusSchema>;
 export type AuditEntry = z.infer<typeof AuditEntrySchema>;
 

@@ -1,6 +1,6 @@
-// The cluster controller: informers on AgentTasks and episode Pods feed a keyed work queue; each key is
-// reconciled by TaskReconciler. With leader election only the lease holder runs the queue; standbys
-// keep their caches warm so a take-over starts at once.
+// Cluster mode: informers on AgentTasks, episode Pods and AgentBudgets feed the one controller loop
+// (core/controller.ts). With leader election only the lease holder runs the loop; standbys keep their
+// caches warm so a take-over starts at once.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';

@@ -63,8 +63,3 @@ export function classifyOutcome(result: EpisodeResult, completion: AgentTaskSpec
   const reasons = { promise: 'PromiseDetected', exitSignal: 'ExitSignalDetected', exitZero: 'ExitedZero' };
   return { outcome: 'succeeded', reason: reasons[claim] };
 }
-
-/** Outcomes that say nothing about the agent's work and so never count as failures. */
-export function isRetryWithoutPenalty(outcome: Outcome): boolean {
-  return outcome === 'transient' || outcome === 'usageLimit' || outcome === 'interrupted' || outcome === 'cancelled';
-}

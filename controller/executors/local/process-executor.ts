@@ -19,7 +19,7 @@ import { snapshotWorkspace } from '../evidence/workspace.ts';
 import type { WorkspaceSnapshot } from '../evidence/workspace.ts';
 import { analyzerOptions } from '../output/analyzer-options.ts';
 import { recoverEpisodeFromLog } from '../process/episode-log-recovery.ts';
-import { killMarkedProcesses, killOrphanEpisode } from '../process/process-tree.ts';
+import { killMarkedProcesses } from '../process/process-tree.ts';
 
 export interface ProcessExecutorOptions {
   /** The spec directory: workspaces must stay inside it. */
@@ -55,11 +55,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
     for (const record of records) {
       const current = record.status.currentEpisode;
       if (!current) continue;
-      // processMarker and pid: state files written by earlier versions.
-      const marker = record.processMarker ?? this.markerFor(record.namespace, record.name, current.number);
-      const killed =
-        (await killMarkedProcesses(marker)) ||
-        (current.pid ? await killOrphanEpisode(current.pid, current.pidStartTime) : false);
+      const killed = await killMarkedProcesses(this.markerFor(record.namespace, record.name, current.number));
       const key = `${record.namespace}/${record.name}`;
       const spec = specs?.get(key)?.spec;
       const completion = spec?.completion ?? DEFAULT_SPEC.completion;

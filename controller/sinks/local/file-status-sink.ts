@@ -24,10 +24,10 @@ export class FileStatusSink implements StatusSink<LocalTask> {
     this.logger = logger;
   }
 
-  /** What is on disk; unreadable files are reported, never removed. */
   /** Tasks whose status file cannot be read: they do not run, and the file is never overwritten. */
   readonly unreadable = new Map<string, string>();
 
+  /** What is on disk; unreadable files are reported, never removed. */
   async load(): Promise<StoredStatus[]> {
     const { records, errors, unreadable } = await this.store.readAll();
     for (const e of errors) this.logger.error(e);

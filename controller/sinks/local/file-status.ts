@@ -19,11 +19,6 @@ export const StoredStatusSchema = z.object({
   generation: z.number().int().min(1),
   specHash: z.string(),
   status: AgentTaskStatusSchema,
-  /**
-   * While an episode runs: the EPISODIC_PROCESS_TREE value all its processes carry. Written before the
-   * agent execs, so a controller restarted after a crash finds (and kills) whatever it left running.
-   */
-  processMarker: z.string().optional(),
 });
 export type StoredStatus = z.infer<typeof StoredStatusSchema>;
 
@@ -96,7 +91,7 @@ export interface WriteOptions {
  * and the directory after it, so the write itself survives a power loss. Without it the file is still
  * fsynced when it replaces an existing one (else a power loss could leave an empty file where the old,
  * recorded one was); only the rename may then be lost, which leaves the old version.
- * Small writes are synchronous (a few µs each); only the fsyncs go to the thread pool.
+ * Small writes are synchronous (cheaper than a trip through the thread pool); only the fsyncs go there.
  */
 export async function writeFileAtomic(path: string, data: string, opts: WriteOptions = {}): Promise<void> {
   const durable = opts.durable ?? true;
@@ -182,8 +177,4 @@ export function storeFullError(err: unknown, stateDir: string): StoreFullError |
   if (err instanceof StoreFullError) return err;
   if (typeof code !== 'string' || !(code in FULL)) return undefined;
   return new StoreFullError(`the state disk is full: cannot write to ${stateDir} (${code}: ${FULL[code]})`);
-}
-
-export function statusOf(record: StoredStatus | undefined): AgentTaskStatus | undefined {
-  return record?.status;
 }

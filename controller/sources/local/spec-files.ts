@@ -232,8 +232,8 @@ export async function loadSpecDir(dir: string): Promise<LoadedSpecs> {
     .map((k) => k.path)
     .sort();
   const refused = kinds.filter((k) => k.kind === 'outside').map((k) => symlinkRefusal(k.path, root));
-  // Read synchronously: parsing blocks anyway, and for thousands of small files one readFile per file through
-  // the thread pool is ~10x slower (and 10k in flight at once held ~100 MB of buffers).
+  // Read synchronously: parsing blocks anyway, and one readFile per file through the thread pool is slower for
+  // thousands of small files and holds all their buffers at once.
   const stamps = new Map<string, string>();
   const parsed = files.map((f) => {
     const fd = openSync(f, 'r');
