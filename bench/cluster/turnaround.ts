@@ -7,7 +7,8 @@
 //                a finished episode's cost is on record before the next episode exists).
 import { episodeResult } from '../../controller/api/episode-result.ts';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
-import { buildEpisodePod, podEpisode, TASK_LABEL } from '../../controller/executors/cluster/episode-pod.ts';
+import { podEpisode, TASK_LABEL } from '../../controller/cluster/names.ts';
+import { buildEpisodePod } from '../../controller/executors/cluster/episode-pod.ts';
 import { isFinishedPod } from '../../controller/executors/cluster/pod-outcome.ts';
 import { Informer, objectKey } from '../../controller/kube/informer.ts';
 import type { KubeObject } from '../../controller/kube/informer.ts';

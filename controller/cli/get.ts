@@ -8,7 +8,7 @@ import { API_VERSION } from '../api/agent-task.ts';
 import { totalTokens } from '../api/bounds.ts';
 import { EPISODE_KIND } from '../api/episode-record.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
-import { EPISODE_LABEL, TASK_LABEL, episodePodName } from '../executors/cluster/episode-pod.ts';
+import { EPISODE_LABEL, TASK_LABEL, episodePodName } from '../cluster/names.ts';
 import { episodesPath, readRecords } from '../sinks/local/episode-records.ts';
 import { FileStatusStore } from '../sinks/local/file-status.ts';
 import { loadSpecDir } from '../sources/local/spec-files.ts';

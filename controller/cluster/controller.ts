@@ -10,7 +10,7 @@ import { GROUP, PLURAL, VERSION } from '../api/agent-task.ts';
 import { BUDGET_PLURAL } from '../api/agent-budget.ts';
 import { Controller } from '../core/controller.ts';
 import { PodEpisodeExecutor } from '../executors/cluster/pod-executor.ts';
-import { TASK_LABEL } from '../executors/cluster/episode-pod.ts';
+import { TASK_LABEL } from './names.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { Informer } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/informer.ts';
@@ -24,7 +24,7 @@ import { KubeStatusSink } from '../sinks/cluster/status-sink.ts';
 import { StatusWriter } from '../sinks/cluster/status-writer.ts';
 import { AgentBudgetStore } from '../sources/cluster/agent-budget-store.ts';
 import { AgentTaskSource } from '../sources/cluster/agent-task-source.ts';
-import type { ClusterTask } from '../sources/cluster/agent-task-source.ts';
+import type { ClusterTask } from '../core/ports.ts';
 import { CLUSTER_DEFAULTS } from './defaults.ts';
 import type { EpisodeDefaults } from './episode-defaults.ts';
 

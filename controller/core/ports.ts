@@ -1,8 +1,10 @@
 // The three ports the one controller loop runs over. Local mode implements them with a spec directory,
 // processes and status files; cluster mode with an AgentTask informer, Pods and the /status subresource.
+// Each mode's source, executor and sink share types through this file only, never by importing each other.
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { ResumeRequest } from '../api/resume.ts';
+import type { KubeObject } from '../kube/informer.ts';
 import type { ObservedEpisode, StopReason } from '../reconciler/reconcile.ts';
 
 /** Desired state of one task, as its source has it now. */
@@ -24,6 +26,26 @@ export interface DesiredTask {
   resumeRequest?: ResumeRequest;
   /** metadata.labels: AgentBudget selectors match them. */
   labels?: Readonly<Record<string, string>>;
+}
+
+/** Local mode: a task read from a spec file. */
+export interface SpecFileTask extends DesiredTask {
+  /** The file it came from: a relative workspace is resolved against it. */
+  file: string;
+  /** The spec's hash: a new one bumps the generation (locally there is no API server to count). */
+  specHash: string;
+}
+
+/** Cluster mode: the object itself comes along for owner references and events. */
+export interface ClusterTask extends DesiredTask {
+  object: KubeObject;
+}
+
+/** A task's status as it was on record when the controller started (locally: its status file). */
+export interface RecordedStatus {
+  namespace: string;
+  name: string;
+  status: AgentTaskStatus;
 }
 
 /** Desired state and its changes. */

@@ -50,10 +50,7 @@ export class LocalController {
     this.opts = opts;
     this.sink = new FileStatusSink(opts.stateDir, opts.logger);
     this.budgets = new LocalBudgetStore(opts.stateDir, opts.logger);
-    this.source = new SpecDirSource(
-      (key) => this.sink.record(key),
-      (key) => this.sink.unreadable.get(key),
-    );
+    this.source = new SpecDirSource();
     this.requests = new ResumeRequestPoller(
       opts.stateDir,
       (key, request) => this.source.setResumeRequest(key, request),
@@ -64,6 +61,7 @@ export class LocalController {
   /** Reads what is on record and ends the episodes a previous (killed) controller left behind. */
   async recover(specs?: LoadedSpecs): Promise<void> {
     const records = await this.sink.load();
+    this.source.recall(records, this.sink.unreadable);
     await this.budgets.load();
     this.executor = new ProcessEpisodeExecutor({
       root: resolve(this.opts.dir),
@@ -73,7 +71,7 @@ export class LocalController {
       killGraceMs: this.opts.killGraceMs,
     });
     await this.executor.recover(records, specs?.tasks);
-    this.loop = new Controller({
+    this.loop = new Controller<LocalTask>({
       source: this.source,
       executor: this.executor,
       sink: this.sink,

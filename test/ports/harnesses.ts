@@ -11,7 +11,7 @@ import { EpisodeRecordSchema } from '../../controller/api/episode-record.ts';
 import type { EpisodeRecord } from '../../controller/api/episode-record.ts';
 import { EPISODE_CRD_FILE, EPISODE_CRD_NAME } from '../../controller/api/crd.ts';
 import type { DesiredTask, EpisodeExecutor, StatusSink, TaskSource } from '../../controller/core/ports.ts';
-import { episodePodName } from '../../controller/executors/cluster/episode-pod.ts';
+import { episodePodName } from '../../controller/cluster/names.ts';
 import { PodEpisodeExecutor } from '../../controller/executors/cluster/pod-executor.ts';
 import { ProcessEpisodeExecutor } from '../../controller/executors/local/process-executor.ts';
 import { EventRecorder } from '../../controller/kube/events.ts';
@@ -101,7 +101,7 @@ export async function localHarness(): Promise<PortHarness> {
     }),
   );
   const sink = new FileStatusSink(stateDir, logger);
-  const source = new SpecDirSource((key) => sink.record(key));
+  const source = new SpecDirSource();
   const executor = new ProcessEpisodeExecutor({
     root: dir,
     stateDir,

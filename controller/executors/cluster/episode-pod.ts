@@ -1,6 +1,5 @@
 // The Pod of one episode. Its name is a pure function of (task, episode number), so creating it twice is
 // harmless (AlreadyExists) and a restarted controller finds, and adopts, the pod it created before.
-import { createHash } from 'node:crypto';
 import type { AgentTask, AgentTaskSpec } from '../../api/agent-task.ts';
 import { API_VERSION, KIND } from '../../api/agent-task.ts';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_WORKSPACE, TERMINATION_LOG } from '../../api/episode-config.ts';
@@ -8,15 +7,12 @@ import type { EpisodeConfig } from '../../api/episode-config.ts';
 import { renderPrompt } from '../prompt.ts';
 import { episodeImage } from '../../cluster/episode-defaults.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
+import { EPISODE_LABEL, MANAGED_BY_LABEL, TASK_LABEL, episodePodName } from '../../cluster/names.ts';
 
-export const TASK_LABEL = 'episodic.dev/task';
-export const EPISODE_LABEL = 'episodic.dev/episode';
-export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const AGENT_CONTAINER = 'agent';
 /** The non-root user of episode pods (the "nonroot" uid of distroless images). */
 export const EPISODE_UID = 65532;
 const HOME_DIR = '/home/episodic';
-const MAX_NAME = 63;
 
 const HARDENED_POD_SECURITY = {
   runAsNonRoot: true,
@@ -33,21 +29,6 @@ const HARDENED_CONTAINER_SECURITY = {
   readOnlyRootFilesystem: true,
   capabilities: { drop: ['ALL'] },
 };
-
-/** `<task>-ep-<n>`; past 63 characters the task part is cut and a hash keeps names unique. */
-export function episodePodName(task: string, episode: number): string {
-  const suffix = `-ep-${episode}`;
-  if (task.length + suffix.length <= MAX_NAME) return `${task}${suffix}`;
-  const hash = createHash('sha256').update(task).digest('hex').slice(0, 8);
-  const keep = MAX_NAME - suffix.length - hash.length - 1;
-  return `${task.slice(0, keep).replace(/-+$/, '')}-${hash}${suffix}`;
-}
-
-/** Episode number of a pod we created, or undefined for a pod that is not an episode pod. */
-export function podEpisode(pod: { metadata: { labels?: Record<string, string> } }): number | undefined {
-  const n = Number(pod.metadata.labels?.[EPISODE_LABEL]);
-  return Number.isInteger(n) && n > 0 ? n : undefined;
-}
 
 export interface EpisodePodInput {
   task: AgentTask;

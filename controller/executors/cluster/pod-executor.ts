@@ -13,8 +13,9 @@ import { KubeError, isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 import type { Lane } from '../../kube/rate-limiter.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
-import type { ClusterTask } from '../../sources/cluster/agent-task-source.ts';
-import { buildEpisodePod, episodePodName, podEpisode, TASK_LABEL } from './episode-pod.ts';
+import type { ClusterTask } from '../../core/ports.ts';
+import { episodePodName, podEpisode, TASK_LABEL } from '../../cluster/names.ts';
+import { buildEpisodePod } from './episode-pod.ts';
 import { isFinishedPod, isRunningPod, observeDeletedPod, observePod } from './pod-outcome.ts';
 
 // Pods we deleted and pods that vanished are remembered this long (an hour of pod churn at most).

@@ -6,7 +6,8 @@ import type { EpisodeResult } from '../../api/episode-result.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { ObservedEpisode } from '../../reconciler/reconcile.ts';
 import { decodeTerminationMessage } from '../../runner/termination-message.ts';
-import { AGENT_CONTAINER, podEpisode } from './episode-pod.ts';
+import { podEpisode } from '../../cluster/names.ts';
+import { AGENT_CONTAINER } from './episode-pod.ts';
 import type { KubeObject } from '../../kube/informer.ts';
 
 /** Waiting reasons that never fix themselves: after the grace period the episode is fatal. */

@@ -3,13 +3,13 @@
 // warns: the commit stays in the clone and the next episode's update and push carry it.
 import type { Logger } from 'pino';
 import type { EpisodeResult } from '../../api/episode-result.ts';
-import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
+import type { SpecFileTask } from '../../core/ports.ts';
 import { checkpointEpisode } from '../evidence/checkpoint.ts';
 import { pushLocalGitWorkspace } from './git-workspace.ts';
 
 export async function checkpointLocalEpisode(
   result: EpisodeResult,
-  ctx: { workspace: string; stateDir: string; task: LocalTask; number: number; logger: Logger },
+  ctx: { workspace: string; stateDir: string; task: SpecFileTask; number: number; logger: Logger },
 ): Promise<EpisodeResult> {
   const { task, number, logger } = ctx;
   const spec = task.spec;

@@ -7,13 +7,11 @@ import type { Logger } from 'pino';
 import { DEFAULT_SPEC } from '../../api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
 import { TerminalError } from '../../core/ports.ts';
-import type { EpisodeExecutor } from '../../core/ports.ts';
+import type { EpisodeExecutor, RecordedStatus, SpecFileTask } from '../../core/ports.ts';
 import { checkpointLocalEpisode } from './episode-checkpoint.ts';
 import { episodeLogPath, launchEpisode, promptScratchFile } from './episode-launcher.ts';
 import type { LaunchedEpisode } from './episode-launcher.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
-import type { StoredStatus } from '../../sinks/local/file-status.ts';
-import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
 import { collectEvidence } from '../evidence/collect.ts';
 import { snapshotWorkspace } from '../evidence/workspace.ts';
 import type { WorkspaceSnapshot } from '../evidence/workspace.ts';
@@ -31,7 +29,7 @@ export interface ProcessExecutorOptions {
   killGraceMs?: number;
 }
 
-export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
+export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
   private readonly opts: ProcessExecutorOptions;
   private readonly running = new Map<string, LaunchedEpisode>();
   /** Ended episodes whose end is not on record yet. */
@@ -51,7 +49,10 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
    * (episode-log-recovery.ts): finished there, it is recorded as it ended, with its cost; otherwise it is
    * interrupted, keeping the cost the log shows. `specs` gives each task's analyzer options.
    */
-  async recover(records: StoredStatus[], specs?: ReadonlyMap<string, { spec?: AgentTaskSpec }>): Promise<void> {
+  async recover(
+    records: readonly RecordedStatus[],
+    specs?: ReadonlyMap<string, { spec?: AgentTaskSpec }>,
+  ): Promise<void> {
     for (const record of records) {
       const current = record.status.currentEpisode;
       if (!current) continue;
@@ -95,7 +96,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
     }
   }
 
-  observe(task: LocalTask, status: AgentTaskStatus): ObservedEpisode | undefined {
+  observe(task: SpecFileTask, status: AgentTaskStatus): ObservedEpisode | undefined {
     const ended = this.finished.get(task.key);
     if (ended && status.currentEpisode?.number === ended.number) return ended;
     if (ended) this.finished.delete(task.key); // on record now
@@ -106,7 +107,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
     return undefined;
   }
 
-  async start(task: LocalTask, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>> {
+  async start(task: SpecFileTask, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>> {
     if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
     let before: WorkspaceSnapshot | undefined;
     const snapshot = { exclude: [this.opts.stateDir] };
@@ -155,7 +156,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<LocalTask> {
     return { agentPid: episode.pid };
   }
 
-  async stop(task: LocalTask, number: number, reason: StopReason): Promise<void> {
+  async stop(task: SpecFileTask, number: number, reason: StopReason): Promise<void> {
     const run = this.running.get(task.key);
     if (run?.number === number) run.cancel(reason);
     else this.notify(task.key); // nothing of it runs here: look again, it ends as the reconciler says

@@ -7,11 +7,11 @@ import type { Logger } from 'pino';
 import { API_VERSION, GROUP, KIND, VERSION } from '../../api/agent-task.ts';
 import { DEFAULT_HISTORY_KEEP, EPISODE_KIND, EPISODE_PLURAL } from '../../api/episode-record.ts';
 import type { AgentEpisode, EpisodeRecord } from '../../api/episode-record.ts';
-import { EPISODE_LABEL, MANAGED_BY_LABEL, TASK_LABEL, episodePodName } from '../../executors/cluster/episode-pod.ts';
+import { EPISODE_LABEL, MANAGED_BY_LABEL, TASK_LABEL, episodePodName } from '../../cluster/names.ts';
 import type { Informer, KubeObject } from '../../kube/informer.ts';
 import { KubeError, isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
-import type { ClusterTask } from '../../sources/cluster/agent-task-source.ts';
+import type { ClusterTask } from '../../core/ports.ts';
 import { API_RETRY, retryDelayMs } from '../../util/retry-delay.ts';
 
 export function episodesPath(namespace: string, name = ''): string {

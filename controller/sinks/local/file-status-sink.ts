@@ -5,14 +5,13 @@ import { isTerminal } from '../../api/agent-task.ts';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import type { EpisodeRecord } from '../../api/episode-record.ts';
 import type { StoreFullError } from '../../core/ports.ts';
-import type { StatusSink } from '../../core/ports.ts';
-import type { LocalTask } from '../../sources/local/spec-dir-source.ts';
+import type { SpecFileTask, StatusSink } from '../../core/ports.ts';
 import { logEvent } from '../event-log.ts';
 import { appendRecord, episodesPath, recoverRecords } from './episode-records.ts';
 import { FileStatusStore, storeFullError } from './file-status.ts';
 import type { StoredStatus } from './file-status.ts';
 
-export class FileStatusSink implements StatusSink<LocalTask> {
+export class FileStatusSink implements StatusSink<SpecFileTask> {
   readonly store: FileStatusStore;
   private readonly records = new Map<string, StoredStatus>();
   private readonly logger: Logger;
@@ -43,10 +42,6 @@ export class FileStatusSink implements StatusSink<LocalTask> {
     return records;
   }
 
-  record(key: string): StoredStatus | undefined {
-    return this.records.get(key);
-  }
-
   read(task: { key: string }): AgentTaskStatus | undefined {
     return this.records.get(task.key)?.status;
   }
@@ -56,7 +51,7 @@ export class FileStatusSink implements StatusSink<LocalTask> {
    * returns once the file is renamed into place: only a power loss could undo that, and it stops the agent
    * too. The directory fsync goes on meanwhile.
    */
-  async write(task: LocalTask, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void> {
+  async write(task: SpecFileTask, status: AgentTaskStatus, opts: { beforeStart: boolean }): Promise<void> {
     const prev = this.records.get(task.key);
     const next: StoredStatus = {
       namespace: task.namespace,
@@ -122,7 +117,7 @@ export class FileStatusSink implements StatusSink<LocalTask> {
     this.logger.warn(`the state disk has room again (${this.stateDir}); resuming`);
   }
 
-  async recordEpisode(task: LocalTask, record: EpisodeRecord): Promise<void> {
+  async recordEpisode(task: SpecFileTask, record: EpisodeRecord): Promise<void> {
     try {
       appendRecord(episodesPath(this.stateDir, task.namespace, task.name), record, this.syncError(task));
     } catch (err) {
@@ -145,7 +140,7 @@ export class FileStatusSink implements StatusSink<LocalTask> {
   }
 
   event(
-    task: LocalTask,
+    task: SpecFileTask,
     type: 'Normal' | 'Warning',
     reason: string,
     message: string,

@@ -11,7 +11,7 @@ import {
 import type { ResumeRequest } from '../../api/resume.ts';
 import { clusterSpec } from '../../cluster/episode-defaults.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
-import type { DesiredTask, TaskSource } from '../../core/ports.ts';
+import type { ClusterTask, TaskSource } from '../../core/ports.ts';
 import { Finalizer } from '../../kube/finalizer.ts';
 import type { Informer, KubeObject } from '../../kube/informer.ts';
 import { objectKey } from '../../kube/informer.ts';
@@ -27,11 +27,6 @@ export const cleanupFinalizer = new Finalizer({
   kind: KIND,
   path: taskPath,
 });
-
-/** A task as the cluster has it: the object itself comes along for owner references and events. */
-export interface ClusterTask extends DesiredTask {
-  object: KubeObject;
-}
 
 // Finalizer patches in flight at once: a flood of new tasks must not pile up thousands of requests.
 const FINALIZER_CONCURRENCY = 16;

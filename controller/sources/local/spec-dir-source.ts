@@ -1,14 +1,13 @@
 // Desired state locally: the AgentTasks of a spec directory, as loaded and then followed by the watcher.
-// Generation, which a cluster's API server keeps, is counted here: one up for every new spec hash.
+// Generation, which a cluster's API server keeps, is counted here: one up for every new spec hash, from
+// what was on record when the controller started (recall()).
 import type { ResumeRequest } from '../../api/resume.ts';
-import type { DesiredTask, TaskSource } from '../../core/ports.ts';
+import type { SpecFileTask, TaskSource } from '../../core/ports.ts';
 import { dependsOnAsWritten } from './spec-files.ts';
 import type { LoadedSpecs, SpecTask } from './spec-files.ts';
 
-export interface LocalTask extends DesiredTask {
-  /** The file it came from: a relative workspace is resolved against it. */
-  file: string;
-  specHash: string;
+export interface LocalTask extends SpecFileTask {
+  /** What the spec file says, for `episodic run`'s view. */
   source: SpecTask;
 }
 
@@ -17,21 +16,22 @@ export class SpecDirSource implements TaskSource<LocalTask> {
   private listeners: Array<(key: string) => void> = [];
   /** Resume requests from the state directory, by task key (resume-requests.ts). */
   private readonly requests = new Map<string, ResumeRequest>();
-  private readonly recorded: (key: string) => { generation: number; specHash: string } | undefined;
-
-  private readonly blocked: (key: string) => string | undefined;
+  /** The latest generation and spec hash of every task seen, removed ones included: a re-added task goes on counting. */
+  private readonly generations = new Map<string, { generation: number; specHash: string }>();
+  /** Why a task must not run although its spec is fine, by key. */
+  private readonly blocked = new Map<string, string>();
 
   /**
-   * `recorded`: the generation and spec hash on record for a task (from its status file). `blocked`: why a
-   * task must not run although its spec is fine (its status file is unreadable: running it would start
-   * over from episode 1 and ignore its caps).
+   * What was on record when the controller started, before the first set(): each task's generation and spec
+   * hash, and the tasks whose status file is unreadable (running one would start over from episode 1 and
+   * ignore its caps).
    */
-  constructor(
-    recorded: (key: string) => { generation: number; specHash: string } | undefined,
-    blocked: (key: string) => string | undefined = () => undefined,
-  ) {
-    this.recorded = recorded;
-    this.blocked = blocked;
+  recall(
+    recorded: Iterable<{ namespace: string; name: string; generation: number; specHash: string }>,
+    unreadable: ReadonlyMap<string, string>,
+  ): void {
+    for (const r of recorded) this.generations.set(`${r.namespace}/${r.name}`, r);
+    for (const [key, why] of unreadable) this.blocked.set(key, why);
   }
 
   /** A new view of the directory: every task added, edited or removed is announced. */
@@ -77,11 +77,12 @@ export class SpecDirSource implements TaskSource<LocalTask> {
   async hold(): Promise<void> {}
   async release(): Promise<void> {}
 
-  /** `old`: the version it replaces, if this source saw one; else the generation comes from the record. */
+  /** `old`: the version it replaces, if this source has one; else the generation goes on from the last known. */
   private desired(spec: SpecTask, old?: LocalTask): LocalTask {
-    const rec = old ?? this.recorded(spec.key);
+    const rec = old ?? this.generations.get(spec.key);
     const generation = !rec ? 1 : rec.specHash === spec.specHash ? rec.generation : rec.generation + 1;
-    const blocked = this.blocked(spec.key);
+    this.generations.set(spec.key, { generation, specHash: spec.specHash });
+    const blocked = this.blocked.get(spec.key);
     return {
       key: spec.key,
       namespace: spec.namespace,

@@ -1,0 +1,24 @@
+// How episode pods are named and labelled: the executor creates them by these names and labels, the status
+// sink and the episode records refer to them, and `episodic get` finds them. One module, so none of those
+// has to import another.
+import { createHash } from 'node:crypto';
+
+export const TASK_LABEL = 'episodic.dev/task';
+export const EPISODE_LABEL = 'episodic.dev/episode';
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+const MAX_NAME = 63;
+
+/** `<task>-ep-<n>`; past 63 characters the task part is cut and a hash keeps names unique. */
+export function episodePodName(task: string, episode: number): string {
+  const suffix = `-ep-${episode}`;
+  if (task.length + suffix.length <= MAX_NAME) return `${task}${suffix}`;
+  const hash = createHash('sha256').update(task).digest('hex').slice(0, 8);
+  const keep = MAX_NAME - suffix.length - hash.length - 1;
+  return `${task.slice(0, keep).replace(/-+$/, '')}-${hash}${suffix}`;
+}
+
+/** Episode number of a pod we created, or undefined for a pod that is not an episode pod. */
+export function podEpisode(pod: { metadata?: { labels?: Record<string, string> } }): number | undefined {
+  const n = Number(pod.metadata?.labels?.[EPISODE_LABEL]);
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+}

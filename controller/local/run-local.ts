@@ -1,0 +1,213 @@
+// The composition of `episodic run`: lock the state dir, load and check the specs, recover what a previous
+// controller left, follow the spec files, and run the local controller until it settles or is stopped.
+// The CLI parses the arguments, shows the view and turns the end into an exit code.
+import { accessSync, constants, existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Logger } from 'pino';
+import type { AgentTaskStatus } from '../api/agent-task.ts';
+import type { EpisodicMetrics } from '../metrics/metrics.ts';
+import type { RunningServer } from '../metrics/server.ts';
+import { checkSpecSet, withoutFailedChecks } from '../sources/local/spec-checks.ts';
+import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
+import { loadSpecDir } from '../sources/local/spec-files.ts';
+import type { SpecWatcher } from '../sources/local/spec-watcher.ts';
+import { LocalController } from './local-controller.ts';
+import { acquireStateLock, StateLockError } from './state-lock.ts';
+import type { StateLock } from './state-lock.ts';
+
+export type LocalView = Array<{ task: SpecTask; status: AgentTaskStatus }>;
+
+export interface LocalRunOptions {
+  dir: string;
+  stateDir: string;
+  watch: boolean;
+  maxConcurrent: number;
+  budgetUSD?: number;
+  logger: Logger;
+  metricsAddr?: string;
+  /** Prometheus text metrics are written here at the end. */
+  metricsFile?: string;
+  /** Aborted on SIGINT/SIGTERM (its reason: the signal): start nothing more, stop what runs. */
+  interrupt: AbortSignal;
+  /** Shows the view while the run goes on (the CLI's live table); stopped once the run ends. */
+  show?: (view: () => LocalView) => { stop(): void };
+}
+
+export type LocalRunEnd =
+  | { end: 'noTasks'; problem: string }
+  | { end: 'interrupted'; view: LocalView }
+  | { end: 'stateFull'; message: string; view: LocalView }
+  | { end: 'settled'; view: LocalView; specErrors: number };
+
+/** The state dir cannot be locked: another controller holds it (`inUse`) or it cannot be written (`why`). */
+export class StateDirUnavailable extends Error {
+  override name = 'StateDirUnavailable';
+  readonly inUse: boolean;
+  readonly code: string | undefined;
+  readonly why: string | undefined;
+  constructor(message: string, inUse: boolean, code?: string, why?: string) {
+    super(message);
+    this.inUse = inUse;
+    this.code = code;
+    this.why = why;
+  }
+}
+
+export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
+  const lock = await lockStateDir(opts.stateDir);
+  const { logger } = opts;
+  // prom-client is a noticeable part of start-up: it loads only when the metrics will be read (served or written at exit).
+  const metrics: EpisodicMetrics | undefined =
+    opts.metricsAddr || opts.metricsFile ? new (await import('../metrics/metrics.ts')).EpisodicMetrics() : undefined;
+  const { dir, stateDir } = opts;
+  const controller = new LocalController({
+    dir,
+    stateDir,
+    maxConcurrent: opts.maxConcurrent,
+    budgetUSD: opts.budgetUSD,
+    logger,
+    metrics,
+  });
+  const onInterrupt = () => {
+    logger.warn({ signal: opts.interrupt.reason }, 'stopping: no new episodes; terminating running ones');
+    void controller.shutdown();
+  };
+  if (opts.interrupt.aborted) onInterrupt();
+  else opts.interrupt.addEventListener('abort', onInterrupt, { once: true });
+  let server: RunningServer | undefined;
+  let watcher: SpecWatcher | undefined;
+  try {
+    // node:http and chokidar load only when asked for: every run pays the start-up time of what it imports.
+    if (opts.metricsAddr && metrics) {
+      const { startMetricsServer } = await import('../metrics/server.ts');
+      server = await startMetricsServer({ address: opts.metricsAddr, metrics, ready: () => true });
+      logger.info({ url: `${server.url}/metrics` }, 'serving metrics');
+    }
+    const initial = await loadAndRecover(controller, opts);
+    if (initial.tasks.size === 0 && !opts.watch)
+      return { end: 'noTasks', problem: initial.errors.length > 0 ? 'no valid AgentTask' : 'no AgentTask' };
+    logger.info({ dir, stateDir, tasks: initial.tasks.size }, 'specs loaded');
+    controller.setSpecs(
+      withoutFailedChecks(
+        initial,
+        checkSpecSet(initial.tasks.values(), () => dir),
+      ),
+    );
+    if (opts.watch) watcher = await watchSpecs(controller, initial, opts);
+    const shown = opts.show?.(() => controller.view());
+    try {
+      return await runUntilDone(controller, opts, initial.errors.length);
+    } finally {
+      shown?.stop();
+    }
+  } finally {
+    opts.interrupt.removeEventListener('abort', onInterrupt);
+    await watcher?.close();
+    await server?.close();
+    if (opts.metricsFile && metrics) await writeFile(opts.metricsFile, await metrics.text());
+    await lock.release();
+  }
+}
+
+/** Specs first: recovery reads an episode's log with its task's output settings. */
+async function loadAndRecover(controller: LocalController, opts: LocalRunOptions): Promise<LoadedSpecs> {
+  const { dir, logger } = opts;
+  const initial = await loadSpecDir(dir);
+  await controller.recover(initial);
+  for (const line of initial.errors) logger.error(line);
+  // What validate reports across files, said before any episode starts; the tasks concerned never start.
+  const checked = checkSpecSet(initial.tasks.values(), () => dir);
+  for (const line of checked.errors) logger.error(line);
+  for (const line of checked.warnings) logger.warn(line);
+  for (const line of initial.ignored) logger.debug(`ignored ${line}`);
+  return initial;
+}
+
+async function watchSpecs(controller: LocalController, initial: LoadedSpecs, opts: LocalRunOptions) {
+  const { dir, logger } = opts;
+  const { SpecWatcher } = await import('../sources/local/spec-watcher.ts');
+  const watcher = new SpecWatcher({
+    dir,
+    onChange: (specs) => {
+      for (const line of specs.errors) logger.error(line);
+      controller.setSpecs(
+        withoutFailedChecks(
+          specs,
+          checkSpecSet(specs.tasks.values(), () => dir),
+        ),
+      );
+    },
+    onError: (err) => logger.error({ err }, 'watching spec files failed'),
+  });
+  watcher.seed(initial);
+  await watcher.start();
+  logger.info({ dir }, 'watching for spec changes');
+  return watcher;
+}
+
+async function runUntilDone(controller: LocalController, opts: LocalRunOptions, specErrors: number) {
+  const interrupted = () => opts.interrupt.aborted;
+  // A full state disk ends a run (with --watch: it waits, retrying with backoff, and resumes when there is room).
+  await waitUntil(
+    controller,
+    () => interrupted() || (!opts.watch && (controller.settled() || controller.storeFull() !== undefined)),
+  );
+  if (interrupted()) {
+    await controller.shutdown();
+    return { end: 'interrupted', view: controller.view() } as const;
+  }
+  const full = controller.storeFull();
+  if (full) {
+    await controller.abandon();
+    return { end: 'stateFull', message: full.message, view: controller.view() } as const;
+  }
+  return { end: 'settled', view: controller.view(), specErrors } as const;
+}
+
+async function lockStateDir(stateDir: string): Promise<StateLock> {
+  try {
+    return await acquireStateLock(stateDir);
+  } catch (err) {
+    const code = writeBlocker(stateDir, err);
+    // The first write to the state dir: say which directory cannot be written and why, not just the errno.
+    const why =
+      code === 'EROFS'
+        ? 'is on a read-only file system'
+        : code === 'EACCES' || code === 'EPERM'
+          ? 'is not writable by this user'
+          : undefined;
+    throw new StateDirUnavailable((err as Error).message, err instanceof StateLockError, code, why);
+  }
+}
+
+/**
+ * The errno that keeps the state dir from being written. Node's recursive mkdir reports a missing state dir
+ * under a read-only directory (a spec dir mounted read-only, the default DIR/.episodic) as ENOENT: then the
+ * nearest directory that exists says why.
+ */
+function writeBlocker(stateDir: string, err: unknown): string | undefined {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code !== 'ENOENT') return code;
+  let parent = stateDir;
+  while (!existsSync(parent) && dirname(parent) !== parent) parent = dirname(parent);
+  try {
+    accessSync(parent, constants.W_OK);
+    return code;
+  } catch (probe) {
+    return (probe as NodeJS.ErrnoException).code ?? code;
+  }
+}
+
+/** Re-checks the predicate whenever the controller reports a change (and at least once a second). */
+async function waitUntil(controller: LocalController, done: () => boolean): Promise<void> {
+  while (!done()) {
+    await new Promise<void>((resolveWait) => {
+      const timer = setTimeout(resolveWait, 1000);
+      controller.onChange(() => {
+        clearTimeout(timer);
+        resolveWait();
+      });
+    });
+  }
+}
