@@ -2,9 +2,7 @@
 // Exit codes: 0 after SIGINT/SIGTERM, 1 when leadership is lost or startup fails, 2 invalid usage.
 // @kubernetes/client-node and the cluster controller are imported only when this command runs: client-node
 // is heavy to load, and `episodic run` and every episode pod's runner never need it (bench/README.md).
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
-import type { ClusterController } from '../cluster/controller.ts';
 import type { EpisodeDefaults } from '../cluster/episode-defaults.ts';
 import { CLUSTER_DEFAULTS } from '../cluster/defaults.ts';
 import { LEASE_NAME } from '../kube/leader-election.ts';
@@ -120,15 +118,6 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-export async function loadKubeConfig(path: string | undefined): Promise<KubeConfig> {
-  const { KubeConfig } = await import('@kubernetes/client-node');
-  const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  else if (!process.env.KUBECONFIG && process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
-  else kc.loadFromDefault();
-  return kc;
-}
-
 export async function controllerCommand(opts: ControllerCliOptions): Promise<number> {
   let settings: ReturnType<typeof parseSettings>;
   try {
@@ -149,69 +138,29 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
     }
   }
   const log = createLogger({ level: opts.logLevel, name: 'episodic-controller' });
-  let kubeConfig: KubeConfig;
+  const stop = new AbortController();
+  const onSignal = (signal: string) => stop.abort(signal);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
-    kubeConfig = await loadKubeConfig(opts.kubeconfig);
-    if (!kubeConfig.getCurrentCluster()) throw new Error('no current cluster in the kubeconfig');
-  } catch (err) {
-    log.error({ err: (err as Error).message }, 'cannot load a kubeconfig');
-    log.flush();
-    return 1;
-  }
-
-  let lost = false;
-  let finish: (code: number) => void = () => {};
-  const finished = new Promise<number>((resolve) => (finish = resolve));
-  let controller: ClusterController;
-  try {
-    const { ClusterController, inClusterNamespace } = await import('../cluster/controller.ts');
-    controller = await ClusterController.start({
-      kubeConfig,
+    const { runCluster } = await import('../cluster/run-cluster.ts');
+    const end = await runCluster({
+      kubeconfig: opts.kubeconfig,
       log,
       namespace: opts.namespace,
       ...settings,
       episodeDefaults,
       metricsAddr: opts.metricsAddr || undefined,
       healthAddr: opts.healthAddr || undefined,
-      leaderElection: opts.leaderElect
-        ? {
-            namespace:
-              opts.leaderElectionNamespace ?? inClusterNamespace() ?? opts.namespace ?? CLUSTER_DEFAULTS.leaseNamespace,
-            ...settings.lease,
-          }
-        : undefined,
-      onLostLeadership: () => {
-        lost = true;
-        finish(1);
-      },
+      leaderElection: opts.leaderElect ? { namespace: opts.leaderElectionNamespace, ...settings.lease } : undefined,
+      stop: stop.signal,
     });
-  } catch (err) {
-    log.error({ err: (err as Error).message }, 'controller failed to start');
+    return end === 'stopped' ? 0 : 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     log.flush();
-    return 1;
   }
-  log.info(
-    {
-      namespace: opts.namespace ?? '(all)',
-      servers: controller.servers.map((s) => s.url),
-      leaderElect: !!opts.leaderElect,
-      identity: controller.identity,
-    },
-    'episodic controller started',
-  );
-  const onSignal = (signal: string) => {
-    log.info({ signal }, 'shutting down');
-    finish(0);
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  const code = await finished;
-  process.off('SIGINT', onSignal);
-  process.off('SIGTERM', onSignal);
-  if (lost) log.error('leadership lost; exiting so a fresh start re-joins the election');
-  await controller.stop();
-  log.flush();
-  return code;
 }
 
 /** The numeric and duration flags, checked; a bad one throws a UsageError naming it. */

@@ -89,7 +89,7 @@ async function resumeOnCluster(
   kubeconfig: string,
   request: { token: string; by: string; episodes?: number },
 ): Promise<number> {
-  const { loadKubeConfig } = await import('./controller.ts');
+  const { loadKubeConfig } = await import('../kube/kube-config.ts');
   const { KubernetesObjectApi, PatchStrategy } = await import('@kubernetes/client-node');
   try {
     const kc = await loadKubeConfig(kubeconfig);

@@ -9,7 +9,6 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { AgentTaskStatusSchema } from '../../api/agent-task.ts';
 import { describeIssues } from '../../api/validate.ts';
-import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import { StoreFullError } from '../../core/ports.ts';
 
 export const StoredStatusSchema = z.object({

@@ -1,0 +1,79 @@
+// The composition of `episodic controller`: a kubeconfig, the cluster controller (informers, the loop,
+// leader election, metrics) and its lifetime: until stopped, or until leadership is lost.
+// The CLI parses the arguments and turns the end into an exit code.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { loadKubeConfig } from '../kube/kube-config.ts';
+import { ClusterController, inClusterNamespace } from './controller.ts';
+import { CLUSTER_DEFAULTS } from './defaults.ts';
+import type { ClusterControllerOptions } from './controller.ts';
+
+export interface ClusterRunOptions extends Omit<ClusterControllerOptions, 'kubeConfig' | 'leaderElection'> {
+  kubeconfig?: string;
+  /** Leader election: its namespace defaults to the pod's own, then the watched one, then CLUSTER_DEFAULTS. */
+  leaderElection?: Omit<NonNullable<ClusterControllerOptions['leaderElection']>, 'namespace'> & {
+    namespace?: string;
+  };
+  /** Aborted on SIGINT/SIGTERM (its reason: the signal). */
+  stop: AbortSignal;
+}
+
+export type ClusterRunEnd = 'stopped' | 'lostLeadership' | 'noKubeconfig' | 'startFailed';
+
+export async function runCluster(opts: ClusterRunOptions): Promise<ClusterRunEnd> {
+  const { log } = opts;
+  let kubeConfig: KubeConfig;
+  try {
+    kubeConfig = await loadKubeConfig(opts.kubeconfig);
+    if (!kubeConfig.getCurrentCluster()) throw new Error('no current cluster in the kubeconfig');
+  } catch (err) {
+    log.error({ err: (err as Error).message }, 'cannot load a kubeconfig');
+    return 'noKubeconfig';
+  }
+  let lost = false;
+  let finish: () => void = () => {};
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  let controller: ClusterController;
+  try {
+    const le = opts.leaderElection;
+    controller = await ClusterController.start({
+      ...opts,
+      kubeConfig,
+      leaderElection: le && {
+        ...le,
+        namespace: le.namespace ?? inClusterNamespace() ?? opts.namespace ?? CLUSTER_DEFAULTS.leaseNamespace,
+      },
+      onLostLeadership: () => {
+        if (!opts.stop.aborted) lost = true;
+        finish();
+      },
+    });
+  } catch (err) {
+    log.error({ err: (err as Error).message }, 'controller failed to start');
+    return 'startFailed';
+  }
+  logStarted(controller, opts);
+  const onStop = () => {
+    log.info({ signal: opts.stop.reason }, 'shutting down');
+    finish();
+  };
+  if (opts.stop.aborted) onStop();
+  else opts.stop.addEventListener('abort', onStop, { once: true });
+  await finished;
+  const end = lost ? 'lostLeadership' : 'stopped';
+  opts.stop.removeEventListener('abort', onStop);
+  if (lost) log.error('leadership lost; exiting so a fresh start re-joins the election');
+  await controller.stop();
+  return end;
+}
+
+function logStarted(controller: ClusterController, opts: ClusterRunOptions): void {
+  opts.log.info(
+    {
+      namespace: opts.namespace ?? '(all)',
+      servers: controller.servers.map((s) => s.url),
+      leaderElect: !!opts.leaderElection,
+      identity: controller.identity,
+    },
+    'episodic controller started',
+  );
+}
