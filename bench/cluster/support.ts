@@ -1,7 +1,7 @@
 // Helpers for bench/cluster/run.ts: bulk create, pod counting through a watch, cleanup, RSS.
 import { readFile } from 'node:fs/promises';
 import { Informer } from '../../controller/kube/informer.ts';
-import type { KubeObject } from '../../controller/kube/informer.ts';
+import type { LooseObject as KubeObject } from '../../test/support/loose-object.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 
 const TASKS = '/apis/episodic.dev/v1alpha1/namespaces';
@@ -81,7 +81,7 @@ export async function phaseCounter(
 
 /** With no controller running: strip finalizers, then delete every task and pod in ns. */
 export async function deleteTasksThenPods(client: KubeClient, ns: string): Promise<void> {
-  const list = await client.get(`${TASKS}/${ns}/agenttasks`);
+  const list = await client.get<any>(`${TASKS}/${ns}/agenttasks`);
   const items: KubeObject[] = list.items;
   let next = 0;
   const worker = async () => {

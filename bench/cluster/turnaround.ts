@@ -11,7 +11,7 @@ import { podEpisode, TASK_LABEL } from '../../controller/cluster/names.ts';
 import { buildEpisodePod } from '../../controller/executors/cluster/episode-pod.ts';
 import { isFinishedPod } from '../../controller/executors/cluster/pod-outcome.ts';
 import { Informer, objectKey } from '../../controller/kube/informer.ts';
-import type { KubeObject } from '../../controller/kube/informer.ts';
+import type { LooseObject as KubeObject } from '../../test/support/loose-object.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
 import type { Cluster } from '../../test/support/cluster.ts';
@@ -111,7 +111,7 @@ export async function bareTurnaround(
 ): Promise<Turnaround> {
   const ns = await createNamespace(writeStatus ? 'bench-bare-status' : 'bench-bare');
   await createAll(client, ns, tasks, (i) => taskBody(ns, `t${i}`, { limits: { maxEpisodes: episodes } }));
-  const list = await client.get(`${TASKS}/${ns}/agenttasks`);
+  const list = await client.get<any>(`${TASKS}/${ns}/agenttasks`);
   const objects = new Map<string, KubeObject>((list.items as KubeObject[]).map((t) => [t.metadata.name, t]));
   const create = async (name: string, episode: number) => {
     const task = objects.get(name) as KubeObject;

@@ -26,18 +26,28 @@ export function knownKeys(schema: z.ZodType, path: ReadonlyArray<PropertyKey>): 
   return [...new Set(shapesAt(schema, path).flatMap((shape) => Object.keys(shape)))];
 }
 
+/** What shapesAt reads of a zod schema's internal definition. */
+interface ZodDef {
+  type?: string;
+  shape?: Record<string, unknown>;
+  element?: unknown;
+  options?: unknown[];
+  in?: unknown;
+  innerType?: unknown;
+}
+
 function shapesAt(node: unknown, path: ReadonlyArray<PropertyKey>): Array<Record<string, unknown>> {
-  const def = (node as { _zod?: { def?: Record<string, any> } } | undefined)?._zod?.def;
+  const def = (node as { _zod?: { def?: ZodDef } } | undefined)?._zod?.def;
   if (!def) return [];
   const [head, ...rest] = path;
   switch (def.type) {
     case 'object':
-      if (path.length === 0) return [def.shape];
-      return typeof head === 'string' && def.shape[head] ? shapesAt(def.shape[head], rest) : [];
+      if (path.length === 0) return def.shape ? [def.shape] : [];
+      return typeof head === 'string' && def.shape?.[head] ? shapesAt(def.shape[head], rest) : [];
     case 'array':
       return typeof head === 'number' ? shapesAt(def.element, rest) : [];
     case 'union':
-      return def.options.flatMap((option: unknown) => shapesAt(option, path));
+      return (def.options ?? []).flatMap((option) => shapesAt(option, path));
     case 'pipe':
       return shapesAt(def.in, path);
     default:

@@ -13,7 +13,7 @@ import { PodEpisodeExecutor } from '../executors/cluster/pod-executor.ts';
 import { TASK_LABEL } from './names.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { Informer } from '../kube/informer.ts';
-import type { KubeObject } from '../kube/informer.ts';
+import type { CustomObject, KubeObject, Pod } from '../kube/objects.ts';
 import { KubeClient, isStatus } from '../kube/kube-client.ts';
 import { LeaderElector } from '../kube/leader-election.ts';
 import { EpisodicMetrics } from '../metrics/metrics.ts';
@@ -64,9 +64,9 @@ export interface ClusterControllerOptions {
 
 export class ClusterController {
   readonly client: KubeClient;
-  readonly tasks: Informer<KubeObject>;
-  readonly pods: Informer<KubeObject>;
-  readonly budgets: Informer<KubeObject>;
+  readonly tasks: Informer<CustomObject>;
+  readonly pods: Informer<Pod>;
+  readonly budgets: Informer<CustomObject>;
   readonly metrics: EpisodicMetrics;
   readonly identity: string;
   readonly statusWriter: StatusWriter;
@@ -93,8 +93,8 @@ export class ClusterController {
     this.metrics = opts.metrics ?? new EpisodicMetrics();
     this.identity = opts.leaderElection?.identity ?? `${hostname()}_${randomUUID()}`;
     const ns = opts.namespace;
-    const informer = (resource: string, path: string, labelSelector?: string) =>
-      new Informer<KubeObject>({
+    const informer = <T extends KubeObject>(resource: string, path: string, labelSelector?: string) =>
+      new Informer<T>({
         client,
         resource,
         path,

@@ -4,7 +4,7 @@
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { ResumeRequest } from '../api/resume.ts';
-import type { KubeObject } from '../kube/informer.ts';
+import type { CustomObject } from '../kube/objects.ts';
 import type { ObservedEpisode, StopReason } from '../reconciler/reconcile.ts';
 
 /** Desired state of one task, as its source has it now. */
@@ -38,7 +38,7 @@ export interface SpecFileTask extends DesiredTask {
 
 /** Cluster mode: the object itself comes along for owner references and events. */
 export interface ClusterTask extends DesiredTask {
-  object: KubeObject;
+  object: CustomObject;
 }
 
 /** A task's status as it was on record when the controller started (locally: its status file). */

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
 import { isStatus } from './kube-client.ts';
 import type { KubeClient } from './kube-client.ts';
-import type { KubeObject } from './informer.ts';
+import type { KubeEvent, KubeObject } from './objects.ts';
 
 export const EVENT_SOURCE = 'episodic-controller';
 const AGGREGATE_MS = 10 * 60_000;
@@ -79,7 +79,7 @@ export class EventRecorder {
     }
     // Like client-go: object name plus a unique hex suffix.
     const name = `${obj.metadata.name}.${(now.getTime() * 1000 + (this.seq++ % 1000)).toString(16)}`;
-    const event = {
+    const event: KubeEvent = {
       apiVersion: 'v1',
       kind: 'Event',
       metadata: { name, namespace },

@@ -6,7 +6,7 @@
 // precondition to lose against status writes racing it, and other finalizers are never touched.
 import { FIELD_MANAGER, isStatus } from './kube-client.ts';
 import type { KubeClient } from './kube-client.ts';
-import type { KubeObject } from './informer.ts';
+import type { KubeObject } from './objects.ts';
 import type { Lane } from './rate-limiter.ts';
 
 const APPLY_PATCH = 'application/apply-patch+yaml';

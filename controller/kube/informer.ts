@@ -10,26 +10,7 @@
 import { API_RETRY, retryDelayMs } from '../util/retry-delay.ts';
 import { KubeError } from './kube-client.ts';
 import type { KubeClient, WatchHandle } from './kube-client.ts';
-
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata: {
-    name: string;
-    namespace?: string;
-    uid?: string;
-    resourceVersion?: string;
-    generation?: number;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    finalizers?: string[];
-    deletionTimestamp?: string;
-    creationTimestamp?: string;
-    ownerReferences?: Array<{ uid: string; kind: string; name: string; controller?: boolean }>;
-    managedFields?: unknown;
-  };
-  [field: string]: any;
-}
+import type { KubeList, KubeObject } from './objects.ts';
 
 /** The server-side watch timeout when none is given (each watch picks a value in [t, 2t)). */
 export const WATCH_TIMEOUT_SECONDS = 300;
@@ -184,7 +165,7 @@ export class Informer<T extends KubeObject> {
     let cont: string | undefined;
     let listRv = '';
     do {
-      const page = await this.opts.client.get(this.opts.path, {
+      const page = await this.opts.client.get<KubeList<T>>(this.opts.path, {
         limit: this.opts.pageSize ?? 500,
         continue: cont,
         labelSelector: this.opts.labelSelector,
@@ -218,7 +199,7 @@ export class Informer<T extends KubeObject> {
         watchdogMs,
       );
     };
-    handle = await this.opts.client.watch(
+    handle = await this.opts.client.watch<T>(
       this.opts.path,
       {
         resourceVersion: this.resourceVersion,

@@ -8,6 +8,7 @@ import { createInterface } from 'node:readline';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { RateLimiter } from './rate-limiter.ts';
 import type { Lane } from './rate-limiter.ts';
+import type { WatchEvent } from './objects.ts';
 
 /** The client-side request rate when none is given: qps per second, with bursts of up to burst above it. */
 export const RATE_LIMIT_DEFAULTS = { qps: 20, burst: 30 } as const;
@@ -114,7 +115,7 @@ export class KubeClient {
     return new KubeClient(kubeConfig, agent, opts);
   }
 
-  async request<T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+  async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     await this.limiter.take(opts.lane ?? 'work');
     // A finishing request hands its slot straight to the next waiter, so the cap is never exceeded.
     if (this.inFlight >= this.maxInFlight) await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
@@ -155,15 +156,15 @@ export class KubeClient {
     return (text ? JSON.parse(text) : undefined) as T;
   }
 
-  get<T = any>(path: string, query?: Query, lane?: Lane): Promise<T> {
+  get<T = unknown>(path: string, query?: Query, lane?: Lane): Promise<T> {
     return this.request<T>('GET', path, { query, lane });
   }
 
-  create<T = any>(path: string, body: unknown, lane?: Lane): Promise<T> {
+  create<T = unknown>(path: string, body: unknown, lane?: Lane): Promise<T> {
     return this.request<T>('POST', path, { body, lane, query: { fieldManager: FIELD_MANAGER } });
   }
 
-  mergePatch<T = any>(path: string, body: unknown, lane?: Lane): Promise<T> {
+  mergePatch<T = unknown>(path: string, body: unknown, lane?: Lane): Promise<T> {
     return this.request<T>('PATCH', path, {
       body,
       lane,
@@ -172,7 +173,7 @@ export class KubeClient {
     });
   }
 
-  delete<T = any>(path: string, body?: unknown, lane?: Lane): Promise<T> {
+  delete<T = unknown>(path: string, body?: unknown, lane?: Lane): Promise<T> {
     return this.request<T>('DELETE', path, { body, lane });
   }
 
@@ -180,11 +181,7 @@ export class KubeClient {
    * One watch request; calls onEvent per line. Not retried here: the informer decides what an ending
    * means (relist after 410, backoff after errors, a watchdog for silent streams).
    */
-  async watch(
-    path: string,
-    query: Query,
-    onEvent: (event: { type: string; object: any }) => void,
-  ): Promise<WatchHandle> {
+  async watch<T>(path: string, query: Query, onEvent: (event: WatchEvent<T>) => void): Promise<WatchHandle> {
     await this.limiter.take('work');
     const headers = await this.headers();
     const req = this.transport().request(this.url(path, { ...query, watch: 'true' }), {
@@ -211,7 +208,7 @@ export class KubeClient {
         lines.on('error', () => {});
         lines.on('line', (line) => {
           if (!line.trim()) return;
-          let event: { type: string; object: any };
+          let event: WatchEvent<T>;
           try {
             event = JSON.parse(line);
           } catch {

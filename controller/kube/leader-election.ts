@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import { isStatus } from './kube-client.ts';
 import type { KubeClient } from './kube-client.ts';
+import type { Lease as KubeLease } from './objects.ts';
 
 export const LEASE_NAME = 'episodic-controller';
 /** client-go's leader election defaults. */
@@ -25,16 +26,8 @@ export interface LeaderElectionOptions {
   onStoppedLeading(): void;
 }
 
-interface Lease {
-  metadata: { name: string; namespace: string; resourceVersion?: string };
-  spec: {
-    holderIdentity?: string;
-    leaseDurationSeconds?: number;
-    acquireTime?: string;
-    renewTime?: string;
-    leaseTransitions?: number;
-  };
-}
+/** A Lease as this elector reads and writes it: it always sets the spec. */
+type Lease = Omit<KubeLease, 'spec'> & { spec: NonNullable<KubeLease['spec']> };
 
 /** metav1.MicroTime wants exactly six fractional digits. */
 export function microTime(date = new Date()): string {
@@ -181,7 +174,7 @@ export class LeaderElector {
 
   private async get(): Promise<Lease | undefined> {
     try {
-      return await this.opts.client.get(this.path(), undefined, 'work');
+      return await this.opts.client.get<Lease>(this.path(), undefined, 'work');
     } catch (err) {
       if (isStatus(err, 404)) return undefined;
       throw err;
@@ -189,7 +182,7 @@ export class LeaderElector {
   }
 
   private put(lease: Lease): Promise<Lease> {
-    return this.opts.client.request('PUT', this.path(), {
+    return this.opts.client.request<Lease>('PUT', this.path(), {
       body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', ...lease },
       lane: 'work',
       timeoutMs: this.opts.renewDeadlineMs,

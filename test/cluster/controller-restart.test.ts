@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
-import type { KubeObject } from '../../controller/kube/informer.ts';
+import type { LooseObject as KubeObject } from '../support/loose-object.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import type { Cluster } from '../support/cluster.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';

@@ -6,10 +6,14 @@ import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import type { AgentTask } from '../../controller/api/agent-task.ts';
 import { EpisodeConfigSchema } from '../../controller/api/episode-config.ts';
 import { episodePodName, podEpisode } from '../../controller/cluster/names.ts';
-import { buildEpisodePod } from '../../controller/executors/cluster/episode-pod.ts';
+import { buildEpisodePod as buildPod } from '../../controller/executors/cluster/episode-pod.ts';
+import type { EpisodePodInput } from '../../controller/executors/cluster/episode-pod.ts';
 import { observeDeletedPod, observePod } from '../../controller/executors/cluster/pod-outcome.ts';
 import { clusterSpec, parseEpisodeDefaults } from '../../controller/cluster/episode-defaults.ts';
-import type { KubeObject } from '../../controller/kube/informer.ts';
+import type { LooseObject as KubeObject } from '../support/loose-object.ts';
+
+// The assertions below read any field of the pod.
+const buildEpisodePod = (input: EpisodePodInput): any => buildPod(input);
 
 function task(
   name = 'demo',

@@ -8,7 +8,7 @@ import { before, describe, it } from 'node:test';
 import { EPISODE_CRD_FILE, EPISODE_CRD_NAME } from '../../controller/api/crd.ts';
 import { episodeResult } from '../../controller/api/episode-result.ts';
 import type { EpisodeResultInput } from '../../controller/api/episode-result.ts';
-import type { KubeObject } from '../../controller/kube/informer.ts';
+import type { LooseObject as KubeObject } from '../support/loose-object.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
 import { ensureCluster, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';

@@ -431,7 +431,7 @@ describe('Dockerfile replayed without a Docker engine', { timeout: 300_000 }, ()
       }),
     } as AgentTask;
     const pod = buildEpisodePod({ task, spec: task.spec, episode: 1 });
-    const container = pod.spec.containers[0];
+    const container: any = pod.spec.containers[0];
     assert.equal(container.command[0], 'episodic');
     assert.equal(container.command[1], 'episode');
     const workspace = path.join(work, 'workspace');

@@ -16,7 +16,7 @@ import { PodEpisodeExecutor } from '../../controller/executors/cluster/pod-execu
 import { ProcessEpisodeExecutor } from '../../controller/executors/local/process-executor.ts';
 import { EventRecorder } from '../../controller/kube/events.ts';
 import { Informer } from '../../controller/kube/informer.ts';
-import type { KubeObject } from '../../controller/kube/informer.ts';
+import type { LooseObject as KubeObject } from '../support/loose-object.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
 import {
@@ -220,14 +220,14 @@ export async function clusterHarness(): Promise<PortHarness> {
     },
     async readRecords(task) {
       await records.drain();
-      const list = await client.get(clusterEpisodesPath(ns), { labelSelector: `episodic.dev/task=${task.name}` });
+      const list = await client.get<any>(clusterEpisodesPath(ns), { labelSelector: `episodic.dev/task=${task.name}` });
       return (list.items as Array<{ record: unknown }>)
         .map((o) => EpisodeRecordSchema.parse(o.record))
         .sort((a, b) => a.number - b.number);
     },
     async events(task) {
       await recorder.drain();
-      const list = await client.get(`/api/v1/namespaces/${ns}/events`, {
+      const list = await client.get<any>(`/api/v1/namespaces/${ns}/events`, {
         fieldSelector: `involvedObject.name=${task.name}`,
       });
       return (list.items as KubeObject[]).map((e) => (e as any).reason as string);

@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import { ClusterController } from '../../controller/cluster/controller.ts';
 import type { ClusterControllerOptions } from '../../controller/cluster/controller.ts';
 import { AGENT_CONTAINER } from '../../controller/executors/cluster/episode-pod.ts';
-import type { KubeObject } from '../../controller/kube/informer.ts';
+import type { LooseObject as KubeObject } from './loose-object.ts';
 import { KubeClient, isStatus } from '../../controller/kube/kube-client.ts';
 import { EPISODE_CONFIG_ENV } from '../../controller/api/episode-config.ts';
 import { ensureCluster, kubectl, repoRoot } from './cluster.ts';
@@ -151,7 +151,7 @@ export async function getTask(client: KubeClient, ns: string, name: string): Pro
 }
 
 export async function listPods(client: KubeClient, ns: string, task?: string): Promise<KubeObject[]> {
-  const list = await client.get(`/api/v1/namespaces/${ns}/pods`, {
+  const list = await client.get<any>(`/api/v1/namespaces/${ns}/pods`, {
     labelSelector: task ? `episodic.dev/task=${task}` : 'episodic.dev/task',
   });
   return list.items;

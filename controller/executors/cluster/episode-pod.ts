@@ -1,12 +1,13 @@
 // The Pod of one episode. Its name is a pure function of (task, episode number), so creating it twice is
 // harmless (AlreadyExists) and a restarted controller finds, and adopts, the pod it created before.
-import type { AgentTask, AgentTaskSpec } from '../../api/agent-task.ts';
+import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import { API_VERSION, KIND } from '../../api/agent-task.ts';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_WORKSPACE, TERMINATION_LOG } from '../../api/episode-config.ts';
 import type { EpisodeConfig } from '../../api/episode-config.ts';
 import { renderPrompt } from '../prompt.ts';
 import { episodeImage } from '../../cluster/episode-defaults.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
+import type { Container, EnvFromSource, EnvVar, ObjectMeta, PodSpec, Volume } from '../../kube/objects.ts';
 import { EPISODE_LABEL, MANAGED_BY_LABEL, TASK_LABEL, episodePodName } from '../../cluster/names.ts';
 
 export const AGENT_CONTAINER = 'agent';
@@ -30,8 +31,17 @@ const HARDENED_CONTAINER_SECURITY = {
   capabilities: { drop: ['ALL'] },
 };
 
+/** The pod an episode runs in, as sent to the API server: its spec is always set. */
+export interface EpisodePod {
+  apiVersion: 'v1';
+  kind: 'Pod';
+  metadata: ObjectMeta;
+  spec: PodSpec;
+}
+
 export interface EpisodePodInput {
-  task: AgentTask;
+  /** The AgentTask's identity: the pod is named after it and owned by it. */
+  task: { metadata: { name: string; namespace: string; uid?: string } };
   /** The validated spec (defaults applied). */
   spec: AgentTaskSpec;
   episode: number;
@@ -64,14 +74,12 @@ export function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
   };
 }
 
-export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
+export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
   const { task, spec, episode } = input;
   // A copy: pods must not share nested objects with the defaults (or with each other).
   const defaults = structuredClone(input.defaults ?? {});
   const name = task.metadata.name;
-  const env: Array<Record<string, unknown>> = [
-    { name: EPISODE_CONFIG_ENV, value: JSON.stringify(buildEpisodeConfig(input)) },
-  ];
+  const env: EnvVar[] = [{ name: EPISODE_CONFIG_ENV, value: JSON.stringify(buildEpisodeConfig(input)) }];
   if (spec.prompt !== undefined) {
     const prompt = renderPrompt(spec.prompt, {
       task: name,
@@ -89,11 +97,11 @@ export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
   if (![...userEnv, ...defaultEnv].some((e) => e.name === 'HOME')) env.push({ name: 'HOME', value: HOME_DIR });
   env.push(...defaultEnv, ...userEnv);
 
-  const envFrom: Array<Record<string, unknown>> = (spec.agent.envFrom ?? []).map((e) => stripUndefined({ ...e }));
+  const envFrom: EnvFromSource[] = (spec.agent.envFrom ?? []).map((e) => stripUndefined({ ...e }));
   const workspace = workspaceVolume(spec.workspace);
   if (workspace.gitSecret) envFrom.push({ secretRef: { name: workspace.gitSecret } });
 
-  const container = stripUndefined({
+  const container: Container = stripUndefined({
     name: AGENT_CONTAINER,
     image: episodeImage(spec, defaults),
     imagePullPolicy: spec.agent.imagePullPolicy ?? defaults.imagePullPolicy,
@@ -101,10 +109,13 @@ export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
     workingDir: POD_WORKSPACE,
     env,
     envFrom: envFrom.length > 0 ? envFrom : undefined,
-    resources: spec.agent.resources ?? defaults.resources,
+    resources: passedThrough<Container['resources']>(spec.agent.resources ?? defaults.resources),
     terminationMessagePath: TERMINATION_LOG,
     terminationMessagePolicy: 'File',
-    securityContext: { ...structuredClone(HARDENED_CONTAINER_SECURITY), ...defaults.securityContext },
+    securityContext: {
+      ...structuredClone(HARDENED_CONTAINER_SECURITY),
+      ...passedThrough<Container['securityContext']>(defaults.securityContext),
+    },
     volumeMounts: [
       { name: 'workspace', mountPath: POD_WORKSPACE },
       // A read-only root needs writable scratch space: agents keep state in $HOME and /tmp.
@@ -134,7 +145,8 @@ export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
           apiVersion: API_VERSION,
           kind: KIND,
           name,
-          uid: task.metadata.uid,
+          // An object the API server returned always has one.
+          uid: task.metadata.uid as string,
           controller: true,
           blockOwnerDeletion: true,
         },
@@ -149,9 +161,12 @@ export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
       priorityClassName: defaults.priorityClassName,
       imagePullSecrets: defaults.imagePullSecrets,
       nodeSelector: defaults.nodeSelector,
-      tolerations: defaults.tolerations,
-      affinity: defaults.affinity,
-      securityContext: { ...structuredClone(HARDENED_POD_SECURITY), ...defaults.podSecurityContext },
+      tolerations: passedThrough<PodSpec['tolerations']>(defaults.tolerations),
+      affinity: passedThrough<PodSpec['affinity']>(defaults.affinity),
+      securityContext: {
+        ...structuredClone(HARDENED_POD_SECURITY),
+        ...passedThrough<PodSpec['securityContext']>(defaults.podSecurityContext),
+      },
       containers: [container],
       volumes: [workspace.volume, { name: 'home', emptyDir: {} }, { name: 'tmp', emptyDir: {} }],
     }),
@@ -159,13 +174,18 @@ export function buildEpisodePod(input: EpisodePodInput): Record<string, any> {
 }
 
 /**
+ * A Kubernetes field --episode-defaults carries as a plain object (episode-defaults.ts): the API server
+ * validates it when the pod is created, so it goes into the pod as it is.
+ */
+function passedThrough<T>(value: unknown): T {
+  return value as T;
+}
+
+/**
  * volumeClaim → that PVC; git → an emptyDir the runner clones into (credentials from the secret as env);
  * a plain directory string is a local-mode path that means nothing on a node, so it gets an emptyDir too.
  */
-function workspaceVolume(workspace: AgentTaskSpec['workspace']): {
-  volume: Record<string, unknown>;
-  gitSecret?: string;
-} {
+function workspaceVolume(workspace: AgentTaskSpec['workspace']): { volume: Volume; gitSecret?: string } {
   if (workspace && typeof workspace === 'object' && 'volumeClaim' in workspace) {
     return { volume: { name: 'workspace', persistentVolumeClaim: { claimName: workspace.volumeClaim } } };
   }
@@ -175,7 +195,7 @@ function workspaceVolume(workspace: AgentTaskSpec['workspace']): {
   return { volume: { name: 'workspace', emptyDir: {} } };
 }
 
-function stripUndefined<T extends Record<string, unknown>>(obj: T): T {
-  for (const key of Object.keys(obj)) if (obj[key] === undefined) delete obj[key];
+function stripUndefined<T extends object>(obj: T): T {
+  for (const key of Object.keys(obj) as Array<keyof T>) if (obj[key] === undefined) delete obj[key];
   return obj;
 }

@@ -7,7 +7,8 @@ import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
 import { TerminalError } from '../../core/ports.ts';
 import type { EpisodeExecutor } from '../../core/ports.ts';
-import type { Informer, KubeObject } from '../../kube/informer.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { Pod } from '../../kube/objects.ts';
 import { objectKey } from '../../kube/informer.ts';
 import { KubeError, isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
@@ -23,7 +24,7 @@ const MEMORY_MS = 60 * 60_000;
 
 export interface PodExecutorOptions {
   client: KubeClient;
-  pods: Informer<KubeObject>;
+  pods: Informer<Pod>;
   log: Logger;
   /** Finished pods kept per task (for `kubectl logs`), newest first. */
   podRetention: number;
@@ -38,7 +39,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
   private readonly running = new Set<string>();
   private readonly deletedByUs = new Map<string, number>();
   /** Pod key → the last state of a pod that disappeared. */
-  private readonly tombstones = new Map<string, { pod: KubeObject; at: number }>();
+  private readonly tombstones = new Map<string, { pod: Pod; at: number }>();
   /** Task key → an episode whose pod the API server refused to create. */
   private readonly refused = new Map<string, { number: number; message: string }>();
   /** Pods stuck pulling their image, to delete once their episode is on record. */
@@ -73,7 +74,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       };
     }
     const opts = { now, imagePullGraceMs: this.opts.imagePullGraceMs };
-    let newest: KubeObject | undefined;
+    let newest: Pod | undefined;
     for (const pod of this.podsOf(task))
       if ((podEpisode(pod) ?? 0) > (newest ? (podEpisode(newest) ?? 0) : 0)) newest = pod;
     const newestNumber = newest ? (podEpisode(newest) ?? 0) : 0;
@@ -96,7 +97,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
   async start(task: ClusterTask, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>> {
     if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
     const pod = buildEpisodePod({
-      task: task.object as any,
+      task: { metadata: { name: task.name, namespace: task.namespace, uid: task.object.metadata.uid } },
       spec: task.spec,
       episode: number,
       lastEpisodeMessage: status.lastEpisode?.message,
@@ -104,11 +105,11 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     });
     const path = `/api/v1/namespaces/${task.namespace}/pods`;
     try {
-      this.opts.pods.upsert(await this.opts.client.create(path, pod, 'work'));
+      this.opts.pods.upsert(await this.opts.client.create<Pod>(path, pod, 'work'));
     } catch (err) {
       if (isStatus(err, 409)) {
         // Our deterministic name exists: adopt it if it is ours, clear it away if it is a leftover.
-        const existing: KubeObject = await this.opts.client.get(`${path}/${pod.metadata.name}`);
+        const existing = await this.opts.client.get<Pod>(`${path}/${pod.metadata.name}`);
         if (ownerUid(existing) !== task.object.metadata.uid) {
           await this.deletePod(existing, 'work');
           throw new KubeError(
@@ -145,7 +146,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     const uid = task.object.metadata.uid;
     const doomed = all.filter((p) => ownerUid(p) !== uid);
     // Only what the server has on record: a status still being written may yet be lost with its pod.
-    const recorded = Math.min(status.lastEpisode?.number ?? 0, task.object.status?.lastEpisode?.number ?? 0);
+    const recorded = Math.min(status.lastEpisode?.number ?? 0, lastEpisodeOnServer(task.object.status));
     const mine = all.filter((p) => ownerUid(p) === uid && !p.metadata.deletionTimestamp);
     doomed.push(...mine.filter((p) => this.stuck.has(objectKey(p)) && (podEpisode(p) ?? 0) <= recorded));
     const finished = mine
@@ -179,12 +180,12 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     this.listeners.push(onChange);
   }
 
-  private podsOf(task: ClusterTask): KubeObject[] {
+  private podsOf(task: ClusterTask): Pod[] {
     const uid = task.object.metadata.uid;
     return this.opts.pods.byIndex('task', task.key).filter((p) => ownerUid(p) === uid);
   }
 
-  private podChanged(pod: KubeObject, deleted = false): void {
+  private podChanged(pod: Pod, deleted = false): void {
     const key = objectKey(pod);
     if (!deleted && isRunningPod(pod)) this.running.add(key);
     else this.running.delete(key);
@@ -193,7 +194,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     if (task) this.notify(`${pod.metadata.namespace}/${task}`);
   }
 
-  private async deletePod(pod: KubeObject, lane: Lane): Promise<void> {
+  private async deletePod(pod: Pod, lane: Lane): Promise<void> {
     const key = objectKey(pod);
     if (!this.deletedByUs.has(key)) this.deletedByUs.set(key, Date.now());
     try {
@@ -224,7 +225,13 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
   }
 }
 
-function ownerUid(pod: KubeObject): string | undefined {
+/** status.lastEpisode.number as the server has it (the status sink validates statuses; here 0 stands for none). */
+function lastEpisodeOnServer(status: unknown): number {
+  const number = (status as { lastEpisode?: { number?: unknown } } | undefined)?.lastEpisode?.number;
+  return typeof number === 'number' ? number : 0;
+}
+
+function ownerUid(pod: Pod): string | undefined {
   return pod.metadata.ownerReferences?.find((o) => o.controller)?.uid;
 }
 

@@ -8,7 +8,7 @@ import type { ObservedEpisode } from '../../reconciler/reconcile.ts';
 import { decodeTerminationMessage } from '../../runner/termination-message.ts';
 import { podEpisode } from '../../cluster/names.ts';
 import { AGENT_CONTAINER } from './episode-pod.ts';
-import type { KubeObject } from '../../kube/informer.ts';
+import type { ContainerStatus, Pod, PodStatus, TerminatedState } from '../../kube/objects.ts';
 
 /** Waiting reasons that never fix themselves: after the grace period the episode is fatal. */
 const STUCK_REASONS = new Set([
@@ -21,16 +21,15 @@ const STUCK_REASONS = new Set([
 ]);
 
 /** A pod that holds a concurrency slot: an episode pod that has not finished and is not being deleted. */
-export function isRunningPod(pod: KubeObject): boolean {
+export function isRunningPod(pod: Pod): boolean {
   if (podEpisode(pod) === undefined || pod.metadata.deletionTimestamp) return false;
   return !isFinishedPod(pod);
 }
 
-export function isFinishedPod(pod: KubeObject): boolean {
-  const status = pod.status ?? {};
+export function isFinishedPod(pod: Pod): boolean {
+  const status: PodStatus = pod.status ?? {};
   if (status.phase === 'Succeeded' || status.phase === 'Failed') return true;
-  const container = (status.containerStatuses ?? []).find((c: any) => c.name === AGENT_CONTAINER);
-  return !!container?.state?.terminated;
+  return !!agentContainer(status)?.state?.terminated;
 }
 
 export interface PodObservation {
@@ -46,11 +45,10 @@ export interface ObserveOptions {
   deletedByController?: boolean;
 }
 
-export function observePod(pod: KubeObject, opts: ObserveOptions): PodObservation {
+export function observePod(pod: Pod, opts: ObserveOptions): PodObservation {
   const number = podEpisode(pod) ?? 0;
-  const status = pod.status ?? {};
-  const container =
-    (status.containerStatuses ?? []).find((c: any) => c.name === AGENT_CONTAINER) ?? status.containerStatuses?.[0];
+  const status: PodStatus = pod.status ?? {};
+  const container = agentContainer(status) ?? status.containerStatuses?.[0];
   const startedAt: string | undefined =
     container?.state?.running?.startedAt ?? status.startTime ?? pod.metadata.creationTimestamp;
   const finished = (result: EpisodeResult, finishedAt?: string): PodObservation => ({
@@ -79,7 +77,7 @@ export function observePod(pod: KubeObject, opts: ObserveOptions): PodObservatio
   }
 
   const waiting = container?.state?.waiting;
-  if (waiting && STUCK_REASONS.has(waiting.reason)) {
+  if (waiting?.reason && STUCK_REASONS.has(waiting.reason)) {
     const since = Date.parse(pod.metadata.creationTimestamp ?? '') || opts.now.getTime();
     const remaining = since + opts.imagePullGraceMs - opts.now.getTime();
     if (remaining <= 0) {
@@ -93,7 +91,7 @@ export function observePod(pod: KubeObject, opts: ObserveOptions): PodObservatio
     return { episode: { number, state: 'running', startedAt, recheckAfterMs: remaining } };
   }
 
-  const scheduled = (status.conditions ?? []).find((c: any) => c.type === 'PodScheduled');
+  const scheduled = (status.conditions ?? []).find((c) => c.type === 'PodScheduled');
   if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') {
     const unschedulable = clip(
       `episode pod cannot be scheduled: ${scheduled.message ?? 'Unschedulable'}`,
@@ -105,7 +103,7 @@ export function observePod(pod: KubeObject, opts: ObserveOptions): PodObservatio
 }
 
 /** The pod vanished: what it said last if it had finished, else gone (removed by us, or by someone else). */
-export function observeDeletedPod(number: number, opts: ObserveOptions, lastSeen?: KubeObject): ObservedEpisode {
+export function observeDeletedPod(number: number, opts: ObserveOptions, lastSeen?: Pod): ObservedEpisode {
   if (lastSeen) {
     const seen = observePod(lastSeen, opts);
     if (seen.episode.state === 'finished') return seen.episode;
@@ -113,8 +111,8 @@ export function observeDeletedPod(number: number, opts: ObserveOptions, lastSeen
   return { number, state: 'gone', removedBy: opts.deletedByController ? 'controller' : 'someone-else' };
 }
 
-function resultOfTerminatedPod(pod: KubeObject, terminated: any): EpisodeResult {
-  const status = pod.status ?? {};
+function resultOfTerminatedPod(pod: Pod, terminated: TerminatedState | undefined): EpisodeResult {
+  const status: PodStatus = pod.status ?? {};
   const exitCode: number | null = typeof terminated?.exitCode === 'number' ? terminated.exitCode : null;
   if (status.reason === 'DeadlineExceeded') {
     return episodeResult({
@@ -148,6 +146,10 @@ function transient(message: string): EpisodeResult {
   return episodeResult({ exitCode: null, errorClass: 'transient', message });
 }
 
-function hasCondition(pod: KubeObject, type: string): boolean {
-  return (pod.status?.conditions ?? []).some((c: any) => c.type === type && c.status === 'True');
+function hasCondition(pod: Pod, type: string): boolean {
+  return (pod.status?.conditions ?? []).some((c) => c.type === type && c.status === 'True');
+}
+
+function agentContainer(status: PodStatus): ContainerStatus | undefined {
+  return (status.containerStatuses ?? []).find((c) => c.name === AGENT_CONTAINER);
 }

@@ -8,7 +8,8 @@ import { API_VERSION, GROUP, KIND, VERSION } from '../../api/agent-task.ts';
 import { DEFAULT_HISTORY_KEEP, EPISODE_KIND, EPISODE_PLURAL } from '../../api/episode-record.ts';
 import type { AgentEpisode, EpisodeRecord } from '../../api/episode-record.ts';
 import { EPISODE_LABEL, MANAGED_BY_LABEL, TASK_LABEL, episodePodName } from '../../cluster/names.ts';
-import type { Informer, KubeObject } from '../../kube/informer.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { CustomObject, KubeList, KubeObject } from '../../kube/objects.ts';
 import { KubeError, isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 import type { ClusterTask } from '../../core/ports.ts';
@@ -51,7 +52,7 @@ export function agentEpisodeObject(
 
 export interface EpisodeRecordWriterOptions {
   client: KubeClient;
-  tasks: Informer<KubeObject>;
+  tasks: Informer<CustomObject>;
   log: Logger;
   retryMs?: number;
 }
@@ -190,7 +191,7 @@ export class EpisodeRecordWriter {
   }
 
   private async list(namespace: string, query: Record<string, string>): Promise<KubeObject[]> {
-    const list = await this.opts.client.get(episodesPath(namespace), query, 'bookkeeping');
+    const list = await this.opts.client.get<KubeList<KubeObject>>(episodesPath(namespace), query, 'bookkeeping');
     return (list.items ?? []) as KubeObject[];
   }
 

@@ -6,7 +6,8 @@ import type { EpisodeRecord } from '../../api/episode-record.ts';
 import type { StatusSink } from '../../core/ports.ts';
 import { episodePodName } from '../../cluster/names.ts';
 import type { EventRecorder } from '../../kube/events.ts';
-import type { Informer, KubeObject } from '../../kube/informer.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { CustomObject } from '../../kube/objects.ts';
 import type { ClusterTask } from '../../core/ports.ts';
 import { logEvent } from '../event-log.ts';
 import type { EpisodeRecordWriter } from './episode-records.ts';
@@ -14,14 +15,14 @@ import { parseStatus } from './status-writer.ts';
 import type { StatusWriter } from './status-writer.ts';
 
 export class KubeStatusSink implements StatusSink<ClusterTask> {
-  private readonly tasks: Informer<KubeObject>;
+  private readonly tasks: Informer<CustomObject>;
   private readonly writer: StatusWriter;
   private readonly events: EventRecorder;
   private readonly records: EpisodeRecordWriter;
   private readonly log: Logger;
 
   constructor(opts: {
-    tasks: Informer<KubeObject>;
+    tasks: Informer<CustomObject>;
     writer: StatusWriter;
     events: EventRecorder;
     records: EpisodeRecordWriter;

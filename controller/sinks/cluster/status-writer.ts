@@ -9,7 +9,8 @@ import { taskPath } from '../../sources/cluster/agent-task-source.ts';
 import { KubeError } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 import type { Lane } from '../../kube/rate-limiter.ts';
-import type { Informer, KubeObject } from '../../kube/informer.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { CustomObject } from '../../kube/objects.ts';
 import { API_RETRY, retryDelayMs } from '../../util/retry-delay.ts';
 
 /** The stored status with defaults; a status someone mangled by hand reads as empty rather than crashing us. */
@@ -37,7 +38,7 @@ export function mergePatchFor(old: unknown, next: unknown): unknown {
 
 export interface StatusWriterOptions {
   client: KubeClient;
-  tasks: Informer<KubeObject>;
+  tasks: Informer<CustomObject>;
   log: Logger;
   retryMs?: number;
   /** Writes in flight at once. Waiting keys hold no request body, so a flood of tasks stays cheap. */
@@ -169,7 +170,11 @@ export class StatusWriter {
       const lane: Lane = this.urgent.has(key) ? 'work' : 'bookkeeping';
       try {
         const path = taskPath(task.metadata.namespace as string, task.metadata.name, 'status');
-        const updated = await this.opts.client.mergePatch(path, { status: mergePatchFor(task.status, status) }, lane);
+        const updated = await this.opts.client.mergePatch<CustomObject>(
+          path,
+          { status: mergePatchFor(task.status, status) },
+          lane,
+        );
         this.opts.tasks.upsert(updated);
         if (this.desired.get(key) === status) this.desired.delete(key);
         failures = 0;

@@ -5,7 +5,8 @@ import { AgentBudgetStatusSchema, BUDGET_PLURAL, validateBudgetSpec } from '../.
 import type { AgentBudgetStatus } from '../../api/agent-budget.ts';
 import { GROUP, VERSION } from '../../api/agent-task.ts';
 import type { BudgetStore, DesiredBudget } from '../../core/budget-book.ts';
-import type { Informer, KubeObject } from '../../kube/informer.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { CustomObject } from '../../kube/objects.ts';
 import { objectKey } from '../../kube/informer.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 
@@ -14,14 +15,14 @@ export function budgetPath(namespace: string, name: string, subresource = ''): s
 }
 
 export class AgentBudgetStore implements BudgetStore {
-  private readonly budgets: Informer<KubeObject>;
+  private readonly budgets: Informer<CustomObject>;
   private readonly client: KubeClient;
   private readonly log: Logger;
-  private readonly parsed = new WeakMap<KubeObject, DesiredBudget>();
+  private readonly parsed = new WeakMap<CustomObject, DesiredBudget>();
   /** What this controller wrote last: the informer may not have seen it yet. */
   private readonly written = new Map<string, AgentBudgetStatus>();
 
-  constructor(opts: { budgets: Informer<KubeObject>; client: KubeClient; log: Logger }) {
+  constructor(opts: { budgets: Informer<CustomObject>; client: KubeClient; log: Logger }) {
     this.budgets = opts.budgets;
     this.client = opts.client;
     this.log = opts.log;
@@ -61,7 +62,7 @@ export class AgentBudgetStore implements BudgetStore {
     });
   }
 
-  private desired(obj: KubeObject): DesiredBudget {
+  private desired(obj: CustomObject): DesiredBudget {
     let budget = this.parsed.get(obj);
     if (budget) return budget;
     const spec = validateBudgetSpec(obj.spec);

@@ -13,7 +13,8 @@ import { clusterSpec } from '../../cluster/episode-defaults.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
 import type { ClusterTask, TaskSource } from '../../core/ports.ts';
 import { Finalizer } from '../../kube/finalizer.ts';
-import type { Informer, KubeObject } from '../../kube/informer.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { CustomObject } from '../../kube/objects.ts';
 import { objectKey } from '../../kube/informer.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 
@@ -32,7 +33,7 @@ export const cleanupFinalizer = new Finalizer({
 const FINALIZER_CONCURRENCY = 16;
 
 export interface AgentTaskSourceOptions {
-  tasks: Informer<KubeObject>;
+  tasks: Informer<CustomObject>;
   client: KubeClient;
   log: Logger;
   /** --episode-defaults: pod settings for what a task's spec leaves unset. */
@@ -42,7 +43,7 @@ export interface AgentTaskSourceOptions {
 export class AgentTaskSource implements TaskSource<ClusterTask> {
   private readonly opts: AgentTaskSourceOptions;
   /** Parsed once per object version: the informer replaces the object on every change. */
-  private readonly parsed = new WeakMap<KubeObject, ClusterTask>();
+  private readonly parsed = new WeakMap<CustomObject, ClusterTask>();
   private readonly finalizerPending = new Set<string>();
   private finalizerActive = 0;
 
@@ -83,11 +84,11 @@ export class AgentTaskSource implements TaskSource<ClusterTask> {
       this.opts.tasks.upsert(updated);
   }
 
-  private desired(obj: KubeObject): ClusterTask {
+  private desired(obj: CustomObject): ClusterTask {
     let task = this.parsed.get(obj);
     if (task) return task;
     const { spec, specError } = clusterSpec(obj.spec, this.opts.episodeDefaults);
-    const raw = obj.spec?.dependsOn;
+    const raw = (obj.spec as { dependsOn?: unknown } | undefined)?.dependsOn;
     task = {
       key: objectKey(obj),
       namespace: obj.metadata.namespace as string,
@@ -133,7 +134,7 @@ export class AgentTaskSource implements TaskSource<ClusterTask> {
 }
 
 /** `kubectl annotate at NAME episodic.dev/resume=TOKEN`: the loop handles each token once and records it in status. */
-function resumeRequestOf(obj: KubeObject): ResumeRequest | undefined {
+function resumeRequestOf(obj: CustomObject): ResumeRequest | undefined {
   const annotations = (obj.metadata.annotations ?? {}) as Record<string, string>;
   const token = annotations[RESUME_ANNOTATION];
   if (token === undefined) return undefined;
