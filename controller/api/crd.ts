@@ -11,14 +11,14 @@ import { AgentBudgetSchema, BUDGET_KIND, BUDGET_PLURAL } from './agent-budget.ts
 
 export const CRD_NAME = `${PLURAL}.${GROUP}`;
 export const CRD_FILE = `crds/${GROUP}_${PLURAL}.yaml`;
-export const CRD_HEADER = '# Generated from controller/api/agent-task.ts by `episodic crd`. Do not edit.\n';
+const CRD_HEADER = '# Generated from controller/api/agent-task.ts by `episodic crd`. Do not edit.\n';
 export const EPISODE_CRD_NAME = `${EPISODE_PLURAL}.${GROUP}`;
 export const EPISODE_CRD_FILE = `crds/${GROUP}_${EPISODE_PLURAL}.yaml`;
-export const EPISODE_CRD_HEADER = '# Generated from controller/api/episode-record.ts by `episodic crd`. Do not edit.\n';
+const EPISODE_CRD_HEADER = '# Generated from controller/api/episode-record.ts by `episodic crd`. Do not edit.\n';
 
 export const BUDGET_CRD_NAME = `${BUDGET_PLURAL}.${GROUP}`;
 export const BUDGET_CRD_FILE = `crds/${GROUP}_${BUDGET_PLURAL}.yaml`;
-export const BUDGET_CRD_HEADER = '# Generated from controller/api/agent-budget.ts by `episodic crd`. Do not edit.\n';
+const BUDGET_CRD_HEADER = '# Generated from controller/api/agent-budget.ts by `episodic crd`. Do not edit.\n';
 
 type Json = Record<string, unknown>;
 
@@ -156,7 +156,7 @@ const nameIsDnsLabel: Json = {
 };
 
 /** The openAPIV3Schema of the AgentTask CRD. */
-export function agentTaskOpenApiSchema(): Json {
+function agentTaskOpenApiSchema(): Json {
   return openApiSchema(
     AgentTaskSchema,
     'AgentTask runs an AI coding agent in episodes until it reports completion or a limit is hit.',
@@ -167,7 +167,7 @@ export function agentTaskOpenApiSchema(): Json {
 }
 
 /** The openAPIV3Schema of the AgentEpisode CRD. */
-export function agentEpisodeOpenApiSchema(): Json {
+function agentEpisodeOpenApiSchema(): Json {
   return openApiSchema(
     AgentEpisodeSchema,
     'AgentEpisode is the immutable record of one finished episode of an AgentTask, written by the controller.',
@@ -177,7 +177,7 @@ export function agentEpisodeOpenApiSchema(): Json {
 }
 
 /** The openAPIV3Schema of the AgentBudget CRD. */
-export function agentBudgetOpenApiSchema(): Json {
+function agentBudgetOpenApiSchema(): Json {
   return openApiSchema(
     AgentBudgetSchema,
     'AgentBudget limits what the AgentTasks it selects may spend in a rolling window or in total; checked before every episode.',
@@ -290,7 +290,7 @@ export function agentEpisodeCrd(): object {
   });
 }
 
-export function agentBudgetCrd(): object {
+function agentBudgetCrd(): object {
   return crd({
     kind: BUDGET_KIND,
     plural: BUDGET_PLURAL,
@@ -302,16 +302,16 @@ export function agentBudgetCrd(): object {
   });
 }
 
-export function agentBudgetCrdYaml(): string {
+function agentBudgetCrdYaml(): string {
   return BUDGET_CRD_HEADER + stringify(agentBudgetCrd(), { lineWidth: 0 });
 }
 
 // lineWidth 0: no folding, so diffs of the checked-in files stay one line per change.
-export function agentTaskCrdYaml(): string {
+function agentTaskCrdYaml(): string {
   return CRD_HEADER + stringify(agentTaskCrd(), { lineWidth: 0 });
 }
 
-export function agentEpisodeCrdYaml(): string {
+function agentEpisodeCrdYaml(): string {
   return EPISODE_CRD_HEADER + stringify(agentEpisodeCrd(), { lineWidth: 0 });
 }
 

@@ -8,7 +8,7 @@ import { isStatus } from './kube-client.ts';
 import type { KubeClient } from './kube-client.ts';
 import type { KubeEvent, KubeObject } from './objects.ts';
 
-export const EVENT_SOURCE = 'episodic-controller';
+const EVENT_SOURCE = 'episodic-controller';
 const AGGREGATE_MS = 10 * 60_000;
 
 export interface EventRecorderOptions {

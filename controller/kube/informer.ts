@@ -47,7 +47,7 @@ export function objectKey(obj: KubeObject): string {
 }
 
 /** resourceVersions are opaque, but in practice etcd revisions: compare numerically when both are. */
-export function isNewer(candidate: string | undefined, current: string | undefined): boolean {
+function isNewer(candidate: string | undefined, current: string | undefined): boolean {
   if (!candidate || !current) return true;
   if (/^\d+$/.test(candidate) && /^\d+$/.test(current)) return BigInt(candidate) > BigInt(current);
   return candidate !== current;

@@ -14,7 +14,7 @@ import type { WatchEvent } from './objects.ts';
 export const RATE_LIMIT_DEFAULTS = { qps: 20, burst: 30 } as const;
 
 export const FIELD_MANAGER = 'episodic-controller';
-export const MERGE_PATCH = 'application/merge-patch+json';
+const MERGE_PATCH = 'application/merge-patch+json';
 
 /** An error answer from the API server (or a transport failure: status 0). */
 export class KubeError extends Error {

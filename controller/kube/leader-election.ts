@@ -30,7 +30,7 @@ export interface LeaderElectionOptions {
 type Lease = Omit<KubeLease, 'spec'> & { spec: NonNullable<KubeLease['spec']> };
 
 /** metav1.MicroTime wants exactly six fractional digits. */
-export function microTime(date = new Date()): string {
+function microTime(date = new Date()): string {
   return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 

@@ -13,13 +13,12 @@ import type {
   V1Lease,
   V1ObjectMeta,
   V1Pod,
-  V1PodCondition,
   V1PodStatus,
   V1Status,
 } from '@kubernetes/client-node';
 
 /** A client-node model as JSON carries it: every Date a string. */
-export type Wire<T> = T extends Date
+type Wire<T> = T extends Date
   ? string
   : T extends ReadonlyArray<infer U>
     ? Wire<U>[]
@@ -49,7 +48,6 @@ export type Container = Wire<V1Container>;
 export type EnvVar = Wire<V1EnvVar>;
 export type EnvFromSource = Wire<V1EnvFromSource>;
 export type Volume = Wire<V1Volume>;
-export type PodCondition = Wire<V1PodCondition>;
 export type ContainerStatus = Wire<V1ContainerStatus>;
 export type TerminatedState = Wire<V1ContainerStateTerminated>;
 export type KubeEvent = Omit<Wire<CoreV1Event>, 'metadata'> & { metadata: ObjectMeta };

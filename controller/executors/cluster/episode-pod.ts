@@ -12,7 +12,7 @@ import { EPISODE_LABEL, MANAGED_BY_LABEL, TASK_LABEL, episodePodName } from '../
 
 export const AGENT_CONTAINER = 'agent';
 /** The non-root user of episode pods (the "nonroot" uid of distroless images). */
-export const EPISODE_UID = 65532;
+const EPISODE_UID = 65532;
 const HOME_DIR = '/home/episodic';
 
 const HARDENED_POD_SECURITY = {
@@ -51,7 +51,7 @@ export interface EpisodePodInput {
   defaults?: EpisodeDefaults;
 }
 
-export function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
+function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
   const { task, spec, episode, lastEpisodeMessage } = input;
   const git =
     spec.workspace && typeof spec.workspace === 'object' && 'git' in spec.workspace ? spec.workspace.git : undefined;

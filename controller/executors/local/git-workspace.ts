@@ -21,12 +21,12 @@ export class GitWorkspaceError extends Error {
   }
 }
 
-export function localGitWorkspaceDir(stateDir: string, namespace: string, name: string): string {
+function localGitWorkspaceDir(stateDir: string, namespace: string, name: string): string {
   return join(stateDir, 'workspaces', namespace, name);
 }
 
 /** A relative path is a repository beside the spec file; URLs and scp-like `host:path` stay as written. */
-export function resolveGitUrl(url: string, specFile: string): string {
+function resolveGitUrl(url: string, specFile: string): string {
   const hasScheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(url);
   const colon = url.indexOf(':');
   const slash = url.indexOf('/');

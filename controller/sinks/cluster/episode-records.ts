@@ -20,11 +20,11 @@ export function episodesPath(namespace: string, name = ''): string {
 }
 
 /** `<task>-ep-<n>`, like the episode's pod (another kind, so the same name). */
-export function episodeRecordName(task: string, number: number): string {
+function episodeRecordName(task: string, number: number): string {
   return episodePodName(task, number);
 }
 
-export function agentEpisodeObject(
+function agentEpisodeObject(
   task: ClusterTask,
   record: EpisodeRecord,
 ): AgentEpisode & { metadata: { ownerReferences: unknown[] } } {

@@ -20,12 +20,12 @@ export function parseStatus(raw: unknown): AgentTaskStatus {
 }
 
 /** Equal after the schema's defaults and pruning: what the apiserver stores is what zod keeps. */
-export function sameStatus(a: unknown, b: unknown): boolean {
+function sameStatus(a: unknown, b: unknown): boolean {
   return canonical(parseStatus(a)) === canonical(parseStatus(b));
 }
 
 /** A merge patch that turns `old` into `next`: every field of next, null for each field next dropped. */
-export function mergePatchFor(old: unknown, next: unknown): unknown {
+function mergePatchFor(old: unknown, next: unknown): unknown {
   if (!isPlainObject(next)) return next;
   const before = isPlainObject(old) ? old : {};
   const patch: Record<string, unknown> = {};

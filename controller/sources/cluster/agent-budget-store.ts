@@ -10,7 +10,7 @@ import type { CustomObject } from '../../kube/objects.ts';
 import { objectKey } from '../../kube/informer.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 
-export function budgetPath(namespace: string, name: string, subresource = ''): string {
+function budgetPath(namespace: string, name: string, subresource = ''): string {
   return `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${BUDGET_PLURAL}/${name}${subresource ? `/${subresource}` : ''}`;
 }
 

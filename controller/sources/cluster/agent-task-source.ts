@@ -22,7 +22,7 @@ export function taskPath(namespace: string, name: string, subresource = ''): str
   return `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}/${name}${subresource ? `/${subresource}` : ''}`;
 }
 
-export const cleanupFinalizer = new Finalizer({
+const cleanupFinalizer = new Finalizer({
   name: 'episodic.dev/cleanup',
   apiVersion: API_VERSION,
   kind: KIND,
