@@ -1,7 +1,8 @@
-// How episode pods are named and labelled: the executor creates them by these names and labels, the status
-// sink and the episode records refer to them, and `episodic get` finds them. One module, so none of those
-// has to import another.
+// Names the cluster parts share: episode pods' names and labels (the executor creates pods by them, the
+// status sink and the episode records refer to them, `episodic get` finds them) and AgentTask API paths
+// (the source's finalizer, the status writer). One module, so none of those has to import another.
 import { createHash } from 'node:crypto';
+import { GROUP, PLURAL, VERSION } from '../api/agent-task.ts';
 
 export const TASK_LABEL = 'episodic.dev/task';
 export const EPISODE_LABEL = 'episodic.dev/episode';
@@ -21,4 +22,9 @@ export function episodePodName(task: string, episode: number): string {
 export function podEpisode(pod: { metadata?: { labels?: Record<string, string> } }): number | undefined {
   const n = Number(pod.metadata?.labels?.[EPISODE_LABEL]);
   return Number.isInteger(n) && n > 0 ? n : undefined;
+}
+
+/** The REST path of an AgentTask, or of one of its subresources ("status"). */
+export function taskPath(namespace: string, name: string, subresource = ''): string {
+  return `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}/${name}${subresource ? `/${subresource}` : ''}`;
 }

@@ -1,7 +1,7 @@
 // Desired state on a cluster: AgentTasks from an informer. The cleanup finalizer keeps a deleted task
 // around until the controller has stopped its episode and removed its pods.
 import type { Logger } from 'pino';
-import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../../api/agent-task.ts';
+import { API_VERSION, KIND } from '../../api/agent-task.ts';
 import {
   parseResumeRequest,
   RESUME_ANNOTATION,
@@ -10,6 +10,7 @@ import {
 } from '../../api/resume.ts';
 import type { ResumeRequest } from '../../api/resume.ts';
 import { clusterSpec } from '../../cluster/episode-defaults.ts';
+import { taskPath } from '../../cluster/names.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
 import type { ClusterTask, TaskSource } from '../../core/ports.ts';
 import { Finalizer } from '../../kube/finalizer.ts';
@@ -17,10 +18,6 @@ import type { Informer } from '../../kube/informer.ts';
 import type { CustomObject } from '../../kube/objects.ts';
 import { objectKey } from '../../kube/informer.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
-
-export function taskPath(namespace: string, name: string, subresource = ''): string {
-  return `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}/${name}${subresource ? `/${subresource}` : ''}`;
-}
 
 const cleanupFinalizer = new Finalizer({
   name: 'episodic.dev/cleanup',
