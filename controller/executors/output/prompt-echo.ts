@@ -107,19 +107,22 @@ function cut(text: string, ranges: [number, number][], onlyWholeLines: boolean):
 /**
  * Plain text without whole echoes of the prompt (word for word, wherever they start). `cutAtStart`: the text
  * is a tail whose start may lie inside an echo, so its first (possibly partial) line is dropped and leading
- * words equal to the prompt's last words are removed too. ANSI colours are removed.
+ * words equal to the prompt's last words are removed too. Where an echo is cut, ANSI colours are removed.
  */
 export function withoutPromptEcho(text: string, prompt: string | undefined, cutAtStart = false): string {
+  // Text with no echo in it comes back as written (colours too: the message shows them, escaped).
+  const asWritten = cutAtStart ? text.slice(text.indexOf('\n') + 1) : text;
+  if (!prompt) return asWritten;
   let plain = stripAnsi(text);
   if (cutAtStart) plain = plain.slice(plain.indexOf('\n') + 1);
-  if (!prompt) return plain;
   const { vocabulary, words: prompted } = promptOf(prompt);
   const pattern = prompted.ids;
   const answer = words(plain, vocabulary);
-  if (pattern.length === 0 || answer.ids.length === 0) return plain;
+  if (pattern.length === 0 || answer.ids.length === 0) return asWritten;
   const copies = wholeCopies(answer.ids, pattern);
   const lead = cutAtStart ? overlapAtStart(answer.ids, pattern) : 0;
   if (lead > 0 && (copies.length === 0 || (copies[0] as [number, number])[0] >= lead)) copies.unshift([0, lead - 1]);
+  if (copies.length === 0) return asWritten;
   const ranges = copies.map(([a, b]): [number, number] => [answer.starts[a] as number, answer.ends[b] as number]);
   return cut(plain, ranges, pattern.length < MIN_INLINE_ECHO_WORDS);
 }
