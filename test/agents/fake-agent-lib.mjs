@@ -185,6 +185,11 @@ export function sleepFor(seconds, ignoreSigterm) {
   return new Promise((done) => setTimeout(done, seconds * 1000));
 }
 
+/** Resolves once `path` exists (relative to the working directory): a go signal a test gives. */
+export async function waitForFile(path) {
+  while (!existsSync(resolve(path))) await sleepFor(0.02);
+}
+
 /** A ~sizeKB filler string, built once. */
 export function filler(sizeKB) {
   const word = 'lorem ipsum dolor sit amet ';

@@ -44,7 +44,8 @@
 //   {input, output, cacheRead, cacheWrite}, exitCode (overrides the mode's), stderr (printed to stderr),
 //   writeFiles {"path": "content"} (written in the working directory first, to simulate work), delayMs
 //   (before any output), lingerSeconds (after the result, before exiting: a CLI that prints its result and
-//   then tidies up), plus the mode-specific ones above.
+//   then tidies up), waitForFile (after the init event, wait until this path exists: a go signal from a
+//   test), plus the mode-specific ones above.
 //
 // RECORDING: with FAKE_AGENT_RECORD=PATH each run appends one JSON line {agent, pid, run, mode, argv, cwd,
 //   env (EPISODIC_* and FAKE_*), stdin, promptFileContent} so tests can check what the agent was given.
@@ -61,6 +62,7 @@ import {
   recordRun,
   sleepFor,
   spawnSleepers,
+  waitForFile,
   writeFiles,
 } from './fake-agent-lib.mjs';
 
@@ -248,6 +250,7 @@ if (step.mode === 'sleep') {
 } else {
   // The usage-limit sample is bare text: the CLI prints it instead of any JSON.
   if (step.mode !== 'usage-limit' || step.asResult) await init();
+  if (step.waitForFile) await waitForFile(step.waitForFile);
   code = await finish(step.mode);
 }
 if (step.lingerSeconds) await sleepFor(step.lingerSeconds);
