@@ -2,7 +2,7 @@
 // EpisodeLog writes it, with real agent outputs from the fixtures.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { recoverEpisodeFromLog } from '../../controller/executors/process/episode-log-recovery.ts';
@@ -113,4 +113,52 @@ test('with completion.signals a score claim (completion keywords) needs its veri
     [passed.result.verifyExitCode, passed.result.evidence?.completionKeywords, passed.result.interrupted],
     [0, ['all tasks complete'], false],
   );
+});
+
+test('spool files a dead controller left are folded into the log: the whole output counted once, then removed', async () => {
+  const file = join(dir, 'episode-folded.log');
+  const output = fixture('codex-exec-success.jsonl');
+  const opts: LogRecoveryOptions = {
+    analyzer: { format: 'auto', promise: 'COMPLETE', pricing: { inputPerMTok: 1, outputPerMTok: 1 } },
+    onExitZero: false,
+  };
+  const whole = await recover(output, opts);
+  // The controller had logged the output (its usage too) but died before it removed the spools.
+  const logged = output;
+  writeFileSync(file, logged);
+  const spool = { stdout: `${file}.agent-stdout`, stderr: `${file}.agent-stderr`, verify: `${file}.verify-stdout` };
+  writeFileSync(spool.stdout, output);
+  writeFileSync(spool.stderr, 'a warning\nno newline');
+  writeFileSync(spool.verify, 'verify output of no verdict');
+  const folded = await recoverEpisodeFromLog(file, opts);
+  assert.deepEqual(
+    [folded.how, folded.result.completion, folded.result.costUSD, folded.result.tokens],
+    ['result', 'promise', whole.result.costUSD, whole.result.tokens],
+    'the partial copy in the log is not counted twice',
+  );
+  assert.deepEqual(
+    Object.values(spool).filter((f) => existsSync(f)),
+    [],
+  );
+  const log = readFileSync(file, 'utf8');
+  assert.ok(
+    log.startsWith(
+      `${logged}${note('the controller stopped before it had logged all of the agent output; all of it follows')}${output}`,
+    ),
+    log,
+  );
+  assert.ok(log.endsWith('[stderr] a warning\n[stderr] no newline\n'), log);
+  // A second restart (the first died before recording the episode) reads the folded log alike.
+  const again = await recoverEpisodeFromLog(file, opts);
+  assert.deepEqual([again.how, again.result.costUSD], ['result', whole.result.costUSD]);
+});
+
+test('spool files without a log: the log is made from them', async () => {
+  const file = join(dir, 'episode-spool-only.log');
+  writeFileSync(`${file}.agent-stdout`, fixture('claude-stream-success.jsonl'));
+  writeFileSync(`${file}.agent-stderr`, '');
+  const r = await recoverEpisodeFromLog(file, { analyzer: { format: 'auto', promise: 'COMPLETE' }, onExitZero: false });
+  assert.deepEqual([r.how, r.result.completion], ['result', 'promise']);
+  assert.ok(r.result.costUSD > 0);
+  assert.match(readFileSync(file, 'utf8'), /"type":"result"/);
 });

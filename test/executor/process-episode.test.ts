@@ -1,7 +1,7 @@
 // startProcessEpisode against real processes (the stand-in agents in test/agents): prompt delivery, env,
 // cwd, logs, verify, spawn failures and cleanup after a normal exit.
 import { strict as assert } from 'node:assert';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { startProcessEpisode } from '../../controller/executors/process/process-episode.ts';
@@ -90,6 +90,30 @@ describe('result and log', () => {
     const log = readFileSync(t.box.logFile, 'utf8');
     assert.match(log, /more remain/);
     assert.match(log, /^\[stderr\] Error: the agent crashed/m);
+  });
+
+  test('the agent and verify write straight into files, not pipes; the files are gone once the episode ends', async () => {
+    // Prints what its stdout and stderr are, and a completion claim so that verify runs and does the same.
+    const probe = `const fs = require('node:fs'); console.log(JSON.stringify({ file: [1, 2].map((fd) => fs.fstatSync(fd).isFile()) }), process.argv[1]); console.error('to stderr');`;
+    const result = await (
+      await startProcessEpisode(
+        request(t.box, {
+          argv: [process.execPath, '-e', probe, '<promise>COMPLETE</promise>'],
+          verify: [process.execPath, '-e', probe, 'verify'],
+          analyzer: { format: 'text', promise: 'COMPLETE' },
+        }),
+      )
+    ).result;
+    assert.equal(result.verifyExitCode, 0);
+    const log = readFileSync(t.box.logFile, 'utf8');
+    assert.match(log, /^\{"file":\[true,true\]\} <promise>COMPLETE<\/promise>$/m, log);
+    assert.match(log, /^\{"file":\[true,true\]\} verify$/m, log);
+    assert.equal(log.match(/^\[stderr\] to stderr$/gm)?.length, 2, log);
+    assert.deepEqual(
+      readdirSync(dirname(t.box.logFile)).filter((f) => /std(out|err)$/.test(f)),
+      [],
+      'no spool file is left',
+    );
   });
 
   test('output reaches the log while the agent runs', async () => {

@@ -2,14 +2,17 @@
 // finished (printed its result, even exited) while no controller was alive to record it. The log holds the
 // agent's output exactly as the analyzer saw it (stdout as is, stderr behind `[stderr] `) and our notes
 // (how the agent exited, timeout, cancel, verify), so the same analysis gives the real outcome and spend.
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+// What the agent printed that the dead controller had not copied into the log is still in its spool files:
+// they are folded into the log first (see foldSpool).
+import { createReadStream, existsSync } from 'node:fs';
+import { rm, stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { createOutputAnalyzer } from '../output/index.ts';
-import type { AnalyzerOptions, OutputAnalyzer, ProcessExit } from '../output/types.ts';
+import type { AnalyzerOptions, ProcessExit } from '../output/types.ts';
 import { completionClaim } from '../../reconciler/outcome.ts';
-import { NOTE_PREFIX, NOTE_SUFFIX, STDERR_PREFIX } from './episode-log.ts';
+import { EpisodeLog, NOTE_PREFIX, NOTE_SUFFIX, STDERR_PREFIX, spoolFiles } from './episode-log.ts';
 import { claimFacts, claimRules } from './process-episode.ts';
 
 export interface LogRecoveryOptions {
@@ -37,6 +40,8 @@ interface LogNotes {
 }
 
 const INTERRUPTED = 'controller restarted mid-episode';
+// Before the agent's whole output, folded in from its spool files: what the log showed of it before is partial.
+const FOLDED = 'the controller stopped before it had logged all of the agent output; all of it follows';
 // A line starting like a note but longer than this is agent output, not ours.
 const MAX_NOTE_BYTES = 4096;
 const HEAD_BYTES = Math.max(Buffer.byteLength(STDERR_PREFIX), Buffer.byteLength(NOTE_PREFIX));
@@ -50,13 +55,24 @@ const HEAD_BYTES = Math.max(Buffer.byteLength(STDERR_PREFIX), Buffer.byteLength(
 export async function recoverEpisodeFromLog(logFile: string, opts: LogRecoveryOptions): Promise<RecoveredEpisode> {
   // Two analyzers fed alike: `probe` tells whether the agent reported an error, which decides the exit code
   // to classify with when no exit note survived.
-  const main = createOutputAnalyzer(opts.analyzer);
-  const probe = createOutputAnalyzer(opts.analyzer);
+  let main = createOutputAnalyzer(opts.analyzer);
+  let probe = createOutputAnalyzer(opts.analyzer);
+  const analyzers = {
+    write(bytes: Buffer, stream: 'stdout' | 'stderr') {
+      main.write(bytes, stream);
+      probe.write(bytes, stream);
+    },
+    reset() {
+      main = createOutputAnalyzer(opts.analyzer);
+      probe = createOutputAnalyzer(opts.analyzer);
+    },
+  };
   let notes: LogNotes;
   let finishedAt: string | undefined;
   try {
-    finishedAt = (await stat(logFile)).mtime.toISOString();
-    notes = await readLog(logFile, [main, probe]);
+    finishedAt = await lastWrite(logFile); // before the fold writes to the log
+    await foldSpool(logFile);
+    notes = await readLog(logFile, analyzers);
   } catch {
     return { result: episodeResult({ exitCode: null, interrupted: true, message: INTERRUPTED }), how: 'no-log' };
   }
@@ -104,8 +120,53 @@ export async function recoverEpisodeFromLog(logFile: string, opts: LogRecoveryOp
   };
 }
 
+/** When the log or the agent's spool files were last written; throws when there is none of them. */
+async function lastWrite(logFile: string): Promise<string> {
+  const spool = spoolFiles(logFile, 'agent');
+  const times = await Promise.all(
+    [logFile, spool.stdout, spool.stderr].map((f) =>
+      stat(f).then(
+        (s) => s.mtimeMs,
+        () => undefined,
+      ),
+    ),
+  );
+  const known = times.filter((t) => t !== undefined);
+  if (known.length === 0) throw new Error(`no log: ${logFile}`);
+  return new Date(Math.max(...known)).toISOString();
+}
+
+/**
+ * Appends the agent's spool files, when a dead controller left them, to the log behind the FOLDED note (the
+ * analysis starts over there), then removes them and verify's: a verify cut short has no verdict anyway.
+ * A crash in the middle leaves the spool files, and the next fold appends them again behind a new note.
+ */
+async function foldSpool(logFile: string): Promise<void> {
+  const spool = spoolFiles(logFile, 'agent');
+  if (existsSync(spool.stdout) || existsSync(spool.stderr)) {
+    const log = new EpisodeLog(logFile);
+    log.note(`\n${NOTE_PREFIX}${FOLDED}${NOTE_SUFFIX}\n`);
+    const [stdout, stderr] = [spool.stdout, spool.stderr].map((f) => (existsSync(f) ? createReadStream(f) : empty()));
+    await log.follow(stdout, stderr, () => {})();
+    await log.close();
+    if (log.noRoom) return; // the spool files stay: they hold what the log could not
+  }
+  const verify = spoolFiles(logFile, 'verify');
+  await Promise.all([spool.stdout, spool.stderr, verify.stdout, verify.stderr].map((f) => rm(f, { force: true })));
+}
+
+function empty(): Readable {
+  return Readable.from([]);
+}
+
+interface AnalyzerSink {
+  write(bytes: Buffer, stream: 'stdout' | 'stderr'): void;
+  /** The complete output follows: forget what came before. */
+  reset(): void;
+}
+
 /** Streams the log: agent output to the analyzers (until verify starts), our notes parsed. */
-async function readLog(file: string, analyzers: OutputAnalyzer[]): Promise<LogNotes> {
+async function readLog(file: string, analyzers: AnalyzerSink): Promise<LogNotes> {
   const notes: LogNotes = { timedOut: false, cancelled: false, verifyStarted: false };
   let kind: 'stdout' | 'stderr' | 'note' | undefined;
   let head: Buffer[] = [];
@@ -113,7 +174,7 @@ async function readLog(file: string, analyzers: OutputAnalyzer[]): Promise<LogNo
   let noteBytes = 0;
   const deliver = (bytes: Buffer, stream: 'stdout' | 'stderr') => {
     if (notes.verifyStarted || bytes.length === 0) return; // verify's output was never the agent's
-    for (const a of analyzers) a.write(bytes, stream);
+    analyzers.write(bytes, stream);
   };
   const decide = (bytes: Buffer) => {
     if (startsWith(bytes, STDERR_PREFIX)) {
@@ -131,7 +192,8 @@ async function readLog(file: string, analyzers: OutputAnalyzer[]): Promise<LogNo
   const lineEnded = () => {
     if (kind === 'note') {
       const text = Buffer.concat(note).toString('utf8').replace(/\n$/, '');
-      if (!readNote(text, notes)) deliver(Buffer.concat(note), 'stdout');
+      if (text === `${NOTE_PREFIX}${FOLDED}${NOTE_SUFFIX}`) analyzers.reset();
+      else if (!readNote(text, notes)) deliver(Buffer.concat(note), 'stdout');
       note = [];
     }
     kind = undefined;

@@ -1,19 +1,16 @@
 // An episode's log, written as the output arrives: stdout unchanged (its JSON lines stay readable by a later
 // analysis), stderr line by line behind a `[stderr] ` prefix, our own notes between them. Lines are written
-// whole, so a stderr line never lands inside a stdout line.
+// whole, so a stderr line never lands inside a stdout line. The controller is the log's only writer: a
+// process writes its output into spool files of its own (see spoolFiles), which the log follows.
 import { createWriteStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 export const STDERR_PREFIX = '[stderr] ';
 const PREFIX = Buffer.from(STDERR_PREFIX);
 const NEWLINE = Buffer.from('\n');
 // A longer unfinished line is written as it is: memory stays bounded whatever an agent prints.
 const MAX_PENDING_BYTES = 256 * 1024;
-// A descendant we could not kill may hold the output pipes open: once the tree is killed, stop waiting for
-// EOF when no output came for this long.
-const STREAM_IDLE_MS = 2000;
 
 /** Our notes in the log are whole lines of this form; recovery (episode-log-recovery.ts) reads them back. */
 export const NOTE_PREFIX = '--- episodic: ';
@@ -25,16 +22,31 @@ export function exitNote(exit: { exitCode: number | null; signal?: string }): st
   return `${NOTE_PREFIX}agent ${how}${NOTE_SUFFIX}`;
 }
 
+/**
+ * Where a process of the episode writes its stdout and stderr: files it holds open itself, so what it
+ * printed is on disk even if the controller dies before reading it (a pipe's contents would die with it).
+ * They live until their bytes are in the log with the notes after them; a restarted controller that finds
+ * the agent's folds them into the log (episode-log-recovery.ts).
+ */
+export function spoolFiles(logFile: string, role: 'agent' | 'verify'): { stdout: string; stderr: string } {
+  return { stdout: `${logFile}.${role}-stdout`, stderr: `${logFile}.${role}-stderr` };
+}
+
+const NO_ROOM = new Set(['ENOSPC', 'EDQUOT', 'EFBIG']);
+
 export type OutputListener = (chunk: Buffer, stream: 'stdout' | 'stderr') => void;
 
 export class EpisodeLog {
   private readonly out;
   private broken = false;
+  /** Set when a write failed for lack of room (a full disk, a quota, a file size limit): its code. */
+  noRoom?: string;
 
   constructor(file: string) {
     this.out = createWriteStream(file, { flags: 'a' });
-    this.out.on('error', () => {
+    this.out.on('error', (err: NodeJS.ErrnoException) => {
       this.broken = true; // a log we cannot write must not fail the episode; the analysis does not need it
+      if (err.code && NO_ROOM.has(err.code)) this.noRoom = err.code;
       this.out.emit('drain'); // streams paused for it read on (into nothing but the analysis)
     });
   }
@@ -44,13 +56,11 @@ export class EpisodeLog {
   }
 
   /**
-   * Copies a process's output into the log and to `listener` as it arrives. The returned function, called
-   * once the process tree is gone, resolves when both streams ended (or went idle), with the unfinished last
-   * lines written.
+   * Copies a process's output into the log and to `listener` as it arrives. The returned function resolves
+   * once both streams ended (a FileTail ends after its stop()), with the unfinished last lines written.
    */
   follow(stdout: Readable, stderr: Readable, listener: OutputListener): () => Promise<void> {
     const streams = { stdout, stderr };
-    let lastProgress = Date.now();
     const pending = { stdout: new PendingLine(), stderr: new PendingLine() };
     // Set while a stdout line longer than MAX_PENDING_BYTES is partly written: stderr lines wait for its end.
     let midLine = false;
@@ -83,26 +93,18 @@ export class EpisodeLog {
     };
     for (const name of ['stdout', 'stderr'] as const) {
       streams[name].on('data', (chunk: Buffer) => {
-        lastProgress = Date.now();
         safely(() => listener(chunk, name));
         const whole = pending[name].take(chunk);
         if (whole.length > 0 && !toLog(name, whole)) {
-          // Backpressure: a slow disk makes the agent wait on its pipe instead of us buffering its output.
+          // Backpressure: a slow disk leaves the output in the spool file instead of in our memory.
           streams[name].pause();
-          this.out.once('drain', () => {
-            lastProgress = Date.now();
-            streams[name].resume();
-          });
+          this.out.once('drain', () => streams[name].resume());
         }
       });
     }
     const ended = Promise.all([stdout, stderr].map((s) => finished(s).then(yes, yes)));
     return async () => {
-      // Slow progress (a slow disk draining a chatty agent's output) is still progress: only idleness ends it.
-      for (;;) {
-        const done = await Promise.race([ended, sleep(STREAM_IDLE_MS, false, { ref: false })]);
-        if (done || Date.now() - lastProgress >= STREAM_IDLE_MS) break;
-      }
+      await ended;
       stdout.destroy();
       stderr.destroy();
       const err = pending.stderr.rest();
@@ -111,6 +113,14 @@ export class EpisodeLog {
       if (out.length > 0) toLog('stdout', out);
       if (held.length > 0) this.write(Buffer.concat([NEWLINE, ...release()])); // stdout's last line never ended
     };
+  }
+
+  /** Resolves once everything written so far reached the file (or the log failed). Never rejects. */
+  flushed(): Promise<void> {
+    return new Promise((done) => {
+      if (this.broken) return done();
+      this.out.write(Buffer.alloc(0), () => done());
+    });
   }
 
   /** Resolves once everything is written (or the log failed). Never rejects. */

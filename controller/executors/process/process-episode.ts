@@ -1,16 +1,18 @@
 // One episode as local processes: a fresh agent in the workspace, then (if it claims to be done) the verify
 // command; the local controller and the runner in an episode pod both start every process here. Each one
 // gets its argv without a shell, leads its own process group, carries the episode's marker in its
-// environment, and streams its output into the log and the analyzer; on timeout, cancel or exit its whole
-// tree is killed. Produces the EpisodeResult facts; the reconciler decides what they mean.
+// environment, and writes its output into spool files that the log and the analyzer follow; on timeout,
+// cancel or exit its whole tree is killed. Produces the EpisodeResult facts; the reconciler decides what they mean.
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, openSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { dirname, join, parse, resolve } from 'node:path';
 import { clip, LINE_MAX } from '../../api/bounds.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { rewriteInPlace } from '../../util/fs.ts';
-import { EpisodeLog, exitNote } from './episode-log.ts';
+import type { ResultPromise } from 'execa';
+import { EpisodeLog, exitNote, spoolFiles } from './episode-log.ts';
+import { FileTail } from './file-tail.ts';
 import type { OutputListener } from './episode-log.ts';
 import { completionClaim } from '../../reconciler/outcome.ts';
 import type { ClaimFacts, ClaimRules } from '../../reconciler/outcome.ts';
@@ -101,11 +103,27 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
   // Loaded on first use: the CLI's other commands never start a process.
   const { execa } = await import('execa');
   const log = new EpisodeLog(req.logFile);
-  const start = (argv: string[], stdin: string | undefined, timeoutMs: number, onOutput: OutputListener) =>
-    startProcess(execa, argv, { cwd: req.cwd, env, stdinFile: stdin, timeoutMs, killGraceMs, marker, log, onOutput });
+  const start = (
+    role: 'agent' | 'verify',
+    argv: string[],
+    stdin: string | undefined,
+    timeoutMs: number,
+    onOutput: OutputListener,
+  ) =>
+    startProcess(execa, argv, {
+      cwd: req.cwd,
+      env,
+      stdinFile: stdin,
+      timeoutMs,
+      killGraceMs,
+      marker,
+      log,
+      spool: spoolFiles(req.logFile, role),
+      onOutput,
+    });
 
   const argv = req.promptVia === 'argument' ? [...req.argv, req.prompt] : req.argv;
-  let current = start(argv, stdinFile, req.timeoutMs, (chunk, stream) => analyzer.write(chunk, stream));
+  let current = start('agent', argv, stdinFile, req.timeoutMs, (chunk, stream) => analyzer.write(chunk, stream));
   let cancelled = false;
   let finished = false;
 
@@ -116,6 +134,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     else if (req.exitNote !== false) log.note(`\n${exitNote(exit)}\n`);
     if (exit.timedOut) log.note(`\n--- episodic: timed out after ${seconds(req.timeoutMs)}; process tree killed ---\n`);
     if (exit.cancelled) log.note('\n--- episodic: cancelled; process tree killed ---\n');
+    await current.release(); // the agent's output and how it ended are in the log now
     const analysis = analyzer.finish(exit);
 
     let verify: VerifyOutcome | undefined;
@@ -124,16 +143,19 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
       const verifyTimeoutMs = Math.max(req.timeoutMs - (Date.now() - startedAt), MIN_VERIFY_TIMEOUT_MS);
       const tail = createByteTail(4096); // for the last line of its output in the message
       log.note(`\n--- episodic: verify ${JSON.stringify(req.verify)} ---\n`);
-      current = start(req.verify, undefined, verifyTimeoutMs, (chunk) => tail.push(chunk));
+      current = start('verify', req.verify, undefined, verifyTimeoutMs, (chunk) => tail.push(chunk));
       verify = describeVerify(await current.exit, tail.text(), verifyTimeoutMs);
       log.note(`\n--- episodic: ${verify.note ?? 'verify passed'} ---\n`); // on a line of its own, whatever verify printed last
+      await current.release();
     }
-    return buildResult({ req, exit, analysis, verify, cancelled, durationMs: Date.now() - startedAt });
+    const noRoom = exit.exitCode === 0 ? undefined : (log.noRoom ?? noRoomOn(dirname(req.logFile)));
+    return buildResult({ req, exit, analysis, verify, cancelled, noRoom, durationMs: Date.now() - startedAt });
   };
 
   const result = run()
     .catch((err: unknown) => internalError(err, startedAt))
     .then(async (r) => {
+      await current.release(); // after an internal error too
       await log.close();
       return r;
     })
@@ -163,6 +185,8 @@ interface ProcessOptions {
   killGraceMs: number;
   marker: string;
   log: EpisodeLog;
+  /** Where the process writes its output (see spoolFiles). */
+  spool: { stdout: string; stderr: string };
   onOutput: OutputListener;
 }
 
@@ -178,13 +202,30 @@ interface StartedProcess {
   /** Never rejects; resolves once the process and all its descendants are gone and its output is logged. */
   exit: Promise<ProcessEnd>;
   cancel(): void;
+  /** After exit and the notes about it: waits until the log has it all, then removes the spool files. */
+  release(): Promise<void>;
 }
 
 function startProcess(execa: typeof import('execa').execa, argv: string[], o: ProcessOptions): StartedProcess {
   const [file, ...args] = argv;
+  const release = async () => {
+    await o.log.flushed();
+    // With no room for the log, the spool files hold what it could not (and keep the disk as full as it is).
+    if (!o.log.noRoom) removeSpool(o.spool);
+  };
   // Reported like a missing command: a configuration error that retrying cannot fix.
-  if (file === undefined) return notSpawned('ENOENT', 'cannot start (empty command): empty argv');
-  let child: ReturnType<typeof execa>;
+  if (file === undefined) return notSpawned('ENOENT', 'cannot start (empty command): empty argv', release);
+  let fds: { stdout: number; stderr: number };
+  try {
+    fds = openSpool(o.spool);
+  } catch (err) {
+    return notSpawned(
+      errorCode(err),
+      `cannot start ${file}: cannot create its output file: ${errorText(err)}`,
+      release,
+    );
+  }
+  let child: ResultPromise;
   const after = pidCursor(); // the process and all it starts get later pids: the kill looks at those only
   try {
     child = execa(file, args, {
@@ -195,11 +236,15 @@ function startProcess(execa: typeof import('execa').execa, argv: string[], o: Pr
       buffer: false, // never hold the output in memory: a chatty agent can print gigabytes
       reject: false,
       stdin: o.stdinFile === undefined ? 'ignore' : { file: o.stdinFile },
-      stdout: 'pipe',
-      stderr: 'pipe',
+      // Straight into the files, no pipe: the output survives a controller killed before it read it.
+      stdout: descriptor(fds.stdout),
+      stderr: descriptor(fds.stderr),
     });
   } catch (err) {
-    return notSpawned(errorCode(err), `cannot start ${file}: ${errorText(err)}`);
+    return notSpawned(errorCode(err), `cannot start ${file}: ${errorText(err)}`, release);
+  } finally {
+    closeSync(fds.stdout); // the child has its own copies
+    closeSync(fds.stderr);
   }
   const pid = child.pid;
   if (pid === undefined) {
@@ -211,13 +256,14 @@ function startProcess(execa: typeof import('execa').execa, argv: string[], o: Pr
         ),
       (err: unknown) => spawnFailure(errorCode(err), `cannot start ${file}: ${errorText(err)}`),
     );
-    return { exit, cancel() {} };
+    return { exit, cancel() {}, release };
   }
   const pidStartTime = readPidStartTime(pid);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
     child.once('exit', (code, signal) => done({ code, signal })),
   );
-  const outputDone = o.log.follow(child.stdout!, child.stderr!, o.onOutput); // both 'pipe' above
+  const tails = { stdout: new FileTail(o.spool.stdout), stderr: new FileTail(o.spool.stderr) };
+  const outputDone = o.log.follow(tails.stdout, tails.stderr, o.onOutput);
   let stopping: Promise<void> | undefined;
   const killTree = () =>
     (stopping ??= killProcessTree(pid, {
@@ -244,6 +290,9 @@ function startProcess(execa: typeof import('execa').execa, argv: string[], o: Pr
     clearTimeout(timer);
     // Also after a normal exit: what the process left running in the background must not outlive it.
     await killTree();
+    // Nothing of the tree writes the spool files any more: read them to their end.
+    tails.stdout.stop();
+    tails.stderr.stop();
     await outputDone();
     return { exitCode: code, ...(signal ? { signal } : {}), timedOut, cancelled };
   });
@@ -256,11 +305,49 @@ function startProcess(execa: typeof import('execa').execa, argv: string[], o: Pr
       cancelled = true;
       void killTree();
     },
+    release,
   };
 }
 
-function notSpawned(code: string, message: string): StartedProcess {
-  return { exit: Promise.resolve(spawnFailure(code, message)), cancel() {} };
+/** The spool files, created empty, for the process's stdout and stderr. */
+function openSpool(spool: { stdout: string; stderr: string }): { stdout: number; stderr: number } {
+  // O_APPEND: the agent and its descendants share the descriptor, and a write never overwrites another.
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_APPEND;
+  const stdout = openSync(spool.stdout, flags, 0o600);
+  try {
+    return { stdout, stderr: openSync(spool.stderr, flags, 0o600) };
+  } catch (err) {
+    closeSync(stdout);
+    throw err;
+  }
+}
+
+// An agent writes its output onto the state disk itself: with less room than this left, its failure is
+// taken for one writing its output (a full disk has none; the smallest blocks are this size or less).
+const NO_ROOM_BYTES = 1024 * 1024;
+
+/** ENOSPC when the file system of `dir` is (all but) full. */
+function noRoomOn(dir: string): string | undefined {
+  try {
+    const fs = statfsSync(dir);
+    return fs.bavail * fs.bsize < NO_ROOM_BYTES ? 'ENOSPC' : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** execa's types name descriptors 3-9 only; at run time any open descriptor is handed to the child as is. */
+function descriptor(fd: number): 3 {
+  return fd as 3;
+}
+
+function removeSpool(spool: { stdout: string; stderr: string }): void {
+  rmSync(spool.stdout, { force: true });
+  rmSync(spool.stderr, { force: true });
+}
+
+function notSpawned(code: string, message: string, release: () => Promise<void>): StartedProcess {
+  return { exit: Promise.resolve(spawnFailure(code, message)), cancel() {}, release };
 }
 
 function spawnFailure(code: string, message: string): ProcessEnd {
@@ -335,13 +422,20 @@ function buildResult(o: {
   analysis: OutputAnalysis;
   verify?: VerifyOutcome;
   cancelled: boolean;
+  /** The log, or the disk, had no room left: a failed agent likely failed writing its output there. */
+  noRoom?: string;
   durationMs: number;
 }): EpisodeResult {
   const { req, exit, analysis, verify } = o;
   let message = analysis.message ?? exit.spawnErrorMessage;
+  let errorClass = analysis.errorClass;
   if (exit.timedOut) message = `timed out after ${seconds(req.timeoutMs)}`;
   else if (o.cancelled) message = 'cancelled';
   else if (verify?.note) message = verify.note;
+  else if (o.noRoom && exit.exitCode !== 0) {
+    errorClass = 'transient'; // not the agent's failure: its output had no room on the state disk
+    message = `no room on the state disk for the agent's output (${o.noRoom})`;
+  }
   return episodeResult({
     exitCode: exit.exitCode,
     ...(exit.signal ? { signal: exit.signal } : {}),
@@ -349,7 +443,7 @@ function buildResult(o: {
     cancelled: o.cancelled,
     format: analysis.format,
     agentError: analysis.agentError,
-    errorClass: analysis.errorClass,
+    errorClass,
     ...(analysis.resetAt ? { resetAt: analysis.resetAt } : {}),
     ...(analysis.completion ? { completion: analysis.completion } : {}),
     costUSD: analysis.costUSD,
