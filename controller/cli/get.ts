@@ -9,7 +9,7 @@ import { totalTokens } from '../api/bounds.ts';
 import { EPISODE_KIND } from '../api/episode-record.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import { EPISODE_LABEL, TASK_LABEL, episodePodName } from '../cluster/names.ts';
-import { episodesPath, readRecords } from '../sinks/local/episode-records.ts';
+import { EPISODES_FILE, episodesPath, lastDeletedTaskDir, readRecords } from '../sinks/local/episode-records.ts';
 import { FileStatusStore } from '../sinks/local/file-status.ts';
 import { loadSpecDir } from '../sources/local/spec-files.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
@@ -133,7 +133,10 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
   if (records.length === 0) {
     const { records: statuses } = await new FileStatusStore(stateDir).readAll();
     if (!statuses.some((r) => r.namespace === opts.namespace && r.name === name)) {
-      console.error(`episodic get: no task ${opts.namespace}/${name} on record in ${stateDir}`);
+      // As on a cluster, a deleted task's records go with it; locally they are kept aside (README, State).
+      const kept = lastDeletedTaskDir(stateDir, opts.namespace, name);
+      const where = kept ? `; it was deleted, its episode records are kept in ${join(kept, EPISODES_FILE)}` : '';
+      console.error(`episodic get: no task ${opts.namespace}/${name} on record in ${stateDir}${where}`);
       return 1;
     }
   }

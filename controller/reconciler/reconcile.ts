@@ -89,8 +89,8 @@ function withPhase(status: AgentTaskStatus, phase: Phase, reason: string, messag
 
 /** What to do next, given a status that already accounts for every finished episode. */
 function decide(prev: AgentTaskStatus, input: ReconcileInput): Decision {
-  if (input.deleted || (input.shuttingDown && prev.currentEpisode))
-    return { status: prev, actions: stopRunning(prev, 'cancelled') };
+  if (input.deleted) return { status: prev, actions: stopRunning(prev, 'deleted') };
+  if (input.shuttingDown && prev.currentEpisode) return { status: prev, actions: stopRunning(prev, 'cancelled') };
   const reopened = reopen(prev, input.generation);
   const next = decideBySpec(reopened.status, input);
   return { ...next, events: [...reopened.events, ...(next.events ?? [])] };

@@ -11,6 +11,8 @@ import { progressStatus } from './progress.ts';
 import { normal, USAGE_LIMIT_FALLBACK_MS, warning } from './types.ts';
 import type { Events, ObservedEpisode, ReconcileInput } from './types.ts';
 
+const SPEC_DELETED = 'episode cancelled: spec deleted';
+
 /**
  * The episode's end as a result, when it ended. A stop this controller asked for decides the outcome over
  * what the process or pod reported while being killed; an episode that vanished without a result ended as
@@ -31,7 +33,11 @@ export function endedEpisode(
             timedOut: true,
             message: episode.result?.timedOut ? episode.result.message : 'episode timed out; stopped',
           })
-        : episodeResult({ exitCode, cancelled: true, message: 'episode cancelled; stopped' });
+        : episodeResult({
+            exitCode,
+            cancelled: true,
+            message: stopped === 'deleted' ? SPEC_DELETED : 'episode cancelled; stopped',
+          });
     return {
       ...episode,
       state: 'finished',

@@ -11,7 +11,8 @@ export const DEADLINE_GRACE_MS = 30_000;
 /** Usage limit without a parseable reset time. */
 export const USAGE_LIMIT_FALLBACK_MS = 60 * 60 * 1000;
 
-export type StopReason = 'cancelled' | 'timeout';
+/** `deleted`: cancelled because the task's spec was deleted (the record and the log say so). */
+export type StopReason = 'cancelled' | 'deleted' | 'timeout';
 
 /** What an executor sees of a task's newest episode: facts only; reconcile() decides what they mean. */
 export interface ObservedEpisode {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { lastDeletedTaskDir } from '../../controller/sinks/local/episode-records.ts';
 import { hashSpec } from '../../controller/sources/local/spec-files.ts';
 import { assertAllDead, isAlive, readStatus, runCli, specDir, startCli, taskYaml, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
@@ -193,7 +194,7 @@ test('--watch: an edit mid-episode lets it finish; the next episode runs the new
   assert.equal(await run.exited, 130);
 });
 
-test('--watch: deleting a spec mid-episode cancels it; suspend stops it; both keep what was recorded', async () => {
+test('--watch: deleting a spec mid-episode cancels it, saying so, and lets the task go; suspend stops it and keeps it', async () => {
   const dir = tempDir();
   const goneFile = join(dir, 'gone-pids.txt');
   const pausedFile = join(dir, 'paused-pids.txt');
@@ -208,7 +209,8 @@ test('--watch: deleting a spec mid-episode cancels it; suspend stops it; both ke
   await waitFor('both running', () => pidsIn(goneFile).length >= 2 && pidsIn(pausedFile).length >= 2);
   rmSync(join(dir, 'gone.yaml'));
   writeFileSync(join(dir, 'paused.yaml'), taskYaml({ name: 'paused', spec: { suspend: true } }));
-  await waitFor('deleted task cancelled', () => readStatus(dir, 'gone')?.status.lastEpisode?.outcome === 'cancelled');
+  // The deleted task goes as an AgentTask does on a cluster: its status with it; its logs and records are kept aside.
+  await waitFor('deleted task let go', () => !existsSync(join(dir, '.episodic/status/default/gone.json')));
   await waitFor(
     'suspended',
     () =>
@@ -216,7 +218,34 @@ test('--watch: deleting a spec mid-episode cancels it; suspend stops it; both ke
       readStatus(dir, 'paused')?.status.lastEpisode?.outcome === 'cancelled',
   );
   await assertAllDead([...pidsIn(goneFile), ...pidsIn(pausedFile)], 'cancelled trees');
-  assert.equal(readStatus(dir, 'gone')?.status.episodes, 1, 'status of a deleted task is kept');
+  assert.ok(
+    !existsSync(join(dir, '.episodic/logs/default/gone')),
+    'nothing of it is left where a new "gone" would log',
+  );
+  const kept = lastDeletedTaskDir(join(dir, '.episodic'), 'default', 'gone');
+  assert.ok(kept, 'its logs and records are kept');
+  const records = readFileSync(join(kept, 'episodes.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    records.map((r) => [r.number, r.outcome, r.message]),
+    [[1, 'cancelled', 'episode cancelled: spec deleted']],
+  );
+  assert.match(
+    readFileSync(join(kept, 'episode-1.log'), 'utf8'),
+    /^--- episodic: cancelled \(spec deleted\); process tree killed ---$/m,
+  );
+  const listed = await runCli(['get', dir]);
+  assert.match(listed.stdout, /paused/);
+  assert.doesNotMatch(listed.stdout, /gone/);
+  const episodes = await runCli(['get', 'gone', dir, '--episodes']);
+  assert.equal(episodes.code, 1, 'no task on record');
+  assert.equal(
+    episodes.stderr.trim(),
+    `episodic get: no task default/gone on record in ${join(dir, '.episodic')}; it was deleted, its episode records are kept in ${join(kept, 'episodes.jsonl')}`,
+  );
+  assert.equal(readStatus(dir, 'paused')?.status.episodes, 1, 'the status of a suspended task is kept');
   run.child.kill('SIGINT');
   assert.equal(await run.exited, 130);
 });

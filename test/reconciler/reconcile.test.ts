@@ -453,7 +453,7 @@ test('reconcile: suspend mid-episode stops it, then records cancelled without co
   assert.equal(second.status.currentEpisode, undefined);
 });
 
-test('reconcile: deleted task stops its episode and starts nothing', () => {
+test('reconcile: deleted task stops its episode and starts nothing; the episode is recorded as cancelled for that', () => {
   const out = reconcile(
     input({
       deleted: true,
@@ -466,7 +466,18 @@ test('reconcile: deleted task stops its episode and starts nothing', () => {
       },
     }),
   );
-  assert.deepEqual(out.actions, [{ type: 'StopEpisode', number: 1, reason: 'cancelled' }]);
+  assert.deepEqual(out.actions, [{ type: 'StopEpisode', number: 1, reason: 'deleted' }]);
+  const ended = reconcile(
+    observing(
+      { state: 'finished', result: episodeResult({ exitCode: null, cancelled: true }) },
+      { deleted: true, stopRequested: { number: 1, reason: 'deleted' } },
+    ),
+  );
+  assert.deepEqual(
+    [ended.status.lastEpisode?.outcome, ended.status.lastEpisode?.message],
+    ['cancelled', 'episode cancelled: spec deleted'],
+  );
+  assert.ok(!ended.actions.some((a) => a.type === 'StartEpisode'), JSON.stringify(ended.actions));
 });
 
 test('reconcile: a running episode past its deadline is stopped as timeout', () => {

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeResult, ErrorClass } from '../../api/episode-result.ts';
+import type { StopReason } from '../../reconciler/reconcile.ts';
 import { analyzerOptions } from '../output/analyzer-options.ts';
 import { startProcessEpisode } from '../process/process-episode.ts';
 import { renderPrompt } from '../prompt.ts';
@@ -32,7 +33,7 @@ export interface LaunchedEpisode {
   pid?: number;
   pidStartTime?: string;
   result: Promise<EpisodeResult>;
-  cancel(reason: 'cancelled' | 'timeout'): void;
+  cancel(reason: StopReason): void;
   /** The prepared workspace; undefined when it could not be prepared. */
   workspace?: string;
 }
@@ -116,7 +117,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     pid: running.pid,
     pidStartTime: running.pidStartTime,
     result,
-    cancel: () => running.cancel(),
+    cancel: (reason) => running.cancel(reason === 'deleted' ? 'spec deleted' : undefined),
     workspace,
   };
 }

@@ -238,7 +238,7 @@ function readNote(line: string, notes: LogNotes): boolean {
   if ((m = /^agent exited (-?\d+)$/.exec(text))) notes.exit = { exitCode: Number(m[1]) };
   else if ((m = /^agent killed by (\S+)$/.exec(text))) notes.exit = { exitCode: null, signal: m[1] };
   else if (text.startsWith('timed out after ')) notes.timedOut = true;
-  else if (text.startsWith('cancelled;')) notes.cancelled = true;
+  else if (/^cancelled[;( ]/.test(text)) notes.cancelled = true;
   else if (text.startsWith('verify [')) notes.verifyStarted = true;
   else if (!notes.verifyStarted) return false;
   else if (text === 'verify passed') notes.verifyExitCode = 0;

@@ -72,8 +72,11 @@ export interface RunningEpisode {
   pidStartTime?: string;
   /** Never rejects; the log is complete when it resolves. */
   result: Promise<EpisodeResult>;
-  /** Kill the whole process tree (agent or verify); the result then says cancelled. No-op once finished. */
-  cancel(): void;
+  /**
+   * Kill the whole process tree (agent or verify); the result then says cancelled (and `why`, in the log
+   * and the message). No-op once finished.
+   */
+  cancel(why?: string): void;
 }
 
 const DEFAULT_KILL_GRACE_MS = 5000;
@@ -125,6 +128,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
   const argv = req.promptVia === 'argument' ? [...req.argv, req.prompt] : req.argv;
   let current = start('agent', argv, stdinFile, req.timeoutMs, (chunk, stream) => analyzer.write(chunk, stream));
   let cancelled = false;
+  let cancelWhy: string | undefined;
   let finished = false;
 
   const run = async (): Promise<EpisodeResult> => {
@@ -133,7 +137,8 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     // How the agent ended, for a controller restarted before this one records it (see episode-log-recovery.ts).
     else if (req.exitNote !== false) log.note(`\n${exitNote(exit)}\n`);
     if (exit.timedOut) log.note(`\n--- episodic: timed out after ${seconds(req.timeoutMs)}; process tree killed ---\n`);
-    if (exit.cancelled) log.note('\n--- episodic: cancelled; process tree killed ---\n');
+    if (exit.cancelled)
+      log.note(`\n--- episodic: cancelled${cancelWhy ? ` (${cancelWhy})` : ''}; process tree killed ---\n`);
     await current.release(); // the agent's output and how it ended are in the log now
     const analysis = analyzer.finish(exit);
 
@@ -149,7 +154,8 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
       await current.release();
     }
     const noRoom = exit.exitCode === 0 ? undefined : (log.noRoom ?? noRoomOn(dirname(req.logFile)));
-    return buildResult({ req, exit, analysis, verify, cancelled, noRoom, durationMs: Date.now() - startedAt });
+    const durationMs = Date.now() - startedAt;
+    return buildResult({ req, exit, analysis, verify, cancelled, cancelWhy, noRoom, durationMs });
   };
 
   const result = run()
@@ -166,10 +172,11 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     pid: current.pid,
     pidStartTime: current.pidStartTime,
     result,
-    cancel() {
+    cancel(why) {
       // Nothing to cancel once finished, or when the agent never started (the result already says why).
       if (finished || cancelled || current.pid === undefined) return;
       cancelled = true;
+      cancelWhy = why;
       current.cancel();
     },
   };
@@ -422,6 +429,7 @@ function buildResult(o: {
   analysis: OutputAnalysis;
   verify?: VerifyOutcome;
   cancelled: boolean;
+  cancelWhy?: string;
   /** The log, or the disk, had no room left: a failed agent likely failed writing its output there. */
   noRoom?: string;
   durationMs: number;
@@ -430,7 +438,7 @@ function buildResult(o: {
   let message = analysis.message ?? exit.spawnErrorMessage;
   let errorClass = analysis.errorClass;
   if (exit.timedOut) message = `timed out after ${seconds(req.timeoutMs)}`;
-  else if (o.cancelled) message = 'cancelled';
+  else if (o.cancelled) message = o.cancelWhy ? `cancelled: ${o.cancelWhy}` : 'cancelled';
   else if (verify?.note) message = verify.note;
   else if (o.noRoom && exit.exitCode !== 0) {
     errorClass = 'transient'; // not the agent's failure: its output had no room on the state disk

@@ -1,7 +1,19 @@
 // Episode records locally: STATE/logs/NAMESPACE/NAME/episodes.jsonl, one JSON line per finished episode,
 // append-only. Each line is one write() to a file opened O_APPEND, so lines never interleave and a crash
 // leaves at most a torn last line, which readers skip and the next controller cuts off before appending.
-import { closeSync, fsync, ftruncateSync, fstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  fsync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  writeSync,
+} from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
@@ -14,6 +26,31 @@ const TAIL_BYTES = 64 * 1024;
 
 export function episodesPath(stateDir: string, namespace: string, name: string): string {
   return join(stateDir, 'logs', namespace, name, EPISODES_FILE);
+}
+
+/**
+ * Where a deleted task's logs and records are kept: STATE/deleted/NAMESPACE/NAME/TIME, one directory per
+ * deletion (a task may be created and deleted again under the same name). Kept until removed by hand.
+ */
+export function deletedTaskDir(stateDir: string, namespace: string, name: string, at: Date): string {
+  return join(stateDir, 'deleted', namespace, name, at.toISOString().replace(/:/g, '-'));
+}
+
+/** The newest kept directory of a deleted task, if any. */
+export function lastDeletedTaskDir(stateDir: string, namespace: string, name: string): string | undefined {
+  const dir = join(stateDir, 'deleted', namespace, name);
+  const times = existsSync(dir) ? readdirSync(dir).sort() : [];
+  return times.length > 0 ? join(dir, times[times.length - 1] as string) : undefined;
+}
+
+/** Moves the task's logs directory (episode logs, episodes.jsonl) to its deletedTaskDir; undefined: none. */
+export function keepDeletedTaskLogs(stateDir: string, namespace: string, name: string, at: Date): string | undefined {
+  const logs = dirname(episodesPath(stateDir, namespace, name));
+  if (!existsSync(logs)) return undefined;
+  const kept = deletedTaskDir(stateDir, namespace, name, at);
+  mkdirSync(dirname(kept), { recursive: true });
+  renameSync(logs, kept);
+  return kept;
 }
 
 /**

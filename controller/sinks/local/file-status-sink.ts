@@ -1,13 +1,15 @@
 // Status locally: one JSON file per task (atomic, see file-status.ts), one log line per event and one
 // line of episodes.jsonl per finished episode (episode-records.ts).
+import { rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { isTerminal } from '../../api/agent-task.ts';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import type { EpisodeRecord } from '../../api/episode-record.ts';
 import type { StoreFullError } from '../../core/ports.ts';
 import type { SpecFileTask, StatusSink } from '../../core/ports.ts';
+import { resumeRequestPath } from '../../sources/local/resume-requests.ts';
 import { logEvent } from '../event-log.ts';
-import { appendRecord, episodesPath, recoverRecords } from './episode-records.ts';
+import { appendRecord, episodesPath, keepDeletedTaskLogs, recoverRecords } from './episode-records.ts';
 import { FileStatusStore, storeFullError } from './file-status.ts';
 import type { StoredStatus } from './file-status.ts';
 
@@ -128,8 +130,23 @@ export class FileStatusSink implements StatusSink<SpecFileTask> {
     }
   }
 
-  /** Records stay with the episode logs when a spec file goes away. */
-  async forget(): Promise<void> {}
+  /**
+   * The spec is gone and nothing of the task runs: its status (and a pending resume request) goes, as an
+   * AgentTask's does on a cluster, so `get` and a task created again under the name start afresh. Its
+   * episode logs and records are kept (see deletedTaskDir).
+   */
+  async forget(task: SpecFileTask): Promise<void> {
+    const fields = { namespace: task.namespace, task: task.name };
+    try {
+      const kept = keepDeletedTaskLogs(this.stateDir, task.namespace, task.name, new Date());
+      await rm(resumeRequestPath(this.stateDir, task.namespace, task.name), { force: true });
+      await rm(this.store.pathFor(task.namespace, task.name), { force: true });
+      this.records.delete(task.key);
+      this.logger.info({ ...fields, ...(kept ? { kept } : {}) }, 'spec deleted: status removed, episode logs kept');
+    } catch (err) {
+      this.logger.error({ ...fields, err }, 'spec deleted, but its status could not be removed');
+    }
+  }
 
   private syncError(task: { namespace: string; name: string }): (err: Error) => void {
     return (err) =>

@@ -73,9 +73,13 @@ export class SpecDirSource implements TaskSource<LocalTask> {
     this.listeners.push(onChange);
   }
 
-  // Spec files are never written: nothing to hold or release.
+  // Spec files are never written: nothing to hold.
   async hold(): Promise<void> {}
-  async release(): Promise<void> {}
+
+  /** A deleted task is let go: a resume request for it does not carry over to a task created again. */
+  async release(task: LocalTask): Promise<void> {
+    if (!this.tasks.has(task.key)) this.requests.delete(task.key);
+  }
 
   /** `old`: the version it replaces, if this source has one; else the generation goes on from the last known. */
   private desired(spec: SpecTask, old?: LocalTask): LocalTask {
