@@ -5,7 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isAlive, readStatus, runCli, specDir, startCli, tempDir, waitFor } from '../support/local.ts';
+import { isAlive, readStatus, runCli, specDir, startCli, tempDir } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 const read = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : '');
 
