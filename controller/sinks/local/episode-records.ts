@@ -20,7 +20,7 @@ import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import { EpisodeRecordSchema, episodeRecordOf } from '../../api/episode-record.ts';
 import type { EpisodeRecord } from '../../api/episode-record.ts';
 
-const EPISODES_FILE = 'episodes.jsonl';
+export const EPISODES_FILE = 'episodes.jsonl';
 // The tail read at start: far more than one record (a message is at most 1,000 characters).
 const TAIL_BYTES = 64 * 1024;
 
