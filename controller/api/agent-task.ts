@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { BreakerSpecSchema, BreakerStatusSchema, ProgressSpecSchema, ProgressStatusSchema } from './leash.ts';
 import { AuditEntrySchema, ResumeSpecSchema, ResumeStatusSchema } from './resume.ts';
+import { duplicateStepNames, STEP_LIMITS_MASK, STEPS_MAX, stepSchema, stepSpec } from './steps.ts';
 
 export const GROUP = 'episodic.dev';
 export const VERSION = 'v1alpha1';
@@ -202,6 +203,15 @@ export const HistorySchema = z.strictObject({
     .describe('cluster: AgentEpisode records kept for this task; older ones are deleted'),
 });
 
+export const StepSchema = stepSchema({
+  name: dnsLabel,
+  agent: AgentSchema,
+  completion: CompletionSchema,
+  limits: LimitsSchema.pick(STEP_LIMITS_MASK),
+});
+
+const PROMPT_RULE = 'exactly one of prompt or promptFile is required, or steps instead of both';
+
 export const AgentTaskSpecSchema = z
   .strictObject({
     prompt: z.string().min(1).optional(),
@@ -217,29 +227,52 @@ export const AgentTaskSpecSchema = z
     breaker: BreakerSpecSchema.default(() => BreakerSpecSchema.parse({})),
     history: HistorySchema.default(() => HistorySchema.parse({})),
     resume: ResumeSpecSchema.default(() => ResumeSpecSchema.parse({})),
+    steps: z
+      .array(StepSchema)
+      .min(1)
+      .max(STEPS_MAX)
+      .optional()
+      .describe('a pipeline: steps run in order in the one workspace, each a loop of episodes of its own')
+      .meta({
+        'x-kubernetes-validations': [
+          { rule: 'self.all(s, self.exists_one(t, t.name == s.name))', message: 'step names must be unique' },
+        ],
+      }),
   })
   .superRefine((spec, ctx) => {
-    if (spec.completion.requires.includes('verify') && !spec.completion.verify) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['completion', 'requires'],
-        message: 'requires verify, but completion.verify names no command',
-      });
+    // A step's completion is the task's with the step's fields over it: each is checked where it is written.
+    const completions = [
+      { completion: spec.completion, at: [] as PropertyKey[] },
+      ...(spec.steps ?? []).map((_, i) => ({ completion: stepSpec(spec, i + 1).completion, at: ['steps', i] })),
+    ];
+    for (const { completion, at } of completions) {
+      if (completion.requires.includes('verify') && !completion.verify) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [...at, 'completion', 'requires'],
+          message: 'requires verify, but completion.verify names no command',
+        });
+      }
+      if ((completion.requires.includes('checklist') || completion.checklist) && !spec.progress.checklist) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['progress', 'checklist'],
+          message: 'a checklist completion needs progress.checklist (the plan file)',
+        });
+        break;
+      }
     }
-    if ((spec.completion.requires.includes('checklist') || spec.completion.checklist) && !spec.progress.checklist) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['progress', 'checklist'],
-        message: 'a checklist completion needs progress.checklist (the plan file)',
-      });
-    }
-    if ((spec.prompt === undefined) === (spec.promptFile === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['prompt'], message: 'exactly one of prompt or promptFile is required' });
-    }
+    const prompts = [spec.prompt, spec.promptFile, spec.steps].filter((p) => p !== undefined).length;
+    if (prompts !== 1) ctx.addIssue({ code: 'custom', path: ['prompt'], message: PROMPT_RULE });
+    for (const dup of duplicateStepNames(spec.steps ?? []))
+      ctx.addIssue({ code: 'custom', path: ['steps', dup.index, 'name'], message: dup.message });
   })
   .meta({
     'x-kubernetes-validations': [
-      { rule: 'has(self.prompt) != has(self.promptFile)', message: 'exactly one of prompt or promptFile is required' },
+      {
+        rule: '(has(self.prompt) ? 1 : 0) + (has(self.promptFile) ? 1 : 0) + (has(self.steps) ? 1 : 0) == 1',
+        message: PROMPT_RULE,
+      },
     ],
   });
 
@@ -315,6 +348,7 @@ export const LastEpisodeSchema = z.object({
     .array(z.string())
     .optional()
     .describe('completion.signals: the signals that scored, e.g. exitSignal+50'),
+  step: z.string().optional().describe('spec.steps: the step the episode ran in'),
 });
 
 export const CurrentEpisodeSchema = z.object({
@@ -330,6 +364,30 @@ export const ConditionSchema = z.object({
   lastTransitionTime: z.string(),
   reason: z.string(),
   message: z.string(),
+});
+
+export const StepRefSchema = z.object({
+  index: z.number().int().min(1).describe('1-based'),
+  name: z.string(),
+  summary: z.string().optional().describe('"2/4 implement", for the Step column'),
+});
+
+export const StepStatusSchema = z.object({
+  name: z.string(),
+  phase: z.enum(PHASES),
+  reason: z.string().optional(),
+  episodes: z.number().int().nonnegative().default(0).describe('episodes of this step (the task counts all)'),
+  retries: z.number().int().nonnegative().default(0).describe('transient retries and usage limits of this step'),
+  costUSD: z.number().nonnegative().default(0),
+  startedAt: z.string().optional(),
+  finishedAt: z.string().optional(),
+  digest: z.string().optional().describe("the step's definition when it ran: an edited step restarts"),
+  grantBase: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('resume.grantedEpisodes when the step started: later grants add to its maxEpisodes'),
 });
 
 export const AgentTaskStatusSchema = z.object({
@@ -365,6 +423,8 @@ export const AgentTaskStatusSchema = z.object({
     ),
   resume: ResumeStatusSchema.optional(),
   audit: z.array(AuditEntrySchema).optional().describe('the last stop and resume decisions, oldest first'),
+  step: StepRefSchema.optional().describe('spec.steps: the step the task is in'),
+  steps: z.array(StepStatusSchema).optional().describe('spec.steps: one entry per step, in order'),
 });
 
 export const AgentTaskSchema = z.object({
@@ -383,6 +443,7 @@ export type Outcome = (typeof OUTCOMES)[number];
 export type Tokens = z.infer<typeof TokensSchema>;
 export type Condition = z.infer<typeof ConditionSchema>;
 export type LastEpisode = z.infer<typeof LastEpisodeSchema>;
+export type StepStatus = z.infer<typeof StepStatusSchema>;
 
 export function isTerminal(phase: Phase | undefined): boolean {
   return phase !== undefined && (TERMINAL_PHASES as readonly string[]).includes(phase);

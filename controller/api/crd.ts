@@ -205,6 +205,7 @@ const printerColumns = [
   { name: 'Episodes', type: 'integer', jsonPath: '.status.episodes' },
   { name: 'Cost', type: 'number', jsonPath: '.status.costUSD' },
   { name: 'Reason', type: 'string', jsonPath: '.status.reason' },
+  { name: 'Step', type: 'string', jsonPath: '.status.step.summary' },
   { name: 'Progress', type: 'string', jsonPath: '.status.progress.summary' },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   // priority 1: only with `kubectl get -o wide`.
@@ -224,6 +225,7 @@ const episodePrinterColumns = [
   { name: 'Reason', type: 'string', jsonPath: '.record.reason', priority: 1 },
   { name: 'Commit', type: 'string', jsonPath: '.record.evidence.workspace.commit', priority: 1 },
   { name: 'Message', type: 'string', jsonPath: '.record.message', priority: 1 },
+  { name: 'Step', type: 'string', jsonPath: '.record.step', priority: 1 },
 ];
 
 interface CrdInput {

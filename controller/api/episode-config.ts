@@ -27,6 +27,8 @@ export const EpisodeConfigSchema = z.object({
   promptFile: z.string().min(1).optional(),
   /** For {{lastEpisode.message}} when the runner renders a promptFile. */
   lastEpisodeMessage: z.string().optional(),
+  /** spec.steps: the step the episode runs in, for {{step.name}} and {{step.index}} in a promptFile. */
+  step: z.object({ name: z.string(), index: z.number().int().min(1) }).optional(),
   /** spec.progress.checklist: the plan file the runner counts for evidence. */
   checklist: z.string().min(1).optional(),
   /** Set for git workspaces: clone before the episode, commit and push after it. */

@@ -57,6 +57,7 @@ export const EpisodeRecordSchema = z.object({
     .optional()
     .describe('completion.signals: what scored, e.g. exitSignal+50'),
   message: z.string().max(EPISODE_MESSAGE_MAX).optional(),
+  step: z.string().max(63).optional().describe('spec.steps: the step this episode ran in'),
 });
 
 export type EpisodeRecord = z.infer<typeof EpisodeRecordSchema>;
@@ -99,6 +100,7 @@ export function episodeRecordOf(
     evidence: result?.evidence,
     completionScore: last.completionScore,
     completionSignals: last.completionSignals,
+    step: last.step,
     message: message === undefined ? undefined : clip(message, EPISODE_MESSAGE_MAX),
   });
 }

@@ -6,6 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { AgentSchema, EnvVarSchema } from '../api/agent-task.ts';
 import type { AgentTaskSpec } from '../api/agent-task.ts';
+import { stepSpec } from '../api/steps.ts';
 import { formatIssuePath, validateSpec } from '../api/validate.ts';
 
 // Kubernetes objects we pass through untouched: the API server validates them when the pod is created.
@@ -82,7 +83,10 @@ export function episodeImage(spec: AgentTaskSpec, defaults: EpisodeDefaults | un
 export function clusterSpec(raw: unknown, defaults?: EpisodeDefaults): { spec?: AgentTaskSpec; specError?: string } {
   const validation = validateSpec(raw);
   if (!validation.ok) return { specError: validation.errors.join('; ') };
-  if (episodeImage(validation.spec, defaults) === undefined) {
+  const spec = validation.spec;
+  // In a pipeline each step's episodes need one: a step may name its own.
+  const specs = spec.steps?.length ? spec.steps.map((_, i) => stepSpec(spec, i + 1)) : [spec];
+  if (specs.some((s) => episodeImage(s, defaults) === undefined)) {
     return {
       specError:
         'spec.agent.image: required in cluster mode (an image that contains the episodic runner and the agent), ' +

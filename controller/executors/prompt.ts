@@ -8,6 +8,8 @@ export interface PromptVars {
   maxEpisodes: number;
   /** Message of the previous episode; empty on the first one. */
   lastEpisodeMessage?: string;
+  /** spec.steps: the step the episode runs in ({{step.name}}, {{step.index}}); left as written without one. */
+  step?: { name: string; index: number };
 }
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}/g;
@@ -18,6 +20,7 @@ export function renderPrompt(template: string, vars: PromptVars): string {
     episode: String(vars.episode),
     maxEpisodes: String(vars.maxEpisodes),
     'lastEpisode.message': vars.lastEpisodeMessage ?? '',
+    ...(vars.step ? { 'step.name': vars.step.name, 'step.index': String(vars.step.index) } : {}),
   };
   // One pass with a replacer: a value that itself contains "{{task}}" is not expanded again.
   return template.replace(PLACEHOLDER, (whole, key: string) => (Object.hasOwn(values, key) ? values[key] : whole));

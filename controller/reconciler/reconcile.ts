@@ -5,6 +5,7 @@
 import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { isTerminal } from '../api/agent-task.ts';
 import { clip, STATUS_MESSAGE_MAX, totalTokens } from '../api/bounds.ts';
+import { effectiveSpec } from '../api/steps.ts';
 import { reopenBreaker } from './breaker.ts';
 import { BUDGET_HOLD_REASONS, budgetHold, judgeBudgets } from './budget.ts';
 import { conditionsFor } from './conditions.ts';
@@ -12,6 +13,15 @@ import { cycleMessage, judgeDependencies } from './dependencies.ts';
 import { observedEpisode, passActions } from './pass-actions.ts';
 import { adoptUnknownEpisode, endedEpisode, recordEpisode } from './record-episode.ts';
 import { applyResume, resumeOnReopen, superviseReview } from './resume.ts';
+import {
+  advanceStep,
+  chargeStep,
+  countedEpisodes,
+  mirrorStep,
+  startStepEpisode,
+  stepRecord,
+  syncSteps,
+} from './steps.ts';
 import { DEADLINE_GRACE_MS, normal, warning } from './types.ts';
 import type { Action, Events, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
 
@@ -29,9 +39,12 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
   status = adoptUnknownEpisode(status, input.episode, now);
   const ended = endedEpisode(input.episode, input.stopRequested);
   if (ended && status.currentEpisode?.number === ended.number) {
-    const recorded = recordEpisode(status, ended, input);
-    status = recorded.status;
-    events.push(...recorded.events);
+    // Judged by the rules of the step it ran in; a met completion rule may move the task to the next step.
+    const stepInput = input.spec ? { ...input, spec: effectiveSpec(input.spec, status) } : input;
+    const recorded = recordEpisode(status, ended, stepInput);
+    const advanced = advanceStep(chargeStep(status, recorded.status), input.spec, input.now);
+    status = advanced.status;
+    events.push(...recorded.events, ...advanced.events);
   }
 
   const decided = decide(status, input);
@@ -44,6 +57,7 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     events.push(...review.events);
     requeueAfterMs = review.requeueAfterMs ?? requeueAfterMs;
   }
+  status = mirrorStep(status, input.now);
   // Messages carry user input (a spec error quotes the spec): bounded here, whatever made them.
   if (status.message) status.message = clip(status.message, STATUS_MESSAGE_MAX);
   status.observedGeneration = input.generation;
@@ -70,7 +84,7 @@ function resumeContext(spec: AgentTaskSpec, input: ReconcileInput) {
     request: input.resumeRequest,
     recordedPhase: input.status.phase,
     now: input.now,
-    capFor: (s: AgentTaskStatus) => capReached(s, spec, input.globalBudget),
+    capFor: (s: AgentTaskStatus) => capReached(s, effectiveSpec(spec, s), input.globalBudget),
   };
 }
 
@@ -92,8 +106,13 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput): Decision {
   if (input.deleted) return { status: prev, actions: stopRunning(prev, 'deleted') };
   if (input.shuttingDown && prev.currentEpisode) return { status: prev, actions: stopRunning(prev, 'cancelled') };
   const reopened = reopen(prev, input.generation);
-  const next = decideBySpec(reopened.status, input);
-  return { ...next, events: [...reopened.events, ...(next.events ?? [])] };
+  // A pipeline's steps follow the spec while no episode runs (a running one finishes in its step first).
+  const synced =
+    input.spec && !reopened.status.currentEpisode
+      ? syncSteps(reopened.status, input.spec)
+      : { status: reopened.status, events: [] };
+  const next = decideBySpec(synced.status, input);
+  return { ...next, events: [...reopened.events, ...synced.events, ...(next.events ?? [])] };
 }
 
 function stopRunning(status: AgentTaskStatus, reason: StopReason): Action[] {
@@ -116,10 +135,12 @@ function decideBySpec(prev: AgentTaskStatus, input: ReconcileInput): Decision {
   // A person's resume request, or an auto-resume that is due, re-opens a NeedsReview task (resume.ts).
   const resumed = input.shuttingDown ? { status: prev, events: [] } : applyResume(prev, resumeContext(spec, input));
   const status = resumed.status;
+  // In a pipeline, the current step's prompt, agent, completion and limits.
+  const current = effectiveSpec(spec, status);
   let next: Decision;
-  if (running) next = whileRunning(status, running, spec, input);
+  if (running) next = whileRunning(status, running, current, input);
   else if (isTerminal(status.phase)) next = { status, actions: [] };
-  else next = beforeStart(status, spec, input);
+  else next = beforeStart(status, current, input);
   return { ...next, events: [...resumed.events, ...(next.events ?? [])] };
 }
 
@@ -164,7 +185,7 @@ function whileRunning(
   const nowMs = input.now.getTime();
   if (nowMs >= deadline)
     return { status, actions: [{ type: 'StopEpisode', number: running.number, reason: 'timeout' }] };
-  const message = `episode ${running.number}/${spec.limits.maxEpisodes} running`;
+  const message = `episode ${episodeWords(status, running.number, spec.limits.maxEpisodes)} running`;
   return {
     status: withPhase(status, 'Running', 'EpisodeRunning', message),
     actions: [],
@@ -225,11 +246,12 @@ function beforeStart(status: AgentTaskStatus, spec: AgentTaskSpec, input: Reconc
 /** The next episode: on record as running, then started, then announced. */
 function start(status: AgentTaskStatus, spec: AgentTaskSpec, now: Date): Decision {
   const number = status.episodes + 1;
-  const { maxEpisodes } = spec.limits;
-  const started = normal('EpisodeStarted', `episode ${number}/${maxEpisodes} started`);
+  const counted = startStepEpisode(status, now);
+  const words = episodeWords(counted, number, spec.limits.maxEpisodes);
+  const started = normal('EpisodeStarted', `episode ${words} started`);
   return {
     status: {
-      ...withPhase(status, 'Running', 'EpisodeRunning', `episode ${number}/${maxEpisodes} running`),
+      ...withPhase(counted, 'Running', 'EpisodeRunning', `episode ${words} running`),
       episodes: number,
       currentEpisode: { number, startedAt: now.toISOString() },
       nextEpisodeAt: undefined,
@@ -264,12 +286,18 @@ function capReached(
     };
   }
   // Transient errors and usage limits say nothing about the agent's work: an outage never spends maxEpisodes.
-  const counted = status.episodes - status.retries;
-  // Resumes grant episodes in status (the spec is the user's): they add to the cap.
-  const granted = status.resume?.grantedEpisodes ?? 0;
+  // Resumes grant episodes in status (the spec is the user's): they add to the cap. A pipeline counts per step.
+  const { counted, granted } = countedEpisodes(status);
   if (counted >= maxEpisodes + granted) {
     const cap = granted > 0 ? `maxEpisodes ${maxEpisodes} + ${granted} granted` : `maxEpisodes ${maxEpisodes}`;
     return { reason: 'MaxEpisodesReached', message: `${counted} episodes without finishing the task (${cap})` };
   }
   return undefined;
+}
+
+/** "3/20", or in a pipeline "7 (step 2/4 implement: 3/20)": the step's own count against its maxEpisodes. */
+function episodeWords(status: AgentTaskStatus, number: number, maxEpisodes: number): string {
+  const rec = stepRecord(status);
+  if (!rec || !status.step) return `${number}/${maxEpisodes}`;
+  return `${number} (step ${status.step.summary}: ${rec.episodes}/${maxEpisodes})`;
 }

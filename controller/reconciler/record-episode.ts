@@ -8,6 +8,7 @@ import { backoffMs } from './backoff.ts';
 import { progressWords, stepBreaker } from './breaker.ts';
 import { countTestOnly, judgeEpisode } from './completion.ts';
 import { progressStatus } from './progress.ts';
+import { stepRecord } from './steps.ts';
 import { normal, USAGE_LIMIT_FALLBACK_MS, warning } from './types.ts';
 import type { Events, ObservedEpisode, ReconcileInput } from './types.ts';
 
@@ -94,7 +95,8 @@ export function recordEpisode(
   const changed = evidence?.workspace?.changed === true;
   const counters = {
     ...prev,
-    episodes: Math.max(prev.episodes, n),
+    // completion.minEpisodes counts the episodes of the step in a pipeline.
+    episodes: stepRecord(prev)?.episodes ?? Math.max(prev.episodes, n),
     workspaceChanges: prev.workspaceChanges + (changed ? 1 : 0),
   };
   if (completion.signals) counters.testOnlyEpisodes = countTestOnly(prev.testOnlyEpisodes ?? 0, result);

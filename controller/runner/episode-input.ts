@@ -53,6 +53,7 @@ export async function readPrompt(config: RunnerConfig, env: NodeJS.ProcessEnv): 
       episode: config.episode,
       maxEpisodes: config.maxEpisodes,
       lastEpisodeMessage: config.lastEpisodeMessage,
+      step: config.step,
     }),
   };
 }

@@ -102,7 +102,10 @@ describe('CRD generation', () => {
     assert.deepEqual(root.properties.metadata, { type: 'object' });
     const spec = root.properties.spec as { properties: Record<string, Node>; 'x-kubernetes-validations': unknown };
     assert.deepEqual(spec['x-kubernetes-validations'], [
-      { rule: 'has(self.prompt) != has(self.promptFile)', message: 'exactly one of prompt or promptFile is required' },
+      {
+        rule: '(has(self.prompt) ? 1 : 0) + (has(self.promptFile) ? 1 : 0) + (has(self.steps) ? 1 : 0) == 1',
+        message: 'exactly one of prompt or promptFile is required, or steps instead of both',
+      },
     ]);
     assert.equal(spec.properties.workspace['x-kubernetes-preserve-unknown-fields'], true);
     assert.match(String(spec.properties.workspace.description), /\{git\}/);
@@ -265,6 +268,7 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
       lastEpisode: { number: 3, outcome: 'continue' },
       nextEpisodeAt: '2030-01-02T03:04:05Z',
       progress: { done: 6, skipped: 1, total: 12, summary: '7/12' },
+      step: { index: 2, name: 'implement', summary: '2/4 implement' },
     };
     await kubectl([
       'patch',
@@ -279,8 +283,25 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
     ]);
 
     const [header, row] = (await kubectl(['get', 'at', 'columns', '-n', ns])).trim().split('\n');
-    assert.deepEqual(header.split(/\s{2,}/), ['NAME', 'PHASE', 'EPISODES', 'COST', 'REASON', 'PROGRESS', 'AGE']);
-    assert.deepEqual(row.split(/\s+/).slice(0, 6), ['columns', 'Waiting', '3', '1.25', 'EpisodeContinue', '7/12']);
+    assert.deepEqual(header.split(/\s{2,}/), [
+      'NAME',
+      'PHASE',
+      'EPISODES',
+      'COST',
+      'REASON',
+      'STEP',
+      'PROGRESS',
+      'AGE',
+    ]);
+    assert.deepEqual(row.split(/\s{2,}/).slice(0, 7), [
+      'columns',
+      'Waiting',
+      '3',
+      '1.25',
+      'EpisodeContinue',
+      '2/4 implement',
+      '7/12',
+    ]);
 
     const [wideHeader, wideRow] = (await kubectl(['get', 'at', 'columns', '-n', ns, '-o', 'wide'])).trim().split('\n');
     assert.deepEqual(wideHeader.split(/\s{2,}/), [
@@ -289,6 +310,7 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
       'EPISODES',
       'COST',
       'REASON',
+      'STEP',
       'PROGRESS',
       'AGE',
       'LAST OUTCOME',

@@ -4,6 +4,7 @@ import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import { API_VERSION, KIND } from '../../api/agent-task.ts';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_WORKSPACE, TERMINATION_LOG } from '../../api/episode-config.ts';
 import type { EpisodeConfig } from '../../api/episode-config.ts';
+import { stepEnv } from '../../api/steps.ts';
 import { renderPrompt } from '../prompt.ts';
 import { episodeImage } from '../../cluster/episode-defaults.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
@@ -42,9 +43,11 @@ export interface EpisodePod {
 export interface EpisodePodInput {
   /** The AgentTask's identity: the pod is named after it and owned by it. */
   task: { metadata: { name: string; namespace: string; uid?: string } };
-  /** The validated spec (defaults applied). */
+  /** The validated spec (defaults applied); in a pipeline, the current step's (effectiveSpec). */
   spec: AgentTaskSpec;
   episode: number;
+  /** spec.steps: the step the episode runs in (currentStep). */
+  step?: { name: string; index: number };
   /** Message of the previous episode, for {{lastEpisode.message}}. */
   lastEpisodeMessage?: string;
   /** --episode-defaults: what the task's spec leaves unset. */
@@ -71,6 +74,7 @@ function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
     // The runner reads and renders promptFile itself: the file lives in the workspace, which only the pod sees.
     ...(spec.promptFile ? { promptFile: spec.promptFile } : {}),
     ...(spec.promptFile && lastEpisodeMessage !== undefined ? { lastEpisodeMessage } : {}),
+    ...(input.step ? { step: { name: input.step.name, index: input.step.index } } : {}),
   };
 }
 
@@ -86,9 +90,11 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
       episode,
       maxEpisodes: spec.limits.maxEpisodes,
       lastEpisodeMessage: input.lastEpisodeMessage,
+      step: input.step,
     });
     env.push({ name: EPISODE_PROMPT_ENV, value: prompt });
   }
+  for (const [name, value] of Object.entries(stepEnv(input.step))) env.push({ name, value });
   const userEnv = spec.agent.env.map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
   const taskNames = new Set(userEnv.map((e) => e.name));
   const defaultEnv = (defaults.env ?? [])

@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import { episodeResult } from '../../api/episode-result.ts';
+import { currentStep, effectiveSpec } from '../../api/steps.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
 import { TerminalError } from '../../core/ports.ts';
 import type { EpisodeExecutor } from '../../core/ports.ts';
@@ -96,9 +97,11 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
 
   async start(task: ClusterTask, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>> {
     if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
+    // In a pipeline, the current step's prompt, agent, completion and limits.
     const pod = buildEpisodePod({
       task: { metadata: { name: task.name, namespace: task.namespace, uid: task.object.metadata.uid } },
-      spec: task.spec,
+      spec: effectiveSpec(task.spec, status),
+      step: currentStep(task.spec, status),
       episode: number,
       lastEpisodeMessage: status.lastEpisode?.message,
       defaults: this.opts.episodeDefaults,

@@ -2,6 +2,7 @@
 // Anything that stops the episode from starting becomes an EpisodeResult, never an exception.
 import { dirname, join } from 'node:path';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
+import { currentStep, stepEnv } from '../../api/steps.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeResult, ErrorClass } from '../../api/episode-result.ts';
 import type { StopReason } from '../../reconciler/reconcile.ts';
@@ -18,6 +19,7 @@ export interface LaunchRequest {
   namespace: string;
   name: string;
   number: number;
+  /** The spec the episode runs with: in a pipeline, its step's (effectiveSpec). */
   spec: AgentTaskSpec;
   status: AgentTaskStatus;
   killGraceMs?: number;
@@ -74,16 +76,19 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
   }
   await req.beforeSpawn?.(workspace);
   const { spec } = req;
+  const step = currentStep(spec, req.status);
   const prompt = renderPrompt(template, {
     task: req.name,
     episode: req.number,
     maxEpisodes: spec.limits.maxEpisodes,
     lastEpisodeMessage: req.status.lastEpisode?.message,
+    step,
   });
   const env: Record<string, string> = {};
   for (const e of spec.agent.env) {
     if (e.value !== undefined) env[e.name] = e.value;
   }
+  Object.assign(env, stepEnv(step));
   const logFile = episodeLogPath(req.stateDir, req.namespace, req.name, req.number);
   const running = await startProcessEpisode({
     namespace: req.namespace,

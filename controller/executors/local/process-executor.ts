@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { DEFAULT_SPEC } from '../../api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
+import { effectiveSpec } from '../../api/steps.ts';
 import { TerminalError } from '../../core/ports.ts';
 import type { EpisodeExecutor, RecordedStatus, SpecFileTask } from '../../core/ports.ts';
 import { checkpointLocalEpisode } from './episode-checkpoint.ts';
@@ -58,7 +59,9 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       if (!current) continue;
       const killed = await killMarkedProcesses(this.markerFor(record.namespace, record.name, current.number));
       const key = `${record.namespace}/${record.name}`;
-      const spec = specs?.get(key)?.spec;
+      const taskSpec = specs?.get(key)?.spec;
+      // In a pipeline, the episode ran with its step's agent and completion.
+      const spec = taskSpec && effectiveSpec(taskSpec, record.status);
       const completion = spec?.completion ?? DEFAULT_SPEC.completion;
       const logFile = episodeLogPath(this.opts.stateDir, record.namespace, record.name, current.number);
       const recovered = await recoverEpisodeFromLog(logFile, {
@@ -109,6 +112,8 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
 
   async start(task: SpecFileTask, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>> {
     if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
+    // In a pipeline, the current step's prompt, agent, completion and limits.
+    const spec = effectiveSpec(task.spec, status);
     let before: WorkspaceSnapshot | undefined;
     const snapshot = { exclude: [this.opts.stateDir] };
     const episode = await launchEpisode({
@@ -118,7 +123,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       namespace: task.namespace,
       name: task.name,
       number,
-      spec: task.spec,
+      spec,
       status,
       killGraceMs: this.opts.killGraceMs,
       marker: this.markerFor(task.namespace, task.name, number),
@@ -139,7 +144,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
         result = await checkpointLocalEpisode(result, {
           workspace,
           stateDir: this.opts.stateDir,
-          task,
+          task: { ...task, spec },
           number,
           logger: this.opts.logger,
         }).catch(() => result);
