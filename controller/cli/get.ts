@@ -95,6 +95,8 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
     return 0;
   }
   const wide = opts.output === 'wide';
+  // STEP ("2/4 implement") only when a task is a pipeline (spec.steps).
+  const piped = items.some(({ task, status }) => task.spec?.steps || status.step);
   const header = [
     'NAMESPACE',
     'NAME',
@@ -102,6 +104,7 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
     'EPISODES',
     'COST',
     'REASON',
+    ...(piped ? ['STEP'] : []),
     'PROGRESS',
     ...(wide ? ['LAST OUTCOME', 'NEXT EPISODE'] : []),
     'MESSAGE',
@@ -113,6 +116,7 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
     String(status.episodes),
     `$${status.costUSD.toFixed(4)}`,
     status.reason ?? '',
+    ...(piped ? [status.step?.summary ?? ''] : []),
     status.progress?.summary ?? '',
     ...(wide ? [status.lastEpisode?.outcome ?? '', status.nextEpisodeAt ?? ''] : []),
     status.message ?? '',
@@ -152,8 +156,10 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
   const wide = opts.output === 'wide';
   // SCORE (and -o wide SIGNALS) only for a task with completion.signals, whose records carry a score.
   const scored = records.some((r) => r.completionScore !== undefined);
+  const piped = records.some((r) => r.step !== undefined);
   const header = [
     'EPISODE',
+    ...(piped ? ['STEP'] : []),
     'OUTCOME',
     'EXIT',
     'COST',
@@ -167,6 +173,7 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
     const checklist = r.evidence?.checklist;
     return [
       String(r.number),
+      ...(piped ? [r.step ?? ''] : []),
       r.outcome,
       r.exitCode === null ? '' : String(r.exitCode),
       `$${r.costUSD.toFixed(4)}`,
