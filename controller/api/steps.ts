@@ -86,13 +86,16 @@ export interface StepRef {
   name: string;
 }
 
-/** The step status.step points at, when it is one of the spec's (a spec edit may not have been applied yet). */
+/**
+ * The step status.step points at: by name while the spec still has it (an edit is applied only once no episode
+ * runs, so a running episode keeps its step's limits), else by position; step 1 before the first pass.
+ */
 export function currentStep(spec: AgentTaskSpec, status: AgentTaskStatus | undefined): StepRef | undefined {
   const steps = spec.steps;
   if (!steps?.length) return undefined;
-  const index = status?.step?.index ?? 1;
-  const step = steps[index - 1] ?? steps[steps.length - 1];
-  return { index: steps.indexOf(step) + 1, name: step.name };
+  const named = steps.findIndex((s) => s.name === status?.step?.name);
+  const index = named >= 0 ? named : Math.min((status?.step?.index ?? 1) - 1, steps.length - 1);
+  return { index: index + 1, name: steps[index].name };
 }
 
 /** The spec an episode of step `index` (1-based) runs with: the step's prompt, agent, completion and limits. */

@@ -223,6 +223,35 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
     assert.match(await rejection(task('no-prompt', neither)), /exactly one of prompt or promptFile is required/);
   });
 
+  it('accepts a pipeline without defaults inside its steps; refuses duplicate step names, a step without a prompt and steps beside a prompt', async () => {
+    const { prompt: _prompt, ...base } = validSpec();
+    const steps = [
+      { name: 'plan', prompt: 'plan it', agent: { command: ['planner'] }, completion: { promise: 'PLANNED' } },
+      { name: 'build', promptFile: 'BUILD.md', limits: { maxEpisodes: 3 } },
+    ];
+    await apply(task('pipeline', { ...base, steps }));
+    const stored = JSON.parse(await kubectl(['get', 'agenttask', 'pipeline', '-n', ns, '-o', 'json']));
+    // A step's unset field means the task's: the apiserver must not fill in a default there.
+    assert.deepEqual(stored.spec.steps, steps);
+    assert.deepEqual(AgentTaskSpecSchema.parse(stored.spec), stored.spec);
+
+    const twice = [steps[0], { ...steps[1], name: 'plan' }];
+    assert.match(await rejection(task('twice', { ...base, steps: twice })), /step names must be unique/);
+    const noPrompt = [{ name: 'plan' }];
+    assert.match(
+      await rejection(task('no-step-prompt', { ...base, steps: noPrompt })),
+      /spec\.steps\[0\]: Invalid value.*exactly one of prompt or promptFile is required/,
+    );
+    assert.match(
+      await rejection(task('steps-and-prompt', { ...validSpec(), steps })),
+      /exactly one of prompt or promptFile is required, or steps instead of both/,
+    );
+    assert.match(
+      await rejection(task('bad-step-name', { ...base, steps: [{ name: 'Plan_1', prompt: 'p' }] })),
+      /spec\.steps\[0\]\.name: Invalid value/,
+    );
+  });
+
   it('rejects an unknown promptVia, listing the allowed values', async () => {
     const spec = validSpec();
     spec.agent = { command: ['claude'], promptVia: 'carrier-pigeon' };
