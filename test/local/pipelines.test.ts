@@ -157,16 +157,7 @@ test('pipeline: three steps with their own agents and promises run in order; the
   const get = await runCli(['get', dir]);
   assert.equal(get.code, 0, get.stderr);
   const [header, row] = get.stdout.trim().split('\n');
-  assert.deepEqual(header.split(/\s{2,}/), [
-    'NAMESPACE',
-    'NAME',
-    'PHASE',
-    'EPISODES',
-    'COST',
-    'REASON',
-    'STEP',
-    'PROGRESS',
-  ]);
+  assert.match(header, /^NAMESPACE\s+NAME\s+PHASE\s+EPISODES\s+COST\s+REASON\s+STEP\s+PROGRESS\b/);
   assert.match(row, /feature\s+Succeeded\s+4\s+\$\S+\s+PromiseDetected\s+3\/3 review/);
   const episodes = await runCli(['get', 'feature', dir, '--episodes']);
   assert.equal(episodes.code, 0, episodes.stderr);

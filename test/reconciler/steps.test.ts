@@ -175,7 +175,7 @@ test("steps: maxEpisodes counts the step's episodes (and not the task's), and en
   d.finish({ exitCode: 0 });
   assert.equal(d.status.phase, 'NeedsReview');
   assert.equal(d.status.reason, 'MaxEpisodesReached');
-  assert.match(d.status.message ?? '', /^step 2\/3 build: 2 episodes without a completion signal \(maxEpisodes 2\)/);
+  assert.match(d.status.message ?? '', /^step 2\/3 build: 2 episodes without finishing the task \(maxEpisodes 2\)/);
   assert.equal(d.status.steps?.[1].phase, 'NeedsReview');
   assert.equal(d.status.episodes, 3);
 });
