@@ -57,7 +57,8 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     events.push(...review.events);
     requeueAfterMs = review.requeueAfterMs ?? requeueAfterMs;
   }
-  status = mirrorStep(status, input.now);
+  // The step shows how the pass left the task; an invalid spec is no step's doing, so its message is the task's.
+  status = mirrorStep(status, input.now, input.spec !== undefined);
   // Messages carry user input (a spec error quotes the spec): bounded here, whatever made them.
   if (status.message) status.message = clip(status.message, STATUS_MESSAGE_MAX);
   status.observedGeneration = input.generation;

@@ -149,10 +149,10 @@ export function advanceStep(
 }
 
 /**
- * After the pass: the current step's record shows the task's phase, and a task that ended in a step says so
- * (Failed, Skipped, NeedsReview: the task ends as its step did).
+ * After the pass: the current step's record shows the task's phase, and the message of a task that ended in a
+ * step names it (Failed, Skipped, NeedsReview: the task ends as its step did) unless `nameStep` is false.
  */
-export function mirrorStep(status: AgentTaskStatus, now: Date): AgentTaskStatus {
+export function mirrorStep(status: AgentTaskStatus, now: Date, nameStep = true): AgentTaskStatus {
   const rec = stepRecord(status);
   if (!rec || !status.step) return status;
   const phase: Phase = status.phase ?? 'Pending';
@@ -165,7 +165,8 @@ export function mirrorStep(status: AgentTaskStatus, now: Date): AgentTaskStatus 
   };
   const next = withRecord(status, status.step.index, mirrored);
   const prefix = `${stepWords(status)}: `;
-  if (ended && !(status.message ?? '').startsWith(prefix)) next.message = `${prefix}${status.message ?? phase}`;
+  if (nameStep && ended && !(status.message ?? '').startsWith(prefix))
+    next.message = `${prefix}${status.message ?? phase}`;
   return next;
 }
 

@@ -306,6 +306,17 @@ test('steps, spec edit: a spec edit that leaves the steps as they were changes n
   assert.ok(!d.last.actions.some((a) => a.type === 'RecordEvent' && a.reason === 'StepsChanged'));
 });
 
+test('steps: an invalid spec fails the task in its step, with the spec error as the message', () => {
+  const d = inBuild();
+  d.finish({ exitCode: 0 });
+  d.pass({ spec: undefined, specError: 'spec.steps[1].name: bad' });
+  assert.equal(d.status.phase, 'Failed');
+  assert.equal(d.status.reason, 'InvalidSpec');
+  assert.equal(d.status.message, 'invalid spec: spec.steps[1].name: bad');
+  assert.equal(phases(d.status), 'plan:Succeeded build:Failed review:Pending');
+  assert.equal(d.status.steps?.[1].reason, 'InvalidSpec');
+});
+
 test('steps: a task without steps has no step status and unchanged messages', () => {
   const spec = AgentTaskSpecSchema.parse({ prompt: 'p', agent: { command: ['a'] } });
   const d = new Driver(spec);
