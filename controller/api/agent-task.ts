@@ -370,6 +370,7 @@ export const StepRefSchema = z.object({
   index: z.number().int().min(1).describe('1-based'),
   name: z.string(),
   summary: z.string().optional().describe('"2/4 implement", for the Step column'),
+  generation: z.number().int().optional().describe('the spec generation whose steps status.steps follows'),
 });
 
 export const StepStatusSchema = z.object({

@@ -110,7 +110,7 @@ function decide(prev: AgentTaskStatus, input: ReconcileInput): Decision {
   // A pipeline's steps follow the spec while no episode runs (a running one finishes in its step first).
   const synced =
     input.spec && !reopened.status.currentEpisode
-      ? syncSteps(reopened.status, input.spec)
+      ? syncSteps(reopened.status, input.spec, input.generation)
       : { status: reopened.status, events: [] };
   const next = decideBySpec(synced.status, input);
   return { ...next, events: [...reopened.events, ...synced.events, ...(next.events ?? [])] };

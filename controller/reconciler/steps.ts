@@ -30,10 +30,10 @@ function freshRecord(spec: AgentTaskSpec, index: number): StepStatus {
   return { name, phase: 'Pending', episodes: 0, retries: 0, costUSD: 0, digest: stepDigest(spec, index) };
 }
 
-function pointAt(spec: AgentTaskSpec, index: number): NonNullable<AgentTaskStatus['step']> {
+function pointAt(spec: AgentTaskSpec, index: number, generation?: number): NonNullable<AgentTaskStatus['step']> {
   const steps = spec.steps ?? [];
   const name = steps[index - 1]?.name ?? '';
-  return { index, name, summary: stepSummary(index, steps.length, name) };
+  return { index, name, summary: stepSummary(index, steps.length, name), generation };
 }
 
 /** A step (re)starts: its evidence and failure streaks are its own. */
@@ -49,22 +49,30 @@ function newRun(status: AgentTaskStatus): AgentTaskStatus {
 }
 
 /**
- * The steps as the spec has them, applied while no episode runs. Steps that succeeded and whose name and
- * definition are unchanged stay finished; the task is in the first other step (kept with its counters when it
- * is unchanged), and every step after it starts over. The first pass of a pipeline puts the task in step 1.
+ * The steps as the spec of `generation` has them, applied while no episode runs. Steps that succeeded and whose
+ * name and definition are unchanged stay finished; the task is in the first other step (kept with its counters
+ * when it is unchanged), and every step after it starts over. The first pass of a pipeline puts the task in
+ * step 1. Definitions are compared only after a spec edit: a controller upgrade that changes what a definition
+ * includes (a new default) must not restart anything.
  */
-export function syncSteps(prev: AgentTaskStatus, spec: AgentTaskSpec): { status: AgentTaskStatus; events: Events } {
+export function syncSteps(
+  prev: AgentTaskStatus,
+  spec: AgentTaskSpec,
+  generation: number,
+): { status: AgentTaskStatus; events: Events } {
   const steps = spec.steps;
   if (!steps?.length) {
     if (!prev.step && !prev.steps) return { status: prev, events: [] };
     return { status: { ...prev, step: undefined, steps: undefined }, events: [] };
   }
+  const followed = prev.step?.generation === generation && prev.steps?.length === steps.length;
+  if (followed) return { status: prev, events: [] };
   const old = prev.steps ?? [];
   const digests = steps.map((_, i) => stepDigest(spec, i + 1));
   const same = (i: number) => old[i]?.name === steps[i].name && old[i]?.digest === digests[i];
   let kept = 0;
   while (kept < steps.length && same(kept) && old[kept].phase === 'Succeeded') kept++;
-  if (kept === steps.length) return allSucceeded(prev, spec);
+  if (kept === steps.length) return allSucceeded(prev, spec, generation);
   const index = kept + 1;
   const continues = same(kept) && (prev.step === undefined || prev.step.index === index);
   // Steps after the current one: kept while they never ran, so nothing changes from pass to pass.
@@ -72,22 +80,26 @@ export function syncSteps(prev: AgentTaskStatus, spec: AgentTaskSpec): { status:
   const records = steps.map((_, i) =>
     i < kept ? old[i] : i === kept ? (continues ? old[i] : freshRecord(spec, index)) : later(i),
   );
-  const step = pointAt(spec, index);
+  const step = pointAt(spec, index, generation);
   const unchanged =
     prev.step?.index === index &&
     prev.step.summary === step.summary &&
     records.length === old.length &&
     records.every((r, i) => r === old[i]);
-  if (unchanged) return { status: prev, events: [] };
+  if (unchanged) return { status: { ...prev, step }, events: [] };
   const status: AgentTaskStatus = { ...(continues ? prev : newRun(prev)), step, steps: records };
   if (old.length === 0) return { status, events: [] };
   const message = `steps changed: ${stepWords(status)} ${continues ? 'continues' : 'starts over'}`;
   return { status, events: [normal('StepsChanged', message)] };
 }
 
-function allSucceeded(prev: AgentTaskStatus, spec: AgentTaskSpec): { status: AgentTaskStatus; events: Events } {
+function allSucceeded(
+  prev: AgentTaskStatus,
+  spec: AgentTaskSpec,
+  generation: number,
+): { status: AgentTaskStatus; events: Events } {
   const total = spec.steps?.length ?? 0;
-  const status = { ...prev, step: pointAt(spec, total), steps: prev.steps?.slice(0, total) };
+  const status = { ...prev, step: pointAt(spec, total, generation), steps: prev.steps?.slice(0, total) };
   if (status.phase === 'Succeeded') return { status, events: [] };
   const message = `all ${total} steps succeeded`;
   return {
@@ -139,7 +151,8 @@ export function advanceStep(
   const done: StepStatus = { ...rec, phase: 'Succeeded', reason: status.reason, finishedAt: now.toISOString() };
   const from = stepWords(status);
   const index = status.step.index + 1;
-  let next: AgentTaskStatus = { ...withRecord(status, status.step.index, done), step: pointAt(spec, index) };
+  const step = pointAt(spec, index, status.step.generation);
+  let next: AgentTaskStatus = { ...withRecord(status, status.step.index, done), step };
   next = newRun(next);
   const message = `${from} succeeded (${status.reason}); ${stepWords(next)} next`;
   return {

@@ -70,7 +70,7 @@ describe('cluster controller: pipelines', { skip: skipCluster, timeout: 90_000 }
     assert.equal(EpisodeConfigSchema.parse(JSON.parse(plan.env.EPISODIC_EPISODE_CONFIG)).completion.promise, 'PLANNED');
     assert.equal(first.spec.activeDeadlineSeconds, 600);
     const running = await waitForTask(client, ns, 'duo', (s) => s.phase === 'Running');
-    assert.deepEqual(running.status?.step, { index: 1, name: 'plan', summary: '1/2 plan' });
+    assert.deepEqual(running.status?.step, { index: 1, name: 'plan', summary: '1/2 plan', generation: 1 });
 
     // The agent prints <promise>PLANNED</promise> (its pod's env): plan's own promise, so build starts.
     const planned = await kubelet.runEpisode(first, { env: { FAKE_AGENT_MODE: 'success' } });

@@ -104,7 +104,7 @@ test('pipeline: three steps with their own agents and promises run in order; the
   assert.equal(s?.phase, 'Succeeded');
   assert.equal(s?.reason, 'PromiseDetected');
   assert.match(s?.message ?? '', /^step 3\/3 review: episode 4 finished the task/);
-  assert.deepEqual(s?.step, { index: 3, name: 'review', summary: '3/3 review' });
+  assert.deepEqual(s?.step, { index: 3, name: 'review', summary: '3/3 review', generation: 1 });
   assert.deepEqual(
     s?.steps?.map((x) => [x.name, x.phase, x.reason, x.episodes]),
     [
@@ -179,7 +179,7 @@ test('pipeline: a failing middle step ends the task Skipped, naming the step; th
   assert.equal(s?.phase, 'Skipped');
   assert.equal(s?.reason, 'ConsecutiveFailures');
   assert.match(s?.message ?? '', /^step 2\/3 implement: 2 consecutive failed episodes/);
-  assert.deepEqual(s?.step, { index: 2, name: 'implement', summary: '2/3 implement' });
+  assert.deepEqual(s?.step, { index: 2, name: 'implement', summary: '2/3 implement', generation: 1 });
   assert.deepEqual(
     s?.steps?.map((x) => [x.name, x.phase, x.episodes]),
     [

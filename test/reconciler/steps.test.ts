@@ -77,7 +77,7 @@ test('steps: the first pass puts the task in step 1 and starts its first episode
   const d = new Driver(pipeline());
   const r = d.pass();
   assert.equal(started(r), 1);
-  assert.deepEqual(d.status.step, { index: 1, name: 'plan', summary: '1/3 plan' });
+  assert.deepEqual(d.status.step, { index: 1, name: 'plan', summary: '1/3 plan', generation: 1 });
   assert.equal(phases(d.status), 'plan:Running build:Pending review:Pending');
   assert.equal(d.status.steps?.[0].episodes, 1);
   assert.ok(d.status.steps?.[0].startedAt);
@@ -91,7 +91,7 @@ test('steps: a step whose completion rule is met starts the next step in the sam
   // plan: onExitZero (its own completion rule) → build starts at once.
   let r = d.finish({ exitCode: 0, costUSD: 0.25 });
   assert.equal(started(r), 2);
-  assert.deepEqual(d.status.step, { index: 2, name: 'build', summary: '2/3 build' });
+  assert.deepEqual(d.status.step, { index: 2, name: 'build', summary: '2/3 build', generation: 1 });
   assert.equal(phases(d.status), 'plan:Succeeded build:Running review:Pending');
   assert.equal(d.status.steps?.[0].reason, 'ExitedZero');
   assert.equal(d.status.steps?.[0].costUSD, 0.25);
@@ -213,7 +213,7 @@ test('steps: a resumed task continues in its step, with the granted episodes for
   assert.equal(d.status.reason, 'MaxEpisodesReached');
   const r = d.pass({ resumeRequest: { token: 'r1', by: 'alice', episodes: 1 } });
   assert.equal(started(r), 4);
-  assert.deepEqual(d.status.step, { index: 2, name: 'build', summary: '2/3 build' });
+  assert.deepEqual(d.status.step, { index: 2, name: 'build', summary: '2/3 build', generation: 1 });
   assert.equal(phases(d.status), 'plan:Succeeded build:Running review:Pending');
   assert.equal(d.status.steps?.[1].finishedAt, undefined);
   d.finish({ exitCode: 0, completion: 'promise' });
@@ -249,7 +249,7 @@ test('steps, spec edit: editing an earlier step moves the task back to it; every
   d.edit(pipeline({}, steps));
   const r = d.pass();
   assert.equal(started(r), 4);
-  assert.deepEqual(d.status.step, { index: 1, name: 'plan', summary: '1/3 plan' });
+  assert.deepEqual(d.status.step, { index: 1, name: 'plan', summary: '1/3 plan', generation: 2 });
   assert.equal(phases(d.status), 'plan:Running build:Pending review:Pending');
   assert.deepEqual(
     d.status.steps?.map((s) => s.episodes),
@@ -280,7 +280,7 @@ test('steps, spec edit: a finished task re-opens in the first changed step; an u
   d.edit(pipeline({}, steps));
   const r = d.pass();
   assert.equal(started(r), 4);
-  assert.deepEqual(d.status.step, { index: 4, name: 'ship', summary: '4/4 ship' });
+  assert.deepEqual(d.status.step, { index: 4, name: 'ship', summary: '4/4 ship', generation: 2 });
   assert.equal(phases(d.status), 'plan:Succeeded build:Succeeded review:Succeeded ship:Running');
 
   const f = inBuild({}, BUILD_LIMITED);
@@ -304,6 +304,17 @@ test('steps, spec edit: a spec edit that leaves the steps as they were changes n
   assert.equal(d.status.steps?.[1].episodes, 2);
   assert.equal(d.status.steps?.[0].finishedAt, before?.[0].finishedAt);
   assert.ok(!d.last.actions.some((a) => a.type === 'RecordEvent' && a.reason === 'StepsChanged'));
+});
+
+test('steps: without a spec edit the step definitions are not compared (a controller upgrade restarts nothing)', () => {
+  const d = inBuild();
+  d.finish({ exitCode: 0 });
+  // As if a new controller version computed other digests (say, a new default in completion).
+  d.status = { ...d.status, steps: d.status.steps?.map((s) => ({ ...s, digest: 'from-an-older-version' })) };
+  d.finish({ exitCode: 0 });
+  assert.equal(d.status.step?.name, 'build');
+  assert.equal(d.status.steps?.[1].episodes, 3);
+  assert.equal(phases(d.status), 'plan:Succeeded build:Running review:Pending');
 });
 
 test('steps: an invalid spec fails the task in its step, with the spec error as the message', () => {
