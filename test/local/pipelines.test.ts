@@ -197,3 +197,38 @@ test('pipeline: a failing middle step ends the task Skipped, naming the step; th
     ['plan', 'implement', 'implement'],
   );
 });
+
+test('pipeline: a task stopped for review in its middle step resumes there (episodic resume, a later run); plan never runs again', async () => {
+  const { dir, record } = setUp({
+    env: [{ name: 'FAKE_AGENT_SCRIPT', value: 'implement.json' }],
+    limits: { maxEpisodes: 1 },
+  });
+  const yaml = join(dir, 'feature.yaml');
+  const manifest = JSON.parse(readFileSync(yaml, 'utf8'));
+  writeFileSync(yaml, JSON.stringify({ ...manifest, spec: { ...manifest.spec, resume: { policy: 'Manual' } } }));
+  const first = await runCli(['run', dir]);
+  assert.notEqual(first.code, 0);
+  const stopped = readStatus(dir, 'feature')?.status;
+  assert.equal(stopped?.phase, 'NeedsReview');
+  assert.equal(stopped?.reason, 'MaxEpisodesReached');
+  assert.match(stopped?.message ?? '', /^step 2\/3 implement: 1 episodes without finishing the task \(maxEpisodes 1\)/);
+
+  const resume = await runCli(['resume', 'feature', dir, '--episodes', '1', '--by', 'alice']);
+  assert.equal(resume.code, 0, resume.stderr);
+  const second = await runCli(['run', dir]);
+  assert.equal(second.code, 0, second.stderr);
+  const s = readStatus(dir, 'feature')?.status;
+  assert.equal(s?.phase, 'Succeeded');
+  assert.deepEqual(
+    s?.steps?.map((x) => [x.name, x.phase, x.episodes]),
+    [
+      ['plan', 'Succeeded', 1],
+      ['implement', 'Succeeded', 2],
+      ['review', 'Succeeded', 1],
+    ],
+  );
+  assert.deepEqual(
+    runs(record).map((r) => `${r.env.EPISODIC_EPISODE} ${r.env.EPISODIC_STEP}`),
+    ['1 plan', '2 implement', '3 implement', '4 review'],
+  );
+});
