@@ -39,6 +39,13 @@ test('step validation names the field: duplicate and malformed names, prompts, u
       'spec.steps[1].name: step name "plan" is used twice (also steps[0])',
     ],
   );
+  assert.deepEqual(
+    errors({ agent, steps: [{ name: 'a', prompt: 'p', limits: { maxEpisode: 2 }, agent: { comand: ['x'] } }] }),
+    [
+      'spec.steps[0].agent.comand: unknown field (did you mean "command"?)',
+      'spec.steps[0].limits.maxEpisode: unknown field (did you mean "maxEpisodes"?)',
+    ],
+  );
   assert.deepEqual(errors({ agent, prompt: 'p', steps: [{ name: 'a', prompt: 'p' }] }), [
     'spec.prompt: exactly one of prompt or promptFile is required, or steps instead of both',
   ]);
