@@ -4,22 +4,22 @@
 // environment, and writes its output into spool files that the log and the analyzer follow; on timeout,
 // cancel or exit its whole tree is killed. Produces the EpisodeResult facts; the reconciler decides what they mean.
 import { randomUUID } from 'node:crypto';
-import { closeSync, constants, mkdirSync, openSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, parse, resolve } from 'node:path';
 import { clip, LINE_MAX } from '../../api/bounds.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { rewriteInPlace } from '../../util/fs.ts';
-import type { ResultPromise } from 'execa';
 import { EpisodeLog, exitNote, spoolFiles } from './episode-log.ts';
-import { FileTail } from './file-tail.ts';
 import type { OutputListener } from './episode-log.ts';
 import { completionClaim } from '../../reconciler/outcome.ts';
 import type { ClaimFacts, ClaimRules } from '../../reconciler/outcome.ts';
 import { createOutputAnalyzer } from '../output/index.ts';
 import { createByteTail } from '../output/byte-tail.ts';
 import type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } from '../output/types.ts';
-import { killProcessTree, pidCursor, readPidStartTime, TREE_MARKER_ENV } from './process-tree.ts';
+import { TREE_MARKER_ENV } from './process-tree.ts';
+import { errorCode, errorText, noRoomOn, startProcess } from './agent-process.ts';
+import type { ProcessEnd } from './agent-process.ts';
 
 export type PromptVia = 'stdin' | 'argument' | 'file';
 
@@ -83,8 +83,6 @@ const DEFAULT_KILL_GRACE_MS = 5000;
 // Verify gets the rest of the episode's time, but never less than this: a slow test suite after a long
 // episode should not fail just because the agent used most of its budget.
 const MIN_VERIFY_TIMEOUT_MS = 60_000;
-// setTimeout overflows above 2^31-1 ms and would fire immediately.
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Resolves once the agent runs (or could not be started: then `result` says why). */
 export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<RunningEpisode> {
@@ -180,194 +178,6 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
       current.cancel();
     },
   };
-}
-
-interface ProcessOptions {
-  cwd: string;
-  /** Added to the controller's environment. */
-  env: Record<string, string>;
-  /** Becomes stdin; /dev/null without it. */
-  stdinFile?: string;
-  timeoutMs: number;
-  killGraceMs: number;
-  marker: string;
-  log: EpisodeLog;
-  /** Where the process writes its output (see spoolFiles). */
-  spool: { stdout: string; stderr: string };
-  onOutput: OutputListener;
-}
-
-interface ProcessEnd extends ProcessExit {
-  timedOut: boolean;
-  cancelled: boolean;
-}
-
-interface StartedProcess {
-  /** Undefined when the command could not be started. */
-  pid?: number;
-  pidStartTime?: string;
-  /** Never rejects; resolves once the process and all its descendants are gone and its output is logged. */
-  exit: Promise<ProcessEnd>;
-  cancel(): void;
-  /** After exit and the notes about it: waits until the log has it all, then removes the spool files. */
-  release(): Promise<void>;
-}
-
-function startProcess(execa: typeof import('execa').execa, argv: string[], o: ProcessOptions): StartedProcess {
-  const [file, ...args] = argv;
-  const release = async () => {
-    await o.log.flushed();
-    // With no room for the log, the spool files hold what it could not (and keep the disk as full as it is).
-    if (!o.log.noRoom) removeSpool(o.spool);
-  };
-  // Reported like a missing command: a configuration error that retrying cannot fix.
-  if (file === undefined) return notSpawned('ENOENT', 'cannot start (empty command): empty argv', release);
-  let fds: { stdout: number; stderr: number };
-  try {
-    fds = openSpool(o.spool);
-  } catch (err) {
-    return notSpawned(
-      errorCode(err),
-      `cannot start ${file}: cannot create its output file: ${errorText(err)}`,
-      release,
-    );
-  }
-  let child: ResultPromise;
-  const after = pidCursor(); // the process and all it starts get later pids: the kill looks at those only
-  try {
-    child = execa(file, args, {
-      cwd: o.cwd,
-      env: o.env,
-      extendEnv: true,
-      detached: true, // leads its own process group, so the group can be signalled as a whole
-      buffer: false, // never hold the output in memory: a chatty agent can print gigabytes
-      reject: false,
-      stdin: o.stdinFile === undefined ? 'ignore' : { file: o.stdinFile },
-      // Straight into the files, no pipe: the output survives a controller killed before it read it.
-      stdout: descriptor(fds.stdout),
-      stderr: descriptor(fds.stderr),
-    });
-  } catch (err) {
-    return notSpawned(errorCode(err), `cannot start ${file}: ${errorText(err)}`, release);
-  } finally {
-    closeSync(fds.stdout); // the child has its own copies
-    closeSync(fds.stderr);
-  }
-  const pid = child.pid;
-  if (pid === undefined) {
-    const exit = child.then(
-      (r) =>
-        spawnFailure(
-          r.code ?? 'ESPAWN',
-          `cannot start ${file}: ${r.cause instanceof Error ? r.cause.message : r.shortMessage}`,
-        ),
-      (err: unknown) => spawnFailure(errorCode(err), `cannot start ${file}: ${errorText(err)}`),
-    );
-    return { exit, cancel() {}, release };
-  }
-  const pidStartTime = readPidStartTime(pid);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
-    child.once('exit', (code, signal) => done({ code, signal })),
-  );
-  const tails = { stdout: new FileTail(o.spool.stdout), stderr: new FileTail(o.spool.stderr) };
-  const outputDone = o.log.follow(tails.stdout, tails.stderr, o.onOutput);
-  let stopping: Promise<void> | undefined;
-  const killTree = () =>
-    (stopping ??= killProcessTree(pid, {
-      graceMs: o.killGraceMs,
-      marker: o.marker,
-      pgid: pid,
-      startTime: pidStartTime,
-      after,
-    }));
-  let timedOut = false;
-  let cancelled = false;
-  let ended = false;
-  const timer = Number.isFinite(o.timeoutMs)
-    ? setTimeout(
-        () => {
-          timedOut = true;
-          killTree();
-        },
-        Math.min(Math.max(o.timeoutMs, 0), MAX_TIMER_MS),
-      )
-    : undefined;
-  const exit = exited.then(async ({ code, signal }): Promise<ProcessEnd> => {
-    ended = true;
-    clearTimeout(timer);
-    // Also after a normal exit: what the process left running in the background must not outlive it.
-    await killTree();
-    // Nothing of the tree writes the spool files any more: read them to their end.
-    tails.stdout.stop();
-    tails.stderr.stop();
-    await outputDone();
-    return { exitCode: code, ...(signal ? { signal } : {}), timedOut, cancelled };
-  });
-  return {
-    pid,
-    pidStartTime,
-    exit,
-    cancel() {
-      if (ended) return;
-      cancelled = true;
-      void killTree();
-    },
-    release,
-  };
-}
-
-/** The spool files, created empty, for the process's stdout and stderr. */
-function openSpool(spool: { stdout: string; stderr: string }): { stdout: number; stderr: number } {
-  // O_APPEND: the agent and its descendants share the descriptor, and a write never overwrites another.
-  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_APPEND;
-  const stdout = openSync(spool.stdout, flags, 0o600);
-  try {
-    return { stdout, stderr: openSync(spool.stderr, flags, 0o600) };
-  } catch (err) {
-    closeSync(stdout);
-    throw err;
-  }
-}
-
-// An agent writes its output onto the state disk itself: with less room than this left, its failure is
-// taken for one writing its output (a full disk has none; the smallest blocks are this size or less).
-const NO_ROOM_BYTES = 1024 * 1024;
-
-/** ENOSPC when the file system of `dir` is (all but) full. */
-function noRoomOn(dir: string): string | undefined {
-  try {
-    const fs = statfsSync(dir);
-    return fs.bavail * fs.bsize < NO_ROOM_BYTES ? 'ENOSPC' : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** execa's types name descriptors 3-9 only; at run time any open descriptor is handed to the child as is. */
-function descriptor(fd: number): 3 {
-  return fd as 3;
-}
-
-function removeSpool(spool: { stdout: string; stderr: string }): void {
-  rmSync(spool.stdout, { force: true });
-  rmSync(spool.stderr, { force: true });
-}
-
-function notSpawned(code: string, message: string, release: () => Promise<void>): StartedProcess {
-  return { exit: Promise.resolve(spawnFailure(code, message)), cancel() {}, release };
-}
-
-function spawnFailure(code: string, message: string): ProcessEnd {
-  return { exitCode: null, spawnErrorCode: code, spawnErrorMessage: message, timedOut: false, cancelled: false };
-}
-
-function errorCode(err: unknown, otherwise = 'ESPAWN'): string {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : otherwise;
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** Next to the log, not in the workspace: the agent must not commit it or mistake it for project files. */
