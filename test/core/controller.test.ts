@@ -237,7 +237,7 @@ test('controller: a task deleted mid-episode has it stopped and recorded, then i
   await t.settle();
   t.source.delete('default/a');
   await t.settle();
-  assert.deepEqual(t.executor.calls.at(-1), { op: 'stop', key: 'default/a', number: 1, reason: 'cancelled' });
+  assert.deepEqual(t.executor.calls.at(-1), { op: 'stop', key: 'default/a', number: 1, reason: 'deleted' });
   assert.equal(t.status('a')?.lastEpisode?.outcome, 'cancelled');
   assert.deepEqual(t.source.released, ['default/a']);
   assert.deepEqual(t.executor.forgotten, ['default/a']);
