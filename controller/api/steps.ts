@@ -98,6 +98,11 @@ export function currentStep(spec: AgentTaskSpec, status: AgentTaskStatus | undef
   return { index: index + 1, name: steps[index].name };
 }
 
+/** Where a field an episode runs with is written: the step's own (spec.steps[1].promptFile) or the task's. */
+export function stepField(step: StepRef | undefined, field: string): string {
+  return step ? `spec.steps[${step.index - 1}].${field}` : `spec.${field}`;
+}
+
 /** The spec an episode of step `index` (1-based) runs with: the step's prompt, agent, completion and limits. */
 export function stepSpec(spec: AgentTaskSpec, index: number): AgentTaskSpec {
   const step = spec.steps?.[index - 1];

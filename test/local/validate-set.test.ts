@@ -147,3 +147,65 @@ test('what the first episode would find: a missing promptFile is an error valida
     /tasks\.yaml: AgentTask default\/no-agent: spec\.agent\.command: cannot start episodic-no-such-agent-xyz/,
   );
 });
+
+test("a step's promptFile and its own agent command are checked as the task's are, each naming the step's field", async () => {
+  const dir = tempDir();
+  mkdirSync(join(dir, 'ws', 'steps'), { recursive: true });
+  writeFileSync(join(dir, 'ws', 'steps', 'plan.md'), 'Plan.');
+  const steps = [
+    { name: 'plan', promptFile: 'plan.md' },
+    { name: 'implement', promptFile: 'IMPLEMENT.md', agent: { command: ['episodic-no-such-agent-xyz'] } },
+    { name: 'review', promptFile: '../../review.md', agent: { command: ["node -e 'process.exit(0)'"] } },
+  ];
+  write(dir, 'steps.yaml', { name: 'steps', spec: { prompt: undefined, steps } });
+  const res = await runCli(['validate', dir]);
+  assert.equal(res.code, 2, res.stderr);
+  const errors = res.stderr.split('\n').filter((l) => l && !l.startsWith('warning: '));
+  assert.equal(errors.length, 2, res.stderr);
+  assert.match(
+    errors[0],
+    /AgentTask default\/steps: spec\.steps\[1\]\.promptFile: .*ws\/steps\/IMPLEMENT\.md does not exist$/,
+  );
+  assert.match(
+    errors[1],
+    /AgentTask default\/steps: spec\.steps\[2\]\.promptFile: must be a path inside the workspace/,
+  );
+  assert.match(
+    res.stderr,
+    /^warning: .*AgentTask default\/steps: spec\.steps\[1\]\.agent\.command: "episodic-no-such-agent-xyz" is not an executable on PATH here/m,
+  );
+  assert.match(
+    res.stderr,
+    /^warning: .*AgentTask default\/steps: spec\.steps\[2\]\.agent\.command: .* is one argv entry/m,
+  );
+
+  const run = await runCli(['run', dir, '--no-table']);
+  assert.equal(run.code, 1);
+  const refused = readStatus(dir, 'steps')?.status;
+  assert.equal(refused?.reason, 'InvalidSpec');
+  assert.equal(refused?.episodes, 0, 'no episode spent on a step whose prompt file is not there');
+  assert.match(refused?.message ?? '', /AgentTask default\/steps: spec\.steps\[1\]\.promptFile: /);
+});
+
+test("a step's promptFile gone by the time its episode starts fails the episode naming the step's field", async () => {
+  const dir = tempDir();
+  const ws = join(dir, 'ws', 'vanish');
+  mkdirSync(ws, { recursive: true });
+  writeFileSync(join(ws, 'plan.md'), 'Plan.');
+  writeFileSync(join(ws, 'build.md'), 'Build.');
+  // The first step's agent deletes the second step's prompt file, after run checked it.
+  const removeBuild = [process.execPath, '-e', "require('node:fs').rmSync('build.md')"];
+  const steps = [
+    { name: 'plan', promptFile: 'plan.md', agent: { command: removeBuild }, completion: { onExitZero: true } },
+    { name: 'build', promptFile: 'build.md' },
+  ];
+  write(dir, 'vanish.yaml', { name: 'vanish', spec: { prompt: undefined, steps } });
+  const run = await runCli(['run', dir, '--no-table']);
+  assert.equal(run.code, 1, run.stderr);
+  const status = readStatus(dir, 'vanish')?.status;
+  assert.equal(status?.phase, 'Failed');
+  assert.match(
+    status?.message ?? '',
+    /AgentTask default\/vanish: spec\.steps\[1\]\.promptFile: .*build\.md does not exist/,
+  );
+});

@@ -2,7 +2,7 @@
 // Anything that stops the episode from starting becomes an EpisodeResult, never an exception.
 import { dirname, join } from 'node:path';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
-import { currentStep, stepEnv } from '../../api/steps.ts';
+import { currentStep, stepEnv, stepField } from '../../api/steps.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeResult, ErrorClass } from '../../api/episode-result.ts';
 import type { StopReason } from '../../reconciler/reconcile.ts';
@@ -66,7 +66,11 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
       ws && typeof ws === 'object' && 'git' in ws
         ? await prepareLocalGitWorkspace(req.stateDir, req.namespace, req.name, req.specFile, ws.git)
         : await prepareWorkspace(req.root, req.specFile, req.name, req.spec);
-    template = await readPromptTemplate(workspace, req.spec);
+    template = await readPromptTemplate(
+      workspace,
+      req.spec,
+      stepField(currentStep(req.spec, req.status), 'promptFile'),
+    );
   } catch (err) {
     if (err instanceof GitWorkspaceError) return failed(err.message, err.errorClass);
     // The same line validate prints: which file, which task, which field.

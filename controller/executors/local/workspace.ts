@@ -60,22 +60,26 @@ export function similarWorkspace(dir: string): string | undefined {
 }
 
 /**
- * What keeps the promptFile from being read, naming the field. `workspace` undefined: a git workspace not
- * cloned yet, only the path itself can be checked.
+ * What keeps the promptFile from being read, naming the field (a step's: spec.steps[1].promptFile).
+ * `workspace` undefined: a git workspace not cloned yet, only the path itself can be checked.
  */
-export function promptFileProblem(workspace: string | undefined, promptFile: string): string | undefined {
+export function promptFileProblem(
+  workspace: string | undefined,
+  promptFile: string,
+  field = 'spec.promptFile',
+): string | undefined {
   if (isAbsolute(promptFile) || (workspace && !isInside(workspace, resolve(workspace, promptFile))))
-    return `spec.promptFile: must be a path inside the workspace (${JSON.stringify(promptFile)})`;
+    return `${field}: must be a path inside the workspace (${JSON.stringify(promptFile)})`;
   if (!workspace) return undefined;
   const file = resolve(workspace, promptFile);
   if (!existsSync(file)) {
     const empty = existsSync(workspace) ? '' : ` (the workspace ${workspace} does not exist yet: it is created empty)`;
-    return `spec.promptFile: ${file} does not exist${empty}`;
+    return `${field}: ${file} does not exist${empty}`;
   }
   const real = realpathSync.native(file);
   const wsReal = realpathSync.native(workspace);
-  if (!isInside(wsReal, real)) return `spec.promptFile: "${promptFile}" leads outside the workspace (${real})`;
-  if (!statSync(real).isFile()) return `spec.promptFile: ${file} is not a file`;
+  if (!isInside(wsReal, real)) return `${field}: "${promptFile}" leads outside the workspace (${real})`;
+  if (!statSync(real).isFile()) return `${field}: ${file} is not a file`;
   return undefined;
 }
 
@@ -123,10 +127,14 @@ function mkdirInside(dir: string): void {
   }
 }
 
-/** The prompt text: inline, or read from promptFile inside the workspace. */
-export async function readPromptTemplate(workspace: string, spec: AgentTaskSpec): Promise<string> {
+/** The prompt text: inline, or read from promptFile inside the workspace; field names it in a problem. */
+export async function readPromptTemplate(
+  workspace: string,
+  spec: AgentTaskSpec,
+  field = 'spec.promptFile',
+): Promise<string> {
   if (spec.prompt !== undefined) return spec.prompt;
-  const problem = promptFileProblem(workspace, spec.promptFile as string);
+  const problem = promptFileProblem(workspace, spec.promptFile as string, field);
   if (problem) throw new WorkspaceError(problem);
   return readFile(realpathSync.native(resolve(workspace, spec.promptFile as string)), 'utf8');
 }

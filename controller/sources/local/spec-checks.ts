@@ -12,6 +12,7 @@ import {
   similarWorkspace,
   workspaceProblem,
 } from '../../executors/local/workspace.ts';
+import { stepSpec } from '../../api/steps.ts';
 import { cycleMessage, cycleThrough } from '../../reconciler/dependencies.ts';
 import { dependsOnAsWritten } from './spec-files.ts';
 import type { SpecTask } from './spec-files.ts';
@@ -45,6 +46,7 @@ export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) =>
     const warn = (problem: string) => out.warnings.push(`${at}: ${problem}`);
     const workspace = checkWorkspace(t, spec, resolve(rootOf(t)), fail, warn);
     for (const w of agentCommandWarnings(spec, workspace)) warn(w);
+    for (const w of stepAgentCommandWarnings(spec, workspace)) warn(w);
     const tasks = byNamespace.get(t.namespace) as Map<string, SpecTask>;
     const cycle = cycleThrough(t.name, (name) => {
       const dep = tasks.get(name);
@@ -80,17 +82,31 @@ function checkWorkspace(
     const prompt = promptFileProblem(dir, spec.promptFile);
     if (prompt) fail(prompt);
   }
+  spec.steps?.forEach((step, i) => {
+    const prompt = step.promptFile && promptFileProblem(dir, step.promptFile, `spec.steps[${i}].promptFile`);
+    if (prompt) fail(prompt);
+  });
   return dir;
+}
+
+/** agentCommandWarnings for each step that sets its own command, run with the step's env (its PATH). */
+function stepAgentCommandWarnings(spec: AgentTaskSpec, workspace: string | undefined): string[] {
+  return (spec.steps ?? []).flatMap((step, i) =>
+    step.agent?.command ? agentCommandWarnings(stepSpec(spec, i + 1), workspace, `spec.steps[${i}].agent.command`) : [],
+  );
 }
 
 /**
  * Why the agent command will not start on this machine: warnings only, it may exist only in the episode
  * image. argv written as one string ("node -e '…'") is named with its split form.
  */
-export function agentCommandWarnings(spec: AgentTaskSpec, workspace: string | undefined): string[] {
+export function agentCommandWarnings(
+  spec: AgentTaskSpec,
+  workspace: string | undefined,
+  field = 'spec.agent.command',
+): string[] {
   const [program, ...rest] = spec.agent.command;
   if (program === undefined) return [];
-  const field = 'spec.agent.command';
   if (/\s/.test(program.trim()) && !existsSync(program)) {
     const split = [...splitWords(program), ...rest];
     return [
