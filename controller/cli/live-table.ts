@@ -1,6 +1,8 @@
 // The live view on a terminal: one row per task, redrawn in place twice a second.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { clip } from '../api/bounds.ts';
+import { effectiveSpec } from '../api/steps.ts';
+import { countedEpisodes } from '../reconciler/steps.ts';
 import type { SpecTask } from '../sources/local/spec-files.ts';
 import { printable } from '../util/printable.ts';
 
@@ -10,6 +12,7 @@ const COLUMNS = [
   'TASK',
   'PHASE',
   'EPISODE',
+  'STEP',
   'RETRIES',
   'RUNNING',
   'PROGRESS',
@@ -27,18 +30,33 @@ export function formatElapsed(ms: number): string {
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
-/** Episodes counted against the cap (retries never are) over the cap, granted episodes included. */
+/** STEP ("2/3 implement") only when a task is a pipeline, as in `episodic get`. */
+function hasSteps(view: TaskView): boolean {
+  return view.some(({ task, status }) => task.spec?.steps || status.step);
+}
+
+/** The header of the table: COLUMNS, without STEP unless a task has steps. */
+export function columnsFor(view: TaskView): string[] {
+  return hasSteps(view) ? COLUMNS : COLUMNS.filter((c) => c !== 'STEP');
+}
+
+/**
+ * Episodes counted against the cap (retries never are) over the cap, granted episodes included: in a pipeline
+ * the current step's, against the step's maxEpisodes (the reconciler's own count).
+ */
 function episodeCell(task: SpecTask, status: AgentTaskStatus): string {
-  const counted = status.episodes - status.retries;
-  const cap = task.spec ? task.spec.limits.maxEpisodes + (status.resume?.grantedEpisodes ?? 0) : '?';
+  const { counted, granted } = countedEpisodes(status);
+  const cap = task.spec ? effectiveSpec(task.spec, status).limits.maxEpisodes + granted : '?';
   return `${counted}/${cap}`;
 }
 
 export function renderRows(view: TaskView, now = Date.now()): string[][] {
+  const piped = hasSteps(view);
   return view.map(({ task, status }) => [
     task.namespace === 'default' ? task.name : `${task.namespace}/${task.name}`,
     status.phase ?? 'Pending',
     episodeCell(task, status),
+    ...(piped ? [status.step?.summary ?? '-'] : []),
     String(status.retries),
     status.currentEpisode ? formatElapsed(now - Date.parse(status.currentEpisode.startedAt)) : '-',
     task.spec?.progress.checklist ? (status.progress?.summary ?? '-') : '-',
@@ -65,7 +83,7 @@ export function formatTable(header: string[], rowsIn: string[][]): string {
 }
 
 export function renderView(view: TaskView, now = Date.now()): string[] {
-  return [...formatTable(COLUMNS, renderRows(view, now)).split('\n'), renderTotals(view)];
+  return [...formatTable(columnsFor(view), renderRows(view, now)).split('\n'), renderTotals(view)];
 }
 
 /** Lines that fit the screen: each cut to one row (a wrapped line would break the count of lines to redraw). */

@@ -8,6 +8,7 @@ import {
   LiveTable,
   renderRows,
   renderTotals,
+  renderView,
 } from '../../controller/cli/live-table.ts';
 import type { SpecTask } from '../../controller/sources/local/spec-files.ts';
 
@@ -135,4 +136,51 @@ test('the final table says why each task that did not succeed stopped, one line 
   assert.match(lines.at(-1) ?? '', /^stuck: 3 failures \\x1b\[2J x+…$/);
   assert.ok(lines.every((l) => l.length < 80));
   assert.doesNotMatch(out, /done: finished/);
+});
+
+test('live table of a pipeline: EPISODE counts the current step against its own maxEpisodes, STEP names it', () => {
+  const spec = AgentTaskSpecSchema.parse({
+    agent: { command: ['a'] },
+    limits: { maxEpisodes: 10 },
+    steps: [
+      { name: 'plan', prompt: 'p' },
+      { name: 'implement', prompt: 'i', limits: { maxEpisodes: 4 } },
+      { name: 'review', prompt: 'r' },
+    ],
+  });
+  const task: SpecTask = {
+    key: 'default/pipe',
+    namespace: 'default',
+    name: 'pipe',
+    file: 'f',
+    spec,
+    errors: [],
+    specHash: 'h',
+    manifest: {},
+  };
+  const record = { phase: 'Running' as const, retries: 0, costUSD: 0 };
+  const status = {
+    ...emptyStatus(),
+    phase: 'Running' as const,
+    episodes: 5,
+    retries: 1,
+    resume: { autoResumes: 0, grantedEpisodes: 3 },
+    step: { index: 2, name: 'implement', summary: '2/3 implement' },
+    steps: [
+      { ...record, name: 'plan', phase: 'Succeeded' as const, episodes: 2 },
+      // Started after one grant: the two granted since count for this step.
+      { ...record, name: 'implement', episodes: 3, retries: 1, grantBase: 1 },
+      { ...record, name: 'review', phase: 'Pending' as const, episodes: 0 },
+    ],
+  };
+  const [row] = renderRows([{ task, status }]);
+  assert.deepEqual(row.slice(0, 5), ['pipe', 'Running', '2/6', '2/3 implement', '1']);
+  assert.match(renderView([{ task, status }])[0], /^TASK\s+PHASE\s+EPISODE\s+STEP\s+RETRIES\s/);
+  // A task without steps beside it: no step, no cell shifted.
+  const plain = { ...task, name: 'plain', spec: { ...spec, steps: undefined } };
+  const rows = renderRows([
+    { task, status },
+    { task: plain, status: { ...emptyStatus(), episodes: 2 } },
+  ]);
+  assert.deepEqual(rows[1].slice(0, 5), ['plain', 'Pending', '2/10', '-', '0']);
 });
