@@ -18,6 +18,7 @@ import {
   chargeStep,
   countedEpisodes,
   mirrorStep,
+  nameStepInEvents,
   startStepEpisode,
   stepRecord,
   syncSteps,
@@ -58,12 +59,14 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     requeueAfterMs = review.requeueAfterMs ?? requeueAfterMs;
   }
   // The step shows how the pass left the task; an invalid spec is no step's doing, so its message is the task's.
+  const unnamed = status.message;
   status = mirrorStep(status, input.now, input.spec !== undefined);
+  const named = nameStepInEvents(events, unnamed, status.message);
   // Messages carry user input (a spec error quotes the spec): bounded here, whatever made them.
   if (status.message) status.message = clip(status.message, STATUS_MESSAGE_MAX);
   status.observedGeneration = input.generation;
   status.conditions = conditionsFor(status, input.generation, now);
-  const pass = passActions({ ...input, before: input.status, status, events, decided: decided.actions });
+  const pass = passActions({ ...input, before: input.status, status, events: named, decided: decided.actions });
   return {
     status,
     actions: pass.actions,

@@ -183,6 +183,15 @@ export function mirrorStep(status: AgentTaskStatus, now: Date, nameStep = true):
   return next;
 }
 
+/**
+ * The pass's events that carry the status message mirrorStep named the step in (TaskFailed, TaskSkipped, a
+ * NeedsReview stop) name it the same way, so the event and its log line say which step ended the task.
+ */
+export function nameStepInEvents(events: Events, before: string | undefined, after: string | undefined): Events {
+  if (!before || !after || before === after) return events;
+  return events.map((e) => (e.message === before ? { ...e, message: after } : e));
+}
+
 function withRecord(status: AgentTaskStatus, index: number, rec: StepStatus): AgentTaskStatus {
   const steps = [...(status.steps ?? [])];
   steps[index - 1] = rec;

@@ -339,3 +339,43 @@ test('steps: a task without steps has no step status and unchanged messages', ()
   assert.equal(recorded(r)?.step, undefined);
   assert.equal(d.status.message, 'episode 1 finished the task (PromiseDetected)');
 });
+
+test('steps: the event that ends the task (and its log line) names the step as the status message does', () => {
+  const events = (r: ReconcileResult) =>
+    r.actions.filter((a): a is Extract<Action, { type: 'RecordEvent' }> => a.type === 'RecordEvent');
+  const cases: Array<{ reason: string; end: () => Driver; step: string }> = [
+    { reason: 'TaskSkipped', step: '2/3 build', end: () => ended(inBuild({}, BUILD_LIMITED), { exitCode: 1 }) },
+    { reason: 'TaskFailed', step: '2/3 build', end: () => ended(inBuild(), { exitCode: 1, errorClass: 'fatal' }) },
+    {
+      reason: 'MaxEpisodesReached',
+      step: '2/3 build',
+      end: () => ended(ended(inBuild({}, BUILD_LIMITED), { exitCode: 0 }), { exitCode: 0 }),
+    },
+    {
+      reason: 'BudgetExceeded',
+      step: '2/3 build',
+      end: () => ended(inBuild({ limits: { maxCostUSD: 0.15 } }), { exitCode: 0 }),
+    },
+    {
+      reason: 'TaskSkipped',
+      step: '1/3 plan',
+      end: () => {
+        const d = new Driver(pipeline({ dependsOn: ['dep'] }));
+        d.pass({ dependencies: { dep: { phase: 'Failed', awaitingAutoResume: false } } });
+        return d;
+      },
+    },
+  ];
+  for (const c of cases) {
+    const d = c.end();
+    const event = events(d.last).find((e) => e.reason === c.reason);
+    assert.ok(event, `${c.reason} in ${JSON.stringify(events(d.last))}`);
+    assert.ok(d.status.message?.startsWith(`step ${c.step}: `), d.status.message);
+    assert.equal(event.message, d.status.message, c.reason);
+  }
+});
+
+function ended(d: Driver, result: EpisodeResultInput): Driver {
+  d.finish(result);
+  return d;
+}
