@@ -115,6 +115,22 @@ test('kill -9 before the agent finished: interrupted (its log has no result), re
   assert.equal(s?.costUSD, 0.25, 'nothing was spent in episode 1 by its log (init only)');
 });
 
+type KillPoint = 'startup' | 'running' | 'result';
+const KILL_POINTS: readonly KillPoint[] = ['startup', 'running', 'result', 'result'];
+// Random delay after the event: during start-up/recovery, mid-work (the agent answers after 150 ms), and
+// after its result while it lingers (0.3 s) or once its end is recorded.
+const KILL_DELAY_MS: Record<KillPoint, number> = { startup: 400, running: 120, result: 400 };
+
+/** Whether this run reached the event a kill point waits for: its start-up, an episode running, a result. */
+function killPointReached(dir: string, kind: KillPoint, output: string): boolean {
+  if (kind === 'startup') return true;
+  // An episode this run started (not one on record from a killed run): its EpisodeStarted log line.
+  if (!output.includes('EpisodeStarted')) return false;
+  if (kind === 'running') return true;
+  const current = readStatus(dir, 'loop')?.status.currentEpisode?.number;
+  return current !== undefined && read(logOf(dir, 'loop', current)).includes('"type":"result"');
+}
+
 /** mulberry32: the kill points are random but the same on every run of the test. */
 function seeded(seed: number): () => number {
   let a = seed;
@@ -129,7 +145,8 @@ function seeded(seed: number): () => number {
 test('ten kill -9s at random points: no episode lost or run twice, spend never below what the logs show', async () => {
   const dir = tempDir();
   const record = join(dir, 'runs.jsonl');
-  const EPISODES = 8;
+  // Every kill after a start uses up an episode or two: enough are left for the last run to finish.
+  const EPISODES = 14;
   const episodes: Record<string, unknown> = {};
   for (let n = 1; n <= 30; n++)
     episodes[String(n)] = { mode: 'continue', costUSD: 0.01 * n, delayMs: 150, lingerSeconds: 0.3 };
@@ -137,7 +154,8 @@ test('ten kill -9s at random points: no episode lost or run twice, spend never b
     [
       {
         name: 'loop',
-        spec: { limits: { maxEpisodes: EPISODES, episodeTimeoutSeconds: 30 } },
+        // The agent changes nothing: the breaker is off, this is about crash recovery.
+        spec: { limits: { maxEpisodes: EPISODES, episodeTimeoutSeconds: 30 }, breaker: { noProgressEpisodes: 0 } },
         script: { episodes, record },
       },
     ],
@@ -148,7 +166,12 @@ test('ten kill -9s at random points: no episode lost or run twice, spend never b
   const count = (text: string) => text.split('its end is read from its log').length - 1;
   for (let kill = 0; kill < 10; kill++) {
     const run = startCli(['run', dir]);
-    await sleep(300 + Math.floor(random() * 1500));
+    let ended = false;
+    void run.exited.then(() => (ended = true));
+    // Kill points follow events, not wall time from start, so a slow machine still sees every kind.
+    const kind = KILL_POINTS[Math.floor(random() * KILL_POINTS.length)] as KillPoint;
+    await waitFor(`${kind} (kill ${kill + 1})`, () => ended || killPointReached(dir, kind, run.output()));
+    await sleep(Math.floor(random() * KILL_DELAY_MS[kind]));
     run.child.kill('SIGKILL');
     await run.exited;
     recovered += count(run.output());
