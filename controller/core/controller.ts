@@ -38,6 +38,11 @@ export interface ControllerOptions<T extends DesiredTask> {
   clock?: Clock;
   /** In [0, 1): backoff jitter. */
   random?: () => number;
+  /**
+   * Tasks on record that their source no longer has (deleting), e.g. a spec deleted while no controller
+   * ran: reconciled once at start() like any deleted task, so their episodes are recorded before release.
+   */
+  deletedTasks?: readonly T[];
 }
 
 export class Controller<T extends DesiredTask = DesiredTask> {
@@ -97,6 +102,11 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   /** Indexes what the ports know and reconciles every task once. */
   start(): void {
     for (const task of this.opts.source.list()) {
+      this.index(task);
+      this.queue.add(task.key);
+    }
+    for (const task of this.opts.deletedTasks ?? []) {
+      if (this.opts.source.get(task.key)) continue; // back in the source: it is no longer deleted
       this.index(task);
       this.queue.add(task.key);
     }

@@ -13,6 +13,7 @@ import { ProcessEpisodeExecutor } from '../executors/local/process-executor.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { LocalBudgetStore } from '../sinks/local/budget-store.ts';
 import { FileStatusSink } from '../sinks/local/file-status-sink.ts';
+import type { StoredStatus } from '../sinks/local/file-status.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { SpecDirSource } from '../sources/local/spec-dir-source.ts';
 import { ResumeRequestPoller } from '../sources/local/resume-requests.ts';
@@ -71,6 +72,7 @@ export class LocalController {
       killGraceMs: this.opts.killGraceMs,
     });
     await this.executor.recover(records, specs?.tasks);
+    const deletedTasks = specs ? this.deletedWhileStopped(records, specs) : [];
     this.loop = new Controller<LocalTask>({
       source: this.source,
       executor: this.executor,
@@ -82,7 +84,26 @@ export class LocalController {
       clock: this.opts.clock,
       workers: WORKERS,
       metrics: this.opts.metrics,
+      deletedTasks,
     });
+  }
+
+  /**
+   * Tasks on record whose spec is gone, as deleted tasks. Not while a spec document could not be read (a
+   * YAML error): it may be theirs, so their status stays, and its episode is read again next time.
+   */
+  private deletedWhileStopped(records: readonly StoredStatus[], specs: LoadedSpecs): LocalTask[] {
+    const specless = records.filter((r) => !specs.tasks.has(`${r.namespace}/${r.name}`));
+    if (specless.length === 0) return [];
+    if (specs.parsed.some((file) => file.errors.length > 0)) {
+      const tasks = specless.map((r) => `${r.namespace}/${r.name}`).join(', ');
+      this.opts.logger.warn(
+        { tasks },
+        'no spec found for tasks on record, but some spec document could not be read: their status is kept',
+      );
+      return [];
+    }
+    return specless.map((r) => this.source.deletedWhileStopped(r));
   }
 
   /** New desired state; the first call starts the loop. */

@@ -85,8 +85,10 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
       logger.info({ url: `${server.url}/metrics` }, 'serving metrics');
     }
     const initial = await loadAndRecover(controller, opts);
-    if (initial.tasks.size === 0 && !opts.watch)
+    if (initial.tasks.size === 0 && !opts.watch) {
+      await recordDeletedTasks(controller, initial);
       return { end: 'noTasks', problem: initial.errors.length > 0 ? 'no valid AgentTask' : 'no AgentTask' };
+    }
     logger.info({ dir, stateDir, tasks: initial.tasks.size }, 'specs loaded');
     controller.setSpecs(
       withoutFailedChecks(
@@ -122,6 +124,13 @@ async function loadAndRecover(controller: LocalController, opts: LocalRunOptions
   for (const line of checked.warnings) logger.warn(line);
   for (const line of initial.ignored) logger.debug(`ignored ${line}`);
   return initial;
+}
+
+/** No task to run, but tasks deleted while no controller ran may have episodes to record and logs to keep. */
+async function recordDeletedTasks(controller: LocalController, initial: LoadedSpecs): Promise<void> {
+  controller.setSpecs(initial);
+  await waitUntil(controller, () => controller.settled() || controller.storeFull() !== undefined);
+  await controller.shutdown();
 }
 
 async function watchSpecs(controller: LocalController, initial: LoadedSpecs, opts: LocalRunOptions) {

@@ -13,6 +13,7 @@ import { normal, USAGE_LIMIT_FALLBACK_MS, warning } from './types.ts';
 import type { Events, ObservedEpisode, ReconcileInput } from './types.ts';
 
 const SPEC_DELETED = 'episode cancelled: spec deleted';
+const SPEC_DELETED_AFTER = 'spec deleted before its end was recorded';
 
 /**
  * The episode's end as a result, when it ended. A stop this controller asked for decides the outcome over
@@ -20,6 +21,25 @@ const SPEC_DELETED = 'episode cancelled: spec deleted';
  * its remover (or its absence) says.
  */
 export function endedEpisode(
+  episode: ObservedEpisode | undefined,
+  stop: ReconcileInput['stopRequested'],
+  deleted = false,
+): ObservedEpisode | undefined {
+  const ended = endedAsObserved(episode, stop);
+  const stoppedForDeletion = stop?.number === ended?.number && stop?.reason === 'deleted';
+  // Its spec went before its end was recorded (a controller killed meanwhile): the record says so.
+  return ended?.result && deleted && !stoppedForDeletion ? withSpecDeletedNote(ended, ended.result) : ended;
+}
+
+function withSpecDeletedNote(ended: ObservedEpisode, result: EpisodeResult): ObservedEpisode {
+  const message = clip(
+    result.message ? `${result.message}; ${SPEC_DELETED_AFTER}` : SPEC_DELETED_AFTER,
+    EPISODE_MESSAGE_MAX,
+  );
+  return { ...ended, result: { ...result, message } };
+}
+
+function endedAsObserved(
   episode: ObservedEpisode | undefined,
   stop: ReconcileInput['stopRequested'],
 ): ObservedEpisode | undefined {

@@ -480,6 +480,20 @@ test('reconcile: deleted task stops its episode and starts nothing; the episode 
   assert.ok(!ended.actions.some((a) => a.type === 'StartEpisode'), JSON.stringify(ended.actions));
 });
 
+test('reconcile: an episode that ended before its spec was deleted (a restart read it) keeps its end, noting the deletion', () => {
+  const result = episodeResult({ exitCode: 0, costUSD: 0.7, message: 'all done' });
+  const out = reconcile(observing({ state: 'finished', result }, { deleted: true, spec: undefined }));
+  assert.deepEqual(
+    [out.status.lastEpisode?.outcome, out.status.lastEpisode?.message, out.status.costUSD],
+    ['continue', 'all done; spec deleted before its end was recorded', 0.7],
+  );
+  assert.deepEqual(
+    out.actions.map((a) => a.type),
+    ['RecordEpisode', 'RecordEvent'],
+    JSON.stringify(out.actions),
+  );
+});
+
 test('reconcile: a running episode past its deadline is stopped as timeout', () => {
   const out = reconcile(
     input({

@@ -34,6 +34,17 @@ export class SpecDirSource implements TaskSource<LocalTask> {
     for (const [key, why] of unreadable) this.blocked.set(key, why);
   }
 
+  /**
+   * A task on record whose spec was gone when the controller started (deleted while none ran): a deleted
+   * task for the loop, so its recovered episode is recorded and it is released as a deletion is.
+   */
+  deletedWhileStopped(recorded: { namespace: string; name: string; generation: number; specHash: string }): LocalTask {
+    const key = `${recorded.namespace}/${recorded.name}`;
+    const { namespace, name, generation, specHash } = recorded;
+    const source: SpecTask = { key, namespace, name, file: '', errors: [], specHash, manifest: {} };
+    return { key, namespace, name, generation, dependsOn: [], deleting: true, file: '', specHash, source };
+  }
+
   /** A new view of the directory: every task added, edited or removed is announced. */
   set(loaded: LoadedSpecs): void {
     const before = this.tasks;
