@@ -49,3 +49,43 @@ export function addTokens(a: TokenCounts, b: TokenCounts): TokenCounts {
 export function totalTokens(tokens: Pick<TokenCounts, 'input' | 'output'>): number {
   return tokens.input + tokens.output;
 }
+
+// Agent ops ($EPISODIC_OPS, api/ops.ts): untrusted input, so every size is capped where it is parsed.
+/** Longest op line, in characters; a longer line is rejected unread. */
+export const OP_LINE_MAX = 16 * 1024;
+/** Bytes of an ops file read at all: the rest is rejected with one message. */
+export const OPS_FILE_MAX = 256 * 1024;
+/** Ops applied per episode; later lines are rejected. */
+export const OPS_PER_EPISODE_MAX = 32;
+/** Rejected-op messages kept per episode (the rest are counted in the last one). */
+export const OPS_REJECTED_MAX = 8;
+/** Longest rejected-op message, in characters. */
+export const OP_REJECTION_MAX = 200;
+/** Frames in one push (and in a spawn's stack). */
+export const FRAMES_PER_PUSH_MAX = 16;
+/** Longest frame prompt, in characters. */
+export const FRAME_PROMPT_MAX = 8 * 1024;
+/** Vars of one frame, and the longest value of each. */
+export const FRAME_VARS_MAX = 16;
+export const FRAME_VAR_VALUE_MAX = 1024;
+/** Frames a task's stack holds at most; a push past it is rejected. */
+export const STACK_DEPTH_MAX = 64;
+/** Frames status.stack shows (top first); the depth is always exact. */
+export const STACK_SHOWN_MAX = 3;
+/** Characters of each shown frame in status.stack. */
+export const STACK_FRAME_SHOWN_MAX = 200;
+/** Longest blackboard key; keys match BLACKBOARD_KEY (ConfigMap data keys). */
+export const BLACKBOARD_KEY_MAX = 128;
+/** Longest blackboard value, in characters. */
+export const BLACKBOARD_VALUE_MAX = 4 * 1024;
+/** Keys a namespace's blackboard holds at most; a set of a new key past it is rejected. */
+export const BLACKBOARD_KEYS_MAX = 128;
+/** Longest `send` message, in characters. */
+export const SEND_MESSAGE_MAX = 4 * 1024;
+/** Longest sleep: 30 days. */
+export const SLEEP_SECONDS_MAX = 30 * 24 * 3600;
+/**
+ * Cluster: bytes of the 4 KiB termination message that ops may take (their JSON). The rest of the result
+ * (exit code, cost, evidence, the message) keeps the other ~1.5 KiB; ops past the budget are rejected.
+ */
+export const OPS_TERMINATION_BUDGET = 2560;

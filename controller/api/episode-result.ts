@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { clip, EPISODE_MESSAGE_MAX } from './bounds.ts';
 import { EvidenceSchema } from './leash.ts';
+import { OpSchema, RejectedOpSchema } from './ops.ts';
 
 // contextTooLong: the request did not fit the model's context window. Its own class because what it means
 // is the spec's choice (completion.contextTooLong): fatal by default, or an ordinary failure.
@@ -47,6 +48,9 @@ export const EpisodeResultSchema = z.object({
   durationMs: z.number().nonnegative().optional(),
   /** What the episode changed and left behind (workspace, checklist, error fingerprint, RALPH_STATUS). */
   evidence: EvidenceSchema.optional(),
+  // Agent ops ($EPISODIC_OPS, api/ops.ts): what the episode asked of the controller, and the lines refused.
+  ops: z.array(OpSchema).optional(),
+  opsRejected: z.array(RejectedOpSchema).optional(),
 });
 
 export type EpisodeResult = z.infer<typeof EpisodeResultSchema>;

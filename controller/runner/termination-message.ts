@@ -2,17 +2,25 @@
 // runner shortens the one free-text field until the JSON fits, and the controller decodes whatever it
 // finds there without ever throwing: a runner killed mid-write or an image without our runner leaves
 // garbage or nothing.
-import { ELLIPSIS, EPISODE_MESSAGE_MAX } from '../api/bounds.ts';
+import { ELLIPSIS, EPISODE_MESSAGE_MAX, OPS_TERMINATION_BUDGET } from '../api/bounds.ts';
 import { TERMINATION_MESSAGE_LIMIT } from '../api/episode-config.ts';
 import { EpisodeResultSchema } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
+import { fitOpsToBudget, withoutOps } from './termination-ops.ts';
 
 const TRUNCATED_NOTE = '(termination message was truncated)';
 // Enough to step back over the trailing fields of a cut-off message; bounded so garbage stays cheap.
 const MAX_REPAIR_ATTEMPTS = 64;
 
 /** Compact JSON of the result, at most `limitBytes` UTF-8 bytes (the message is shortened to fit). */
-export function encodeTerminationMessage(result: EpisodeResult, limitBytes = TERMINATION_MESSAGE_LIMIT): string {
+export function encodeTerminationMessage(given: EpisodeResult, limitBytes = TERMINATION_MESSAGE_LIMIT): string {
+  // Ops get their budget first; if even the facts alone do not fit with them, they give way (said in opsRejected).
+  const result = fitOpsToBudget(given, Math.min(OPS_TERMINATION_BUDGET, limitBytes / 2));
+  const encoded = encodeFitted(result, limitBytes);
+  return byteLength(encoded) <= limitBytes || !result.ops ? encoded : encodeFitted(withoutOps(result), limitBytes);
+}
+
+function encodeFitted(result: EpisodeResult, limitBytes: number): string {
   const { message, ...facts } = result;
   // message last: if anything ever cuts the text, only the message is lost (see decode).
   const encode = (m: string | undefined) => JSON.stringify(m === undefined ? facts : { ...facts, message: m });
@@ -72,7 +80,12 @@ function parseResult(json: string): EpisodeResult | undefined {
   // An empty object or an unrelated JSON document is not a result, even though every field has a default.
   if (typeof value !== 'object' || value === null || !('exitCode' in value)) return undefined;
   const parsed = EpisodeResultSchema.safeParse(value);
-  return parsed.success ? parsed.data : undefined;
+  if (parsed.success) return parsed.data;
+  // Ops that do not validate (not our runner's writing) must not cost the episode its result.
+  const facts = EpisodeResultSchema.safeParse({ ...value, ops: undefined, opsRejected: undefined });
+  return facts.success && 'ops' in value
+    ? withoutOps(facts.data, 'ops in the termination message were invalid')
+    : undefined;
 }
 
 function byteLength(text: string): number {

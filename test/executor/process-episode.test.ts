@@ -1,12 +1,13 @@
 // startProcessEpisode against real processes (the stand-in agents in test/agents): prompt delivery, env,
 // cwd, logs, verify, spawn failures and cleanup after a normal exit.
 import { strict as assert } from 'node:assert';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { startProcessEpisode } from '../../controller/executors/process/process-episode.ts';
 import { readProcStat } from '../../controller/executors/process/process-tree.ts';
-import { isGone, readPidFile, readRecords, request, sandboxPerTest } from './support.ts';
+import { opsFilePath } from '../../controller/executors/process/ops-file.ts';
+import { FAKE_CLAUDE, isGone, readPidFile, readRecords, request, sandboxPerTest } from './support.ts';
 import { waitFor } from '../support/wait.ts';
 
 const t = sandboxPerTest();
@@ -305,5 +306,41 @@ describe('verify', () => {
     const result = await running.result;
     assert.equal(result.cancelled, true);
     assert.ok(isGone(verifyPid));
+  });
+});
+
+describe('$EPISODIC_OPS', () => {
+  test('the agent appends ops to $EPISODIC_OPS (next to the log, not in the workspace); the result carries them and the rejected lines', async () => {
+    const agent = join(dirname(FAKE_CLAUDE), 'ops-agent.mjs');
+    const prompt = [
+      '## Task',
+      '@op {"op":"set","key":"plan","value":"v1"}',
+      '@raw {"op":"nope"}',
+      '@op {"op":"sleep","seconds":5}',
+    ].join('\n');
+    // A leftover of an earlier run of the same episode number is not this episode's.
+    mkdirSync(dirname(t.box.logFile), { recursive: true });
+    writeFileSync(opsFilePath(t.box.logFile), '{"op":"del","key":"stale"}\n');
+    const result = await (
+      await startProcessEpisode(
+        request(t.box, { argv: [process.execPath, agent], prompt, analyzer: { format: 'text', promise: 'COMPLETE' } }),
+      )
+    ).result;
+    assert.equal(result.exitCode, 0);
+    assert.deepEqual(result.ops, [
+      { op: 'set', key: 'plan', value: 'v1' },
+      { op: 'sleep', seconds: 5 },
+    ]);
+    assert.deepEqual(result.opsRejected, [
+      { line: 2, message: 'unknown op "nope" (known: push, spawn, send, set, del, sleep)' },
+    ]);
+    assert.ok(existsSync(opsFilePath(t.box.logFile)));
+    assert.ok(!opsFilePath(t.box.logFile).startsWith(t.box.ws));
+  });
+
+  test('an episode that writes no ops has none in its result', async () => {
+    const result = await (await startProcessEpisode(request(t.box))).result;
+    assert.equal(result.ops, undefined);
+    assert.equal(result.opsRejected, undefined);
   });
 });

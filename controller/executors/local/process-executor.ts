@@ -19,6 +19,7 @@ import type { WorkspaceSnapshot } from '../evidence/workspace.ts';
 import { analyzerOptions } from '../output/analyzer-options.ts';
 import { recoverEpisodeFromLog } from '../process/episode-log-recovery.ts';
 import { killMarkedProcesses } from '../process/process-tree.ts';
+import { opsFilePath, withOpsFrom } from '../process/ops-file.ts';
 
 export interface ProcessExecutorOptions {
   /** The spec directory: workspaces must stay inside it. */
@@ -94,7 +95,8 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
         state: 'finished',
         startedAt: current.startedAt,
         ...(recovered.finishedAt && recovered.how !== 'no-log' ? { finishedAt: recovered.finishedAt } : {}),
-        result: recovered.result,
+        // The ops the agent wrote before the controller died are applied like any episode's.
+        result: await withOpsFrom(recovered.result, opsFilePath(logFile)),
       });
     }
   }

@@ -20,6 +20,7 @@ import type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } fro
 import { TREE_MARKER_ENV } from './process-tree.ts';
 import { errorCode, errorText, noRoomOn, startProcess } from './agent-process.ts';
 import type { ProcessEnd } from './agent-process.ts';
+import { OPS_ENV, opsFilePath, prepareOpsFile, withOpsFrom } from './ops-file.ts';
 
 export type PromptVia = 'stdin' | 'argument' | 'file';
 
@@ -92,11 +93,13 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
   let env: Record<string, string>;
   let stdinFile: string | undefined;
   let analyzer: OutputAnalyzer;
+  const opsFile = opsFilePath(req.logFile);
   try {
     analyzer = createOutputAnalyzer({ ...req.analyzer, prompt: req.prompt, command: req.argv });
     mkdirSync(dirname(req.logFile), { recursive: true });
+    await prepareOpsFile(opsFile);
     const promptFile = req.promptVia === 'argument' ? undefined : writePromptFile(req);
-    env = { ...episodeEnv(req, promptFile), [TREE_MARKER_ENV]: marker };
+    env = { ...episodeEnv(req, promptFile), [TREE_MARKER_ENV]: marker, [OPS_ENV]: opsFile };
     stdinFile = req.promptVia === 'stdin' ? promptFile : undefined;
   } catch (err) {
     return notStarted(req, startedAt, err);
@@ -161,7 +164,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     .then(async (r) => {
       await current.release(); // after an internal error too
       await log.close();
-      return r;
+      return withOpsFrom(r, opsFile); // whatever the outcome: the agent asked for them
     })
     .finally(() => {
       finished = true;

@@ -1,0 +1,33 @@
+#!/usr/bin/env node
+// A stand-in agent that speaks the op channel: it reads its prompt (stdin, $EPISODIC_PROMPT_FILE or the last
+// argument), and for every line of the prompt's task part (after the last "## Task" line, or the whole prompt
+// without one) that starts with "@op " appends the rest of the line to $EPISODIC_OPS. "@exit N" exits with N;
+// "@raw TEXT" appends TEXT to $EPISODIC_OPS as it is (hostile input). OPS_AGENT_RECORD=file gets one JSON line
+// per run: {episode, prompt}. Prints one line of text and exits 0 otherwise.
+import { appendFileSync, readFileSync } from 'node:fs';
+
+function readPrompt() {
+  if (process.env.EPISODIC_PROMPT_FILE) return readFileSync(process.env.EPISODIC_PROMPT_FILE, 'utf8');
+  try {
+    const stdin = readFileSync(0, 'utf8');
+    if (stdin) return stdin;
+  } catch {}
+  return process.argv.at(-1) ?? '';
+}
+
+const prompt = readPrompt();
+if (process.env.OPS_AGENT_RECORD) {
+  const line = JSON.stringify({ episode: Number(process.env.EPISODIC_EPISODE), prompt });
+  appendFileSync(process.env.OPS_AGENT_RECORD, `${line}\n`);
+}
+const lines = prompt.split('\n');
+const taskAt = lines.findLastIndex((l) => l.trim() === '## Task');
+let exitCode = 0;
+for (const line of lines.slice(taskAt + 1)) {
+  const text = line.trim();
+  if (text.startsWith('@op ')) appendFileSync(process.env.EPISODIC_OPS, `${text.slice(4)}\n`);
+  else if (text.startsWith('@raw ')) appendFileSync(process.env.EPISODIC_OPS, `${text.slice(5)}\n`);
+  else if (text.startsWith('@exit ')) exitCode = Number(text.slice(6));
+}
+process.stdout.write(`ops-agent: episode ${process.env.EPISODIC_EPISODE} done\n`);
+process.exit(exitCode);
