@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { BreakerStatusSchema, ProgressStatusSchema } from './leash.ts';
 import { AuditEntrySchema, ResumeStatusSchema } from './resume.ts';
+import { GateStateSchema } from './gates.ts';
 
 export const PHASES = [
   'Pending',
@@ -93,6 +94,7 @@ export const StepStatusSchema = z.object({
     .nonnegative()
     .optional()
     .describe('resume.grantedEpisodes when the step started: later grants add to its maxEpisodes'),
+  gate: GateStateSchema.optional().describe('spec.steps[].gates: the step runs fix episodes for this gate'),
 });
 
 export const AgentTaskStatusSchema = z.object({

@@ -89,3 +89,8 @@ export const SLEEP_SECONDS_MAX = 30 * 24 * 3600;
  * (exit code, cost, evidence, the message) keeps the other ~1.5 KiB; ops past the budget are rejected.
  */
 export const OPS_TERMINATION_BUDGET = 2560;
+
+/** Longest gate output kept (a record's, a result's, status.steps[].gate.lastOutput, {{gate.output}}): its tail. */
+export const GATE_OUTPUT_MAX = 2000;
+/** Longest gate output quoted in a GateFailed message (status.message holds the step prefix too). */
+export const GATE_MESSAGE_OUTPUT_MAX = 1200;

@@ -12,6 +12,15 @@ export const TERMINATION_LOG = '/dev/termination-log';
 export const TERMINATION_MESSAGE_LIMIT = 4096;
 export const POD_WORKSPACE = '/workspace';
 
+// The runner's copy of a gate: the task's CRD already validated it, so only its shape is checked here.
+const GateConfigSchema = z.object({
+  name: z.string(),
+  fix: z.array(z.string()).optional(),
+  check: z.array(z.string()).min(1),
+  maxFixEpisodes: z.number().int(),
+  timeoutSeconds: z.number().int().min(1),
+});
+
 export const EpisodeConfigSchema = z.object({
   task: z.string(),
   namespace: z.string(),
@@ -31,6 +40,10 @@ export const EpisodeConfigSchema = z.object({
   step: z.object({ name: z.string(), index: z.number().int().min(1) }).optional(),
   /** spec.progress.checklist: the plan file the runner counts for evidence. */
   checklist: z.string().min(1).optional(),
+  /** spec.steps[].gates of the episode's step, run by the runner in the pod after the agent. */
+  gates: z.array(GateConfigSchema).optional(),
+  /** A fix episode: the failed gate, for {{gate.name}}/{{gate.output}} in a promptFile; gates run after any clean exit. */
+  gate: z.object({ name: z.string(), output: z.string() }).optional(),
   /** Set for git workspaces: clone before the episode, commit and push after it. */
   git: GitWorkspaceSchema.shape.git.optional(),
 });

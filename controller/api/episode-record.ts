@@ -7,6 +7,7 @@ import type { LastEpisode } from './agent-task.ts';
 import { clip, EPISODE_MESSAGE_MAX } from './bounds.ts';
 import type { EpisodeResult } from './episode-result.ts';
 import { EvidenceSchema } from './leash.ts';
+import { GateRunSchema } from './gates.ts';
 
 export const EPISODE_KIND = 'AgentEpisode';
 export const EPISODE_PLURAL = 'agentepisodes';
@@ -58,6 +59,7 @@ export const EpisodeRecordSchema = z.object({
     .describe('completion.signals: what scored, e.g. exitSignal+50'),
   message: z.string().max(EPISODE_MESSAGE_MAX).optional(),
   step: z.string().max(63).optional().describe('spec.steps: the step this episode ran in'),
+  gates: z.array(GateRunSchema).max(8).optional().describe('spec.steps[].gates: the gates run after the agent'),
 });
 
 export type EpisodeRecord = z.infer<typeof EpisodeRecordSchema>;
@@ -101,6 +103,7 @@ export function episodeRecordOf(
     completionScore: last.completionScore,
     completionSignals: last.completionSignals,
     step: last.step,
+    gates: result?.gates,
     message: message === undefined ? undefined : clip(message, EPISODE_MESSAGE_MAX),
   });
 }

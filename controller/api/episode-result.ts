@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { clip, EPISODE_MESSAGE_MAX } from './bounds.ts';
 import { EvidenceSchema } from './leash.ts';
 import { OpSchema, RejectedOpSchema } from './ops.ts';
+import { GateRunSchema } from './gates.ts';
 
 // contextTooLong: the request did not fit the model's context window. Its own class because what it means
 // is the spec's choice (completion.contextTooLong): fatal by default, or an ordinary failure.
@@ -51,6 +52,8 @@ export const EpisodeResultSchema = z.object({
   // Agent ops ($EPISODIC_OPS, api/ops.ts): what the episode asked of the controller, and the lines refused.
   ops: z.array(OpSchema).optional(),
   opsRejected: z.array(RejectedOpSchema).optional(),
+  /** spec.steps[].gates: each gate that ran after the agent, in order (none after one whose check failed). */
+  gates: z.array(GateRunSchema).max(8).optional(),
 });
 
 export type EpisodeResult = z.infer<typeof EpisodeResultSchema>;

@@ -5,6 +5,8 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { AgentTaskSpec, AgentTaskStatus } from './agent-task.ts';
+import { duplicateGateNames, GATES_MAX, gateSchema } from './gates.ts';
+import type { Gate, GateState } from './gates.ts';
 
 export const STEPS_MAX = 32;
 /** Limits a step may set; maxCostUSD and maxTokens are the task's, over all its steps. */
@@ -58,10 +60,26 @@ export function stepSchema<A extends Shape, C extends Shape, L extends Shape>(pa
         .strictObject(overrides(limits))
         .optional()
         .describe("per step, each defaulting to the task's; maxCostUSD and maxTokens stay the task's, over all steps"),
+      // Gates (api/gates.ts): checks after the step's completion rule is met.
+      gates: z
+        .array(gateSchema(parts.name))
+        .max(GATES_MAX)
+        .optional()
+        .describe('run in order once the completion rule is met; a failing check starts fix episodes')
+        .meta({
+          'x-kubernetes-validations': [
+            {
+              rule: 'self.all(g, self.exists_one(h, h.name == g.name))',
+              message: 'gate names must be unique in a step',
+            },
+          ],
+        }),
     })
     .superRefine((step, ctx) => {
       if ((step.prompt === undefined) === (step.promptFile === undefined))
         ctx.addIssue({ code: 'custom', path: ['prompt'], message: PROMPT_RULE });
+      for (const dup of duplicateGateNames(step.gates ?? []))
+        ctx.addIssue({ code: 'custom', path: ['gates', dup.index, 'name'], message: dup.message });
     })
     .meta({ 'x-kubernetes-validations': [{ rule: 'has(self.prompt) != has(self.promptFile)', message: PROMPT_RULE }] });
 }
@@ -135,8 +153,21 @@ export function stepDigest(spec: AgentTaskSpec, index: number): string {
     agent: eff.agent,
     completion: eff.completion,
     limits: Object.fromEntries(STEP_LIMIT_FIELDS.map((k) => [k, eff.limits[k]])),
+    gates: spec.steps?.[index - 1]?.gates,
   };
   return createHash('sha256').update(canonicalJson(def)).digest('hex').slice(0, 16);
+}
+
+/** The gates of the step the task is in, and the gate state of a step in fix episodes (status.steps[].gate). */
+export function stepGates(
+  spec: AgentTaskSpec,
+  status: AgentTaskStatus | undefined,
+): { gates: Gate[]; fixing?: GateState } {
+  const step = currentStep(spec, status);
+  if (!step) return { gates: [] };
+  const gates = spec.steps?.[step.index - 1]?.gates ?? [];
+  const rec = status?.steps?.[step.index - 1];
+  return { gates, fixing: gates.length > 0 && rec?.name === step.name ? rec.gate : undefined };
 }
 
 /** "2/4 implement": the printer column and `episodic get`. */

@@ -9,6 +9,7 @@ import { effectiveSpec } from '../api/steps.ts';
 import { reopenBreaker } from './breaker.ts';
 import { BUDGET_HOLD_REASONS, budgetHold, judgeBudgets } from './budget.ts';
 import { conditionsFor } from './conditions.ts';
+import { judgeGates } from './gates.ts';
 import { cycleMessage, judgeDependencies } from './dependencies.ts';
 import { observedEpisode, passActions } from './pass-actions.ts';
 import { adoptUnknownEpisode, endedEpisode, recordEpisode } from './record-episode.ts';
@@ -43,9 +44,11 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     // Judged by the rules of the step it ran in; a met completion rule may move the task to the next step.
     const stepInput = input.spec ? { ...input, spec: effectiveSpec(input.spec, status) } : input;
     const recorded = recordEpisode(status, ended, stepInput);
-    const advanced = advanceStep(chargeStep(status, recorded.status), input.spec, input.now);
+    // A step with gates is done only once they pass (gates.ts); a failing check starts fix episodes.
+    const gated = judgeGates(status, recorded.status, ended.result, input.spec);
+    const advanced = advanceStep(chargeStep(status, gated.status), input.spec, input.now);
     status = advanced.status;
-    events.push(...recorded.events, ...advanced.events);
+    events.push(...recorded.events, ...gated.events, ...advanced.events);
   }
 
   const decided = decide(status, input);
@@ -292,7 +295,8 @@ function capReached(
   // Transient errors and usage limits say nothing about the agent's work: an outage never spends maxEpisodes.
   // Resumes grant episodes in status (the spec is the user's): they add to the cap. A pipeline counts per step.
   const { counted, granted } = countedEpisodes(status);
-  if (counted >= maxEpisodes + granted) {
+  // Fix episodes of a failed gate are bounded by its maxFixEpisodes instead (gates.ts).
+  if (counted >= maxEpisodes + granted && !stepRecord(status)?.gate) {
     const cap = granted > 0 ? `maxEpisodes ${maxEpisodes} + ${granted} granted` : `maxEpisodes ${maxEpisodes}`;
     return { reason: 'MaxEpisodesReached', message: `${counted} episodes without finishing the task (${cap})` };
   }

@@ -54,6 +54,7 @@ export async function readPrompt(config: RunnerConfig, env: NodeJS.ProcessEnv): 
       maxEpisodes: config.maxEpisodes,
       lastEpisodeMessage: config.lastEpisodeMessage,
       step: config.step,
+      gate: config.gate,
     }),
   };
 }

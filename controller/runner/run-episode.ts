@@ -170,6 +170,8 @@ async function runAgent(
       logFile,
       verify: config.completion.verify,
       onExitZero: config.completion.onExitZero,
+      gates: config.gates,
+      fixEpisode: config.gate !== undefined,
       exitNote: false,
       analyzer: analyzerOptions(config, config.completion),
     });

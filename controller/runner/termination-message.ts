@@ -1,8 +1,8 @@
 // The EpisodeResult as a pod termination message. The kubelet keeps at most 4096 bytes of it, so the
-// runner shortens the one free-text field until the JSON fits, and the controller decodes whatever it
-// finds there without ever throwing: a runner killed mid-write or an image without our runner leaves
+// runner shortens the gates' output tails first and then the message until the JSON fits, and the controller
+// decodes whatever it finds there without ever throwing: a runner killed mid-write or an image without our runner leaves
 // garbage or nothing.
-import { ELLIPSIS, EPISODE_MESSAGE_MAX, OPS_TERMINATION_BUDGET } from '../api/bounds.ts';
+import { clipStart, ELLIPSIS, EPISODE_MESSAGE_MAX, OPS_TERMINATION_BUDGET } from '../api/bounds.ts';
 import { TERMINATION_MESSAGE_LIMIT } from '../api/episode-config.ts';
 import { EpisodeResultSchema } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
@@ -21,7 +21,8 @@ export function encodeTerminationMessage(given: EpisodeResult, limitBytes = TERM
 }
 
 function encodeFitted(result: EpisodeResult, limitBytes: number): string {
-  const { message, ...facts } = result;
+  // Gate output tails give way first (their verdicts stay), then the message.
+  const { message, ...facts } = fitGateOutputs(result, limitBytes);
   // message last: if anything ever cuts the text, only the message is lost (see decode).
   const encode = (m: string | undefined) => JSON.stringify(m === undefined ? facts : { ...facts, message: m });
   const full = encode(message);
@@ -38,6 +39,29 @@ function encodeFitted(result: EpisodeResult, limitBytes: number): string {
   }
   const shortened = encode(chars.slice(0, lo).join('') + ELLIPSIS);
   return byteLength(shortened) <= limitBytes ? shortened : encode(undefined);
+}
+
+/**
+ * The result with every gate output cut to the longest tail that lets the whole result fit (the verdicts, exit
+ * codes and the message matter more than the output); without outputs when even that does not fit.
+ */
+function fitGateOutputs(result: EpisodeResult, limitBytes: number): EpisodeResult {
+  const gates = result.gates;
+  if (!gates?.length || byteLength(JSON.stringify(result)) <= limitBytes) return result;
+  const withTails = (chars: number): EpisodeResult => ({
+    ...result,
+    gates: gates.map(({ output, ...run }) =>
+      chars > 0 && output ? { ...run, output: clipStart(output, chars) } : run,
+    ),
+  });
+  let lo = 0;
+  let hi = Math.max(...gates.map((g) => g.output?.length ?? 0));
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (byteLength(JSON.stringify(withTails(mid))) <= limitBytes) lo = mid;
+    else hi = mid - 1;
+  }
+  return withTails(lo);
 }
 
 /** The result in a termination message, or undefined when there is none; tolerant of truncation. */

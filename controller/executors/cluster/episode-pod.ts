@@ -4,7 +4,8 @@ import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import { API_VERSION, KIND } from '../../api/agent-task.ts';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_WORKSPACE, TERMINATION_LOG } from '../../api/episode-config.ts';
 import type { EpisodeConfig } from '../../api/episode-config.ts';
-import { stepEnv } from '../../api/steps.ts';
+import { stepEnv, stepGates } from '../../api/steps.ts';
+import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import { renderPrompt } from '../prompt.ts';
 import { episodeImage } from '../../cluster/episode-defaults.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
@@ -52,6 +53,14 @@ export interface EpisodePodInput {
   lastEpisodeMessage?: string;
   /** --episode-defaults: what the task's spec leaves unset. */
   defaults?: EpisodeDefaults;
+  /** The task's status when the episode starts: its step record says whether this is a fix episode. */
+  status?: AgentTaskStatus;
+}
+
+/** The step's gates and, in a fix episode, the failed gate for {{gate.name}} and {{gate.output}}. */
+function gatesOf(input: EpisodePodInput) {
+  const { gates, fixing } = stepGates(input.spec, input.status);
+  return { gates, gate: fixing && { name: fixing.name, output: fixing.lastOutput ?? '' } };
 }
 
 function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
@@ -75,7 +84,13 @@ function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
     ...(spec.promptFile ? { promptFile: spec.promptFile } : {}),
     ...(spec.promptFile && lastEpisodeMessage !== undefined ? { lastEpisodeMessage } : {}),
     ...(input.step ? { step: { name: input.step.name, index: input.step.index } } : {}),
+    ...gateConfig(input),
   };
+}
+
+function gateConfig(input: EpisodePodInput): Pick<EpisodeConfig, 'gates' | 'gate'> {
+  const { gates, gate } = gatesOf(input);
+  return { ...(gates.length > 0 ? { gates } : {}), ...(gate ? { gate } : {}) };
 }
 
 export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
@@ -91,6 +106,7 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
       maxEpisodes: spec.limits.maxEpisodes,
       lastEpisodeMessage: input.lastEpisodeMessage,
       step: input.step,
+      gate: gatesOf(input).gate,
     });
     env.push({ name: EPISODE_PROMPT_ENV, value: prompt });
   }

@@ -105,6 +105,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       episode: number,
       lastEpisodeMessage: status.lastEpisode?.message,
       defaults: this.opts.episodeDefaults,
+      status,
     });
     const path = `/api/v1/namespaces/${task.namespace}/pods`;
     try {

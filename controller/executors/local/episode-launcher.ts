@@ -2,7 +2,7 @@
 // Anything that stops the episode from starting becomes an EpisodeResult, never an exception.
 import { dirname, join } from 'node:path';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
-import { currentStep, stepEnv, stepField } from '../../api/steps.ts';
+import { currentStep, stepEnv, stepField, stepGates } from '../../api/steps.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeResult, ErrorClass } from '../../api/episode-result.ts';
 import type { StopReason } from '../../reconciler/reconcile.ts';
@@ -81,12 +81,14 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
   await req.beforeSpawn?.(workspace);
   const { spec } = req;
   const step = currentStep(spec, req.status);
+  const { gates, fixing } = stepGates(spec, req.status);
   const prompt = renderPrompt(template, {
     task: req.name,
     episode: req.number,
     maxEpisodes: spec.limits.maxEpisodes,
     lastEpisodeMessage: req.status.lastEpisode?.message,
     step,
+    ...(fixing ? { gate: { name: fixing.name, output: fixing.lastOutput ?? '' } } : {}),
   });
   const env: Record<string, string> = {};
   for (const e of spec.agent.env) {
@@ -113,6 +115,8 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     verify: spec.completion.verify,
     onExitZero: spec.completion.onExitZero,
     analyzer: analyzerOptions(spec.agent, spec.completion),
+    gates,
+    fixEpisode: fixing !== undefined,
   });
   // An agent that never started is the spec's command: say which file, task and field, as validate does.
   const at = `${req.specFile}: AgentTask ${req.namespace}/${req.name}: spec.agent.command`;

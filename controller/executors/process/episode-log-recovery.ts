@@ -152,7 +152,9 @@ async function foldSpool(logFile: string): Promise<void> {
     if (log.noRoom) return; // the spool files stay: they hold what the log could not
   }
   const verify = spoolFiles(logFile, 'verify');
-  await Promise.all([spool.stdout, spool.stderr, verify.stdout, verify.stderr].map((f) => rm(f, { force: true })));
+  const gate = spoolFiles(logFile, 'gate');
+  const files = [spool.stdout, spool.stderr, verify.stdout, verify.stderr, gate.stdout, gate.stderr];
+  await Promise.all(files.map((f) => rm(f, { force: true })));
 }
 
 function empty(): Readable {

@@ -28,7 +28,7 @@ export function exitNote(exit: { exitCode: number | null; signal?: string }): st
  * They live until their bytes are in the log with the notes after them; a restarted controller that finds
  * the agent's folds them into the log (episode-log-recovery.ts).
  */
-export function spoolFiles(logFile: string, role: 'agent' | 'verify'): { stdout: string; stderr: string } {
+export function spoolFiles(logFile: string, role: 'agent' | 'verify' | 'gate'): { stdout: string; stderr: string } {
   return { stdout: `${logFile}.${role}-stdout`, stderr: `${logFile}.${role}-stderr` };
 }
 

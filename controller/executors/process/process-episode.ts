@@ -18,6 +18,8 @@ import { createOutputAnalyzer } from '../output/index.ts';
 import { createByteTail } from '../output/byte-tail.ts';
 import type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } from '../output/types.ts';
 import { TREE_MARKER_ENV } from './process-tree.ts';
+import type { Gate, GateRun } from '../../api/gates.ts';
+import { runGates } from './gates.ts';
 import { errorCode, errorText, noRoomOn, startProcess } from './agent-process.ts';
 import type { ProcessEnd } from './agent-process.ts';
 import { OPS_ENV, opsFilePath, prepareOpsFile, withOpsFrom } from './ops-file.ts';
@@ -54,6 +56,10 @@ export interface ProcessEpisodeRequest {
    */
   exitNote?: boolean;
   analyzer: AnalyzerOptions;
+  /** spec.steps[].gates of the episode's step: run after a completion claim that verify (if any) confirmed. */
+  gates?: Gate[];
+  /** A fix episode (status.steps[].gate): the gates run after any clean exit, claim or not. */
+  fixEpisode?: boolean;
   /**
    * Where the prompt is written for promptVia stdin/file: a scratch file reused by every episode of the
    * task (rewritten in place, see rewriteInPlace in util/fs.ts). Default: episode-N.prompt.md by the log.
@@ -108,7 +114,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
   const { execa } = await import('execa');
   const log = new EpisodeLog(req.logFile);
   const start = (
-    role: 'agent' | 'verify',
+    role: 'agent' | 'verify' | 'gate',
     argv: string[],
     stdin: string | undefined,
     timeoutMs: number,
@@ -154,9 +160,25 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
       log.note(`\n--- episodic: ${verify.note ?? 'verify passed'} ---\n`); // on a line of its own, whatever verify printed last
       await current.release();
     }
+    let gates: GateRun[] | undefined;
+    const cleanExit = exit.exitCode === 0 && !analysis.agentError && !cancelled && !exit.timedOut;
+    const confirmed = req.fixEpisode ? cleanExit : claimsDone && cleanExit && (!verify || verify.exitCode === 0);
+    if (confirmed && req.gates && req.gates.length > 0) {
+      gates = await runGates(req.gates, {
+        run: async (gateArgv, timeoutMs, onOutput) => {
+          current = start('gate', gateArgv, undefined, timeoutMs, onOutput);
+          const end = await current.exit;
+          await current.release();
+          return end;
+        },
+        note: (text) => log.note(`\n--- episodic: ${text} ---\n`),
+        cancelled: () => cancelled,
+      });
+    }
     const noRoom = exit.exitCode === 0 ? undefined : (log.noRoom ?? noRoomOn(dirname(req.logFile)));
     const durationMs = Date.now() - startedAt;
-    return buildResult({ req, exit, analysis, verify, cancelled, cancelWhy, noRoom, durationMs });
+    const built = buildResult({ req, exit, analysis, verify, cancelled, cancelWhy, noRoom, durationMs });
+    return gates ? { ...built, gates } : built;
   };
 
   const result = run()
