@@ -307,5 +307,7 @@ function capReached(
 function episodeWords(status: AgentTaskStatus, number: number, maxEpisodes: number): string {
   const rec = stepRecord(status);
   if (!rec || !status.step) return `${number}/${maxEpisodes}`;
+  if (rec.gate)
+    return `${number} (step ${status.step.summary}: fix episode ${rec.gate.fixEpisodes + 1} for gate ${rec.gate.name})`;
   return `${number} (step ${status.step.summary}: ${rec.episodes}/${maxEpisodes})`;
 }

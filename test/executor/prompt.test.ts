@@ -29,3 +29,14 @@ test('an absent last message renders as empty; values are not expanded again', (
 test('does not treat inherited object keys as variables', () => {
   assert.equal(renderPrompt('{{constructor}} {{toString}}', vars), '{{constructor}} {{toString}}');
 });
+
+test('a fix episode: the gate section follows the step prompt, unless the prompt places {{gate.…}} itself', () => {
+  const base = { task: 't', episode: 2, maxEpisodes: 5 };
+  const gate = { name: 'test', output: 'not ok 1 {{task}}' };
+  const out = renderPrompt('Build {{task}}.', { ...base, gate });
+  assert.ok(out.startsWith('Build t.\n'));
+  assert.match(out, /The gate "test" checked your work and failed/);
+  assert.match(out, /```\nnot ok 1 \{\{task\}\}\n```/); // the output is rendered verbatim, never expanded
+  assert.equal(renderPrompt('Fix {{gate.name}}: {{ gate.output }}', { ...base, gate }), 'Fix test: not ok 1 {{task}}');
+  assert.equal(renderPrompt('Build {{task}}. {{gate.name}}', base), 'Build t. {{gate.name}}');
+});

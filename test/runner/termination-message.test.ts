@@ -74,3 +74,38 @@ describe('termination message', () => {
     }
   });
 });
+
+describe('termination message with gate runs', () => {
+  it('cuts the gate output tails first: a result with big gate outputs still fits and decodes with its verdicts', () => {
+    const gates = Array.from({ length: 8 }, (_, i) => ({
+      name: `gate-${i}`,
+      fixExitCode: 0,
+      exitCode: i === 7 ? 1 : 0,
+      durationMs: 1234,
+      output: `${'é'.repeat(1990)}tail-${i}`,
+    }));
+    const big = episodeResult({ exitCode: 0, completion: 'promise', message: 'done, gates ran', gates });
+    const text = encodeTerminationMessage(big);
+    assert.ok(bytes(text) <= TERMINATION_MESSAGE_LIMIT, `${bytes(text)} bytes`);
+    const decoded = decodeTerminationMessage(text);
+    assert.equal(decoded?.message, 'done, gates ran'); // the message is kept whole: tails went first
+    assert.deepEqual(
+      decoded?.gates?.map((g) => [g.name, g.exitCode, g.fixExitCode]),
+      gates.map((g) => [g.name, g.exitCode, 0]),
+    );
+    for (const [i, g] of (decoded?.gates ?? []).entries()) {
+      assert.ok(g.output?.endsWith(`tail-${i}`), g.output);
+      assert.ok(g.output?.startsWith('…'));
+    }
+  });
+
+  it('drops the outputs when even empty tails leave no room, and then shortens the message', () => {
+    const gates = [{ name: 'test', exitCode: 1, output: 'x'.repeat(2000) }];
+    const text = encodeTerminationMessage(episodeResult({ exitCode: 0, message: 'm'.repeat(1000), gates }), 400);
+    assert.ok(bytes(text) <= 400, text);
+    const decoded = decodeTerminationMessage(text);
+    assert.equal(decoded?.gates?.[0].exitCode, 1);
+    assert.equal(decoded?.gates?.[0].output, undefined);
+    assert.match(decoded?.message ?? '', /^m+…$/);
+  });
+});
