@@ -123,7 +123,7 @@ function gateFailed(
   state: GateState,
   how: string,
 ): { status: AgentTaskStatus; events: Events } {
-  const output = state.lastOutput ? `: ${clipStart(state.lastOutput, GATE_MESSAGE_OUTPUT_MAX)}` : '';
+  const output = state.lastOutput ? `: ${clipStart(state.lastOutput.trimEnd(), GATE_MESSAGE_OUTPUT_MAX)}` : '';
   const message = `gate ${gate.name} ${how} after ${state.fixEpisodes} of ${gate.maxFixEpisodes} fix episodes${output}`;
   return {
     status: { ...withGate(status, state), phase: 'Failed', reason: 'GateFailed', message, nextEpisodeAt: undefined },

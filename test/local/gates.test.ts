@@ -1,0 +1,153 @@
+// Gates end to end in local mode (`episodic run`, real processes): a three-step pipeline whose implement step
+// has a lint gate (a formatter as fix, then a check) and a test gate that fails once; the fix episode gets
+// the gate's name and output in its prompt, its clean exit runs the gates again, they pass and the pipeline
+// goes on. Gate runs land in the episode records and the log; the formatter's change stays in the workspace.
+// And a step whose gate never passes fails the task with GateFailed, the check's output in the message.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FAKE_CLAUDE, NODE, REPO, readStatus, runCli, specDir, tempDir } from '../support/local.ts';
+
+const GATES = join(REPO, 'test/fixtures/gates');
+
+function pipeline(record: string, gateRecord: string, maxFixEpisodes = 2) {
+  return {
+    prompt: undefined,
+    backoff: { initialSeconds: 0.05, factor: 1, maxSeconds: 0.05 },
+    agent: {
+      command: [NODE, FAKE_CLAUDE, '-p', '--output-format', 'stream-json', '--verbose'],
+      output: 'claude',
+      env: [
+        { name: 'FAKE_AGENT_RECORD', value: record },
+        { name: 'GATE_RECORD', value: gateRecord },
+      ],
+    },
+    limits: { maxEpisodes: 5, episodeTimeoutSeconds: 30 },
+    steps: [
+      { name: 'plan', prompt: 'Plan it.', completion: { promise: 'PLANNED' } },
+      {
+        name: 'implement',
+        prompt: 'Implement the plan.',
+        completion: { promise: 'BUILT' },
+        gates: [
+          { name: 'lint', fix: [NODE, join(GATES, 'format.mjs')], check: [NODE, join(GATES, 'lint.mjs')] },
+          { name: 'test', check: [NODE, join(GATES, 'test-gate.mjs')], maxFixEpisodes, timeoutSeconds: 20 },
+        ],
+      },
+      { name: 'review', prompt: 'Review it.', completion: { promise: 'APPROVED' } },
+    ],
+  };
+}
+
+function jsonLines<T>(file: string): T[] {
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as T);
+}
+
+interface GateRecord {
+  number: number;
+  step?: string;
+  outcome: string;
+  gates?: Array<{ name: string; fixExitCode?: number | null; exitCode: number | null; output?: string }>;
+}
+
+test('gates: the test gate fails once, a fix episode fixes it, the pipeline goes on', async () => {
+  const record = join(tempDir('episodic-gates-record-'), 'runs.jsonl');
+  const gateRecord = join(tempDir('episodic-gates-record-'), 'gates.jsonl');
+  const dir = specDir([
+    {
+      name: 'feature',
+      spec: pipeline(record, gateRecord),
+      script: {
+        episodes: {
+          '1': { mode: 'success', promise: 'PLANNED' },
+          '2': { mode: 'success', promise: 'BUILT', writeFiles: { 'src.txt': 'hello gates\n' } },
+          '3': { mode: 'continue', writeFiles: { FIXED: 'yes\n' } },
+          '4': { mode: 'success', promise: 'APPROVED' },
+        },
+      },
+    },
+  ]);
+  const res = await runCli(['run', dir]);
+  assert.equal(res.code, 0, res.stderr);
+  const s = readStatus(dir, 'feature')?.status;
+  assert.equal(s?.phase, 'Succeeded', s?.message);
+  assert.deepEqual(
+    s?.steps?.map((x) => [x.name, x.phase, x.reason, x.episodes, x.gate]),
+    [
+      ['plan', 'Succeeded', 'PromiseDetected', 1, undefined],
+      ['implement', 'Succeeded', 'GatesPassed', 2, undefined],
+      ['review', 'Succeeded', 'PromiseDetected', 1, undefined],
+    ],
+  );
+
+  const records = jsonLines<GateRecord>(join(dir, '.episodic/logs/default/feature/episodes.jsonl'));
+  assert.deepEqual(
+    records.map((r) => [r.number, r.step, r.outcome, r.gates?.map((g) => `${g.name}:${g.fixExitCode}:${g.exitCode}`)]),
+    [
+      [1, 'plan', 'succeeded', undefined],
+      [2, 'implement', 'succeeded', ['lint:0:0', 'test:undefined:1']],
+      [3, 'implement', 'continue', ['lint:0:0', 'test:undefined:0']],
+      [4, 'review', 'succeeded', undefined],
+    ],
+  );
+  assert.match(records[1].gates?.[1].output ?? '', /not ok 2 - adds numbers\n# pass 1\n# fail 1/);
+
+  // The fix episode's prompt: the step's prompt, then the gate's section with the check's output.
+  const prompts = jsonLines<{ stdin: string }>(record).map((r) => r.stdin);
+  assert.equal(prompts[1], 'Implement the plan.');
+  assert.match(prompts[2], /^Implement the plan\.\n[\s\S]*The gate "test" checked your work and failed/);
+  assert.match(prompts[2], /not ok 2 - adds numbers/);
+  assert.doesNotMatch(prompts[3], /gate/);
+
+  // The formatter's change is kept; gates run in the workspace with the episode's environment.
+  const ws = join(dir, 'ws', 'feature');
+  assert.equal(readFileSync(join(ws, 'src.txt'), 'utf8'), 'HELLO GATES\n');
+  const gateRuns = jsonLines<{ cwd: string; env: Record<string, string> }>(gateRecord);
+  assert.deepEqual(
+    gateRuns.map((g) => [g.env.EPISODIC_STEP, g.env.EPISODIC_EPISODE]),
+    [
+      ['implement', '2'],
+      ['implement', '3'],
+    ],
+  );
+  const log = readFileSync(join(dir, '.episodic/logs/default/feature/episode-2.log'), 'utf8');
+  assert.match(log, /--- episodic: gate lint: fix passed ---/);
+  assert.match(log, /--- episodic: gate test: check exited 1 ---/);
+});
+
+test('gates: a gate that never passes fails the task with GateFailed after maxFixEpisodes', async () => {
+  const record = join(tempDir('episodic-gates-record-'), 'runs.jsonl');
+  const gateRecord = join(tempDir('episodic-gates-record-'), 'gates.jsonl');
+  const dir = specDir([
+    {
+      name: 'stuck',
+      spec: pipeline(record, gateRecord, 1),
+      script: {
+        episodes: {
+          '1': { mode: 'success', promise: 'PLANNED' },
+          '2': { mode: 'success', promise: 'BUILT', writeFiles: { 'src.txt': 'x\n' } },
+        },
+        default: { mode: 'continue' },
+      },
+    },
+  ]);
+  const res = await runCli(['run', dir]);
+  assert.notEqual(res.code, 0);
+  const s = readStatus(dir, 'stuck')?.status;
+  assert.equal(s?.phase, 'Failed');
+  assert.equal(s?.reason, 'GateFailed');
+  assert.match(s?.message ?? '', /^step 2\/3 implement: gate test exited 1 after 1 of 1 fix episodes: .*# fail 1$/s);
+  assert.deepEqual(
+    s?.steps?.map((x) => [x.name, x.phase]),
+    [
+      ['plan', 'Succeeded'],
+      ['implement', 'Failed'],
+      ['review', 'Pending'],
+    ],
+  );
+  assert.equal(s?.episodes, 3);
+});
