@@ -2,12 +2,24 @@
 // has a lint gate (a formatter as fix, then a check) and a test gate that fails once; the fix episode gets
 // the gate's name and output in its prompt, its clean exit runs the gates again, they pass and the pipeline
 // goes on. Gate runs land in the episode records and the log; the formatter's change stays in the workspace.
-// And a step whose gate never passes fails the task with GateFailed, the check's output in the message.
+// And a step whose gate never passes fails the task with GateFailed, the check's output in the message; and a
+// kill -9 of the controller during a fix episode: on restart no step is re-run and the gate state is kept.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FAKE_CLAUDE, NODE, REPO, readStatus, runCli, specDir, tempDir } from '../support/local.ts';
+import {
+  assertAllDead,
+  FAKE_CLAUDE,
+  NODE,
+  REPO,
+  readStatus,
+  runCli,
+  specDir,
+  startCli,
+  tempDir,
+} from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 const GATES = join(REPO, 'test/fixtures/gates');
 
@@ -150,4 +162,68 @@ test('gates: a gate that never passes fails the task with GateFailed after maxFi
     ],
   );
   assert.equal(s?.episodes, 3);
+});
+
+test('gates: kill -9 during a fix episode; the restart re-runs no step and keeps the gate state', async () => {
+  const record = join(tempDir('episodic-gates-record-'), 'runs.jsonl');
+  const gateRecord = join(tempDir('episodic-gates-record-'), 'gates.jsonl');
+  const pidFile = join(tempDir('episodic-gates-pids-'), 'pids.txt');
+  const dir = specDir([
+    {
+      name: 'crashy',
+      spec: pipeline(record, gateRecord),
+      script: {
+        episodes: {
+          '1': { mode: 'success', promise: 'PLANNED' },
+          '2': { mode: 'success', promise: 'BUILT', writeFiles: { 'src.txt': 'x\n' } },
+          '3': { mode: 'sleep', sleepSeconds: 300, pidFile },
+          '4': { mode: 'continue', writeFiles: { FIXED: 'yes\n' } },
+          '5': { mode: 'success', promise: 'APPROVED' },
+        },
+      },
+    },
+  ]);
+  const pids = () =>
+    existsSync(pidFile) ? readFileSync(pidFile, 'utf8').split(/\s+/).filter(Boolean).map(Number) : [];
+  const first = startCli(['run', dir]);
+  await waitFor('fix episode 3 running with its tree', () => {
+    const s = readStatus(dir, 'crashy')?.status;
+    return s?.currentEpisode?.number === 3 && s.steps?.[1].gate !== undefined && pids().length >= 2;
+  });
+  first.child.kill('SIGKILL');
+  await first.exited;
+  const before = readStatus(dir, 'crashy')?.status;
+  assert.deepEqual([before?.steps?.[1].gate?.name, before?.steps?.[1].gate?.fixEpisodes], ['test', 0]);
+
+  const second = await runCli(['run', dir]);
+  assert.equal(second.code, 0, second.stderr);
+  await assertAllDead(pids(), 'the fix episode tree after the restart');
+  const s = readStatus(dir, 'crashy')?.status;
+  assert.equal(s?.phase, 'Succeeded', s?.message);
+  assert.deepEqual(
+    s?.steps?.map((x) => [x.name, x.phase, x.episodes]),
+    [
+      ['plan', 'Succeeded', 1],
+      ['implement', 'Succeeded', 3],
+      ['review', 'Succeeded', 1],
+    ],
+  );
+  const records = jsonLines<GateRecord>(join(dir, '.episodic/logs/default/crashy/episodes.jsonl'));
+  assert.deepEqual(
+    records.map((r) => [r.number, r.step, r.outcome]),
+    [
+      [1, 'plan', 'succeeded'],
+      [2, 'implement', 'succeeded'],
+      [3, 'implement', 'interrupted'],
+      [4, 'implement', 'continue'],
+      [5, 'review', 'succeeded'],
+    ],
+  );
+  // The agent ran plan once and build once; the episode after the restart is still a fix episode for "test".
+  const prompts = jsonLines<{ stdin: string; env: Record<string, string> }>(record);
+  assert.deepEqual(
+    prompts.map((p) => p.env.EPISODIC_STEP),
+    ['plan', 'implement', 'implement', 'implement', 'review'],
+  );
+  assert.match(prompts[3].stdin, /The gate "test" checked your work and failed[\s\S]*not ok 2 - adds numbers/);
 });
