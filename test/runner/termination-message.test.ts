@@ -108,4 +108,22 @@ describe('termination message with gate runs', () => {
     assert.equal(decoded?.gates?.[0].output, undefined);
     assert.match(decoded?.message ?? '', /^m+…$/);
   });
+
+  it('beside ops at their budget: the ops stay, the gate verdicts stay, the gate tails give way', () => {
+    const ops = Array.from({ length: 4 }, (_, i) => ({ op: 'set' as const, key: `k${i}`, value: 'v'.repeat(400) }));
+    const gates = ['lint', 'test'].map((name) => ({ name, exitCode: 1, output: `${'o'.repeat(1995)}|tail` }));
+    const text = encodeTerminationMessage(episodeResult({ exitCode: 0, message: 'done', ops, gates }));
+    assert.ok(bytes(text) <= TERMINATION_MESSAGE_LIMIT, `${bytes(text)} bytes`);
+    const decoded = decodeTerminationMessage(text);
+    assert.deepEqual(decoded?.ops, ops);
+    assert.deepEqual(
+      decoded?.gates?.map((g) => [g.name, g.exitCode]),
+      [
+        ['lint', 1],
+        ['test', 1],
+      ],
+    );
+    assert.ok(decoded?.gates?.every((g) => g.output?.endsWith('|tail') && g.output.length < 1500));
+    assert.equal(decoded?.message, 'done');
+  });
 });
