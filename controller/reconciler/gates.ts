@@ -66,6 +66,12 @@ function verdict(
       events: [warning('GatesNotRun', message)],
     };
   }
+  // A fix episode without gate runs (its result recovered from the log after a controller crash): it counts,
+  // and the gate's last output stays what the next fix episode is told.
+  if (!runs?.length && fixing) {
+    const gate = gates.find((g) => g.name === fixing.name) ?? failed.gate;
+    return afterFailedCheck(status, gate, fixing, undefined);
+  }
   const state: GateState = {
     name: failed.gate.name,
     fixEpisodes: fixing?.fixEpisodes ?? 0,

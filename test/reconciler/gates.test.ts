@@ -180,6 +180,21 @@ test("a gate that fails after another gate's fix episode keeps counting fix epis
   assert.equal(d.status.phase, 'Running');
 });
 
+test('a fix episode without gate runs (its result read from the log after a crash) counts and keeps the last output', () => {
+  const d = new Driver(pipeline());
+  d.pass();
+  d.finish({ exitCode: 0, gates: TEST_FAILS('the real failure') });
+  const r = d.finish({ exitCode: 0 });
+  assert.deepEqual(d.status.steps?.[0].gate, {
+    name: 'test',
+    fixEpisodes: 1,
+    exitCode: 1,
+    lastOutput: 'the real failure',
+  });
+  assert.ok(reasons(r).includes('GateCheckFailed'));
+  assert.equal(started(r), 3);
+});
+
 test("fix episodes are bounded by maxFixEpisodes, not the step's maxEpisodes", () => {
   const d = new Driver(pipeline({}, { limits: { maxEpisodes: 1 } }));
   d.pass();
