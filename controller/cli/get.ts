@@ -12,6 +12,7 @@ import { EPISODE_LABEL, TASK_LABEL, episodePodName } from '../cluster/names.ts';
 import { EPISODES_FILE, episodesPath, lastDeletedTaskDir, readRecords } from '../sinks/local/episode-records.ts';
 import { FileStatusStore } from '../sinks/local/file-status.ts';
 import { loadSpecDir } from '../sources/local/spec-files.ts';
+import { withCreatedTasks } from '../sources/local/created-tasks.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { printable } from '../util/printable.ts';
@@ -68,7 +69,7 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
   const dir = resolve(dirArg);
   let specs: Awaited<ReturnType<typeof loadSpecDir>>;
   try {
-    specs = await loadSpecDir(dir);
+    specs = withCreatedTasks(await loadSpecDir(dir), resolve(opts.stateDir ?? join(dir, '.episodic')));
   } catch (err) {
     console.error(`episodic get: ${(err as Error).message}`);
     return 2;

@@ -18,6 +18,7 @@ import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { SpecDirSource } from '../sources/local/spec-dir-source.ts';
 import { ResumeRequestPoller } from '../sources/local/resume-requests.ts';
 import type { LocalTask } from '../sources/local/spec-dir-source.ts';
+import { LocalCreatedTasks, withCreatedTasks } from '../sources/local/created-tasks.ts';
 
 export interface LocalControllerOptions {
   dir: string;
@@ -46,12 +47,23 @@ export class LocalController {
   private loop: Controller<LocalTask> | undefined;
   private started = false;
   private readonly requests: ResumeRequestPoller;
+  /** Tasks the system creates (spawned children, triggers' tasks): read with the user's specs. */
+  readonly created: LocalCreatedTasks;
+  /** The user's specs as last set: created tasks are merged over them again when one is added or removed. */
+  private userSpecs: LoadedSpecs | undefined;
 
   constructor(opts: LocalControllerOptions) {
     this.opts = opts;
     this.sink = new FileStatusSink(opts.stateDir, opts.logger);
     this.budgets = new LocalBudgetStore(opts.stateDir, opts.logger);
     this.source = new SpecDirSource();
+    this.created = new LocalCreatedTasks({
+      stateDir: opts.stateDir,
+      userTask: (namespace, name) => this.userSpecs?.tasks.has(`${namespace}/${name}`) ?? false,
+      onChange: () => {
+        if (this.userSpecs && this.started) this.source.set(withCreatedTasks(this.userSpecs, this.opts.stateDir));
+      },
+    });
     this.requests = new ResumeRequestPoller(
       opts.stateDir,
       (key, request) => this.source.setResumeRequest(key, request),
@@ -60,7 +72,8 @@ export class LocalController {
   }
 
   /** Reads what is on record and ends the episodes a previous (killed) controller left behind. */
-  async recover(specs?: LoadedSpecs): Promise<void> {
+  async recover(userSpecs?: LoadedSpecs): Promise<void> {
+    const specs = userSpecs && withCreatedTasks(userSpecs, this.opts.stateDir);
     const records = await this.sink.load();
     this.source.recall(records, this.sink.unreadable);
     await this.budgets.load();
@@ -111,7 +124,8 @@ export class LocalController {
     const loop = this.requireLoop();
     if (!this.started) this.requests.scan(); // requests made while no controller ran
     this.budgets.set(loaded);
-    this.source.set(loaded);
+    this.userSpecs = loaded;
+    this.source.set(withCreatedTasks(loaded, this.opts.stateDir));
     if (this.started) return;
     this.started = true;
     loop.start();

@@ -1,0 +1,137 @@
+// Local mode's created tasks: one spec document per task under STATE/created/NAMESPACE/NAME.yaml, never in
+// the user's spec directory. The controller reads them with the spec directory (user's tasks win a name
+// clash), so they run, show in `episodic get` and are deleted like any task. A document is made by a hard
+// link of a finished temporary file: it appears whole or not at all, and never overwrites one (idempotent).
+import { randomUUID } from 'node:crypto';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createdManifest, ownerOf } from '../../core/created-tasks.ts';
+import type { CreatedTask, CreatedTasks, CreateOutcome, TaskOwner } from '../../core/created-tasks.ts';
+import { isSpecFileName, parseSpecText } from './spec-files.ts';
+import type { LoadedSpecs, SpecTask } from './spec-files.ts';
+
+/** The annotation naming the file a created spec's relative paths resolve against (its owner's). */
+export const SPEC_FILE_ANNOTATION = 'episodic.dev/spec-file';
+const NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+export function createdDir(stateDir: string): string {
+  return join(stateDir, 'created');
+}
+
+export interface LocalCreatedTasksOptions {
+  stateDir: string;
+  /** Whether a task of the user's spec directory has this name: a created task never shadows one. */
+  userTask?: (namespace: string, name: string) => boolean;
+  /** Called after a document was added or removed: the controller reads the created tasks again. */
+  onChange?: () => void;
+}
+
+export class LocalCreatedTasks implements CreatedTasks {
+  private readonly opts: LocalCreatedTasksOptions;
+
+  constructor(opts: LocalCreatedTasksOptions) {
+    this.opts = opts;
+  }
+
+  async create(
+    owner: TaskOwner,
+    name: string,
+    spec: Record<string, unknown>,
+    labels?: Record<string, string>,
+  ): Promise<CreateOutcome> {
+    // Names become file names: a DNS label only, so "../x" or "a/b" can never leave the namespace's directory.
+    if (!NAME.test(name) || !NAME.test(owner.namespace)) return taken(`${name}: not a lowercase RFC 1123 label`);
+    if (this.opts.userTask?.(owner.namespace, name)) return taken(`${name}: a task of the spec directory has it`);
+    const existing = this.read(owner.namespace, name);
+    if (existing) return sameOwner(existing, owner) ? { result: 'exists' } : taken(`${name}: another owner's task`);
+    const manifest = createdManifest(owner, name, spec, labels);
+    if (owner.file) manifest.metadata.annotations = { [SPEC_FILE_ANNOTATION]: owner.file };
+    const dir = join(createdDir(this.opts.stateDir), owner.namespace);
+    mkdirSync(dir, { recursive: true });
+    const temp = join(dir, `.${name}.${randomUUID()}.tmp`);
+    writeFileSync(temp, `${JSON.stringify(manifest, null, 2)}\n`, { flush: true });
+    try {
+      linkSync(temp, join(dir, `${name}.yaml`));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const raced = this.read(owner.namespace, name);
+      return raced && sameOwner(raced, owner) ? { result: 'exists' } : taken(`${name}: another owner's task`);
+    } finally {
+      unlinkSync(temp);
+    }
+    this.opts.onChange?.();
+    return { result: 'created' };
+  }
+
+  async list(owner: TaskOwner): Promise<CreatedTask[]> {
+    return this.all(owner.namespace).filter((t) => sameOwner(t, owner));
+  }
+
+  async deleteByOwner(owner: TaskOwner): Promise<string[]> {
+    const mine = await this.list(owner);
+    for (const t of mine) rmSync(join(createdDir(this.opts.stateDir), t.namespace, `${t.name}.yaml`), { force: true });
+    if (mine.length > 0) this.opts.onChange?.();
+    return mine.map((t) => t.name);
+  }
+
+  private all(namespace: string): CreatedTask[] {
+    const dir = join(createdDir(this.opts.stateDir), namespace);
+    if (!existsSync(dir)) return [];
+    return readdirSync(dir)
+      .filter(isSpecFileName)
+      .flatMap((f) => this.read(namespace, f.replace(/\.ya?ml$/, '')) ?? []);
+  }
+
+  private read(namespace: string, name: string): CreatedTask | undefined {
+    const file = join(createdDir(this.opts.stateDir), namespace, `${name}.yaml`);
+    if (!existsSync(file)) return undefined;
+    const task = parseSpecText(file, readFileSync(file, 'utf8')).tasks[0];
+    const owner = ownerOf(task?.labels);
+    if (!task || !owner) return undefined;
+    const spec = (task.manifest.spec ?? {}) as Record<string, unknown>;
+    return { namespace: task.namespace, name: task.name, owner, labels: task.labels ?? {}, spec };
+  }
+}
+
+function taken(message: string): CreateOutcome {
+  return { result: 'taken', message };
+}
+
+function sameOwner(t: CreatedTask, owner: TaskOwner): boolean {
+  return t.owner.kind === owner.kind && t.owner.name === owner.name && t.namespace === owner.namespace;
+}
+
+/** Every created task's spec document, parsed as a spec file is; a relative workspace resolves as its owner's. */
+export function loadCreatedSpecs(stateDir: string): { tasks: SpecTask[]; errors: string[] } {
+  const root = createdDir(stateDir);
+  const out: { tasks: SpecTask[]; errors: string[] } = { tasks: [], errors: [] };
+  if (!existsSync(root)) return out;
+  for (const ns of readdirSync(root).sort()) {
+    for (const f of readdirSync(join(root, ns)).filter(isSpecFileName).sort()) {
+      const file = join(root, ns, f);
+      const parsed = parseSpecText(file, readFileSync(file, 'utf8'));
+      out.errors.push(...parsed.errors);
+      for (const t of parsed.tasks) {
+        const base = (t.manifest.metadata as { annotations?: Record<string, string> }).annotations?.[
+          SPEC_FILE_ANNOTATION
+        ];
+        out.tasks.push({ ...t, file: base ?? file });
+        out.errors.push(...t.errors);
+      }
+    }
+  }
+  return out;
+}
+
+/** The user's specs with the created tasks added; a created task whose name the user's specs have is left out. */
+export function withCreatedTasks(loaded: LoadedSpecs, stateDir: string): LoadedSpecs {
+  const created = loadCreatedSpecs(stateDir);
+  if (created.tasks.length === 0 && created.errors.length === 0) return loaded;
+  const tasks = new Map(loaded.tasks);
+  const errors = [...loaded.errors, ...created.errors];
+  for (const t of created.tasks) {
+    if (tasks.has(t.key)) errors.push(`created task ${t.key} is also defined in ${tasks.get(t.key)?.file}; ignored`);
+    else tasks.set(t.key, t);
+  }
+  return { ...loaded, tasks, errors };
+}
