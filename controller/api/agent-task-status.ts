@@ -26,6 +26,8 @@ export const OUTCOMES = [
   'timeout',
   'cancelled',
   'interrupted',
+  // a step's skipWhen held: the executor started no agent (README "skipWhen")
+  'skipped',
 ] as const;
 
 export const TokensSchema = z.object({

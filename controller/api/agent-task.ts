@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { AgentTaskStatusSchema } from './agent-task-status.ts';
 import { BreakerSpecSchema, ProgressSpecSchema } from './leash.ts';
 import { ResumeSpecSchema } from './resume.ts';
+import { ScopeSchema } from './scope.ts';
 import { duplicateStepNames, STEP_LIMITS_MASK, STEPS_MAX, stepSchema, stepSpec } from './steps.ts';
 
 // The status schemas live in agent-task-status.ts; every name stays importable from here.
@@ -242,6 +243,8 @@ export const AgentTaskSpecSchema = z
           { rule: 'self.all(s, self.exists_one(t, t.name == s.name))', message: 'step names must be unique' },
         ],
       }),
+    // scope (README "Scope"); a step's replaces it.
+    scope: ScopeSchema.optional(),
   })
   .superRefine((spec, ctx) => {
     // A step's completion is the task's with the step's fields over it: each is checked where it is written.

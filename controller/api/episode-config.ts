@@ -3,6 +3,7 @@
 // environment variable; the runner answers with a compact EpisodeResult in the termination message.
 import { z } from 'zod';
 import { AgentSchema, CompletionSchema, GitWorkspaceSchema } from './agent-task.ts';
+import { ScopeSchema, SkipWhenSchema } from './scope.ts';
 
 export const EPISODE_CONFIG_ENV = 'EPISODIC_EPISODE_CONFIG';
 /** The rendered prompt travels separately: it can be long and it is not configuration. */
@@ -44,6 +45,11 @@ export const EpisodeConfigSchema = z.object({
   gates: z.array(GateConfigSchema).optional(),
   /** A fix episode: the failed gate, for {{gate.name}}/{{gate.output}} in a promptFile; gates run after any clean exit. */
   gate: z.object({ name: z.string(), output: z.string() }).optional(),
+  // skipWhen and scope (api/scope.ts): the runner checks them, since only the pod sees the workspace.
+  skipWhen: SkipWhenSchema.optional(),
+  scope: ScopeSchema.optional(),
+  /** Paths always in scope (the plan file, DISCOVERY.md, IDEAS.md, the outputs file). */
+  scopeAllowed: z.array(z.string()).optional(),
   /** Set for git workspaces: clone before the episode, commit and push after it. */
   git: GitWorkspaceSchema.shape.git.optional(),
 });

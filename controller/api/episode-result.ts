@@ -5,6 +5,7 @@ import { clip, EPISODE_MESSAGE_MAX } from './bounds.ts';
 import { EvidenceSchema } from './leash.ts';
 import { OpSchema, RejectedOpSchema } from './ops.ts';
 import { GateRunSchema } from './gates.ts';
+import { PipelineResultFields } from './scope.ts';
 
 // contextTooLong: the request did not fit the model's context window. Its own class because what it means
 // is the spec's choice (completion.contextTooLong): fatal by default, or an ordinary failure.
@@ -54,6 +55,8 @@ export const EpisodeResultSchema = z.object({
   opsRejected: z.array(RejectedOpSchema).optional(),
   /** spec.steps[].gates: each gate that ran after the agent, in order (none after one whose check failed). */
   gates: z.array(GateRunSchema).max(8).optional(),
+  // skipWhen and scope: what the executor found and did (api/scope.ts).
+  ...PipelineResultFields,
 });
 
 export type EpisodeResult = z.infer<typeof EpisodeResultSchema>;

@@ -4,6 +4,7 @@
 // Only `import type` from agent-task.ts: agent-task.ts builds its step schema with stepSchema() below.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { ScopeSchema, SkipWhenSchema } from './scope.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from './agent-task.ts';
 import { duplicateGateNames, GATES_MAX, gateSchema } from './gates.ts';
 import type { Gate, GateState } from './gates.ts';
@@ -74,6 +75,9 @@ export function stepSchema<A extends Shape, C extends Shape, L extends Shape>(pa
             },
           ],
         }),
+      // skipWhen and scope (README "skipWhen", "Scope").
+      skipWhen: SkipWhenSchema.optional(),
+      scope: ScopeSchema.optional().describe("replaces the task's scope for this step's episodes"),
     })
     .superRefine((step, ctx) => {
       if ((step.prompt === undefined) === (step.promptFile === undefined))
@@ -134,6 +138,7 @@ export function stepSpec(spec: AgentTaskSpec, index: number): AgentTaskSpec {
     agent: { ...spec.agent, ...defined(step.agent ?? {}), env: [...env.values()] },
     completion: { ...spec.completion, ...defined(step.completion ?? {}) },
     limits: { ...spec.limits, ...defined(step.limits ?? {}) },
+    scope: step.scope ?? spec.scope,
   };
 }
 

@@ -12,8 +12,9 @@ import { conditionsFor } from './conditions.ts';
 import { judgeGates } from './gates.ts';
 import { cycleMessage, judgeDependencies } from './dependencies.ts';
 import { observedEpisode, passActions } from './pass-actions.ts';
-import { adoptUnknownEpisode, endedEpisode, recordEpisode } from './record-episode.ts';
+import { adoptUnknownEpisode, endedEpisode } from './record-episode.ts';
 import { applyResume, resumeOnReopen, superviseReview } from './resume.ts';
+import { recordScoped, skipStep } from './skip-scope.ts';
 import {
   advanceStep,
   chargeStep,
@@ -42,13 +43,15 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
   const ended = endedEpisode(input.episode, input.stopRequested, input.deleted);
   if (ended && status.currentEpisode?.number === ended.number) {
     // Judged by the rules of the step it ran in; a met completion rule may move the task to the next step.
+    // A step skipped by its skipWhen goes on to the next one without an agent episode (skip-scope.ts).
+    const skipped = input.spec && skipStep(status, input.spec, ended, input.now);
     const stepInput = input.spec ? { ...input, spec: effectiveSpec(input.spec, status) } : input;
-    const recorded = recordEpisode(status, ended, stepInput);
+    const recorded = skipped ?? recordScoped(status, ended, stepInput);
     // A step with gates is done only once they pass (gates.ts); a failing check starts fix episodes.
-    const gated = judgeGates(status, recorded.status, ended.result, input.spec);
-    const advanced = advanceStep(chargeStep(status, gated.status), input.spec, input.now);
+    const gated = skipped ?? judgeGates(status, recorded.status, ended.result, input.spec);
+    const advanced = skipped ?? advanceStep(chargeStep(status, gated.status), input.spec, input.now);
     status = advanced.status;
-    events.push(...recorded.events, ...gated.events, ...advanced.events);
+    events.push(...(skipped ? [] : [...recorded.events, ...gated.events]), ...advanced.events);
   }
 
   const decided = decide(status, input);

@@ -30,14 +30,14 @@ function freshRecord(spec: AgentTaskSpec, index: number): StepStatus {
   return { name, phase: 'Pending', episodes: 0, retries: 0, costUSD: 0, digest: stepDigest(spec, index) };
 }
 
-function pointAt(spec: AgentTaskSpec, index: number, generation?: number): NonNullable<AgentTaskStatus['step']> {
+export function pointAt(spec: AgentTaskSpec, index: number, generation?: number): NonNullable<AgentTaskStatus['step']> {
   const steps = spec.steps ?? [];
   const name = steps[index - 1]?.name ?? '';
   return { index, name, summary: stepSummary(index, steps.length, name), generation };
 }
 
 /** A step (re)starts: its evidence and failure streaks are its own. */
-function newRun(status: AgentTaskStatus): AgentTaskStatus {
+export function newRun(status: AgentTaskStatus): AgentTaskStatus {
   return {
     ...status,
     consecutiveFailures: 0,
@@ -192,7 +192,7 @@ export function nameStepInEvents(events: Events, before: string | undefined, aft
   return events.map((e) => (e.message === before ? { ...e, message: after } : e));
 }
 
-function withRecord(status: AgentTaskStatus, index: number, rec: StepStatus): AgentTaskStatus {
+export function withRecord(status: AgentTaskStatus, index: number, rec: StepStatus): AgentTaskStatus {
   const steps = [...(status.steps ?? [])];
   steps[index - 1] = rec;
   return { ...status, steps };

@@ -18,6 +18,7 @@ import { gitWorkspaceEnv, prepareGitWorkspace, pushGitWorkspace } from './git-wo
 import type { GitWorkspace } from './git-workspace.ts';
 import { checkpointEpisode } from '../executors/evidence/checkpoint.ts';
 import { collectEvidence } from '../executors/evidence/collect.ts';
+import { checkSkipWhen, enforceScope, scopeBaseline } from '../executors/evidence/scope-guard.ts';
 import { snapshotWorkspace } from '../executors/evidence/workspace.ts';
 import { encodeTerminationMessage } from './termination-message.ts';
 
@@ -104,13 +105,19 @@ async function runConfiguredEpisode(
   const reserveMs = git ? Math.min(MAX_SAVE_RESERVE_MS, timeoutMs / 10) : 0;
   const agentTimeoutMs = Math.max(1000, startedAt + timeoutMs - reserveMs - Date.now());
   // Evidence as locally: the workspace before and after the agent (before our own commit and push).
+  // skipWhen and scope (scope-guard.ts): checked here, where the workspace is, as a local executor does.
+  const skip = checkSkipWhen(config.workspaceDir, config.skipWhen);
+  if (skip) return finish(opts, episodeResult({ exitCode: null, skipped: { reason: 'SkipWhen' }, message: skip }), 0);
   const before = await snapshotWorkspace(config.workspaceDir);
+  const scoped = config.scope ? await scopeBaseline(config.workspaceDir) : undefined;
   let result = await runAgent(opts, config, prompt.value, agentTimeoutMs);
   const evidence = await collectEvidence(
     { workspace: config.workspaceDir, before, checklist: config.checklist },
     result,
   ).catch(() => undefined);
   if (evidence) result = { ...result, evidence };
+  result = await enforceScope(config.workspaceDir, config.scope, config.scopeAllowed ?? [], scoped, result);
+  if (result.scope) opts.log(`scope: ${result.scope.count} path(s) outside scope.paths (${result.scope.onViolation})`);
 
   // A checkpoint of any git workspace the episode changed (a clone, or a volume holding a repository).
   const checkpoint = await checkpointEpisode(result, {

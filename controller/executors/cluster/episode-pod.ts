@@ -6,6 +6,8 @@ import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_WORKSPACE, TERMINATION_LOG 
 import type { EpisodeConfig } from '../../api/episode-config.ts';
 import { stepEnv, stepGates } from '../../api/steps.ts';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
+import type { SkipWhen } from '../../api/scope.ts';
+import { alwaysAllowed } from '../../reconciler/scope.ts';
 import { renderPrompt } from '../prompt.ts';
 import { episodeImage } from '../../cluster/episode-defaults.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
@@ -53,6 +55,8 @@ export interface EpisodePodInput {
   lastEpisodeMessage?: string;
   /** --episode-defaults: what the task's spec leaves unset. */
   defaults?: EpisodeDefaults;
+  /** The step's skipWhen: the runner checks it before the agent starts. */
+  skipWhen?: SkipWhen;
   /** The task's status when the episode starts: its step record says whether this is a fix episode. */
   status?: AgentTaskStatus;
 }
@@ -85,6 +89,7 @@ function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
     ...(spec.promptFile && lastEpisodeMessage !== undefined ? { lastEpisodeMessage } : {}),
     ...(input.step ? { step: { name: input.step.name, index: input.step.index } } : {}),
     ...gateConfig(input),
+    ...scopeConfig(spec, input.skipWhen),
   };
 }
 
@@ -220,4 +225,12 @@ function workspaceVolume(workspace: AgentTaskSpec['workspace']): { volume: Volum
 function stripUndefined<T extends object>(obj: T): T {
   for (const key of Object.keys(obj) as Array<keyof T>) if (obj[key] === undefined) delete obj[key];
   return obj;
+}
+
+/** skipWhen and scope for the runner: the step's skipWhen, the episode's scope and the paths always allowed. */
+function scopeConfig(spec: AgentTaskSpec, skipWhen: SkipWhen | undefined): Partial<EpisodeConfig> {
+  return {
+    ...(skipWhen ? { skipWhen } : {}),
+    ...(spec.scope ? { scope: spec.scope, scopeAllowed: alwaysAllowed(spec) } : {}),
+  };
 }

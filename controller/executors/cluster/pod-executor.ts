@@ -6,6 +6,7 @@ import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import { currentStep, effectiveSpec } from '../../api/steps.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
+import { effectiveSkipWhen } from '../../reconciler/scope.ts';
 import { TerminalError } from '../../core/ports.ts';
 import type { EpisodeExecutor } from '../../core/ports.ts';
 import type { Informer } from '../../kube/informer.ts';
@@ -102,6 +103,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       task: { metadata: { name: task.name, namespace: task.namespace, uid: task.object.metadata.uid } },
       spec: effectiveSpec(task.spec, status),
       step: currentStep(task.spec, status),
+      skipWhen: effectiveSkipWhen(task.spec, status),
       episode: number,
       lastEpisodeMessage: status.lastEpisode?.message,
       defaults: this.opts.episodeDefaults,

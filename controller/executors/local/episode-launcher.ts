@@ -6,6 +6,8 @@ import { currentStep, stepEnv, stepField, stepGates } from '../../api/steps.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeResult, ErrorClass } from '../../api/episode-result.ts';
 import type { StopReason } from '../../reconciler/reconcile.ts';
+import type { SkipWhen } from '../../api/scope.ts';
+import { checkSkipWhen } from '../evidence/scope-guard.ts';
 import { analyzerOptions } from '../output/analyzer-options.ts';
 import { startProcessEpisode } from '../process/process-episode.ts';
 import { renderPrompt } from '../prompt.ts';
@@ -25,6 +27,8 @@ export interface LaunchRequest {
   killGraceMs?: number;
   /** See ProcessEpisodeRequest.marker. */
   marker?: string;
+  /** The step's skipWhen: checked once the workspace exists; when it holds no agent starts (README "skipWhen"). */
+  skipWhen?: SkipWhen;
   /** Runs once the workspace exists, before the agent starts (e.g. a snapshot for evidence). */
   beforeSpawn?: (workspace: string) => Promise<void>;
 }
@@ -78,6 +82,14 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
       return failed(`${req.specFile}: AgentTask ${req.namespace}/${req.name}: ${err.message}`);
     return failed(`could not prepare the workspace: ${(err as Error).message}`);
   }
+  const skip = checkSkipWhen(workspace, req.skipWhen);
+  if (skip)
+    return {
+      number: req.number,
+      startedAt,
+      result: Promise.resolve(episodeResult({ exitCode: null, skipped: { reason: 'SkipWhen' }, message: skip })),
+      cancel: () => undefined,
+    };
   await req.beforeSpawn?.(workspace);
   const { spec } = req;
   const step = currentStep(spec, req.status);

@@ -13,7 +13,10 @@ import { checkpointLocalEpisode } from './episode-checkpoint.ts';
 import { episodeLogPath, launchEpisode, promptScratchFile } from './episode-launcher.ts';
 import type { LaunchedEpisode } from './episode-launcher.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
+import { alwaysAllowed, effectiveSkipWhen } from '../../reconciler/scope.ts';
 import { collectEvidence } from '../evidence/collect.ts';
+import { enforceScope, scopeBaseline } from '../evidence/scope-guard.ts';
+import type { ScopeBaseline } from '../evidence/scope-guard.ts';
 import { snapshotWorkspace } from '../evidence/workspace.ts';
 import type { WorkspaceSnapshot } from '../evidence/workspace.ts';
 import { analyzerOptions } from '../output/analyzer-options.ts';
@@ -117,6 +120,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
     // In a pipeline, the current step's prompt, agent, completion and limits.
     const spec = effectiveSpec(task.spec, status);
     let before: WorkspaceSnapshot | undefined;
+    let scoped: ScopeBaseline | undefined;
     const snapshot = { exclude: [this.opts.stateDir] };
     const episode = await launchEpisode({
       root: this.opts.root,
@@ -129,8 +133,10 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       status,
       killGraceMs: this.opts.killGraceMs,
       marker: this.markerFor(task.namespace, task.name, number),
+      skipWhen: effectiveSkipWhen(task.spec, status),
       beforeSpawn: async (workspace) => {
         before = await snapshotWorkspace(workspace, snapshot);
+        if (spec.scope) scoped = await scopeBaseline(workspace, snapshot.exclude);
       },
     });
     this.running.set(task.key, episode);
@@ -142,6 +148,9 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
         ? await collectEvidence({ workspace, before, checklist, snapshot }, ended).catch(() => undefined)
         : undefined;
       let result = evidence ? { ...ended, evidence } : ended;
+      // Out-of-scope changes are judged (and with Revert restored) before the checkpoint commits anything.
+      if (workspace)
+        result = await enforceScope(workspace, spec.scope, alwaysAllowed(spec), scoped, result, snapshot.exclude);
       if (workspace)
         result = await checkpointLocalEpisode(result, {
           workspace,
