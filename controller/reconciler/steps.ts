@@ -167,7 +167,8 @@ export function advanceStep(
  */
 export function mirrorStep(status: AgentTaskStatus, now: Date, nameStep = true): AgentTaskStatus {
   const rec = stepRecord(status);
-  if (!rec || !status.step) return status;
+  // A last step its skipWhen skipped stays Skipped in a Succeeded task (skip-scope.ts).
+  if (!rec || !status.step || (rec.reason === 'SkipWhen' && status.phase === 'Succeeded')) return status;
   const phase: Phase = status.phase ?? 'Pending';
   const ended = isTerminal(phase);
   const mirrored: StepStatus = {
