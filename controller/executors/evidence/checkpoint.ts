@@ -8,6 +8,7 @@ import type { AgentTaskSpec, Outcome } from '../../api/agent-task.ts';
 import { emptyStatus } from '../../api/agent-task.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { judgeEpisode } from '../../reconciler/completion.ts';
+import { completionWithoutProgress, withoutProgress } from '../../reconciler/scope.ts';
 import { excludePathspecs } from './workspace.ts';
 
 export const CHECKPOINT_IDENTITY = { name: 'episodic', email: 'episodic@localhost' };
@@ -56,7 +57,8 @@ export function checkpointOutcome(
   episode: number,
 ): Outcome {
   const counted = { ...emptyStatus(), episodes: episode, workspaceChanges: 1, testOnlyEpisodes: 0 };
-  return judgeEpisode(result, completion, counted).outcome;
+  // A reverted out-of-scope episode is judged as no progress, as the record will (reconciler/scope.ts).
+  return judgeEpisode(withoutProgress(result), completionWithoutProgress(completion, result), counted).outcome;
 }
 
 /** Whether an episode's workspace should get a checkpoint: a git repository that the episode changed. */
