@@ -10,7 +10,12 @@ const workspacePath = z
   .min(1)
   .max(1024)
   .refine((p) => !p.startsWith('/') && !/^[A-Za-z]:/.test(p) && !p.split(/[\\/]/).includes('..'), INSIDE)
-  .describe('a path inside the workspace');
+  .describe('a path inside the workspace')
+  .meta({
+    'x-kubernetes-validations': [
+      { rule: "!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')", message: INSIDE },
+    ],
+  });
 const SKIP_WHEN_RULE = 'exactly one of checklistPending or fileExists is required';
 
 export const SkipWhenSchema = z

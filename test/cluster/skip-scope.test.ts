@@ -117,6 +117,24 @@ describe('cluster controller: skipWhen and scope', { skip: skipCluster, timeout:
     assert.equal(JSON.parse(runs[0]).env.EPISODIC_STEP, 'execute');
   });
 
+  it('the apiserver refuses a skipWhen path leading out of the workspace, and skipWhen with both or neither field', async () => {
+    const refused = async (skipWhen: unknown) => {
+      const spec = fakeClaudeSpec({ prompt: undefined, steps: [{ name: 'a', prompt: 'a', skipWhen }] });
+      const err = await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, 'bad', spec) }).then(
+        () => undefined,
+        (e: Error) => e.message,
+      );
+      return err ?? 'accepted';
+    };
+    assert.match(await refused({ fileExists: '../outside' }), /must be a relative path inside the workspace/);
+    assert.match(await refused({ checklistPending: '/etc/PLAN.md' }), /must be a relative path inside the workspace/);
+    assert.match(await refused({}), /exactly one of checklistPending or fileExists is required/);
+    assert.match(
+      await refused({ fileExists: 'a', checklistPending: 'b' }),
+      /exactly one of checklistPending or fileExists/,
+    );
+  });
+
   it('scope NeedsReview: a change outside scope.paths stops the task (OutOfScope) with the paths in the message', async () => {
     const spec = fakeClaudeSpec({ scope: { paths: ['src/**'] } });
     await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, 'narrow', spec) });
