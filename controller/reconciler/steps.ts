@@ -71,7 +71,9 @@ export function syncSteps(
   const digests = steps.map((_, i) => stepDigest(spec, i + 1));
   const same = (i: number) => old[i]?.name === steps[i].name && old[i]?.digest === digests[i];
   let kept = 0;
-  while (kept < steps.length && same(kept) && old[kept].phase === 'Succeeded') kept++;
+  // A step its skipWhen skipped is finished too: an edit elsewhere does not send the task back to check it again.
+  const finished = (i: number) => old[i].phase === 'Succeeded' || old[i].reason === 'SkipWhen';
+  while (kept < steps.length && same(kept) && finished(kept)) kept++;
   if (kept === steps.length) return allSucceeded(prev, spec, generation);
   const index = kept + 1;
   const continues = same(kept) && (prev.step === undefined || prev.step.index === index);

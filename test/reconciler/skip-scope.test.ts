@@ -41,6 +41,7 @@ function pipeline(over: Record<string, unknown> = {}, steps?: unknown[]): AgentT
 class Driver {
   spec: AgentTaskSpec;
   status: AgentTaskStatus = emptyStatus();
+  generation = 1;
   last!: ReconcileResult;
   private minute = 0;
   constructor(spec: AgentTaskSpec) {
@@ -51,7 +52,7 @@ class Driver {
     this.last = reconcile({
       namespace: 'default',
       name: 'p',
-      generation: 1,
+      generation: this.generation,
       spec: this.spec,
       status: this.status,
       dependencies: {},
@@ -67,6 +68,10 @@ class Driver {
     const number = this.status.currentEpisode?.number;
     assert.ok(number, 'an episode runs');
     return this.pass({ episode: { number, state: 'finished', result: episodeResult(result) } });
+  }
+  edit(spec: AgentTaskSpec): void {
+    this.spec = spec;
+    this.generation++;
   }
   skip(why = 'PLAN.md has 2 pending items'): ReconcileResult {
     return this.finish({ exitCode: null, skipped: { reason: 'SkipWhen' }, message: why });
@@ -145,6 +150,33 @@ test('skipWhen: a skipped step is recorded Skipped (SkipWhen) without an agent e
   d.finish({ exitCode: 0, completion: 'promise' });
   assert.equal(d.status.phase, 'Succeeded');
   assert.equal(phases(d.status), 'explore:Skipped plan:Skipped execute:Succeeded');
+});
+
+test('skipWhen: a spec edit elsewhere keeps skipped steps finished; editing a skipped step checks it again', () => {
+  const d = new Driver(pipeline());
+  d.pass();
+  d.skip();
+  d.skip();
+  d.finish({ exitCode: 0 }); // execute continues
+  assert.equal(d.status.steps?.[2].episodes, 2);
+  // The task's cost cap changes: no step's definition does.
+  d.edit(pipeline({ limits: { maxCostUSD: 9 } }));
+  let r = d.finish({ exitCode: 0 });
+  assert.equal(d.status.step?.name, 'execute', 'goes on in execute');
+  assert.equal(phases(d.status), 'explore:Skipped plan:Skipped execute:Running');
+  assert.equal(d.status.steps?.[2].episodes, 3, 'its counters kept');
+  // plan's prompt changes: plan starts over (its skipWhen is looked at again), and execute after it.
+  d.edit(
+    pipeline({}, [
+      { name: 'explore', prompt: 'x', skipWhen: PLAN_PENDING, completion: { onExitZero: true } },
+      { name: 'plan', prompt: 'plan anew', skipWhen: PLAN_PENDING, completion: { onExitZero: true } },
+      { name: 'execute', prompt: 'e' },
+    ]),
+  );
+  r = d.finish({ exitCode: 0 });
+  assert.equal(started(r), 6);
+  assert.equal(d.status.step?.name, 'plan');
+  assert.equal(phases(d.status), 'explore:Skipped plan:Running execute:Pending');
 });
 
 test('skipWhen: a skipped last step ends the task Succeeded, the step stays Skipped', () => {
