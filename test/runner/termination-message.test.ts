@@ -127,3 +127,37 @@ describe('termination message with gate runs', () => {
     assert.equal(decoded?.message, 'done');
   });
 });
+
+describe('termination message with scope facts', () => {
+  it('the worst-case scope facts beside ops at their budget and gate runs: all verdicts and the scope stay', () => {
+    const long = (i: number) => `${'d/'.repeat(49)}${i}`.slice(0, 100);
+    const scope = {
+      onViolation: 'Revert' as const,
+      count: 64,
+      paths: [0, 1, 2, 3, 4].map(long),
+      reverted: 10,
+      unrestored: [5, 6, 7].map(long),
+      unrestoredCount: 54,
+    };
+    const ops = Array.from({ length: 4 }, (_, i) => ({ op: 'set' as const, key: `k${i}`, value: 'v'.repeat(400) }));
+    const gates = ['lint', 'test'].map((name) => ({ name, exitCode: 1, output: `${'o'.repeat(1995)}|tail` }));
+    const text = encodeTerminationMessage(episodeResult({ exitCode: 0, message: 'done', ops, gates, scope }));
+    assert.ok(bytes(text) <= TERMINATION_MESSAGE_LIMIT, `${bytes(text)} bytes`);
+    const decoded = decodeTerminationMessage(text);
+    assert.deepEqual(decoded?.scope, scope);
+    assert.deepEqual(decoded?.ops, ops);
+    assert.deepEqual(
+      decoded?.gates?.map((g) => g.exitCode),
+      [1, 1],
+    );
+  });
+
+  it('a skipped result round-trips', () => {
+    const skipped = episodeResult({
+      exitCode: null,
+      skipped: { reason: 'SkipWhen' },
+      message: 'PLAN.md has 2 pending items',
+    });
+    assert.deepEqual(decodeTerminationMessage(encodeTerminationMessage(skipped)), skipped);
+  });
+});
