@@ -2,17 +2,14 @@
 // --episodes` lists a task's episode records, like `kubectl get ae -l episodic.dev/task=NAME`.
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { emptyStatus, taskKey } from '../api/agent-task.ts';
-import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { API_VERSION } from '../api/agent-task.ts';
 import { totalTokens } from '../api/bounds.ts';
 import { EPISODE_KIND } from '../api/episode-record.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import { EPISODE_LABEL, TASK_LABEL, episodePodName } from '../cluster/names.ts';
 import { EPISODES_FILE, episodesPath, lastDeletedTaskDir, readRecords } from '../sinks/local/episode-records.ts';
-import { FileStatusStore } from '../sinks/local/file-status.ts';
-import { loadSpecDir } from '../sources/local/spec-files.ts';
-import { withCreatedTasks } from '../sources/local/created-tasks.ts';
+import { readLocalState, readStoredStatuses } from '../console/local-state.ts';
+import type { LocalState } from '../console/local-state.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { printable } from '../util/printable.ts';
@@ -67,26 +64,16 @@ function validOutput(output: string): boolean {
 export async function getCommand(dirArg: string, opts: { output: string; stateDir?: string }): Promise<number> {
   if (!validOutput(opts.output)) return 2;
   const dir = resolve(dirArg);
-  let specs: Awaited<ReturnType<typeof loadSpecDir>>;
+  let state: LocalState;
   try {
-    specs = withCreatedTasks(await loadSpecDir(dir), resolve(opts.stateDir ?? join(dir, '.episodic')));
+    state = await readLocalState(dir, resolve(opts.stateDir ?? join(dir, '.episodic')));
   } catch (err) {
     console.error(`episodic get: ${(err as Error).message}`);
     return 2;
   }
-  for (const e of specs.errors) console.error(printable(e));
-  const store = new FileStatusStore(resolve(opts.stateDir ?? join(dir, '.episodic')));
-  const { records } = await store.readAll();
-  const statuses = new Map(records.map((r) => [taskKey(r.namespace, r.name), r]));
-  const items = [...specs.tasks.values()].map((task) => {
-    const record = statuses.get(task.key);
-    const status: AgentTaskStatus = record?.status ?? emptyStatus();
-    const metadata = {
-      ...(task.manifest.metadata as object),
-      name: task.name,
-      namespace: task.namespace,
-      generation: record?.generation ?? 1,
-    };
+  for (const e of state.specErrors) console.error(printable(e));
+  const items = state.items.map(({ task, status, generation }) => {
+    const metadata = { ...(task.manifest.metadata as object), name: task.name, namespace: task.namespace, generation };
     return { task, status, manifest: { ...task.manifest, metadata, status } };
   });
   if (opts.output === 'json' || opts.output === 'yaml') {
@@ -136,7 +123,7 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
   const path = episodesPath(stateDir, opts.namespace, name);
   const records = await readRecords(path);
   if (records.length === 0) {
-    const { records: statuses } = await new FileStatusStore(stateDir).readAll();
+    const statuses = await readStoredStatuses(stateDir);
     if (!statuses.some((r) => r.namespace === opts.namespace && r.name === name)) {
       // As on a cluster, a deleted task's records go with it; locally they are kept aside (README, State).
       const kept = lastDeletedTaskDir(stateDir, opts.namespace, name);
@@ -207,7 +194,7 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
 async function getAudit(name: string, dirArg: string, opts: GetOptions): Promise<number> {
   if (!validOutput(opts.output)) return 2;
   const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
-  const { records } = await new FileStatusStore(stateDir).readAll();
+  const records = await readStoredStatuses(stateDir);
   const status = records.find((r) => r.namespace === opts.namespace && r.name === name)?.status;
   if (!status) {
     console.error(`episodic get: no task ${opts.namespace}/${name} on record in ${stateDir}`);
