@@ -18,6 +18,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   validate: async () => (await import('./validate.ts')).registerValidate,
   init: async () => (await import('./init.ts')).registerInit,
   logs: async () => (await import('./logs.ts')).registerLogs,
+  console: async () => (await import('./console.ts')).registerConsole,
   crd: async () => (await import('./crd.ts')).registerCrd,
   controller: async () => (await import('./controller.ts')).registerController,
   episode: async () => (await import('./episode.ts')).registerEpisode,

@@ -7,8 +7,7 @@ import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { API_VERSION, KIND } from '../api/agent-task.ts';
 import { MAX_GRANT, RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
-import { FileStatusStore } from '../sinks/local/file-status.ts';
-import { writeResumeRequest } from '../sources/local/resume-requests.ts';
+import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import { parseNumberOption, UsageError } from './options.ts';
 
 interface ResumeOptions {
@@ -63,20 +62,12 @@ async function resumeLocally(
   request: { token: string; by: string; episodes?: number },
 ): Promise<number> {
   const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
-  const { records } = await new FileStatusStore(stateDir).readAll();
-  const record = records.find((r) => r.namespace === opts.namespace && r.name === name);
-  if (!record) {
-    console.error(`episodic resume: no task ${opts.namespace}/${name} on record in ${stateDir}`);
+  const outcome = requestLocalResume(stateDir, opts.namespace, name, request);
+  if (!outcome.ok) {
+    console.error(`episodic resume: ${outcome.message}`);
     return 1;
   }
-  const { phase, reason } = record.status;
-  if (phase !== 'NeedsReview') {
-    console.error(
-      `episodic resume: ${opts.namespace}/${name} is ${phase ?? 'Pending'}${reason ? ` (${reason})` : ''}: only a NeedsReview task can be resumed`,
-    );
-    return 1;
-  }
-  const path = writeResumeRequest(stateDir, opts.namespace, name, request);
+  const { path, reason } = outcome;
   const grant = request.episodes ? `, ${request.episodes} more episodes` : '';
   console.log(`resume requested for ${opts.namespace}/${name} (${reason}; token ${request.token}${grant}) in ${path}`);
   console.log('a running `episodic run` picks it up within a second; otherwise the next `episodic run` does');

@@ -23,6 +23,7 @@ export interface RunOptions {
   metricsFile?: string;
   logLevel: string;
   table?: boolean;
+  console?: string;
 }
 
 export function registerRun(program: Command): void {
@@ -38,6 +39,10 @@ export function registerRun(program: Command): void {
     .option('--metrics-file <path>', 'write Prometheus text metrics here on exit (textfile collector)')
     .option('--log-level <level>', 'trace, debug, info, warn, error', 'info')
     .option('--no-table', 'JSON logs even on a terminal')
+    .option(
+      '--console <host:port>',
+      'serve the web console here while running (beyond localhost needs EPISODIC_CONSOLE_TOKEN)',
+    )
     .action(async (dir: string, opts: RunOptions) => {
       process.exitCode = await runCommand(dir, opts);
     });
@@ -60,6 +65,13 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   const live = opts.table !== false && process.stdout.isTTY === true;
   // On a terminal the table owns the screen, so logs go to a file beside the state.
   const logger = createLogger({ level: opts.logLevel, file: live ? join(stateDir, 'controller.log') : undefined });
+  let consoleServer: { url: string; close(): Promise<void> } | undefined;
+  try {
+    consoleServer = opts.console === undefined ? undefined : await startConsoleFor(dir, stateDir, opts.console, logger);
+  } catch (err) {
+    console.error(`episodic run: --console: ${(err as Error).message}`);
+    return 2;
+  }
   const interrupt = new AbortController();
   const onSignal = (signal: string) => interrupt.abort(signal);
   process.on('SIGINT', onSignal);
@@ -87,10 +99,19 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
     else console.error(`episodic run: ${err.message}`);
     return err.inUse ? 1 : 2;
   } finally {
+    await consoleServer?.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await new Promise<void>((r) => logger.flush(() => r()));
   }
+}
+
+/** The console over this run's state dir (loaded only when asked for). */
+async function startConsoleFor(dir: string, stateDir: string, listen: string, logger: Logger) {
+  const { startLocalConsole } = await import('../console/start-local.ts');
+  const running = await startLocalConsole({ dir, stateDir, listen });
+  logger.info({ url: `${running.url}/` }, 'serving the console');
+  return running;
 }
 
 /** Says how the run ended (the final table, or a log line per task) and returns the exit code. */

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { parseResumeRequest } from '../../api/resume.ts';
 import type { ResumeRequest } from '../../api/resume.ts';
 import { taskKey } from '../../api/agent-task.ts';
+import { StoredStatusSchema } from '../../sinks/local/file-status.ts';
 
 // A request is a few fields: anything larger is not one of ours.
 const MAX_BYTES = 4096;
@@ -33,6 +34,36 @@ export function writeResumeRequest(
   writeFileSync(tmp, `${JSON.stringify({ ...request, requestedAt: new Date().toISOString() })}\n`, { mode: 0o644 });
   renameSync(tmp, path);
   return path;
+}
+
+export type LocalResumeOutcome =
+  | { ok: true; path: string; reason?: string }
+  | { ok: false; missing: boolean; message: string };
+
+/** What `episodic resume` and the console do locally: only a NeedsReview task on record gets a request. */
+export function requestLocalResume(
+  stateDir: string,
+  namespace: string,
+  name: string,
+  request: { token: string; by: string; episodes?: number },
+): LocalResumeOutcome {
+  let status: ReturnType<typeof StoredStatusSchema.parse>['status'] | undefined;
+  try {
+    status = StoredStatusSchema.parse(
+      JSON.parse(readFileSync(join(stateDir, 'status', namespace, `${name}.json`), 'utf8')),
+    ).status;
+  } catch {
+    status = undefined;
+  }
+  if (!status) return { ok: false, missing: true, message: `no task ${namespace}/${name} on record in ${stateDir}` };
+  const { phase, reason } = status;
+  if (phase !== 'NeedsReview')
+    return {
+      ok: false,
+      missing: false,
+      message: `${namespace}/${name} is ${phase ?? 'Pending'}${reason ? ` (${reason})` : ''}: only a NeedsReview task can be resumed`,
+    };
+  return { ok: true, path: writeResumeRequest(stateDir, namespace, name, request), reason };
 }
 
 /** Reads one request file; a file that is not a request is reported by `onError` and yields nothing. */

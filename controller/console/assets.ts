@@ -1,0 +1,73 @@
+// The page and its two assets. The HTML and CSS are constants; app.js is the esbuild bundle of web/app.ts:
+// dist/console/app.js in a built package, built in memory when running from the sources (a checkout, tests).
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const INDEX_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>episodic console</title>
+<link rel="stylesheet" href="/assets/app.css">
+<script src="/assets/app.js" defer></script>
+</head>
+<body>
+<header><a href="#/" class="brand">episodic</a><nav><a href="#/">Fleet</a> <a href="#/budgets">Budgets</a></nav><span id="live" class="live">connecting…</span></header>
+<main id="main"></main>
+</body>
+</html>
+`;
+
+export const APP_CSS = `
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d232a; background: #f6f7f9; }
+header { display: flex; gap: 1.5em; align-items: center; padding: .6em 1em; background: #1d232a; color: #fff; }
+header a { color: #fff; text-decoration: none; margin-right: 1em; }
+.brand { font-weight: 700; }
+.live { margin-left: auto; font-size: 12px; opacity: .8; }
+main { padding: 1em; }
+table { border-collapse: collapse; width: 100%; background: #fff; }
+th, td { text-align: left; padding: .3em .6em; border-bottom: 1px solid #e3e6ea; white-space: nowrap; }
+td.msg { white-space: normal; max-width: 32em; overflow-wrap: anywhere; }
+.chips span { display: inline-block; margin: 0 .5em .5em 0; padding: .15em .6em; border-radius: 1em; background: #e3e6ea; }
+.filters { margin: .5em 0; display: flex; gap: .6em; flex-wrap: wrap; }
+.phase-NeedsReview, .phase-Failed { color: #b3261e; font-weight: 600; }
+.phase-Running { color: #0b57d0; }
+.phase-Succeeded { color: #146c2e; }
+.breaker-HalfOpen, .breaker-Open { color: #b06000; font-weight: 600; }
+.timeline { display: flex; gap: 3px; align-items: flex-end; margin: .6em 0; flex-wrap: wrap; }
+.mark { height: 28px; min-width: 10px; border-radius: 3px; cursor: pointer; border: 2px solid transparent; }
+.mark.selected { border-color: #1d232a; }
+.o-succeeded { background: #2e7d32; } .o-continue { background: #64b5f6; } .o-failed, .o-fatal { background: #d32f2f; }
+.o-transient, .o-usageLimit, .o-timeout { background: #f9a825; } .o-cancelled, .o-interrupted { background: #9e9e9e; }
+.o-running { background: repeating-linear-gradient(45deg, #0b57d0, #0b57d0 4px, #64b5f6 4px, #64b5f6 8px); }
+pre.log { background: #111; color: #eee; padding: .8em; max-height: 32em; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
+section { background: #fff; padding: .6em 1em; margin-bottom: 1em; border-radius: 4px; }
+button { cursor: pointer; }
+svg.cost { background: #fff; }
+.error { color: #b3261e; }
+`;
+
+const here = fileURLToPath(import.meta.url);
+
+/** The browser bundle: prebuilt beside the CLI bundle, or built from web/app.ts on first request. */
+export async function appScript(): Promise<string> {
+  const built = fileURLToPath(new URL('../console/app.js', import.meta.url));
+  if (!here.endsWith('.ts') && existsSync(built)) return readFileSync(built, 'utf8');
+  const { build } = await import('esbuild');
+  const out = await build({
+    ...WEB_BUILD,
+    entryPoints: [fileURLToPath(new URL('./web/app.ts', import.meta.url))],
+    write: false,
+  });
+  return out.outputFiles[0]?.text ?? '';
+}
+
+/** Shared with scripts/build.mjs (which writes dist/console/app.js with these settings). */
+export const WEB_BUILD = {
+  bundle: true,
+  format: 'iife',
+  platform: 'browser',
+  target: 'es2022',
+  logLevel: 'warning',
+} as const;

@@ -1,0 +1,39 @@
+// The console over a local state dir, for `episodic console` and `episodic run --console`.
+import { userInfo } from 'node:os';
+import { LocalConsoleSource } from './local-source.ts';
+import { TOKEN_ENV } from './security.ts';
+import { startConsole } from './server.ts';
+import type { RunningConsole } from './server.ts';
+
+export async function startLocalConsole(opts: {
+  dir: string;
+  stateDir: string;
+  listen: string;
+}): Promise<RunningConsole> {
+  const source = new LocalConsoleSource(opts.dir, opts.stateDir);
+  await source.start();
+  const token = process.env[TOKEN_ENV] || undefined;
+  try {
+    const running = await startConsole({ listen: opts.listen, source, token, who: consoleUser(token !== undefined) });
+    return {
+      ...running,
+      close: async () => {
+        await running.close();
+        await source.close();
+      },
+    };
+  } catch (err) {
+    await source.close();
+    throw err;
+  }
+}
+
+/** Who the audit trail names: the user running the console, or whoever holds its token. */
+function consoleUser(withToken: boolean): string {
+  if (withToken) return 'console token holder';
+  try {
+    return `${userInfo().username || 'unknown'} via console`;
+  } catch {
+    return `${process.env.USER ?? 'unknown'} via console`;
+  }
+}

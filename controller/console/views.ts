@@ -1,0 +1,100 @@
+// What the console serves: a row per task for the fleet, a task's detail, a budget's window. Built from the
+// status and a few spec fields only (limits, labels), never from the whole spec: its env values are secrets.
+import type { AgentTaskStatus } from '../api/agent-task.ts';
+import type { AgentBudgetStatus } from '../api/agent-budget.ts';
+import type { EpisodeRecord } from '../api/episode-record.ts';
+import type { SpecTask } from '../sources/local/spec-files.ts';
+
+export interface TaskRow {
+  key: string;
+  namespace: string;
+  name: string;
+  labels: Record<string, string>;
+  phase: string;
+  reason?: string;
+  message?: string;
+  progress?: string;
+  step?: string;
+  episodes: number;
+  maxEpisodes?: number;
+  breaker?: string;
+  costUSD: number;
+  maxCostUSD?: number;
+  lastProgressAt?: string;
+  runningEpisode?: number;
+}
+
+export interface TaskDetail {
+  row: TaskRow;
+  status: AgentTaskStatus;
+  episodes: EpisodeRecord[];
+  /** AgentBudgets whose window currently holds this task. */
+  heldBy: string[];
+}
+
+export interface BudgetView {
+  namespace: string;
+  name: string;
+  window?: string;
+  limitUSD?: number;
+  status?: AgentBudgetStatus;
+}
+
+/** Who the spec says the task is; the cluster builds the same from its AgentTask object. */
+export interface TaskIdentity {
+  namespace: string;
+  name: string;
+  labels?: Record<string, string>;
+  maxEpisodes?: number;
+  maxCostUSD?: number;
+}
+
+export function identityOfSpec(task: SpecTask): TaskIdentity {
+  return {
+    namespace: task.namespace,
+    name: task.name,
+    labels: task.labels,
+    maxEpisodes: task.spec?.limits.maxEpisodes,
+    maxCostUSD: task.spec?.limits.maxCostUSD,
+  };
+}
+
+export function taskRow(id: TaskIdentity, status: AgentTaskStatus): TaskRow {
+  const granted = status.resume?.grantedEpisodes ?? 0;
+  return {
+    key: `${id.namespace}/${id.name}`,
+    namespace: id.namespace,
+    name: id.name,
+    labels: { ...(id.labels ?? {}) },
+    phase: status.phase ?? 'Pending',
+    reason: status.reason,
+    message: status.message,
+    progress: status.progress?.summary,
+    step: status.step?.summary,
+    episodes: status.episodes,
+    maxEpisodes: id.maxEpisodes === undefined ? undefined : id.maxEpisodes + granted,
+    breaker: status.breaker?.state,
+    costUSD: status.costUSD,
+    maxCostUSD: id.maxCostUSD,
+    lastProgressAt: status.breaker?.lastProgressAt,
+    runningEpisode: status.currentEpisode?.number,
+  };
+}
+
+export type ConsoleEvent =
+  | { type: 'tasks'; rows: TaskRow[] }
+  | { type: 'log'; key: string; episode: number; size: number };
+
+export type ResumeOutcome = { ok: true; token: string } | { ok: false; status: number; message: string };
+
+/** What the HTTP server reads from: the state dir locally, the informer cache on a cluster. */
+export interface ConsoleSource {
+  rows(): TaskRow[];
+  detail(namespace: string, name: string): Promise<TaskDetail | undefined>;
+  budgets(): Promise<BudgetView[]>;
+  /** The episode's log file, when this source has logs on disk. */
+  logFile(namespace: string, name: string, episode: number): string | undefined;
+  resume(namespace: string, name: string, by: string, episodes?: number): Promise<ResumeOutcome>;
+  subscribe(listener: (event: ConsoleEvent) => void): () => void;
+  close(): Promise<void>;
+}

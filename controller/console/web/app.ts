@@ -1,0 +1,109 @@
+// The console page: a hash router (#/, #/task/NS/NAME, #/budgets) over the JSON API, kept live by SSE.
+import { api, h, usd } from './dom.ts';
+import { renderFleet } from './fleet.ts';
+import type { FleetFilter } from './fleet.ts';
+import { TaskPage } from './task.ts';
+import type { BudgetView, ConsoleEvent, TaskRow } from './types.ts';
+
+const main = document.getElementById('main') as HTMLElement;
+const live = document.getElementById('live') as HTMLElement;
+const rows = new Map<string, TaskRow>();
+let filter: FleetFilter = { phase: '', namespace: '', label: '', page: 0 };
+let taskPage: TaskPage | undefined;
+let scheduled = false;
+
+function route(): string[] {
+  return location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+}
+
+async function show(): Promise<void> {
+  const [page, ns, name] = route();
+  taskPage = undefined;
+  if (page === 'task' && ns && name) {
+    taskPage = new TaskPage(ns, name);
+    main.replaceChildren(taskPage.root);
+    await taskPage.refresh();
+  } else if (page === 'budgets') {
+    main.replaceChildren(await budgets());
+  } else renderFleetNow();
+  document.body.dataset.rendered = page || 'fleet';
+}
+
+function renderFleetNow(): void {
+  main.replaceChildren(
+    renderFleet([...rows.values()], filter, (f) => {
+      filter = f;
+      renderFleetNow();
+    }),
+  );
+  document.body.dataset.rendered = 'fleet';
+}
+
+/** At most one render per frame, however many events arrive. */
+function scheduleRender(): void {
+  if (scheduled) return;
+  scheduled = true;
+  requestAnimationFrame(() => {
+    scheduled = false;
+    if (taskPage) void taskPage.refresh();
+    else if (route()[0] !== 'budgets') renderFleetNow();
+  });
+}
+
+async function budgets(): Promise<HTMLElement> {
+  const { items } = await api<{ items: BudgetView[] }>('/api/budgets');
+  const head = ['Budget', 'Window', 'Spent / limit', 'Frees at', 'Tasks held', 'Message'];
+  return h(
+    'table',
+    { data: { testid: 'budgets' } },
+    h('tr', {}, ...head.map((c) => h('th', {}, c))),
+    ...items.map((b) =>
+      h(
+        'tr',
+        {},
+        h('td', {}, `${b.namespace}/${b.name}`),
+        h('td', {}, b.window ?? ''),
+        h('td', {}, `${usd(b.status?.spentUSD ?? 0)} / ${usd(b.limitUSD)}`),
+        h('td', {}, b.status?.windowFreesAt ?? ''),
+        h(
+          'td',
+          {},
+          `${b.status?.tasksHeld ?? 0}${b.status?.heldTasks.length ? `: ${b.status.heldTasks.join(', ')}` : ''}`,
+        ),
+        h('td', { className: 'msg' }, b.status?.message ?? ''),
+      ),
+    ),
+  );
+}
+
+function connect(): void {
+  const source = new EventSource('/api/events');
+  source.addEventListener('hello', () => {
+    live.textContent = 'live';
+    document.body.dataset.live = 'true';
+  });
+  source.addEventListener('tasks', (e) => {
+    const event = JSON.parse((e as MessageEvent<string>).data) as Extract<ConsoleEvent, { type: 'tasks' }>;
+    for (const row of event.rows) rows.set(row.key, row);
+    if (!taskPage || event.rows.some((r) => r.key === taskPage?.key)) scheduleRender();
+    document.body.dataset.updates = String(Number(document.body.dataset.updates ?? 0) + 1);
+  });
+  source.addEventListener('log', (e) => {
+    const event = JSON.parse((e as MessageEvent<string>).data) as Extract<ConsoleEvent, { type: 'log' }>;
+    if (taskPage?.key === event.key) taskPage.logGrew(event.episode);
+  });
+  source.onerror = () => {
+    live.textContent = 'reconnecting…';
+    document.body.dataset.live = 'false';
+  };
+}
+
+async function start(): Promise<void> {
+  connect();
+  const { items } = await api<{ items: TaskRow[] }>('/api/tasks');
+  for (const row of items) rows.set(row.key, row);
+  window.addEventListener('hashchange', () => void show());
+  await show();
+}
+
+void start();

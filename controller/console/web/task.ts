@@ -1,0 +1,259 @@
+// The Task page: episodes on a timeline coloured by outcome, cumulative cost against the cap, the selected
+// episode's evidence and log (the running one followed live), the breaker, the audit trail, and Resume.
+import type { EpisodeRecord } from '../../api/episode-record.ts';
+import { api, append, h, seconds, usd } from './dom.ts';
+import type { TaskDetail } from './types.ts';
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+export class TaskPage {
+  readonly root = h('div', { data: { testid: 'task' } });
+  private detail: TaskDetail | undefined;
+  private selected: number | undefined;
+  private readonly logEl = h('pre', { className: 'log', data: { testid: 'log' } });
+  private logOffset = 0;
+  private logLoading = false;
+  readonly namespace: string;
+  readonly name: string;
+
+  constructor(namespace: string, name: string) {
+    this.namespace = namespace;
+    this.name = name;
+  }
+
+  get key(): string {
+    return `${this.namespace}/${this.name}`;
+  }
+
+  private get base(): string {
+    return `/api/tasks/${encodeURIComponent(this.namespace)}/${encodeURIComponent(this.name)}`;
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      this.detail = await api<TaskDetail>(this.base);
+    } catch (err) {
+      this.root.replaceChildren(h('p', { className: 'error' }, (err as Error).message));
+      return;
+    }
+    const d = this.detail;
+    const latest = d.status.currentEpisode?.number ?? d.episodes.at(-1)?.number;
+    if (this.selected === undefined && latest !== undefined) this.selectEpisode(latest);
+    this.render();
+  }
+
+  /** A log grew: fetch the new part when it is the one shown. */
+  logGrew(episode: number): void {
+    if (episode === this.selected) void this.loadLog();
+  }
+
+  private selectEpisode(n: number): void {
+    this.selected = n;
+    this.logOffset = 0;
+    this.logEl.replaceChildren();
+    this.logEl.dataset.episode = String(n);
+    void this.loadLog();
+  }
+
+  private async loadLog(): Promise<void> {
+    if (this.logLoading || this.selected === undefined) return;
+    this.logLoading = true;
+    try {
+      for (;;) {
+        const res = await fetch(`${this.base}/episodes/${this.selected}/log?offset=${this.logOffset}`);
+        if (!res.ok) return;
+        const text = await res.text();
+        append(this.logEl, [text]);
+        this.logOffset = Number(res.headers.get('X-Log-End'));
+        if (this.logOffset >= Number(res.headers.get('X-Log-Size'))) return;
+      }
+    } finally {
+      this.logLoading = false;
+    }
+  }
+
+  private render(): void {
+    const d = this.detail;
+    if (!d) return;
+    const s = d.status;
+    const r = d.row;
+    this.root.replaceChildren(
+      h(
+        'section',
+        {},
+        h('h2', {}, r.key),
+        h(
+          'p',
+          {},
+          h('span', { className: `phase-${r.phase}`, data: { testid: 'phase' } }, r.phase),
+          r.reason ? ` (${r.reason})` : '',
+          ' — ',
+          s.message ?? '',
+        ),
+        h(
+          'p',
+          {},
+          `episodes ${r.episodes}${r.maxEpisodes ? ` / ${r.maxEpisodes}` : ''} · cost ${usd(r.costUSD)}${r.maxCostUSD ? ` / ${usd(r.maxCostUSD)}` : ''}`,
+          r.progress ? ` · progress ${r.progress}` : '',
+          r.step ? ` · step ${r.step}` : '',
+        ),
+        h(
+          'p',
+          { data: { testid: 'breaker' } },
+          `breaker: ${s.breaker?.state ?? 'Closed'}`,
+          s.breaker?.lastErrorFingerprint ? ` · last error: ${s.breaker.lastErrorFingerprint}` : '',
+        ),
+        d.heldBy.length ? h('p', {}, `held by budgets: ${d.heldBy.join(', ')}`) : null,
+        r.phase === 'NeedsReview' ? this.resumeButton() : null,
+        h('p', { data: { testid: 'action-result' } }),
+      ),
+      h('section', {}, h('h3', {}, 'Episodes'), this.timeline(d), costChart(d.episodes, r.maxCostUSD)),
+      h('section', {}, h('h3', {}, `Episode ${this.selected ?? ''}`), this.evidence(), this.logEl),
+      h('section', {}, h('h3', {}, 'Audit trail'), audit(d)),
+    );
+  }
+
+  private timeline(d: TaskDetail): HTMLElement {
+    const marks = d.episodes.map((e) => this.mark(e.number, e.outcome, seconds(e.startedAt, e.finishedAt), e.costUSD));
+    const running = d.status.currentEpisode;
+    if (running)
+      marks.push(this.mark(running.number, 'running', seconds(running.startedAt, new Date().toISOString()), 0));
+    return h('div', { className: 'timeline', data: { testid: 'timeline' } }, ...marks);
+  }
+
+  private mark(n: number, outcome: string, secs: number | undefined, cost: number): HTMLElement {
+    const title = `episode ${n}: ${outcome}${secs === undefined ? '' : `, ${secs.toFixed(1)} s`}, ${usd(cost)}`;
+    const el = h('div', {
+      className: `mark o-${outcome}${n === this.selected ? ' selected' : ''}`,
+      title,
+      data: { episode: String(n), outcome },
+      onclick: () => {
+        this.selectEpisode(n);
+        this.render();
+      },
+    });
+    el.style.width = `${Math.min(80, 10 + Math.round(Math.sqrt(secs ?? 0) * 4))}px`;
+    return el;
+  }
+
+  private evidence(): HTMLElement {
+    const e = this.detail?.episodes.find((x) => x.number === this.selected);
+    if (!e) return h('p', {}, this.selected === this.detail?.status.currentEpisode?.number ? 'running…' : '');
+    const ws = e.evidence?.workspace;
+    const facts: Array<[string, string]> = [
+      [
+        'outcome',
+        `${e.outcome}${e.reason ? ` (${e.reason})` : ''}${e.exitCode === null ? '' : `, exit ${e.exitCode}`}`,
+      ],
+      ['duration', `${seconds(e.startedAt, e.finishedAt)?.toFixed(1) ?? '?'} s`],
+      ['cost', usd(e.costUSD)],
+      [
+        'files changed',
+        ws
+          ? ws.filesChanged !== undefined
+            ? `${ws.filesChanged} (+${ws.insertions ?? 0} −${ws.deletions ?? 0})`
+            : ws.changed
+              ? 'changed'
+              : 'none'
+          : '',
+      ],
+      ['commit', ws?.commit ?? ''],
+      ['checklist', e.evidence?.checklist ? `${e.evidence.checklist.done}/${e.evidence.checklist.total}` : ''],
+      ['error fingerprint', e.evidence?.errorFingerprint ?? ''],
+      ['message', e.message ?? ''],
+    ];
+    return h(
+      'table',
+      { data: { testid: 'evidence' } },
+      ...facts.filter(([, v]) => v).map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', { className: 'msg' }, v))),
+    );
+  }
+
+  private resumeButton(): HTMLElement {
+    return h(
+      'button',
+      {
+        data: { testid: 'resume' },
+        onclick: () => {
+          if (!window.confirm(`Resume ${this.key}? It starts episodes again.`)) return;
+          void this.resume();
+        },
+      },
+      'Resume',
+    );
+  }
+
+  private async resume(): Promise<void> {
+    const out = this.root.querySelector('[data-testid="action-result"]');
+    try {
+      const res = await api<{ token: string; by: string }>(`${this.base}/resume`, {
+        method: 'POST',
+        body: '{}',
+        headers: { 'Content-Type': 'application/json' },
+      });
+      out?.replaceChildren(`resume requested by ${res.by} (token ${res.token})`);
+    } catch (err) {
+      out?.replaceChildren(`resume refused: ${(err as Error).message}`);
+    }
+  }
+}
+
+function audit(d: TaskDetail): HTMLElement {
+  const rows = (d.status.audit ?? []).map((a) =>
+    h(
+      'tr',
+      {},
+      h('td', {}, a.at),
+      h('td', {}, a.action),
+      h('td', {}, a.by),
+      h('td', {}, a.reason ?? ''),
+      h('td', { className: 'msg' }, a.message),
+    ),
+  );
+  return h(
+    'table',
+    { data: { testid: 'audit' } },
+    h('tr', {}, ...['at', 'action', 'by', 'reason', 'message'].map((c) => h('th', {}, c))),
+    ...rows,
+  );
+}
+
+/** Cumulative cost per episode as a line, with maxCostUSD as a dashed line when there is a cap. */
+function costChart(episodes: EpisodeRecord[], cap: number | undefined): Element {
+  const W = 600;
+  const H = 120;
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('class', 'cost');
+  svg.setAttribute('width', String(W));
+  svg.setAttribute('height', String(H));
+  let sum = 0;
+  const points = episodes.map((e) => (sum += e.costUSD));
+  const top = Math.max(cap ?? 0, sum, 1e-9);
+  const x = (i: number) => (points.length <= 1 ? 0 : (i / (points.length - 1)) * (W - 10)) + 5;
+  const y = (v: number) => H - 5 - (v / top) * (H - 20);
+  const line = document.createElementNS(SVG, 'polyline');
+  line.setAttribute('points', points.map((v, i) => `${x(i)},${y(v)}`).join(' '));
+  line.setAttribute('fill', 'none');
+  line.setAttribute('stroke', '#0b57d0');
+  line.setAttribute('stroke-width', '2');
+  svg.append(line);
+  if (cap) {
+    const capLine = document.createElementNS(SVG, 'line');
+    for (const [k, v] of Object.entries({
+      x1: 0,
+      x2: W,
+      y1: y(cap),
+      y2: y(cap),
+      stroke: '#b3261e',
+      'stroke-dasharray': '4 3',
+    }))
+      capLine.setAttribute(k, String(v));
+    svg.append(capLine);
+  }
+  const label = document.createElementNS(SVG, 'text');
+  label.setAttribute('x', '8');
+  label.setAttribute('y', '14');
+  label.textContent = `cumulative ${usd(sum)}${cap ? ` of ${usd(cap)} cap` : ''}`;
+  svg.append(label);
+  return svg;
+}
