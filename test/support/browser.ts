@@ -1,0 +1,51 @@
+// Headless Chromium for the console tests (playwright-core driving Debian's /usr/bin/chromium), and the
+// console started as the real CLI.
+import { copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { REPO, startCli } from './local.ts';
+import { waitFor } from './wait.ts';
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+export function launchBrowser(): Promise<Browser> {
+  // --no-sandbox: the tests run as root in a container, where Chromium's sandbox cannot start.
+  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+}
+
+/** `episodic console DIR --listen 127.0.0.1:0`, resolved once it says where it serves. */
+export async function startConsoleCli(dir: string, extra: string[] = []) {
+  const cli = startCli(['console', dir, '--listen', '127.0.0.1:0', ...extra]);
+  const url = await waitFor('the console to serve', () => /serving .* at (http:\/\/\S+?)\/?$/m.exec(cli.output())?.[1]);
+  return { ...cli, url };
+}
+
+/** The URL `episodic run --console 127.0.0.1:0` logged. */
+export function consoleUrlOf(output: () => string): Promise<string> {
+  return waitFor(
+    'run --console to serve',
+    () => /"url":"(http:\/\/[^"]+?)\/?","msg":"serving the console"/.exec(output())?.[1],
+  );
+}
+
+/** Saves a screenshot in the test's temp dir, and as docs/NAME when EPISODIC_DOCS_SCREENSHOTS=1 asks for it. */
+export async function screenshot(page: Page, dir: string, name: string): Promise<string> {
+  const path = join(dir, name);
+  await page.screenshot({ path, fullPage: true });
+  if (process.env.EPISODIC_DOCS_SCREENSHOTS === '1') copyFileSync(path, join(REPO, 'docs', name));
+  return path;
+}
+
+/** A page that records CSP violations and exposes a flag any injected script would set. */
+export async function watchedPage(browser: Browser): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  await page.addInitScript(() => {
+    const w = window as unknown as { __violations: string[] };
+    w.__violations = [];
+    document.addEventListener('securitypolicyviolation', (e) =>
+      w.__violations.push(`${e.violatedDirective} ${e.blockedURI}`),
+    );
+  });
+  return page;
+}
