@@ -89,9 +89,10 @@ export function runCli(
 /** Starts the CLI in the background (for --watch, kill -9 and SIGINT tests). */
 export function startCli(
   args: string[],
-  opts: { cwd?: string } = {},
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
 ): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(NODE, [CLI, ...args], { cwd: opts.cwd ?? REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  const env = { ...process.env, ...opts.env };
+  const child = spawn(NODE, [CLI, ...args], { cwd: opts.cwd ?? REPO, stdio: ['ignore', 'pipe', 'pipe'], env });
   let output = '';
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
