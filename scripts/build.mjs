@@ -52,6 +52,20 @@ try {
       js: "import { createRequire as __episodicRequire } from 'node:module'; const require = __episodicRequire(import.meta.url);",
     },
   });
+  // The console's page script (controller/console/web): for the browser, one file, no CDN (dist/console/app.js).
+  await build({
+    absWorkingDir: repo,
+    entryPoints: ['controller/console/web/app.ts'],
+    outfile: join(staging, 'console', 'app.js'),
+    bundle: true,
+    format: 'iife',
+    platform: 'browser',
+    target: 'es2022',
+    logLevel: 'warning',
+  });
+  mkdirSync(join(dist, 'console'), { recursive: true });
+  renameSync(join(staging, 'console', 'app.js'), join(dist, 'console', 'app.js'));
+  rmSync(join(staging, 'console'), { recursive: true });
   const files = readdirSync(staging);
   if (!files.includes(ENTRY)) throw new Error(`esbuild wrote no ${ENTRY}`);
   mkdirSync(cli, { recursive: true });

@@ -63,7 +63,7 @@ export async function appScript(): Promise<string> {
   return out.outputFiles[0]?.text ?? '';
 }
 
-/** Shared with scripts/build.mjs (which writes dist/console/app.js with these settings). */
+/** As scripts/build.mjs builds dist/console/app.js (kept in step by hand: the build script is plain JS). */
 export const WEB_BUILD = {
   bundle: true,
   format: 'iife',
