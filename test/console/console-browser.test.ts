@@ -2,7 +2,7 @@
 // a streamed log while the page is open, Resume (audited), and an agent whose output tries to run script.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { consoleUrlOf, launchBrowser, screenshot, startConsoleCli, watchedPage } from '../support/browser.ts';
@@ -33,6 +33,13 @@ test('console: the fleet shows the tasks of a local run with their phases and co
       script: { default: { mode: 'continue' } },
     },
   ]);
+  const budget = {
+    apiVersion: 'episodic.dev/v1alpha1',
+    kind: 'AgentBudget',
+    metadata: { name: 'team' },
+    spec: { limitUSD: 10 },
+  };
+  writeFileSync(join(dir, 'budget.yaml'), JSON.stringify(budget));
   const run = await runCli(['run', dir]);
   assert.equal(run.code, 1, run.stderr);
   const stuck = readStatus(dir, 'stuck')?.status;
@@ -74,6 +81,13 @@ test('console: the fleet shows the tasks of a local run with their phases and co
       assert.match((await page.textContent('[data-testid=evidence]')) ?? '', /outcome\s*continue/);
       assert.match((await page.textContent('[data-testid=audit]')) ?? '', /Stopped\s*controller\s*CircuitOpen/);
       await screenshot(page, dir, 'console-task.png');
+
+      await page.click('a[href="#/budgets"]');
+      await page.waitForSelector('[data-testid=budgets] td');
+      assert.match(
+        (await page.textContent('[data-testid=budgets]')) ?? '',
+        /default\/team\s*total\s*\$0\.2869 \/ \$10\.00/,
+      );
       assert.deepEqual(await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations), []);
     });
   } finally {
@@ -171,5 +185,4 @@ test('console: an agent whose output and file names carry script, img onerror, j
     server.child.kill('SIGINT');
     await server.exited;
   }
-  void readFileSync;
 });
