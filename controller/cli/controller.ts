@@ -30,6 +30,7 @@ export interface ControllerCliOptions {
   watchWatchdog?: string;
   episodeDefaults?: string;
   logLevel: string;
+  consoleListen?: string;
 }
 
 export function registerController(program: Command): void {
@@ -94,6 +95,10 @@ export function registerController(program: Command): void {
       "YAML with defaults for episode pods (image, nodeSelector, env, ...); a task's spec wins",
     )
     .option('--log-level <level>', 'trace, debug, info, warn, error', 'info')
+    .option(
+      '--console-listen <host:port>',
+      'serve the web console here, from the informer cache (beyond localhost needs EPISODIC_CONSOLE_TOKEN)',
+    )
     .action(async (opts: ControllerCliOptions) => {
       process.exitCode = await controllerCommand(opts);
     });
@@ -154,6 +159,7 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
       healthAddr: opts.healthAddr || undefined,
       leaderElection: opts.leaderElect ? { namespace: opts.leaderElectionNamespace, ...settings.lease } : undefined,
       stop: stop.signal,
+      consoleListen: opts.consoleListen || undefined,
     });
     return end === 'stopped' ? 0 : 1;
   } finally {

@@ -15,6 +15,8 @@ export interface ClusterRunOptions extends Omit<ClusterControllerOptions, 'kubeC
   };
   /** Aborted on SIGINT/SIGTERM (its reason: the signal). */
   stop: AbortSignal;
+  /** Serve the web console here, from the informer cache. */
+  consoleListen?: string;
 }
 
 export type ClusterRunEnd = 'stopped' | 'lostLeadership' | 'noKubeconfig' | 'startFailed';
@@ -52,6 +54,14 @@ export async function runCluster(opts: ClusterRunOptions): Promise<ClusterRunEnd
     return 'startFailed';
   }
   logStarted(controller, opts);
+  let consoleServer: { close(): Promise<void> } | undefined;
+  try {
+    consoleServer = opts.consoleListen ? await startClusterConsole(controller, opts) : undefined;
+  } catch (err) {
+    log.error({ err: (err as Error).message }, 'the console failed to start');
+    await controller.stop();
+    return 'startFailed';
+  }
   const onStop = () => {
     log.info({ signal: opts.stop.reason }, 'shutting down');
     finish();
@@ -62,8 +72,32 @@ export async function runCluster(opts: ClusterRunOptions): Promise<ClusterRunEnd
   const end = lost ? 'lostLeadership' : 'stopped';
   opts.stop.removeEventListener('abort', onStop);
   if (lost) log.error('leadership lost; exiting so a fresh start re-joins the election');
+  await consoleServer?.close();
   await controller.stop();
   return end;
+}
+
+/** The console over the controller's informer caches (loaded only when asked for). */
+async function startClusterConsole(controller: ClusterController, opts: ClusterRunOptions) {
+  const { ClusterConsoleSource } = await import('../console/cluster-source.ts');
+  const { startConsole } = await import('../console/server.ts');
+  const { consoleUser } = await import('../console/start-local.ts');
+  const { TOKEN_ENV } = await import('../console/security.ts');
+  const token = process.env[TOKEN_ENV] || undefined;
+  const source = new ClusterConsoleSource(controller);
+  const running = await startConsole({
+    listen: opts.consoleListen as string,
+    source,
+    token,
+    who: consoleUser(!!token),
+  });
+  opts.log.info({ url: `${running.url}/` }, 'serving the console');
+  return {
+    close: async () => {
+      await running.close();
+      await source.close();
+    },
+  };
 }
 
 function logStarted(controller: ClusterController, opts: ClusterRunOptions): void {

@@ -29,7 +29,7 @@ export async function startLocalConsole(opts: {
 }
 
 /** Who the audit trail names: the user running the console, or whoever holds its token. */
-function consoleUser(withToken: boolean): string {
+export function consoleUser(withToken: boolean): string {
   if (withToken) return 'console token holder';
   try {
     return `${userInfo().username || 'unknown'} via console`;

@@ -1,0 +1,145 @@
+// The console on a cluster: rows from the controller's AgentTask informer cache (no extra apiserver load for
+// the fleet or live updates), a task's episodes listed when its page is opened, Resume as the annotation
+// `episodic resume --kubeconfig` sets. Episode logs live in pods and are not served yet.
+import { randomUUID } from 'node:crypto';
+import { AgentTaskStatusSchema, API_VERSION, emptyStatus, GROUP, PLURAL, VERSION } from '../api/agent-task.ts';
+import type { AgentTaskStatus } from '../api/agent-task.ts';
+import { AgentBudgetSpecSchema, AgentBudgetStatusSchema } from '../api/agent-budget.ts';
+import { EpisodeRecordSchema } from '../api/episode-record.ts';
+import type { EpisodeRecord } from '../api/episode-record.ts';
+import { RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
+import { TASK_LABEL } from '../cluster/names.ts';
+import type { Informer } from '../kube/informer.ts';
+import type { KubeClient } from '../kube/kube-client.ts';
+import type { CustomObject } from '../kube/objects.ts';
+import { episodesPath } from '../sinks/cluster/episode-records.ts';
+import { taskRow } from './views.ts';
+import type { BudgetView, ConsoleEvent, ConsoleSource, ResumeOutcome, TaskDetail, TaskRow } from './views.ts';
+
+const COALESCE_MS = 100;
+
+export interface ClusterConsoleInputs {
+  tasks: Informer<CustomObject>;
+  budgets: Informer<CustomObject>;
+  client: KubeClient;
+}
+
+export class ClusterConsoleSource implements ConsoleSource {
+  private readonly inputs: ClusterConsoleInputs;
+  private readonly listeners = new Set<(event: ConsoleEvent) => void>();
+  private readonly pending = new Map<string, TaskRow>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(inputs: ClusterConsoleInputs) {
+    this.inputs = inputs;
+    inputs.tasks.on({
+      add: (obj) => this.queue(rowOf(obj)),
+      update: (_old, obj) => this.queue(rowOf(obj)),
+    });
+  }
+
+  private queue(row: TaskRow): void {
+    if (this.closed) return;
+    this.pending.set(row.key, row);
+    this.flushTimer ??= setTimeout(() => {
+      this.flushTimer = undefined;
+      const rows = [...this.pending.values()];
+      this.pending.clear();
+      for (const listener of this.listeners) listener({ type: 'tasks', rows });
+    }, COALESCE_MS);
+  }
+
+  rows(): TaskRow[] {
+    return [...this.inputs.tasks.list()].map(rowOf);
+  }
+
+  async detail(namespace: string, name: string): Promise<TaskDetail | undefined> {
+    const obj = this.inputs.tasks.get(`${namespace}/${name}`);
+    if (!obj) return undefined;
+    const list = await this.inputs.client.get<{ items?: Array<{ record?: unknown }> }>(episodesPath(namespace), {
+      labelSelector: `${TASK_LABEL}=${name}`,
+    });
+    const episodes = (list.items ?? [])
+      .map((i) => EpisodeRecordSchema.safeParse(i.record))
+      .filter((r) => r.success)
+      .map((r) => r.data as EpisodeRecord)
+      .sort((a, b) => a.number - b.number);
+    const heldBy = (await this.budgets())
+      .filter((b) => b.namespace === namespace && b.status?.heldTasks.includes(name))
+      .map((b) => `${b.namespace}/${b.name}`);
+    return { row: rowOf(obj), status: statusOf(obj), episodes, heldBy };
+  }
+
+  async budgets(): Promise<BudgetView[]> {
+    return [...this.inputs.budgets.list()].map((b) => {
+      const spec = AgentBudgetSpecSchema.safeParse(b.spec);
+      const status = AgentBudgetStatusSchema.safeParse(b.status ?? {});
+      return {
+        namespace: b.metadata.namespace ?? '',
+        name: b.metadata.name,
+        window: spec.success ? spec.data.window : undefined,
+        limitUSD: spec.success ? spec.data.limitUSD : undefined,
+        status: status.success ? status.data : undefined,
+      };
+    });
+  }
+
+  logFile(): string | undefined {
+    return undefined;
+  }
+
+  async resume(namespace: string, name: string, by: string, episodes?: number): Promise<ResumeOutcome> {
+    const obj = this.inputs.tasks.get(`${namespace}/${name}`);
+    if (!obj) return { ok: false, status: 404, message: `AgentTask ${namespace}/${name} not found` };
+    const { phase, reason } = statusOf(obj);
+    if (phase !== 'NeedsReview')
+      return {
+        ok: false,
+        status: 409,
+        message: `${namespace}/${name} is ${phase ?? 'Pending'}${reason ? ` (${reason})` : ''}: only a NeedsReview task can be resumed`,
+      };
+    const token = randomUUID();
+    // The same three annotations `episodic resume --kubeconfig` sets: nothing else of the object changes.
+    const annotations = {
+      [RESUME_ANNOTATION]: token,
+      [RESUME_BY_ANNOTATION]: by,
+      [RESUME_EPISODES_ANNOTATION]: episodes === undefined ? null : String(episodes),
+    };
+    await this.inputs.client.mergePatch(`/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}/${name}`, {
+      apiVersion: API_VERSION,
+      metadata: { annotations },
+    });
+    return { ok: true, token };
+  }
+
+  subscribe(listener: (event: ConsoleEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.flushTimer);
+  }
+}
+
+function statusOf(obj: CustomObject): AgentTaskStatus {
+  const parsed = AgentTaskStatusSchema.safeParse(obj.status ?? {});
+  return parsed.success ? parsed.data : emptyStatus();
+}
+
+function rowOf(obj: CustomObject): TaskRow {
+  const limits = (obj.spec as { limits?: { maxEpisodes?: unknown; maxCostUSD?: unknown } } | undefined)?.limits;
+  const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
+  return taskRow(
+    {
+      namespace: obj.metadata.namespace ?? '',
+      name: obj.metadata.name,
+      labels: obj.metadata.labels,
+      maxEpisodes: num(limits?.maxEpisodes) ?? 20,
+      maxCostUSD: num(limits?.maxCostUSD),
+    },
+    statusOf(obj),
+  );
+}
