@@ -57,6 +57,7 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
   watchNamespace: { watchNamespace: 'team-a' },
   everything: EVERYTHING,
   everythingInOneNamespace: { ...EVERYTHING, watchNamespace: 'team-a' },
+  console: { 'console.enabled': true, 'console.service.enabled': true, 'console.tokenSecret.name': 'console-token' },
   noRbacNoGuard: {
     'rbac.create': false,
     'specGuard.enabled': false,
@@ -132,6 +133,24 @@ describe('helm chart', () => {
     assert.deepEqual(ports, { metrics: 8080, health: 8081 });
     assert.ok(c.args.includes('--health-addr=:8081') && c.args.includes('--metrics-addr=:8080'));
     assert.equal(c.args[0], 'controller');
+  });
+
+  it('console: off by default; on, it binds the pod loopback (port-forward) unless a Service asks for every interface and a token Secret', async () => {
+    const flag = (objects: K8sObject[]) =>
+      (controllerContainer(objects).args as string[]).find((a) => a.startsWith('--console-listen'));
+    assert.equal(flag(await render()), undefined);
+    const local = await render({ 'console.enabled': true });
+    assert.equal(flag(local), '--console-listen=127.0.0.1:8090');
+    assert.equal(find(local, 'Service', 'episodic-console'), undefined);
+    await assert.rejects(
+      render({ 'console.enabled': true, 'console.service.enabled': true }),
+      /console.service.enabled exposes the console beyond the pod: set console.tokenSecret.name/,
+    );
+    const exposed = await render(VALUE_SETS.console);
+    assert.equal(flag(exposed), '--console-listen=0.0.0.0:8090');
+    assert.equal(mustFind(exposed, 'Service', 'episodic-console').spec.ports[0].targetPort, 'console');
+    const env = controllerContainer(exposed).env.find((e: { name: string }) => e.name === 'EPISODIC_CONSOLE_TOKEN');
+    assert.deepEqual(env.valueFrom.secretKeyRef, { name: 'console-token', key: 'token' });
   });
 
   it('passes only flags the real `episodic controller` accepts', async () => {
