@@ -25,6 +25,7 @@ export class LocalConsoleSource implements ConsoleSource {
   private flushTimer: NodeJS.Timeout | undefined;
   private readonly watchers = new Map<string, FSWatcher>();
   private closed = false;
+  private started = false;
   private waitForState: NodeJS.Timeout | undefined;
 
   constructor(dir: string, stateDir: string) {
@@ -66,15 +67,19 @@ export class LocalConsoleSource implements ConsoleSource {
   // which at 10,000 status files and 100 writes a second cost ~40% of a core (bench/console).
   private watchStatus(): void {
     this.watchDir(this.statusRoot, 'status', (ns) => this.watchNamespace(ns));
-    for (const ns of readdirSync(this.statusRoot)) this.watchNamespace(ns);
+    for (const ns of readdirSafe(this.statusRoot)) this.watchNamespace(ns);
+    this.started = true;
   }
 
   private watchNamespace(ns: string): void {
     const dir = join(this.statusRoot, ns);
     if (ns.endsWith('.tmp') || this.watchers.has(`status/${ns}`)) return;
-    this.watchDir(dir, `status/${ns}`, (file) => {
+    const changed = (file: string) => {
       if (file.endsWith('.json')) void this.statusChanged(join(dir, file), ns, file.slice(0, -'.json'.length));
-    });
+    };
+    this.watchDir(dir, `status/${ns}`, changed);
+    // A namespace that appeared while running: what was written before its watcher started is read now.
+    if (this.started) for (const file of readdirSafe(dir)) changed(file);
   }
 
   /** Logs are watched only for tasks with an episode running: those are the logs that grow. */
@@ -198,6 +203,14 @@ export class LocalConsoleSource implements ConsoleSource {
     this.closed = true;
     for (const w of this.watchers.values()) w.close();
     this.watchers.clear();
+  }
+}
+
+function readdirSafe(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
   }
 }
 

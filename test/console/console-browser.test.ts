@@ -67,6 +67,10 @@ test('console: the fleet shows the tasks of a local run with their phases and co
         /2 tasks.*spent \$0\.2869.*NeedsReview 1.*Succeeded 1/,
       );
       await screenshot(page, dir, 'console-fleet.png');
+      await page.selectOption('select[data-filter=phase]', 'Succeeded');
+      await page.waitForFunction(() => document.querySelectorAll('tr[data-key]').length === 1);
+      assert.equal(await page.getAttribute('tr[data-key]', 'data-key'), 'default/done');
+      await page.selectOption('select[data-filter=phase]', '');
 
       await page.click('a[href="#/task/default/stuck"]');
       await page.waitForSelector('[data-testid=timeline] .mark');
