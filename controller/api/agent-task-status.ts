@@ -73,6 +73,9 @@ export const ConditionSchema = z.object({
   message: z.string(),
 });
 
+/** Outputs on a status: key → latest value (api/outputs.ts mergeOutputs bounds them). */
+const OutputsStatusSchema = z.record(z.string(), z.string());
+
 export const StepRefSchema = z.object({
   index: z.number().int().min(1).describe('1-based'),
   name: z.string(),
@@ -97,6 +100,7 @@ export const StepStatusSchema = z.object({
     .optional()
     .describe('resume.grantedEpisodes when the step started: later grants add to its maxEpisodes'),
   gate: GateStateSchema.optional().describe('spec.steps[].gates: the step runs fix episodes for this gate'),
+  outputs: OutputsStatusSchema.optional().describe("the latest value of each output this step's episodes published"),
 });
 
 export const AgentTaskStatusSchema = z.object({
@@ -134,6 +138,9 @@ export const AgentTaskStatusSchema = z.object({
   audit: z.array(AuditEntrySchema).optional().describe('the last stop and resume decisions, oldest first'),
   step: StepRefSchema.optional().describe('spec.steps: the step the task is in'),
   steps: z.array(StepStatusSchema).optional().describe('spec.steps: one entry per step, in order'),
+  outputs: OutputsStatusSchema.optional().describe(
+    'the latest value of each output the episodes published; {{tasks.NAME.outputs.KEY}} in dependents',
+  ),
 });
 
 export type AgentTaskStatus = z.infer<typeof AgentTaskStatusSchema>;

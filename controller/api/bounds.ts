@@ -94,3 +94,15 @@ export const OPS_TERMINATION_BUDGET = 2560;
 export const GATE_OUTPUT_MAX = 2000;
 /** Longest gate output quoted in a GateFailed message (status.message holds the step prefix too). */
 export const GATE_MESSAGE_OUTPUT_MAX = 1200;
+
+// Outputs (spec.steps, dependsOn: see api/outputs.ts). Bytes are UTF-8; the total counts keys and values.
+/** Most keys one episode may publish. */
+export const OUTPUTS_MAX_KEYS = 16;
+/** Longest output key, in characters (a C identifier). */
+export const OUTPUT_KEY_MAX = 64;
+/** Largest output value, in bytes. */
+export const OUTPUT_VALUE_MAX_BYTES = 1024;
+/** Largest sum of key and value bytes of one episode's outputs. */
+export const OUTPUTS_TOTAL_MAX_BYTES = 4096;
+/** Longest note saying which outputs were dropped or which referenced outputs were unknown. */
+export const OUTPUTS_NOTE_MAX = 500;

@@ -4,10 +4,31 @@
 import { z } from 'zod';
 import { API_VERSION, HistorySchema, MetadataSchema, OUTCOMES, TokensSchema } from './agent-task.ts';
 import type { LastEpisode } from './agent-task.ts';
-import { clip, EPISODE_MESSAGE_MAX } from './bounds.ts';
+import {
+  clip,
+  EPISODE_MESSAGE_MAX,
+  OUTPUT_KEY_MAX,
+  OUTPUT_VALUE_MAX_BYTES,
+  OUTPUTS_MAX_KEYS,
+  OUTPUTS_NOTE_MAX,
+} from './bounds.ts';
 import type { EpisodeResult } from './episode-result.ts';
 import { EvidenceSchema } from './leash.ts';
 import { GateRunSchema } from './gates.ts';
+
+// Outputs (api/outputs.ts), bounded as an episode publishes them: at most 16 keys of C identifiers.
+const OUTPUTS_RECORD_FIELDS = {
+  outputs: z
+    .record(z.string().max(OUTPUT_KEY_MAX), z.string().max(OUTPUT_VALUE_MAX_BYTES))
+    .optional()
+    .meta({ maxProperties: OUTPUTS_MAX_KEYS })
+    .describe('what the episode published (<output name="KEY"> or $EPISODIC_OUTPUTS)'),
+  outputsNote: z
+    .string()
+    .max(OUTPUTS_NOTE_MAX)
+    .optional()
+    .describe('outputs dropped past their bounds, and output references its prompt rendered empty'),
+};
 
 export const EPISODE_KIND = 'AgentEpisode';
 export const EPISODE_PLURAL = 'agentepisodes';
@@ -60,6 +81,7 @@ export const EpisodeRecordSchema = z.object({
   message: z.string().max(EPISODE_MESSAGE_MAX).optional(),
   step: z.string().max(63).optional().describe('spec.steps: the step this episode ran in'),
   gates: z.array(GateRunSchema).max(8).optional().describe('spec.steps[].gates: the gates run after the agent'),
+  ...OUTPUTS_RECORD_FIELDS,
 });
 
 export type EpisodeRecord = z.infer<typeof EpisodeRecordSchema>;
@@ -86,7 +108,10 @@ export function episodeRecordOf(
   reason: string | undefined,
   result: EpisodeResult | undefined,
 ): EpisodeRecord {
-  const message = last.message ?? result?.message;
+  // What went missing of its outputs is named in the episode's message too (and whole in outputsNote).
+  const said = last.message ?? result?.message;
+  const note = result?.outputsNote;
+  const message = note && said ? `${clip(said, EPISODE_MESSAGE_MAX - note.length - 3)} (${note})` : (note ?? said);
   return EpisodeRecordSchema.parse({
     task,
     number: last.number,
@@ -105,5 +130,7 @@ export function episodeRecordOf(
     step: last.step,
     gates: result?.gates,
     message: message === undefined ? undefined : clip(message, EPISODE_MESSAGE_MAX),
+    ...(result?.outputs ? { outputs: result.outputs } : {}),
+    ...(result?.outputsNote ? { outputsNote: result.outputsNote } : {}),
   });
 }

@@ -6,6 +6,14 @@ import { EvidenceSchema } from './leash.ts';
 import { OpSchema, RejectedOpSchema } from './ops.ts';
 import { GateRunSchema } from './gates.ts';
 import { PipelineResultFields } from './scope.ts';
+import { OUTPUTS_NOTE_MAX } from './bounds.ts';
+
+// Outputs (api/outputs.ts): what the episode published, bounded, and what of it (or of its prompt's output
+// references) went missing. Kept apart so other result fields can be added beside it without conflicts.
+const OUTPUTS_RESULT_FIELDS = {
+  outputs: z.record(z.string(), z.string()).optional(),
+  outputsNote: z.string().max(OUTPUTS_NOTE_MAX).optional(),
+};
 
 // contextTooLong: the request did not fit the model's context window. Its own class because what it means
 // is the spec's choice (completion.contextTooLong): fatal by default, or an ordinary failure.
@@ -57,6 +65,7 @@ export const EpisodeResultSchema = z.object({
   gates: z.array(GateRunSchema).max(8).optional(),
   // skipWhen and scope: what the executor found and did (api/scope.ts).
   ...PipelineResultFields,
+  ...OUTPUTS_RESULT_FIELDS,
 });
 
 export type EpisodeResult = z.infer<typeof EpisodeResultSchema>;

@@ -1,5 +1,8 @@
 // Fills the per-episode placeholders of a task's prompt. Unknown {{placeholders}} are left untouched so a
-// prompt can talk about templates (or a later stage can fill them) without us mangling it.
+// prompt can talk about templates (or a later stage can fill them) without us mangling it; output references
+// ({{steps.NAME.outputs.KEY}}, {{tasks.NAME.outputs.KEY}}) are the exception: one not published renders empty.
+import { lookupOutput } from '../api/outputs.ts';
+import type { OutputScope } from '../api/outputs.ts';
 
 export interface PromptVars {
   task: string;
@@ -12,6 +15,8 @@ export interface PromptVars {
   step?: { name: string; index: number };
   /** A fix episode: the gate whose check failed and the tail of its output ({{gate.name}}, {{gate.output}}). */
   gate?: { name: string; output: string };
+  /** Outputs the prompt may read: earlier steps' and the dependencies'. */
+  outputs?: OutputScope;
 }
 
 /** What a fix episode's prompt gets after the step's prompt when that prompt says nothing of {{gate.…}}. */
@@ -30,9 +35,15 @@ export const GATE_SECTION = [
 
 const GATE_PLACEHOLDER = /\{\{\s*gate\./;
 
-const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}/g;
+// Step and task names have dashes (and task names dots): {{steps.run-tests.outputs.KEY}}.
+const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}/g;
 
 export function renderPrompt(given: string, vars: PromptVars): string {
+  return renderPromptNoting(given, vars).prompt;
+}
+
+/** The prompt, and the output references in it that nothing published (rendered empty), each named once. */
+export function renderPromptNoting(given: string, vars: PromptVars): { prompt: string; unknown: string[] } {
   // A fix episode: the step's prompt, and the gate's section unless the prompt places {{gate.…}} itself.
   const template = vars.gate && !GATE_PLACEHOLDER.test(given) ? `${given}\n${GATE_SECTION}` : given;
   const values: Record<string, string> = {
@@ -43,6 +54,14 @@ export function renderPrompt(given: string, vars: PromptVars): string {
     ...(vars.step ? { 'step.name': vars.step.name, 'step.index': String(vars.step.index) } : {}),
     ...(vars.gate ? { 'gate.name': vars.gate.name, 'gate.output': vars.gate.output } : {}),
   };
+  const unknown = new Set<string>();
   // One pass with a replacer: a value that itself contains "{{task}}" is not expanded again.
-  return template.replace(PLACEHOLDER, (whole, key: string) => (Object.hasOwn(values, key) ? values[key] : whole));
+  const prompt = template.replace(PLACEHOLDER, (whole, key: string) => {
+    if (Object.hasOwn(values, key)) return values[key];
+    const output = lookupOutput(key, vars.outputs ?? {});
+    if (!output) return whole;
+    if (!output.known) unknown.add(key);
+    return output.value;
+  });
+  return { prompt, unknown: [...unknown] };
 }

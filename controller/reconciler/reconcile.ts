@@ -11,6 +11,7 @@ import { BUDGET_HOLD_REASONS, budgetHold, judgeBudgets } from './budget.ts';
 import { conditionsFor } from './conditions.ts';
 import { judgeGates } from './gates.ts';
 import { cycleMessage, judgeDependencies } from './dependencies.ts';
+import { recordOutputs } from './outputs.ts';
 import { observedEpisode, passActions } from './pass-actions.ts';
 import { adoptUnknownEpisode, endedEpisode } from './record-episode.ts';
 import { applyResume, resumeOnReopen, superviseReview } from './resume.ts';
@@ -49,7 +50,9 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     const recorded = skipped ?? recordScoped(status, ended, stepInput);
     // A step with gates is done only once they pass (gates.ts); a failing check starts fix episodes.
     const gated = skipped ?? judgeGates(status, recorded.status, ended.result, input.spec);
-    const advanced = skipped ?? advanceStep(chargeStep(status, gated.status), input.spec, input.now);
+    // What the episode published is the task's and its step's before the step may end (outputs.ts).
+    const charged = skipped ? undefined : recordOutputs(chargeStep(status, gated.status), ended.result);
+    const advanced = skipped ?? advanceStep(charged ?? status, input.spec, input.now);
     status = advanced.status;
     events.push(...(skipped ? [] : [...recorded.events, ...gated.events]), ...advanced.events);
   }

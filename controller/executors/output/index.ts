@@ -12,6 +12,7 @@ import type { FormatFacts, FormatReader, JsonFormat } from './format-reader.ts';
 import { createGeminiReader } from './gemini.ts';
 import { asObject, MAX_EPISODE_COST_USD, zeroTokens } from './json-fields.ts';
 import { createJsonLineParser } from './json-lines.ts';
+import { outputTags } from '../../api/outputs.ts';
 import { answerWithoutPrompt, completionKeywords, ralphStatus, withoutPromptEcho } from './final-answer.ts';
 import { createLineSplitter, DEFAULT_MAX_LINE_BYTES } from './line-splitter.ts';
 import { costFromTokens } from './pricing.ts';
@@ -149,6 +150,8 @@ export function createOutputAnalyzer(opts: AnalyzerOptions, limits: AnalyzerLimi
     if (ralph) analysis.ralph = ralph;
     const keywords = opts.signals ? completionKeywords(finalText) : [];
     if (keywords.length > 0) analysis.keywords = keywords;
+    const outputs = outputTags(finalText);
+    if (outputs.length > 0) analysis.outputs = outputs;
     sawFinal = facts?.final === true;
     const succeeded = exit.exitCode === 0 && !agentError && exit.spawnErrorCode === undefined;
     if (succeeded) {

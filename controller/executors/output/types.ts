@@ -2,6 +2,7 @@
 import type { ErrorClass, OutputFormat } from '../../api/episode-result.ts';
 import type { Tokens } from '../../api/agent-task.ts';
 import type { RalphStatus } from '../../api/leash.ts';
+import type { OutputPair } from '../../api/outputs.ts';
 
 export type OutputSetting = OutputFormat | 'auto';
 
@@ -55,6 +56,8 @@ export interface OutputAnalysis {
   costUSD: number;
   tokens: Tokens;
   message?: string;
+  /** <output name="KEY">VALUE</output> tags of the final answer, unbounded yet (api/outputs.ts boundOutputs). */
+  outputs?: OutputPair[];
 }
 
 /** Incremental, bounded-memory reader of one episode's output. */

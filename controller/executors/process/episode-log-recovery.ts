@@ -14,6 +14,7 @@ import type { AnalyzerOptions, ProcessExit } from '../output/types.ts';
 import { completionClaim } from '../../reconciler/outcome.ts';
 import { EpisodeLog, NOTE_PREFIX, NOTE_SUFFIX, STDERR_PREFIX, spoolFiles } from './episode-log.ts';
 import { claimFacts, claimRules } from './process-episode.ts';
+import { episodeOutputs, outputsFileFor } from './outputs-file.ts';
 
 export interface LogRecoveryOptions {
   analyzer: AnalyzerOptions;
@@ -80,7 +81,9 @@ export async function recoverEpisodeFromLog(logFile: string, opts: LogRecoveryOp
   const exit: ProcessExit | undefined =
     notes.exit ?? (probe.sawFinal() ? { exitCode: seen.agentError ? 1 : 0 } : undefined);
   const analysis = main.finish(exit ?? { exitCode: null, signal: 'SIGKILL' });
-  const spend = { costUSD: analysis.costUSD, tokens: analysis.tokens, format: analysis.format };
+  // What it published survives the kill: its final answer is in the log, its outputs file by the log.
+  const published = await episodeOutputs(analysis.outputs, outputsFileFor(logFile));
+  const spend = { costUSD: analysis.costUSD, tokens: analysis.tokens, format: analysis.format, ...published };
   const interrupted = (message = INTERRUPTED): RecoveredEpisode => ({
     result: episodeResult({ exitCode: null, interrupted: true, message, ...spend }),
     finishedAt,

@@ -20,6 +20,8 @@ import type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } fro
 import { TREE_MARKER_ENV } from './process-tree.ts';
 import type { Gate, GateRun } from '../../api/gates.ts';
 import { runGates } from './gates.ts';
+import { OUTPUTS_ENV } from '../../api/outputs.ts';
+import { clearOutputsFile, episodeOutputs, outputsFileFor } from './outputs-file.ts';
 import { errorCode, errorText, noRoomOn, startProcess } from './agent-process.ts';
 import type { ProcessEnd } from './agent-process.ts';
 import { OPS_ENV, opsFilePath, prepareOpsFile, withOpsFrom } from './ops-file.ts';
@@ -100,16 +102,24 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
   let stdinFile: string | undefined;
   let analyzer: OutputAnalyzer;
   const opsFile = opsFilePath(req.logFile);
+  const outputsFile = outputsFileFor(resolve(req.logFile));
   try {
     analyzer = createOutputAnalyzer({ ...req.analyzer, prompt: req.prompt, command: req.argv });
     mkdirSync(dirname(req.logFile), { recursive: true });
     await prepareOpsFile(opsFile);
     const promptFile = req.promptVia === 'argument' ? undefined : writePromptFile(req);
-    env = { ...episodeEnv(req, promptFile), [TREE_MARKER_ENV]: marker, [OPS_ENV]: opsFile };
+    // After spec.agent.env: where ops and outputs go is ours to say, not the spec's.
+    env = {
+      ...episodeEnv(req, promptFile),
+      [TREE_MARKER_ENV]: marker,
+      [OPS_ENV]: opsFile,
+      [OUTPUTS_ENV]: outputsFile,
+    };
     stdinFile = req.promptVia === 'stdin' ? promptFile : undefined;
   } catch (err) {
     return notStarted(req, startedAt, err);
   }
+  await clearOutputsFile(outputsFile).catch(() => undefined);
   // Loaded on first use: the CLI's other commands never start a process.
   const { execa } = await import('execa');
   const log = new EpisodeLog(req.logFile);
@@ -178,7 +188,8 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     const noRoom = exit.exitCode === 0 ? undefined : (log.noRoom ?? noRoomOn(dirname(req.logFile)));
     const durationMs = Date.now() - startedAt;
     const built = buildResult({ req, exit, analysis, verify, cancelled, cancelWhy, noRoom, durationMs });
-    return gates ? { ...built, gates } : built;
+    const published = await episodeOutputs(analysis.outputs, outputsFile);
+    return { ...(gates ? { ...built, gates } : built), ...published };
   };
 
   const result = run()
