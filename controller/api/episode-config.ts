@@ -22,6 +22,15 @@ const GateConfigSchema = z.object({
   timeoutSeconds: z.number().int().min(1),
 });
 
+// Outputs (api/outputs.ts): what a promptFile may read, and what the controller's rendering left unknown.
+const outputsByName = z.record(z.string(), z.record(z.string(), z.string()).optional());
+const OUTPUTS_CONFIG_FIELDS = {
+  /** For {{steps.NAME.outputs.KEY}} and {{tasks.NAME.outputs.KEY}} when the runner renders a promptFile. */
+  outputs: z.object({ steps: outputsByName.optional(), tasks: outputsByName.optional() }).optional(),
+  /** Output references the controller rendered empty in the prompt: the runner puts them in the result. */
+  outputsNote: z.string().optional(),
+};
+
 export const EpisodeConfigSchema = z.object({
   task: z.string(),
   namespace: z.string(),
@@ -52,6 +61,7 @@ export const EpisodeConfigSchema = z.object({
   scopeAllowed: z.array(z.string()).optional(),
   /** Set for git workspaces: clone before the episode, commit and push after it. */
   git: GitWorkspaceSchema.shape.git.optional(),
+  ...OUTPUTS_CONFIG_FIELDS,
 });
 
 export type EpisodeConfig = z.infer<typeof EpisodeConfigSchema>;

@@ -24,7 +24,7 @@ const TAG = /<output\s+name\s*=\s*(["'])([^"'<>]{0,200})\1\s*>([\s\S]*?)<\/outpu
 
 /** `<output name="KEY">VALUE</output>` tags in a final answer, in order; the value without surrounding whitespace. */
 export function outputTags(text: string | undefined): OutputPair[] {
-  if (!text || !text.includes('<output')) return [];
+  if (!text?.includes('<output')) return [];
   const pairs: OutputPair[] = [];
   for (const m of text.matchAll(TAG)) {
     if (pairs.length >= MAX_RAW_PAIRS) break;
@@ -136,6 +136,15 @@ export interface OutputScope {
   tasks?: Record<string, Outputs | undefined>;
 }
 
+/** The scope of an episode's prompt: every step's outputs on its task's status, and the dependencies'. */
+export function outputScope(
+  steps: ReadonlyArray<{ name: string; outputs?: Outputs }> | undefined,
+  tasks: Record<string, Outputs | undefined> | undefined,
+): OutputScope {
+  const byStep = Object.fromEntries((steps ?? []).filter((s) => s.outputs).map((s) => [s.name, s.outputs]));
+  return { steps: byStep, tasks: { ...tasks } };
+}
+
 const REFERENCE = /^(steps|tasks)\.(.+)\.outputs\.([A-Za-z_][A-Za-z0-9_]*)$/;
 
 /**
@@ -176,4 +185,9 @@ export function mergeOutputs(
     total -= bytes(key) + bytes(value);
   }
   return Object.fromEntries(merged);
+}
+
+/** The prompt's unknown output references, named in the episode's outputs note before its own. */
+export function withPromptNote<R extends { outputsNote?: string }>(result: R, note: string | undefined): R {
+  return note ? { ...result, outputsNote: joinNotes(note, result.outputsNote) } : result;
 }

@@ -18,7 +18,7 @@ import type { BudgetStore } from './budget-book.ts';
 import { systemClock } from './clock.ts';
 import type { Clock } from './clock.ts';
 import { StoreFullError, TerminalError } from './ports.ts';
-import type { DesiredTask, EpisodeExecutor, StatusSink, TaskSource } from './ports.ts';
+import type { DesiredTask, EpisodeExecutor, StatusSink, TaskSource, UpstreamOutputs } from './ports.ts';
 import { WorkQueue } from './work-queue.ts';
 
 export interface ControllerOptions<T extends DesiredTask> {
@@ -258,7 +258,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
         await executor.stop(task, a.number, a.reason);
       } else {
         this.pendingStarts.set(task.key, a.number);
-        startDetails = await executor.start(task, a.number, status);
+        startDetails = await executor.start(task, a.number, status, this.upstreamOutputs(task));
         this.pendingStarts.delete(task.key);
       }
     }
@@ -353,6 +353,16 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       dependencies[dep] = depTask ? dependencyFact(this.opts.sink.read(depTask)) : undefined;
     }
     return { dependencies, dependencyCycle: this.cycle(task) };
+  }
+
+  /** The outputs of each task in dependsOn, as their statuses have them when the episode starts. */
+  private upstreamOutputs(task: DesiredTask): UpstreamOutputs {
+    const outputs: UpstreamOutputs = {};
+    for (const dep of task.dependsOn) {
+      const depTask = this.opts.source.get(taskKey(task.namespace, dep));
+      outputs[dep] = depTask ? this.opts.sink.read(depTask)?.outputs : undefined;
+    }
+    return outputs;
   }
 
   /** The dependsOn cycle through the task, if any, walked through the source. */

@@ -3,6 +3,7 @@
 // Each mode's source, executor and sink share types through this file only, never by importing each other.
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
+import type { Outputs } from '../api/outputs.ts';
 import type { ResumeRequest } from '../api/resume.ts';
 import type { CustomObject } from '../kube/objects.ts';
 import type { ObservedEpisode, StopReason } from '../reconciler/reconcile.ts';
@@ -60,6 +61,9 @@ export interface TaskSource<T extends DesiredTask = DesiredTask> {
   release(task: T): Promise<void>;
 }
 
+/** The outputs of the tasks a task depends on, by name: what {{tasks.NAME.outputs.KEY}} reads. */
+export type UpstreamOutputs = Record<string, Outputs | undefined>;
+
 /** Episodes: processes locally, Pods on a cluster. */
 export interface EpisodeExecutor<T extends DesiredTask = DesiredTask> {
   /** Facts about the task's newest episode; undefined when there is none to tell about. */
@@ -68,7 +72,7 @@ export interface EpisodeExecutor<T extends DesiredTask = DesiredTask> {
    * Starts episode `number`, whose start is already on record. Returns log fields about it (a pid, a pod).
    * Throws only for errors worth retrying; an episode that cannot run is reported by observe().
    */
-  start(task: T, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>>;
+  start(task: T, number: number, status: AgentTaskStatus, upstream?: UpstreamOutputs): Promise<Record<string, unknown>>;
   /** Stops the episode; its end is reported by observe(). Idempotent. */
   stop(task: T, number: number, reason: StopReason): Promise<void>;
   /** After a reconcile whose status is written: housekeeping (cluster: old pods, finalizer). */

@@ -4,7 +4,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, EpisodeConfigSchema } from '../api/episode-config.ts';
-import { renderPrompt } from '../executors/prompt.ts';
+import { renderPromptNoting } from '../executors/prompt.ts';
+import { outputsNote } from '../api/outputs.ts';
 import { isInside } from '../util/paths.ts';
 
 export const RunnerConfigSchema = EpisodeConfigSchema;
@@ -32,9 +33,16 @@ export function readEpisodeConfig(env: NodeJS.ProcessEnv): Parsed<RunnerConfig> 
   return { ok: true, value: parsed.data };
 }
 
-/** The prompt: rendered by the controller, or read from the workspace (after a clone) and rendered here. */
-export async function readPrompt(config: RunnerConfig, env: NodeJS.ProcessEnv): Promise<Parsed<string>> {
-  if (config.promptFile === undefined) return { ok: true, value: env[EPISODE_PROMPT_ENV] ?? '' };
+/**
+ * The prompt: rendered by the controller, or read from the workspace (after a clone) and rendered here; `note`
+ * names output references either rendered empty.
+ */
+export async function readPrompt(
+  config: RunnerConfig,
+  env: NodeJS.ProcessEnv,
+): Promise<Parsed<string> & { note?: string }> {
+  if (config.promptFile === undefined)
+    return { ok: true, value: env[EPISODE_PROMPT_ENV] ?? '', note: config.outputsNote };
   const file = path.resolve(config.workspaceDir, config.promptFile);
   if (!isInside(path.resolve(config.workspaceDir), file)) {
     return { ok: false, message: `promptFile ${config.promptFile} is outside the workspace` };
@@ -46,15 +54,14 @@ export async function readPrompt(config: RunnerConfig, env: NodeJS.ProcessEnv): 
     const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     return { ok: false, message: `cannot read promptFile ${config.promptFile} in the workspace: ${why}` };
   }
-  return {
-    ok: true,
-    value: renderPrompt(template, {
-      task: config.task,
-      episode: config.episode,
-      maxEpisodes: config.maxEpisodes,
-      lastEpisodeMessage: config.lastEpisodeMessage,
-      step: config.step,
-      gate: config.gate,
-    }),
-  };
+  const { prompt, unknown } = renderPromptNoting(template, {
+    task: config.task,
+    episode: config.episode,
+    maxEpisodes: config.maxEpisodes,
+    lastEpisodeMessage: config.lastEpisodeMessage,
+    step: config.step,
+    gate: config.gate,
+    outputs: config.outputs,
+  });
+  return { ok: true, value: prompt, note: outputsNote([], unknown) };
 }

@@ -20,6 +20,7 @@ import { checkpointEpisode } from '../executors/evidence/checkpoint.ts';
 import { collectEvidence } from '../executors/evidence/collect.ts';
 import { checkSkipWhen, enforceScope, scopeBaseline } from '../executors/evidence/scope-guard.ts';
 import { snapshotWorkspace } from '../executors/evidence/workspace.ts';
+import { withPromptNote } from '../api/outputs.ts';
 import { encodeTerminationMessage } from './termination-message.ts';
 
 /** Exit code for a configuration the runner cannot use (like a CLI usage error). */
@@ -110,7 +111,7 @@ async function runConfiguredEpisode(
   if (skip) return finish(opts, episodeResult({ exitCode: null, skipped: { reason: 'SkipWhen' }, message: skip }), 0);
   const before = await snapshotWorkspace(config.workspaceDir);
   const scoped = config.scope ? await scopeBaseline(config.workspaceDir) : undefined;
-  let result = await runAgent(opts, config, prompt.value, agentTimeoutMs);
+  let result = withPromptNote(await runAgent(opts, config, prompt.value, agentTimeoutMs), prompt.note);
   const evidence = await collectEvidence(
     { workspace: config.workspaceDir, before, checklist: config.checklist },
     result,

@@ -1,5 +1,5 @@
 // The EpisodeResult as a pod termination message. The kubelet keeps at most 4096 bytes of it, so the
-// runner shortens the gates' output tails first and then the message until the JSON fits, and the
+// runner shortens the gates' output tails first, then leaves out outputs, then shortens the message until the JSON fits, and the
 // controller decodes whatever it finds there without ever throwing: a runner killed mid-write or an image
 // without our runner leaves garbage or nothing.
 import { clipStart, ELLIPSIS, EPISODE_MESSAGE_MAX, OPS_TERMINATION_BUDGET } from '../api/bounds.ts';
@@ -7,26 +7,52 @@ import { TERMINATION_MESSAGE_LIMIT } from '../api/episode-config.ts';
 import { EpisodeResultSchema } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { fitOpsToBudget, withoutOps } from './termination-ops.ts';
+import { withOutputs } from './termination-outputs.ts';
 
 const TRUNCATED_NOTE = '(termination message was truncated)';
+/** The message keeps at least this many characters before outputs are left out to make room. */
+export const MESSAGE_FLOOR = 200;
 // Enough to step back over the trailing fields of a cut-off message; bounded so garbage stays cheap.
 const MAX_REPAIR_ATTEMPTS = 64;
 
-/** Compact JSON of the result, at most `limitBytes` UTF-8 bytes (the message is shortened to fit). */
+/**
+ * Compact JSON of the result, at most `limitBytes` UTF-8 bytes. Ops get their budget first; then gate output
+ * tails give way, then outputs (see encodeFitted), then the message.
+ */
 export function encodeTerminationMessage(given: EpisodeResult, limitBytes = TERMINATION_MESSAGE_LIMIT): string {
-  // Ops get their budget first; if even the facts alone do not fit with them, they give way (said in opsRejected).
+  // If even the facts alone do not fit with the ops, they give way (said in opsRejected).
   const result = fitOpsToBudget(given, Math.min(OPS_TERMINATION_BUDGET, limitBytes / 2));
   const encoded = encodeFitted(result, limitBytes);
   return byteLength(encoded) <= limitBytes || !result.ops ? encoded : encodeFitted(withoutOps(result), limitBytes);
 }
 
+/**
+ * Gate output tails give way first (their verdicts stay). Outputs stay whole unless the message would have to
+ * be cut below MESSAGE_FLOOR characters for them: then they are dropped whole, the last published first, each
+ * named in outputsNote. Then the message is shortened to fit.
+ */
 function encodeFitted(result: EpisodeResult, limitBytes: number): string {
-  // Gate output tails give way first (their verdicts stay), then the message.
-  const { message, ...facts } = fitGateOutputs(result, limitBytes);
+  const { message, outputs, outputsNote, ...facts } = fitGateOutputs(result, limitBytes);
+  const kept = Object.entries(outputs ?? {});
+  const dropped: string[] = [];
+  for (;;) {
+    const body = withOutputs(facts, kept, outputsNote, dropped);
+    const floor = kept.length > 0 ? MESSAGE_FLOOR : 0;
+    const fitted = fitMessage(body, message, limitBytes, floor);
+    if (fitted !== undefined) return fitted;
+    const last = kept.pop();
+    if (!last) return JSON.stringify(body);
+    dropped.unshift(last[0]);
+  }
+}
+
+/** `body` with the message, cut to fit `limitBytes` but not below `floor` characters; undefined when it cannot. */
+function fitMessage(body: object, message: string | undefined, limitBytes: number, floor: number): string | undefined {
   // message last: if anything ever cuts the text, only the message is lost (see decode).
-  const encode = (m: string | undefined) => JSON.stringify(m === undefined ? facts : { ...facts, message: m });
+  const encode = (m: string | undefined) => JSON.stringify(m === undefined ? body : { ...body, message: m });
   const full = encode(message);
-  if (message === undefined || byteLength(full) <= limitBytes) return full;
+  if (byteLength(full) <= limitBytes) return full;
+  if (message === undefined) return undefined;
 
   // Longest prefix (in code points, so no surrogate pair is split) that still fits.
   const chars = Array.from(message);
@@ -37,8 +63,11 @@ function encodeFitted(result: EpisodeResult, limitBytes: number): string {
     if (byteLength(encode(chars.slice(0, mid).join('') + ELLIPSIS)) <= limitBytes) lo = mid;
     else hi = mid - 1;
   }
+  if (lo < Math.min(floor, chars.length)) return undefined;
   const shortened = encode(chars.slice(0, lo).join('') + ELLIPSIS);
-  return byteLength(shortened) <= limitBytes ? shortened : encode(undefined);
+  if (byteLength(shortened) <= limitBytes) return shortened;
+  const bare = encode(undefined);
+  return floor === 0 && byteLength(bare) <= limitBytes ? bare : undefined;
 }
 
 /**

@@ -8,7 +8,9 @@ import { stepEnv, stepGates } from '../../api/steps.ts';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import type { SkipWhen } from '../../api/scope.ts';
 import { alwaysAllowed } from '../../reconciler/scope.ts';
-import { renderPrompt } from '../prompt.ts';
+import { renderPromptNoting } from '../prompt.ts';
+import { outputsNote } from '../../api/outputs.ts';
+import type { OutputScope } from '../../api/outputs.ts';
 import { episodeImage } from '../../cluster/episode-defaults.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
 import type { Container, EnvFromSource, EnvVar, ObjectMeta, PodSpec, Volume } from '../../kube/objects.ts';
@@ -53,6 +55,8 @@ export interface EpisodePodInput {
   step?: { name: string; index: number };
   /** Message of the previous episode, for {{lastEpisode.message}}. */
   lastEpisodeMessage?: string;
+  /** What the prompt may read of earlier steps' and dependencies' outputs. */
+  outputs?: OutputScope;
   /** --episode-defaults: what the task's spec leaves unset. */
   defaults?: EpisodeDefaults;
   /** The step's skipWhen: the runner checks it before the agent starts. */
@@ -90,6 +94,7 @@ function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
     ...(input.step ? { step: { name: input.step.name, index: input.step.index } } : {}),
     ...gateConfig(input),
     ...scopeConfig(spec, input.skipWhen),
+    ...(spec.promptFile && input.outputs ? { outputs: input.outputs } : {}),
   };
 }
 
@@ -103,18 +108,24 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
   // A copy: pods must not share nested objects with the defaults (or with each other).
   const defaults = structuredClone(input.defaults ?? {});
   const name = task.metadata.name;
-  const env: EnvVar[] = [{ name: EPISODE_CONFIG_ENV, value: JSON.stringify(buildEpisodeConfig(input)) }];
+  const config = buildEpisodeConfig(input);
+  const env: EnvVar[] = [{ name: EPISODE_CONFIG_ENV, value: '' }];
   if (spec.prompt !== undefined) {
-    const prompt = renderPrompt(spec.prompt, {
+    const { prompt, unknown } = renderPromptNoting(spec.prompt, {
       task: name,
       episode,
       maxEpisodes: spec.limits.maxEpisodes,
       lastEpisodeMessage: input.lastEpisodeMessage,
       step: input.step,
       gate: gatesOf(input).gate,
+      outputs: input.outputs,
     });
+    // The runner reports the references rendered empty with the episode's result.
+    const note = outputsNote([], unknown);
+    if (note) config.outputsNote = note;
     env.push({ name: EPISODE_PROMPT_ENV, value: prompt });
   }
+  env[0].value = JSON.stringify(config);
   for (const [name, value] of Object.entries(stepEnv(input.step))) env.push({ name, value });
   const userEnv = spec.agent.env.map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
   const taskNames = new Set(userEnv.map((e) => e.name));

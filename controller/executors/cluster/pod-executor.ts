@@ -8,7 +8,8 @@ import { currentStep, effectiveSpec } from '../../api/steps.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
 import { effectiveSkipWhen } from '../../reconciler/scope.ts';
 import { TerminalError } from '../../core/ports.ts';
-import type { EpisodeExecutor } from '../../core/ports.ts';
+import type { EpisodeExecutor, UpstreamOutputs } from '../../core/ports.ts';
+import { outputScope } from '../../api/outputs.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Pod } from '../../kube/objects.ts';
 import { objectKey } from '../../kube/informer.ts';
@@ -96,7 +97,12 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     return { ...seen.episode, podName: newest.metadata.name };
   }
 
-  async start(task: ClusterTask, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>> {
+  async start(
+    task: ClusterTask,
+    number: number,
+    status: AgentTaskStatus,
+    upstream?: UpstreamOutputs,
+  ): Promise<Record<string, unknown>> {
     if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
     // In a pipeline, the current step's prompt, agent, completion and limits.
     const pod = buildEpisodePod({
@@ -106,6 +112,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       skipWhen: effectiveSkipWhen(task.spec, status),
       episode: number,
       lastEpisodeMessage: status.lastEpisode?.message,
+      outputs: outputScope(status.steps, upstream),
       defaults: this.opts.episodeDefaults,
       status,
     });

@@ -10,7 +10,9 @@ import type { SkipWhen } from '../../api/scope.ts';
 import { checkSkipWhen } from '../evidence/scope-guard.ts';
 import { analyzerOptions } from '../output/analyzer-options.ts';
 import { startProcessEpisode } from '../process/process-episode.ts';
-import { renderPrompt } from '../prompt.ts';
+import { renderPromptNoting } from '../prompt.ts';
+import { outputScope, outputsNote, withPromptNote } from '../../api/outputs.ts';
+import type { Outputs } from '../../api/outputs.ts';
 import { GitWorkspaceError, prepareLocalGitWorkspace } from './git-workspace.ts';
 import { prepareWorkspace, readPromptTemplate, WorkspaceError } from './workspace.ts';
 
@@ -29,6 +31,8 @@ export interface LaunchRequest {
   marker?: string;
   /** The step's skipWhen: checked once the workspace exists; when it holds no agent starts (README "skipWhen"). */
   skipWhen?: SkipWhen;
+  /** The outputs of the tasks in dependsOn, for {{tasks.NAME.outputs.KEY}}. */
+  upstream?: Record<string, Outputs | undefined>;
   /** Runs once the workspace exists, before the agent starts (e.g. a snapshot for evidence). */
   beforeSpawn?: (workspace: string) => Promise<void>;
 }
@@ -94,13 +98,14 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
   const { spec } = req;
   const step = currentStep(spec, req.status);
   const { gates, fixing } = stepGates(spec, req.status);
-  const prompt = renderPrompt(template, {
+  const { prompt, unknown } = renderPromptNoting(template, {
     task: req.name,
     episode: req.number,
     maxEpisodes: spec.limits.maxEpisodes,
     lastEpisodeMessage: req.status.lastEpisode?.message,
     step,
     ...(fixing ? { gate: { name: fixing.name, output: fixing.lastOutput ?? '' } } : {}),
+    outputs: outputScope(req.status.steps, req.upstream),
   });
   const env: Record<string, string> = {};
   for (const e of spec.agent.env) {
@@ -132,10 +137,11 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
   });
   // An agent that never started is the spec's command: say which file, task and field, as validate does.
   const at = `${req.specFile}: AgentTask ${req.namespace}/${req.name}: spec.agent.command`;
-  const result =
+  const started =
     running.pid === undefined
       ? running.result.then((r) => (r.errorClass === 'fatal' ? { ...r, message: `${at}: ${r.message}` } : r))
       : running.result;
+  const result = started.then((r) => withPromptNote(r, outputsNote([], unknown)));
   return {
     number: req.number,
     startedAt,

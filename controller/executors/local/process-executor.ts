@@ -8,7 +8,7 @@ import { DEFAULT_SPEC } from '../../api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
 import { effectiveSpec } from '../../api/steps.ts';
 import { TerminalError } from '../../core/ports.ts';
-import type { EpisodeExecutor, RecordedStatus, SpecFileTask } from '../../core/ports.ts';
+import type { EpisodeExecutor, RecordedStatus, SpecFileTask, UpstreamOutputs } from '../../core/ports.ts';
 import { checkpointLocalEpisode } from './episode-checkpoint.ts';
 import { episodeLogPath, launchEpisode, promptScratchFile } from './episode-launcher.ts';
 import type { LaunchedEpisode } from './episode-launcher.ts';
@@ -115,7 +115,12 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
     return undefined;
   }
 
-  async start(task: SpecFileTask, number: number, status: AgentTaskStatus): Promise<Record<string, unknown>> {
+  async start(
+    task: SpecFileTask,
+    number: number,
+    status: AgentTaskStatus,
+    upstream?: UpstreamOutputs,
+  ): Promise<Record<string, unknown>> {
     if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
     // In a pipeline, the current step's prompt, agent, completion and limits.
     const spec = effectiveSpec(task.spec, status);
@@ -131,6 +136,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       number,
       spec,
       status,
+      upstream,
       killGraceMs: this.opts.killGraceMs,
       marker: this.markerFor(task.namespace, task.name, number),
       skipWhen: effectiveSkipWhen(task.spec, status),
