@@ -32,6 +32,7 @@ function stepFromEnv() {
   set('sleepSeconds', numberEnv('FAKE_AGENT_SLEEP_SECONDS'));
   set('chattyMB', numberEnv('FAKE_AGENT_CHATTY_MB'));
   set('pidFile', process.env.FAKE_AGENT_PID_FILE);
+  set('outputs', process.env.FAKE_AGENT_OUTPUTS);
   if (process.env.FAKE_AGENT_IGNORE_SIGTERM === '1') step.ignoreSigterm = true;
   return step;
 }
@@ -85,6 +86,13 @@ export function promptGiven(argv, stdin) {
   if (file && existsSync(file)) return readFileSync(file, 'utf8');
   const last = argv.at(-1);
   return last !== undefined && !last.startsWith('-') ? last : '';
+}
+
+/** The step's `outputs` (text, or an object written as JSON) into the file $EPISODIC_OUTPUTS names, as an agent would. */
+export function publishOutputs(step) {
+  const file = process.env.EPISODIC_OUTPUTS;
+  if (!file || step.outputs === undefined) return;
+  writeFileSync(file, typeof step.outputs === 'string' ? step.outputs : JSON.stringify(step.outputs));
 }
 
 /** Append one JSON line describing what this run was given (FAKE_AGENT_RECORD or the step's `record`). */

@@ -45,7 +45,8 @@
 //   writeFiles {"path": "content"} (written in the working directory first, to simulate work), delayMs
 //   (before any output), lingerSeconds (after the result, before exiting: a CLI that prints its result and
 //   then tidies up), waitForFile (after the init event, wait until this path exists: a go signal from a
-//   test), plus the mode-specific ones above.
+//   test), outputs (text, or an object written as JSON, into the file $EPISODIC_OUTPUTS names; env
+//   FAKE_AGENT_OUTPUTS), plus the mode-specific ones above.
 //
 // RECORDING: with FAKE_AGENT_RECORD=PATH each run appends one JSON line {agent, pid, run, mode, argv, cwd,
 //   env (EPISODIC_* and FAKE_*), stdin, promptFileContent} so tests can check what the agent was given.
@@ -59,6 +60,7 @@ import {
   out,
   promptGiven,
   readStdin,
+  publishOutputs,
   recordRun,
   sleepFor,
   spawnSleepers,
@@ -75,6 +77,7 @@ const model = 'claude-sonnet-4-5';
 const { step, run } = chooseStep(argv);
 const stdin = await readStdin();
 recordRun('claude', step, run, stdin);
+publishOutputs(step);
 if (step.delayMs) await sleepFor(step.delayMs / 1000);
 writeFiles(step);
 if (step.stderr) process.stderr.write(`${step.stderr}\n`);

@@ -22,6 +22,7 @@ import {
   MALFORMED_LINES,
   out,
   readStdin,
+  publishOutputs,
   recordRun,
   sleepFor,
   spawnSleepers,
@@ -32,6 +33,7 @@ const argv = process.argv.slice(2);
 const { step, run } = chooseStep(argv);
 const stdin = await readStdin();
 recordRun('codex', step, run, stdin);
+publishOutputs(step);
 if (step.delayMs) await sleepFor(step.delayMs / 1000);
 writeFiles(step);
 if (step.stderr) process.stderr.write(`${step.stderr}\n`);

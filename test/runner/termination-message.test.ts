@@ -2,7 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { TERMINATION_MESSAGE_LIMIT } from '../../controller/api/episode-config.ts';
 import { episodeResult } from '../../controller/api/episode-result.ts';
-import { decodeTerminationMessage, encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
+import {
+  decodeTerminationMessage,
+  encodeTerminationMessage,
+  MESSAGE_FLOOR,
+} from '../../controller/runner/termination-message.ts';
 
 const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 
@@ -159,5 +163,55 @@ describe('termination message with scope facts', () => {
       message: 'PLAN.md has 2 pending items',
     });
     assert.deepEqual(decodeTerminationMessage(encodeTerminationMessage(skipped)), skipped);
+  });
+});
+
+describe('termination message: outputs', () => {
+  const fullOutputs = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`KEY_${i}`, `${i}`.padEnd(248, 'v')]));
+
+  it('keeps outputs whole beside a short message', () => {
+    const small = episodeResult({
+      exitCode: 0,
+      outputs: { FILES: 'a.ts b.ts', NOTE: '"quoted"\nline' },
+      message: 'ok',
+    });
+    assert.deepEqual(decodeTerminationMessage(encodeTerminationMessage(small)), small);
+  });
+
+  it('4 KiB of outputs and a long message: fits, the message keeps its head, dropped outputs are named', () => {
+    const big = episodeResult({
+      exitCode: 0,
+      completion: 'promise',
+      outputs: fullOutputs,
+      outputsNote: 'outputs dropped: "x-y" (not a C identifier)',
+      message: 'm'.repeat(1000),
+    });
+    const text = encodeTerminationMessage(big);
+    assert.ok(bytes(text) <= TERMINATION_MESSAGE_LIMIT, `${bytes(text)} bytes`);
+    const decoded = decodeTerminationMessage(text);
+    assert.ok(decoded);
+    assert.equal(decoded.completion, 'promise');
+    assert.ok((decoded.message?.length ?? 0) >= MESSAGE_FLOOR, 'the message keeps its floor');
+    const kept = Object.keys(decoded.outputs ?? {});
+    assert.ok(kept.length > 0 && kept.length < 16, `${kept.length} kept`);
+    for (const key of kept) assert.equal(decoded.outputs?.[key], fullOutputs[key], 'kept outputs are whole');
+    const left = Object.keys(fullOutputs).filter((k) => !kept.includes(k));
+    assert.deepEqual(kept, Object.keys(fullOutputs).slice(0, kept.length), 'the last published go first');
+    assert.match(
+      decoded.outputsNote ?? '',
+      /^outputs dropped: "x-y" \(not a C identifier\); outputs left out of the termination message: /,
+    );
+    for (const key of left) assert.match(decoded.outputsNote ?? '', new RegExp(`\\b${key}\\b`));
+  });
+
+  it('without room for any output: none kept, all named, still a result', () => {
+    const text = encodeTerminationMessage(
+      episodeResult({ exitCode: 0, outputs: fullOutputs, message: 'x'.repeat(900) }),
+      700,
+    );
+    assert.ok(bytes(text) <= 700, `${bytes(text)} bytes`);
+    const decoded = decodeTerminationMessage(text);
+    assert.equal(decoded?.outputs, undefined);
+    assert.match(decoded?.outputsNote ?? '', /left out of the termination message: KEY_0, KEY_1/);
   });
 });
