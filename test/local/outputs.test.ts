@@ -1,0 +1,171 @@
+// Outputs end to end in local mode (`episodic run`, real processes, stand-in agents): a step publishes outputs
+// through its final answer and through $EPISODIC_OUTPUTS, the next step's prompt reads them verbatim; a bad
+// key is dropped and named; an unknown reference renders empty and is named; status, step status, records
+// and `get -o json` show them; and a dependent task reads its dependency's outputs.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { test } from 'node:test';
+import { FAKE_CLAUDE, FAKE_CODEX, NODE, readStatus, runCli, specDir, tempDir } from '../support/local.ts';
+
+interface Run {
+  agent: string;
+  env: Record<string, string>;
+  stdin: string;
+}
+
+const runs = (file: string): Run[] =>
+  readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Run);
+
+function records(dir: string, name: string): Array<Record<string, unknown>> {
+  const file = join(dir, '.episodic', 'logs', 'default', name, 'episodes.jsonl');
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+}
+
+// Untrusted agent text: shell syntax, a template, a newline and a NUL must reach the next prompt as written.
+const HOSTILE = '$(rm -rf /) `id` {{task}} {{steps.plan.outputs.FILES}}';
+
+test('outputs: plan publishes (final answer and $EPISODIC_OUTPUTS), implement reads them verbatim', async () => {
+  const record = join(tempDir('episodic-outputs-record-'), 'runs.jsonl');
+  const planText = [
+    'Planned.',
+    '<output name="FILES">src/a.ts src/b.ts</output>',
+    `<output name="EVIL">${HOSTILE}</output>`,
+  ].join('\n');
+  const dir = specDir([
+    {
+      name: 'feature',
+      spec: {
+        prompt: undefined,
+        agent: {
+          command: [NODE, FAKE_CLAUDE, '-p', '--output-format', 'stream-json', '--verbose'],
+          output: 'claude',
+          env: [{ name: 'FAKE_AGENT_RECORD', value: record }],
+        },
+        steps: [
+          {
+            name: 'plan',
+            prompt: 'Plan it.',
+            agent: {
+              env: [
+                { name: 'FAKE_AGENT_TEXT', value: planText },
+                { name: 'FAKE_AGENT_PROMISE', value: 'PLANNED' },
+                // A later value of a key wins (the file's over the answer's); a bad key is dropped and named.
+                {
+                  name: 'FAKE_AGENT_OUTPUTS',
+                  value: JSON.stringify({ ORDER: 'b before a', CTRL: 'line1\nline2\u0000end', 'bad-key': 'x' }),
+                },
+              ],
+            },
+            completion: { promise: 'PLANNED' },
+          },
+          {
+            name: 'implement',
+            prompt:
+              'Files: {{steps.plan.outputs.FILES}}\nOrder: {{steps.plan.outputs.ORDER}}\nEvil: {{steps.plan.outputs.EVIL}}\nCtrl: {{steps.plan.outputs.CTRL}}\nMissing: [{{steps.plan.outputs.MISSING}}]',
+            agent: {
+              command: [NODE, FAKE_CODEX, 'exec', '--json'],
+              output: 'codex',
+              env: [{ name: 'FAKE_AGENT_OUTPUTS', value: 'RESULT=built\nFILES=src/a.ts\n' }],
+            },
+          },
+        ],
+      },
+    },
+  ]);
+  const res = await runCli(['run', dir]);
+  assert.equal(res.code, 0, res.stderr);
+
+  const [plan, implement] = runs(record);
+  const outputsFile = plan.env.EPISODIC_OUTPUTS;
+  assert.ok(outputsFile, 'the agent is told where to write');
+  assert.ok(relative(join(dir, 'ws'), outputsFile).startsWith('..'), `outside the workspace: ${outputsFile}`);
+  assert.ok(outputsFile.startsWith(join(dir, '.episodic')), `in the state directory: ${outputsFile}`);
+  assert.notEqual(implement.env.EPISODIC_OUTPUTS, outputsFile, 'one file per episode');
+  assert.match(implement.stdin, /^Files: src\/a\.ts src\/b\.ts$/m);
+  assert.match(implement.stdin, /^Order: b before a$/m);
+  assert.ok(implement.stdin.includes(`Evil: ${HOSTILE}\n`), 'rendered verbatim, never expanded again');
+  assert.ok(implement.stdin.includes('Ctrl: line1\nline2\uFFFDend\n'), 'NUL replaced');
+  assert.match(implement.stdin, /^Missing: \[\]$/m);
+
+  const s = readStatus(dir, 'feature')?.status;
+  assert.equal(s?.phase, 'Succeeded');
+  const planOutputs = {
+    FILES: 'src/a.ts src/b.ts',
+    EVIL: HOSTILE,
+    ORDER: 'b before a',
+    CTRL: 'line1\nline2\uFFFDend',
+  };
+  assert.deepEqual(s?.steps?.[0].outputs, planOutputs);
+  assert.deepEqual(s?.steps?.[1].outputs, { RESULT: 'built', FILES: 'src/a.ts' });
+  assert.deepEqual(s?.outputs, {
+    EVIL: HOSTILE,
+    ORDER: 'b before a',
+    CTRL: planOutputs.CTRL,
+    RESULT: 'built',
+    FILES: 'src/a.ts',
+  });
+
+  const [planRecord, implementRecord] = records(dir, 'feature');
+  assert.deepEqual(planRecord.outputs, planOutputs);
+  assert.match(String(planRecord.outputsNote), /^outputs dropped: "bad-key" \(not a C identifier\)$/);
+  assert.match(String(planRecord.message), /\(outputs dropped: "bad-key"/);
+  assert.equal(implementRecord.outputsNote, 'unknown outputs rendered empty: steps.plan.outputs.MISSING');
+
+  const get = await runCli(['get', dir, '-o', 'json']);
+  assert.equal(get.code, 0, get.stderr);
+  const shown = JSON.parse(get.stdout);
+  const task = (Array.isArray(shown) ? shown : shown.items).find(
+    (t: { metadata: { name: string } }) => t.metadata.name === 'feature',
+  );
+  assert.deepEqual(task.status.outputs, s?.outputs);
+  assert.deepEqual(task.status.steps[0].outputs, planOutputs);
+});
+
+test('outputs: a dependent task reads {{tasks.NAME.outputs.KEY}} of a task in its dependsOn', async () => {
+  const record = join(tempDir('episodic-outputs-record-'), 'runs.jsonl');
+  const env = (extra: Array<{ name: string; value: string }>) => [
+    { name: 'FAKE_AGENT_RECORD', value: record },
+    ...extra,
+  ];
+  const dir = specDir([
+    {
+      name: 'api',
+      spec: {
+        prompt: 'Build the API.',
+        agent: {
+          command: [NODE, FAKE_CLAUDE],
+          output: 'claude',
+          env: env([
+            { name: 'FAKE_AGENT_OUTPUTS', value: JSON.stringify({ URL: 'http://api.local:8080', PORT: 8080 }) },
+          ]),
+        },
+      },
+    },
+    {
+      name: 'client',
+      spec: {
+        dependsOn: ['api'],
+        prompt:
+          'Call {{tasks.api.outputs.URL}} on {{tasks.api.outputs.PORT}}; [{{tasks.api.outputs.NOPE}}] [{{tasks.other.outputs.X}}]',
+        agent: { command: [NODE, FAKE_CLAUDE], output: 'claude', env: env([]) },
+      },
+    },
+  ]);
+  const res = await runCli(['run', dir]);
+  assert.equal(res.code, 0, res.stderr);
+  const client = runs(record).find((r) => r.env.EPISODIC_TASK === 'client');
+  assert.ok(client);
+  assert.equal(client.stdin.trim(), 'Call http://api.local:8080 on 8080; [] []');
+  assert.deepEqual(readStatus(dir, 'api')?.status?.outputs, { URL: 'http://api.local:8080', PORT: '8080' });
+  assert.equal(
+    records(dir, 'client')[0].outputsNote,
+    'unknown outputs rendered empty: tasks.api.outputs.NOPE, tasks.other.outputs.X',
+  );
+});
