@@ -3,10 +3,21 @@
 // key is dropped and named; an unknown reference renders empty and is named; status, step status, records
 // and `get -o json` show them; and a dependent task reads its dependency's outputs.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { test } from 'node:test';
-import { FAKE_CLAUDE, FAKE_CODEX, NODE, readStatus, runCli, specDir, tempDir } from '../support/local.ts';
+import {
+  FAKE_CLAUDE,
+  FAKE_CODEX,
+  isAlive,
+  NODE,
+  readStatus,
+  runCli,
+  specDir,
+  startCli,
+  tempDir,
+} from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 interface Run {
   agent: string;
@@ -168,4 +179,37 @@ test('outputs: a dependent task reads {{tasks.NAME.outputs.KEY}} of a task in it
     records(dir, 'client')[0].outputsNote,
     'unknown outputs rendered empty: tasks.api.outputs.NOPE, tasks.other.outputs.X',
   );
+});
+
+test('outputs: kill -9 of the controller after the episode published them: the restart records them all', async () => {
+  const dir = tempDir();
+  const record = join(dir, 'runs.jsonl');
+  const go = join(dir, 'go');
+  const text = 'Done. <output name="FROM_ANSWER">in the log</output>';
+  const script = { default: { mode: 'success', text, outputs: 'FROM_FILE=beside the log\n', waitForFile: go }, record };
+  specDir([{ name: 'crash', script }], { dir });
+  const read = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : '');
+  const first = startCli(['run', dir]);
+  const agentPid = await waitFor('the agent started', () => {
+    const line = read(record).split('\n')[0];
+    return line ? (JSON.parse(line) as { pid: number }).pid : undefined;
+  });
+  const log = join(dir, '.episodic/logs/default/crash/episode-1.log');
+  await waitFor('its init event in the log', () => read(log).includes('"subtype":"init"'));
+  // The controller is stopped while the agent answers and exits, then killed: nothing of it passed through.
+  first.child.kill('SIGSTOP');
+  writeFileSync(go, '');
+  await waitFor('the agent to exit', () => !isAlive(agentPid));
+  first.child.kill('SIGKILL');
+  await first.exited;
+  assert.equal(readStatus(dir, 'crash')?.status.outputs, undefined, 'nothing recorded before the kill');
+
+  const second = await runCli(['run', dir]);
+  assert.equal(second.code, 0, second.stderr);
+  assert.match(second.stderr, /its end is read from its log/);
+  const want = { FROM_ANSWER: 'in the log', FROM_FILE: 'beside the log' };
+  const s = readStatus(dir, 'crash')?.status;
+  assert.equal(s?.episodes, 1, 'not redone');
+  assert.deepEqual(s?.outputs, want);
+  assert.deepEqual(records(dir, 'crash')[0].outputs, want);
 });
