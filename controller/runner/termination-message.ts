@@ -1,7 +1,7 @@
 // The EpisodeResult as a pod termination message. The kubelet keeps at most 4096 bytes of it, so the
-// runner shortens the gates' output tails first, then leaves out outputs, then shortens the message until the JSON fits, and the
-// controller decodes whatever it finds there without ever throwing: a runner killed mid-write or an image
-// without our runner leaves garbage or nothing.
+// runner shortens the gates' output tails first, then leaves out outputs, then shortens the message until
+// the JSON fits, and the controller decodes whatever it finds there without ever throwing: a runner killed
+// mid-write or an image without our runner leaves garbage or nothing.
 import { clipStart, ELLIPSIS, EPISODE_MESSAGE_MAX, OPS_TERMINATION_BUDGET } from '../api/bounds.ts';
 import { TERMINATION_MESSAGE_LIMIT } from '../api/episode-config.ts';
 import { EpisodeResultSchema } from '../api/episode-result.ts';
