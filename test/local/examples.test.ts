@@ -7,9 +7,14 @@ import { join } from 'node:path';
 import { REPO, readStatus, runCli, tempDir } from '../support/local.ts';
 
 test('every example directory validates, read as episodic run reads it', async () => {
-  const dirs = readdirSync(join(REPO, 'examples'), { withFileTypes: true })
-    .filter((d) => d.isDirectory())
-    .map((d) => join(REPO, 'examples', d.name));
+  const subdirs = (dir: string) =>
+    readdirSync(dir, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => join(dir, d.name));
+  // examples/pipelines holds one example per directory (and their stand-in agents).
+  const dirs = subdirs(join(REPO, 'examples')).flatMap((d) =>
+    d.endsWith('/pipelines') ? subdirs(d).filter((p) => !p.endsWith('/agents')) : [d],
+  );
   assert.ok(dirs.length >= 5);
   const res = await runCli(['validate', ...dirs]);
   assert.equal(res.code, 0, res.stderr);
@@ -96,4 +101,49 @@ test("the checkpoints example: one commit per episode on the git workspace's bra
   );
   const wide = await runCli(['get', 'plan', dir, '--episodes', '-o', 'wide']);
   for (const line of log) assert.ok(wide.stdout.includes(line.slice(0, 12)), `${line.slice(0, 12)} in\n${wide.stdout}`);
+});
+
+/** A copy of examples/pipelines (its stand-in agents beside the example) to run in. */
+function pipelinesCopy(): string {
+  const dir = tempDir();
+  cpSync(join(REPO, 'examples/pipelines'), dir, { recursive: true, filter: (src) => !/\/(ws|\.episodic)$/.test(src) });
+  return dir;
+}
+
+test('the feature pipeline example: plan → implement → test → review, outputs passed on, a lint and a test gate', async () => {
+  const dir = join(pipelinesCopy(), 'feature');
+  const res = await runCli(['run', dir]);
+  assert.equal(res.code, 0, res.stderr);
+  const s = readStatus(dir, 'slugify')?.status;
+  assert.equal(s?.phase, 'Succeeded');
+  assert.deepEqual(
+    s?.steps?.map((x) => [x.name, x.phase, x.episodes, x.outputs]),
+    [
+      ['plan', 'Succeeded', 1, { MODULE: 'src/slug.mjs', FUNCTION: 'slugify' }],
+      // The test gate fails once (no lowercase): one fix episode, whose prompt carries the gate's output.
+      ['implement', 'Succeeded', 2, { MODULE: 'src/slug.mjs', EXPORTS: 'slugify' }],
+      ['test', 'Succeeded', 1, { TESTS: '3 of 3 passed' }],
+      ['review', 'Succeeded', 1, { VERDICT: 'approved' }],
+    ],
+  );
+  // The lint gate's fix removed the trailing blanks; the fix episode lowercased.
+  assert.equal(
+    readFileSync(join(dir, 'ws/slugify/src/slug.mjs'), 'utf8'),
+    "export function slugify(title) {\n  return title.trim().toLowerCase().split(/\\s+/).join('-');\n}\n",
+  );
+  const get = await runCli(['get', dir, '-o', 'json']);
+  assert.equal(get.code, 0, get.stderr);
+  assert.match(get.stdout, /"VERDICT": "approved"/);
+});
+
+test('the handoff example: client reads the outputs of api, the task it depends on', async () => {
+  const dir = join(pipelinesCopy(), 'handoff');
+  const res = await runCli(['run', dir]);
+  assert.equal(res.code, 0, res.stderr);
+  assert.deepEqual(readStatus(dir, 'api')?.status.outputs, { URL: 'http://127.0.0.1:8080', ROUTES: '/health /items' });
+  assert.equal(readStatus(dir, 'client')?.status.phase, 'Succeeded');
+  assert.equal(
+    readFileSync(join(dir, 'ws/client/client.mjs'), 'utf8'),
+    'await fetch("http://127.0.0.1:8080/health");\nawait fetch("http://127.0.0.1:8080/items");\n',
+  );
 });
