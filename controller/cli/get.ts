@@ -1,5 +1,6 @@
 // `episodic get [DIR]`: the local equivalent of `kubectl get agenttasks`; `episodic get NAME [DIR]
 // --episodes` lists a task's episode records, like `kubectl get ae -l episodic.dev/task=NAME`.
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { API_VERSION } from '../api/agent-task.ts';
@@ -26,9 +27,9 @@ export function registerGet(program: Command): void {
   program
     .command('get')
     .description('show AgentTasks in DIR with their recorded status; with --episodes, the episode records of task NAME')
-    .usage('[DIR] [options]  |  NAME [DIR] --episodes [options]')
-    .argument('[dir-or-name]', 'directory of AgentTask YAML files (default .); with --episodes: the task NAME')
-    .argument('[dir]', 'with --episodes: the directory (default .)')
+    .usage('[DIR] [options]  |  NAME [DIR] [options]  |  NAME [DIR] --episodes [options]')
+    .argument('[dir-or-name]', 'directory of AgentTask YAML files (default .), or a task NAME (then DIR second)')
+    .argument('[dir]', 'after NAME: the directory (default .)')
     .option('-o, --output <format>', 'table, wide, json or yaml', 'table')
     .option('--state-dir <path>', 'state directory (default DIR/.episodic)')
     .option('--episodes', "list the task's episode records (logs/NAMESPACE/NAME/episodes.jsonl in the state directory)")
@@ -43,14 +44,13 @@ export function registerGet(program: Command): void {
       } else if (opts.audit) {
         process.exitCode = await getAudit(first as string, second ?? '.', opts);
       } else if (!opts.episodes && second !== undefined) {
-        console.error(
-          `episodic get: one directory expected, got "${first}" and "${second}" (a task's episodes: episodic get NAME [DIR] --episodes)`,
-        );
-        process.exitCode = 2;
+        process.exitCode = await getCommand(second, opts, first);
       } else if (opts.episodes) {
         process.exitCode = await getEpisodes(first as string, second ?? '.', opts);
       } else {
-        process.exitCode = await getCommand(first ?? '.', opts);
+        // One argument: a directory, or else the name of a task in the current directory.
+        const named = first !== undefined && !existsSync(first);
+        process.exitCode = await getCommand(named ? '.' : (first ?? '.'), opts, named ? first : undefined);
       }
     });
 }
@@ -61,7 +61,12 @@ function validOutput(output: string): boolean {
   return false;
 }
 
-export async function getCommand(dirArg: string, opts: { output: string; stateDir?: string }): Promise<number> {
+/** The tasks of DIR with their status; with `name`, that one task (-o json/yaml: the object, not a List). */
+export async function getCommand(
+  dirArg: string,
+  opts: { output: string; stateDir?: string; namespace?: string },
+  name?: string,
+): Promise<number> {
   if (!validOutput(opts.output)) return 2;
   const dir = resolve(dirArg);
   let state: LocalState;
@@ -72,12 +77,19 @@ export async function getCommand(dirArg: string, opts: { output: string; stateDi
     return 2;
   }
   for (const e of state.specErrors) console.error(printable(e));
-  const items = state.items.map(({ task, status, generation }) => {
+  const picked = state.items.filter(
+    ({ task }) => name === undefined || (task.name === name && task.namespace === (opts.namespace ?? 'default')),
+  );
+  if (name !== undefined && picked.length === 0) {
+    console.error(`episodic get: no AgentTask ${opts.namespace ?? 'default'}/${name} in ${dir}`);
+    return 1;
+  }
+  const items = picked.map(({ task, status, generation }) => {
     const metadata = { ...(task.manifest.metadata as object), name: task.name, namespace: task.namespace, generation };
     return { task, status, manifest: { ...task.manifest, metadata, status } };
   });
   if (opts.output === 'json' || opts.output === 'yaml') {
-    const list = { apiVersion: 'v1', kind: 'List', items: items.map((i) => i.manifest) };
+    const list = name ? items[0].manifest : { apiVersion: 'v1', kind: 'List', items: items.map((i) => i.manifest) };
     if (opts.output === 'json') process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
     else process.stdout.write(yamlLib().stringify(list));
     return 0;

@@ -129,14 +129,17 @@ test('outputs: plan publishes (final answer and $EPISODIC_OUTPUTS), implement re
   assert.match(String(planRecord.message), /\(outputs dropped: "bad-key"/);
   assert.equal(implementRecord.outputsNote, 'unknown outputs rendered empty: steps.plan.outputs.MISSING');
 
-  const get = await runCli(['get', dir, '-o', 'json']);
+  const get = await runCli(['get', 'feature', dir, '-o', 'json']);
   assert.equal(get.code, 0, get.stderr);
-  const shown = JSON.parse(get.stdout);
-  const task = (Array.isArray(shown) ? shown : shown.items).find(
-    (t: { metadata: { name: string } }) => t.metadata.name === 'feature',
-  );
+  const task = JSON.parse(get.stdout);
+  assert.equal(task.metadata.name, 'feature');
   assert.deepEqual(task.status.outputs, s?.outputs);
   assert.deepEqual(task.status.steps[0].outputs, planOutputs);
+  const named = await runCli(['get', 'feature', '-o', 'json'], { cwd: dir });
+  assert.deepEqual(JSON.parse(named.stdout).status.outputs, s?.outputs, 'NAME alone: in the current directory');
+  const missing = await runCli(['get', 'nope', dir]);
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /no AgentTask default\/nope in /);
 });
 
 test('outputs: a dependent task reads {{tasks.NAME.outputs.KEY}} of a task in its dependsOn', async () => {
