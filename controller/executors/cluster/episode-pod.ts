@@ -109,23 +109,23 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
   const defaults = structuredClone(input.defaults ?? {});
   const name = task.metadata.name;
   const config = buildEpisodeConfig(input);
-  const env: EnvVar[] = [{ name: EPISODE_CONFIG_ENV, value: '' }];
-  if (spec.prompt !== undefined) {
-    const { prompt, unknown } = renderPromptNoting(spec.prompt, {
-      task: name,
-      episode,
-      maxEpisodes: spec.limits.maxEpisodes,
-      lastEpisodeMessage: input.lastEpisodeMessage,
-      step: input.step,
-      gate: gatesOf(input).gate,
-      outputs: input.outputs,
-    });
-    // The runner reports the references rendered empty with the episode's result.
-    const note = outputsNote([], unknown);
-    if (note) config.outputsNote = note;
-    env.push({ name: EPISODE_PROMPT_ENV, value: prompt });
-  }
-  env[0].value = JSON.stringify(config);
+  const rendered =
+    spec.prompt === undefined
+      ? undefined
+      : renderPromptNoting(spec.prompt, {
+          task: name,
+          episode,
+          maxEpisodes: spec.limits.maxEpisodes,
+          lastEpisodeMessage: input.lastEpisodeMessage,
+          step: input.step,
+          gate: gatesOf(input).gate,
+          outputs: input.outputs,
+        });
+  // The runner reports the references rendered empty with the episode's result.
+  const note = rendered && outputsNote([], rendered.unknown);
+  if (note) config.outputsNote = note;
+  const env: EnvVar[] = [{ name: EPISODE_CONFIG_ENV, value: JSON.stringify(config) }];
+  if (rendered) env.push({ name: EPISODE_PROMPT_ENV, value: rendered.prompt });
   for (const [name, value] of Object.entries(stepEnv(input.step))) env.push({ name, value });
   const userEnv = spec.agent.env.map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
   const taskNames = new Set(userEnv.map((e) => e.name));
