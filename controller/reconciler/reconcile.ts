@@ -51,8 +51,8 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     // A step with gates is done only once they pass (gates.ts); a failing check starts fix episodes.
     const gated = skipped ?? judgeGates(status, recorded.status, ended.result, input.spec);
     // What the episode published is the task's and its step's before the step may end (outputs.ts).
-    const charged = skipped ? undefined : recordOutputs(chargeStep(status, gated.status), ended.result);
-    const advanced = skipped ?? advanceStep(charged ?? status, input.spec, input.now);
+    const advanced =
+      skipped ?? advanceStep(recordOutputs(chargeStep(status, gated.status), ended.result), input.spec, input.now);
     status = advanced.status;
     events.push(...(skipped ? [] : [...recorded.events, ...gated.events]), ...advanced.events);
   }
