@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { BreakerStatusSchema, ProgressStatusSchema } from './leash.ts';
 import { AuditEntrySchema, ResumeStatusSchema } from './resume.ts';
 import { GateStateSchema } from './gates.ts';
+import { OPS_LAST_EPISODE_FIELDS, OPS_STATUS_FIELDS } from './ops-status.ts';
 
 export const PHASES = [
   'Pending',
@@ -56,6 +57,7 @@ export const LastEpisodeSchema = z.object({
     .optional()
     .describe('completion.signals: the signals that scored, e.g. exitSignal+50'),
   step: z.string().optional().describe('spec.steps: the step the episode ran in'),
+  ...OPS_LAST_EPISODE_FIELDS,
 });
 
 export const CurrentEpisodeSchema = z.object({
@@ -141,6 +143,7 @@ export const AgentTaskStatusSchema = z.object({
   outputs: OutputsStatusSchema.optional().describe(
     'the latest value of each output the episodes published; {{tasks.NAME.outputs.KEY}} in dependents',
   ),
+  ...OPS_STATUS_FIELDS,
 });
 
 export type AgentTaskStatus = z.infer<typeof AgentTaskStatusSchema>;

@@ -45,6 +45,11 @@ const DROPPED_KEYWORDS = new Set(['$schema', 'propertyNames', 'title', 'examples
 /** Convert one JSON Schema node (as produced by z.toJSONSchema) into a structural OpenAPI v3 node. */
 export function toStructuralSchema(node: Json, path = '$'): Json {
   if (Array.isArray(node.anyOf)) return convertUnion(node, path);
+  // A discriminated union (agent ops) is a union like any other here.
+  if (Array.isArray(node.oneOf)) {
+    const { oneOf, ...rest } = node;
+    return convertUnion({ ...rest, anyOf: oneOf }, path);
+  }
   const out: Json = {};
   for (const [key, value] of Object.entries(node)) {
     if (COPIED_KEYWORDS.has(key) || key.startsWith('x-kubernetes-')) {

@@ -15,6 +15,7 @@ import {
 import type { EpisodeResult } from './episode-result.ts';
 import { EvidenceSchema } from './leash.ts';
 import { GateRunSchema } from './gates.ts';
+import { OPS_LAST_EPISODE_FIELDS } from './ops-status.ts';
 
 // Outputs (api/outputs.ts), bounded as an episode publishes them: at most 16 keys of C identifiers.
 const OUTPUTS_RECORD_FIELDS = {
@@ -82,6 +83,7 @@ export const EpisodeRecordSchema = z.object({
   step: z.string().max(63).optional().describe('spec.steps: the step this episode ran in'),
   gates: z.array(GateRunSchema).max(8).optional().describe('spec.steps[].gates: the gates run after the agent'),
   ...OUTPUTS_RECORD_FIELDS,
+  ...OPS_LAST_EPISODE_FIELDS,
 });
 
 export type EpisodeRecord = z.infer<typeof EpisodeRecordSchema>;
@@ -129,6 +131,8 @@ export function episodeRecordOf(
     completionSignals: last.completionSignals,
     step: last.step,
     gates: result?.gates,
+    ops: last.ops,
+    opsRejected: last.opsRejected,
     message: message === undefined ? undefined : clip(message, EPISODE_MESSAGE_MAX),
     ...(result?.outputs ? { outputs: result.outputs } : {}),
     ...(result?.outputsNote ? { outputsNote: result.outputsNote } : {}),

@@ -18,7 +18,8 @@ import type { BudgetStore } from './budget-book.ts';
 import { systemClock } from './clock.ts';
 import type { Clock } from './clock.ts';
 import { StoreFullError, TerminalError } from './ports.ts';
-import type { DesiredTask, EpisodeExecutor, StatusSink, TaskSource, UpstreamOutputs } from './ports.ts';
+import type { DesiredTask, EpisodeExecutor, OpsApplier, StatusSink, TaskSource, UpstreamOutputs } from './ports.ts';
+import { countEpisodeOps, performApplyOps } from './ops-loop.ts';
 import { WorkQueue } from './work-queue.ts';
 
 export interface ControllerOptions<T extends DesiredTask> {
@@ -43,6 +44,8 @@ export interface ControllerOptions<T extends DesiredTask> {
    * ran: reconciled once at start() like any deleted task, so their episodes are recorded before release.
    */
   deletedTasks?: readonly T[];
+  /** Agent ops with effects outside the status (blackboard, spawn, send). */
+  ops?: OpsApplier<T>;
 }
 
 export class Controller<T extends DesiredTask = DesiredTask> {
@@ -61,6 +64,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   private readonly spent = new Map<string, number>();
   private totalSpent = 0;
   private readonly phases = new Map<string, Phase>();
+  /** Task key → the newest episode whose ops this controller applied (ReconcileInput.opsApplied). */
+  private readonly opsApplied = new Map<string, number>();
   private reserved = 0;
   private stopping = false;
   private listeners: Array<() => void> = [];
@@ -193,6 +198,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     if (deleted && !before.currentEpisode && episode?.state !== 'running') return this.release(task, !current);
 
     const out = reconcile(this.facts(task, { deleted, before, episode, now }));
+    if (out.actions.some((a) => a.type === 'RecordEpisode')) countEpisodeOps(this.opts.metrics, task, episode);
     this.budgetBook?.afterPass(task, before, out.status, out.heldByBudgets, now);
     const starts = out.actions.some((a) => a.type === 'StartEpisode');
     // Before the first await: parallel passes must see the slot taken and the spend counted.
@@ -232,6 +238,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       stopRequested: this.stops.get(key),
       startToRetry: this.pendingStarts.get(key),
       resumeRequest: task.resumeRequest,
+      opsApplied: this.opsApplied.get(key),
       ...this.dependencies(task),
       capacity: !this.stopping && this.opts.executor.runningCount() + this.reserved < this.opts.maxConcurrent,
       globalBudget:
@@ -250,7 +257,10 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     let startDetails: Record<string, unknown> = {};
     for (const a of actions) {
       if (a.type === 'RecordEpisode') await sink.recordEpisode(task, a.record);
-      else if (a.type === 'RecordEvent') {
+      else if (a.type === 'ApplyOps') {
+        await performApplyOps({ ...this.opts, applier: this.opts.ops }, task, a);
+        this.opsApplied.set(task.key, a.episode);
+      } else if (a.type === 'RecordEvent') {
         const details = a.afterStart ? { ...a.details, ...startDetails } : (a.details ?? {});
         sink.event(task, a.eventType, a.reason, a.message, details);
       } else if (a.type === 'StopEpisode') {
@@ -284,6 +294,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     this.budgetBook?.forgetTask(task);
     this.stops.delete(task.key);
     this.pendingStarts.delete(task.key);
+    this.opsApplied.delete(task.key);
     this.slotWaiters.delete(task.key);
     this.totalSpent -= this.spent.get(task.key) ?? 0;
     this.spent.delete(task.key);

@@ -4,6 +4,7 @@
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { Outputs } from '../api/outputs.ts';
+import type { Op } from '../api/ops.ts';
 import type { ResumeRequest } from '../api/resume.ts';
 import type { CustomObject } from '../kube/objects.ts';
 import type { ObservedEpisode, StopReason } from '../reconciler/reconcile.ts';
@@ -105,6 +106,21 @@ export interface StatusSink<T extends DesiredTask = DesiredTask> {
   recordEpisode(task: T, record: EpisodeRecord): Promise<void>;
   /** The task is being deleted and nothing of it runs: remove its records (cluster; local logs stay). */
   forget(task: T): Promise<void>;
+}
+
+/**
+ * Agent ops with effects outside a task's status (api/ops.ts: set, del, spawn, send), carried out by the
+ * loop for an ApplyOps action. Must be idempotent per (task, episode): a controller killed after applying
+ * and before recording that it did applies the same episode's ops again on its next run.
+ */
+export interface OpsApplier<T extends DesiredTask = DesiredTask> {
+  /** Throws only for errors worth retrying (the pass is retried); an op that cannot apply is rejected. */
+  apply(task: T, episode: number, ops: readonly Op[]): Promise<AppliedOps>;
+}
+
+export interface AppliedOps {
+  /** Ops refused while applying (a full blackboard, no handler for the op): said in an Event. */
+  rejected: Array<{ op: Op['op']; message: string }>;
 }
 
 /**

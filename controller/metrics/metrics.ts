@@ -59,6 +59,12 @@ export class EpisodicMetrics {
     help: 'Reconciles that failed with an error (retried with backoff)',
     registers: [this.registry],
   });
+  readonly ops = new Counter({
+    name: 'episodic_ops_total',
+    help: 'Agent ops ($EPISODIC_OPS) by op and result (applied, rejected; op "invalid": a line that was no op)',
+    labelNames: ['namespace', 'op', 'result'],
+    registers: [this.registry],
+  });
   readonly watchRestarts = new Counter({
     name: 'episodic_watch_restarts_total',
     help: 'Watches restarted after an error, a 410 Gone or silence',

@@ -14,8 +14,10 @@ import { cycleMessage, judgeDependencies } from './dependencies.ts';
 import { recordOutputs } from './outputs.ts';
 import { observedEpisode, passActions } from './pass-actions.ts';
 import { adoptUnknownEpisode, endedEpisode } from './record-episode.ts';
+import { applyEpisodeOps, opsToApply, settleOps } from './ops.ts';
 import { applyResume, resumeOnReopen, superviseReview } from './resume.ts';
 import { recordScoped, skipStep } from './skip-scope.ts';
+import { syncStack } from './stack.ts';
 import {
   advanceStep,
   chargeStep,
@@ -41,6 +43,7 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
   let status: AgentTaskStatus = structuredClone(input.status);
 
   status = adoptUnknownEpisode(status, input.episode, now);
+  status = settleOps(status, input.opsApplied);
   const ended = endedEpisode(input.episode, input.stopRequested, input.deleted);
   if (ended && status.currentEpisode?.number === ended.number) {
     // Judged by the rules of the step it ran in; a met completion rule may move the task to the next step.
@@ -55,10 +58,14 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
       skipped ?? advanceStep(recordOutputs(chargeStep(status, gated.status), ended.result), input.spec, input.now);
     status = advanced.status;
     events.push(...(skipped ? [] : [...recorded.events, ...gated.events]), ...advanced.events);
+    const ops = applyEpisodeOps(status, ended, input.spec, input.now);
+    status = ops.status;
+    events.push(...ops.events);
   }
 
   const decided = decide(status, input);
-  status = decided.status;
+  status = syncStack(decided.status, input.spec);
+  const applyOps = opsToApply(status, input);
   events.push(...(decided.events ?? []));
   let requeueAfterMs = decided.requeueAfterMs;
   if (input.spec) {
@@ -75,11 +82,18 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
   if (status.message) status.message = clip(status.message, STATUS_MESSAGE_MAX);
   status.observedGeneration = input.generation;
   status.conditions = conditionsFor(status, input.generation, now);
-  const pass = passActions({ ...input, before: input.status, status, events: named, decided: decided.actions });
+  const pass = passActions({
+    ...input,
+    before: input.status,
+    status,
+    events: named,
+    decided: [...applyOps, ...decided.actions],
+  });
   return {
     status,
     actions: pass.actions,
-    requeueAfterMs: earliest(requeueAfterMs, input.episode?.recheckAfterMs),
+    // Ops being applied: look again at once, to record that they were and go on.
+    requeueAfterMs: earliest(requeueAfterMs, input.episode?.recheckAfterMs, applyOps.length > 0 ? 0 : undefined),
     heldByBudgets: decided.heldByBudgets,
     wakeDependents: pass.ended || input.status.phase !== status.phase,
     waitsForSlot: status.reason === QUEUED,
@@ -173,6 +187,7 @@ function reopen(status: AgentTaskStatus, generation: number): { status: AgentTas
       testOnlyEpisodes: undefined,
       breaker,
       resume: resumeOnReopen(status.resume),
+      stack: undefined, // a stack task starts over with spec.stack
     },
     events: [normal('TaskReopened', 'spec changed; task re-opened')],
   };
@@ -252,6 +267,11 @@ function beforeStart(status: AgentTaskStatus, spec: AgentTaskSpec, input: Reconc
   if (budget && budget.kind !== 'go') return budgetHold(status, budget, input.now);
   if (!input.capacity) {
     return { status: set('Pending', QUEUED, 'waiting for a free episode slot (--max-concurrent)'), actions: [] };
+  }
+  // The next episode sees what the last one's ops did (a blackboard value, a child): they are applied first.
+  if (status.pendingOps) {
+    const message = `applying the ops of episode ${status.pendingOps.episode}`;
+    return { status: set('Pending', 'ApplyingOps', message), actions: [] };
   }
   return start(status, spec, input.now);
 }

@@ -2,6 +2,7 @@
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
+import type { Op } from '../api/ops.ts';
 import type { ResumeRequest } from '../api/resume.ts';
 import type { BudgetFacts } from './budget.ts';
 import type { DependencyFact } from './dependencies.ts';
@@ -63,6 +64,8 @@ export interface ReconcileInput {
   resumeRequest?: ResumeRequest;
   /** The AgentBudgets that select this task (controller/core/budget-book.ts gathers them). */
   budgets?: readonly BudgetFacts[];
+  /** Agent ops: the newest episode whose ApplyOps this controller carried out (in memory; lost on a restart). */
+  opsApplied?: number;
   now: Date;
   /** In [0, 1): the caller's randomness for backoff jitter. */
   jitter: number;
@@ -83,6 +86,8 @@ export type Action =
       afterStart?: true;
     }
   | { type: 'StopEpisode'; number: number; reason: StopReason }
+  /** Agent ops with effects outside the status (blackboard, spawn, send): idempotent per (task, episode). */
+  | { type: 'ApplyOps'; episode: number; ops: Op[] }
   | { type: 'StartEpisode'; number: number };
 
 export interface ReconcileResult {

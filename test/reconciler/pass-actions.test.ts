@@ -147,6 +147,7 @@ function steps(actions: Action[]): string[] {
   return actions.map((a) => {
     if (a.type === 'RecordEvent') return `event ${a.reason}${a.afterStart ? ' (after start)' : ''}`;
     if (a.type === 'RecordEpisode') return `record ${a.record.number} (${a.record.reason ?? 'no reason'})`;
+    if (a.type === 'ApplyOps') return `ApplyOps ${a.episode}`;
     return `${a.type} ${a.number}`;
   });
 }

@@ -1,0 +1,44 @@
+// The loop's part of agent ops: carrying out an ApplyOps action through the mode's OpsApplier, the Event
+// for ops refused there, and episodic_ops_total. Log lines name ops, never their payloads.
+import type { Logger } from 'pino';
+import type { Op } from '../api/ops.ts';
+import type { EpisodicMetrics } from '../metrics/metrics.ts';
+import type { Action, ObservedEpisode } from '../reconciler/reconcile.ts';
+import type { DesiredTask, OpsApplier, StatusSink } from './ports.ts';
+
+/** Ops applied in the status itself, with the episode's end. */
+const STATUS_OPS: ReadonlySet<Op['op']> = new Set(['push', 'sleep']);
+
+export async function performApplyOps<T extends DesiredTask>(
+  ctx: { applier?: OpsApplier<T>; sink: StatusSink<T>; logger: Logger; metrics?: EpisodicMetrics },
+  task: T,
+  action: Extract<Action, { type: 'ApplyOps' }>,
+): Promise<void> {
+  const outcome = ctx.applier
+    ? await ctx.applier.apply(task, action.episode, action.ops)
+    : { rejected: action.ops.map((o) => ({ op: o.op, message: `${o.op}: not supported by this controller` })) };
+  const refused = new Set(outcome.rejected.map((r) => r.op));
+  for (const op of action.ops) {
+    if (!refused.has(op.op)) ctx.metrics?.ops.inc({ namespace: task.namespace, op: op.op, result: 'applied' });
+  }
+  for (const r of outcome.rejected) ctx.metrics?.ops.inc({ namespace: task.namespace, op: r.op, result: 'rejected' });
+  if (outcome.rejected.length === 0) return;
+  const words = outcome.rejected.map((r) => r.message).join('; ');
+  const message = `episode ${action.episode}: ${outcome.rejected.length} ops rejected while applying: ${words}`;
+  ctx.sink.event(task, 'Warning', 'OpsRejected', message.slice(0, 1000), { episode: action.episode });
+}
+
+/** episodic_ops_total for an episode whose end this pass records: its status ops, and the lines refused. */
+export function countEpisodeOps(
+  metrics: EpisodicMetrics | undefined,
+  task: DesiredTask,
+  episode: ObservedEpisode | undefined,
+): void {
+  const result = episode?.result;
+  if (!metrics || !result) return;
+  for (const op of result.ops ?? []) {
+    if (STATUS_OPS.has(op.op)) metrics.ops.inc({ namespace: task.namespace, op: op.op, result: 'applied' });
+  }
+  const rejected = result.opsRejected?.length ?? 0;
+  if (rejected > 0) metrics.ops.inc({ namespace: task.namespace, op: 'invalid', result: 'rejected' }, rejected);
+}
