@@ -17,6 +17,8 @@ export interface PromptVars {
   gate?: { name: string; output: string };
   /** Outputs the prompt may read: earlier steps' and the dependencies'. */
   outputs?: OutputScope;
+  /** Agent ops: {{frame}}, {{stack.depth}}, {{vars.NAME}} of a stack task's top frame, {{bb.KEY}} of the blackboard. */
+  more?: Readonly<Record<string, string>>;
 }
 
 /** What a fix episode's prompt gets after the step's prompt when that prompt says nothing of {{gate.…}}. */
@@ -53,6 +55,7 @@ export function renderPromptNoting(given: string, vars: PromptVars): { prompt: s
     'lastEpisode.message': vars.lastEpisodeMessage ?? '',
     ...(vars.step ? { 'step.name': vars.step.name, 'step.index': String(vars.step.index) } : {}),
     ...(vars.gate ? { 'gate.name': vars.gate.name, 'gate.output': vars.gate.output } : {}),
+    ...vars.more,
   };
   const unknown = new Set<string>();
   // One pass with a replacer: a value that itself contains "{{task}}" is not expanded again.

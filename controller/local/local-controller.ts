@@ -19,6 +19,7 @@ import { SpecDirSource } from '../sources/local/spec-dir-source.ts';
 import { ResumeRequestPoller } from '../sources/local/resume-requests.ts';
 import type { LocalTask } from '../sources/local/spec-dir-source.ts';
 import { LocalCreatedTasks, withCreatedTasks } from '../sources/local/created-tasks.ts';
+import { LocalOpsApplier } from '../ops/local-ops.ts';
 
 export interface LocalControllerOptions {
   dir: string;
@@ -98,6 +99,7 @@ export class LocalController {
       workers: WORKERS,
       metrics: this.opts.metrics,
       deletedTasks,
+      ops: new LocalOpsApplier<LocalTask>(this.opts.stateDir),
     });
   }
 

@@ -15,6 +15,8 @@ import { outputScope, outputsNote, withPromptNote } from '../../api/outputs.ts';
 import type { Outputs } from '../../api/outputs.ts';
 import { GitWorkspaceError, prepareLocalGitWorkspace } from './git-workspace.ts';
 import { prepareWorkspace, readPromptTemplate, WorkspaceError } from './workspace.ts';
+import { opsPromptVars } from '../../ops/local-prompt.ts';
+import { stackPromptTemplate } from '../../reconciler/stack.ts';
 
 export interface LaunchRequest {
   root: string;
@@ -74,11 +76,9 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
       ws && typeof ws === 'object' && 'git' in ws
         ? await prepareLocalGitWorkspace(req.stateDir, req.namespace, req.name, req.specFile, ws.git)
         : await prepareWorkspace(req.root, req.specFile, req.name, req.spec);
-    template = await readPromptTemplate(
-      workspace,
-      req.spec,
-      stepField(currentStep(req.spec, req.status), 'promptFile'),
-    );
+    template = req.spec.stack
+      ? stackPromptTemplate(req.status.stack?.frames ?? req.spec.stack)
+      : await readPromptTemplate(workspace, req.spec, stepField(currentStep(req.spec, req.status), 'promptFile'));
   } catch (err) {
     if (err instanceof GitWorkspaceError) return failed(err.message, err.errorClass);
     // The same line validate prints: which file, which task, which field.
@@ -106,6 +106,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     step,
     ...(fixing ? { gate: { name: fixing.name, output: fixing.lastOutput ?? '' } } : {}),
     outputs: outputScope(req.status.steps, req.upstream),
+    more: opsPromptVars(req.stateDir, req.namespace, req.spec, req.status),
   });
   const env: Record<string, string> = {};
   for (const e of spec.agent.env) {
