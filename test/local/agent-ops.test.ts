@@ -58,7 +58,7 @@ test('local: push decomposes the stack, set/del write the blackboard that {{bb.K
     prompts.map((p) => p.episode),
     [1, 2, 3, 4],
   );
-  assert.match(prompts[0]?.prompt ?? '', /## Context[^]*1\. ship it[^]*## Task\n\nplan the work/);
+  assert.match(prompts[0]?.prompt ?? '', /## Context[\s\S]*1\. ship it[\s\S]*## Task\n\nplan the work/);
   assert.match(prompts[1]?.prompt ?? '', /## Task\n\npart A: the plan is v1\n/);
   assert.match(prompts[1]?.prompt ?? '', /1\. part B of \{\{vars.what\}\}\n2\. ship it \(depth 3\)/);
   assert.match(prompts[2]?.prompt ?? '', /## Task\n\npart B of the build/);
