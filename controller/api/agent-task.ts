@@ -280,8 +280,7 @@ export const AgentTaskSpecSchema = z
   .meta({
     'x-kubernetes-validations': [
       {
-        // spec.stack is not counted here yet: the apiserver's CEL cannot see a field of untyped (union) items.
-        rule: '(has(self.prompt) ? 1 : 0) + (has(self.promptFile) ? 1 : 0) + (has(self.steps) ? 1 : 0) == 1',
+        rule: '(has(self.prompt) ? 1 : 0) + (has(self.promptFile) ? 1 : 0) + (has(self.steps) ? 1 : 0) + (has(self.stack) ? 1 : 0) == 1',
         message: PROMPT_RULE,
       },
     ],

@@ -42,8 +42,13 @@ const COPIED_KEYWORDS = new Set([
 // Keywords that carry no validation the apiserver can use.
 const DROPPED_KEYWORDS = new Set(['$schema', 'propertyNames', 'title', 'examples']);
 
+/** Meta key: the JSON Schema a zod node has in the CRD instead of its own (see ops-status.ts). */
+export const CRD_AS = 'x-episodic-crd-as';
+
 /** Convert one JSON Schema node (as produced by z.toJSONSchema) into a structural OpenAPI v3 node. */
 export function toStructuralSchema(node: Json, path = '$'): Json {
+  // A node that names its CRD form (x-episodic-crd-as): a union the apiserver's CEL rules must see typed.
+  if (typeof node[CRD_AS] === 'object' && node[CRD_AS] !== null) return toStructuralSchema(node[CRD_AS] as Json, path);
   if (Array.isArray(node.anyOf)) return convertUnion(node, path);
   // A discriminated union (agent ops) is a union like any other here.
   if (Array.isArray(node.oneOf)) {

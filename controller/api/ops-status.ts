@@ -2,12 +2,17 @@
 // reconciler keeps for ops (the stack as it stands, an ended episode's ops not yet applied). Kept in one
 // block so other features' fields merge around it.
 import { z } from 'zod';
-import { FRAMES_PER_PUSH_MAX, STACK_DEPTH_MAX } from './bounds.ts';
+import { FRAME_PROMPT_MAX, FRAMES_PER_PUSH_MAX, STACK_DEPTH_MAX } from './bounds.ts';
 import { FrameSchema, OpSchema } from './ops.ts';
+
+// The CRD types spec.stack's frames as strings: its CEL prompt rule cannot see a list of untyped (union) items.
+const SpecFrameSchema = FrameSchema.meta({
+  'x-episodic-crd-as': { type: 'string', minLength: 1, maxLength: FRAME_PROMPT_MAX, description: 'a prompt' },
+});
 
 export const OPS_SPEC_FIELDS = {
   stack: z
-    .array(FrameSchema)
+    .array(SpecFrameSchema)
     .min(1)
     .max(FRAMES_PER_PUSH_MAX)
     .optional()

@@ -27,6 +27,7 @@ import { AgentTaskSource } from '../sources/cluster/agent-task-source.ts';
 import type { ClusterTask } from '../core/ports.ts';
 import { CLUSTER_DEFAULTS } from './defaults.ts';
 import type { EpisodeDefaults } from './episode-defaults.ts';
+import { ClusterOpsApplier } from '../ops/cluster-ops.ts';
 
 export interface ClusterControllerOptions {
   kubeConfig: KubeConfig;
@@ -296,6 +297,7 @@ export class ClusterController {
       budgets: this.budgetsInstalled ? this.budgetStore : undefined,
       workers: this.opts.workers ?? CLUSTER_DEFAULTS.workers,
       metrics: this.metrics,
+      ops: new ClusterOpsApplier(this.client),
     });
     this.opts.log.info(
       { tasks: this.tasks.size, pods: this.pods.size, identity: this.identity },

@@ -103,7 +103,7 @@ describe('CRD generation', () => {
     const spec = root.properties.spec as { properties: Record<string, Node>; 'x-kubernetes-validations': unknown };
     assert.deepEqual(spec['x-kubernetes-validations'], [
       {
-        rule: '(has(self.prompt) ? 1 : 0) + (has(self.promptFile) ? 1 : 0) + (has(self.steps) ? 1 : 0) == 1',
+        rule: '(has(self.prompt) ? 1 : 0) + (has(self.promptFile) ? 1 : 0) + (has(self.steps) ? 1 : 0) + (has(self.stack) ? 1 : 0) == 1',
         message: 'exactly one of prompt or promptFile is required, or steps instead of both',
       },
     ]);

@@ -75,6 +75,7 @@ const CONTROLLER_RULES = [
   { apiGroups: ['episodic.dev'], resources: ['agentbudgets/status'], verbs: ['patch'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+  { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update'] },
 ];
 
 describe('helm chart', () => {

@@ -15,6 +15,8 @@ import { episodeImage } from '../../cluster/episode-defaults.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
 import type { Container, EnvFromSource, EnvVar, ObjectMeta, PodSpec, Volume } from '../../kube/objects.ts';
 import { EPISODE_LABEL, MANAGED_BY_LABEL, TASK_LABEL, episodePodName } from '../../cluster/names.ts';
+import type { Frame } from '../../api/ops.ts';
+import { stackPromptTemplate, stackVars } from '../../reconciler/stack.ts';
 
 export const AGENT_CONTAINER = 'agent';
 /** The non-root user of episode pods (the "nonroot" uid of distroless images). */
@@ -63,6 +65,9 @@ export interface EpisodePodInput {
   skipWhen?: SkipWhen;
   /** The task's status when the episode starts: its step record says whether this is a fix episode. */
   status?: AgentTaskStatus;
+  /** Agent ops: the task's stack as it stands (status.stack.frames), and more placeholders ({{bb.KEY}}…). */
+  stack?: readonly Frame[];
+  more?: Readonly<Record<string, string>>;
 }
 
 /** The step's gates and, in a fix episode, the failed gate for {{gate.name}} and {{gate.output}}. */
@@ -109,10 +114,11 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
   const defaults = structuredClone(input.defaults ?? {});
   const name = task.metadata.name;
   const config = buildEpisodeConfig(input);
+  const template = spec.stack ? stackPromptTemplate(input.stack ?? spec.stack) : spec.prompt;
   const rendered =
-    spec.prompt === undefined
+    template === undefined
       ? undefined
-      : renderPromptNoting(spec.prompt, {
+      : renderPromptNoting(template, {
           task: name,
           episode,
           maxEpisodes: spec.limits.maxEpisodes,
@@ -120,6 +126,7 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
           step: input.step,
           gate: gatesOf(input).gate,
           outputs: input.outputs,
+          more: { ...input.more, ...(spec.stack ? stackVars(input.stack ?? spec.stack) : {}) },
         });
   // The runner reports the references rendered empty with the episode's result.
   const note = rendered && outputsNote([], rendered.unknown);

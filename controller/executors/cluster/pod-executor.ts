@@ -21,6 +21,7 @@ import type { ClusterTask } from '../../core/ports.ts';
 import { episodePodName, podEpisode, TASK_LABEL } from '../../cluster/names.ts';
 import { buildEpisodePod } from './episode-pod.ts';
 import { isFinishedPod, isRunningPod, observeDeletedPod, observePod } from './pod-outcome.ts';
+import { clusterPromptVars } from '../../ops/cluster-prompt.ts';
 
 // Pods we deleted and pods that vanished are remembered this long (an hour of pod churn at most).
 const MEMORY_MS = 60 * 60_000;
@@ -105,9 +106,13 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
   ): Promise<Record<string, unknown>> {
     if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
     // In a pipeline, the current step's prompt, agent, completion and limits.
+    const spec = effectiveSpec(task.spec, status);
+    const stack = spec.stack ? (status.stack?.frames ?? spec.stack) : undefined;
     const pod = buildEpisodePod({
+      stack,
+      more: await clusterPromptVars(this.opts.client, task.namespace, spec, stack),
       task: { metadata: { name: task.name, namespace: task.namespace, uid: task.object.metadata.uid } },
-      spec: effectiveSpec(task.spec, status),
+      spec,
       step: currentStep(task.spec, status),
       skipWhen: effectiveSkipWhen(task.spec, status),
       episode: number,

@@ -1,0 +1,18 @@
+// {{bb.KEY}} for an episode pod's prompt: the blackboard ConfigMap is read only when the prompt names it.
+import type { AgentTaskSpec } from '../api/agent-task.ts';
+import type { Frame } from '../api/ops.ts';
+import type { KubeClient } from '../kube/kube-client.ts';
+import { framePrompt } from '../reconciler/stack.ts';
+import { blackboardVars } from './blackboard.ts';
+import { readClusterBlackboard } from './cluster-blackboard.ts';
+
+export async function clusterPromptVars(
+  client: KubeClient,
+  namespace: string,
+  spec: AgentTaskSpec,
+  stack: readonly Frame[] | undefined,
+): Promise<Record<string, string>> {
+  const texts = stack ? stack.map(framePrompt) : [spec.prompt ?? ''];
+  if (!texts.some((t) => t.includes('bb.'))) return {};
+  return blackboardVars((await readClusterBlackboard(client, namespace)).entries);
+}
