@@ -22,6 +22,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   crd: async () => (await import('./crd.ts')).registerCrd,
   controller: async () => (await import('./controller.ts')).registerController,
   episode: async () => (await import('./episode.ts')).registerEpisode,
+  blackboard: async () => (await import('./blackboard.ts')).registerBlackboard,
 };
 
 /** The subcommands to register for these arguments: the one named, none for --version, all for help and errors. */
