@@ -2,9 +2,11 @@
 // A stand-in agent that speaks the op channel: it reads its prompt (stdin, $EPISODIC_PROMPT_FILE or the last
 // argument), and for every line of the prompt's task part (after the last "## Task" line, or the whole prompt
 // without one) that starts with "@op " appends the rest of the line to $EPISODIC_OPS. "@exit N" exits with N;
-// "@raw TEXT" appends TEXT to $EPISODIC_OPS as it is (hostile input). OPS_AGENT_RECORD=file gets one JSON line
-// per run: {episode, prompt}. Prints one line of text and exits 0 otherwise.
-import { appendFileSync, readFileSync } from 'node:fs';
+// "@raw TEXT" appends TEXT to $EPISODIC_OPS as it is (hostile input); "@touch FILE" creates FILE; "@wait FILE"
+// waits until FILE exists. OPS_AGENT_RECORD=file gets one JSON line per run: {episode, prompt}. Prints one
+// line of text (OPS_AGENT_CLAUDE=1: a Claude stream-json result line) and exits 0 otherwise.
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 function readPrompt() {
   if (process.env.EPISODIC_PROMPT_FILE) return readFileSync(process.env.EPISODIC_PROMPT_FILE, 'utf8');
@@ -28,6 +30,10 @@ for (const line of lines.slice(taskAt + 1)) {
   if (text.startsWith('@op ')) appendFileSync(process.env.EPISODIC_OPS, `${text.slice(4)}\n`);
   else if (text.startsWith('@raw ')) appendFileSync(process.env.EPISODIC_OPS, `${text.slice(5)}\n`);
   else if (text.startsWith('@exit ')) exitCode = Number(text.slice(6));
+  else if (text.startsWith('@touch ')) writeFileSync(text.slice(7), '');
+  else if (text.startsWith('@wait ')) while (!existsSync(text.slice(6))) await sleep(50);
 }
-process.stdout.write(`ops-agent: episode ${process.env.EPISODIC_EPISODE} done\n`);
+const said = `ops-agent: episode ${process.env.EPISODIC_EPISODE} done`;
+const claude = { type: 'result', subtype: 'success', is_error: false, result: said, total_cost_usd: 0.01 };
+process.stdout.write(`${process.env.OPS_AGENT_CLAUDE ? JSON.stringify(claude) : said}\n`);
 process.exit(exitCode);
