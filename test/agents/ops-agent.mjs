@@ -3,7 +3,7 @@
 // argument), and for every line of the prompt's task part (after the last "## Task" line, or the whole prompt
 // without one) that starts with "@op " appends the rest of the line to $EPISODIC_OPS. "@exit N" exits with N;
 // "@raw TEXT" appends TEXT to $EPISODIC_OPS as it is (hostile input); "@touch FILE" creates FILE; "@wait FILE"
-// waits until FILE exists. OPS_AGENT_RECORD=file gets one JSON line per run: {episode, prompt}. Prints one
+// waits until FILE exists; "@flood N" appends N KiB of hostile lines. OPS_AGENT_RECORD=file gets one JSON line per run: {episode, prompt}. Prints one
 // line of text (OPS_AGENT_CLAUDE=1: a Claude stream-json result line) and exits 0 otherwise.
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -31,7 +31,17 @@ for (const line of lines.slice(taskAt + 1)) {
   else if (text.startsWith('@raw ')) appendFileSync(process.env.EPISODIC_OPS, `${text.slice(5)}\n`);
   else if (text.startsWith('@exit ')) exitCode = Number(text.slice(6));
   else if (text.startsWith('@touch ')) writeFileSync(text.slice(7), '');
-  else if (text.startsWith('@wait ')) while (!existsSync(text.slice(6))) await sleep(50);
+  else if (text.startsWith('@flood ')) {
+    // N KiB of hostile lines: a huge line, bad JSON, unknown ops, path names, valid ops past the cap.
+    const junk = [`{"op":"set","key":"k","value":"${'x'.repeat(20000)}"}`, '{"op":', '{"op":"exec","cmd":"rm -rf /"}'];
+    junk.push('{"op":"spawn","name":"../../etc","prompt":"p"}', '{"op":"del","key":"flood"}');
+    let written = 0;
+    for (let i = 0; written < Number(text.slice(7)) * 1024; i++) {
+      const line = `${junk[i % junk.length]}\n`;
+      appendFileSync(process.env.EPISODIC_OPS, line);
+      written += line.length;
+    }
+  } else if (text.startsWith('@wait ')) while (!existsSync(text.slice(6))) await sleep(50);
 }
 const said = `ops-agent: episode ${process.env.EPISODIC_EPISODE} done`;
 const claude = { type: 'result', subtype: 'success', is_error: false, result: said, total_cost_usd: 0.01 };

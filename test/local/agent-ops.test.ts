@@ -76,3 +76,30 @@ test('local: push decomposes the stack, set/del write the blackboard that {{bb.K
   assert.match(records[3]?.opsRejected ?? '', /line 1: spawn: name: must be a lowercase DNS label/);
   assert.ok(!JSON.stringify(records).includes('sk-SECRET'));
 });
+
+test('local: a hostile agent floods $EPISODIC_OPS (2 MiB of huge, broken, unknown and path-name lines): bounded rejections, the task goes on', async () => {
+  const dir = specDir([
+    {
+      name: 'flood',
+      spec: {
+        prompt: undefined,
+        stack: ['@flood 2048', 'second'],
+        agent: { command: [NODE, OPS_AGENT], output: 'text' },
+      },
+    },
+  ]);
+  const res = await runCli(['run', dir]);
+  assert.equal(res.code, 0, res.stdout + res.stderr);
+  assert.ok(!(res.stdout + res.stderr).includes('rm -rf'), 'no payload in the log');
+  const status = readStatus(dir, 'flood')?.status;
+  assert.equal(status?.reason, 'StackEmpty');
+  type Rec = { ops?: string[]; opsRejected?: string };
+  const [first] = lines<Rec>(join(dir, '.episodic', 'logs', 'default', 'flood', 'episodes.jsonl'));
+  assert.ok((first?.ops?.length ?? 0) <= 32);
+  assert.ok((first?.opsRejected?.length ?? 0) <= 1000);
+  assert.match(
+    first?.opsRejected ?? '',
+    /line 1: line longer than 16384 characters; line 2: not valid JSON; line 3: unknown op "exec"/,
+  );
+  assert.match(first?.opsRejected ?? '', /more lines rejected/);
+});
