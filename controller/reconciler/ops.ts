@@ -86,6 +86,7 @@ function popAndPush(
   }
   const failedTask = isTerminal(status.phase) && status.phase !== 'Succeeded';
   if (!done || failedTask) return { ...status, stack: stackStatus(frames) };
+  status = framedProgress(status);
   if (frames.length === 0 && !spec.restartStack) {
     events.push(normal('StackEmpty', `episode ${n} finished the last frame of the stack`));
     return {
@@ -105,6 +106,14 @@ function popAndPush(
   // A completion signal finishes the frame, not the task, while frames are left.
   const reopened = status.phase === 'Succeeded' ? { phase: 'Pending' as const, reason: 'StackNext', message } : {};
   return { ...status, ...reopened, stack: stackStatus(frames) };
+}
+
+/** A finished frame is progress for the breaker, as a finished task is (the workspace may not change). */
+function framedProgress(status: AgentTaskStatus): AgentTaskStatus {
+  const breaker = status.breaker;
+  if (!breaker || breaker.state !== 'Closed') return status;
+  const at = status.lastEpisode?.finishedAt;
+  return { ...status, breaker: { ...breaker, noProgress: 0, ...(at ? { lastProgressAt: at } : {}) } };
 }
 
 /** `sleep`: the task waits until then (the latest of a backoff and the sleep), unless it ended. */

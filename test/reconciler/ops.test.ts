@@ -262,3 +262,13 @@ test('an edited spec re-opens a finished stack task with spec.stack again', () =
   assert.deepEqual(out.status.stack?.frames, STACK);
   assert.ok(kinds(out).includes('StartEpisode'));
 });
+
+test('a finished frame is progress: a stack of workspace-neutral frames never trips the no-progress breaker', () => {
+  const breaker = { state: 'Closed' as const, noProgress: 4, halfOpen: 0, sameError: 0 };
+  const popped = reconcile(input(ending({ exitCode: 0 }, STACK, 1, { breaker })));
+  assert.equal(popped.status.breaker?.noProgress, 0);
+  assert.equal(popped.status.breaker?.state, 'Closed');
+  // A failed episode finishes no frame: its breaker counts are the breaker's own (not reset here).
+  const failed = reconcile(input(ending({ exitCode: 1 }, STACK, 1, { breaker })));
+  assert.equal(failed.status.breaker?.noProgress, 4);
+});
