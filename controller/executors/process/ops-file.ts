@@ -1,6 +1,6 @@
 // $EPISODIC_OPS: the file an episode's agent appends its ops to (api/ops.ts), next to the episode's log so
 // it is never in the workspace. Read once the agent is done; what it holds joins the EpisodeResult.
-import { open, writeFile } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import { OPS_FILE_MAX } from '../../api/bounds.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { parseOps } from '../../api/ops.ts';
@@ -13,9 +13,9 @@ export function opsFilePath(logFile: string): string {
   return `${logFile.replace(/\.log$/, '')}.ops.jsonl`;
 }
 
-/** An empty file the agent may append to (a leftover of an earlier run of the same number is cleared). */
+/** A leftover of an earlier run of the same number is cleared; the agent creates the file only if it has ops. */
 export async function prepareOpsFile(file: string): Promise<void> {
-  await writeFile(file, '', { mode: 0o600 });
+  await rm(file, { force: true });
 }
 
 /** The file's ops; no file (or an unreadable one) is no ops. At most OPS_FILE_MAX bytes (+1 to see a cut) are read. */
