@@ -1,0 +1,76 @@
+// What both forge clients share: the request counter, reading rate-limit headers, and turning a failed
+// response into a typed error whose text can never hold the token.
+import { Counter } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { clip } from '../api/bounds.ts';
+import type { ForgeKind } from './types.ts';
+import { ForgeRateLimitedError, ForgeRequestError, ForgeUnavailableError } from './types.ts';
+
+/** `episodic_forge_requests_total{forge,code}`: code is the HTTP status, or "error" when none came back. */
+export class ForgeMetrics {
+  readonly requests: Counter;
+
+  constructor(registry: Registry) {
+    this.requests = new Counter({
+      name: 'episodic_forge_requests_total',
+      help: 'Requests to forges (GitHub, Gitea), by HTTP status ("error": no answer)',
+      labelNames: ['forge', 'code'],
+      registers: [registry],
+    });
+  }
+
+  count(forge: ForgeKind, code: number | 'error'): void {
+    this.requests.inc({ forge, code: String(code) });
+  }
+}
+
+export type HeaderGetter = (name: string) => string | null | undefined;
+
+/**
+ * When a rate-limited answer says to come back, or undefined if it is not one. GitHub: 403/429 with
+ * x-ratelimit-remaining 0 and x-ratelimit-reset (epoch seconds), or retry-after (seconds) for the secondary
+ * limit; Gitea behind a proxy: 429 with retry-after.
+ */
+export function rateLimitReset(status: number, header: HeaderGetter, now: Date): Date | undefined {
+  if (status !== 403 && status !== 429) return undefined;
+  const retryAfter = Number(header('retry-after'));
+  if (header('retry-after') && Number.isFinite(retryAfter)) return new Date(now.getTime() + retryAfter * 1000);
+  const reset = Number(header('x-ratelimit-reset'));
+  if (header('x-ratelimit-remaining') === '0' && Number.isFinite(reset) && reset > 0) {
+    return new Date(Math.max(reset * 1000, now.getTime()));
+  }
+  // A 429 without a hint: a minute is what GitHub documents for its secondary limit.
+  return status === 429 ? new Date(now.getTime() + 60_000) : undefined;
+}
+
+/** Every literal occurrence of the secret replaced (errors quote forge answers, which may echo a request). */
+export function redactSecret(text: string, secret: string): string {
+  return secret.length >= 4 ? text.split(secret).join('***') : text;
+}
+
+/** The typed error for a failed request: `what` is "METHOD /path" (no query, no headers). */
+export function forgeError(
+  forge: ForgeKind,
+  what: string,
+  status: number | undefined,
+  detail: string,
+  secret: string,
+  resetAt?: Date,
+): Error {
+  const text = redactSecret(clip(`${forge} ${what} -> ${status ?? 'no answer'}: ${detail}`, 500), secret);
+  if (resetAt) return new ForgeRateLimitedError(text, resetAt);
+  if (status === undefined || status >= 500 || status === 408) return new ForgeUnavailableError(text, status);
+  return new ForgeRequestError(text, status);
+}
+
+/** Drops the query string: paths are safe to quote, queries may carry user text. */
+export function pathOnly(url: string): string {
+  const i = url.indexOf('?');
+  return i < 0 ? url : url.slice(0, i);
+}
+
+export function splitRepo(repo: string): { owner: string; name: string } {
+  const [owner, name, ...rest] = repo.split('/');
+  if (!owner || !name || rest.length > 0) throw new Error(`repo must be OWNER/NAME, got ${clip(repo, 100)}`);
+  return { owner, name };
+}

@@ -1,0 +1,172 @@
+// The forge layer's contract: what a trigger asks of GitHub or Gitea, and the item and comment shapes both
+// polls and webhooks produce. ForgeItem/ForgeComment are supersets of the ones in
+// reconciler/trigger-items.ts (same field names), so either can be passed where the other is expected.
+import { clip } from '../api/bounds.ts';
+
+export type ForgeKind = 'github' | 'gitea';
+
+/** Repo roles, weakest first (GitHub's names; Gitea's owner counts as admin). */
+export const FORGE_PERMISSIONS = ['read', 'triage', 'write', 'maintain', 'admin'] as const;
+export type ForgePermission = (typeof FORGE_PERMISSIONS)[number];
+
+/** Untrusted text is cut to these lengths before anything else sees it. */
+export const TITLE_MAX = 256;
+export const BODY_MAX = 16_384;
+export const NAME_MAX = 100;
+export const LABELS_MAX = 50;
+
+export interface ForgeItem {
+  number: number;
+  title: string;
+  body: string;
+  /** The item's web page. */
+  url: string;
+  author: string;
+  authorIsBot: boolean;
+  labels: string[];
+  open: boolean;
+  isPullRequest: boolean;
+  /** RFC 3339, as the forge wrote it. */
+  updatedAt: string;
+  /** A pull request's own branch (webhooks carry it; issue lists do not). */
+  headBranch?: string;
+}
+
+export interface ForgeComment {
+  id: number;
+  /** The issue or pull request it belongs to. */
+  itemNumber: number;
+  author: string;
+  authorIsBot: boolean;
+  body: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface ListItemsQuery {
+  kind: 'issues' | 'pullRequests';
+  /** All of them must be on an item (also checked client-side: Gitea drops unknown names from its filter). */
+  labels?: string[];
+  /** Only items updated at or after this time (RFC 3339). */
+  since?: string;
+}
+
+export interface ListCommentsQuery {
+  /** One item's comments; without it, the whole repo's (one request for every item a poll watches). */
+  number?: number;
+  since?: string;
+}
+
+/**
+ * What a list call saw. `unchanged`: GitHub answered 304 to the stored ETag (one request, nothing new).
+ * `rateLimited`: nothing was read; ask again at `resetAt` (the forge's reset time, not a guess).
+ */
+export type Listed<T> =
+  | { kind: 'listed'; entries: T[] }
+  | { kind: 'unchanged' }
+  | { kind: 'rateLimited'; resetAt: Date };
+
+export interface ReportComment {
+  id: number;
+  action: 'created' | 'updated' | 'unchanged';
+}
+
+export interface PullRequestInput {
+  /** The branch with the work, in the same repo (e.g. episodic/42). */
+  head: string;
+  base: string;
+  title: string;
+  body: string;
+  /** The issue the PR closes: `Closes #N` is added to the body unless it already says so. */
+  closes?: number;
+  draft?: boolean;
+}
+
+export interface PullRequestRef {
+  number: number;
+  url: string;
+  action: 'created' | 'updated' | 'unchanged';
+}
+
+export interface Forge {
+  readonly kind: ForgeKind;
+  /** OWNER/NAME */
+  readonly repo: string;
+  /** The login the token belongs to (its own comments are the only ones it edits). */
+  whoami(): Promise<string>;
+  listItems(query: ListItemsQuery): Promise<Listed<ForgeItem>>;
+  listComments(query: ListCommentsQuery): Promise<Listed<ForgeComment>>;
+  /** The user's role on the repo; undefined when they have none. */
+  permission(user: string): Promise<ForgePermission | undefined>;
+  /** The one comment on the item carrying the hidden marker of `key`, created once and edited in place after. */
+  upsertReport(number: number, key: string, body: string): Promise<ReportComment>;
+  /** Adds and removes labels (missing ones are created on Gitea; removing an absent one is fine). */
+  swapLabels(number: number, change: { add?: string[]; remove?: string[] }): Promise<string[]>;
+  /** The open PR for `head`, updated to this title/body, or a new one: never a second PR for a head. */
+  ensurePullRequest(input: PullRequestInput): Promise<PullRequestRef>;
+  /** Resolves once the forge's API sees the pushed branch (Gitea answers 409/500 for a moment after a push). */
+  waitForBranch(branch: string, timeoutMs?: number): Promise<void>;
+}
+
+/** The forge did not answer usefully (network error, timeout, 5xx): back off and poll again, nothing was lost. */
+export class ForgeUnavailableError extends Error {
+  readonly status: number | undefined;
+  constructor(message: string, status?: number) {
+    super(message);
+    this.name = 'ForgeUnavailableError';
+    this.status = status;
+  }
+}
+
+/** A write was refused for the rate limit; retry at resetAt. (List calls return `rateLimited` instead.) */
+export class ForgeRateLimitedError extends Error {
+  readonly resetAt: Date;
+  constructor(message: string, resetAt: Date) {
+    super(message);
+    this.name = 'ForgeRateLimitedError';
+    this.resetAt = resetAt;
+  }
+}
+
+/** The forge refused the request (401, 403, 404, 422…): retrying the same request will not help. */
+export class ForgeRequestError extends Error {
+  readonly status: number;
+  constructor(message: string, status: number) {
+    super(message);
+    this.name = 'ForgeRequestError';
+    this.status = status;
+  }
+}
+
+/** The hidden marker that finds a report comment again. `key` is ours (e.g. the task name), never item text. */
+export function reportMarker(key: string): string {
+  return `<!-- episodic:report ${key.replace(/[^A-Za-z0-9._/-]/g, '_').slice(0, 200)} -->`;
+}
+
+/** The body a report comment is written with: the marker first, then the text. */
+export function reportBody(key: string, body: string): string {
+  return `${reportMarker(key)}\n${clip(body, BODY_MAX)}`;
+}
+
+/** `body` with a `Closes #N` line unless it already closes that item. */
+export function closingBody(body: string, closes: number | undefined): string {
+  if (closes === undefined) return body;
+  const already = new RegExp(`\\b(close[sd]?|fix(e[sd])?|resolve[sd]?) #${closes}\\b`, 'i').test(body);
+  return already ? body : `${body.trimEnd()}\n\nCloses #${closes}`.trimStart();
+}
+
+/** Whether every wanted label is on the item (case-insensitive, as both forges compare label names). */
+export function hasLabels(have: string[], want: string[] | undefined): boolean {
+  const set = new Set(have.map((l) => l.toLowerCase()));
+  return (want ?? []).every((l) => set.has(l.toLowerCase()));
+}
+
+/** The item number at the end of an issue or pull request URL (API or web). */
+export function numberFromUrl(url: string | null | undefined): number {
+  const match = /\/(?:issues|pulls?)\/(\d+)\/?$/.exec(url ?? '');
+  return match ? Number(match[1]) : 0;
+}
+
+export function boundText(text: string | null | undefined, max: number): string {
+  return clip(text ?? '', max);
+}
