@@ -17,7 +17,7 @@ import type {
   PullRequestRef,
   ReportComment,
 } from './types.ts';
-import { ForgeRateLimitedError, closingBody, hasLabels, reportBody, reportMarker } from './types.ts';
+import { ForgeRateLimitedError, ForgeRequestError, closingBody, hasLabels, reportBody, reportMarker } from './types.ts';
 
 export interface GiteaForgeOptions {
   /** The server, e.g. https://gitea.example.com (the API is under /api/v1). */
@@ -98,6 +98,10 @@ export class GiteaForge implements Forge {
   async permission(user: string): Promise<ForgePermission | undefined> {
     const path = `${this.#repoPath}/collaborators/${encodeURIComponent(user)}/permission`;
     const answer = await this.#call('GET', path, { accept: [403, 404] });
+    // Gitea shows another user's role only to a repo admin: a 403 is this token's rights, not the user's.
+    if (answer.status === 403) {
+      throw new ForgeRequestError('gitea: reading a permission needs a token with admin rights on the repo', 403);
+    }
     if (answer.status !== 200) return undefined;
     return GITEA_ROLES[(answer.body as { permission: string }).permission];
   }
