@@ -60,21 +60,23 @@ export function webhookItem(forge: ForgeKind, event: string, payload: unknown): 
   if (!parsed.success) return { kind: 'invalid', reason: 'not an event object' };
   const { action } = parsed.data;
   const body = payload as Record<string, unknown>;
+  let field = 'issue'; // which part failed, for the 400's reason
   try {
     if (event === 'issues') return { kind: 'item', action, item: parseIssue(body.issue) };
+    field = 'pull_request';
     if (event === 'pull_request') return { kind: 'item', action, item: parsePull(body.pull_request) };
     if (event === 'issue_comment' || event === 'pull_request_comment') {
       if (action === 'deleted') return { kind: 'ignored', reason: 'a deleted comment' };
+      field = 'issue';
       const item = parseIssue(body.issue);
       if (event === 'pull_request_comment') item.isPullRequest = true;
+      field = 'comment';
       return { kind: 'item', action, item, comment: parseComment(body.comment, item.number) };
     }
   } catch (err) {
     const issue = err instanceof z.ZodError ? err.issues[0] : undefined;
-    return {
-      kind: 'invalid',
-      reason: `${forge} ${event}: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'unreadable'}`,
-    };
+    const where = [field, ...(issue?.path ?? [])].join('.');
+    return { kind: 'invalid', reason: `${forge} ${event}: ${where}: ${issue?.message ?? 'unreadable'}` };
   }
   return { kind: 'ignored', reason: `event ${event || '(none)'} is not one triggers use` };
 }
