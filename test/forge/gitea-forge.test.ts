@@ -155,7 +155,7 @@ describe('GiteaForge against a real Gitea', () => {
     );
   });
 
-  it('pushes episodic/N and opens one PR that closes the issue; a second publish updates it', async () => {
+  it('pushes episodic/N and opens one PR that closes the issue; a second publish updates it', async (t) => {
     const issue = await gitea.createIssue(owner, repo, { title: 'Needs a PR' }, alice.token);
     const work = await mkdtemp(path.join(os.tmpdir(), 'episodic-forge-push-'));
     try {
@@ -172,10 +172,14 @@ describe('GiteaForge against a real Gitea', () => {
       const branch = itemBranch(issue.number);
       const push = { workspace: work, remoteUrl: gitea.cloneUrl(owner, repo), branch, credentials };
       const pull = { base: 'main', title: 'Fix: Needs a PR', body: 'The agent did it.', closes: issue.number };
+      let started = Date.now();
       const first = await publishWork(forge, push, pull);
+      t.diagnostic(`first publish (push, branch visible, PR created): ${Date.now() - started} ms`);
       assert.equal(first.action, 'created');
       await commit('two.txt');
+      started = Date.now();
       const second = await publishWork(forge, push, { ...pull, title: 'Fix: Needs a PR (2)' });
+      t.diagnostic(`second publish (push, PR updated): ${Date.now() - started} ms`);
       assert.deepEqual([second.action, second.number], ['updated', first.number]);
       const third = await forge.ensurePullRequest({ ...pull, head: branch, title: 'Fix: Needs a PR (2)' });
       assert.equal(third.action, 'unchanged');
