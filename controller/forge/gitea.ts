@@ -4,7 +4,7 @@
 // names it does not know and, with none left, returns every issue. See docs/gitea-for-tests.md.
 import type { ForgeMetrics } from './http.ts';
 import { forgeError, rateLimitReset, splitRepo } from './http.ts';
-import { type ApiComment, type ApiIssue, parseComment, parseIssue, parsePullRef } from './shapes.ts';
+import { type ApiComment, type ApiIssue, parseComment, parseIssue, parsePull, parsePullRef } from './shapes.ts';
 import type {
   Forge,
   ForgeComment,
@@ -153,6 +153,10 @@ export class GiteaForge implements Forge {
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     }
+  }
+
+  async getPullRequest(number: number): Promise<ForgeItem> {
+    return parsePull((await this.#call('GET', `${this.#repoPath}/pulls/${number}`)).body);
   }
 
   async waitForBranch(branch: string, timeoutMs = 30_000): Promise<void> {

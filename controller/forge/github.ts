@@ -6,7 +6,7 @@
 import { Octokit } from '@octokit/rest';
 import type { ForgeMetrics } from './http.ts';
 import { forgeError, pathOnly, rateLimitReset, splitRepo } from './http.ts';
-import { parseComment, parseIssue, parsePullRef } from './shapes.ts';
+import { parseComment, parseIssue, parsePull, parsePullRef } from './shapes.ts';
 import type {
   Forge,
   ForgeComment,
@@ -193,6 +193,10 @@ export class GitHubForge implements Forge {
     }
     const pull = parsePullRef(made.data);
     return { number: pull.number, url: pull.html_url, action: 'created' };
+  }
+
+  async getPullRequest(number: number): Promise<ForgeItem> {
+    return parsePull((await this.#call('GET /repos/{owner}/{repo}/pulls/{pull_number}', { pull_number: number })).data);
   }
 
   /** GitHub's API sees a branch once the push has returned. */

@@ -104,6 +104,8 @@ export interface Forge {
   swapLabels(number: number, change: { add?: string[]; remove?: string[] }): Promise<string[]>;
   /** The open PR for `head`, updated to this title/body, or a new one: never a second PR for a head. */
   ensurePullRequest(input: PullRequestInput): Promise<PullRequestRef>;
+  /** A pull request with its own branch (`headBranch`): a PR item's work is pushed there. */
+  getPullRequest(number: number): Promise<ForgeItem>;
   /** Resolves once the forge's API sees the pushed branch (Gitea answers 409/500 for a moment after a push). */
   waitForBranch(branch: string, timeoutMs?: number): Promise<void>;
 }

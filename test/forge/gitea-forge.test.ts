@@ -190,6 +190,8 @@ describe('GiteaForge against a real Gitea', () => {
       assert.equal(pulls[0].body, `The agent did it.\n\nCloses #${issue.number}`);
       assert.equal(pulls[0].title, 'Fix: Needs a PR (2)');
       assert.deepEqual([pulls[0].head.ref, pulls[0].head.sha], [branch, second.commit]);
+      const fetched = await forge.getPullRequest(first.number);
+      assert.deepEqual([fetched.isPullRequest, fetched.headBranch, fetched.author], [true, branch, 'robot']);
       const prs = await forge.listItems({ kind: 'pullRequests' });
       assert.deepEqual(prs.kind === 'listed' && prs.entries.map((p) => [p.number, p.isPullRequest]), [
         [first.number, true],

@@ -179,8 +179,16 @@ describe('GitHubForge against a stand-in in GitHub shapes', () => {
       [pulls[0].title, pulls[0].body, pulls[0].pull?.draft],
       ['Fix the bug (again)', 'Done by an agent.\n\nCloses #1', true],
     );
-    const lookups = gh.requests.filter((r) => r.method === 'GET');
-    assert.ok(lookups.every((r) => new URL(r.url, gh.url).searchParams.get('head') === 'octo:episodic/1'));
+    const fetched = await forge.getPullRequest(first.number);
+    assert.deepEqual(
+      [fetched.isPullRequest, fetched.headBranch, fetched.title],
+      [true, 'episodic/1', 'Fix the bug (again)'],
+    );
+    const lookups = gh.requests.filter((r) => r.method === 'GET' && r.url.startsWith('/repos/octo/widgets/pulls?'));
+    assert.deepEqual(
+      lookups.map((r) => new URL(r.url, gh.url).searchParams.get('head')),
+      ['octo:episodic/1', 'octo:episodic/1', 'octo:episodic/1'],
+    );
     assert.deepEqual(
       gh.requests.filter((r) => r.method !== 'GET').map((r) => r.method),
       ['POST', 'PATCH'],

@@ -272,6 +272,11 @@ export class GitHubStandin {
       });
       return { status: 201, body: this.#pullJson(issue) };
     }
+    if ((m = /^GET \/pulls\/(\d+)$/.exec(key))) {
+      const issue = this.#issue(Number(m[1]));
+      if (!issue.pull) throw Object.assign(new Error('Not Found'), { status: 404 });
+      return ok(this.#pullJson(issue));
+    }
     if ((m = /^PATCH \/pulls\/(\d+)$/.exec(key))) {
       const issue = this.#issue(Number(m[1]));
       if (typeof body.title === 'string') issue.title = body.title;
