@@ -4,7 +4,7 @@
 // items are at least as new as `since`. Rate-limit answers become a `rateLimited` result (the reset time
 // from x-ratelimit-reset or retry-after); outages a ForgeUnavailableError.
 import { Octokit } from '@octokit/rest';
-import type { ForgeMetrics } from './http.ts';
+import type { ForgeMetrics } from '../metrics/forge-metrics.ts';
 import { forgeError, pathOnly, rateLimitReset, splitRepo } from './http.ts';
 import { parseComment, parseIssue, parsePull, parsePullRef } from './shapes.ts';
 import type {

@@ -1,28 +1,8 @@
-// What both forge clients share: the request counter, reading rate-limit headers, and turning a failed
-// response into a typed error whose text can never hold the token.
-import { Counter } from 'prom-client';
-import type { Registry } from 'prom-client';
+// What both forge clients share: reading rate-limit headers, and turning a failed response into a typed
+// error whose text can never hold the token.
 import { clip } from '../api/bounds.ts';
 import type { ForgeKind } from './types.ts';
 import { ForgeRateLimitedError, ForgeRequestError, ForgeUnavailableError } from './types.ts';
-
-/** `episodic_forge_requests_total{forge,code}`: code is the HTTP status, or "error" when none came back. */
-export class ForgeMetrics {
-  readonly requests: Counter;
-
-  constructor(registry: Registry) {
-    this.requests = new Counter({
-      name: 'episodic_forge_requests_total',
-      help: 'Requests to forges (GitHub, Gitea), by HTTP status ("error": no answer)',
-      labelNames: ['forge', 'code'],
-      registers: [registry],
-    });
-  }
-
-  count(forge: ForgeKind, code: number | 'error'): void {
-    this.requests.inc({ forge, code: String(code) });
-  }
-}
 
 export type HeaderGetter = (name: string) => string | null | undefined;
 

@@ -16,7 +16,7 @@ import {
   type HookServer,
   startHookServer,
 } from '../../controller/forge/hook-server.ts';
-import { ForgeMetrics } from '../../controller/forge/http.ts';
+import { ForgeMetrics } from '../../controller/metrics/forge-metrics.ts';
 import { itemBranch, publishWork, pushBranch } from '../../controller/forge/push.ts';
 import { ForgeRequestError, ForgeUnavailableError, reportMarker } from '../../controller/forge/types.ts';
 import { type Gitea, type GiteaAccount, gitAuthEnv, startGitea } from '../support/gitea.ts';

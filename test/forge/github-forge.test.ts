@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { GitHubForge } from '../../controller/forge/github.ts';
-import { ForgeMetrics } from '../../controller/forge/http.ts';
+import { ForgeMetrics } from '../../controller/metrics/forge-metrics.ts';
 import {
   ForgeRateLimitedError,
   ForgeRequestError,
