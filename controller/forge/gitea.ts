@@ -2,7 +2,6 @@
 // Gitea sends no ETag on issue lists, so polls narrow with since= (inclusive, one-second resolution: the
 // caller dedupes by number and updatedAt); labels= is sent but also checked here, because Gitea drops
 // names it does not know and, with none left, returns every issue. See docs/gitea-for-tests.md.
-import type { ForgeMetrics } from '../metrics/forge-metrics.ts';
 import { forgeError, rateLimitReset, splitRepo } from './http.ts';
 import { type ApiComment, type ApiIssue, parseComment, parseIssue, parsePull, parsePullRef } from './shapes.ts';
 import type {
@@ -10,6 +9,7 @@ import type {
   ForgeComment,
   ForgeItem,
   ForgePermission,
+  ForgeRequestCounter,
   ListCommentsQuery,
   ListItemsQuery,
   Listed,
@@ -24,7 +24,8 @@ export interface GiteaForgeOptions {
   apiURL: string;
   repo: string;
   token: string;
-  metrics?: ForgeMetrics;
+  /** Counts every answer (episodic_forge_requests_total). */
+  metrics?: ForgeRequestCounter;
   now?: () => Date;
   timeoutMs?: number;
   /** How long ensurePullRequest retries Gitea's 409/500 answers right after a push. */
@@ -241,10 +242,10 @@ export class GiteaForge implements Forge {
         signal: AbortSignal.timeout(this.#opts.timeoutMs ?? 30_000),
       });
     } catch (err) {
-      this.#opts.metrics?.count('gitea', 'error');
+      this.#opts.metrics?.forgeRequest('gitea', 'error');
       throw forgeError('gitea', what, undefined, (err as Error).message, this.#token);
     }
-    this.#opts.metrics?.count('gitea', res.status);
+    this.#opts.metrics?.forgeRequest('gitea', String(res.status));
     const text = await res.text();
     if (!res.ok && !opts.accept?.includes(res.status)) {
       const resetAt = rateLimitReset(res.status, (h) => res.headers.get(h), this.#now());

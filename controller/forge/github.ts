@@ -4,7 +4,6 @@
 // items are at least as new as `since`. Rate-limit answers become a `rateLimited` result (the reset time
 // from x-ratelimit-reset or retry-after); outages a ForgeUnavailableError.
 import { Octokit } from '@octokit/rest';
-import type { ForgeMetrics } from '../metrics/forge-metrics.ts';
 import { forgeError, pathOnly, rateLimitReset, splitRepo } from './http.ts';
 import { parseComment, parseIssue, parsePull, parsePullRef } from './shapes.ts';
 import type {
@@ -12,6 +11,7 @@ import type {
   ForgeComment,
   ForgeItem,
   ForgePermission,
+  ForgeRequestCounter,
   ListCommentsQuery,
   ListItemsQuery,
   Listed,
@@ -28,7 +28,8 @@ export interface GitHubForgeOptions {
   token: string;
   /** The token's login when GET /user is not allowed (a GitHub App installation token). */
   login?: string;
-  metrics?: ForgeMetrics;
+  /** Counts every answer (episodic_forge_requests_total). */
+  metrics?: ForgeRequestCounter;
   now?: () => Date;
   timeoutMs?: number;
 }
@@ -71,10 +72,10 @@ export class GitHubForge implements Forge {
     const counted: typeof fetch = async (input, init) => {
       try {
         const res = await fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(timeoutMs) });
-        opts.metrics?.count('github', res.status);
+        opts.metrics?.forgeRequest('github', String(res.status));
         return res;
       } catch (err) {
-        opts.metrics?.count('github', 'error');
+        opts.metrics?.forgeRequest('github', 'error');
         throw err;
       }
     };

@@ -43,6 +43,14 @@ export interface ForgeComment {
   updatedAt: string;
 }
 
+/**
+ * Where clients count each answer: `episodic_forge_requests_total{forge,code}` (the trigger metrics implement
+ * it; one registration per registry). `code` is the HTTP status, or "error" when none came back.
+ */
+export interface ForgeRequestCounter {
+  forgeRequest(forge: ForgeKind, code: string): void;
+}
+
 export interface ListItemsQuery {
   kind: 'issues' | 'pullRequests';
   /** All of them must be on an item (also checked client-side: Gitea drops unknown names from its filter). */

@@ -4,7 +4,6 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { AgentTaskStatus, Outcome, Phase, Tokens } from '../api/agent-task.ts';
 import { PHASES } from '../api/agent-task.ts';
 import { BudgetMetrics } from './budget-metrics.ts';
-import { ForgeMetrics } from './forge-metrics.ts';
 import { LeashMetrics } from './leash-metrics.ts';
 import { ResumeMetrics } from './resume-metrics.ts';
 
@@ -79,8 +78,6 @@ export class EpisodicMetrics {
   readonly resume = new ResumeMetrics(this.registry);
   /** AgentBudget spend, remaining and held tasks. */
   readonly budgets = new BudgetMetrics(this.registry);
-  /** Requests to GitHub and Gitea by status (the forge clients count them). */
-  readonly forge = new ForgeMetrics(this.registry);
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     // The event-loop lag histogram samples with a libuv timer: prom-client's default 10 ms would wake an

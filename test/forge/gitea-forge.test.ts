@@ -9,6 +9,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Registry } from 'prom-client';
+import { forgeCounter } from '../support/forge-counter.ts';
 import { GiteaForge } from '../../controller/forge/gitea.ts';
 import {
   type HookDelivery,
@@ -16,7 +17,7 @@ import {
   type HookServer,
   startHookServer,
 } from '../../controller/forge/hook-server.ts';
-import { ForgeMetrics } from '../../controller/metrics/forge-metrics.ts';
+
 import { itemBranch, publishWork, pushBranch } from '../../controller/forge/push.ts';
 import { ForgeRequestError, ForgeUnavailableError, reportMarker } from '../../controller/forge/types.ts';
 import { type Gitea, type GiteaAccount, gitAuthEnv, startGitea } from '../support/gitea.ts';
@@ -32,7 +33,7 @@ describe('GiteaForge against a real Gitea', () => {
   let reader: GiteaAccount;
   let forge: GiteaForge;
   const registry = new Registry();
-  const metrics = new ForgeMetrics(registry);
+  const metrics = forgeCounter(registry);
 
   before(async () => {
     gitea = await startGitea();
@@ -223,7 +224,7 @@ describe('GiteaForge against a real Gitea', () => {
       apiURL: 'http://127.0.0.1:1',
       repo: `${owner}/${repo}`,
       token,
-      metrics: new ForgeMetrics(new Registry()),
+      metrics: forgeCounter(new Registry()),
     });
     const down = await dead.listItems({ kind: 'issues' }).then(
       () => undefined,

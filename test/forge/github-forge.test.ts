@@ -4,8 +4,9 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
+import { forgeCounter } from '../support/forge-counter.ts';
 import { GitHubForge } from '../../controller/forge/github.ts';
-import { ForgeMetrics } from '../../controller/metrics/forge-metrics.ts';
+
 import {
   ForgeRateLimitedError,
   ForgeRequestError,
@@ -21,7 +22,7 @@ describe('GitHubForge against a stand-in in GitHub shapes', () => {
   let gh: GitHubStandin;
   let forge: GitHubForge;
   const registry = new Registry();
-  const metrics = new ForgeMetrics(registry);
+  const metrics = forgeCounter(registry);
   const now = new Date('2026-11-25T12:00:00Z');
 
   before(async () => {
