@@ -42,6 +42,8 @@ type Query = Record<string, string | number | undefined>;
 
 const PAGE = 50; // Gitea's default [api] MAX_RESPONSE_ITEMS: a larger limit is cut to it anyway
 const MAX_PAGES = 200;
+/** What Gitea answers a new PR while its queue still processes the push (measured: 404, 409, 500). */
+const SETTLING = [404, 409, 500];
 const GITEA_ROLES: Record<string, ForgePermission | undefined> = {
   read: 'read',
   write: 'write',
@@ -143,14 +145,14 @@ export class GiteaForge implements Forge {
     const title = input.draft ? `WIP: ${input.title}` : input.title;
     const body = closingBody(input.body, input.closes);
     const deadline = this.#now().getTime() + (this.#opts.pushSettleMs ?? 15_000);
-    // Right after a push Gitea answers 409 ("empty repo") or 500 until its queue catches up; a 409 is also
+    // Right after a push Gitea answers 404, 409 ("empty repo") or 500 until its queue catches up; 409 is also
     // its "a PR for this head exists" (a race with another writer), so every attempt looks for it first.
     for (;;) {
       try {
         return await this.#findOrCreatePull(input, title, body);
       } catch (err) {
         const status = (err as { status?: number }).status;
-        if ((status !== 409 && status !== 500) || this.#now().getTime() > deadline) throw err;
+        if (!SETTLING.includes(status ?? 0) || this.#now().getTime() > deadline) throw err;
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     }

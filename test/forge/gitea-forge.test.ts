@@ -18,6 +18,7 @@ import {
   startHookServer,
 } from '../../controller/forge/hook-server.ts';
 
+import { openForge } from '../../controller/forge/open-forge.ts';
 import { itemBranch, publishWork, pushBranch } from '../../controller/forge/push.ts';
 import { ForgeRequestError, ForgeUnavailableError, reportMarker } from '../../controller/forge/types.ts';
 import { type Gitea, type GiteaAccount, gitAuthEnv, startGitea } from '../support/gitea.ts';
@@ -206,6 +207,32 @@ describe('GiteaForge against a real Gitea', () => {
       assert.ok(err instanceof Error);
       assert.ok(!`${err.message}${err.stack}`.includes('wrong-token-123456'));
       assert.ok(!`${err.message}${err.stack}`.includes(robot.token));
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+
+  it('opens a PR right after the push that made an empty repo non-empty (Gitea answers 409/500 for a moment)', async () => {
+    await gitea.createRepo(owner, 'fresh');
+    await gitea.addCollaborator(owner, 'fresh', robot.name, 'write');
+    const work = await mkdtemp(path.join(os.tmpdir(), 'episodic-forge-fresh-'));
+    try {
+      const auth = { ...process.env, ...gitAuthEnv(robot.name, robot.token) };
+      const git = (args: string[]) => execFileAsync('git', args, { cwd: work, env: auth });
+      await git(['init', '-q', '-b', 'main']);
+      for (const file of ['a.txt', 'b.txt']) {
+        await writeFile(path.join(work, file), `${file}\n`);
+        await git(['add', file]);
+        await git(['-c', 'user.name=R', '-c', 'user.email=r@example.invalid', 'commit', '-q', '-m', file]);
+      }
+      // One push creates both branches of the empty repo; the PR is asked for the moment it returns.
+      await git(['push', '-q', gitea.cloneUrl(owner, 'fresh'), 'HEAD~1:refs/heads/main', 'HEAD:refs/heads/episodic/1']);
+      const fresh = openForge({ forge: 'gitea', apiURL: gitea.url, repo: `${owner}/fresh`, token: robot.token });
+      // No waitForBranch: ensurePullRequest itself rides out the window.
+      const pr = await fresh.ensurePullRequest({ head: 'episodic/1', base: 'main', title: 'B', body: 'b' });
+      assert.equal(pr.action, 'created');
+      const pulls = await gitea.api<unknown[]>('GET', `/repos/${owner}/fresh/pulls`, { query: { state: 'all' } });
+      assert.equal(pulls.length, 1);
     } finally {
       await rm(work, { recursive: true, force: true });
     }
