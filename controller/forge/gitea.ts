@@ -208,7 +208,10 @@ export class GiteaForge implements Forge {
     return ids;
   }
 
-  /** Every page of a list; a rate limit becomes a result, the pages read so far are dropped (asked again). */
+  /**
+   * Every page of a list (X-Total-Count ends it: one item's comments come whole, page and limit ignored). A
+   * rate limit becomes a result; the pages read so far are dropped (asked again).
+   */
   async #listAll<T>(path: string, query: Query): Promise<Listed<T>> {
     const entries: T[] = [];
     try {

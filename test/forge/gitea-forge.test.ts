@@ -50,6 +50,10 @@ describe('GiteaForge against a real Gitea', () => {
   after(async () => {
     await gitea?.stop();
   });
+  const requestCount = async () => {
+    const metric = await registry.getSingleMetric('episodic_forge_requests_total')?.get();
+    return (metric?.values ?? []).reduce((sum, v) => sum + v.value, 0);
+  };
 
   it('lists open issues with the labels, filtering unknown label names itself, and since= narrows', async () => {
     const [agent] = await gitea.api<Array<{ id: number }>>('GET', `/repos/${owner}/${repo}/labels`);
@@ -111,6 +115,18 @@ describe('GiteaForge against a real Gitea', () => {
       mine.map((c) => c.id),
       [c1.id, c2.id],
     );
+  });
+
+  it('reads an item with more comments than a page once: its comments endpoint ignores page and limit', async () => {
+    const issue = await gitea.createIssue(owner, repo, { title: 'Busy' }, alice.token);
+    for (let i = 0; i < 55; i++) await gitea.comment(owner, repo, issue.number, `c${i}`, alice.token);
+    const before = await requestCount();
+    const listed = await forge.listComments({ number: issue.number });
+    assert.equal(listed.kind === 'listed' && new Set(listed.entries.map((c) => c.id)).size, 55);
+    assert.equal(listed.kind === 'listed' && listed.entries.length, 55);
+    assert.equal((await requestCount()) - before, 1);
+    assert.equal((await forge.upsertReport(issue.number, 'busy', 'x')).action, 'created');
+    assert.equal((await forge.upsertReport(issue.number, 'busy', 'y')).action, 'updated');
   });
 
   it('reads a user permission: write, read, none; a token without admin rights is told so', async () => {
