@@ -111,7 +111,7 @@ function popAndPush(
 /** A finished frame is progress for the breaker, as a finished task is (the workspace may not change). */
 function framedProgress(status: AgentTaskStatus): AgentTaskStatus {
   const breaker = status.breaker;
-  if (!breaker || breaker.state !== 'Closed') return status;
+  if (breaker?.state !== 'Closed') return status;
   const at = status.lastEpisode?.finishedAt;
   return { ...status, breaker: { ...breaker, noProgress: 0, ...(at ? { lastProgressAt: at } : {}) } };
 }
