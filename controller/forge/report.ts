@@ -1,0 +1,94 @@
+// The carrier of a trigger's report (issue 21 §2): performs the actions reconciler/trigger-report.ts decides
+// through a Forge — the one marked comment, the label swap, the push and its pull request — and hands back
+// the state to remember. reportTask is the entry point the trigger loop calls once per task per pass.
+import type { AgentTaskStatus } from '../api/agent-task-status.ts';
+import type { GitCredentials } from '../runner/git-credentials.ts';
+import {
+  type ReportAction,
+  type ReportedState,
+  type ReportItem,
+  type ReportSpec,
+  reportActions,
+} from '../reconciler/trigger-report.ts';
+import { publishWork, pushBranch } from './push.ts';
+import type { Forge } from './types.ts';
+
+/** Where a Succeeded task's work is pushed from. */
+export interface ReportWorkspace {
+  /** The git work tree the task ran in. */
+  workspace: string;
+  /** https://host/OWNER/NAME.git, without credentials. */
+  remoteUrl: string;
+  credentials: GitCredentials;
+  /** The PR's base when spec.report.pullRequest.base is unset. */
+  defaultBase: string;
+}
+
+export interface ReportTaskInput {
+  forge: Forge;
+  item: ReportItem;
+  /** The task's name: also the key of its report comment's hidden marker. */
+  task: string;
+  status: AgentTaskStatus;
+  spec: ReportSpec;
+  /** What the last call returned (an empty object the first time). */
+  last: ReportedState;
+  /** Needed only when a publish is due; without it the publish waits for a call that has one. */
+  workspace?: ReportWorkspace;
+  resumePermission?: string;
+  now: () => Date;
+}
+
+export type ReportDone =
+  | { kind: 'comment'; id: number; action: 'created' | 'updated' | 'unchanged' }
+  | { kind: 'labels'; labels: string[] }
+  | { kind: 'publish'; branch: string; commit: string; pullRequest?: { number: number; url: string; action: string } };
+
+/**
+ * Brings the item up to date with the task and returns the state to pass next time. An action that throws
+ * (ForgeUnavailableError, ForgeRateLimitedError…) leaves the returned-so-far state unsaved: the caller keeps
+ * `last`, and the next call redoes only what is still different (every forge write is idempotent).
+ */
+export async function reportTask(input: ReportTaskInput): Promise<{ next: ReportedState; done: ReportDone[] }> {
+  const { actions, next } = reportActions(input);
+  const performable = input.workspace ? actions : actions.filter((a) => a.kind !== 'publish');
+  if (performable.length !== actions.length) next.publishedBranch = input.last.publishedBranch;
+  const done: ReportDone[] = [];
+  for (const action of performable) done.push(await perform(input, action));
+  return { next, done };
+}
+
+async function perform(input: ReportTaskInput, action: ReportAction): Promise<ReportDone> {
+  const { forge, item } = input;
+  if (action.kind === 'comment') {
+    const ref = await forge.upsertReport(item.number, input.task, action.body);
+    return { kind: 'comment', ...ref };
+  }
+  if (action.kind === 'labels') {
+    const labels = await forge.swapLabels(item.number, { add: action.add, remove: action.remove });
+    return { kind: 'labels', labels };
+  }
+  return publish(input, action);
+}
+
+async function publish(
+  input: ReportTaskInput,
+  action: Extract<ReportAction, { kind: 'publish' }>,
+): Promise<ReportDone> {
+  const ws = input.workspace as ReportWorkspace;
+  const push = { workspace: ws.workspace, remoteUrl: ws.remoteUrl, credentials: ws.credentials, branch: action.branch };
+  if (!action.pullRequest) {
+    // A PR item: its own head branch moves; the PR already exists.
+    const { commit } = await pushBranch(push);
+    return { kind: 'publish', branch: action.branch, commit };
+  }
+  const { base, ...pr } = action.pullRequest;
+  // The branch is ours (episodic/N): a re-run of the item rewrites it.
+  const ref = await publishWork(input.forge, { ...push, force: true }, { ...pr, base: base ?? ws.defaultBase });
+  return {
+    kind: 'publish',
+    branch: action.branch,
+    commit: ref.commit,
+    pullRequest: { number: ref.number, url: ref.url, action: ref.action },
+  };
+}

@@ -1,0 +1,43 @@
+// Carries a `/episodic resume` comment to the resume path the CLI uses: the commenter's permission is read
+// from the forge (only for a comment that is a resume command), reconciler/trigger-resume.ts decides, and
+// the request goes where `episodic resume` puts it (locally the request file; on a cluster the caller
+// patches resumeAnnotations(request) onto the task, as `episodic resume --kubeconfig` does).
+import { requestLocalResume } from '../sources/local/resume-requests.ts';
+import type { Phase } from '../api/agent-task-status.ts';
+import {
+  parseResumeCommand,
+  type RepoPermission,
+  type ResumeCommandDecision,
+  resumeCommand,
+} from '../reconciler/trigger-resume.ts';
+import type { Forge, ForgeComment } from './types.ts';
+
+export interface ResumeCommandContext {
+  forge: Forge;
+  comment: ForgeComment;
+  command?: string;
+  minPermission: RepoPermission;
+  phase: Phase | undefined;
+  handledToken?: string;
+  /** Hands the request on: requestLocalResume locally, the annotation patch on a cluster. */
+  request: (request: { token: string; by: string; episodes?: number }) => Promise<void> | void;
+}
+
+/** Decides on one comment and, for a permitted resume command, makes the request. */
+export async function handleResumeComment(ctx: ResumeCommandContext): Promise<ResumeCommandDecision> {
+  const command = ctx.command ?? '/episodic';
+  // Only a resume command costs a permission lookup.
+  if (!parseResumeCommand(ctx.comment.body, command)) return { kind: 'ignore', why: 'not a resume command' };
+  const permission = ctx.comment.authorIsBot ? undefined : await ctx.forge.permission(ctx.comment.author);
+  const decision = resumeCommand({ ...ctx, command, forge: ctx.forge.kind, permission });
+  if (decision.kind === 'resume') await ctx.request(decision.request);
+  return decision;
+}
+
+/** The local path of `episodic resume`: a request file in the state directory, for a NeedsReview task. */
+export function localResumeRequester(stateDir: string, namespace: string, name: string) {
+  return (request: { token: string; by: string; episodes?: number }): void => {
+    const outcome = requestLocalResume(stateDir, namespace, name, request);
+    if (!outcome.ok) throw new Error(outcome.message);
+  };
+}

@@ -1,0 +1,66 @@
+// A `/episodic resume` comment on a trigger's item (issue 21 §2): from a user with at least the trigger's
+// minPermission it becomes the same resume request `episodic resume` makes (a request file locally, the
+// episodic.dev/resume annotations on a cluster); from anyone else, nothing. Pure: the caller looks up the
+// commenter's permission and hands the request to the path the CLI uses.
+import type { Phase } from '../api/agent-task-status.ts';
+import { RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
+
+export const PERMISSION_ORDER = ['read', 'triage', 'write', 'maintain', 'admin'] as const;
+export type RepoPermission = (typeof PERMISSION_ORDER)[number];
+
+export interface ResumeCommandInput {
+  comment: { id: number; author: string; authorIsBot: boolean; body: string };
+  forge: 'github' | 'gitea';
+  /** The trigger's command text (default /episodic). */
+  command?: string;
+  minPermission: RepoPermission;
+  /** The commenter's role on the repo; undefined when they have none. */
+  permission: RepoPermission | undefined;
+  /** The item's task phase: only a NeedsReview task is resumed. */
+  phase: Phase | undefined;
+  /** The token already handled (status.resume.handledToken): one comment resumes once. */
+  handledToken?: string;
+}
+
+export type ResumeCommandDecision =
+  | { kind: 'resume'; request: { token: string; by: string; episodes?: number } }
+  | { kind: 'ignore'; why: string };
+
+const MAX_EPISODES = 10_000;
+
+/** Whether the comment is a resume command this user may give, and the request it makes. */
+export function resumeCommand(input: ResumeCommandInput): ResumeCommandDecision {
+  const parsed = parseResumeCommand(input.comment.body, input.command ?? '/episodic');
+  if (!parsed) return { kind: 'ignore', why: 'not a resume command' };
+  if (input.comment.authorIsBot) return { kind: 'ignore', why: 'bots never resume' };
+  if (!atLeast(input.permission, input.minPermission))
+    return { kind: 'ignore', why: `${input.comment.author} lacks ${input.minPermission} permission` };
+  const token = `${input.forge}-comment-${input.comment.id}`;
+  if (token === input.handledToken) return { kind: 'ignore', why: 'already handled' };
+  if (input.phase !== 'NeedsReview') return { kind: 'ignore', why: `task is ${input.phase ?? 'Pending'}` };
+  const by = `${input.forge}:${input.comment.author.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100)}`;
+  return { kind: 'resume', request: { token, by, ...(parsed.episodes ? { episodes: parsed.episodes } : {}) } };
+}
+
+/** `/episodic resume` or `/episodic resume 5` (five more episodes) on the comment's first line. */
+export function parseResumeCommand(body: string, command: string): { episodes?: number } | undefined {
+  const first = body.trimStart().split('\n', 1)[0].trim();
+  const words = first.split(/\s+/);
+  if (words[0] !== command || words[1] !== 'resume' || words.length > 3) return undefined;
+  if (words.length === 2) return {};
+  const n = /^\d{1,5}$/.test(words[2]) ? Number(words[2]) : NaN;
+  return n >= 1 && n <= MAX_EPISODES ? { episodes: n } : undefined;
+}
+
+export function atLeast(have: RepoPermission | undefined, need: RepoPermission): boolean {
+  return have !== undefined && PERMISSION_ORDER.indexOf(have) >= PERMISSION_ORDER.indexOf(need);
+}
+
+/** The merge-patch annotations `episodic resume --kubeconfig` sets, for the cluster path. */
+export function resumeAnnotations(request: { token: string; by: string; episodes?: number }) {
+  return {
+    [RESUME_ANNOTATION]: request.token,
+    [RESUME_BY_ANNOTATION]: request.by,
+    [RESUME_EPISODES_ANNOTATION]: request.episodes === undefined ? null : String(request.episodes),
+  };
+}
