@@ -1,13 +1,16 @@
 // Carries a `/episodic resume` comment to the resume path the CLI uses: the commenter's permission is read
 // from the forge (only for a comment that is a resume command), reconciler/trigger-resume.ts decides, and
-// the request goes where `episodic resume` puts it (locally the request file; on a cluster the caller
-// patches resumeAnnotations(request) onto the task, as `episodic resume --kubeconfig` does).
+// the request goes where `episodic resume` puts it (locally the request file; on a cluster
+// clusterResumeRequester patches the annotations `episodic resume --kubeconfig` patches).
+import type { KubeConfig } from '@kubernetes/client-node';
+import { API_VERSION, KIND } from '../api/agent-task.ts';
 import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import type { Phase } from '../api/agent-task-status.ts';
 import {
   parseResumeCommand,
   type RepoPermission,
   type ResumeCommandDecision,
+  resumeAnnotations,
   resumeCommand,
 } from '../reconciler/trigger-resume.ts';
 import type { Forge, ForgeComment } from './types.ts';
@@ -39,5 +42,16 @@ export function localResumeRequester(stateDir: string, namespace: string, name: 
   return (request: { token: string; by: string; episodes?: number }): void => {
     const outcome = requestLocalResume(stateDir, namespace, name, request);
     if (!outcome.ok) throw new Error(outcome.message);
+  };
+}
+
+/** The cluster path of `episodic resume --kubeconfig`: a merge patch of the resume annotations, nothing else. */
+export function clusterResumeRequester(kc: KubeConfig, namespace: string, name: string) {
+  return async (request: { token: string; by: string; episodes?: number }): Promise<void> => {
+    const { KubernetesObjectApi, PatchStrategy } = await import('@kubernetes/client-node');
+    const api = KubernetesObjectApi.makeApiClient(kc);
+    const metadata = { name, namespace, annotations: resumeAnnotations(request) };
+    const body = { apiVersion: API_VERSION, kind: KIND, metadata };
+    await api.patch(body as never, undefined, undefined, 'episodic-trigger', undefined, PatchStrategy.MergePatch);
   };
 }
