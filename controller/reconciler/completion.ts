@@ -10,6 +10,17 @@ export function checklistComplete(c: ChecklistCounts | undefined): boolean {
   return !!c && c.total > 0 && c.done + c.skipped === c.total;
 }
 
+/**
+ * A clean exit without a claim that still meets the completion rule (completion.checklist and a complete plan
+ * file): judgeEpisode's ChecklistComplete, and for the executor the cue to run the step's gates as after a claim.
+ */
+export function checklistMeetsCompletion(
+  completion: Pick<AgentTaskSpec['completion'], 'checklist'>,
+  checklist: ChecklistCounts | undefined,
+): boolean {
+  return completion.checklist && checklistComplete(checklist);
+}
+
 /** What a completion claim lacks, one phrase each; empty when it may stand. `status` already counts this episode. */
 export function missingEvidence(
   completion: AgentTaskSpec['completion'],
@@ -97,7 +108,7 @@ export function judgeEpisode(
   const signals = completion.signals;
   let judged: JudgedEpisode = classifyOutcome(result, completion);
   const score = signals ? completionScore(result.evidence, counted.testOnlyEpisodes ?? 0) : undefined;
-  if (judged.outcome === 'continue' && completion.checklist && checklistComplete(result.evidence?.checklist)) {
+  if (judged.outcome === 'continue' && checklistMeetsCompletion(completion, result.evidence?.checklist)) {
     judged = { outcome: 'succeeded', reason: 'ChecklistComplete' };
   }
   if (judged.outcome === 'continue' && signals && score && score.score >= signals.threshold) {

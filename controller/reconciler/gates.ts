@@ -59,8 +59,9 @@ function verdict(
     return { status: passed, events: [normal('GatesPassed', message)] };
   }
   if (!failed.run && !fixing) {
-    // A met completion rule without a claim (a complete checklist): the executor ran no gate. Another episode.
-    const message = `episode ${n} met the completion rule but the gates did not run (no completion claim); continuing`;
+    // A met completion rule whose result has no gate runs (read back from its log after a controller crash):
+    // the gates never judged the work, so another episode of the step runs them.
+    const message = `episode ${n} met the completion rule but no gate runs were recorded; continuing`;
     return {
       status: { ...status, phase: 'Pending', reason: 'GatesNotRun', message },
       events: [warning('GatesNotRun', message)],

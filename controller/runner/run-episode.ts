@@ -8,7 +8,7 @@ import { clip } from '../api/bounds.ts';
 import { episodeResult } from '../api/episode-result.ts';
 import type { EpisodeResult, ErrorClass } from '../api/episode-result.ts';
 import { analyzerOptions } from '../executors/output/analyzer-options.ts';
-import { startProcessEpisode } from '../executors/process/process-episode.ts';
+import { checklistRule, startProcessEpisode } from '../executors/process/process-episode.ts';
 import { readEpisodeConfig, readPrompt } from './episode-input.ts';
 import type { RunnerConfig } from './episode-input.ts';
 import { followFile } from './follow-file.ts';
@@ -180,6 +180,7 @@ async function runAgent(
       onExitZero: config.completion.onExitZero,
       gates: config.gates,
       fixEpisode: config.gate !== undefined,
+      ...checklistRule(config.checklist, config.completion),
       exitNote: false,
       analyzer: analyzerOptions(config, config.completion),
     });

@@ -1,7 +1,8 @@
 // A step's gates as startProcessEpisode runs them (real processes): in order after a confirmed completion
-// claim, fix then check, stopping at the first failing check; in a fix episode after any clean exit; never
-// after a failed agent or a failed verify; a check past timeoutSeconds has its whole tree killed; a cancel
-// while a gate runs kills it and starts nothing more.
+// claim or a clean exit that completes the plan under completion.checklist, fix then check, stopping at the
+// first failing check; in a fix episode after any clean exit; never after a failed agent or a failed verify;
+// a check past timeoutSeconds has its whole tree killed; a cancel while a gate runs kills it and starts
+// nothing more.
 import { strict as assert } from 'node:assert';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -68,6 +69,19 @@ describe('gates in a process episode', () => {
     ).result;
     assert.notEqual(failed.exitCode, 0);
     assert.equal(failed.gates, undefined);
+  });
+
+  test('a clean exit that leaves the plan complete under completion.checklist runs the gates without a claim', async () => {
+    const gates = GATES.slice(1, 2);
+    const run = async (plan: string, completes: boolean) => {
+      writeFileSync(join(t.box.ws, 'PLAN.md'), plan);
+      const checklist = { file: 'PLAN.md', completes };
+      const env = { FAKE_AGENT_MODE: 'continue' };
+      return (await (await startProcessEpisode(request(t.box, { gates, env, checklist }))).result).gates;
+    };
+    assert.deepEqual(summary(await run('- [x] a\n- [S] b\n', true)), ['test:-:1']);
+    assert.equal(await run('- [x] a\n- [ ] b\n', true), undefined, 'a pending item: the rule is not met');
+    assert.equal(await run('- [x] a\n', false), undefined, 'without completion.checklist the plan completes nothing');
   });
 
   test('a failing verify: the gates do not run', async () => {

@@ -227,3 +227,53 @@ test('gates: kill -9 during a fix episode; the restart re-runs no step and keeps
   );
   assert.match(prompts[3].stdin, /The gate "test" checked your work and failed[\s\S]*not ok 2 - adds numbers/);
 });
+
+test('gates: a step finished by a complete checklist (no claim) runs its gates; a failing check gets a fix episode', async () => {
+  const record = join(tempDir('episodic-gates-record-'), 'runs.jsonl');
+  const gateRecord = join(tempDir('episodic-gates-record-'), 'gates.jsonl');
+  const base = pipeline(record, gateRecord);
+  const implement = {
+    name: 'implement',
+    prompt: 'Work through PLAN.md.',
+    completion: { checklist: true },
+    gates: [{ name: 'test', check: [NODE, join(GATES, 'test-gate.mjs')], maxFixEpisodes: 2 }],
+  };
+  const dir = specDir([
+    {
+      name: 'planned',
+      spec: { ...base, progress: { checklist: 'PLAN.md' }, steps: [base.steps[0], implement, base.steps[2]] },
+      script: {
+        episodes: {
+          '1': { mode: 'success', promise: 'PLANNED', writeFiles: { 'PLAN.md': '- [ ] a\n- [ ] b\n' } },
+          '2': { mode: 'continue', writeFiles: { 'PLAN.md': '- [x] a\n- [x] b\n' } },
+          '3': { mode: 'continue', writeFiles: { FIXED: 'yes\n' } },
+          '4': { mode: 'success', promise: 'APPROVED' },
+        },
+      },
+    },
+  ]);
+  const res = await runCli(['run', dir]);
+  assert.equal(res.code, 0, res.stderr);
+  const s = readStatus(dir, 'planned')?.status;
+  assert.equal(s?.phase, 'Succeeded', s?.message);
+  assert.deepEqual(
+    s?.steps?.map((x) => [x.name, x.phase, x.reason, x.episodes]),
+    [
+      ['plan', 'Succeeded', 'PromiseDetected', 1],
+      ['implement', 'Succeeded', 'GatesPassed', 2],
+      ['review', 'Succeeded', 'PromiseDetected', 1],
+    ],
+  );
+  const records = jsonLines<GateRecord>(join(dir, '.episodic/logs/default/planned/episodes.jsonl'));
+  assert.deepEqual(
+    records.map((r) => [r.number, r.step, r.gates?.map((g) => `${g.name}:${g.exitCode}`)]),
+    [
+      [1, 'plan', undefined],
+      [2, 'implement', ['test:1']],
+      [3, 'implement', ['test:0']],
+      [4, 'review', undefined],
+    ],
+  );
+  const prompts = jsonLines<{ stdin: string }>(record).map((r) => r.stdin);
+  assert.match(prompts[2], /The gate "test" checked your work and failed[\s\S]*not ok 2 - adds numbers/);
+});

@@ -203,7 +203,48 @@ test("fix episodes are bounded by maxFixEpisodes, not the step's maxEpisodes", (
   assert.equal(d.status.reason, 'EpisodeRunning');
 });
 
-test('a met completion rule without gate runs (no claim, e.g. a complete checklist) continues: GatesNotRun', () => {
+const PLAN_DONE = { checklist: { done: 2, total: 2, inProgress: 0, failed: 0, skipped: 0 } };
+
+function checklistPipeline(): AgentTaskSpec {
+  const { steps, ...rest } = pipeline();
+  const build = { ...steps?.[0], completion: { onExitZero: false, checklist: true } };
+  return AgentTaskSpecSchema.parse({ ...rest, progress: { checklist: 'PLAN.md' }, steps: [build, steps?.[1]] });
+}
+
+test('a complete checklist (no claim) meets the rule: its gate runs judge the step, pass or fail', () => {
+  const d = new Driver(checklistPipeline());
+  d.pass();
+  let r = d.finish({ exitCode: 0, evidence: PLAN_DONE, gates: TEST_FAILS('not ok 1') });
+  assert.equal(d.status.steps?.[0].gate?.name, 'test');
+  assert.ok(reasons(r).includes('GateCheckFailed'));
+  assert.equal(started(r), 2);
+  r = d.finish({ exitCode: 0, evidence: PLAN_DONE, gates: PASS });
+  assert.deepEqual(
+    [d.status.steps?.[0].phase, d.status.steps?.[0].reason, d.status.steps?.[0].gate],
+    ['Succeeded', 'GatesPassed', undefined],
+  );
+  assert.equal(d.status.step?.name, 'review');
+  assert.ok(!reasons(r).includes('GatesNotRun'));
+});
+
+test('a complete checklist whose gates pass at once: the step succeeds as ChecklistComplete', () => {
+  const d = new Driver(checklistPipeline());
+  d.pass();
+  const r = d.finish({ exitCode: 0, evidence: PLAN_DONE, gates: PASS });
+  assert.deepEqual([d.status.steps?.[0].phase, d.status.steps?.[0].reason], ['Succeeded', 'ChecklistComplete']);
+  assert.deepEqual(reasons(r).slice(0, 3), ['EpisodeSucceeded', 'GatesPassed', 'StepSucceeded']);
+});
+
+test('an incomplete checklist ignores gate runs: the step goes on without a gate state', () => {
+  const d = new Driver(checklistPipeline());
+  d.pass();
+  const half = { checklist: { ...PLAN_DONE.checklist, done: 1 } };
+  d.finish({ exitCode: 0, evidence: half, gates: TEST_FAILS('t') });
+  assert.equal(d.status.steps?.[0].gate, undefined);
+  assert.equal(d.status.step?.name, 'build');
+});
+
+test('a met completion rule whose result has no gate runs (read back from its log) continues: GatesNotRun', () => {
   const d = new Driver(pipeline());
   d.pass();
   const r = d.finish({ exitCode: 0 });

@@ -9,7 +9,7 @@ import type { StopReason } from '../../reconciler/reconcile.ts';
 import type { SkipWhen } from '../../api/scope.ts';
 import { checkSkipWhen } from '../evidence/scope-guard.ts';
 import { analyzerOptions } from '../output/analyzer-options.ts';
-import { startProcessEpisode } from '../process/process-episode.ts';
+import { checklistRule, startProcessEpisode } from '../process/process-episode.ts';
 import { renderPromptNoting } from '../prompt.ts';
 import { outputScope, outputsNote, withPromptNote } from '../../api/outputs.ts';
 import type { Outputs } from '../../api/outputs.ts';
@@ -135,6 +135,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     analyzer: analyzerOptions(spec.agent, spec.completion),
     gates,
     fixEpisode: fixing !== undefined,
+    ...checklistRule(spec.progress.checklist, spec.completion),
   });
   // An agent that never started is the spec's command: say which file, task and field, as validate does.
   const at = `${req.specFile}: AgentTask ${req.namespace}/${req.name}: spec.agent.command`;

@@ -12,7 +12,9 @@ import type { EpisodeResult } from '../../api/episode-result.ts';
 import { rewriteInPlace } from '../../util/fs.ts';
 import { EpisodeLog, exitNote, spoolFiles } from './episode-log.ts';
 import type { OutputListener } from './episode-log.ts';
+import { checklistMeetsCompletion } from '../../reconciler/completion.ts';
 import { completionClaim } from '../../reconciler/outcome.ts';
+import { readWorkspaceChecklist } from '../evidence/collect.ts';
 import type { ClaimFacts, ClaimRules } from '../../reconciler/outcome.ts';
 import { createOutputAnalyzer } from '../output/index.ts';
 import { createByteTail } from '../output/byte-tail.ts';
@@ -62,6 +64,11 @@ export interface ProcessEpisodeRequest {
   gates?: Gate[];
   /** A fix episode (status.steps[].gate): the gates run after any clean exit, claim or not. */
   fixEpisode?: boolean;
+  /**
+   * spec.progress.checklist (in cwd) and spec.completion.checklist: a clean exit that leaves the plan complete
+   * meets the completion rule without a claim, so the gates run after it too (checklistMeetsCompletion).
+   */
+  checklist?: { file: string; completes: boolean };
   /**
    * Where the prompt is written for promptVia stdin/file: a scratch file reused by every episode of the
    * task (rewritten in place, see rewriteInPlace in util/fs.ts). Default: episode-N.prompt.md by the log.
@@ -172,7 +179,8 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     }
     let gates: GateRun[] | undefined;
     const cleanExit = exit.exitCode === 0 && !analysis.agentError && !cancelled && !exit.timedOut;
-    const confirmed = req.fixEpisode ? cleanExit : claimsDone && cleanExit && (!verify || verify.exitCode === 0);
+    const claimed = claimsDone && (!verify || verify.exitCode === 0);
+    const confirmed = cleanExit && (req.fixEpisode || claimed || (!claimsDone && checklistMet(req)));
     if (confirmed && req.gates && req.gates.length > 0) {
       gates = await runGates(req.gates, {
         run: async (gateArgv, timeoutMs, onOutput) => {
@@ -253,6 +261,20 @@ function describeVerify(exit: ProcessEnd, outputTail: string, timeoutMs: number)
   const how = exit.exitCode === null ? `was killed by ${exit.signal ?? 'a signal'}` : `exited ${exit.exitCode}`;
   const last = lastLine(outputTail);
   return { exitCode: exit.exitCode, note: `verify ${how}${last ? `: ${last}` : ''}` };
+}
+
+/** The request's `checklist`: spec.progress.checklist, and whether it completes the step (completion.checklist). */
+export function checklistRule(
+  file: string | undefined,
+  completion: { checklist: boolean },
+): Pick<ProcessEpisodeRequest, 'checklist'> {
+  return file ? { checklist: { file, completes: completion.checklist } } : {};
+}
+
+/** The completion rule met by the plan file alone (read after the agent, before the gates). */
+function checklistMet(req: ProcessEpisodeRequest): boolean {
+  const c = req.checklist;
+  return !!c && checklistMeetsCompletion({ checklist: c.completes }, readWorkspaceChecklist(req.cwd, c.file));
 }
 
 /** What the agent's end says about completion, before verify runs. */
