@@ -1,6 +1,7 @@
 // `episodic validate` finds what `run` would find only when an episode starts (issue 12, item 4): escaping
 // workspaces and prompt files, a task depending on itself or in a cycle, duplicate names across the files
-// given; a dependency on a task that is not there is a warning (it may still be added), not an error.
+// given; a dependency on a task that is not there is a warning (it may still be added), not an error; agent
+// and gate commands that will not start here are warnings naming their field.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -208,4 +209,41 @@ test("a step's promptFile gone by the time its episode starts fails the episode 
     status?.message ?? '',
     /AgentTask default\/vanish: spec\.steps\[1\]\.promptFile: .*build\.md does not exist/,
   );
+});
+
+test("a gate's fix and check are checked as an agent command is, with the step's PATH, naming the gate's field", async () => {
+  const dir = tempDir();
+  mkdirSync(join(dir, 'ws', 'gated'), { recursive: true });
+  const gates = [
+    { name: 'lint', fix: ['./fmt.sh'], check: ['episodic-no-such-gate-xyz'], maxFixEpisodes: 0 },
+    { name: 'test', check: ["node -e 'process.exit(0)'"] },
+  ];
+  const steps = [
+    { name: 'plan', prompt: 'Plan.', gates: [{ name: 'ok', check: [process.execPath, '-e', '0'] }] },
+    { name: 'build', prompt: 'Build.', completion: { onExitZero: true }, gates },
+  ];
+  write(dir, 'gated.yaml', { name: 'gated', spec: { prompt: undefined, steps } });
+  const res = await runCli(['validate', dir]);
+  const warnings = res.stderr.split('\n').filter((l) => l.startsWith('warning: '));
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(warnings.length, 3, res.stderr);
+  assert.match(
+    warnings[0],
+    /gated\.yaml: AgentTask default\/gated: spec\.steps\[1\]\.gates\[0\]\.fix: .*ws\/gated\/fmt\.sh does not exist \(a relative path runs from the workspace\)$/,
+  );
+  assert.match(
+    warnings[1],
+    /gated\.yaml: AgentTask default\/gated: spec\.steps\[1\]\.gates\[0\]\.check: "episodic-no-such-gate-xyz" is not an executable on PATH here/,
+  );
+  assert.match(warnings[2], /spec\.steps\[1\]\.gates\[1\]\.check: .* is one argv entry/);
+
+  // run warns the same before its first episode (its log is JSON: the quotes come escaped).
+  const run = await runCli(['run', dir, '--no-table']);
+  assert.match(
+    run.stderr,
+    /gated\.yaml: AgentTask default\/gated: spec\.steps\[1\]\.gates\[0\]\.check: \\"episodic-no-such/,
+  );
+  const s = readStatus(dir, 'gated')?.status;
+  assert.equal(s?.reason, 'GateFailed', s?.message);
+  assert.match(s?.message ?? '', /gate lint .*cannot start episodic-no-such-gate-xyz/);
 });

@@ -1,7 +1,7 @@
 // Checks across a set of spec files that no single document can make on its own — the ones `run` would
 // otherwise find only when an episode starts: a workspace or promptFile that leads out of its root or is
 // not there, a dependsOn that names the task itself or closes a cycle, or names a task that is not there,
-// an agent command that will not start here. One path, used by `episodic validate` and by `episodic run`
+// an agent or gate command that will not start here. One path, used by `episodic validate` and by `episodic run`
 // when it loads DIR; the workspace and cycle checks are the executor's and the loop's own (one home each).
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
@@ -47,6 +47,7 @@ export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) =>
     const workspace = checkWorkspace(t, spec, resolve(rootOf(t)), fail, warn);
     for (const w of agentCommandWarnings(spec, workspace)) warn(w);
     for (const w of stepAgentCommandWarnings(spec, workspace)) warn(w);
+    for (const w of gateCommandWarnings(spec, workspace)) warn(w);
     const tasks = byNamespace.get(t.namespace) as Map<string, SpecTask>;
     const cycle = cycleThrough(t.name, (name) => {
       const dep = tasks.get(name);
@@ -105,7 +106,28 @@ export function agentCommandWarnings(
   workspace: string | undefined,
   field = 'spec.agent.command',
 ): string[] {
-  const [program, ...rest] = spec.agent.command;
+  return commandWarnings(spec.agent.command, spec.agent.env, workspace, field);
+}
+
+/** A gate's fix and check (argv[0]) as an agent command is checked: with its step's env, from the workspace. */
+function gateCommandWarnings(spec: AgentTaskSpec, workspace: string | undefined): string[] {
+  return (spec.steps ?? []).flatMap((step, i) => {
+    const env = stepSpec(spec, i + 1).agent.env;
+    return (step.gates ?? []).flatMap((gate, j) => {
+      const at = `spec.steps[${i}].gates[${j}]`;
+      const fix = gate.fix ? commandWarnings(gate.fix, env, workspace, `${at}.fix`) : [];
+      return [...fix, ...commandWarnings(gate.check, env, workspace, `${at}.check`)];
+    });
+  });
+}
+
+function commandWarnings(
+  argv: readonly string[],
+  env: AgentTaskSpec['agent']['env'],
+  workspace: string | undefined,
+  field: string,
+): string[] {
+  const [program, ...rest] = argv;
   if (program === undefined) return [];
   if (/\s/.test(program.trim()) && !existsSync(program)) {
     const split = [...splitWords(program), ...rest];
@@ -122,7 +144,7 @@ export function agentCommandWarnings(
       ];
     return isExecutable(file) ? [] : [`${field}: ${file} is not an executable file`];
   }
-  const path = spec.agent.env.find((e) => e.name === 'PATH')?.value ?? process.env.PATH ?? '';
+  const path = env.find((e) => e.name === 'PATH')?.value ?? process.env.PATH ?? '';
   const dirs = path.split(delimiter).filter(Boolean);
   if (dirs.some((d) => isExecutable(join(d, program)))) return [];
   return [
