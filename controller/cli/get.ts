@@ -14,12 +14,14 @@ import type { LocalState } from '../console/local-state.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { printable } from '../util/printable.ts';
+import { gateSummary, getSteps } from './get-steps.ts';
 
 interface GetOptions {
   output: string;
   stateDir?: string;
   episodes?: boolean;
   audit?: boolean;
+  steps?: boolean;
   namespace: string;
 }
 
@@ -34,6 +36,7 @@ export function registerGet(program: Command): void {
     .option('--state-dir <path>', 'state directory (default DIR/.episodic)')
     .option('--episodes', "list the task's episode records (logs/NAMESPACE/NAME/episodes.jsonl in the state directory)")
     .option('--audit', "the task's stop and resume decisions (status.audit) and its resume state")
+    .option('--steps', "a pipeline task's steps: phase, reason, episodes, cost and the gate being fixed")
     .option('-n, --namespace <ns>', 'namespace of NAME, with --episodes or --audit', 'default')
     .action(async (first: string | undefined, second: string | undefined, opts: GetOptions) => {
       if ((opts.episodes || opts.audit) && first === undefined) {
@@ -41,6 +44,8 @@ export function registerGet(program: Command): void {
           `episodic get: ${opts.audit ? '--audit' : '--episodes'} needs the task: episodic get NAME [DIR] ${opts.audit ? '--audit' : '--episodes'}`,
         );
         process.exitCode = 2;
+      } else if (opts.steps) {
+        process.exitCode = first === undefined ? usage('--steps') : await getSteps(first, second ?? '.', opts);
       } else if (opts.audit) {
         process.exitCode = await getAudit(first as string, second ?? '.', opts);
       } else if (!opts.episodes && second !== undefined) {
@@ -53,6 +58,11 @@ export function registerGet(program: Command): void {
         process.exitCode = await getCommand(named ? '.' : (first ?? '.'), opts, named ? first : undefined);
       }
     });
+}
+
+function usage(flag: string): number {
+  console.error(`episodic get: ${flag} needs the task: episodic get NAME [DIR] ${flag}`);
+  return 2;
 }
 
 function validOutput(output: string): boolean {
@@ -97,6 +107,8 @@ export async function getCommand(
   const wide = opts.output === 'wide';
   // STEP ("2/4 implement") only when a task is a pipeline (spec.steps).
   const piped = items.some(({ task, status }) => task.spec?.steps || status.step);
+  // GATE ("test 1/3": fix episodes used of maxFixEpisodes) only while some step is fixing a gate.
+  const gated = items.some(({ task, status }) => gateSummary(task.spec, status) !== '');
   const header = [
     'NAMESPACE',
     'NAME',
@@ -105,6 +117,7 @@ export async function getCommand(
     'COST',
     'REASON',
     ...(piped ? ['STEP'] : []),
+    ...(gated ? ['GATE'] : []),
     'PROGRESS',
     ...(wide ? ['LAST OUTCOME', 'NEXT EPISODE'] : []),
     'MESSAGE',
@@ -117,6 +130,7 @@ export async function getCommand(
     `$${status.costUSD.toFixed(4)}`,
     status.reason ?? '',
     ...(piped ? [status.step?.summary ?? ''] : []),
+    ...(gated ? [gateSummary(task.spec, status)] : []),
     status.progress?.summary ?? '',
     ...(wide ? [status.lastEpisode?.outcome ?? '', status.nextEpisodeAt ?? ''] : []),
     status.message ?? '',

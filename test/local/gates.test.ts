@@ -194,6 +194,7 @@ test('gates: kill -9 during a fix episode; the restart re-runs no step and keeps
   await first.exited;
   const before = readStatus(dir, 'crashy')?.status;
   assert.deepEqual([before?.steps?.[1].gate?.name, before?.steps?.[1].gate?.fixEpisodes], ['test', 0]);
+  await assertGetShowsGate(dir);
 
   const second = await runCli(['run', dir]);
   assert.equal(second.code, 0, second.stderr);
@@ -277,3 +278,23 @@ test('gates: a step finished by a complete checklist (no claim) runs its gates; 
   const prompts = jsonLines<{ stdin: string }>(record).map((r) => r.stdin);
   assert.match(prompts[2], /The gate "test" checked your work and failed[\s\S]*not ok 2 - adds numbers/);
 });
+
+/** `episodic get` while crashy's implement step fixes its test gate: the GATE column and the --steps list. */
+async function assertGetShowsGate(dir: string): Promise<void> {
+  const list = await runCli(['get', dir]);
+  assert.equal(list.code, 0, list.stderr);
+  const [header, row] = list.stdout.trim().split('\n');
+  assert.match(header, /\bSTEP\s+GATE\b/);
+  assert.match(row, /\b2\/3 implement\s+test 0\/2\b/);
+  const steps = await runCli(['get', 'crashy', dir, '--steps']);
+  assert.equal(steps.code, 0, steps.stderr);
+  const lines = steps.stdout.trim().split('\n');
+  assert.match(lines[0], /^default\/crashy: Running \(EpisodeRunning\), step 2\/3 implement$/);
+  assert.match(lines[1], /^#\s+STEP\s+PHASE\s+REASON\s+EPISODES\s+COST\s+GATE$/);
+  assert.match(lines[2], /^ 1\s+plan\s+Succeeded\s+PromiseDetected\s+1\s+\$0\.0123\s*$/);
+  assert.match(lines[3], /^\*2\s+implement\s+Running\s+\S+\s+2\s+\$0\.0123\s+test 0\/2$/);
+  assert.match(lines[4], /^ 3\s+review\s+Pending\b/);
+  const json = await runCli(['get', 'crashy', dir, '--steps', '-o', 'json']);
+  const view = JSON.parse(json.stdout) as { step: { name: string }; steps: Array<{ gate?: { name: string } }> };
+  assert.deepEqual([view.step.name, view.steps[1].gate?.name], ['implement', 'test']);
+}
