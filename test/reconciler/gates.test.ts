@@ -1,7 +1,8 @@
 // Gates (spec.steps[].gates) in the pure reconciler, pass by pass as the loop drives it: a step whose
 // completion rule is met advances only once every gate's check passed; a failing check starts fix episodes
 // (status.steps[].gate) until the gates pass or maxFixEpisodes is spent (GateFailed); a timed-out check
-// counts as failing; outages do not spend fix episodes; maxEpisodes does not stop them. And the schema.
+// counts as failing; outages and cancels do not spend fix episodes; maxEpisodes does not stop them; a breaker
+// that opens keeps the gate state for the resume; a complete checklist meets the rule as a claim does. And the schema.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
@@ -11,6 +12,7 @@ import type { EpisodeResultInput } from '../../controller/api/episode-result.ts'
 import type { GateRun } from '../../controller/api/gates.ts';
 import { reconcile } from '../../controller/reconciler/reconcile.ts';
 import type { Action, ReconcileResult } from '../../controller/reconciler/reconcile.ts';
+import type { ReconcileInput } from '../../controller/reconciler/types.ts';
 
 const T0 = Date.parse('2026-11-25T12:00:00.000Z');
 const OFF = { noProgressEpisodes: 0, halfOpenEpisodes: 0, sameErrorEpisodes: 0 };
@@ -44,7 +46,7 @@ class Driver {
   constructor(spec: AgentTaskSpec) {
     this.spec = spec;
   }
-  pass(episode?: Parameters<typeof reconcile>[0]['episode']): ReconcileResult {
+  pass(episode?: ReconcileInput['episode'], over: Partial<ReconcileInput> = {}): ReconcileResult {
     this.minute++;
     this.last = reconcile({
       namespace: 'default',
@@ -57,6 +59,7 @@ class Driver {
       now: new Date(T0 + this.minute * 60_000),
       jitter: 0,
       episode,
+      ...over,
     });
     this.status = this.last.status;
     return this.last;
@@ -193,6 +196,33 @@ test('a fix episode without gate runs (its result read from the log after a cras
   });
   assert.ok(reasons(r).includes('GateCheckFailed'));
   assert.equal(started(r), 3);
+});
+
+test('a fix episode that opens the breaker keeps the gate state; a resume goes on fixing that gate', () => {
+  const promised = pipeline({}, { completion: { onExitZero: false, promise: 'DONE' } });
+  const spec = AgentTaskSpecSchema.parse({ ...promised, breaker: { ...OFF, noProgressEpisodes: 1 } });
+  const d = new Driver(spec);
+  d.pass();
+  const unchanged = { workspace: { kind: 'directory' as const, changed: false } };
+  d.finish({ exitCode: 0, completion: 'promise', gates: TEST_FAILS('not ok 1'), evidence: unchanged });
+  d.finish({ exitCode: 0, gates: TEST_FAILS('not ok 2'), evidence: unchanged });
+  assert.deepEqual([d.status.phase, d.status.reason], ['NeedsReview', 'CircuitOpen']);
+  assert.deepEqual([d.status.steps?.[0].gate?.name, d.status.steps?.[0].gate?.fixEpisodes], ['test', 1]);
+  assert.equal(d.status.steps?.[0].gate?.lastOutput, 'not ok 2');
+  const r = d.pass(undefined, { resumeRequest: { token: 'r1', by: 'alice', episodes: 1 } });
+  assert.equal(started(r), 3);
+  assert.equal(d.status.step?.name, 'build');
+  assert.equal(d.status.steps?.[0].gate?.fixEpisodes, 1, 'the fix episodes spent stay spent');
+  d.finish({ exitCode: 0, gates: PASS });
+  assert.deepEqual([d.status.steps?.[0].phase, d.status.steps?.[0].reason], ['Succeeded', 'GatesPassed']);
+});
+
+test('a cancelled fix episode (a stop) spends no fix episode', () => {
+  const d = new Driver(pipeline());
+  d.pass();
+  d.finish({ exitCode: 0, gates: TEST_FAILS('t') });
+  d.finish({ exitCode: null, cancelled: true });
+  assert.equal(d.status.steps?.[0].gate?.fixEpisodes, 0);
 });
 
 test("fix episodes are bounded by maxFixEpisodes, not the step's maxEpisodes", () => {
