@@ -14,7 +14,7 @@ import type { LocalState } from '../console/local-state.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { printable } from '../util/printable.ts';
-import { gateSummary, getSteps } from './get-steps.ts';
+import { gateSummary, getSteps, stepTable } from './get-steps.ts';
 
 interface GetOptions {
   output: string;
@@ -139,6 +139,8 @@ export async function getCommand(
   const fitted = wide ? rows : fitLastColumn(header, rows, terminalColumns());
   if (rows.length === 0) console.error(`No AgentTasks found in ${dir}.`);
   else process.stdout.write(`${formatTable(header, fitted)}\n`);
+  // One pipeline task: its steps under the row (as `--steps` lists them).
+  if (name !== undefined && piped) process.stdout.write(`\n${stepTable(items[0].task.spec, items[0].status)}\n`);
   return 0;
 }
 

@@ -174,8 +174,8 @@ test('gates: kill -9 during a fix episode; the restart re-runs no step and keeps
       spec: pipeline(record, gateRecord),
       script: {
         episodes: {
-          '1': { mode: 'success', promise: 'PLANNED' },
-          '2': { mode: 'success', promise: 'BUILT', writeFiles: { 'src.txt': 'x\n' } },
+          '1': { mode: 'success', promise: 'PLANNED', outputs: { PLAN_ID: 'p-1' } },
+          '2': { mode: 'success', promise: 'BUILT', writeFiles: { 'src.txt': 'x\n' }, outputs: 'BUILD=b-2\n' },
           '3': { mode: 'sleep', sleepSeconds: 300, pidFile },
           '4': { mode: 'continue', writeFiles: { FIXED: 'yes\n' } },
           '5': { mode: 'success', promise: 'APPROVED' },
@@ -194,6 +194,7 @@ test('gates: kill -9 during a fix episode; the restart re-runs no step and keeps
   await first.exited;
   const before = readStatus(dir, 'crashy')?.status;
   assert.deepEqual([before?.steps?.[1].gate?.name, before?.steps?.[1].gate?.fixEpisodes], ['test', 0]);
+  assert.deepEqual(before?.outputs, { PLAN_ID: 'p-1', BUILD: 'b-2' }, 'published before the kill');
   await assertGetShowsGate(dir);
 
   const second = await runCli(['run', dir]);
@@ -208,6 +209,12 @@ test('gates: kill -9 during a fix episode; the restart re-runs no step and keeps
       ['implement', 'Succeeded', 3],
       ['review', 'Succeeded', 1],
     ],
+  );
+  // No output lost: what plan and implement published before the kill is in status after the restart.
+  assert.deepEqual(s?.outputs, { PLAN_ID: 'p-1', BUILD: 'b-2' });
+  assert.deepEqual(
+    s?.steps?.map((x) => x.outputs),
+    [{ PLAN_ID: 'p-1' }, { BUILD: 'b-2' }, undefined],
   );
   const records = jsonLines<GateRecord>(join(dir, '.episodic/logs/default/crashy/episodes.jsonl'));
   assert.deepEqual(
@@ -286,6 +293,11 @@ async function assertGetShowsGate(dir: string): Promise<void> {
   const [header, row] = list.stdout.trim().split('\n');
   assert.match(header, /\bSTEP\s+GATE\b/);
   assert.match(row, /\b2\/3 implement\s+test 0\/2\b/);
+  // The task alone: its row, then its steps.
+  const one = await runCli(['get', 'crashy', dir]);
+  assert.equal(one.code, 0, one.stderr);
+  assert.match(one.stdout, /\n\n#\s+STEP\s+PHASE\s+REASON\s+EPISODES\s+COST\s+GATE\n 1\s+plan\s+Succeeded\b/);
+  assert.match(one.stdout, /\n\*2\s+implement\s+Running\s+\S+\s+2\s+\$0\.0123\s+test 0\/2\n/);
   const steps = await runCli(['get', 'crashy', dir, '--steps']);
   assert.equal(steps.code, 0, steps.stderr);
   const lines = steps.stdout.trim().split('\n');
