@@ -1,7 +1,7 @@
 // Pipelines across interruptions on the real kube-apiserver, the real runner in each episode "pod"
 // (FakeKubelet): a kill -9 of the controller process while a fix episode runs (the pod finishes while no
 // controller runs; the restart records it, its gates pass, and the next step starts: no step re-runs, no pod
-// is created twice); and a task stopped for review in its middle step, resumed by the annotation, goes on in
+// is created twice, no output lost); and a task stopped for review in its middle step, resumed by the annotation, goes on in
 // that step (the first step never runs again).
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -89,9 +89,12 @@ describe('cluster controller: pipelines across a kill -9 and a resume', { skip: 
       ],
     });
     await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, 'crashy', spec) });
-    await kubelet.runEpisode(await waitForPod(client, ns, 'crashy-ep-1'), { env: { FAKE_AGENT_MODE: 'success' } });
+    const outputs = (o: Record<string, string>) => ({ FAKE_AGENT_OUTPUTS: JSON.stringify(o) });
+    await kubelet.runEpisode(await waitForPod(client, ns, 'crashy-ep-1'), {
+      env: { FAKE_AGENT_MODE: 'success', ...outputs({ PLAN_ID: 'p-1' }) },
+    });
     const built = await kubelet.runEpisode(await waitForPod(client, ns, 'crashy-ep-2'), {
-      env: { FAKE_AGENT_MODE: 'success' },
+      env: { FAKE_AGENT_MODE: 'success', ...outputs({ BUILD: 'b-2' }) },
     });
     assert.deepEqual(
       JSON.parse(built.message).gates.map((g: { exitCode: number }) => g.exitCode),
@@ -102,11 +105,12 @@ describe('cluster controller: pipelines across a kill -9 and a resume', { skip: 
     const fix = await kubelet.setRunning(await waitForPod(client, ns, 'crashy-ep-3'));
     const fixing = await waitForTask(client, ns, 'crashy', (s) => s.currentEpisode?.number === 3);
     assert.deepEqual([fixing.status.steps[1].gate.name, fixing.status.steps[1].gate.fixEpisodes], ['test', 0]);
+    assert.deepEqual(fixing.status.outputs, { PLAN_ID: 'p-1', BUILD: 'b-2' });
     assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
 
     // While no controller runs, the fix episode ends cleanly (no promise) and its gates pass in the pod.
     const fixed = await runRunner(fix, {
-      env: { FAKE_AGENT_MODE: '' },
+      env: { FAKE_AGENT_MODE: '', ...outputs({ FIX: 'f-3' }) },
       files: { '.fake-agent.json': JSON.stringify({ default: { mode: 'continue', writeFiles: { FIXED: 'y' } } }) },
     });
     assert.equal(fixed.exitCode, 0, fixed.message);
@@ -126,6 +130,9 @@ describe('cluster controller: pipelines across a kill -9 and a resume', { skip: 
       ['review', 'Succeeded', 1],
     ]);
     assert.equal(done.status.steps[1].reason, 'GatesPassed');
+    // No output lost: those published before the kill and the one the fix episode published while none ran.
+    assert.deepEqual(done.status.outputs, { PLAN_ID: 'p-1', BUILD: 'b-2', FIX: 'f-3' });
+    assert.deepEqual(done.status.steps[1].outputs, { BUILD: 'b-2', FIX: 'f-3' });
     assert.equal(done.status.episodes, 4);
     assert.deepEqual(await extraPods('crashy', 4), []);
     assert.deepEqual(await recordSteps('crashy'), [
