@@ -3,7 +3,7 @@
 // the gates in the pod after the agent's claim; the test gate fails, its run travels in the termination
 // message, the controller starts a fix episode whose pod carries the gate (config and prompt); the runner runs
 // the gates after the fix episode's clean exit, they pass, and the pipeline goes on to review and succeeds.
-// Each AgentEpisode records its gate runs.
+// Each AgentEpisode records its gate runs. And a step finished by a complete checklist runs its gates as well.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
@@ -142,5 +142,32 @@ describe('cluster controller: gates', { skip: skipCluster, timeout: 120_000 }, (
     assert.deepEqual(gateWords(3), ['lint:0', 'test:0']);
     assert.equal(gateWords(1), undefined);
     assert.match(byNumber.get(2)?.gates?.[1].output ?? '', /not ok 2/);
+  });
+
+  it('a step finished by a complete checklist (no claim): the runner runs its gates too', async () => {
+    const spec = fakeClaudeSpec({
+      prompt: undefined,
+      progress: { checklist: 'PLAN.md' },
+      steps: [
+        {
+          name: 'execute',
+          prompt: 'Work through PLAN.md.',
+          completion: { checklist: true },
+          gates: [{ name: 'test', check: [NODE, path.join(GATES, 'test-gate.mjs')] }],
+        },
+      ],
+    });
+    await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, 'planned', spec) });
+    const ran = await kubelet.runEpisode(await waitForPod(client, ns, 'planned-ep-1'), {
+      env: { FAKE_AGENT_MODE: 'continue' },
+      files: { 'PLAN.md': '- [x] a\n- [x] b\n', FIXED: 'y' },
+    });
+    assert.equal(ran.exitCode, 0, ran.message);
+    assert.deepEqual(
+      JSON.parse(ran.message).gates?.map((g: { name: string; exitCode: number }) => `${g.name}:${g.exitCode}`),
+      ['test:0'],
+    );
+    const done = await waitForTask(client, ns, 'planned', (s) => s.phase === 'Succeeded');
+    assert.deepEqual([done.status.steps[0].phase, done.status.steps[0].reason], ['Succeeded', 'ChecklistComplete']);
   });
 });
