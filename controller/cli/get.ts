@@ -11,17 +11,17 @@ import { EPISODE_LABEL, TASK_LABEL, episodePodName } from '../cluster/names.ts';
 import { EPISODES_FILE, episodesPath, lastDeletedTaskDir, readRecords } from '../sinks/local/episode-records.ts';
 import { readLocalState, readStoredStatuses } from '../console/local-state.ts';
 import type { LocalState } from '../console/local-state.ts';
+import { gateSummary, getSteps, stepTable } from './get-steps.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { printable } from '../util/printable.ts';
-import { gateSummary, getSteps, stepTable } from './get-steps.ts';
 
 interface GetOptions {
   output: string;
   stateDir?: string;
+  steps?: boolean;
   episodes?: boolean;
   audit?: boolean;
-  steps?: boolean;
   namespace: string;
 }
 
@@ -34,9 +34,9 @@ export function registerGet(program: Command): void {
     .argument('[dir]', 'after NAME: the directory (default .)')
     .option('-o, --output <format>', 'table, wide, json or yaml', 'table')
     .option('--state-dir <path>', 'state directory (default DIR/.episodic)')
+    .option('--steps', "a pipeline task's steps: phase, reason, episodes, cost and the gate being fixed")
     .option('--episodes', "list the task's episode records (logs/NAMESPACE/NAME/episodes.jsonl in the state directory)")
     .option('--audit', "the task's stop and resume decisions (status.audit) and its resume state")
-    .option('--steps', "a pipeline task's steps: phase, reason, episodes, cost and the gate being fixed")
     .option('-n, --namespace <ns>', 'namespace of NAME, with --episodes or --audit', 'default')
     .action(async (first: string | undefined, second: string | undefined, opts: GetOptions) => {
       if ((opts.episodes || opts.audit) && first === undefined) {
@@ -44,10 +44,10 @@ export function registerGet(program: Command): void {
           `episodic get: ${opts.audit ? '--audit' : '--episodes'} needs the task: episodic get NAME [DIR] ${opts.audit ? '--audit' : '--episodes'}`,
         );
         process.exitCode = 2;
-      } else if (opts.steps) {
-        process.exitCode = first === undefined ? usage('--steps') : await getSteps(first, second ?? '.', opts);
       } else if (opts.audit) {
         process.exitCode = await getAudit(first as string, second ?? '.', opts);
+      } else if (opts.steps) {
+        process.exitCode = first === undefined ? usage('--steps') : await getSteps(first, second ?? '.', opts);
       } else if (!opts.episodes && second !== undefined) {
         process.exitCode = await getCommand(second, opts, first);
       } else if (opts.episodes) {

@@ -1,6 +1,7 @@
 // Counting a plan file: Markdown checkboxes with RalphSharp's markers, or a Ralph prd.json's stories.
 import { closeSync, openSync, readSync } from 'node:fs';
 import type { ChecklistCounts } from '../../api/leash.ts';
+import { insideWorkspace } from './inside-workspace.ts';
 
 // A plan file is a few KB; past this it is not a plan, and reading it must not cost the controller.
 const MAX_BYTES = 1024 * 1024;
@@ -54,4 +55,10 @@ export function readChecklist(path: string): ChecklistCounts | undefined {
   } finally {
     closeSync(fd);
   }
+}
+
+/** The counts of the plan file `path` (spec.progress.checklist) inside the workspace; undefined when unreadable. */
+export function readWorkspaceChecklist(workspace: string, path: string): ChecklistCounts | undefined {
+  const plan = insideWorkspace(workspace, path);
+  return plan ? readChecklist(plan) : undefined;
 }

@@ -2,7 +2,7 @@
 import { realpathSync } from 'node:fs';
 import { resolve, sep } from 'node:path';
 import type { EpisodeResult } from '../../api/episode-result.ts';
-import type { ChecklistCounts, Evidence } from '../../api/leash.ts';
+import type { Evidence } from '../../api/leash.ts';
 import { readChecklist } from './checklist.ts';
 import { errorFingerprint } from './fingerprint.ts';
 import { compareWorkspace, snapshotWorkspace } from './workspace.ts';
@@ -21,18 +21,13 @@ export async function collectEvidence(req: EvidenceRequest, result: EpisodeResul
   const evidence: Evidence = { ...result.evidence }; // what the output said (RALPH_STATUS, keywords)
   const after = req.before ? await snapshotWorkspace(req.workspace, req.snapshot) : undefined;
   if (req.before && after) evidence.workspace = await compareWorkspace(req.workspace, req.before, after);
-  const checklist = req.checklist ? readWorkspaceChecklist(req.workspace, req.checklist) : undefined;
+  const plan = req.checklist ? insideWorkspace(req.workspace, req.checklist) : undefined;
+  const checklist = plan ? readChecklist(plan) : undefined;
   if (checklist) evidence.checklist = checklist;
   const failed = result.exitCode !== 0 || result.agentError || result.errorClass !== 'none' || result.timedOut;
   const fingerprint = failed ? errorFingerprint(result.message) : undefined;
   if (fingerprint) evidence.errorFingerprint = fingerprint;
   return evidence;
-}
-
-/** The counts of the plan file `path` (spec.progress.checklist) inside the workspace; undefined when unreadable. */
-export function readWorkspaceChecklist(workspace: string, path: string): ChecklistCounts | undefined {
-  const plan = insideWorkspace(workspace, path);
-  return plan ? readChecklist(plan) : undefined;
 }
 
 /** The plan file's path if it stays inside the workspace, symlinks followed; else undefined. */

@@ -14,7 +14,7 @@ import { EpisodeLog, exitNote, spoolFiles } from './episode-log.ts';
 import type { OutputListener } from './episode-log.ts';
 import { checklistMeetsCompletion } from '../../reconciler/completion.ts';
 import { completionClaim } from '../../reconciler/outcome.ts';
-import { readWorkspaceChecklist } from '../evidence/collect.ts';
+import { readWorkspaceChecklist } from '../evidence/checklist.ts';
 import type { ClaimFacts, ClaimRules } from '../../reconciler/outcome.ts';
 import { createOutputAnalyzer } from '../output/index.ts';
 import { createByteTail } from '../output/byte-tail.ts';
