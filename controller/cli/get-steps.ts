@@ -47,6 +47,10 @@ export async function getSteps(
   dirArg: string,
   opts: { output: string; stateDir?: string; namespace: string },
 ): Promise<number> {
+  if (!['table', 'wide', 'json', 'yaml'].includes(opts.output)) {
+    console.error(`episodic get: --output: "${opts.output}" is not one of table, wide, json, yaml`);
+    return 2;
+  }
   const dir = resolve(dirArg);
   let items: Awaited<ReturnType<typeof readLocalState>>['items'];
   try {
