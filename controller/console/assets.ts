@@ -46,6 +46,9 @@ section { background: #fff; padding: .6em 1em; margin-bottom: 1em; border-radius
 button { cursor: pointer; }
 svg.cost { background: #fff; }
 .error { color: #b3261e; }
+tr.current td { background: #eef3fd; }
+pre.tail { margin: 0; max-height: 12em; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12px; }
+button.expand { font-size: 11px; }
 `;
 
 const here = fileURLToPath(import.meta.url);

@@ -13,7 +13,7 @@ import type { Informer } from '../kube/informer.ts';
 import type { KubeClient } from '../kube/kube-client.ts';
 import type { CustomObject } from '../kube/objects.ts';
 import { episodesPath } from '../sinks/cluster/episode-records.ts';
-import { taskRow } from './views.ts';
+import { gateLimitsOf, taskRow } from './views.ts';
 import type { BudgetView, ConsoleEvent, ConsoleSource, ResumeOutcome, TaskDetail, TaskRow } from './views.ts';
 
 const COALESCE_MS = 100;
@@ -68,7 +68,7 @@ export class ClusterConsoleSource implements ConsoleSource {
     const heldBy = (await this.budgets())
       .filter((b) => b.namespace === namespace && b.status?.heldTasks.includes(name))
       .map((b) => `${b.namespace}/${b.name}`);
-    return { row: rowOf(obj), status: statusOf(obj), episodes, heldBy };
+    return { row: rowOf(obj), status: statusOf(obj), episodes, heldBy, gateLimits: gateLimitsOf(obj.spec) };
   }
 
   async budgets(): Promise<BudgetView[]> {

@@ -9,7 +9,7 @@ import { episodeLogPath } from '../executors/local/episode-launcher.ts';
 import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import type { LoadedSpecs } from '../sources/local/spec-files.ts';
 import { readBudgets, readEpisodes, readLocalState, readStoredStatus, statusPath } from './local-state.ts';
-import { identityOfSpec, taskRow } from './views.ts';
+import { gateLimitsOf, identityOfSpec, taskRow } from './views.ts';
 import type { BudgetView, ConsoleEvent, ConsoleSource, ResumeOutcome, TaskDetail, TaskRow } from './views.ts';
 
 // Changes within this window go out as one event: 100 status writes a second make 10 events, not 100.
@@ -173,6 +173,7 @@ export class LocalConsoleSource implements ConsoleSource {
       status,
       episodes: await readEpisodes(this.stateDir, namespace, name),
       heldBy,
+      gateLimits: gateLimitsOf(task.spec),
     };
   }
 

@@ -4,6 +4,7 @@ import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { AgentBudgetStatus } from '../api/agent-budget.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { SpecTask } from '../sources/local/spec-files.ts';
+import { DEFAULT_MAX_FIX_EPISODES } from '../api/gates.ts';
 
 export interface TaskRow {
   key: string;
@@ -30,6 +31,26 @@ export interface TaskDetail {
   episodes: EpisodeRecord[];
   /** AgentBudgets whose window currently holds this task. */
   heldBy: string[];
+  /** spec.steps[].gates' maxFixEpisodes by step and gate: names and numbers only, never the spec itself. */
+  gateLimits?: GateLimits;
+}
+
+export type GateLimits = Record<string, Record<string, number>>;
+
+/** The fix-episode cap of each step's gates, read loosely: the cluster's spec is raw JSON, not defaulted. */
+export function gateLimitsOf(spec: unknown): GateLimits | undefined {
+  const steps = (spec as { steps?: unknown } | undefined)?.steps;
+  if (!Array.isArray(steps)) return undefined;
+  const limits: GateLimits = {};
+  for (const step of steps as Array<{ name?: unknown; gates?: unknown }>) {
+    if (typeof step?.name !== 'string' || !Array.isArray(step.gates)) continue;
+    const gates: Record<string, number> = {};
+    for (const gate of step.gates as Array<{ name?: unknown; maxFixEpisodes?: unknown }>)
+      if (typeof gate?.name === 'string')
+        gates[gate.name] = typeof gate.maxFixEpisodes === 'number' ? gate.maxFixEpisodes : DEFAULT_MAX_FIX_EPISODES;
+    limits[step.name] = gates;
+  }
+  return limits;
 }
 
 export interface BudgetView {

@@ -2,6 +2,7 @@
 // episode's evidence and log (the running one followed live), the breaker, the audit trail, and Resume.
 import type { EpisodeRecord } from '../../api/episode-record.ts';
 import { api, append, h, seconds, usd } from './dom.ts';
+import { episodeExtras, outputs, review, stack, steps } from './pipeline.ts';
 import type { TaskDetail } from './types.ts';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -107,8 +108,9 @@ export class TaskPage {
         r.phase === 'NeedsReview' ? this.resumeButton() : null,
         h('p', { data: { testid: 'action-result' } }),
       ),
+      ...[review(d), steps(d), outputs(d), stack(d)].filter((x) => x !== null),
       h('section', {}, h('h3', {}, 'Episodes'), this.timeline(d), costChart(d.episodes, r.maxCostUSD)),
-      h('section', {}, h('h3', {}, `Episode ${this.selected ?? ''}`), this.evidence(), this.logEl),
+      h('section', {}, h('h3', {}, `Episode ${this.selected ?? ''}`), ...this.episode(), this.logEl),
       h('section', {}, h('h3', {}, 'Audit trail'), audit(d)),
     );
   }
@@ -136,8 +138,13 @@ export class TaskPage {
     return el;
   }
 
-  private evidence(): HTMLElement {
+  /** The selected episode: its evidence, then its gate runs, outputs and ops. */
+  private episode(): HTMLElement[] {
     const e = this.detail?.episodes.find((x) => x.number === this.selected);
+    return [this.evidence(e), ...(e ? episodeExtras(e) : [])];
+  }
+
+  private evidence(e: EpisodeRecord | undefined): HTMLElement {
     if (!e) return h('p', {}, this.selected === this.detail?.status.currentEpisode?.number ? 'running…' : '');
     const ws = e.evidence?.workspace;
     const facts: Array<[string, string]> = [
@@ -158,6 +165,7 @@ export class TaskPage {
           : '',
       ],
       ['commit', ws?.commit ?? ''],
+      ['step', e.step ?? ''],
       ['checklist', e.evidence?.checklist ? `${e.evidence.checklist.done}/${e.evidence.checklist.total}` : ''],
       ['error fingerprint', e.evidence?.errorFingerprint ?? ''],
       ['message', e.message ?? ''],
