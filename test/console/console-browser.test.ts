@@ -84,7 +84,7 @@ test('console: the fleet shows the tasks of a local run with their phases and co
       );
       assert.match((await page.textContent('[data-testid=evidence]')) ?? '', /outcome\s*continue/);
       assert.match((await page.textContent('[data-testid=audit]')) ?? '', /Stopped\s*controller\s*CircuitOpen/);
-      await screenshot(page, dir, 'console-task.png');
+      await screenshot(page, dir, 'console-task-breaker.png');
 
       await page.click('a[href="#/budgets"]');
       await page.waitForSelector('[data-testid=budgets] td');
