@@ -7,7 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { consoleUrlOf, launchBrowser, screenshot, startConsoleCli, watchedPage } from '../support/browser.ts';
-import { NODE, readStatus, runCli, specDir, startCli } from '../support/local.ts';
+import { NODE, REPO, readStatus, runCli, specDir, startCli } from '../support/local.ts';
 
 const LONG = `${'a long value '.repeat(40)}END`;
 
@@ -42,23 +42,28 @@ function script(implementOutputs: Record<string, string>, fixWaitsFor?: string) 
   };
 }
 
-async function taskPage(dir: string, name: string, fn: (page: Page) => Promise<void>): Promise<void> {
+async function taskPage(dir: string, name: string, fn: (page: Page) => Promise<void>, ready?: string): Promise<void> {
   const server = await startConsoleCli(dir);
   try {
-    await openTask(server.url, name, fn);
+    await openTask(server.url, name, fn, ready);
   } finally {
     server.child.kill('SIGINT');
     await server.exited;
   }
 }
 
-async function openTask(url: string, name: string, fn: (page: Page) => Promise<void>): Promise<void> {
+async function openTask(
+  url: string,
+  name: string,
+  fn: (page: Page) => Promise<void>,
+  ready = '[data-testid=steps] tr[data-step]',
+): Promise<void> {
   let browser: Browser | undefined;
   try {
     browser = await launchBrowser();
     const page = await watchedPage(browser);
     await page.goto(`${url}/#/task/default/${name}`);
-    await page.waitForSelector('[data-testid=steps] tr[data-step]');
+    await page.waitForSelector(ready);
     await fn(page);
     assert.deepEqual(await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations), []);
   } finally {
@@ -150,4 +155,32 @@ test('console: markup in an output value, a gate output and an outputs note show
     assert.equal(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss), undefined);
     assert.equal(await page.locator('main img, main script').count(), 0);
   });
+});
+
+test('console: a context stack task shows its stack depth and, per episode, the ops it gave and those rejected', async () => {
+  const op = (v: unknown) => `@op ${JSON.stringify(v)}`;
+  const plan = ['plan the work', op({ op: 'push', frames: ['part A'] }), op({ op: 'set', key: 'plan', value: 'v1' })];
+  const ship = ['ship it', '@raw {"op":"spawn","name":"../escape","prompt":"x"}'];
+  const agent = { command: [NODE, join(REPO, 'test/agents/ops-agent.mjs')], output: 'text' };
+  const dir = specDir([
+    { name: 'stacky', spec: { prompt: undefined, stack: [plan.join('\n'), ship.join('\n')], agent } },
+  ]);
+  const res = await runCli(['run', dir]);
+  assert.equal(res.code, 0, res.stdout + res.stderr);
+  await taskPage(
+    dir,
+    'stacky',
+    async (page) => {
+      assert.match((await page.textContent('[data-testid=stack] h3')) ?? '', /Context stack — depth 0/);
+      await page.click('[data-testid=timeline] .mark[data-episode="1"]');
+      await page.waitForSelector('[data-testid=ops]:text("ops: push 1, set plan")');
+      await page.click('[data-testid=timeline] .mark[data-episode="3"]');
+      await page.waitForSelector('[data-testid=ops-rejected]');
+      assert.match(
+        (await page.textContent('[data-testid=ops-rejected]')) ?? '',
+        /^ops rejected: line 1: spawn: name: must be a lowercase DNS label/,
+      );
+    },
+    '[data-testid=stack]',
+  );
 });
