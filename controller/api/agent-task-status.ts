@@ -5,6 +5,7 @@ import { BreakerStatusSchema, ProgressStatusSchema } from './leash.ts';
 import { AuditEntrySchema, ResumeStatusSchema } from './resume.ts';
 import { GateStateSchema } from './gates.ts';
 import { OPS_LAST_EPISODE_FIELDS, OPS_STATUS_FIELDS } from './ops-status.ts';
+import { ReviewStatusSchema } from './review.ts';
 
 export const PHASES = [
   'Pending',
@@ -144,6 +145,8 @@ export const AgentTaskStatusSchema = z.object({
     'the latest value of each output the episodes published; {{tasks.NAME.outputs.KEY}} in dependents',
   ),
   ...OPS_STATUS_FIELDS,
+  // What needs a person (issue 19 §6): kept from each episode's evidence by reconciler/review.ts.
+  review: ReviewStatusSchema.optional().describe('what needs a person: [!] items, new DISCOVERY.md / IDEAS.md entries'),
 });
 
 export type AgentTaskStatus = z.infer<typeof AgentTaskStatusSchema>;

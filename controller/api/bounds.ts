@@ -106,3 +106,16 @@ export const OUTPUT_VALUE_MAX_BYTES = 1024;
 export const OUTPUTS_TOTAL_MAX_BYTES = 4096;
 /** Longest note saying which outputs were dropped or which referenced outputs were unknown. */
 export const OUTPUTS_NOTE_MAX = 500;
+// What needs a person (status.review, issue 19 §6): how many items status keeps and how long each may be.
+/** `[!]` items of the plan file kept in status.review; the rest are counted in flaggedMore. */
+export const REVIEW_FLAGGED_MAX = 20;
+/** New DISCOVERY.md / IDEAS.md entries kept in status.review; the rest are counted in entriesMore. */
+export const REVIEW_ENTRIES_MAX = 30;
+/** Longest item text in status.review, in characters (an entry's first lines). */
+export const REVIEW_TEXT_MAX = 200;
+/** Bytes of compact JSON an episode's review evidence may take in the 4096-byte termination message. */
+export const REVIEW_EVIDENCE_BYTES = 768;
+/** Longest item text in an episode's review evidence (a budget shared by up to a few dozen items). */
+export const REVIEW_EVIDENCE_TEXT_MAX = 120;
+/** Digests of entries an episode removed, at most. */
+export const REVIEW_REMOVED_MAX = 16;

@@ -2,6 +2,7 @@
 // settings and state, and the task's checklist progress. Zod, like the rest of the API: types, defaults,
 // validation messages and the CRD come from here.
 import { z } from 'zod';
+import { ReviewEvidenceSchema } from './review.ts';
 
 const count = z.number().int().nonnegative();
 
@@ -54,6 +55,8 @@ export const EvidenceSchema = z.object({
   ralph: RalphStatusSchema.optional(),
   /** Completion keywords found in the final answer (only with completion.signals). */
   completionKeywords: z.array(z.string().max(32)).max(8).optional(),
+  /** What needs a person: the plan file's [!] items, DISCOVERY.md / IDEAS.md entries added (api/review.ts). */
+  review: ReviewEvidenceSchema.optional(),
 });
 
 export const ProgressSpecSchema = z.strictObject({

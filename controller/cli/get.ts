@@ -15,6 +15,8 @@ import { gateSummary, getSteps, stepTable } from './get-steps.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { printable } from '../util/printable.ts';
+import { reviewCount } from '../api/review.ts';
+import { reviewWords } from '../reconciler/review.ts';
 
 interface GetOptions {
   output: string;
@@ -22,6 +24,7 @@ interface GetOptions {
   steps?: boolean;
   episodes?: boolean;
   audit?: boolean;
+  review?: boolean;
   namespace: string;
 }
 
@@ -37,13 +40,18 @@ export function registerGet(program: Command): void {
     .option('--steps', "a pipeline task's steps: phase, reason, episodes, cost and the gate being fixed")
     .option('--episodes', "list the task's episode records (logs/NAMESPACE/NAME/episodes.jsonl in the state directory)")
     .option('--audit', "the task's stop and resume decisions (status.audit) and its resume state")
-    .option('-n, --namespace <ns>', 'namespace of NAME, with --episodes or --audit', 'default')
+    .option(
+      '--review',
+      "what needs a person: the plan's [!] items, new DISCOVERY.md / IDEAS.md entries (status.review)",
+    )
+    .option('-n, --namespace <ns>', 'namespace of NAME, with --episodes, --audit or --review', 'default')
     .action(async (first: string | undefined, second: string | undefined, opts: GetOptions) => {
-      if ((opts.episodes || opts.audit) && first === undefined) {
-        console.error(
-          `episodic get: ${opts.audit ? '--audit' : '--episodes'} needs the task: episodic get NAME [DIR] ${opts.audit ? '--audit' : '--episodes'}`,
-        );
+      const flag = opts.audit ? '--audit' : opts.review ? '--review' : '--episodes';
+      if ((opts.episodes || opts.audit || opts.review) && first === undefined) {
+        console.error(`episodic get: ${flag} needs the task: episodic get NAME [DIR] ${flag}`);
         process.exitCode = 2;
+      } else if (opts.review) {
+        process.exitCode = await getReview(first as string, second ?? '.', opts);
       } else if (opts.audit) {
         process.exitCode = await getAudit(first as string, second ?? '.', opts);
       } else if (opts.steps) {
@@ -246,6 +254,38 @@ async function getAudit(name: string, dirArg: string, opts: GetOptions): Promise
   const rows = view.audit.map((a) => [a.at.replace(/\.\d+Z$/, 'Z'), a.action, a.by, a.reason ?? '', a.message]);
   process.stdout.write(`${formatTable(['AT', 'ACTION', 'BY', 'REASON', 'MESSAGE'], rows)}\n`);
   return 0;
+}
+
+/** `get NAME [DIR] --review`: what needs a person (status.review), or "nothing needs review". */
+async function getReview(name: string, dirArg: string, opts: GetOptions): Promise<number> {
+  if (!validOutput(opts.output)) return 2;
+  const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
+  const { records } = await new FileStatusStore(stateDir).readAll();
+  const status = records.find((r) => r.namespace === opts.namespace && r.name === name)?.status;
+  if (!status) {
+    console.error(`episodic get: no task ${opts.namespace}/${name} on record in ${stateDir}`);
+    return 1;
+  }
+  if (opts.output === 'json' || opts.output === 'yaml') {
+    const view = { phase: status.phase, review: status.review ?? null };
+    process.stdout.write(opts.output === 'json' ? `${JSON.stringify(view, null, 2)}\n` : yamlLib().stringify(view));
+    return 0;
+  }
+  process.stdout.write(`${reviewLines(`${opts.namespace}/${name}`, status).join('\n')}\n`);
+  return 0;
+}
+
+/** A person's view of status.review: a header line, then one line per item (text printable, as kept). */
+export function reviewLines(task: string, status: AgentTaskStatus): string[] {
+  const review = status.review;
+  const phase = `${status.phase ?? 'Pending'}${status.reason ? ` (${status.reason})` : ''}`;
+  if (!review || reviewCount(review) === 0) return [`${task}: ${phase}; nothing needs review`];
+  const lines = [`${task}: ${phase}; ${reviewWords(review, 'the plan')}`];
+  for (const text of review.flagged) lines.push(`  [!] ${printable(text)}`);
+  if (review.flaggedMore > 0) lines.push(`  … ${review.flaggedMore} more [!] items`);
+  for (const e of review.entries) lines.push(`  ${e.file} (episode ${e.episode}): ${printable(e.text)}`);
+  if (review.entriesMore > 0) lines.push(`  … ${review.entriesMore} more new entries`);
+  return lines;
 }
 
 /** A record as the cluster has it (`kubectl get ae NAME-ep-N -o yaml`), so scripts read both the same way. */

@@ -28,8 +28,9 @@ import {
   stepRecord,
   syncSteps,
 } from './steps.ts';
+import { foldReview, reviewEvents } from './review.ts';
 import { DEADLINE_GRACE_MS, normal, warning } from './types.ts';
-import type { Action, Events, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
+import type { Action, Events, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
 
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 
@@ -61,6 +62,7 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     const ops = applyEpisodeOps(status, ended, input.spec, input.now);
     status = ops.status;
     events.push(...ops.events);
+    status = withReviewFacts(status, given.episode ?? ended, ended.number);
   }
 
   const decided = decide(status, input);
@@ -78,6 +80,7 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
   const unnamed = status.message;
   status = mirrorStep(status, input.now, input.spec !== undefined);
   const named = nameStepInEvents(events, unnamed, status.message);
+  named.push(...reviewEvents(input.status.phase, status, input.spec?.progress.checklist));
   // Messages carry user input (a spec error quotes the spec): bounded here, whatever made them.
   if (status.message) status.message = clip(status.message, STATUS_MESSAGE_MAX);
   status.observedGeneration = input.generation;
@@ -98,6 +101,12 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     wakeDependents: pass.ended || input.status.phase !== status.phase,
     waitsForSlot: status.reason === QUEUED,
   };
+}
+
+/** What needs a person, from the ended episode's evidence as observed (a stop's result keeps no evidence). */
+function withReviewFacts(status: AgentTaskStatus, observed: ObservedEpisode, number: number): AgentTaskStatus {
+  const facts = observed.number === number ? observed.result?.evidence?.review : undefined;
+  return facts ? { ...status, review: foldReview(status.review, facts, number) } : status;
 }
 
 function earliest(...delays: Array<number | undefined>): number | undefined {

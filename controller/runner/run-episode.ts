@@ -19,6 +19,7 @@ import type { GitWorkspace } from './git-workspace.ts';
 import { checkpointEpisode } from '../executors/evidence/checkpoint.ts';
 import { collectEvidence } from '../executors/evidence/collect.ts';
 import { checkSkipWhen, enforceScope, scopeBaseline } from '../executors/evidence/scope-guard.ts';
+import { snapshotReview } from '../executors/evidence/review.ts';
 import { snapshotWorkspace } from '../executors/evidence/workspace.ts';
 import { withPromptNote } from '../api/outputs.ts';
 import { encodeTerminationMessage } from './termination-message.ts';
@@ -111,9 +112,10 @@ async function runConfiguredEpisode(
   if (skip) return finish(opts, episodeResult({ exitCode: null, skipped: { reason: 'SkipWhen' }, message: skip }), 0);
   const before = await snapshotWorkspace(config.workspaceDir);
   const scoped = config.scope ? await scopeBaseline(config.workspaceDir) : undefined;
+  const reviewBefore = snapshotReview(config.workspaceDir);
   let result = withPromptNote(await runAgent(opts, config, prompt.value, agentTimeoutMs), prompt.note);
   const evidence = await collectEvidence(
-    { workspace: config.workspaceDir, before, checklist: config.checklist },
+    { workspace: config.workspaceDir, before, checklist: config.checklist, reviewBefore },
     result,
   ).catch(() => undefined);
   if (evidence) result = { ...result, evidence };

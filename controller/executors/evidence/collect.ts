@@ -1,10 +1,11 @@
 // The evidence of one episode, gathered after it ended: the same for a local process and the runner in a pod.
-import { realpathSync } from 'node:fs';
-import { resolve, sep } from 'node:path';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import type { Evidence } from '../../api/leash.ts';
 import { readChecklist } from './checklist.ts';
 import { errorFingerprint } from './fingerprint.ts';
+import { insideWorkspace } from './inside-workspace.ts';
+import { collectReview } from './review.ts';
+import type { ReviewSnapshot } from './review.ts';
 import { compareWorkspace, snapshotWorkspace } from './workspace.ts';
 import type { SnapshotOptions, WorkspaceSnapshot } from './workspace.ts';
 
@@ -15,6 +16,8 @@ export interface EvidenceRequest {
   /** spec.progress.checklist: a path inside the workspace. */
   checklist?: string;
   snapshot?: SnapshotOptions;
+  /** DISCOVERY.md and IDEAS.md before the agent started: with it, the evidence says what needs a person. */
+  reviewBefore?: ReviewSnapshot;
 }
 
 export async function collectEvidence(req: EvidenceRequest, result: EpisodeResult): Promise<Evidence> {
@@ -24,19 +27,9 @@ export async function collectEvidence(req: EvidenceRequest, result: EpisodeResul
   const plan = req.checklist ? insideWorkspace(req.workspace, req.checklist) : undefined;
   const checklist = plan ? readChecklist(plan) : undefined;
   if (checklist) evidence.checklist = checklist;
+  if (req.reviewBefore) evidence.review = collectReview(req.workspace, req.reviewBefore, req.checklist);
   const failed = result.exitCode !== 0 || result.agentError || result.errorClass !== 'none' || result.timedOut;
   const fingerprint = failed ? errorFingerprint(result.message) : undefined;
   if (fingerprint) evidence.errorFingerprint = fingerprint;
   return evidence;
-}
-
-/** The plan file's path if it stays inside the workspace, symlinks followed; else undefined. */
-function insideWorkspace(workspace: string, path: string): string | undefined {
-  try {
-    const root = realpathSync(workspace);
-    const real = realpathSync(resolve(root, path));
-    return real === root || real.startsWith(root + sep) ? real : undefined;
-  } catch {
-    return undefined;
-  }
 }

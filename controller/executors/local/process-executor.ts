@@ -17,6 +17,8 @@ import { alwaysAllowed, effectiveSkipWhen } from '../../reconciler/scope.ts';
 import { collectEvidence } from '../evidence/collect.ts';
 import { enforceScope, scopeBaseline } from '../evidence/scope-guard.ts';
 import type { ScopeBaseline } from '../evidence/scope-guard.ts';
+import { snapshotReview } from '../evidence/review.ts';
+import type { ReviewSnapshot } from '../evidence/review.ts';
 import { snapshotWorkspace } from '../evidence/workspace.ts';
 import type { WorkspaceSnapshot } from '../evidence/workspace.ts';
 import { analyzerOptions } from '../output/analyzer-options.ts';
@@ -126,6 +128,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
     const spec = effectiveSpec(task.spec, status);
     let before: WorkspaceSnapshot | undefined;
     let scoped: ScopeBaseline | undefined;
+    let reviewBefore: ReviewSnapshot | undefined;
     const snapshot = { exclude: [this.opts.stateDir] };
     const episode = await launchEpisode({
       root: this.opts.root,
@@ -143,6 +146,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       beforeSpawn: async (workspace) => {
         before = await snapshotWorkspace(workspace, snapshot);
         if (spec.scope) scoped = await scopeBaseline(workspace, snapshot.exclude);
+        reviewBefore = snapshotReview(workspace);
       },
     });
     this.running.set(task.key, episode);
@@ -151,7 +155,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       const workspace = episode.workspace;
       // Evidence is best effort: an episode whose evidence could not be gathered is still recorded.
       const evidence = workspace
-        ? await collectEvidence({ workspace, before, checklist, snapshot }, ended).catch(() => undefined)
+        ? await collectEvidence({ workspace, before, checklist, snapshot, reviewBefore }, ended).catch(() => undefined)
         : undefined;
       let result = evidence ? { ...ended, evidence } : ended;
       // Out-of-scope changes are judged (and with Revert restored) before the checkpoint commits anything.
