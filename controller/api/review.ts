@@ -61,3 +61,14 @@ export function reviewCount(review: ReviewStatus | undefined): number {
   if (!review) return 0;
   return review.flagged.length + review.flaggedMore + review.entries.length + review.entriesMore;
 }
+
+/** The facts with their items turned into counts (and removed digests kept): when even they must give way. */
+export function reviewCountsOnly(review: ReviewEvidence): ReviewEvidence {
+  const flagged = (review.flagged?.length ?? 0) + (review.flaggedMore ?? 0);
+  const added = (review.added?.length ?? 0) + (review.addedMore ?? 0);
+  return {
+    ...(review.removed?.length ? { removed: review.removed } : {}),
+    ...(flagged > 0 ? { flaggedMore: flagged } : {}),
+    ...(added > 0 ? { addedMore: added } : {}),
+  };
+}

@@ -6,6 +6,7 @@ import { clipStart, ELLIPSIS, EPISODE_MESSAGE_MAX, OPS_TERMINATION_BUDGET } from
 import { TERMINATION_MESSAGE_LIMIT } from '../api/episode-config.ts';
 import { EpisodeResultSchema } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
+import { reviewCountsOnly } from '../api/review.ts';
 import { fitOpsToBudget, withoutOps } from './termination-ops.ts';
 import { withOutputs } from './termination-outputs.ts';
 
@@ -23,7 +24,16 @@ export function encodeTerminationMessage(given: EpisodeResult, limitBytes = TERM
   // If even the facts alone do not fit with the ops, they give way (said in opsRejected).
   const result = fitOpsToBudget(given, Math.min(OPS_TERMINATION_BUDGET, limitBytes / 2));
   const encoded = encodeFitted(result, limitBytes);
-  return byteLength(encoded) <= limitBytes || !result.ops ? encoded : encodeFitted(withoutOps(result), limitBytes);
+  if (byteLength(encoded) <= limitBytes) return encoded;
+  // Review items give way before ops do: their counts stay, so status.review still says how many.
+  const counted = withReviewCounted(result);
+  const again = encodeFitted(counted, limitBytes);
+  return byteLength(again) <= limitBytes || !counted.ops ? again : encodeFitted(withoutOps(counted), limitBytes);
+}
+
+function withReviewCounted(result: EpisodeResult): EpisodeResult {
+  const review = result.evidence?.review;
+  return review ? { ...result, evidence: { ...result.evidence, review: reviewCountsOnly(review) } } : result;
 }
 
 /**

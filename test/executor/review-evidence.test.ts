@@ -117,3 +117,39 @@ test('termination message: a full review budget beside a full-length message fit
   assert.deepEqual(decoded?.evidence?.review, review);
   assert.equal(decoded?.message, result.message, 'the message was not cut for it');
 });
+
+test('termination message: beside ops at their budget, review items stay; when even facts crowd it, they give way to counts before any op does', () => {
+  const flagged = Array.from({ length: 20 }, (_, i) => `${'x'.repeat(110)} ${i}`);
+  const review = fitReview(flagged, [], ['0123456789ab']);
+  const listed = review.flagged?.length ?? 0;
+  const ops = Array.from({ length: 6 }, (_, i) => ({ op: 'set' as const, key: `k${i}`, value: 'v'.repeat(400) }));
+  const result = episodeResult({ exitCode: 0, message: 'm'.repeat(EPISODE_MESSAGE_MAX), ops, evidence: { review } });
+  const alone = decodeTerminationMessage(encodeTerminationMessage({ ...result, evidence: undefined }));
+  assert.ok((alone?.ops?.length ?? 0) >= 4);
+  const both = decodeTerminationMessage(encodeTerminationMessage(result));
+  assert.deepEqual(both?.ops, alone?.ops, 'as many ops as without review facts');
+  assert.deepEqual(both?.evidence?.review, review, 'the message was cut, not the review facts');
+
+  // Eight gate verdicts and the fullest other evidence as well: the facts alone no longer fit beside the ops.
+  const gates = Array.from({ length: 8 }, (_, i) => ({ name: `${'g'.repeat(60)}${i}`, exitCode: 1, durationMs: 1234 }));
+  const sha = (c: string) => c.repeat(40);
+  const workspace = {
+    kind: 'git' as const,
+    changed: true,
+    headBefore: sha('a'),
+    headAfter: sha('b'),
+    commit: sha('c'),
+  };
+  const ralph = { status: 's'.repeat(64), testsStatus: 't'.repeat(64), workType: 'w'.repeat(64), tasksCompleted: 9 };
+  const evidence = { review, workspace, errorFingerprint: 'e'.repeat(200), ralph };
+  const crowded = { ...result, gates, evidence };
+  const encoded = encodeTerminationMessage(crowded);
+  assert.ok(Buffer.byteLength(encoded) <= 4096);
+  const decoded = decodeTerminationMessage(encoded);
+  assert.deepEqual(decoded?.ops, alone?.ops, 'every op still kept');
+  assert.equal(decoded?.gates?.length, 8);
+  assert.deepEqual(decoded?.evidence?.review, {
+    removed: ['0123456789ab'],
+    flaggedMore: listed + (review.flaggedMore ?? 0),
+  });
+});
