@@ -3,6 +3,7 @@
 // inside a pod's 4096-byte termination message beside a full-length message.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,6 +78,10 @@ test('collectReview: entries added and removed across an episode, [!] items afte
     writeFileSync(join(outside, 'secret.md'), '- [!] secret\n');
     symlinkSync(join(outside, 'secret.md'), join(ws, 'TODO.md'));
     assert.deepEqual(collectReview(ws, snapshotReview(ws), 'TODO.md'), {});
+    // A FIFO in place of a file is not opened (that would block until a writer came).
+    rmSync(join(ws, 'IDEAS.md'));
+    execFileSync('mkfifo', [join(ws, 'IDEAS.md')]);
+    assert.equal(snapshotReview(ws).size, 2);
   } finally {
     rmSync(ws, { recursive: true, force: true });
     rmSync(outside, { recursive: true, force: true });

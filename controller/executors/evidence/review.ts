@@ -2,7 +2,7 @@
 // DISCOVERY.md and IDEAS.md it added or removed (a snapshot before the agent, compared after). The same code
 // runs in the local executor and in the runner inside an episode pod, which alone sees a cluster workspace.
 // The result is bounded in bytes: it travels in the pod's termination message beside everything else.
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import {
   REVIEW_EVIDENCE_BYTES,
   REVIEW_EVIDENCE_TEXT_MAX,
@@ -93,16 +93,25 @@ function fitsBudget(review: FullReview): boolean {
 /** A file inside the workspace, at most MAX_BYTES of it; undefined when missing, outside or unreadable. */
 function readInside(workspace: string, file: string): string | undefined {
   const path = insideWorkspace(workspace, file);
-  if (!path) return undefined;
+  // Only a regular file: opening a FIFO an agent left there would block the controller.
+  if (!path || !isRegularFile(path)) return undefined;
   let fd: number | undefined;
   try {
     fd = openSync(path, 'r');
-    const buf = Buffer.alloc(MAX_BYTES);
-    const n = readSync(fd, buf, 0, MAX_BYTES, 0);
+    const buf = Buffer.alloc(Math.min(fstatSync(fd).size, MAX_BYTES));
+    const n = readSync(fd, buf, 0, buf.length, 0);
     return buf.subarray(0, n).toString('utf8');
   } catch {
     return undefined;
   } finally {
     if (fd !== undefined) closeSync(fd);
+  }
+}
+
+function isRegularFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
   }
 }
