@@ -4,7 +4,7 @@
 // listed, and ReviewItems says how many when the task ends. A task with nothing to review says so.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, readFileSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, readStatus, runCli, specDir, tempDir } from '../support/local.ts';
 
@@ -74,4 +74,47 @@ test('agent text in review items is printable; a task with nothing to review say
   const missing = await runCli(['get', 'nope', dir, '--review']);
   assert.equal(missing.code, 1);
   assert.equal((await runCli(['get', '--review'])).code, 2);
+});
+
+test('the RalphSharp pipeline rerun half-done: EXPLORE, REFINE and PLAN skipped by PLAN.md, EXECUTE goes on; only the new entries are listed', async () => {
+  const dir = ralphsharp();
+  const tasks = join(dir, 'tasks.yaml');
+  const spec = readFileSync(tasks, 'utf8');
+  // First run: EXECUTE may take two episodes only, so two items stay pending.
+  writeFileSync(tasks, spec.replace('limits: { maxEpisodes: 10 }', 'limits: { maxEpisodes: 2 }'));
+  const first = await runCli(['run', dir]);
+  assert.equal(first.code, 1, first.stderr);
+  const stopped = readStatus(dir, 'ralphsharp')?.status;
+  assert.deepEqual(
+    [stopped?.phase, stopped?.reason, stopped?.step?.name],
+    ['NeedsReview', 'MaxEpisodesReached', 'execute'],
+  );
+  assert.match(readFileSync(join(dir, 'project/PLAN.md'), 'utf8'), /- \[ \] publish/);
+  assert.deepEqual(
+    stopped?.review?.entries.map((e) => e.file),
+    ['IDEAS.md'],
+  );
+
+  // A person reruns the pipeline from scratch (a new task on the same workspace): it resumes at EXECUTE.
+  rmSync(join(dir, '.episodic'), { recursive: true });
+  writeFileSync(tasks, spec);
+  const second = await runCli(['run', dir]);
+  assert.equal(second.code, 0, second.stderr);
+  const status = readStatus(dir, 'ralphsharp')?.status;
+  assert.equal(status?.phase, 'Succeeded');
+  assert.deepEqual(
+    status?.steps?.map((s) => [s.name, s.phase, s.reason, s.episodes]),
+    [
+      ['explore', 'Skipped', 'SkipWhen', 0],
+      ['refine', 'Skipped', 'SkipWhen', 0],
+      ['plan', 'Skipped', 'SkipWhen', 0],
+      ['execute', 'Succeeded', 'PromiseDetected', 2],
+    ],
+  );
+  assert.deepEqual(status?.review?.flagged, ['publish the package to the registry (files: package.json)']);
+  assert.deepEqual(
+    status?.review?.entries.map((e) => e.file),
+    ['DISCOVERY.md'],
+    'the idea the first run logged was there before this task started',
+  );
 });
