@@ -15,6 +15,7 @@ import { gateSummary, getSteps, stepTable } from './get-steps.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { printable } from '../util/printable.ts';
+import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { reviewCount } from '../api/review.ts';
 import { reviewWords } from '../reconciler/review.ts';
 
@@ -260,7 +261,7 @@ async function getAudit(name: string, dirArg: string, opts: GetOptions): Promise
 async function getReview(name: string, dirArg: string, opts: GetOptions): Promise<number> {
   if (!validOutput(opts.output)) return 2;
   const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
-  const { records } = await new FileStatusStore(stateDir).readAll();
+  const records = await readStoredStatuses(stateDir);
   const status = records.find((r) => r.namespace === opts.namespace && r.name === name)?.status;
   if (!status) {
     console.error(`episodic get: no task ${opts.namespace}/${name} on record in ${stateDir}`);
