@@ -28,6 +28,7 @@ import {
   stepRecord,
   syncSteps,
 } from './steps.ts';
+import { reviewCount } from '../api/review.ts';
 import { foldReview, reviewEvents } from './review.ts';
 import { DEADLINE_GRACE_MS, normal, warning } from './types.ts';
 import type { Action, Events, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
@@ -106,7 +107,9 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
 /** What needs a person, from the ended episode's evidence as observed (a stop's result keeps no evidence). */
 function withReviewFacts(status: AgentTaskStatus, observed: ObservedEpisode, number: number): AgentTaskStatus {
   const facts = observed.number === number ? observed.result?.evidence?.review : undefined;
-  return facts ? { ...status, review: foldReview(status.review, facts, number) } : status;
+  const review = facts ? foldReview(status.review, facts, number) : undefined;
+  // A task that never had anything to review carries no status.review at all.
+  return review && (status.review || reviewCount(review) > 0) ? { ...status, review } : status;
 }
 
 function earliest(...delays: Array<number | undefined>): number | undefined {

@@ -189,3 +189,13 @@ test('reconcile: a fatal episode ends the task Failed and says how many items ne
   assert.equal(status.phase, 'Failed');
   assert.deepEqual(events(passes[1]), ['2 items need review: 2 new entries in DISCOVERY.md / IDEAS.md']);
 });
+
+test('reconcile: a task that never had anything to review carries no status.review', () => {
+  const { status, passes } = drive([
+    { exitCode: 0, evidence: { review: {} } },
+    { exitCode: 0, completion: 'promise', evidence: { review: { removed: [D1.digest] } } },
+  ]);
+  assert.equal(status.phase, 'Succeeded');
+  assert.equal(status.review, undefined);
+  assert.deepEqual(passes.flatMap(events), []);
+});
