@@ -8,6 +8,7 @@ import { stringify } from 'yaml';
 import { AgentTaskSchema, DNS_LABEL_MAX, DNS_LABEL_PATTERN, GROUP, KIND, PLURAL, VERSION } from './agent-task.ts';
 import { AgentEpisodeSchema, EPISODE_KIND, EPISODE_PLURAL } from './episode-record.ts';
 import { AgentBudgetSchema, BUDGET_KIND, BUDGET_PLURAL } from './agent-budget.ts';
+import { AgentTriggerSchema, TRIGGER_KIND, TRIGGER_NAME_MAX, TRIGGER_PLURAL } from './agent-trigger.ts';
 
 export const CRD_NAME = `${PLURAL}.${GROUP}`;
 export const CRD_FILE = `crds/${GROUP}_${PLURAL}.yaml`;
@@ -19,6 +20,10 @@ const EPISODE_CRD_HEADER = '# Generated from controller/api/episode-record.ts by
 export const BUDGET_CRD_NAME = `${BUDGET_PLURAL}.${GROUP}`;
 export const BUDGET_CRD_FILE = `crds/${GROUP}_${BUDGET_PLURAL}.yaml`;
 const BUDGET_CRD_HEADER = '# Generated from controller/api/agent-budget.ts by `episodic crd`. Do not edit.\n';
+
+export const TRIGGER_CRD_NAME = `${TRIGGER_PLURAL}.${GROUP}`;
+export const TRIGGER_CRD_FILE = `crds/${GROUP}_${TRIGGER_PLURAL}.yaml`;
+const TRIGGER_CRD_HEADER = '# Generated from controller/api/agent-trigger.ts by `episodic crd`. Do not edit.\n';
 
 type Json = Record<string, unknown>;
 
@@ -200,6 +205,35 @@ function agentBudgetOpenApiSchema(): Json {
   );
 }
 
+/** The openAPIV3Schema of the AgentTrigger CRD: its name prefixes its tasks' names, so it is shorter. */
+function agentTriggerOpenApiSchema(): Json {
+  return openApiSchema(
+    AgentTriggerSchema,
+    "AgentTrigger creates AgentTasks from a schedule, a forge's issues or pull requests, or webhooks.",
+    {
+      spec: 'Where items come from and the AgentTask each one becomes.',
+      status: 'Polls, items seen and tasks created; written by the controller.',
+    },
+    ['spec'],
+    [
+      nameIsDnsLabel,
+      {
+        rule: `self.metadata.name.size() <= ${TRIGGER_NAME_MAX}`,
+        message: `metadata.name: at most ${TRIGGER_NAME_MAX} characters for an AgentTrigger (its tasks are named NAME-NUMBER)`,
+      },
+    ],
+  );
+}
+
+const triggerPrinterColumns = [
+  { name: 'Active', type: 'integer', jsonPath: '.status.tasksActive' },
+  { name: 'Created', type: 'integer', jsonPath: '.status.tasksCreated' },
+  { name: 'Last Poll', type: 'date', jsonPath: '.status.lastPollAt' },
+  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  { name: 'Next Poll', type: 'string', jsonPath: '.status.nextPollAt', priority: 1 },
+  { name: 'Error', type: 'string', jsonPath: '.status.lastError', priority: 1 },
+];
+
 const budgetPrinterColumns = [
   { name: 'Window', type: 'string', jsonPath: '.spec.window' },
   { name: 'Spent', type: 'number', jsonPath: '.status.spentUSD' },
@@ -314,6 +348,22 @@ function agentBudgetCrd(): object {
   });
 }
 
+function agentTriggerCrd(): object {
+  return crd({
+    kind: TRIGGER_KIND,
+    plural: TRIGGER_PLURAL,
+    shortName: 'atr',
+    categories: ['episodic'],
+    subresources: { status: {} },
+    columns: triggerPrinterColumns,
+    schema: agentTriggerOpenApiSchema(),
+  });
+}
+
+function agentTriggerCrdYaml(): string {
+  return TRIGGER_CRD_HEADER + stringify(agentTriggerCrd(), { lineWidth: 0 });
+}
+
 function agentBudgetCrdYaml(): string {
   return BUDGET_CRD_HEADER + stringify(agentBudgetCrd(), { lineWidth: 0 });
 }
@@ -332,6 +382,7 @@ export const CRDS: ReadonlyArray<{ name: string; file: string; yaml: () => strin
   { name: CRD_NAME, file: CRD_FILE, yaml: agentTaskCrdYaml },
   { name: EPISODE_CRD_NAME, file: EPISODE_CRD_FILE, yaml: agentEpisodeCrdYaml },
   { name: BUDGET_CRD_NAME, file: BUDGET_CRD_FILE, yaml: agentBudgetCrdYaml },
+  { name: TRIGGER_CRD_NAME, file: TRIGGER_CRD_FILE, yaml: agentTriggerCrdYaml },
 ];
 
 /** What `episodic crd` prints: every CRD, one YAML document each. */

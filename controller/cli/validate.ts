@@ -10,7 +10,7 @@ import { printable } from '../util/printable.ts';
 export function registerValidate(program: Command): void {
   program
     .command('validate')
-    .description('check AgentTask and AgentBudget files without running anything')
+    .description('check AgentTask, AgentBudget and AgentTrigger files without running anything')
     .argument('<paths...>', 'YAML files or spec directories')
     .action(async (files: string[]) => {
       process.exitCode = await validateCommand(files);
@@ -24,6 +24,7 @@ export async function validateCommand(args: string[]): Promise<number> {
   const parsed: ParsedFile[] = [];
   let tasks = 0;
   let budgets = 0;
+  let triggers = 0;
   for (const arg of args) {
     let text: string;
     try {
@@ -36,6 +37,7 @@ export async function validateCommand(args: string[]): Promise<number> {
         warnings.push(...checked.warnings);
         tasks += loaded.tasks.size;
         budgets += loaded.budgets.size;
+        triggers += loaded.triggers.size;
         if (loaded.files.length === 0) errors.push(`${arg}: no *.yaml or *.yml files in this directory`);
         continue;
       }
@@ -52,8 +54,8 @@ export async function validateCommand(args: string[]): Promise<number> {
       continue;
     }
     const one = parseSpecText(arg, text);
-    if (one.tasks.length === 0 && !one.budgets?.length && one.errors.length === 0)
-      errors.push(`${arg}: no AgentTask or AgentBudget in this file`);
+    if (one.tasks.length === 0 && !one.budgets?.length && !one.triggers?.length && one.errors.length === 0)
+      errors.push(`${arg}: no AgentTask, AgentBudget or AgentTrigger in this file`);
     files.push(arg);
     parsed.push(one);
   }
@@ -66,12 +68,18 @@ export async function validateCommand(args: string[]): Promise<number> {
   warnings.push(...checked.warnings);
   tasks += merged.tasks.size;
   budgets += merged.budgets.size;
+  triggers += merged.triggers.size;
   // Errors quote what the files hold: escaped and bounded, one line each.
   for (const w of warnings) console.error(`warning: ${printable(w)}`);
   for (const e of errors) console.error(printable(e));
   if (errors.length > 0) return 2;
   console.log(
-    `${tasks} AgentTask${tasks === 1 ? '' : 's'}${budgets > 0 ? `, ${budgets} AgentBudget${budgets === 1 ? '' : 's'}` : ''} valid`,
+    `${[count(tasks, 'AgentTask'), count(budgets, 'AgentBudget', true), count(triggers, 'AgentTrigger', true)].filter(Boolean).join(', ')} valid`,
   );
   return 0;
+}
+
+/** "2 AgentTasks"; an optional kind with none is left out. */
+function count(n: number, kind: string, optional = false): string {
+  return optional && n === 0 ? '' : `${n} ${kind}${n === 1 ? '' : 's'}`;
 }

@@ -73,6 +73,8 @@ const CONTROLLER_RULES = [
   { apiGroups: ['episodic.dev'], resources: ['agentepisodes'], verbs: ['create', 'list', 'delete'] },
   { apiGroups: ['episodic.dev'], resources: ['agentbudgets'], verbs: ['list', 'watch'] },
   { apiGroups: ['episodic.dev'], resources: ['agentbudgets/status'], verbs: ['patch'] },
+  { apiGroups: ['episodic.dev'], resources: ['agenttriggers'], verbs: ['list', 'watch'] },
+  { apiGroups: ['episodic.dev'], resources: ['agenttriggers/status'], verbs: ['patch'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update'] },
@@ -363,7 +365,7 @@ describe('helm chart', () => {
     // Tasks first, while the controller can still remove its finalizer; the CRDs last (the other order hangs).
     assert.match(
       out,
-      /kubectl delete agenttasks --all -A\n\s+helm uninstall episodic -n episodic-system\n\s+kubectl delete crd agenttasks\.episodic\.dev agentepisodes\.episodic\.dev agentbudgets\.episodic\.dev/,
+      /kubectl delete agenttasks --all -A\n\s+helm uninstall episodic -n episodic-system\n\s+kubectl delete crd agenttasks\.episodic\.dev agentepisodes\.episodic\.dev agentbudgets\.episodic\.dev agenttriggers\.episodic\.dev/,
     );
     const scoped = await helmCmd([
       'install',
@@ -494,6 +496,7 @@ describe('helm chart on a real kube-apiserver (kubectl apply --dry-run=server)',
       'crd/agenttasks.episodic.dev',
       'crd/agentepisodes.episodic.dev',
       'crd/agentbudgets.episodic.dev',
+      'crd/agenttriggers.episodic.dev',
     ]);
     for (const ns of [NAMESPACE, 'team-a']) {
       await kubectl(['create', 'namespace', ns, '--dry-run=client', '-o', 'yaml']).then((y) =>

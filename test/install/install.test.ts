@@ -135,6 +135,8 @@ function controllerNeeds(ns: string | undefined): Check[] {
     ...['create', 'list', 'delete'].map((v) => yes(v, 'agentepisodes.episodic.dev')),
     ...['list', 'watch'].map((v) => yes(v, 'agentbudgets.episodic.dev')),
     yes('patch', 'agentbudgets.episodic.dev', 'status'),
+    ...['list', 'watch'].map((v) => yes(v, 'agenttriggers.episodic.dev')),
+    yes('patch', 'agenttriggers.episodic.dev', 'status'),
     ...['get', 'list', 'watch', 'create', 'delete'].map((v) => yes(v, 'pods')),
     yes('create', 'events'),
     yes('patch', 'events'),

@@ -11,6 +11,8 @@ import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import { closest, validateMetadata, validateSpec } from '../../api/validate.ts';
 import { BUDGET_KIND, validateBudgetSpec } from '../../api/agent-budget.ts';
 import type { AgentBudgetSpec } from '../../api/agent-budget.ts';
+import { TRIGGER_KIND, triggerNameProblem, validateTriggerSpec } from '../../api/agent-trigger.ts';
+import type { AgentTriggerSpec } from '../../api/agent-trigger.ts';
 import { yamlLib } from '../../util/yaml-lib.ts';
 
 export interface SpecTask {
@@ -40,6 +42,17 @@ export interface SpecBudget {
   specHash: string;
 }
 
+/** An AgentTrigger document of the spec directory. */
+export interface SpecTrigger {
+  key: string;
+  namespace: string;
+  name: string;
+  file: string;
+  spec?: AgentTriggerSpec;
+  errors: string[];
+  specHash: string;
+}
+
 export interface ParsedFile {
   tasks: SpecTask[];
   /** Problems that keep a document from becoming a task at all (YAML syntax, missing name…). */
@@ -47,6 +60,7 @@ export interface ParsedFile {
   /** Documents of other kinds, ignored. */
   ignored: string[];
   budgets?: SpecBudget[];
+  triggers?: SpecTrigger[];
 }
 
 /** dependsOn as written, even when the spec is invalid: the dependents index and the cycle check need it. */
@@ -85,6 +99,10 @@ export function parseSpecText(file: string, text: string): ParsedFile {
       parseBudget(manifest, where, file, out);
       return;
     }
+    if (manifest.kind === TRIGGER_KIND) {
+      parseTrigger(manifest, where, file, out);
+      return;
+    }
     if (manifest.kind !== KIND) {
       const problem = kindProblem(manifest);
       if (problem) out.errors.push(`${where}: ${problem}`);
@@ -114,11 +132,11 @@ export function parseSpecText(file: string, text: string): ParsedFile {
 function kindProblem(manifest: Record<string, unknown>): string | undefined {
   const kind = manifest.kind;
   if (kind === undefined || kind === null || kind === '')
-    return `kind: missing (expected ${KIND} or ${BUDGET_KIND}; a document of another kind is ignored)`;
+    return `kind: missing (expected ${KIND}, ${BUDGET_KIND} or ${TRIGGER_KIND}; a document of another kind is ignored)`;
   if (typeof kind !== 'string') return `kind: expected a string, got ${JSON.stringify(kind)}`;
   const group = API_VERSION.split('/')[0];
   if (typeof manifest.apiVersion === 'string' && manifest.apiVersion.startsWith(`${group}/`)) {
-    const near = closest(kind, [KIND, BUDGET_KIND]);
+    const near = closest(kind, [KIND, BUDGET_KIND, TRIGGER_KIND]);
     return `kind: ${group} has no kind "${kind}"${near ? ` (did you mean "${near}"?)` : ''}`;
   }
   return undefined;
@@ -157,6 +175,23 @@ function parseBudget(manifest: Record<string, unknown>, where: string, file: str
     file,
     spec: spec.ok ? spec.spec : undefined,
     errors: spec.ok ? [] : spec.errors.map((e) => `${where}: AgentBudget ${meta.namespace}/${meta.name}: ${e}`),
+    specHash: hashSpec(manifest.spec),
+  });
+}
+
+function parseTrigger(manifest: Record<string, unknown>, where: string, file: string, out: ParsedFile): void {
+  const meta = objectMetadata(manifest, where, out);
+  if (!meta) return;
+  const spec = validateTriggerSpec(manifest.spec);
+  const label = `${where}: AgentTrigger ${meta.namespace}/${meta.name}`;
+  const errors = [triggerNameProblem(meta.name), ...(spec.ok ? [] : spec.errors)].filter((e) => e !== undefined);
+  (out.triggers ??= []).push({
+    key: taskKey(meta.namespace, meta.name),
+    namespace: meta.namespace,
+    name: meta.name,
+    file,
+    spec: spec.ok && errors.length === 0 ? spec.spec : undefined,
+    errors: errors.map((e) => `${label}: ${e}`),
     specHash: hashSpec(manifest.spec),
   });
 }
@@ -204,6 +239,7 @@ function isCyclic(value: unknown, ancestors = new Set<unknown>()): boolean {
 export interface LoadedSpecs {
   tasks: Map<string, SpecTask>;
   budgets: Map<string, SpecBudget>;
+  triggers: Map<string, SpecTrigger>;
   /** All problems, one line each, naming file and field. */
   errors: string[];
   ignored: string[];
@@ -284,7 +320,15 @@ function specFileKind(rootReal: string, root: string, e: Dirent): 'file' | 'outs
 }
 
 export function mergeParsed(files: string[], parsed: ParsedFile[]): LoadedSpecs {
-  const out: LoadedSpecs = { tasks: new Map(), budgets: new Map(), errors: [], ignored: [], files, parsed };
+  const out: LoadedSpecs = {
+    tasks: new Map(),
+    budgets: new Map(),
+    triggers: new Map(),
+    errors: [],
+    ignored: [],
+    files,
+    parsed,
+  };
   for (const p of parsed) {
     out.errors.push(...p.errors);
     out.ignored.push(...p.ignored);
@@ -305,6 +349,15 @@ export function mergeParsed(files: string[], parsed: ParsedFile[]): LoadedSpecs 
       }
       out.budgets.set(b.key, b);
       out.errors.push(...b.errors);
+    }
+    for (const t of p.triggers ?? []) {
+      const first = out.triggers.get(t.key);
+      if (first) {
+        out.errors.push(`${t.file}: AgentTrigger ${t.key} is already defined in ${first.file}; this copy is ignored`);
+        continue;
+      }
+      out.triggers.set(t.key, t);
+      out.errors.push(...t.errors);
     }
   }
   return out;

@@ -1,0 +1,196 @@
+// The AgentTrigger contract (episodic.dev/v1alpha1): one source (a schedule, a forge's issues or pull
+// requests, or webhooks) and a template (an AgentTask spec plus labels/annotations) that becomes one task
+// per matching item or tick. Like AgentTask, this zod schema is the one source of types, defaults,
+// validation messages and the CRD.
+import { z } from 'zod';
+import { Cron } from 'croner';
+import { API_VERSION, AgentTaskSpecSchema, MetadataSchema } from './agent-task.ts';
+import { describeIssues } from './validate.ts';
+
+export const TRIGGER_KIND = 'AgentTrigger';
+export const TRIGGER_PLURAL = 'agenttriggers';
+/** Tasks a trigger created carry this label (value: the trigger's name). */
+export const TRIGGER_LABEL = 'episodic.dev/trigger';
+/** A trigger's name plus "-" plus an item number or a tick (11 digits) must still be a 63-character label. */
+export const TRIGGER_NAME_MAX = 50;
+
+const ownerRepo = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, 'must be OWNER/NAME')
+  .max(200);
+
+const envName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')
+  .max(128);
+
+export const SecretKeyRefSchema = z.strictObject({
+  name: z.string().min(1).max(253),
+  key: z.string().min(1).max(253),
+});
+
+export const PERMISSIONS = ['read', 'triage', 'write', 'maintain', 'admin'] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
+export const CommandSchema = z.strictObject({
+  text: z
+    .string()
+    .regex(/^\/[A-Za-z0-9_-]+$/, 'must be a slash command such as /episodic')
+    .default('/episodic'),
+  minPermission: z.enum(PERMISSIONS).default('write').describe('the commenter needs at least this on the repo'),
+});
+
+const forgeFields = {
+  repo: ownerRepo.describe('OWNER/NAME'),
+  kind: z.enum(['issues', 'pullRequests']).default('issues'),
+  labels: z.array(z.string().min(1).max(100)).max(20).default([]).describe('an open item with all of them matches'),
+  excludeAuthors: z.array(z.string().min(1).max(100)).max(100).default([]).describe('never trigger (bots never do)'),
+  command: CommandSchema.optional().describe('a comment starting with this text from a permitted user matches'),
+  pollSeconds: z.number().int().min(10).max(86_400).default(60),
+  tokenEnv: envName.optional().describe('local: the environment variable holding the API token'),
+  tokenSecretRef: SecretKeyRefSchema.optional().describe('cluster: the Secret key holding the API token'),
+};
+
+export const GiteaSourceSchema = z.strictObject({
+  ...forgeFields,
+  apiURL: z.url().max(500).describe('the server, e.g. https://gitea.example.com (Gitea or Forgejo)'),
+});
+
+export const GitHubSourceSchema = z.strictObject({
+  ...forgeFields,
+  apiURL: z.url().max(500).default('https://api.github.com'),
+});
+
+export const ScheduleSourceSchema = z
+  .strictObject({
+    cron: z.string().min(1).max(200).describe('five fields (minute hour day month weekday), as CronJob'),
+    timeZone: z.string().min(1).max(100).default('UTC').describe('an IANA zone, e.g. Europe/Berlin'),
+    concurrencyPolicy: z.enum(['Allow', 'Forbid', 'Replace']).default('Forbid'),
+    startingDeadlineSeconds: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('a tick missed by more than this is skipped'),
+    historyLimit: z.number().int().min(0).default(10).describe('finished tasks kept; older ones are deleted'),
+  })
+  .superRefine((s, ctx) => {
+    const problem = cronProblem(s.cron, s.timeZone);
+    if (problem) ctx.addIssue({ code: 'custom', path: [problem.field], message: problem.message });
+  });
+
+export const WebhookSourceSchema = z.strictObject({
+  forge: z.enum(['github', 'gitea']),
+  repo: ownerRepo.optional().describe('deliveries for other repositories are ignored'),
+  labels: forgeFields.labels,
+  excludeAuthors: forgeFields.excludeAuthors,
+  command: forgeFields.command,
+  secretEnv: envName.optional().describe('local: the environment variable holding the HMAC secret'),
+  secretRef: SecretKeyRefSchema.optional().describe('cluster: the Secret key holding the HMAC secret'),
+});
+
+const ONE_SOURCE = 'exactly one of schedule, gitea, github or webhook';
+
+export const TriggerSourceSchema = z
+  .strictObject({
+    schedule: ScheduleSourceSchema.optional(),
+    gitea: GiteaSourceSchema.optional(),
+    github: GitHubSourceSchema.optional(),
+    webhook: WebhookSourceSchema.optional(),
+  })
+  .superRefine((source, ctx) => {
+    const set = Object.values(source).filter((v) => v !== undefined).length;
+    if (set !== 1) ctx.addIssue({ code: 'custom', path: [], message: ONE_SOURCE });
+  });
+
+export const TaskTemplateSchema = z.strictObject({
+  labels: z.record(z.string(), z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+  spec: AgentTaskSpecSchema.describe(
+    'an AgentTask spec; {{item.number}}, {{item.title}}, {{item.body}}, {{item.url}}, {{item.author}}, {{item.labels}}, {{item.comment}} and {{tick}} are filled in prompts only',
+  ),
+});
+
+export const ReportSchema = z.strictObject({
+  comment: z.boolean().default(false).describe('one comment per item, edited in place as the task moves'),
+  labels: z
+    .strictObject({ running: z.string().optional(), done: z.string().optional(), review: z.string().optional() })
+    .optional(),
+  pullRequest: z
+    .strictObject({
+      draft: z.boolean().default(false),
+      base: z.string().min(1).max(250).optional(),
+      titleTemplate: z.string().min(1).max(300).default('{{item.title}}'),
+    })
+    .optional(),
+});
+
+export const AgentTriggerSpecSchema = z.strictObject({
+  source: TriggerSourceSchema,
+  template: TaskTemplateSchema,
+  maxConcurrency: z.number().int().positive().default(1).describe('tasks of this trigger not yet finished'),
+  maxTotal: z.number().int().positive().optional().describe('tasks this trigger ever creates'),
+  suspend: z.boolean().default(false),
+  report: ReportSchema.optional(),
+});
+
+export const AgentTriggerStatusSchema = z.object({
+  lastPollAt: z.string().optional(),
+  nextPollAt: z.string().optional(),
+  lastTick: z.string().optional().describe('schedule: the newest tick a task was created (or skipped) for'),
+  itemsSeen: z.number().int().nonnegative().default(0),
+  tasksActive: z.number().int().nonnegative().default(0),
+  tasksCreated: z.number().int().nonnegative().default(0),
+  rateLimitedUntil: z.string().optional(),
+  lastError: z.string().max(500).optional(),
+  cursor: z.string().optional().describe('forge polls: the since= of the next poll'),
+  observedGeneration: z.number().int().optional(),
+});
+
+export const AgentTriggerSchema = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(TRIGGER_KIND),
+  metadata: MetadataSchema,
+  spec: AgentTriggerSpecSchema,
+  status: AgentTriggerStatusSchema.optional(),
+});
+
+export type AgentTriggerSpec = z.infer<typeof AgentTriggerSpecSchema>;
+export type AgentTriggerStatus = z.infer<typeof AgentTriggerStatusSchema>;
+export type TriggerSource = z.infer<typeof TriggerSourceSchema>;
+export type ScheduleSource = z.infer<typeof ScheduleSourceSchema>;
+export type ForgeSource = z.infer<typeof GiteaSourceSchema> | z.infer<typeof GitHubSourceSchema>;
+export type TaskTemplate = z.infer<typeof TaskTemplateSchema>;
+
+/** The problem with a cron expression or time zone, or undefined: five fields, a zone Intl knows. */
+export function cronProblem(cron: string, timeZone: string): { field: string; message: string } | undefined {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone });
+  } catch {
+    return { field: 'timeZone', message: `unknown time zone "${timeZone}"` };
+  }
+  if (cron.trim().split(/\s+/).length !== 5)
+    return { field: 'cron', message: 'expected five fields: minute hour day-of-month month day-of-week' };
+  try {
+    new Cron(cron, { timezone: timeZone, paused: true });
+  } catch (err) {
+    return { field: 'cron', message: (err as Error).message };
+  }
+  return undefined;
+}
+
+export type TriggerValidation = { ok: true; spec: AgentTriggerSpec } | { ok: false; errors: string[] };
+
+export function validateTriggerSpec(raw: unknown): TriggerValidation {
+  const parsed = AgentTriggerSpecSchema.safeParse(raw ?? {});
+  return parsed.success
+    ? { ok: true, spec: parsed.data }
+    : { ok: false, errors: describeIssues(parsed.error, 'spec', AgentTriggerSpecSchema) };
+}
+
+/** The trigger's name is the prefix of its tasks' names: it must leave room for "-" and a number. */
+export function triggerNameProblem(name: string): string | undefined {
+  return name.length > TRIGGER_NAME_MAX
+    ? `metadata.name: at most ${TRIGGER_NAME_MAX} characters for an AgentTrigger (its tasks are named NAME-NUMBER)`
+    : undefined;
+}

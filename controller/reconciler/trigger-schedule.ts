@@ -1,0 +1,88 @@
+// Schedule triggers as pure rules over an injected "now": which tick is due, the task it becomes
+// (TRIGGER-<tick>, the tick in minutes since the epoch as CronJob names its Jobs), what concurrencyPolicy
+// does with tasks still running, and which finished ones historyLimit deletes. croner does the calendar
+// (time zones, DST: a tick in a skipped hour runs once after the jump, a repeated hour runs once).
+import { Cron } from 'croner';
+import type { ScheduleSource } from '../api/agent-trigger.ts';
+import type { ExistingTask } from './trigger-items.ts';
+
+/** The label holding a schedule task's tick (minutes since the epoch). */
+export const TICK_LABEL = 'episodic.dev/trigger-tick';
+const MINUTE_MS = 60_000;
+/** Catching up over more missed ticks than this is not done (as CronJob): only the newest one runs. */
+const MAX_TICKS_SCANNED = 10_000;
+
+export function tickName(trigger: string, tick: Date): string {
+  return `${trigger}-${Math.floor(tick.getTime() / MINUTE_MS)}`;
+}
+
+function cronOf(schedule: Pick<ScheduleSource, 'cron' | 'timeZone'>): Cron {
+  return new Cron(schedule.cron, { timezone: schedule.timeZone, paused: true });
+}
+
+/** The first tick strictly after `after`. */
+export function nextTick(schedule: Pick<ScheduleSource, 'cron' | 'timeZone'>, after: Date): Date | undefined {
+  return cronOf(schedule).nextRun(after) ?? undefined;
+}
+
+/** The newest tick in (since, now], if any: the one a (re)started controller runs; older missed ones are dropped. */
+export function newestDueTick(
+  schedule: Pick<ScheduleSource, 'cron' | 'timeZone'>,
+  since: Date,
+  now: Date,
+): { tick: Date; missed: number } | undefined {
+  const cron = cronOf(schedule);
+  let due: Date | undefined;
+  let missed = 0;
+  for (let t = cron.nextRun(since); t && t <= now && missed < MAX_TICKS_SCANNED; t = cron.nextRun(t)) {
+    if (due) missed++;
+    due = t;
+  }
+  return due ? { tick: due, missed } : undefined;
+}
+
+export type ScheduleDecision =
+  | { action: 'wait'; next?: Date }
+  | { action: 'skip'; tick: Date; reason: string; next?: Date }
+  | { action: 'create'; tick: Date; name: string; replace: string[]; next?: Date };
+
+/**
+ * What to do at `now`: `lastTick` is the newest tick already handled (created or skipped), or when the trigger
+ * was first seen. Running = this trigger's unfinished tasks.
+ */
+export function decideSchedule(input: {
+  trigger: string;
+  schedule: ScheduleSource;
+  lastTick: Date;
+  now: Date;
+  existing: ExistingTask[];
+  maxConcurrency: number;
+  maxTotal?: number;
+  createdTotal: number;
+}): ScheduleDecision {
+  const { schedule, now } = input;
+  const next = nextTick(schedule, now);
+  const due = newestDueTick(schedule, input.lastTick, now);
+  if (!due) return { action: 'wait', next: nextTick(schedule, input.lastTick) ?? next };
+  const { tick } = due;
+  const name = tickName(input.trigger, tick);
+  const skip = (reason: string): ScheduleDecision => ({ action: 'skip', tick, reason, next });
+  if (input.existing.some((t) => t.name === name)) return skip('its task exists');
+  const late = (now.getTime() - tick.getTime()) / 1000;
+  if (schedule.startingDeadlineSeconds !== undefined && late > schedule.startingDeadlineSeconds)
+    return skip(`missed by ${Math.round(late)} s, past startingDeadlineSeconds`);
+  if (input.maxTotal !== undefined && input.createdTotal >= input.maxTotal) return skip('maxTotal reached');
+  const running = input.existing.filter((t) => !t.finished).map((t) => t.name);
+  if (running.length > 0 && schedule.concurrencyPolicy === 'Forbid') return skip('a task is still running (Forbid)');
+  if (schedule.concurrencyPolicy === 'Replace') return { action: 'create', tick, name, replace: running, next };
+  if (running.length >= input.maxConcurrency) return skip('maxConcurrency tasks are running');
+  return { action: 'create', tick, name, replace: [], next };
+}
+
+/** Finished schedule tasks past historyLimit, oldest tick first: the ones to delete. */
+export function pastHistory(existing: ExistingTask[], historyLimit: number): string[] {
+  const finished = existing
+    .filter((t) => t.finished && t.labels[TICK_LABEL] !== undefined)
+    .sort((a, b) => Number(b.labels[TICK_LABEL]) - Number(a.labels[TICK_LABEL]));
+  return finished.slice(historyLimit).map((t) => t.name);
+}

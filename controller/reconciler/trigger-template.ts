@@ -1,0 +1,54 @@
+// A trigger's template becomes a task spec. Item text is untrusted (anyone can open an issue): it is
+// bounded and filled into prompts only — prompt and steps[].prompt — never into argv, env names or values,
+// paths, labels or the task's name, which come from the template and the item's number alone.
+import type { AgentTaskSpec } from '../api/agent-task.ts';
+import type { ForgeComment, ForgeItem } from './trigger-items.ts';
+
+/** Bounds on item text filled into a prompt: a 1 MB issue body does not become a 1 MB prompt. */
+export const ITEM_TEXT_MAX = { title: 256, body: 8 * 1024, comment: 4 * 1024, author: 100, url: 500, labels: 1024 };
+const CUT = '\n[… cut by episodic]';
+
+export interface TemplateVars {
+  item?: ForgeItem;
+  comment?: ForgeComment;
+  /** Schedules: the tick, ISO 8601. */
+  tick?: string;
+}
+
+const PLACEHOLDER = /\{\{\s*(item\.[a-z]+|tick)\s*\}\}/g;
+
+function bounded(text: string, max: number): string {
+  // NUL and other C0 controls (but tab/newline) have no place in a prompt; a terminal may act on them.
+  const clean = text.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
+  return clean.length > max ? clean.slice(0, max) + CUT : clean;
+}
+
+export function templateValues(vars: TemplateVars): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (vars.tick) out.tick = vars.tick;
+  const item = vars.item;
+  if (item) {
+    out['item.number'] = String(item.number);
+    out['item.title'] = bounded(item.title, ITEM_TEXT_MAX.title);
+    out['item.body'] = bounded(item.body, ITEM_TEXT_MAX.body);
+    out['item.url'] = bounded(item.url, ITEM_TEXT_MAX.url);
+    out['item.author'] = bounded(item.author, ITEM_TEXT_MAX.author);
+    out['item.labels'] = bounded(item.labels.join(', '), ITEM_TEXT_MAX.labels);
+    out['item.comment'] = bounded(vars.comment?.body ?? '', ITEM_TEXT_MAX.comment);
+  }
+  return out;
+}
+
+/** One pass: a value that itself holds "{{item.body}}" is not expanded again; unknown placeholders stay. */
+export function fillPrompt(prompt: string, values: Record<string, string>): string {
+  return prompt.replace(PLACEHOLDER, (whole, key: string) => (Object.hasOwn(values, key) ? values[key] : whole));
+}
+
+/** The task spec for one item or tick: a deep copy of the template with its prompts filled, nothing else. */
+export function renderTaskSpec(template: AgentTaskSpec, vars: TemplateVars): Record<string, unknown> {
+  const values = templateValues(vars);
+  const spec = structuredClone(template) as AgentTaskSpec;
+  if (spec.prompt !== undefined) spec.prompt = fillPrompt(spec.prompt, values);
+  for (const step of spec.steps ?? []) if (step.prompt !== undefined) step.prompt = fillPrompt(step.prompt, values);
+  return spec as unknown as Record<string, unknown>;
+}
