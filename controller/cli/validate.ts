@@ -37,7 +37,7 @@ export async function validateCommand(args: string[]): Promise<number> {
         warnings.push(...checked.warnings);
         tasks += loaded.tasks.size;
         budgets += loaded.budgets.size;
-        triggers += loaded.triggers.size;
+        triggers += loaded.triggers?.size ?? 0;
         if (loaded.files.length === 0) errors.push(`${arg}: no *.yaml or *.yml files in this directory`);
         continue;
       }
@@ -68,7 +68,7 @@ export async function validateCommand(args: string[]): Promise<number> {
   warnings.push(...checked.warnings);
   tasks += merged.tasks.size;
   budgets += merged.budgets.size;
-  triggers += merged.triggers.size;
+  triggers += merged.triggers?.size ?? 0;
   // Errors quote what the files hold: escaped and bounded, one line each.
   for (const w of warnings) console.error(`warning: ${printable(w)}`);
   for (const e of errors) console.error(printable(e));

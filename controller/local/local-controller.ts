@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { emptyStatus } from '../api/agent-task.ts';
+import { emptyStatus, isTerminal } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { Clock } from '../core/clock.ts';
 import type { StoreFullError } from '../core/ports.ts';
@@ -143,6 +143,11 @@ export class LocalController {
   /** Calls listener once, after the next reconcile pass (or within a second). */
   onChange(listener: () => void): void {
     void this.requireLoop().nextChange().then(listener);
+  }
+
+  /** Whether the task's recorded phase is terminal (triggers count their unfinished tasks). */
+  finished(namespace: string, name: string): boolean {
+    return isTerminal(this.sink.read({ key: `${namespace}/${name}` })?.phase);
   }
 
   settled(): boolean {

@@ -15,6 +15,9 @@ import type { SpecWatcher } from '../sources/local/spec-watcher.ts';
 import { LocalController } from './local-controller.ts';
 import { acquireStateLock, StateLockError } from './state-lock.ts';
 import type { StateLock } from './state-lock.ts';
+import { systemClock } from '../core/clock.ts';
+import { envSecret, LocalTriggerStatus, runnableTriggers, TriggerTimers } from '../sources/triggers/local-triggers.ts';
+import { TriggerRunner } from '../sources/triggers/trigger-runner.ts';
 
 export type LocalView = Array<{ task: SpecTask; status: AgentTaskStatus }>;
 
@@ -77,6 +80,7 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
   else opts.interrupt.addEventListener('abort', onInterrupt, { once: true });
   let server: RunningServer | undefined;
   let watcher: SpecWatcher | undefined;
+  let timers: TriggerTimers | undefined;
   try {
     // node:http and chokidar load only when asked for: every run pays the start-up time of what it imports.
     if (opts.metricsAddr && metrics) {
@@ -85,7 +89,10 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
       logger.info({ url: `${server.url}/metrics` }, 'serving metrics');
     }
     const initial = await loadAndRecover(controller, opts);
-    if (initial.tasks.size === 0 && !opts.watch) {
+    const runner = triggerRunner(controller, opts, metrics);
+    // Without --watch each trigger makes one pass (a poll, the tick due now) before the run; with it, timers.
+    if (!opts.watch) for (const t of runnableTriggers(initial.triggers?.values() ?? [])) await runner.pass(t);
+    if (initial.tasks.size === 0 && !initial.triggers?.size && !opts.watch) {
       await recordDeletedTasks(controller, initial);
       return { end: 'noTasks', problem: initial.errors.length > 0 ? 'no valid AgentTask' : 'no AgentTask' };
     }
@@ -96,7 +103,11 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
         checkSpecSet(initial.tasks.values(), () => dir),
       ),
     );
-    if (opts.watch) watcher = await watchSpecs(controller, initial, opts);
+    if (opts.watch) {
+      timers = new TriggerTimers(runner, systemClock);
+      timers.set(runnableTriggers(initial.triggers?.values() ?? []));
+      watcher = await watchSpecs(controller, initial, opts, timers);
+    }
     const shown = opts.show?.(() => controller.view());
     try {
       return await runUntilDone(controller, opts, initial.errors.length);
@@ -105,6 +116,7 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
     }
   } finally {
     opts.interrupt.removeEventListener('abort', onInterrupt);
+    timers?.stop();
     await watcher?.close();
     await server?.close();
     if (opts.metricsFile && metrics) await writeFile(opts.metricsFile, await metrics.text());
@@ -133,13 +145,31 @@ async function recordDeletedTasks(controller: LocalController, initial: LoadedSp
   await controller.shutdown();
 }
 
-async function watchSpecs(controller: LocalController, initial: LoadedSpecs, opts: LocalRunOptions) {
+function triggerRunner(controller: LocalController, opts: LocalRunOptions, metrics?: EpisodicMetrics): TriggerRunner {
+  return new TriggerRunner({
+    created: controller.created,
+    finished: (namespace, name) => controller.finished(namespace, name),
+    status: new LocalTriggerStatus(opts.stateDir),
+    clock: systemClock,
+    secret: envSecret,
+    counters: metrics?.triggers,
+    logger: opts.logger,
+  });
+}
+
+async function watchSpecs(
+  controller: LocalController,
+  initial: LoadedSpecs,
+  opts: LocalRunOptions,
+  timers: TriggerTimers,
+) {
   const { dir, logger } = opts;
   const { SpecWatcher } = await import('../sources/local/spec-watcher.ts');
   const watcher = new SpecWatcher({
     dir,
     onChange: (specs) => {
       for (const line of specs.errors) logger.error(line);
+      timers.set(runnableTriggers(specs.triggers?.values() ?? []));
       controller.setSpecs(
         withoutFailedChecks(
           specs,

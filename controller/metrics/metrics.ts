@@ -1,6 +1,7 @@
 // Prometheus metrics shared by local and cluster mode. Labels stop at namespace: a per-task label would
 // grow without bound (cardinality); per-task figures live in status.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { TriggerMetrics } from './trigger-metrics.ts';
 import type { AgentTaskStatus, Outcome, Phase, Tokens } from '../api/agent-task.ts';
 import { PHASES } from '../api/agent-task.ts';
 import { BudgetMetrics } from './budget-metrics.ts';
@@ -76,6 +77,8 @@ export class EpisodicMetrics {
   readonly leash = new LeashMetrics(this.registry);
   /** Resumes by policy and by a person; tasks needing review by reason. */
   readonly resume = new ResumeMetrics(this.registry);
+  /** Tasks created by AgentTriggers and forge requests. */
+  readonly triggers = new TriggerMetrics(this.registry);
   /** AgentBudget spend, remaining and held tasks. */
   readonly budgets = new BudgetMetrics(this.registry);
 

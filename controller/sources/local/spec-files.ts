@@ -239,7 +239,8 @@ function isCyclic(value: unknown, ancestors = new Set<unknown>()): boolean {
 export interface LoadedSpecs {
   tasks: Map<string, SpecTask>;
   budgets: Map<string, SpecBudget>;
-  triggers: Map<string, SpecTrigger>;
+  /** AgentTrigger documents (absent: none; older callers build LoadedSpecs without them). */
+  triggers?: Map<string, SpecTrigger>;
   /** All problems, one line each, naming file and field. */
   errors: string[];
   ignored: string[];
@@ -320,15 +321,8 @@ function specFileKind(rootReal: string, root: string, e: Dirent): 'file' | 'outs
 }
 
 export function mergeParsed(files: string[], parsed: ParsedFile[]): LoadedSpecs {
-  const out: LoadedSpecs = {
-    tasks: new Map(),
-    budgets: new Map(),
-    triggers: new Map(),
-    errors: [],
-    ignored: [],
-    files,
-    parsed,
-  };
+  const triggers = new Map<string, SpecTrigger>();
+  const out: LoadedSpecs = { tasks: new Map(), budgets: new Map(), triggers, errors: [], ignored: [], files, parsed };
   for (const p of parsed) {
     out.errors.push(...p.errors);
     out.ignored.push(...p.ignored);
@@ -351,12 +345,12 @@ export function mergeParsed(files: string[], parsed: ParsedFile[]): LoadedSpecs 
       out.errors.push(...b.errors);
     }
     for (const t of p.triggers ?? []) {
-      const first = out.triggers.get(t.key);
+      const first = triggers.get(t.key);
       if (first) {
         out.errors.push(`${t.file}: AgentTrigger ${t.key} is already defined in ${first.file}; this copy is ignored`);
         continue;
       }
-      out.triggers.set(t.key, t);
+      triggers.set(t.key, t);
       out.errors.push(...t.errors);
     }
   }
