@@ -144,6 +144,11 @@ export const AgentTriggerStatusSchema = z.object({
   rateLimitedUntil: z.string().optional(),
   lastError: z.string().max(500).optional(),
   cursor: z.string().optional().describe('forge polls: the since= of the next poll'),
+  cursorItems: z
+    .array(z.number().int())
+    .max(200)
+    .optional()
+    .describe('items handled at exactly the cursor: since= is inclusive, they are not fetched again'),
   observedGeneration: z.number().int().optional(),
 });
 

@@ -2,6 +2,7 @@
 // CreatedTasks port (local: spec documents under the state dir; cluster: AgentTasks with an ownerReference),
 // and its status. The rules are the pure ones of reconciler/trigger-*.ts; this file does the I/O around them.
 // Names are deterministic, so a second pass, a restart or a lost status never creates a task twice.
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AgentTriggerSpec, AgentTriggerStatus, ForgeSource, ScheduleSource } from '../../api/agent-trigger.ts';
 import { AgentTriggerStatusSchema } from '../../api/agent-trigger.ts';
@@ -48,6 +49,8 @@ export class TriggerRunner {
   private readonly deps: TriggerDeps;
   /** Consecutive failed polls per trigger: the backoff. */
   private readonly failures = new Map<string, number>();
+  /** Token hash → its user: the login never changes while the controller runs. */
+  private readonly selves = new Map<string, string>();
 
   constructor(deps: TriggerDeps) {
     this.deps = deps;
@@ -149,9 +152,13 @@ export class TriggerRunner {
         `the token is not set (${source.tokenEnv ? `environment variable ${source.tokenEnv}` : 'Secret'})`,
       );
     const client = new GiteaClient({ apiURL: source.apiURL, token, counters: this.deps.counters, now: () => now });
-    const self = await client.self();
+    const self = await this.selfOf(client, source.apiURL, token);
     const rules = { ...source, excludeAuthors: self ? [...source.excludeAuthors, self] : source.excludeAuthors };
-    const polled = await client.openItems(source.repo, source.kind, status.cursor);
+    // since= is inclusive to the second: what was handled at exactly the cursor comes back and is dropped.
+    const atCursor = new Set(status.cursorItems ?? []);
+    const polled = (await client.openItems(source.repo, source.kind, status.cursor)).filter(
+      (p) => !(p.updatedAt === status.cursor && atCursor.has(p.item.number)),
+    );
     const seen: ItemSeen[] = [];
     for (const p of polled) {
       const comments = source.command ? await client.comments(source.repo, p.item.number, status.cursor) : [];
@@ -177,8 +184,24 @@ export class TriggerRunner {
     status.tasksActive = existing.filter((t) => !t.finished).length + plan.create.length;
     // Held items are polled again: the cursor moves only when everything seen was handled.
     const newest = polled.at(-1)?.updatedAt;
-    if (plan.held === 0 && newest) status.cursor = newest;
+    if (plan.held === 0 && newest) {
+      const sameSecond = polled.filter((p) => p.updatedAt === newest).map((p) => p.item.number);
+      status.cursorItems = (newest === status.cursor ? [...atCursor, ...sameSecond] : sameSecond).slice(-200);
+      status.cursor = newest;
+    }
     return new Date(now.getTime() + source.pollSeconds * 1000);
+  }
+
+  /** The token's user, asked once per token while the controller runs. */
+  private async selfOf(client: GiteaClient, apiURL: string, token: string | undefined): Promise<string | undefined> {
+    if (!token) return undefined;
+    const key = `${apiURL} ${createHash('sha256').update(token).digest('hex')}`;
+    let self = this.selves.get(key);
+    if (self === undefined) {
+      self = await client.self();
+      if (self) this.selves.set(key, self);
+    }
+    return self;
   }
 
   /** Permissions of the authors of command comments only: one request per author per poll. */

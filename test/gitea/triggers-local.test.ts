@@ -1,0 +1,128 @@
+// A Gitea issue trigger end to end against the real Gitea, through `episodic run`: a labelled issue → one
+// task; a command comment from a user with write → one task; the same command from a reader, and the
+// controller's own user, → nothing; a second run (a restart) → no duplicate; a newer command on a finished
+// item → its next task. The token comes from the environment and appears nowhere the controller writes.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { type Gitea, type GiteaAccount, startGitea } from '../support/gitea.ts';
+import { FAKE_CLAUDE, NODE, readStatus, runCli, tempDir } from '../support/local.ts';
+
+const OWNER = 'episodic-admin';
+const REPO = 'widgets';
+
+function triggerYaml(apiURL: string): string {
+  return `apiVersion: episodic.dev/v1alpha1
+kind: AgentTrigger
+metadata:
+  name: fix
+spec:
+  source:
+    gitea:
+      apiURL: ${apiURL}
+      repo: ${OWNER}/${REPO}
+      labels: [agent]
+      command: {text: /episodic, minPermission: write}
+      tokenEnv: TEST_GITEA_TOKEN
+  maxConcurrency: 5
+  template:
+    spec:
+      prompt: 'Fix #{{item.number}} {{item.title}}: {{item.body}} / {{item.comment}} <promise>COMPLETE</promise>'
+      agent:
+        command: [${JSON.stringify(NODE)}, ${JSON.stringify(FAKE_CLAUDE)}, --fake-mode=success]
+        output: claude
+      limits: {maxEpisodes: 2, episodeTimeoutSeconds: 30}
+`;
+}
+
+describe('a Gitea trigger in local mode (real Gitea)', () => {
+  let gitea: Gitea;
+  let alice: GiteaAccount;
+  let reader: GiteaAccount;
+  const dir = tempDir();
+  const run = () =>
+    runCli(['run', dir, '--no-table', '--metrics-file', join(dir, 'metrics.prom')], {
+      env: { TEST_GITEA_TOKEN: gitea.adminToken },
+      timeoutMs: 120_000,
+    });
+  const created = () =>
+    readdirSync(join(dir, '.episodic/created/default'))
+      .filter((f) => f.endsWith('.yaml'))
+      .map((f) => f.replace(/\.yaml$/, ''))
+      .sort();
+  const manifest = (name: string) =>
+    JSON.parse(readFileSync(join(dir, `.episodic/created/default/${name}.yaml`), 'utf8')) as {
+      spec: { prompt: string };
+      metadata: { labels: Record<string, string> };
+    };
+
+  const forgeRequests = () =>
+    [...readFileSync(join(dir, 'metrics.prom'), 'utf8').matchAll(/^episodic_forge_requests_total\{[^}]*\} (\d+)$/gm)]
+      .map((m) => Number(m[1]))
+      .reduce((x, y) => x + y, 0);
+
+  before(async () => {
+    gitea = await startGitea();
+    alice = await gitea.createUser('alice');
+    reader = await gitea.createUser('reader');
+    const outsider = await gitea.createUser('outsider');
+    await gitea.createRepo(OWNER, REPO);
+    await gitea.addCollaborator(OWNER, REPO, alice.name, 'write');
+    await gitea.addCollaborator(OWNER, REPO, reader.name, 'read');
+    const agent = await gitea.createLabel(OWNER, REPO, 'agent');
+    // #1 labelled by alice; #2 unlabelled, a reader asks; #3 by an outsider, alice (write) asks;
+    // #4 labelled, opened by the controller's own user (the admin token): its own items never trigger.
+    await gitea.createIssue(OWNER, REPO, { title: 'Crash', body: 'it crashes', labels: [agent.id] }, alice.token);
+    const two = await gitea.createIssue(OWNER, REPO, { title: 'Typo', body: 'a typo' }, alice.token);
+    await gitea.comment(OWNER, REPO, two.number, '/episodic please', reader.token);
+    const three = await gitea.createIssue(OWNER, REPO, { title: 'Slow', body: 'too slow' }, outsider.token);
+    await gitea.comment(OWNER, REPO, three.number, '/episodic go fast', alice.token);
+    await gitea.createIssue(OWNER, REPO, { title: 'Mine', body: 'by the bot', labels: [agent.id] });
+    writeFileSync(join(dir, 'fix.yaml'), triggerYaml(gitea.url));
+  });
+  after(async () => {
+    await gitea?.stop();
+  });
+
+  it('creates one task per matching item and runs it; nothing for a reader or its own user', async () => {
+    const res = await run();
+    assert.equal(res.code, 0, res.stderr);
+    assert.deepEqual(created(), ['fix-1', 'fix-3']);
+    for (const name of ['fix-1', 'fix-3']) assert.equal(readStatus(dir, name)?.status.phase, 'Succeeded', name);
+    assert.equal(manifest('fix-1').spec.prompt, 'Fix #1 Crash: it crashes /  <promise>COMPLETE</promise>');
+    assert.equal(
+      manifest('fix-3').spec.prompt,
+      'Fix #3 Slow: too slow / /episodic go fast <promise>COMPLETE</promise>',
+    );
+    assert.equal(manifest('fix-3').metadata.labels['episodic.dev/trigger-item'], '3');
+    const status = JSON.parse(readFileSync(join(dir, '.episodic/triggers/default/fix.json'), 'utf8'));
+    assert.equal(status.tasksCreated, 2);
+    assert.equal(status.itemsSeen, 4);
+    assert.equal(status.lastError, undefined);
+    assert.ok(status.cursor, 'since= of the next poll');
+    const metrics = readFileSync(join(dir, 'metrics.prom'), 'utf8');
+    assert.match(metrics, /episodic_trigger_tasks_created_total\{namespace="default",trigger="fix"\} 2/);
+    assert.match(metrics, /episodic_forge_requests_total\{forge="gitea",code="200"\} \d+/);
+    for (const text of [res.stdout, res.stderr, JSON.stringify(status), metrics, JSON.stringify(manifest('fix-1'))])
+      assert.ok(!text.includes(gitea.adminToken), 'the token leaked');
+  });
+
+  it('a restart creates nothing twice; a newer command on a finished item runs it again as -2', async () => {
+    const again = await run();
+    assert.equal(again.code, 0, again.stderr);
+    assert.deepEqual(created(), ['fix-1', 'fix-3']);
+    // Nothing changed: who am I, and the list with since= (what was handled at the cursor is not fetched again).
+    assert.equal(forgeRequests(), 2);
+    await gitea.comment(OWNER, REPO, 1, '/episodic', reader.token);
+    const readerAsks = await run();
+    assert.equal(readerAsks.code, 0, readerAsks.stderr);
+    assert.deepEqual(created(), ['fix-1', 'fix-3'], 'a reader cannot re-run it');
+    await gitea.comment(OWNER, REPO, 1, '/episodic once more', alice.token);
+    const aliceAsks = await run();
+    assert.equal(aliceAsks.code, 0, aliceAsks.stderr);
+    assert.deepEqual(created(), ['fix-1', 'fix-1-2', 'fix-3']);
+    assert.equal(readStatus(dir, 'fix-1-2')?.status.phase, 'Succeeded');
+    assert.match(manifest('fix-1-2').spec.prompt, /\/episodic once more/);
+  });
+});
