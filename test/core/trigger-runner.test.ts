@@ -1,0 +1,110 @@
+// The trigger runner against a forge that fails: an outage backs off (doubling from pollSeconds) and keeps
+// the cursor, a rate limit waits until the forge's reset and says so in status, and the item is created
+// exactly once when the forge answers again. A local HTTP server answers in Gitea's shapes; the clock is
+// injected; tasks are created through the real local created-tasks store.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import pino from 'pino';
+import { AgentTriggerSpecSchema } from '../../controller/api/agent-trigger.ts';
+import { ManualClock } from '../../controller/core/clock.ts';
+import { LocalCreatedTasks } from '../../controller/sources/local/created-tasks.ts';
+import { LocalTriggerStatus } from '../../controller/sources/triggers/local-triggers.ts';
+import { TriggerRunner } from '../../controller/sources/triggers/trigger-runner.ts';
+import { tempDir } from '../support/local.ts';
+
+const ISSUE = {
+  number: 7,
+  title: 'Broken',
+  body: 'fix me',
+  html_url: 'http://forge/o/r/issues/7',
+  state: 'open',
+  user: { login: 'alice' },
+  labels: [{ name: 'agent' }],
+  updated_at: '2026-01-01T00:00:00Z',
+};
+
+test('an outage backs off and loses nothing; a rate limit waits for its reset; one task in the end', async (t) => {
+  const answers: Array<(res: http.ServerResponse) => void> = [];
+  const seen: string[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push(`${req.url} ${req.headers.authorization ?? ''}`);
+    const answer = answers.shift();
+    if (answer) return answer(res);
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify(req.url?.startsWith('/api/v1/user') ? { login: 'episodic-bot' } : [ISSUE]));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(() => server.close());
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const stateDir = join(tempDir(), '.episodic');
+  const clock = new ManualClock(new Date('2026-01-01T00:00:00Z'));
+  const created = new LocalCreatedTasks({ stateDir });
+  const status = new LocalTriggerStatus(stateDir);
+  const runner = new TriggerRunner({
+    created,
+    finished: () => false,
+    status,
+    clock,
+    secret: async () => 'sekrit-token',
+    logger: pino({ level: 'silent' }),
+  });
+  const spec = AgentTriggerSpecSchema.parse({
+    source: { gitea: { apiURL: url, repo: 'o/r', labels: ['agent'], pollSeconds: 30, tokenEnv: 'T' } },
+    template: { spec: { prompt: 'Fix {{item.title}}', agent: { command: ['agent'] } } },
+  });
+  const trigger = {
+    key: 'default/fix',
+    namespace: 'default',
+    name: 'fix',
+    spec,
+    owner: { kind: 'AgentTrigger' as const, namespace: 'default', name: 'fix' },
+  };
+  const unavailable = (res: http.ServerResponse) => {
+    res.statusCode = 503;
+    res.end('down');
+  };
+
+  answers.push(unavailable);
+  let next = await runner.pass(trigger);
+  assert.equal(next.getTime() - clock.now().getTime(), 30_000, 'first failure: pollSeconds');
+  assert.match(status.read('default/fix')?.lastError ?? '', /GET \/user: HTTP 503/);
+  answers.push(unavailable);
+  clock.advance(30_000);
+  next = await runner.pass(trigger);
+  assert.equal(next.getTime() - clock.now().getTime(), 60_000, 'second failure: doubled');
+  assert.equal(status.read('default/fix')?.cursor, undefined, 'nothing seen, the cursor stays');
+
+  // The rate limit: X-RateLimit-Remaining 0 and a reset 10 minutes away (longer than the backoff).
+  const reset = Math.floor(clock.now().getTime() / 1000) + 600;
+  answers.push((res) => {
+    res.statusCode = 403;
+    res.setHeader('x-ratelimit-remaining', '0');
+    res.setHeader('x-ratelimit-reset', String(reset));
+    res.end('rate limited');
+  });
+  clock.advance(60_000);
+  next = await runner.pass(trigger);
+  assert.equal(next.getTime(), reset * 1000);
+  assert.equal(status.read('default/fix')?.rateLimitedUntil, new Date(reset * 1000).toISOString());
+
+  clock.advance(600_000);
+  await runner.pass(trigger);
+  await runner.pass(trigger);
+  const after = status.read('default/fix');
+  assert.equal(after?.lastError, undefined);
+  assert.equal(after?.rateLimitedUntil, undefined);
+  assert.equal(after?.tasksCreated, 1);
+  assert.deepEqual(
+    (await created.list(trigger.owner)).map((c) => c.name),
+    ['fix-7'],
+  );
+  assert.ok(
+    seen.every((s) => s.endsWith('token sekrit-token')),
+    'the token goes in the header',
+  );
+  assert.ok(!JSON.stringify(after).includes('sekrit'), 'never in status');
+});
