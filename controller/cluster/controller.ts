@@ -24,6 +24,8 @@ import { KubeStatusSink } from '../sinks/cluster/status-sink.ts';
 import { StatusWriter } from '../sinks/cluster/status-writer.ts';
 import { AgentBudgetStore } from '../sources/cluster/agent-budget-store.ts';
 import { AgentTaskSource } from '../sources/cluster/agent-task-source.ts';
+import { ClusterTriggers, triggersPath } from '../sources/cluster/agent-triggers.ts';
+import { TRIGGER_PLURAL } from '../api/agent-trigger.ts';
 import type { ClusterTask } from '../core/ports.ts';
 import { CLUSTER_DEFAULTS } from './defaults.ts';
 import type { EpisodeDefaults } from './episode-defaults.ts';
@@ -68,6 +70,10 @@ export class ClusterController {
   readonly tasks: Informer<CustomObject>;
   readonly pods: Informer<Pod>;
   readonly budgets: Informer<CustomObject>;
+  readonly triggers: Informer<CustomObject>;
+  private readonly triggerRunner: ClusterTriggers;
+  /** False when the AgentTrigger CRD is not installed: no triggers, everything else runs. */
+  private triggersInstalled = true;
   readonly metrics: EpisodicMetrics;
   readonly identity: string;
   readonly statusWriter: StatusWriter;
@@ -118,6 +124,14 @@ export class ClusterController {
       ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${BUDGET_PLURAL}` : `/apis/${GROUP}/${VERSION}/${BUDGET_PLURAL}`,
     );
     this.budgetStore = new AgentBudgetStore({ budgets: this.budgets, client, log: opts.log });
+    this.triggers = informer(TRIGGER_PLURAL, triggersPath(ns));
+    this.triggerRunner = new ClusterTriggers({
+      triggers: this.triggers,
+      tasks: this.tasks,
+      client,
+      log: opts.log,
+      counters: this.metrics.triggers,
+    });
     this.pods = informer('pods', ns ? `/api/v1/namespaces/${ns}/pods` : '/api/v1/pods', TASK_LABEL);
     this.statusWriter = new StatusWriter({
       client,
@@ -163,7 +177,12 @@ export class ClusterController {
 
   /** Informers synced: the caches reflect the cluster (readyz). */
   ready(): boolean {
-    return this.tasks.hasSynced() && this.pods.hasSynced() && (!this.budgetsInstalled || this.budgets.hasSynced());
+    return (
+      this.tasks.hasSynced() &&
+      this.pods.hasSynced() &&
+      (!this.budgetsInstalled || this.budgets.hasSynced()) &&
+      (!this.triggersInstalled || this.triggers.hasSynced())
+    );
   }
 
   get isLeader(): boolean {
@@ -175,6 +194,7 @@ export class ClusterController {
       this.tasks.waitForSync(),
       this.pods.waitForSync(),
       this.budgetsInstalled ? this.budgets.waitForSync() : undefined,
+      this.triggersInstalled ? this.triggers.waitForSync() : undefined,
     ]);
   }
 
@@ -202,6 +222,7 @@ export class ClusterController {
     this.tasks.stop();
     this.pods.stop();
     this.budgets.stop();
+    this.triggers.stop();
     await Promise.all(this.servers.map((s) => s.close()));
     this.client.close();
     this.leaseClient?.close();
@@ -218,6 +239,8 @@ export class ClusterController {
     this.pods.start();
     await this.probeBudgets();
     if (this.budgetsInstalled) this.budgets.start();
+    this.triggersInstalled = await this.probeTriggers();
+    if (this.triggersInstalled) this.triggers.start();
     const le = this.opts.leaderElection;
     if (!le) {
       // Not awaited: an unreachable API server must not hang startup; /readyz tells when we are synced.
@@ -285,6 +308,20 @@ export class ClusterController {
     }
   }
 
+  /** Like probeBudgets: a 404 means the AgentTrigger CRD is missing; said once, and triggers stay off. */
+  private async probeTriggers(): Promise<boolean> {
+    try {
+      await this.client.get(triggersPath(this.opts.namespace), { limit: 1 });
+    } catch (err) {
+      if (!isStatus(err, 404)) return true;
+      this.opts.log.warn(
+        'the AgentTrigger CRD is not installed (kubectl apply -f crds/episodic.dev_agenttriggers.yaml); running without triggers',
+      );
+      return false;
+    }
+    return true;
+  }
+
   private startProcessing(): void {
     if (this.loop || this.stopped) return;
     this.loop = new Controller({
@@ -305,9 +342,11 @@ export class ClusterController {
     );
     // Every task, plus the task of every pod (a pod whose task is gone is an orphan to delete).
     this.loop.start();
+    if (this.triggersInstalled) this.triggerRunner.start();
   }
 
   private stopProcessing(): void {
+    this.triggerRunner.stop();
     this.loop?.halt();
     this.loop = undefined;
   }

@@ -36,7 +36,10 @@ export interface TriggerDeps {
   status: TriggerStatusStore;
   clock: Clock;
   /** Resolves a token or secret: local reads the environment variable the spec names. */
-  secret(source: { tokenEnv?: string; tokenSecretRef?: { name: string; key: string } }): Promise<string | undefined>;
+  secret(
+    source: { tokenEnv?: string; tokenSecretRef?: { name: string; key: string } },
+    namespace: string,
+  ): Promise<string | undefined>;
   counters?: TriggerCounters;
   logger: Logger;
 }
@@ -44,6 +47,7 @@ export interface TriggerDeps {
 const ERROR_MAX = 500;
 /** Backoff after a failed poll doubles from pollSeconds up to this. */
 const MAX_BACKOFF_MS = 15 * 60_000;
+const RETRY_MS = 5_000;
 
 export class TriggerRunner {
   private readonly deps: TriggerDeps;
@@ -82,7 +86,8 @@ export class TriggerRunner {
   private backoff(trigger: RunnableTrigger, err: unknown, status: AgentTriggerStatus, now: Date): Date {
     const n = (this.failures.get(trigger.key) ?? 0) + 1;
     this.failures.set(trigger.key, n);
-    const base = (trigger.spec.source.gitea?.pollSeconds ?? 60) * 1000;
+    // A forge failing waits a poll interval; anything else (the apiserver busy, a file) is retried sooner.
+    const base = err instanceof ForgeError ? (trigger.spec.source.gitea?.pollSeconds ?? 60) * 1000 : RETRY_MS;
     const retry = err instanceof ForgeError ? err.retryAt : undefined;
     status.rateLimitedUntil = retry?.toISOString();
     status.lastError = (err as Error).message.slice(0, ERROR_MAX);
@@ -146,7 +151,7 @@ export class TriggerRunner {
     status: AgentTriggerStatus,
     now: Date,
   ): Promise<Date> {
-    const token = await this.deps.secret(source);
+    const token = await this.deps.secret(source, trigger.namespace);
     if ((source.tokenEnv || source.tokenSecretRef) && !token)
       throw new Error(
         `the token is not set (${source.tokenEnv ? `environment variable ${source.tokenEnv}` : 'Secret'})`,
