@@ -18,7 +18,7 @@ test('every example directory validates, read as episodic run reads it', async (
   assert.ok(dirs.length >= 5);
   const res = await runCli(['validate', ...dirs]);
   assert.equal(res.code, 0, res.stderr);
-  assert.match(res.stdout, /^\d+ AgentTasks, \d+ AgentBudgets? valid/);
+  assert.match(res.stdout, /^\d+ AgentTasks, \d+ AgentBudgets?, \d+ AgentTriggers? valid/);
 });
 
 test('the offline demo works through each plan, one item per episode, and exits 0', async () => {

@@ -3,9 +3,9 @@
 // nothing more. And `episodic validate` names the file and field of a broken trigger.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NODE, FAKE_CLAUDE, readStatus, runCli, tempDir } from '../support/local.ts';
+import { NODE, FAKE_CLAUDE, REPO, readStatus, runCli, tempDir } from '../support/local.ts';
 
 const TRIGGER = `apiVersion: episodic.dev/v1alpha1
 kind: AgentTrigger
@@ -96,4 +96,20 @@ test('validate names the file and field of a broken trigger', async () => {
     res.stderr,
     /bad\.yaml: AgentTrigger default\/yearly: spec\.source\.schedule\.timeZone: unknown time zone "Europe\/Berlni"/,
   );
+});
+
+test('the schedule example runs offline: the tick due after an hour down becomes one task that writes its notes', async () => {
+  const dir = tempDir();
+  cpSync(join(REPO, 'examples/triggers/schedule.yaml'), join(dir, 'schedule.yaml'));
+  cpSync(join(REPO, 'examples/triggers/agents'), join(dir, 'agents'), { recursive: true });
+  mkdirSync(join(dir, '.episodic/triggers/default'), { recursive: true });
+  const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+  writeFileSync(join(dir, '.episodic/triggers/default/nightly-notes.json'), JSON.stringify({ lastTick: hourAgo }));
+  const res = await runCli(['run', dir, '--no-table']);
+  assert.equal(res.code, 0, res.stderr);
+  const [task] = readdirSync(join(dir, '.episodic/created/default')).map((f) => f.replace(/\.yaml$/, ''));
+  assert.match(task, /^nightly-notes-\d+$/);
+  assert.equal(readStatus(dir, task)?.status.phase, 'Succeeded');
+  const tick = new Date(Number(task.split('-').at(-1)) * 60_000).toISOString();
+  assert.match(readFileSync(join(dir, 'ws', task, 'NOTES.md'), 'utf8'), new RegExp(`tick of ${tick}`));
 });
