@@ -45,6 +45,8 @@ export interface CreatedTasks {
   ): Promise<CreateOutcome>;
   /** The tasks this owner created that still exist, by name. */
   list(owner: TaskOwner): Promise<CreatedTask[]>;
+  /** Deletes one task this owner created (historyLimit, Replace); false when it is gone or another's. */
+  delete(owner: TaskOwner, name: string): Promise<boolean>;
   /** Deletes every task the owner created (the owner is being deleted); returns their names. Idempotent. */
   deleteByOwner(owner: TaskOwner): Promise<string[]>;
 }

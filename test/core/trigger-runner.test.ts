@@ -108,3 +108,40 @@ test('an outage backs off and loses nothing; a rate limit waits for its reset; o
   );
   assert.ok(!JSON.stringify(after).includes('sekrit'), 'never in status');
 });
+
+test('a schedule keeps historyLimit finished tasks; Replace deletes the running one before the new tick', async () => {
+  const stateDir = join(tempDir(), '.episodic');
+  const clock = new ManualClock(new Date('2026-01-01T00:00:30Z'));
+  const created = new LocalCreatedTasks({ stateDir });
+  let finished = true;
+  const runner = new TriggerRunner({
+    created,
+    finished: () => finished,
+    status: new LocalTriggerStatus(stateDir),
+    clock,
+    secret: async () => undefined,
+    logger: pino({ level: 'silent' }),
+  });
+  const trigger = (concurrencyPolicy: string) => ({
+    key: 'default/m',
+    namespace: 'default',
+    name: 'm',
+    spec: AgentTriggerSpecSchema.parse({
+      source: { schedule: { cron: '* * * * *', historyLimit: 2, concurrencyPolicy } },
+      template: { spec: { prompt: 'tick {{tick}}', agent: { command: ['agent'] } } },
+    }),
+    owner: { kind: 'AgentTrigger' as const, namespace: 'default', name: 'm' },
+  });
+  const names = async () => (await created.list(trigger('Forbid').owner)).map((c) => c.name).sort();
+  const minute = (m: number) => `m-${Date.parse('2026-01-01T00:00:00Z') / 60_000 + m}`;
+  await runner.pass(trigger('Forbid')); // first sight: from now on
+  for (let m = 1; m <= 4; m++) {
+    clock.advance(60_000);
+    await runner.pass(trigger('Forbid'));
+  }
+  assert.deepEqual(await names(), [minute(3), minute(4)], 'the two newest finished ticks are kept');
+  finished = false;
+  clock.advance(60_000);
+  await runner.pass(trigger('Replace'));
+  assert.deepEqual(await names(), [minute(5)], 'Replace deleted the running ones; history keeps none unfinished');
+});

@@ -59,6 +59,18 @@ export class KubeCreatedTasks implements CreatedTasks {
     });
   }
 
+  async delete(owner: TaskOwner, name: string): Promise<boolean> {
+    const mine = (await this.list(owner)).some((t) => t.name === name);
+    if (!mine) return false;
+    try {
+      await this.client.delete(taskPath(owner.namespace, name), undefined, 'work');
+    } catch (err) {
+      if (!isStatus(err, 404)) throw err;
+      return false;
+    }
+    return true;
+  }
+
   async deleteByOwner(owner: TaskOwner): Promise<string[]> {
     const mine = await this.list(owner);
     for (const t of mine) {

@@ -67,6 +67,14 @@ export class LocalCreatedTasks implements CreatedTasks {
     return this.all(owner.namespace).filter((t) => sameOwner(t, owner));
   }
 
+  async delete(owner: TaskOwner, name: string): Promise<boolean> {
+    const existing = NAME.test(name) ? this.read(owner.namespace, name) : undefined;
+    if (!existing || !sameOwner(existing, owner)) return false;
+    rmSync(join(createdDir(this.opts.stateDir), owner.namespace, `${name}.yaml`), { force: true });
+    this.opts.onChange?.();
+    return true;
+  }
+
   async deleteByOwner(owner: TaskOwner): Promise<string[]> {
     const mine = await this.list(owner);
     for (const t of mine) rmSync(join(createdDir(this.opts.stateDir), t.namespace, `${t.name}.yaml`), { force: true });

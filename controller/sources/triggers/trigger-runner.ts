@@ -127,21 +127,16 @@ export class TriggerRunner {
     if (decision.action === 'create') {
       const minute = String(Math.floor(decision.tick.getTime() / 60_000));
       const spec = renderTaskSpec(trigger.spec.template.spec, { tick: decision.tick.toISOString() });
+      // Replace: the running tasks go first (deleted, as a person deleting them would), then the new one.
+      for (const name of decision.replace) await this.deps.created.delete(trigger.owner, name);
       await this.create(trigger, decision.name, spec, { [TICK_LABEL]: minute }, status);
-      if (decision.replace.length > 0)
-        this.deps.logger.warn(
-          { trigger: trigger.key, tasks: decision.replace },
-          'Replace: running tasks are left running (not implemented)',
-        );
     }
     const after = await this.existing(trigger);
     status.tasksActive = after.filter((t) => !t.finished).length;
-    const old = pastHistory(after, schedule.historyLimit);
-    if (old.length > 0)
-      this.deps.logger.debug(
-        { trigger: trigger.key, tasks: old },
-        'past historyLimit (kept: deletion not implemented)',
-      );
+    for (const name of pastHistory(after, schedule.historyLimit)) {
+      await this.deps.created.delete(trigger.owner, name);
+      this.deps.logger.info({ trigger: trigger.key, task: name }, 'deleted a finished task past historyLimit');
+    }
     return decision.next ?? new Date(now.getTime() + 3_600_000);
   }
 
