@@ -40,6 +40,12 @@ export const CommandSchema = z.strictObject({
   minPermission: z.enum(PERMISSIONS).default('write').describe('the commenter needs at least this on the repo'),
 });
 
+/** Deliveries to POST /hooks/NAMESPACE/NAME, signed with this secret, wake the trigger's poll at once. */
+export const WakeHookSchema = z.strictObject({
+  secretEnv: envName.optional().describe('local: the environment variable holding the HMAC secret'),
+  secretRef: SecretKeyRefSchema.optional().describe('cluster: the Secret key holding the HMAC secret'),
+});
+
 const forgeFields = {
   repo: ownerRepo.describe('OWNER/NAME'),
   kind: z.enum(['issues', 'pullRequests']).default('issues'),
@@ -49,6 +55,9 @@ const forgeFields = {
   pollSeconds: z.number().int().min(10).max(86_400).default(60),
   tokenEnv: envName.optional().describe('local: the environment variable holding the API token'),
   tokenSecretRef: SecretKeyRefSchema.optional().describe('cluster: the Secret key holding the API token'),
+  webhook: WakeHookSchema.optional().describe(
+    'signed deliveries (issues, issue_comment, pull_request) wake the poll at once; the poll reads the forge',
+  ),
 };
 
 export const GiteaSourceSchema = z.strictObject({
@@ -145,10 +154,12 @@ export const AgentTriggerStatusSchema = z.object({
   lastError: z.string().max(500).optional(),
   cursor: z.string().optional().describe('forge polls: the since= of the next poll'),
   cursorItems: z
-    .array(z.number().int())
+    .array(z.string().max(200))
     .max(200)
     .optional()
-    .describe('items handled at exactly the cursor: since= is inclusive, they are not fetched again'),
+    .describe(
+      'items (number and state) handled at exactly the cursor: since= is inclusive, they are not fetched again',
+    ),
   observedGeneration: z.number().int().optional(),
 });
 

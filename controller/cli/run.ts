@@ -20,6 +20,7 @@ export interface RunOptions {
   maxConcurrent: string;
   budgetUsd?: string;
   metricsAddr?: string;
+  hooksAddr?: string;
   metricsFile?: string;
   logLevel: string;
   table?: boolean;
@@ -36,6 +37,7 @@ export function registerRun(program: Command): void {
     .option('--max-concurrent <n>', 'episodes running at once, across tasks', '4')
     .option('--budget-usd <usd>', 'stop starting episodes once all tasks together spent this much')
     .option('--metrics-addr <host:port>', 'serve /metrics, /healthz and /readyz here')
+    .option('--hooks-addr <host:port>', 'with --watch: serve POST /hooks/NAMESPACE/TRIGGER (signed webhook deliveries)')
     .option('--metrics-file <path>', 'write Prometheus text metrics here on exit (textfile collector)')
     .option('--log-level <level>', 'trace, debug, info, warn, error', 'info')
     .option('--no-table', 'JSON logs even on a terminal')
@@ -85,6 +87,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
       budgetUSD,
       logger,
       metricsAddr: opts.metricsAddr,
+      hooksAddr: opts.hooksAddr,
       metricsFile: opts.metricsFile,
       interrupt: interrupt.signal,
       show: live ? (view) => new LiveTable(view) : undefined,

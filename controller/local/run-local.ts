@@ -18,6 +18,7 @@ import type { StateLock } from './state-lock.ts';
 import { systemClock } from '../core/clock.ts';
 import { envSecret, LocalTriggerStatus, runnableTriggers, TriggerTimers } from '../sources/triggers/local-triggers.ts';
 import { TriggerRunner } from '../sources/triggers/trigger-runner.ts';
+import type { HookServer } from '../sources/triggers/webhooks.ts';
 
 export type LocalView = Array<{ task: SpecTask; status: AgentTaskStatus }>;
 
@@ -29,6 +30,8 @@ export interface LocalRunOptions {
   budgetUSD?: number;
   logger: Logger;
   metricsAddr?: string;
+  /** With watch: serve POST /hooks/NAMESPACE/TRIGGER here (webhook deliveries wake a trigger's poll). */
+  hooksAddr?: string;
   /** Prometheus text metrics are written here at the end. */
   metricsFile?: string;
   /** Aborted on SIGINT/SIGTERM (its reason: the signal): start nothing more, stop what runs. */
@@ -81,6 +84,7 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
   let server: RunningServer | undefined;
   let watcher: SpecWatcher | undefined;
   let timers: TriggerTimers | undefined;
+  let hooks: HookServer | undefined;
   try {
     // node:http and chokidar load only when asked for: every run pays the start-up time of what it imports.
     if (opts.metricsAddr && metrics) {
@@ -107,6 +111,7 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
       timers = new TriggerTimers(runner, systemClock);
       timers.set(runnableTriggers(initial.triggers?.values() ?? []));
       watcher = await watchSpecs(controller, initial, opts, timers);
+      if (opts.hooksAddr) hooks = await serveHooks(opts, timers);
     }
     const shown = opts.show?.(() => controller.view());
     try {
@@ -117,6 +122,7 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
   } finally {
     opts.interrupt.removeEventListener('abort', onInterrupt);
     timers?.stop();
+    await hooks?.close();
     await watcher?.close();
     await server?.close();
     if (opts.metricsFile && metrics) await writeFile(opts.metricsFile, await metrics.text());
@@ -143,6 +149,24 @@ async function recordDeletedTasks(controller: LocalController, initial: LoadedSp
   controller.setSpecs(initial);
   await waitUntil(controller, () => controller.settled() || controller.storeFull() !== undefined);
   await controller.shutdown();
+}
+
+async function serveHooks(opts: LocalRunOptions, timers: TriggerTimers): Promise<HookServer> {
+  const { startHookServer } = await import('../sources/triggers/webhooks.ts');
+  const server = await startHookServer({
+    address: opts.hooksAddr ?? '',
+    log: opts.logger,
+    target: {
+      secret: async (namespace, name) => {
+        const source = timers.trigger(`${namespace}/${name}`)?.spec.source;
+        const env = (source?.gitea ?? source?.github)?.webhook?.secretEnv;
+        return env ? (process.env[env] ?? '') : undefined;
+      },
+      wake: (namespace, name) => timers.wake(`${namespace}/${name}`),
+    },
+  });
+  opts.logger.info({ url: `${server.url}/hooks/NAMESPACE/TRIGGER` }, 'serving webhooks');
+  return server;
 }
 
 function triggerRunner(controller: LocalController, opts: LocalRunOptions, metrics?: EpisodicMetrics): TriggerRunner {

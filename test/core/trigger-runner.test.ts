@@ -145,3 +145,39 @@ test('a schedule keeps historyLimit finished tasks; Replace deletes the running 
   await runner.pass(trigger('Replace'));
   assert.deepEqual(await names(), [minute(5)], 'Replace deleted the running ones; history keeps none unfinished');
 });
+
+test('an item labelled within the second of the cursor is looked at again (since= is inclusive to the second)', async (t) => {
+  let labels: Array<{ name: string }> = [];
+  const server = http.createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    const issue = { ...ISSUE, labels, updated_at: '2026-01-01T00:00:00Z' };
+    res.end(JSON.stringify(req.url?.startsWith('/api/v1/user') ? { login: 'episodic-bot' } : [issue]));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(() => server.close());
+  const stateDir = join(tempDir(), '.episodic');
+  const created = new LocalCreatedTasks({ stateDir });
+  const runner = new TriggerRunner({
+    created,
+    finished: () => false,
+    status: new LocalTriggerStatus(stateDir),
+    clock: new ManualClock(),
+    secret: async () => 't',
+    logger: pino({ level: 'silent' }),
+  });
+  const apiURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const spec = AgentTriggerSpecSchema.parse({
+    source: { gitea: { apiURL, repo: 'o/r', labels: ['agent'], tokenEnv: 'T' } },
+    template: { spec: { prompt: 'p', agent: { command: ['agent'] } } },
+  });
+  const owner = { kind: 'AgentTrigger' as const, namespace: 'default', name: 'fix' };
+  const trigger = { key: 'default/fix', namespace: 'default', name: 'fix', spec, owner };
+  await runner.pass(trigger);
+  assert.deepEqual(await created.list(owner), [], 'no label yet');
+  labels = [{ name: 'agent' }];
+  await runner.pass(trigger);
+  assert.deepEqual(
+    (await created.list(owner)).map((c) => c.name),
+    ['fix-7'],
+  );
+});

@@ -3,11 +3,15 @@
 // controller's own user, → nothing; a second run (a restart) → no duplicate; a newer command on a finished
 // item → its next task. The token comes from the environment and appears nowhere the controller writes.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Gitea, type GiteaAccount, startGitea } from '../support/gitea.ts';
-import { FAKE_CLAUDE, NODE, readStatus, runCli, tempDir } from '../support/local.ts';
+import { CLI, FAKE_CLAUDE, NODE, readStatus, runCli, tempDir } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 const OWNER = 'episodic-admin';
 const REPO = 'widgets';
@@ -125,4 +129,79 @@ describe('a Gitea trigger in local mode (real Gitea)', () => {
     assert.equal(readStatus(dir, 'fix-1-2')?.status.phase, 'Succeeded');
     assert.match(manifest('fix-1-2').spec.prompt, /\/episodic once more/);
   });
+
+  it('run --watch: a signed Gitea delivery wakes the poll at once; a bad or missing signature is 401', async () => {
+    await gitea.createRepo(OWNER, 'gadgets');
+    await gitea.addCollaborator(OWNER, 'gadgets', alice.name, 'write'); // else her labels are dropped
+    const agent = await gitea.createLabel(OWNER, 'gadgets', 'agent');
+    const hookDir = tempDir();
+    // A poll a day: only a delivery can make the task appear within the test.
+    writeFileSync(
+      join(hookDir, 'hooked.yaml'),
+      triggerYaml(gitea.url)
+        .replace('name: fix', 'name: hooked')
+        .replace(
+          `repo: ${OWNER}/${REPO}`,
+          `repo: ${OWNER}/gadgets\n      pollSeconds: 86400\n      webhook: {secretEnv: TEST_HOOK_SECRET}`,
+        ),
+    );
+    const port = await freePort();
+    const child = spawn(
+      NODE,
+      [CLI, 'run', hookDir, '--watch', '--no-table', '--hooks-addr', `127.0.0.1:${port}`, '--log-level', 'debug'],
+      {
+        env: { ...process.env, TEST_GITEA_TOKEN: gitea.adminToken, TEST_HOOK_SECRET: 'hook-secret' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise((r) => child.on('exit', r));
+    try {
+      const statusFile = join(hookDir, '.episodic/triggers/default/hooked.json');
+      const first = await waitFor(
+        'the first poll',
+        () => existsSync(statusFile) && JSON.parse(readFileSync(statusFile, 'utf8')),
+      );
+      const url = `http://127.0.0.1:${port}/hooks/default/hooked`;
+      const body = JSON.stringify({ action: 'opened' });
+      const post = (headers: Record<string, string>) =>
+        fetch(url, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/json', 'x-gitea-event': 'issues', ...headers },
+        });
+      assert.equal((await post({})).status, 401, 'no signature');
+      assert.equal((await post({ 'x-gitea-signature': 'ab'.repeat(32) })).status, 401, 'wrong signature');
+      const signed = createHmac('sha256', 'wrong-secret').update(body).digest('hex');
+      assert.equal((await post({ 'x-gitea-signature': signed })).status, 401, 'signed with another secret');
+      assert.equal(JSON.parse(readFileSync(statusFile, 'utf8')).lastPollAt, first.lastPollAt, 'no poll woken');
+
+      await gitea.createWebhook(OWNER, 'gadgets', { url, secret: 'hook-secret' });
+      await gitea.createIssue(
+        OWNER,
+        'gadgets',
+        { title: 'Hooked', body: 'via webhook', labels: [agent.id] },
+        alice.token,
+      );
+      const task = join(hookDir, '.episodic/created/default/hooked-1.yaml');
+      await waitFor('the task a delivery woke', () => existsSync(task), 30_000).catch((err) => {
+        throw new Error(`${(err as Error).message}\n${readFileSync(statusFile, 'utf8')}\n${stderr.slice(-3000)}`);
+      });
+      assert.match(readFileSync(task, 'utf8'), /Fix #1 Hooked: via webhook/);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
 });
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}

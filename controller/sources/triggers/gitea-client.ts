@@ -2,6 +2,7 @@
 // on issue lists, so a poll is conditional by `since=` instead: only items updated at or after the newest
 // one seen (a comment bumps updated_at), so "nothing changed" costs one request answered `[]`. The token
 // travels in the Authorization header only; errors name the method, path and status, never the token.
+import { createHash } from 'node:crypto';
 import type { Permission } from '../../api/agent-trigger.ts';
 import type { ForgeComment, ForgeItem } from '../../reconciler/trigger-items.ts';
 import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
@@ -37,6 +38,7 @@ interface RawIssue {
   state: string;
   user: RawUser;
   labels: Array<{ name: string }> | null;
+  comments?: number;
   updated_at: string;
 }
 interface RawComment {
@@ -48,6 +50,8 @@ interface RawComment {
 export interface PolledItem {
   item: ForgeItem;
   updatedAt: string;
+  /** Number, labels, state and comment count: a change within updated_at's one second still shows. */
+  fingerprint: string;
 }
 
 export class GiteaClient {
@@ -75,7 +79,7 @@ export class GiteaClient {
     if (since) query.since = since;
     const raw = await this.pages<RawIssue>(`/repos/${repo}/issues`, query);
     return raw
-      .map((i) => ({ item: toItem(i), updatedAt: i.updated_at }))
+      .map((i) => ({ item: toItem(i), updatedAt: i.updated_at, fingerprint: fingerprint(i) }))
       .sort((a, b) => a.updatedAt.localeCompare(b.updatedAt));
   }
 
@@ -138,6 +142,19 @@ export function retryAt(headers: Headers, now: Date): Date | undefined {
   const reset = Number(headers.get('x-ratelimit-reset'));
   if (headers.get('x-ratelimit-remaining') === '0' && reset > 0) return new Date(reset * 1000);
   return undefined;
+}
+
+function fingerprint(i: RawIssue): string {
+  const labels = createHash('sha256')
+    .update(
+      (i.labels ?? [])
+        .map((l) => l.name)
+        .sort()
+        .join('\n'),
+    )
+    .digest('hex')
+    .slice(0, 12);
+  return `${i.number}:${i.state}:${i.comments ?? 0}:${labels}`;
 }
 
 function isBot(user: RawUser): boolean {

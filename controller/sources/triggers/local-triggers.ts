@@ -60,11 +60,24 @@ export async function envSecret(source: { tokenEnv?: string }): Promise<string |
   return source.tokenEnv ? process.env[source.tokenEnv] || undefined : undefined;
 }
 
+interface TimerEntry {
+  trigger: RunnableTrigger;
+  timer?: Timer;
+  hash: string;
+  /** A pass is under way: a wake then asks for one more pass right after it. */
+  running?: boolean;
+  wokenWhileRunning?: boolean;
+  /** The pass a delivery woke is followed by one more: a delivery can outrun the forge's own issue index. */
+  followUp?: boolean;
+}
+
+const FOLLOW_UP_MS = 3_000;
+
 /** Runs each trigger's passes on its own timer; set() follows spec changes, stop() ends them all. */
 export class TriggerTimers {
   private readonly runner: TriggerRunner;
   private readonly clock: Clock;
-  private readonly timers = new Map<string, { trigger: RunnableTrigger; timer?: Timer; hash: string }>();
+  private readonly timers = new Map<string, TimerEntry>();
   private stopped = false;
 
   constructor(runner: TriggerRunner, clock: Clock) {
@@ -92,13 +105,37 @@ export class TriggerTimers {
     }
   }
 
-  private arm(entry: { trigger: RunnableTrigger; timer?: Timer; hash: string }, delayMs: number): void {
+  private arm(entry: TimerEntry, delayMs: number): void {
     entry.timer = this.clock.setTimer(async () => {
       if (this.stopped || this.timers.get(entry.trigger.key) !== entry) return;
-      const next = await this.runner.pass(entry.trigger);
+      entry.running = true;
+      const next = await this.runner.pass(entry.trigger).finally(() => (entry.running = false));
       if (this.stopped || this.timers.get(entry.trigger.key) !== entry) return;
-      this.arm(entry, Math.max(1000, next.getTime() - this.clock.now().getTime()));
+      const woken = entry.wokenWhileRunning === true;
+      const followUp = entry.followUp === true;
+      entry.wokenWhileRunning = false;
+      entry.followUp = woken;
+      const due = Math.max(1000, next.getTime() - this.clock.now().getTime());
+      this.arm(entry, woken ? 0 : followUp ? Math.min(FOLLOW_UP_MS, due) : due);
     }, delayMs);
+  }
+
+  /** The trigger of that key, as last set. */
+  trigger(key: string): RunnableTrigger | undefined {
+    return this.timers.get(key)?.trigger;
+  }
+
+  /** A webhook said something changed: the trigger's next pass is now (or right after the one under way). */
+  wake(key: string): void {
+    const entry = this.timers.get(key);
+    if (!entry || this.stopped) return;
+    if (entry.running) {
+      entry.wokenWhileRunning = true;
+      return;
+    }
+    entry.timer?.cancel();
+    entry.followUp = true;
+    this.arm(entry, 0);
   }
 
   stop(): void {

@@ -157,7 +157,7 @@ export class TriggerRunner {
     // since= is inclusive to the second: what was handled at exactly the cursor comes back and is dropped.
     const atCursor = new Set(status.cursorItems ?? []);
     const polled = (await client.openItems(source.repo, source.kind, status.cursor)).filter(
-      (p) => !(p.updatedAt === status.cursor && atCursor.has(p.item.number)),
+      (p) => !(p.updatedAt === status.cursor && atCursor.has(p.fingerprint)),
     );
     const seen: ItemSeen[] = [];
     for (const p of polled) {
@@ -185,7 +185,7 @@ export class TriggerRunner {
     // Held items are polled again: the cursor moves only when everything seen was handled.
     const newest = polled.at(-1)?.updatedAt;
     if (plan.held === 0 && newest) {
-      const sameSecond = polled.filter((p) => p.updatedAt === newest).map((p) => p.item.number);
+      const sameSecond = polled.filter((p) => p.updatedAt === newest).map((p) => p.fingerprint);
       status.cursorItems = (newest === status.cursor ? [...atCursor, ...sameSecond] : sameSecond).slice(-200);
       status.cursor = newest;
     }
