@@ -71,7 +71,7 @@ export class TriggerRunner {
       else if (trigger.spec.source.schedule)
         next = await this.schedulePass(trigger, trigger.spec.source.schedule, status, now);
       else if (trigger.spec.source.gitea) next = await this.giteaPass(trigger, trigger.spec.source.gitea, status, now);
-      else next = new Date(now.getTime() + 60_000); // github and webhook sources: not served yet
+      else throw new Error('source.github and source.webhook are not served yet (schedule and gitea are)');
       this.failures.delete(trigger.key);
       status.lastError = undefined;
       status.rateLimitedUntil = undefined;
