@@ -160,6 +160,10 @@ export const AgentTriggerStatusSchema = z.object({
     .describe(
       'items (number and state) handled at exactly the cursor: since= is inclusive, they are not fetched again',
     ),
+  reports: z
+    .record(z.string(), z.object({ comment: z.number().int(), body: z.string().max(2000) }))
+    .optional()
+    .describe('spec.report.comment: the forge comment of each task and what it says now'),
   observedGeneration: z.number().int().optional(),
 });
 

@@ -150,6 +150,12 @@ export class LocalController {
     return isTerminal(this.sink.read({ key: `${namespace}/${name}` })?.phase);
   }
 
+  /** What a trigger's report says of a task: its recorded phase, episodes, cost and reason. */
+  taskReport(namespace: string, name: string) {
+    const s = this.sink.read({ key: `${namespace}/${name}` });
+    return s && { phase: s.phase, episodes: s.episodes, costUSD: s.costUSD, reason: s.reason, message: s.message };
+  }
+
   settled(): boolean {
     return this.requireLoop().settled();
   }

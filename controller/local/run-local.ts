@@ -115,7 +115,10 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
     }
     const shown = opts.show?.(() => controller.view());
     try {
-      return await runUntilDone(controller, opts, initial.errors.length);
+      const end = await runUntilDone(controller, opts, initial.errors.length);
+      // Without --watch no pass follows: the forge comments are brought up to how the tasks ended.
+      if (!opts.watch) for (const t of runnableTriggers(initial.triggers?.values() ?? [])) await runner.reportPass(t);
+      return end;
     } finally {
       shown?.stop();
     }
@@ -173,6 +176,7 @@ function triggerRunner(controller: LocalController, opts: LocalRunOptions, metri
   return new TriggerRunner({
     created: controller.created,
     finished: (namespace, name) => controller.finished(namespace, name),
+    taskReport: (namespace, name) => controller.taskReport(namespace, name),
     status: new LocalTriggerStatus(opts.stateDir),
     clock: systemClock,
     secret: envSecret,

@@ -30,6 +30,7 @@ spec:
       command: {text: /episodic, minPermission: write}
       tokenEnv: TEST_GITEA_TOKEN
   maxConcurrency: 5
+  report: {comment: true}
   template:
     spec:
       prompt: 'Fix #{{item.number}} {{item.title}}: {{item.body}} / {{item.comment}} <promise>COMPLETE</promise>'
@@ -61,6 +62,16 @@ describe('a Gitea trigger in local mode (real Gitea)', () => {
       metadata: { labels: Record<string, string> };
     };
 
+  /** The controller's report comments on an item (the admin token is its user). */
+  const reports = async (number: number) =>
+    (
+      await gitea.api<Array<{ body: string; user: { login: string } }>>(
+        'GET',
+        `/repos/${OWNER}/${REPO}/issues/${number}/comments`,
+      )
+    )
+      .filter((c) => c.user.login === OWNER && c.body.startsWith('<!-- episodic:report'))
+      .map((c) => c.body);
   const forgeRequests = () =>
     [...readFileSync(join(dir, 'metrics.prom'), 'utf8').matchAll(/^episodic_forge_requests_total\{[^}]*\} (\d+)$/gm)]
       .map((m) => Number(m[1]))
@@ -105,6 +116,10 @@ describe('a Gitea trigger in local mode (real Gitea)', () => {
     assert.equal(status.itemsSeen, 4);
     assert.equal(status.lastError, undefined);
     assert.ok(status.cursor, 'since= of the next poll');
+    const [report] = await reports(1);
+    assert.match(report, /^<!-- episodic:report fix\/fix-1 -->\n\*\*episodic\*\* task `fix-1`: \*\*Succeeded\*\*/);
+    assert.equal((await reports(1)).length, 1);
+    assert.equal((await reports(2)).length, 0, 'no task, no report');
     const metrics = readFileSync(join(dir, 'metrics.prom'), 'utf8');
     assert.match(metrics, /episodic_trigger_tasks_created_total\{namespace="default",trigger="fix"\} 2/);
     assert.match(metrics, /episodic_forge_requests_total\{forge="gitea",code="200"\} \d+/);
@@ -116,7 +131,10 @@ describe('a Gitea trigger in local mode (real Gitea)', () => {
     const again = await run();
     assert.equal(again.code, 0, again.stderr);
     assert.deepEqual(created(), ['fix-1', 'fix-3']);
-    // Nothing changed: who am I, and the list with since= (what was handled at the cursor is not fetched again).
+    // The controller's own report edits bumped the items once; after that nothing changed: who am I, and the
+    // list with since= (what was handled at the cursor, with its state, is not fetched again).
+    const idle = await run();
+    assert.equal(idle.code, 0, idle.stderr);
     assert.equal(forgeRequests(), 2);
     await gitea.comment(OWNER, REPO, 1, '/episodic', reader.token);
     const readerAsks = await run();
@@ -128,6 +146,9 @@ describe('a Gitea trigger in local mode (real Gitea)', () => {
     assert.deepEqual(created(), ['fix-1', 'fix-1-2', 'fix-3']);
     assert.equal(readStatus(dir, 'fix-1-2')?.status.phase, 'Succeeded');
     assert.match(manifest('fix-1-2').spec.prompt, /\/episodic once more/);
+    const onOne = await reports(1);
+    assert.equal(onOne.length, 2, 'one report per task, each edited in place, none posted twice');
+    assert.ok(onOne.some((r) => r.startsWith('<!-- episodic:report fix/fix-1-2 -->') && r.includes('**Succeeded**')));
   });
 
   it('run --watch: a signed Gitea delivery wakes the poll at once; a bad or missing signature is 401', async () => {

@@ -87,6 +87,12 @@ export class ClusterTriggers {
         return isTerminal(status?.phase);
       },
       status: new KubeTriggerStatus(opts.triggers, opts.client),
+      taskReport: (namespace, name) => {
+        const s = opts.tasks.get(`${namespace}/${name}`)?.status as
+          | { phase?: string; episodes?: number; costUSD?: number; reason?: string; message?: string }
+          | undefined;
+        return s && { ...s, episodes: s.episodes ?? 0, costUSD: s.costUSD ?? 0 };
+      },
       clock: systemClock,
       secret: (source, namespace) => this.secret(source.tokenSecretRef, namespace),
       counters: opts.counters,

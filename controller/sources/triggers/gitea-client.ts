@@ -88,6 +88,15 @@ export class GiteaClient {
     return raw.map((c) => ({ id: c.id, author: c.user.login, authorIsBot: isBot(c.user), body: c.body ?? '' }));
   }
 
+  /** A comment on the item; its id. */
+  async createComment(repo: string, number: number, body: string): Promise<number> {
+    return (await this.send<RawComment>('POST', `/repos/${repo}/issues/${number}/comments`, { body })).id;
+  }
+
+  async editComment(repo: string, id: number, body: string): Promise<void> {
+    await this.send('PATCH', `/repos/${repo}/issues/comments/${id}`, { body });
+  }
+
   /** The user's permission on the repo; none for a stranger (Gitea answers 403/404 for non-collaborators). */
   async permission(repo: string, user: string): Promise<Permission | undefined> {
     try {
@@ -112,22 +121,33 @@ export class GiteaClient {
     return out;
   }
 
-  private async get<T>(path: string, query: Record<string, string> = {}): Promise<T> {
-    const url = `${this.base}${path}${Object.keys(query).length ? `?${new URLSearchParams(query)}` : ''}`;
+  private get<T>(path: string, query: Record<string, string> = {}): Promise<T> {
+    const url = `${path}${Object.keys(query).length ? `?${new URLSearchParams(query)}` : ''}`;
+    return this.send<T>('GET', url);
+  }
+
+  private async send<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const what = `${method} ${path.split('?')[0]}`;
     let res: Response;
     try {
-      res = await fetch(url, {
-        headers: { accept: 'application/json', ...(this.token ? { authorization: `token ${this.token}` } : {}) },
+      res = await fetch(`${this.base}${path}`, {
+        method,
+        headers: {
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(this.token ? { authorization: `token ${this.token}` } : {}),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
     } catch (err) {
       this.counters?.forgeRequest('gitea', 'error');
-      throw new ForgeError(`GET ${path}: ${(err as Error).message}`);
+      throw new ForgeError(`${what}: ${(err as Error).message}`);
     }
     this.counters?.forgeRequest('gitea', String(res.status));
     if (res.ok) return (await res.json()) as T;
     await res.body?.cancel();
-    throw new ForgeError(`GET ${path}: HTTP ${res.status}`, res.status, retryAt(res.headers, this.now()));
+    throw new ForgeError(`${what}: HTTP ${res.status}`, res.status, retryAt(res.headers, this.now()));
   }
 }
 

@@ -15,6 +15,9 @@ import { planItems } from '../../reconciler/trigger-items.ts';
 import { decideSchedule, pastHistory, TICK_LABEL } from '../../reconciler/trigger-schedule.ts';
 import { renderTaskSpec } from '../../reconciler/trigger-template.ts';
 import { ForgeError, GiteaClient } from './gitea-client.ts';
+import { reportTasks } from './reports.ts';
+import type { TaskReport } from './reports.ts';
+import { ITEM_LABEL } from '../../reconciler/trigger-items.ts';
 
 export interface RunnableTrigger {
   key: string;
@@ -41,6 +44,8 @@ export interface TriggerDeps {
     namespace: string,
   ): Promise<string | undefined>;
   counters?: TriggerCounters;
+  /** spec.report: a task's phase, episodes, cost and reason, as recorded. */
+  taskReport?(namespace: string, name: string): TaskReport | undefined;
   logger: Logger;
 }
 
@@ -180,6 +185,7 @@ export class TriggerRunner {
       const spec = renderTaskSpec(trigger.spec.template.spec, { item: p.item, comment: p.comment });
       await this.create(trigger, p.name, spec, p.labels, status);
     }
+    if (trigger.spec.report?.comment) await this.report(trigger, source, client, self, status);
     status.itemsSeen = (status.itemsSeen ?? 0) + polled.length;
     status.tasksActive = existing.filter((t) => !t.finished).length + plan.create.length;
     // Held items are polled again: the cursor moves only when everything seen was handled.
@@ -190,6 +196,35 @@ export class TriggerRunner {
       status.cursor = newest;
     }
     return new Date(now.getTime() + source.pollSeconds * 1000);
+  }
+
+  /** Reports only (no poll): `run` calls it once its tasks settled, so the comments show how they ended. */
+  async reportPass(trigger: RunnableTrigger): Promise<void> {
+    const source = trigger.spec.source.gitea;
+    if (!source || !trigger.spec.report?.comment) return;
+    const status = AgentTriggerStatusSchema.parse(this.deps.status.read(trigger.key) ?? {});
+    try {
+      const token = await this.deps.secret(source, trigger.namespace);
+      const client = new GiteaClient({ apiURL: source.apiURL, token, counters: this.deps.counters });
+      await this.report(trigger, source, client, await this.selfOf(client, source.apiURL, token), status);
+      await this.deps.status.write(trigger.key, status);
+    } catch (err) {
+      this.deps.logger.warn({ trigger: trigger.key, err: (err as Error).message }, 'reporting back failed');
+    }
+  }
+
+  private async report(
+    trigger: RunnableTrigger,
+    source: ForgeSource,
+    client: GiteaClient,
+    self: string | undefined,
+    status: AgentTriggerStatus,
+  ): Promise<void> {
+    const tasks = (await this.deps.created.list(trigger.owner)).flatMap((t) => {
+      const item = Number(t.labels[ITEM_LABEL]);
+      return item > 0 ? [{ name: t.name, item, report: this.deps.taskReport?.(t.namespace, t.name) }] : [];
+    });
+    await reportTasks({ client, repo: source.repo, trigger: trigger.name, self, tasks, status });
   }
 
   /** The token's user, asked once per token while the controller runs. */
