@@ -67,7 +67,11 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
 };
 
 const CONTROLLER_RULES = [
-  { apiGroups: ['episodic.dev'], resources: ['agenttasks'], verbs: ['get', 'list', 'watch', 'patch'] },
+  {
+    apiGroups: ['episodic.dev'],
+    resources: ['agenttasks'],
+    verbs: ['get', 'list', 'watch', 'patch', 'create', 'delete'],
+  },
   { apiGroups: ['episodic.dev'], resources: ['agenttasks/status'], verbs: ['get', 'patch'] },
   { apiGroups: ['episodic.dev'], resources: ['agenttasks/finalizers'], verbs: ['update'] },
   { apiGroups: ['episodic.dev'], resources: ['agentepisodes'], verbs: ['create', 'list', 'delete'] },
@@ -283,7 +287,7 @@ describe('helm chart', () => {
     const objects = await render();
     const policy = mustFind(objects, 'ValidatingAdmissionPolicy', 'episodic-spec-guard');
     assert.deepEqual(policy.spec.matchConstraints.resourceRules[0].resources, ['agenttasks']);
-    assert.deepEqual(policy.spec.matchConstraints.resourceRules[0].operations, ['UPDATE']);
+    assert.deepEqual(policy.spec.matchConstraints.resourceRules[0].operations, ['CREATE', 'UPDATE']);
     assert.equal(
       policy.spec.matchConditions[0].expression,
       `request.userInfo.username == "system:serviceaccount:${NAMESPACE}:episodic"`,
