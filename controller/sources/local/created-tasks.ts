@@ -6,13 +6,13 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createdManifest, ownerOf } from '../../core/created-tasks.ts';
+import { validNames } from '../../core/mailboxes.ts';
 import type { CreatedTask, CreatedTasks, CreateOutcome, TaskOwner } from '../../core/created-tasks.ts';
 import { isSpecFileName, parseSpecText } from './spec-files.ts';
 import type { LoadedSpecs, SpecTask } from './spec-files.ts';
 
 /** The annotation naming the file a created spec's relative paths resolve against (its owner's). */
 export const SPEC_FILE_ANNOTATION = 'episodic.dev/spec-file';
-const NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 export function createdDir(stateDir: string): string {
   return join(stateDir, 'created');
@@ -40,7 +40,7 @@ export class LocalCreatedTasks implements CreatedTasks {
     labels?: Record<string, string>,
   ): Promise<CreateOutcome> {
     // Names become file names: a DNS label only, so "../x" or "a/b" can never leave the namespace's directory.
-    if (!NAME.test(name) || !NAME.test(owner.namespace)) return taken(`${name}: not a lowercase RFC 1123 label`);
+    if (!validNames(owner.namespace, name)) return taken(`${name}: not a lowercase RFC 1123 label`);
     if (this.opts.userTask?.(owner.namespace, name)) return taken(`${name}: a task of the spec directory has it`);
     const existing = this.read(owner.namespace, name);
     if (existing) return sameOwner(existing, owner) ? { result: 'exists' } : taken(`${name}: another owner's task`);

@@ -1,0 +1,56 @@
+// Mailboxes for `send` (agent ops and `episodic send`): one per task, never in its spec. Locally a directory
+// of message files under the state dir; on a cluster a ConfigMap per task (the controller never writes
+// spec, and status is the controller's alone while people send too). A message's id is chosen by its sender
+// and deterministic for an agent's op ("FROM.EPISODE.INDEX"), so applying an episode's ops again after a
+// kill -9 does not deliver twice. Delivered messages are acknowledged (removed) once the episode that got
+// them has ended; until then they stay, so a crash never loses one.
+
+/** Messages a mailbox holds at most; a send past it is refused ("full"). */
+export const MAILBOX_MESSAGES_MAX = 32;
+/** Characters of message text a mailbox holds at most (a ConfigMap's 1 MiB stays far off). */
+export const MAILBOX_CHARS_MAX = 64 * 1024;
+/** Ids are ConfigMap data keys and file names: no path, no other namespace. */
+export const MESSAGE_ID = /^[a-z0-9][a-z0-9.-]{0,199}$/;
+
+/** Task and namespace names as both modes take them (RFC 1123 labels): never a path such as `../x`. */
+export const TASK_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** Whether the names lead to a mailbox at all: they become file paths and API paths. */
+export function validNames(namespace: string, task: string): boolean {
+  return TASK_NAME.test(namespace) && TASK_NAME.test(task);
+}
+
+export interface Message {
+  id: string;
+  /** The sending task's name, or "person" for `episodic send`. */
+  from: string;
+  /** RFC 3339: messages are read oldest first. */
+  at: string;
+  text: string;
+}
+
+export type SendOutcome = { result: 'sent' } | { result: 'exists' } | { result: 'refused'; message: string };
+
+export interface Mailboxes {
+  /** Appends to task `to`'s mailbox in `namespace`; the same id again is "exists". */
+  send(namespace: string, to: string, message: Message): Promise<SendOutcome>;
+  /** The messages waiting, oldest first. */
+  read(namespace: string, task: string): Promise<Message[]>;
+  /** Removes delivered messages; ids already gone are fine. */
+  ack(namespace: string, task: string, ids: readonly string[]): Promise<void>;
+  /** The task is gone: its mailbox too. */
+  drop(namespace: string, task: string): Promise<void>;
+}
+
+/** Why a message may not go into a mailbox holding `held`, or undefined when it may. */
+export function refusal(held: readonly Message[], message: Message): string | undefined {
+  if (!MESSAGE_ID.test(message.id)) return `message id "${message.id.slice(0, 40)}" is not a lowercase name`;
+  if (held.length >= MAILBOX_MESSAGES_MAX) return `mailbox full: ${MAILBOX_MESSAGES_MAX} messages waiting`;
+  const chars = held.reduce((n, m) => n + m.text.length, 0) + message.text.length;
+  if (chars > MAILBOX_CHARS_MAX) return `mailbox full: more than ${MAILBOX_CHARS_MAX} characters waiting`;
+  return undefined;
+}
+
+export function oldestFirst(messages: Message[]): Message[] {
+  return messages.sort((a, b) => (a.at === b.at ? a.id.localeCompare(b.id) : a.at < b.at ? -1 : 1));
+}

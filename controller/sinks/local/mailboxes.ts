@@ -1,0 +1,68 @@
+// Local mailboxes: STATE/mailboxes/NAMESPACE/TASK/ID.json, one file per message, each made by a hard link of
+// a finished temporary file (whole or absent; an id again is not a second message). A person's `episodic
+// send` and the controller write at once without a lock; the bound is checked before the link, so two
+// senders racing may pass it by one message each (documented).
+import { randomUUID } from 'node:crypto';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MESSAGE_ID, oldestFirst, refusal, validNames } from '../../core/mailboxes.ts';
+import type { Mailboxes, Message, SendOutcome } from '../../core/mailboxes.ts';
+
+export class LocalMailboxes implements Mailboxes {
+  private readonly root: string;
+
+  constructor(stateDir: string) {
+    this.root = join(stateDir, 'mailboxes');
+  }
+
+  async send(namespace: string, to: string, message: Message): Promise<SendOutcome> {
+    if (!validNames(namespace, to)) return { result: 'refused', message: `${to}: not a task name` };
+    const dir = this.dir(namespace, to);
+    const file = join(dir, `${message.id}.json`);
+    if (MESSAGE_ID.test(message.id) && existsSync(file)) return { result: 'exists' };
+    const why = refusal(await this.read(namespace, to), message);
+    if (why) return { result: 'refused', message: why };
+    mkdirSync(dir, { recursive: true });
+    const temp = join(dir, `.${randomUUID()}.tmp`);
+    writeFileSync(temp, JSON.stringify(message), { flush: true });
+    try {
+      linkSync(temp, file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      return { result: 'exists' };
+    } finally {
+      unlinkSync(temp);
+    }
+    return { result: 'sent' };
+  }
+
+  async read(namespace: string, task: string): Promise<Message[]> {
+    if (!validNames(namespace, task)) return [];
+    const dir = this.dir(namespace, task);
+    if (!existsSync(dir)) return [];
+    const messages: Message[] = [];
+    for (const f of readdirSync(dir)) {
+      if (!f.endsWith('.json')) continue;
+      try {
+        messages.push(JSON.parse(readFileSync(join(dir, f), 'utf8')) as Message);
+      } catch {
+        // acknowledged (removed) between readdir and read
+      }
+    }
+    return oldestFirst(messages);
+  }
+
+  async ack(namespace: string, task: string, ids: readonly string[]): Promise<void> {
+    if (!validNames(namespace, task)) return;
+    for (const id of ids)
+      if (MESSAGE_ID.test(id)) rmSync(join(this.dir(namespace, task), `${id}.json`), { force: true });
+  }
+
+  async drop(namespace: string, task: string): Promise<void> {
+    if (validNames(namespace, task)) rmSync(this.dir(namespace, task), { recursive: true, force: true });
+  }
+
+  private dir(namespace: string, task: string): string {
+    return join(this.root, namespace, task);
+  }
+}
