@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { BreakerStatusSchema, ProgressStatusSchema } from './leash.ts';
 import { AuditEntrySchema, ResumeStatusSchema } from './resume.ts';
+import { SPAWN_STATUS_FIELDS } from './spawn-fields.ts';
 import { GateStateSchema } from './gates.ts';
 import { OPS_LAST_EPISODE_FIELDS, OPS_STATUS_FIELDS } from './ops-status.ts';
 import { ReviewStatusSchema } from './review.ts';
@@ -147,6 +148,7 @@ export const AgentTaskStatusSchema = z.object({
   ...OPS_STATUS_FIELDS,
   // What needs a person (issue 19 §6): kept from each episode's evidence by reconciler/review.ts.
   review: ReviewStatusSchema.optional().describe('what needs a person: [!] items, new DISCOVERY.md / IDEAS.md entries'),
+  ...SPAWN_STATUS_FIELDS,
 });
 
 export type AgentTaskStatus = z.infer<typeof AgentTaskStatusSchema>;

@@ -6,6 +6,7 @@ import { BreakerSpecSchema, ProgressSpecSchema } from './leash.ts';
 import { ResumeSpecSchema } from './resume.ts';
 import { ScopeSchema } from './scope.ts';
 import { OPS_SPEC_FIELDS } from './ops-status.ts';
+import { SPAWN_LIMIT_FIELDS, SPAWN_SPEC_FIELDS } from './spawn-fields.ts';
 import { duplicateStepNames, STEP_LIMITS_MASK, STEPS_MAX, stepSchema, stepSpec } from './steps.ts';
 
 // The status schemas live in agent-task-status.ts; every name stays importable from here.
@@ -180,6 +181,7 @@ export const CompletionSchema = z.strictObject({
 });
 
 export const LimitsSchema = z.strictObject({
+  ...SPAWN_LIMIT_FIELDS,
   maxEpisodes: z.number().int().min(1).default(20),
   episodeTimeoutSeconds: z.number().int().min(1).default(3600),
   maxConsecutiveFailures: z.number().int().min(1).default(3),
@@ -248,6 +250,7 @@ export const AgentTaskSpecSchema = z
     // scope (README "Scope"); a step's replaces it.
     scope: ScopeSchema.optional(),
     ...OPS_SPEC_FIELDS,
+    ...SPAWN_SPEC_FIELDS,
   })
   .superRefine((spec, ctx) => {
     // A step's completion is the task's with the step's fields over it: each is checked where it is written.
