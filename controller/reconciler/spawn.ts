@@ -17,7 +17,7 @@ export interface SpawnParent {
   name: string;
   spec: AgentTaskSpec & { limits: { maxChildren?: number } };
   labels?: Readonly<Record<string, string>>;
-  /** Names of the tasks it spawned so far (existing or gone): maxChildren counts them all. */
+  /** Names of the tasks it spawned that exist now: maxChildren bounds them. */
   children: readonly string[];
 }
 

@@ -1,0 +1,69 @@
+// Carrying out spawn and send ops (issue 20) for both modes: each is an op handler over the mode's
+// CreatedTasks and Mailboxes (the OpsApplier hands it an episode's ops of its kind). Both are idempotent per
+// (task, episode): a child has a deterministic name and a message a deterministic id, so ops applied again
+// after a kill -9 make nothing twice. An op that may not apply is rejected with a message, never thrown.
+import type { Op, OpOf } from '../api/ops.ts';
+import type { Clock } from '../core/clock.ts';
+import type { CreatedTasks, TaskOwner } from '../core/created-tasks.ts';
+import type { Mailboxes } from '../core/mailboxes.ts';
+import type { DesiredTask } from '../core/ports.ts';
+import { planChild } from '../reconciler/spawn.ts';
+
+export interface Rejection {
+  op: Op['op'];
+  message: string;
+}
+/** The shape of an OpsApplier's handler for one kind of op. */
+export type OpHandler<T extends DesiredTask> = (
+  task: T,
+  episode: number,
+  ops: readonly Op[],
+) => Promise<{ rejected: Rejection[] }>;
+
+export interface SpawnSendDeps<T extends DesiredTask> {
+  created: CreatedTasks;
+  mailboxes: Mailboxes;
+  /** The task as an owner (local: its spec file; cluster: its uid). */
+  ownerOf(task: T): TaskOwner;
+  /** Whether a task of that name exists in the namespace: a message to no task is refused. */
+  taskExists(namespace: string, name: string): boolean;
+  clock: Clock;
+}
+
+export function spawnHandler<T extends DesiredTask>(deps: SpawnSendDeps<T>): OpHandler<T> {
+  return async (task, _episode, ops) => {
+    const rejected: Rejection[] = [];
+    if (!task.spec) return { rejected: ops.map((o) => ({ op: o.op, message: `${o.op}: the task has no valid spec` })) };
+    const owner = deps.ownerOf(task);
+    for (const op of ops.filter((o): o is OpOf<'spawn'> => o.op === 'spawn')) {
+      const children = (await deps.created.list(owner)).map((c) => c.name);
+      const plan = planChild({ name: task.name, spec: task.spec, labels: task.labels, children }, op);
+      if (!plan.ok) {
+        rejected.push({ op: 'spawn', message: plan.message });
+        continue;
+      }
+      if (plan.existing) continue;
+      const made = await deps.created.create(owner, plan.name, plan.spec, plan.labels);
+      if (made.result === 'taken') rejected.push({ op: 'spawn', message: `spawn ${op.name}: ${made.message}` });
+    }
+    return { rejected };
+  };
+}
+
+/** Message ids: FROM.EPISODE.INDEX (the index among the episode's sends). */
+export function sendHandler<T extends DesiredTask>(deps: SpawnSendDeps<T>): OpHandler<T> {
+  return async (task, episode, ops) => {
+    const rejected: Rejection[] = [];
+    const at = deps.clock.now().toISOString();
+    for (const [index, op] of ops.filter((o): o is OpOf<'send'> => o.op === 'send').entries()) {
+      if (!deps.taskExists(task.namespace, op.to)) {
+        rejected.push({ op: 'send', message: `send to ${op.to}: no such task in namespace ${task.namespace}` });
+        continue;
+      }
+      const id = `${task.name}.${episode}.${index}`;
+      const sent = await deps.mailboxes.send(task.namespace, op.to, { id, from: task.name, at, text: op.message });
+      if (sent.result === 'refused') rejected.push({ op: 'send', message: `send to ${op.to}: ${sent.message}` });
+    }
+    return { rejected };
+  };
+}
