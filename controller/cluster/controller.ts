@@ -26,6 +26,9 @@ import { AgentBudgetStore } from '../sources/cluster/agent-budget-store.ts';
 import { AgentTaskSource } from '../sources/cluster/agent-task-source.ts';
 import { ClusterTriggers, triggersPath } from '../sources/cluster/agent-triggers.ts';
 import { TRIGGER_PLURAL } from '../api/agent-trigger.ts';
+import { KubeCreatedTasks } from '../sources/cluster/created-tasks.ts';
+import { deletingOwnedTasks } from '../core/owned-tasks.ts';
+import { KubeMailboxes } from '../sinks/cluster/mailboxes.ts';
 import type { ClusterTask } from '../core/ports.ts';
 import { CLUSTER_DEFAULTS } from './defaults.ts';
 import type { EpisodeDefaults } from './episode-defaults.ts';
@@ -325,7 +328,10 @@ export class ClusterController {
   private startProcessing(): void {
     if (this.loop || this.stopped) return;
     this.loop = new Controller({
-      source: this.source,
+      source: deletingOwnedTasks(this.source, {
+        created: new KubeCreatedTasks(this.client),
+        mailboxes: new KubeMailboxes(this.client),
+      }),
       executor: this.executor,
       sink: this.sink,
       logger: this.opts.log,

@@ -20,6 +20,8 @@ import { ResumeRequestPoller } from '../sources/local/resume-requests.ts';
 import type { LocalTask } from '../sources/local/spec-dir-source.ts';
 import { LocalCreatedTasks, withCreatedTasks } from '../sources/local/created-tasks.ts';
 import { LocalOpsApplier } from '../ops/local-ops.ts';
+import { deletingOwnedTasks } from '../core/owned-tasks.ts';
+import { LocalMailboxes } from '../sinks/local/mailboxes.ts';
 
 export interface LocalControllerOptions {
   dir: string;
@@ -50,6 +52,7 @@ export class LocalController {
   private readonly requests: ResumeRequestPoller;
   /** Tasks the system creates (spawned children, triggers' tasks): read with the user's specs. */
   readonly created: LocalCreatedTasks;
+  readonly mailboxes: LocalMailboxes;
   /** The user's specs as last set: created tasks are merged over them again when one is added or removed. */
   private userSpecs: LoadedSpecs | undefined;
 
@@ -58,6 +61,7 @@ export class LocalController {
     this.sink = new FileStatusSink(opts.stateDir, opts.logger);
     this.budgets = new LocalBudgetStore(opts.stateDir, opts.logger);
     this.source = new SpecDirSource();
+    this.mailboxes = new LocalMailboxes(opts.stateDir);
     this.created = new LocalCreatedTasks({
       stateDir: opts.stateDir,
       userTask: (namespace, name) => this.userSpecs?.tasks.has(`${namespace}/${name}`) ?? false,
@@ -88,7 +92,7 @@ export class LocalController {
     await this.executor.recover(records, specs?.tasks);
     const deletedTasks = specs ? this.deletedWhileStopped(records, specs) : [];
     this.loop = new Controller<LocalTask>({
-      source: this.source,
+      source: deletingOwnedTasks(this.source, { created: this.created, mailboxes: this.mailboxes }),
       executor: this.executor,
       sink: this.sink,
       logger: this.opts.logger,

@@ -68,7 +68,7 @@ export class LocalCreatedTasks implements CreatedTasks {
   }
 
   async delete(owner: TaskOwner, name: string): Promise<boolean> {
-    const existing = NAME.test(name) ? this.read(owner.namespace, name) : undefined;
+    const existing = validNames(owner.namespace, name) ? this.read(owner.namespace, name) : undefined;
     if (!existing || !sameOwner(existing, owner)) return false;
     rmSync(join(createdDir(this.opts.stateDir), owner.namespace, `${name}.yaml`), { force: true });
     this.opts.onChange?.();
