@@ -1,0 +1,113 @@
+// Spawned children and mailboxes on the real API server with the controller running: a child is an
+// AgentTask owned by its parent (kubectl shows the ownerReference), deleting the parent deletes it and its
+// episode pod (no garbage collector runs here: the controller does it), and `episodic send --kubeconfig`
+// fills the task's mailbox ConfigMap, which goes with the task.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KubeClient } from '../../controller/kube/kube-client.ts';
+import { mailboxName } from '../../controller/sinks/cluster/mailboxes.ts';
+import { KubeCreatedTasks } from '../../controller/sources/cluster/created-tasks.ts';
+import type { Cluster } from '../support/cluster.ts';
+import { kubectl, skipCluster } from '../support/cluster.ts';
+import {
+  type FakeKubelet,
+  agentTaskManifest,
+  fakeClaudeSpec,
+  getTask,
+  listPods,
+  waitForPod,
+  waitForTask,
+  withController,
+} from '../support/kubelet.ts';
+import { runCli } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
+
+describe('cluster controller: spawned children and mailboxes', { skip: skipCluster, timeout: 90_000 }, () => {
+  let cluster: Cluster;
+  let ns: string;
+  let client: KubeClient;
+  let kubelet: FakeKubelet;
+  const apply = (name: string, spec: Record<string, unknown>) =>
+    kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, name, spec) });
+  withController('ctl-spawn', {}, (f) => ({ cluster, ns, client, kubelet } = f));
+
+  it('deleting the parent deletes its running child and the child’s pod', async () => {
+    await apply('boss', fakeClaudeSpec());
+    await kubelet.setRunning(await waitForPod(client, ns, 'boss-ep-1'));
+    const boss = await waitFor('boss on record', () => getTask(client, ns, 'boss'));
+    const owner = { kind: 'AgentTask' as const, namespace: ns, name: 'boss', uid: boss.metadata.uid };
+    const made = await new KubeCreatedTasks(client).create(owner, 'boss-a', fakeClaudeSpec(), {
+      'episodic.dev/depth': '1',
+    });
+    assert.deepEqual(made, { result: 'created' });
+    await kubelet.setRunning(await waitForPod(client, ns, 'boss-a-ep-1'));
+    await waitForTask(client, ns, 'boss-a', (s) => s.phase === 'Running');
+
+    const owners = await kubectl([
+      'get',
+      'at',
+      'boss-a',
+      '-n',
+      ns,
+      '-o',
+      'jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}',
+    ]);
+    assert.equal(owners.trim(), 'AgentTask/boss');
+    const listed = await kubectl(['get', 'at', '-n', ns, '-l', 'episodic.dev/parent=boss', '-o', 'name']);
+    assert.equal(listed.trim(), 'agenttask.episodic.dev/boss-a');
+
+    await kubectl(['delete', 'at', 'boss', '-n', ns, '--wait=false']);
+    await waitFor('the child gone', async () => (await getTask(client, ns, 'boss-a')) === undefined, 30_000);
+    await waitFor('the parent gone', async () => (await getTask(client, ns, 'boss')) === undefined, 30_000);
+    await waitFor(
+      'their pods gone',
+      async () => (await listPods(client, ns)).filter((p) => p.metadata.name.startsWith('boss')).length === 0,
+    );
+  });
+
+  it('episodic send --kubeconfig: into the mailbox ConfigMap; deleting the task deletes it', async () => {
+    await apply('bob', fakeClaudeSpec());
+    const sent = await runCli([
+      'send',
+      'bob',
+      'hello bob',
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      '-n',
+      ns,
+      '--from',
+      'alice',
+    ]);
+    assert.equal(sent.code, 0, sent.stderr);
+    const cm = await kubectl(['get', 'configmap', mailboxName('bob'), '-n', ns, '-o', 'json']);
+    const data = Object.values((JSON.parse(cm) as { data: Record<string, string> }).data).map((v) =>
+      JSON.parse(v),
+    );
+    assert.deepEqual(
+      data.map((m) => [m.from, m.text]),
+      [['alice', 'hello bob']],
+    );
+    const missing = await runCli(['send', 'nobody', 'x', '--kubeconfig', cluster.kubeconfigPath, '-n', ns]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /AgentTask .*\/nobody not found/);
+
+    await kubectl(['delete', 'at', 'bob', '-n', ns, '--wait=false']);
+    await waitFor(
+      'the mailbox gone',
+      async () => {
+        const got = await kubectl([
+          'get',
+          'configmap',
+          mailboxName('bob'),
+          '-n',
+          ns,
+          '--ignore-not-found',
+          '-o',
+          'name',
+        ]);
+        return got.trim() === '';
+      },
+      30_000,
+    );
+  });
+});
