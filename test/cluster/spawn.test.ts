@@ -80,9 +80,7 @@ describe('cluster controller: spawned children and mailboxes', { skip: skipClust
     ]);
     assert.equal(sent.code, 0, sent.stderr);
     const cm = await kubectl(['get', 'configmap', mailboxName('bob'), '-n', ns, '-o', 'json']);
-    const data = Object.values((JSON.parse(cm) as { data: Record<string, string> }).data).map((v) =>
-      JSON.parse(v),
-    );
+    const data = Object.values((JSON.parse(cm) as { data: Record<string, string> }).data).map((v) => JSON.parse(v));
     assert.deepEqual(
       data.map((m) => [m.from, m.text]),
       [['alice', 'hello bob']],
