@@ -32,6 +32,7 @@ import { reviewCount } from '../api/review.ts';
 import { foldReview, reviewEvents } from './review.ts';
 import { DEADLINE_GRACE_MS, normal, warning } from './types.ts';
 import type { Action, Events, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
+import { spawnHold, spawnInterrupt, withDelivery } from './spawn-decide.ts';
 
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 
@@ -225,6 +226,8 @@ function whileRunning(
   const nowMs = input.now.getTime();
   if (nowMs >= deadline)
     return { status, actions: [{ type: 'StopEpisode', number: running.number, reason: 'timeout' }] };
+  const interrupted = spawnInterrupt(status, running.number, spec, input.spawn);
+  if (interrupted) return { status, actions: [{ type: 'StopEpisode', number: running.number, reason: 'cancelled' }] };
   const message = `episode ${episodeWords(status, running.number, spec.limits.maxEpisodes)} running`;
   return {
     status: withPhase(status, 'Running', 'EpisodeRunning', message),
@@ -263,6 +266,8 @@ function beforeStart(status: AgentTaskStatus, spec: AgentTaskSpec, input: Reconc
       events: [event],
     };
   }
+  const held = spawnHold(status, spec, input.spawn);
+  if (held) return { status: set(held.phase, held.reason, held.message), actions: [] };
   const nowMs = input.now.getTime();
   const nextAt = status.nextEpisodeAt ? Date.parse(status.nextEpisodeAt) : NaN;
   // A budget's hold is decided afresh every pass (a raised limit frees it at once); a backoff is not.
@@ -285,7 +290,7 @@ function beforeStart(status: AgentTaskStatus, spec: AgentTaskSpec, input: Reconc
     const message = `applying the ops of episode ${status.pendingOps.episode}`;
     return { status: set('Pending', 'ApplyingOps', message), actions: [] };
   }
-  return start(status, spec, input.now);
+  return start(withDelivery(status, status.episodes + 1, input.spawn), spec, input.now);
 }
 
 /** The next episode: on record as running, then started, then announced. */

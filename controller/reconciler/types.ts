@@ -6,6 +6,7 @@ import type { Op } from '../api/ops.ts';
 import type { ResumeRequest } from '../api/resume.ts';
 import type { BudgetFacts } from './budget.ts';
 import type { DependencyFact } from './dependencies.ts';
+import type { SpawnFacts } from './spawn-decide.ts';
 
 /** Grace past the episode timeout before the reconciler itself asks for a stop (the executor should have). */
 export const DEADLINE_GRACE_MS = 30_000;
@@ -66,6 +67,8 @@ export interface ReconcileInput {
   budgets?: readonly BudgetFacts[];
   /** Agent ops: the newest episode whose ApplyOps this controller carried out (in memory; lost on a restart). */
   opsApplied?: number;
+  /** spawn/send: the task's children and mailbox (spawn-decide.ts); undefined when the loop does not gather them. */
+  spawn?: SpawnFacts;
   now: Date;
   /** In [0, 1): the caller's randomness for backoff jitter. */
   jitter: number;

@@ -1,0 +1,63 @@
+// Where spawn and send change reconcile()'s decisions (issue 20), as three hooks: before an episode starts
+// (wait for children, the family's cost cap, wait for a message), while one runs (interrupt by a message),
+// and at a start (record which messages the episode gets). The loop gathers SpawnFacts; without them
+// (a controller that does not apply these ops) nothing here changes a decision.
+import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
+import type { Message } from '../core/mailboxes.ts';
+import { familyOverCost, waitForChildren } from './children.ts';
+import type { ChildView } from './children.ts';
+import { deliver, wakeDecision } from './mail.ts';
+
+export interface SpawnFacts {
+  /** The tasks this task spawned that exist now, with their phase and spend. */
+  children: readonly ChildView[];
+  /** Its mailbox, oldest first. */
+  waiting: readonly Message[];
+}
+
+type Spec = AgentTaskSpec & { wake?: 'grind' | 'onMessage' };
+
+export type Hold = { phase: 'Waiting' | 'NeedsReview'; reason: string; message: string };
+
+/** Why no episode may start now, or undefined. Children first: a parent waiting for them has no news to read. */
+export function spawnHold(status: AgentTaskStatus, spec: Spec, facts: SpawnFacts | undefined): Hold | undefined {
+  if (!facts) return undefined;
+  const overCost = familyOverCost(spec.limits, status.costUSD, facts.children);
+  if (overCost) return { phase: 'NeedsReview', reason: 'BudgetExceeded', message: overCost };
+  const children = waitForChildren(spec, facts.children);
+  if (children) return children;
+  const wake = wakeDecision({
+    wake: spec.wake ?? 'grind',
+    interrupt: spec.interrupt,
+    episodes: status.episodes,
+    waiting: facts.waiting,
+    mailbox: status.mailbox,
+  });
+  return wake.kind === 'await' ? wake : undefined;
+}
+
+/** The running episode to stop for a message it did not get (spec.interrupt), or undefined. */
+export function spawnInterrupt(
+  status: AgentTaskStatus,
+  running: number,
+  spec: Spec,
+  facts: SpawnFacts | undefined,
+): { number: number; message: string } | undefined {
+  if (!facts || !spec.interrupt) return undefined;
+  const d = wakeDecision({
+    wake: spec.wake ?? 'grind',
+    interrupt: true,
+    running,
+    episodes: status.episodes,
+    waiting: facts.waiting,
+    mailbox: status.mailbox?.episode === running ? status.mailbox : undefined,
+  });
+  return d.kind === 'interrupt' ? d : undefined;
+}
+
+/** The status of a starting episode with the messages it gets on record (before it starts). */
+export function withDelivery(status: AgentTaskStatus, number: number, facts: SpawnFacts | undefined): AgentTaskStatus {
+  if (!facts) return status;
+  const { mailbox } = deliver(facts.waiting, status.mailbox, number);
+  return mailbox ? { ...status, mailbox } : status;
+}
