@@ -28,6 +28,7 @@ import { ClusterTriggers, triggersPath } from '../sources/cluster/agent-triggers
 import { TRIGGER_PLURAL } from '../api/agent-trigger.ts';
 import { KubeCreatedTasks } from '../sources/cluster/created-tasks.ts';
 import { deletingOwnedTasks } from '../core/owned-tasks.ts';
+import { SpawnLoop } from '../core/spawn-loop.ts';
 import { KubeMailboxes } from '../sinks/cluster/mailboxes.ts';
 import type { ClusterTask } from '../core/ports.ts';
 import { CLUSTER_DEFAULTS } from './defaults.ts';
@@ -341,6 +342,7 @@ export class ClusterController {
       workers: this.opts.workers ?? CLUSTER_DEFAULTS.workers,
       metrics: this.metrics,
       ops: new ClusterOpsApplier(this.client),
+      spawn: new SpawnLoop({ source: this.source, sink: this.sink, mailboxes: new KubeMailboxes(this.client) }),
     });
     this.opts.log.info(
       { tasks: this.tasks.size, pods: this.pods.size, identity: this.identity },

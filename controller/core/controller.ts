@@ -21,6 +21,7 @@ import { StoreFullError, TerminalError } from './ports.ts';
 import type { DesiredTask, EpisodeExecutor, OpsApplier, StatusSink, TaskSource, UpstreamOutputs } from './ports.ts';
 import { countEpisodeOps, performApplyOps } from './ops-loop.ts';
 import { WorkQueue } from './work-queue.ts';
+import type { SpawnLoop } from './spawn-loop.ts';
 
 export interface ControllerOptions<T extends DesiredTask> {
   source: TaskSource<T>;
@@ -46,6 +47,8 @@ export interface ControllerOptions<T extends DesiredTask> {
   deletedTasks?: readonly T[];
   /** Agent ops with effects outside the status (blackboard, spawn, send). */
   ops?: OpsApplier<T>;
+  /** spawn/send: children, mailboxes and their placeholders (core/spawn-loop.ts). */
+  spawn?: SpawnLoop<T>;
 }
 
 export class Controller<T extends DesiredTask = DesiredTask> {
@@ -197,7 +200,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     const episode = executor.observe(task, before, now);
     if (deleted && !before.currentEpisode && episode?.state !== 'running') return this.release(task, !current);
 
-    const out = reconcile(this.facts(task, { deleted, before, episode, now }));
+    const spawn = deleted ? undefined : await this.opts.spawn?.facts(task);
+    const out = reconcile({ ...this.facts(task, { deleted, before, episode, now }), spawn });
     if (out.actions.some((a) => a.type === 'RecordEpisode')) countEpisodeOps(this.opts.metrics, task, episode);
     this.budgetBook?.afterPass(task, before, out.status, out.heldByBudgets, now);
     const starts = out.actions.some((a) => a.type === 'StartEpisode');
@@ -209,7 +213,9 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       checkStatus(key, out.status);
       await sink.write(task, out.status, { beforeStart: starts });
       await this.budgetBook?.flush();
-      await this.perform(task, out.status, out.actions);
+      const promptVars = spawn && this.opts.spawn?.promptVars(spawn, out.status);
+      await this.perform(promptVars ? { ...task, promptVars } : task, out.status, out.actions);
+      await this.opts.spawn?.afterWrite(task, before, out.status, spawn, (k) => this.queue.add(k));
     } finally {
       if (starts) this.reserved--;
     }

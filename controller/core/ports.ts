@@ -28,6 +28,8 @@ export interface DesiredTask {
   resumeRequest?: ResumeRequest;
   /** metadata.labels: AgentBudget selectors match them. */
   labels?: Readonly<Record<string, string>>;
+  /** Placeholders the loop adds to the prompt of the episode it starts ({{children}}, {{messages}}). */
+  promptVars?: Readonly<Record<string, string>>;
 }
 
 /** Local mode: a task read from a spec file. */

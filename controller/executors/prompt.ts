@@ -17,7 +17,7 @@ export interface PromptVars {
   gate?: { name: string; output: string };
   /** Outputs the prompt may read: earlier steps' and the dependencies'. */
   outputs?: OutputScope;
-  /** Agent ops: {{frame}}, {{stack.depth}}, {{vars.NAME}} of a stack task's top frame, {{bb.KEY}} of the blackboard. */
+  /** Agent ops: {{frame}}, {{stack.depth}}, {{vars.NAME}} of a stack task's top frame, {{bb.KEY}} of the blackboard; {{children}}, {{messages}} of spawn and send. */
   more?: Readonly<Record<string, string>>;
 }
 

@@ -21,6 +21,7 @@ import type { LocalTask } from '../sources/local/spec-dir-source.ts';
 import { LocalCreatedTasks, withCreatedTasks } from '../sources/local/created-tasks.ts';
 import { LocalOpsApplier } from '../ops/local-ops.ts';
 import { deletingOwnedTasks } from '../core/owned-tasks.ts';
+import { SpawnLoop } from '../core/spawn-loop.ts';
 import { LocalMailboxes } from '../sinks/local/mailboxes.ts';
 
 export interface LocalControllerOptions {
@@ -104,6 +105,7 @@ export class LocalController {
       metrics: this.opts.metrics,
       deletedTasks,
       ops: new LocalOpsApplier<LocalTask>(this.opts.stateDir),
+      spawn: new SpawnLoop<LocalTask>({ source: this.source, sink: this.sink, mailboxes: this.mailboxes }),
     });
   }
 

@@ -32,7 +32,7 @@ import { reviewCount } from '../api/review.ts';
 import { foldReview, reviewEvents } from './review.ts';
 import { DEADLINE_GRACE_MS, normal, warning } from './types.ts';
 import type { Action, Events, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
-import { spawnHold, spawnInterrupt, withDelivery } from './spawn-decide.ts';
+import { MESSAGE_POLL_MS, spawnHold, spawnInterrupt, withDelivery } from './spawn-decide.ts';
 
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 
@@ -232,7 +232,8 @@ function whileRunning(
   return {
     status: withPhase(status, 'Running', 'EpisodeRunning', message),
     actions: [],
-    requeueAfterMs: deadline - nowMs,
+    // With interrupt, the mailbox is looked into again soon: a message has no event of its own.
+    requeueAfterMs: spec.interrupt && input.spawn ? Math.min(deadline - nowMs, MESSAGE_POLL_MS) : deadline - nowMs,
   };
 }
 
@@ -267,7 +268,7 @@ function beforeStart(status: AgentTaskStatus, spec: AgentTaskSpec, input: Reconc
     };
   }
   const held = spawnHold(status, spec, input.spawn);
-  if (held) return { status: set(held.phase, held.reason, held.message), actions: [] };
+  if (held) return { status: set(held.phase, held.reason, held.message), actions: [], requeueAfterMs: held.recheckMs };
   const nowMs = input.now.getTime();
   const nextAt = status.nextEpisodeAt ? Date.parse(status.nextEpisodeAt) : NaN;
   // A budget's hold is decided afresh every pass (a raised limit frees it at once); a backoff is not.

@@ -15,9 +15,15 @@ export interface SpawnFacts {
   waiting: readonly Message[];
 }
 
-type Spec = AgentTaskSpec & { wake?: 'grind' | 'onMessage' };
+type Spec = AgentTaskSpec;
 
-export type Hold = { phase: 'Waiting' | 'NeedsReview'; reason: string; message: string };
+/**
+ * How often a task waiting for a message (or running with interrupt) looks into its mailbox again: a message
+ * from another process (`episodic send`, another controller's op) has no event to wake it.
+ */
+export const MESSAGE_POLL_MS = 2000;
+
+export type Hold = { phase: 'Waiting' | 'NeedsReview'; reason: string; message: string; recheckMs?: number };
 
 /** Why no episode may start now, or undefined. Children first: a parent waiting for them has no news to read. */
 export function spawnHold(status: AgentTaskStatus, spec: Spec, facts: SpawnFacts | undefined): Hold | undefined {
@@ -27,13 +33,13 @@ export function spawnHold(status: AgentTaskStatus, spec: Spec, facts: SpawnFacts
   const children = waitForChildren(spec, facts.children);
   if (children) return children;
   const wake = wakeDecision({
-    wake: spec.wake ?? 'grind',
+    wake: spec.wake,
     interrupt: spec.interrupt,
     episodes: status.episodes,
     waiting: facts.waiting,
     mailbox: status.mailbox,
   });
-  return wake.kind === 'await' ? wake : undefined;
+  return wake.kind === 'await' ? { ...wake, recheckMs: MESSAGE_POLL_MS } : undefined;
 }
 
 /** The running episode to stop for a message it did not get (spec.interrupt), or undefined. */
@@ -45,7 +51,7 @@ export function spawnInterrupt(
 ): { number: number; message: string } | undefined {
   if (!facts || !spec.interrupt) return undefined;
   const d = wakeDecision({
-    wake: spec.wake ?? 'grind',
+    wake: spec.wake,
     interrupt: true,
     running,
     episodes: status.episodes,

@@ -104,7 +104,7 @@ describe('reconcile with spawn and send facts', () => {
   }
 
   it('wake: onMessage waits after an episode until a message arrives', () => {
-    const onMessage = { ...spec(), wake: 'onMessage' } as AgentTaskSpec;
+    const onMessage = spec({ wake: 'onMessage' });
     const waiting = reconcile(input(between(), facts(), onMessage));
     assert.deepEqual(
       [waiting.status.phase, waiting.status.reason, starts(waiting)],

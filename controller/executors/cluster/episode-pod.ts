@@ -59,6 +59,8 @@ export interface EpisodePodInput {
   lastEpisodeMessage?: string;
   /** What the prompt may read of earlier steps' and dependencies' outputs. */
   outputs?: OutputScope;
+  /** Placeholders the loop adds (DesiredTask.promptVars: {{children}}, {{messages}}); spec.prompt only. */
+  promptVars?: Readonly<Record<string, string>>;
   /** --episode-defaults: what the task's spec leaves unset. */
   defaults?: EpisodeDefaults;
   /** The step's skipWhen: the runner checks it before the agent starts. */
@@ -126,7 +128,7 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
           step: input.step,
           gate: gatesOf(input).gate,
           outputs: input.outputs,
-          more: { ...input.more, ...(spec.stack ? stackVars(input.stack ?? spec.stack) : {}) },
+          more: { ...input.more, ...input.promptVars, ...(spec.stack ? stackVars(input.stack ?? spec.stack) : {}) },
         });
   // The runner reports the references rendered empty with the episode's result.
   const note = rendered && outputsNote([], rendered.unknown);

@@ -118,6 +118,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       episode: number,
       lastEpisodeMessage: status.lastEpisode?.message,
       outputs: outputScope(status.steps, upstream),
+      promptVars: task.promptVars,
       defaults: this.opts.episodeDefaults,
       status,
     });

@@ -28,6 +28,8 @@ export interface LaunchRequest {
   /** The spec the episode runs with: in a pipeline, its step's (effectiveSpec). */
   spec: AgentTaskSpec;
   status: AgentTaskStatus;
+  /** Placeholders the loop adds (DesiredTask.promptVars). */
+  promptVars?: Readonly<Record<string, string>>;
   killGraceMs?: number;
   /** See ProcessEpisodeRequest.marker. */
   marker?: string;
@@ -106,7 +108,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     step,
     ...(fixing ? { gate: { name: fixing.name, output: fixing.lastOutput ?? '' } } : {}),
     outputs: outputScope(req.status.steps, req.upstream),
-    more: opsPromptVars(req.stateDir, req.namespace, req.spec, req.status),
+    more: { ...opsPromptVars(req.stateDir, req.namespace, req.spec, req.status), ...req.promptVars },
   });
   const env: Record<string, string> = {};
   for (const e of spec.agent.env) {

@@ -140,6 +140,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       spec,
       status,
       upstream,
+      promptVars: task.promptVars,
       killGraceMs: this.opts.killGraceMs,
       marker: this.markerFor(task.namespace, task.name, number),
       skipWhen: effectiveSkipWhen(task.spec, status),

@@ -1,0 +1,103 @@
+// The loop's part of spawn and send: gathering a task's SpawnFacts (its children from the source and the
+// sink, its mailbox), the placeholders its next episode gets ({{children}}, {{messages}}), acknowledging
+// messages once the episode that got them has ended (after that end is on record), and passing a child's
+// change of phase to its parent, which may be waiting for it.
+import type { AgentTaskStatus } from '../api/agent-task.ts';
+import { OWNER_LABELS } from './created-tasks.ts';
+import type { Mailboxes } from './mailboxes.ts';
+import type { DesiredTask, StatusSink, TaskSource } from './ports.ts';
+import { renderChildren } from '../reconciler/children.ts';
+import type { ChildView } from '../reconciler/children.ts';
+import { renderMessages, toAcknowledge } from '../reconciler/mail.ts';
+import type { SpawnFacts } from '../reconciler/spawn-decide.ts';
+
+const PARENT = OWNER_LABELS.AgentTask;
+
+export class SpawnLoop<T extends DesiredTask> {
+  private readonly source: TaskSource<T>;
+  private readonly sink: StatusSink<T>;
+  private readonly mailboxes: Mailboxes;
+
+  /** Parent key → its children's keys; built on first use, then kept by the source's change notices. */
+  private index: Map<string, Set<string>> | undefined;
+  private readonly parentOf = new Map<string, string>();
+
+  constructor(opts: { source: TaskSource<T>; sink: StatusSink<T>; mailboxes: Mailboxes }) {
+    this.source = opts.source;
+    this.sink = opts.sink;
+    this.mailboxes = opts.mailboxes;
+    opts.source.subscribe((key) => this.index && this.reindex(key));
+  }
+
+  /**
+   * A task's children, and its mailbox when its spec can use one (wake: onMessage, interrupt, or a prompt
+   * naming {{messages}}): every other task is spared a read per pass.
+   */
+  async facts(task: T): Promise<SpawnFacts> {
+    const spec = task.spec;
+    const reads = spec && (spec.wake === 'onMessage' || spec.interrupt || spec.prompt?.includes('{{messages}}'));
+    return {
+      children: this.children(task),
+      waiting: reads ? await this.mailboxes.read(task.namespace, task.name) : [],
+    };
+  }
+
+  /** {{children}} and {{messages}} of the episode starting with `status` (its messages are in status.mailbox). */
+  promptVars(facts: SpawnFacts, status: AgentTaskStatus): Record<string, string> {
+    const number = status.currentEpisode?.number;
+    const ids = new Set(status.mailbox?.episode === number ? status.mailbox?.delivered : []);
+    return {
+      children: renderChildren(facts.children),
+      messages: renderMessages(facts.waiting.filter((m) => ids.has(m.id))),
+    };
+  }
+
+  /** After the pass's status is written: acknowledge what an ended episode got; wake a parent that may wait. */
+  async afterWrite(
+    task: T,
+    before: AgentTaskStatus,
+    after: AgentTaskStatus,
+    facts: SpawnFacts | undefined,
+    requeue: (key: string) => void,
+  ): Promise<void> {
+    const ack = toAcknowledge(after.mailbox, after.currentEpisode?.number);
+    if (facts && ack.some((id) => facts.waiting.some((m) => m.id === id)))
+      await this.mailboxes.ack(task.namespace, task.name, ack);
+    const parent = task.labels?.[PARENT];
+    if (parent && (before.phase !== after.phase || before.costUSD !== after.costUSD))
+      requeue(`${task.namespace}/${parent}`);
+  }
+
+  /** The tasks in the namespace that name this one as parent, as the sink has their status. */
+  private children(task: T): ChildView[] {
+    if (!this.index) {
+      this.index = new Map();
+      for (const t of this.source.list()) this.reindex(t.key);
+    }
+    const out: ChildView[] = [];
+    for (const key of this.index.get(task.key) ?? []) {
+      const t = this.source.get(key);
+      if (!t) continue;
+      const status = this.sink.read(t);
+      out.push({
+        name: t.name,
+        phase: status?.phase,
+        costUSD: status?.costUSD ?? 0,
+        lastMessage: status?.lastEpisode?.message,
+      });
+    }
+    return out;
+  }
+
+  private reindex(key: string): void {
+    const index = this.index ?? new Map<string, Set<string>>();
+    const old = this.parentOf.get(key);
+    if (old) index.get(old)?.delete(key);
+    const t = this.source.get(key);
+    const parent = t?.labels?.[PARENT];
+    if (!t || !parent) return void this.parentOf.delete(key);
+    const parentKey = `${t.namespace}/${parent}`;
+    this.parentOf.set(key, parentKey);
+    index.set(parentKey, (index.get(parentKey) ?? new Set()).add(key));
+  }
+}
