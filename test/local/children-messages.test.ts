@@ -106,3 +106,54 @@ test('wake: onMessage waits for a message; episodic send wakes it; {{messages}} 
     run.child.kill('SIGINT');
   }
 });
+
+test('interrupt: a message stops the running episode (cancelled, not a failure); the next one gets it', async () => {
+  const dir = tempDir();
+  const record = join(dir, 'runs.jsonl');
+  specDir(
+    [
+      {
+        name: 'worker',
+        script: { episodes: { '1': { mode: 'sleep', sleepSeconds: 300 }, '2': { mode: 'success' } } },
+        spec: {
+          prompt: 'Work. News:\n{{messages}}',
+          interrupt: true,
+          agent: {
+            command: [NODE, FAKE_CLAUDE],
+            output: 'claude',
+            env: [{ name: 'FAKE_AGENT_RECORD', value: record }],
+          },
+          limits: { maxEpisodes: 3, episodeTimeoutSeconds: 300 },
+        },
+      },
+    ],
+    { dir },
+  );
+  const run = startCli(['run', dir, '--no-table']);
+  try {
+    await waitFor(
+      'episode 1 running',
+      () => readStatus(dir, 'worker')?.status.currentEpisode?.number === 1 && prompts(record).length === 1,
+    );
+    const sent = await runCli(['send', 'worker', 'stop, the spec changed', dir, '--from', 'lead']);
+    assert.equal(sent.code, 0, sent.stderr);
+    assert.equal(await run.exited, 0, run.output());
+    const status = readStatus(dir, 'worker')?.status;
+    assert.equal(status?.phase, 'Succeeded');
+    assert.equal(status?.consecutiveFailures, 0);
+    const records = readFileSync(join(dir, '.episodic', 'logs', 'default', 'worker', 'episodes.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { number: number; outcome: string });
+    assert.deepEqual(
+      records.map((r) => [r.number, r.outcome]),
+      [
+        [1, 'cancelled'],
+        [2, 'succeeded'],
+      ],
+    );
+    assert.match(prompts(record)[1] ?? '', /News:\nfrom lead at \S+:\nstop, the spec changed/);
+  } finally {
+    run.child.kill('SIGINT');
+  }
+});
