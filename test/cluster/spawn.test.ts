@@ -108,4 +108,53 @@ describe('cluster controller: spawned children and mailboxes', { skip: skipClust
       30_000,
     );
   });
+
+  const SUCCESS = JSON.stringify({ exitCode: 0, completion: 'promise', message: 'done' });
+  const CONTINUE = JSON.stringify({ exitCode: 0, message: 'more to do' });
+  const finish = async (pod: string, message: string) =>
+    kubelet.terminate(await kubelet.setRunning(await waitForPod(client, ns, pod)), { exitCode: 0, message });
+  const promptOf = async (pod: string) =>
+    (await waitForPod(client, ns, pod)).spec?.containers?.[0]?.env?.find(
+      (e: { name: string }) => e.name === 'EPISODIC_PROMPT',
+    )?.value ?? '';
+
+  it('a parent waits for its child (WaitingForChildren); its next pod’s prompt has {{children}}', async () => {
+    await apply('lead', fakeClaudeSpec({ prompt: 'Collect:\n{{children}}' }));
+    await waitForPod(client, ns, 'lead-ep-1');
+    const lead = await waitFor('lead on record', () => getTask(client, ns, 'lead'));
+    const owner = { kind: 'AgentTask' as const, namespace: ns, name: 'lead', uid: lead.metadata.uid };
+    await new KubeCreatedTasks(client).create(owner, 'lead-a', fakeClaudeSpec({ prompt: 'part a' }));
+    await finish('lead-ep-1', CONTINUE);
+    const waiting = await waitForTask(client, ns, 'lead', (s) => s.reason === 'WaitingForChildren');
+    assert.equal(waiting.status?.phase, 'Waiting');
+    await finish('lead-a-ep-1', SUCCESS);
+    assert.match(await promptOf('lead-ep-2'), /Collect:\n- lead-a: Succeeded\n {2}last message: done/);
+  });
+
+  it('wake: onMessage on a cluster: AwaitingMessage until episodic send; {{messages}}; acknowledged after', async () => {
+    await apply('ann', fakeClaudeSpec({ prompt: 'Inbox:\n{{messages}}', wake: 'onMessage' }));
+    await finish('ann-ep-1', CONTINUE);
+    await waitForTask(client, ns, 'ann', (s) => s.reason === 'AwaitingMessage');
+    const sent = await runCli([
+      'send',
+      'ann',
+      'hello ann',
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      '-n',
+      ns,
+      '--from',
+      'bob',
+    ]);
+    assert.equal(sent.code, 0, sent.stderr);
+    assert.match(await promptOf('ann-ep-2'), /Inbox:\nfrom bob at \S+:\nhello ann/);
+    await finish('ann-ep-2', SUCCESS);
+    await waitForTask(client, ns, 'ann', (s) => s.phase === 'Succeeded');
+    await waitFor('the message acknowledged', async () => {
+      const cm = JSON.parse(await kubectl(['get', 'configmap', mailboxName('ann'), '-n', ns, '-o', 'json'])) as {
+        data?: object;
+      };
+      return Object.keys(cm.data ?? {}).length === 0;
+    });
+  });
 });
