@@ -29,8 +29,11 @@ import { TRIGGER_PLURAL } from '../api/agent-trigger.ts';
 import { KubeCreatedTasks } from '../sources/cluster/created-tasks.ts';
 import { deletingOwnedTasks } from '../core/owned-tasks.ts';
 import { SpawnLoop } from '../core/spawn-loop.ts';
-import { KubeMailboxes } from '../sinks/cluster/mailboxes.ts';
+import { systemClock } from '../core/clock.ts';
 import type { ClusterTask } from '../core/ports.ts';
+import { sendHandler, spawnHandler } from '../ops/spawn-send.ts';
+import type { OpHandler, SpawnSendDeps } from '../ops/spawn-send.ts';
+import { KubeMailboxes } from '../sinks/cluster/mailboxes.ts';
 import { CLUSTER_DEFAULTS } from './defaults.ts';
 import type { EpisodeDefaults } from './episode-defaults.ts';
 import { ClusterOpsApplier } from '../ops/cluster-ops.ts';
@@ -326,6 +329,18 @@ export class ClusterController {
     return true;
   }
 
+  /** The spawn and send ops' handlers: children as owned AgentTasks, mailboxes as ConfigMaps. */
+  private spawnAndSend(): { spawn: OpHandler<ClusterTask>; send: OpHandler<ClusterTask> } {
+    const deps: SpawnSendDeps<ClusterTask> = {
+      created: new KubeCreatedTasks(this.client),
+      mailboxes: new KubeMailboxes(this.client),
+      ownerOf: (t) => ({ kind: 'AgentTask', namespace: t.namespace, name: t.name, uid: t.object.metadata.uid }),
+      taskExists: (namespace, name) => this.source.get(`${namespace}/${name}`) !== undefined,
+      clock: systemClock,
+    };
+    return { spawn: spawnHandler(deps), send: sendHandler(deps) };
+  }
+
   private startProcessing(): void {
     if (this.loop || this.stopped) return;
     this.loop = new Controller({
@@ -341,7 +356,7 @@ export class ClusterController {
       budgets: this.budgetsInstalled ? this.budgetStore : undefined,
       workers: this.opts.workers ?? CLUSTER_DEFAULTS.workers,
       metrics: this.metrics,
-      ops: new ClusterOpsApplier(this.client),
+      ops: new ClusterOpsApplier(this.client, this.spawnAndSend()),
       spawn: new SpawnLoop({ source: this.source, sink: this.sink, mailboxes: new KubeMailboxes(this.client) }),
     });
     this.opts.log.info(

@@ -22,6 +22,9 @@ import { LocalCreatedTasks, withCreatedTasks } from '../sources/local/created-ta
 import { LocalOpsApplier } from '../ops/local-ops.ts';
 import { deletingOwnedTasks } from '../core/owned-tasks.ts';
 import { SpawnLoop } from '../core/spawn-loop.ts';
+import { systemClock } from '../core/clock.ts';
+import { sendHandler, spawnHandler } from '../ops/spawn-send.ts';
+import type { OpHandler, SpawnSendDeps } from '../ops/spawn-send.ts';
 import { LocalMailboxes } from '../sinks/local/mailboxes.ts';
 
 export interface LocalControllerOptions {
@@ -77,6 +80,18 @@ export class LocalController {
     );
   }
 
+  /** The spawn and send ops' handlers over this controller's created tasks and mailboxes. */
+  private spawnAndSend(): { spawn: OpHandler<LocalTask>; send: OpHandler<LocalTask> } {
+    const deps: SpawnSendDeps<LocalTask> = {
+      created: this.created,
+      mailboxes: this.mailboxes,
+      ownerOf: (t) => ({ kind: 'AgentTask', namespace: t.namespace, name: t.name, file: t.file }),
+      taskExists: (namespace, name) => this.source.get(`${namespace}/${name}`) !== undefined,
+      clock: this.opts.clock ?? systemClock,
+    };
+    return { spawn: spawnHandler(deps), send: sendHandler(deps) };
+  }
+
   /** Reads what is on record and ends the episodes a previous (killed) controller left behind. */
   async recover(userSpecs?: LoadedSpecs): Promise<void> {
     const specs = userSpecs && withCreatedTasks(userSpecs, this.opts.stateDir);
@@ -104,7 +119,7 @@ export class LocalController {
       workers: WORKERS,
       metrics: this.opts.metrics,
       deletedTasks,
-      ops: new LocalOpsApplier<LocalTask>(this.opts.stateDir),
+      ops: new LocalOpsApplier<LocalTask>(this.opts.stateDir, this.spawnAndSend()),
       spawn: new SpawnLoop<LocalTask>({ source: this.source, sink: this.sink, mailboxes: this.mailboxes }),
     });
   }
