@@ -12,6 +12,7 @@ import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { skipCluster } from '../support/cluster.ts';
 import { clusterWithCrd, createNamespace, testClient } from '../support/kubelet.ts';
 import { tempDir } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 interface Harness {
   store: CreatedTasks;
@@ -46,6 +47,8 @@ async function clusterHarness(): Promise<Harness> {
   const client: KubeClient = await testClient(cluster);
   const ns = await createNamespace('created');
   const collection = taskPath(ns, '').replace(/\/$/, '');
+  // A CRD applied just now (by this or a parallel test) answers 429 while its storage initializes.
+  await waitFor('agenttasks served', () => client.get(collection).then(() => true));
   const owner = async (name: string): Promise<TaskOwner> => {
     const spec = { prompt: 'plan', agent: { command: ['true'] } };
     const made = await client.create<{ metadata: { uid: string } }>(collection, {

@@ -20,6 +20,7 @@ import { LocalCreatedTasks } from '../../controller/sources/local/created-tasks.
 import { skipCluster } from '../support/cluster.ts';
 import { clusterWithCrd, createNamespace, testClient } from '../support/kubelet.ts';
 import { tempDir } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 interface Stores {
   namespace: string;
@@ -43,6 +44,9 @@ async function localStores(): Promise<Stores> {
 async function clusterStores(): Promise<Stores> {
   const client = await testClient(await clusterWithCrd());
   const namespace = await createNamespace('spawn-ops');
+  // A CRD applied just now (by this or a parallel test) answers 429 while its storage initializes.
+  const collection = `/apis/episodic.dev/v1alpha1/namespaces/${namespace}/agenttasks`;
+  await waitFor('agenttasks served', () => client.get(collection).then(() => true));
   return {
     namespace,
     created: new KubeCreatedTasks(client),
