@@ -157,4 +157,32 @@ describe('cluster controller: spawned children and mailboxes', { skip: skipClust
       return Object.keys(cm.data ?? {}).length === 0;
     });
   });
+
+  it('spawn and send through the termination message: an owned child, a message, hostile ops rejected', async () => {
+    await apply('chief', fakeClaudeSpec({ limits: { maxEpisodes: 5, maxChildren: 1 } }));
+    await apply('peer', fakeClaudeSpec({ prompt: 'Inbox:\n{{messages}}', wake: 'onMessage' }));
+    const ops = [
+      { op: 'spawn', name: 'rich', prompt: 'x', limits: { maxEpisodes: 100 } },
+      { op: 'spawn', name: 'w', prompt: 'work' },
+      { op: 'spawn', name: 'x', prompt: 'one too many' },
+      { op: 'send', to: 'peer', message: 'from the chief' },
+    ];
+    await finish('chief-ep-1', JSON.stringify({ exitCode: 0, message: 'planned', ops }));
+    const child = await waitFor('the child', () => getTask(client, ns, 'chief-w'));
+    assert.equal(child.metadata.ownerReferences?.[0]?.name, 'chief');
+    assert.equal(child.metadata.labels?.['episodic.dev/parent'], 'chief');
+    const events = await waitFor('the OpsRejected event', async () => {
+      const list = JSON.parse(await kubectl(['get', 'events', '-n', ns, '-o', 'json'])) as {
+        items: Array<{ reason: string; message: string; involvedObject: { name: string } }>;
+      };
+      return list.items.find((e) => e.reason === 'OpsRejected' && e.involvedObject.name === 'chief')?.message;
+    });
+    assert.match(events, /maxChildren 1 reached/);
+    assert.match(events, /maxEpisodes 100 is above the parent's 5/);
+    assert.equal(await getTask(client, ns, 'chief-x'), undefined);
+    const cm = JSON.parse(await kubectl(['get', 'configmap', mailboxName('peer'), '-n', ns, '-o', 'json'])) as {
+      data: Record<string, string>;
+    };
+    assert.deepEqual(Object.keys(cm.data), ['chief.1.0']);
+  });
 });
