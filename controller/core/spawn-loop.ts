@@ -83,6 +83,7 @@ export class SpawnLoop<T extends DesiredTask> {
         name: t.name,
         phase: status?.phase,
         costUSD: status?.costUSD ?? 0,
+        outputs: status?.outputs,
         lastMessage: status?.lastEpisode?.message,
       });
     }
