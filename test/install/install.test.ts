@@ -140,8 +140,8 @@ function controllerNeeds(ns: string | undefined): Check[] {
     ...['get', 'list', 'watch', 'create', 'delete'].map((v) => yes(v, 'pods')),
     yes('create', 'events'),
     yes('patch', 'events'),
-    // The agent-ops blackboard: ConfigMap episodic-blackboard per namespace.
-    ...['get', 'create', 'update'].map((v) => yes(v, 'configmaps')),
+    // Agent ops: the blackboard ConfigMap per namespace and each task's mailbox ConfigMap.
+    ...['get', 'create', 'update', 'patch', 'delete'].map((v) => yes(v, 'configmaps')),
   ];
 }
 
@@ -181,7 +181,7 @@ function controllerMustNot(ns: string | undefined): Check[] {
     no('get', 'secrets', undefined, undefined),
     no('list', 'secrets', undefined, undefined),
     no('list', 'configmaps'),
-    no('delete', 'configmaps'),
+    no('watch', 'configmaps'),
     no('create', 'serviceaccounts', 'token'),
     no('create', 'events.events.k8s.io'),
     no('update', 'events'),
