@@ -41,7 +41,9 @@ describe('controller started before the AgentTask CRD', { skip: skipCluster }, (
       qps: 0,
       taskGroup: group,
     });
-    const said = await waitFor('the missing CRD said', () => lines.find((l) => l.msg.includes('is not installed')));
+    const said = await waitFor('the missing CRD said', () =>
+      lines.find((l) => l.msg.includes(crdName) && l.msg.includes('is not installed')),
+    );
     assert.equal(
       said.msg,
       `CRD ${crdName} is not installed; install it with \`kubectl apply -f crds/\` (or \`episodic crd | kubectl apply -f -\`; \`helm install\` installs it). Waiting for it`,
@@ -50,7 +52,11 @@ describe('controller started before the AgentTask CRD', { skip: skipCluster }, (
     await waitFor('a few retries', () =>
       controller!.metrics.watchRestarts.get().then((m) => m.values.reduce((n, v) => n + v.value, 0) >= 3),
     );
-    assert.equal(lines.filter((l) => l.msg.includes('is not installed')).length, 1, 'said once, not per retry');
+    assert.equal(
+      lines.filter((l) => l.msg.includes(crdName) && l.msg.includes('is not installed')).length,
+      1,
+      'said once, not per retry',
+    );
     assert.ok(!lines.some((l) => JSON.stringify(l).includes('404 page not found')), 'not the bare 404');
     assert.equal(controller.ready(), false, '/readyz is false meanwhile');
 

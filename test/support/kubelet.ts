@@ -71,11 +71,12 @@ export function withController(
   });
 }
 
-/** The shared control plane with the AgentTask CRD installed and established. */
+/** The shared control plane with every CRD in crds/ installed (as `kubectl apply -f crds/` does) and established. */
 export async function clusterWithCrd(): Promise<Cluster> {
   const cluster = await ensureCluster();
-  await kubectl(['apply', '--server-side', '--force-conflicts', '-f', CRD_PATH]);
-  await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/agenttasks.episodic.dev']);
+  await kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.dirname(CRD_PATH)]);
+  const kinds = ['agenttasks', 'agentepisodes', 'agentbudgets', 'agenttriggers'];
+  await kubectl(['wait', '--for=condition=Established', '--timeout=60s', ...kinds.map((k) => `crd/${k}.episodic.dev`)]);
   return cluster;
 }
 
