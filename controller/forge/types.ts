@@ -1,6 +1,6 @@
 // The forge layer's contract: what a trigger asks of GitHub or Gitea, and the item and comment shapes both
-// polls and webhooks produce. ForgeItem/ForgeComment are supersets of the ones in
-// reconciler/trigger-items.ts (same field names), so either can be passed where the other is expected.
+// polls and webhooks produce. ForgeItem/ForgeComment are the only definitions; reconciler/trigger-items.ts
+// and the Gitea poll client use them too.
 import { clip } from '../api/bounds.ts';
 
 export type ForgeKind = 'github' | 'gitea';

@@ -3,29 +3,12 @@
 // re-triggers — so a poll, a webhook and a restart that see the same item can never create it twice.
 import { PERMISSIONS } from '../api/agent-trigger.ts';
 import type { Permission } from '../api/agent-trigger.ts';
+import type { ForgeComment, ForgeItem } from '../forge/types.ts';
 
 /** Labels on every task a trigger creates for a forge item. */
 export const ITEM_LABEL = 'episodic.dev/trigger-item';
 /** The newest command comment id the item had when the task was created: only a newer one re-triggers. */
 export const COMMENT_MARK_LABEL = 'episodic.dev/trigger-comment';
-
-export interface ForgeItem {
-  number: number;
-  title: string;
-  body: string;
-  url: string;
-  author: string;
-  authorIsBot: boolean;
-  labels: string[];
-  open: boolean;
-}
-
-export interface ForgeComment {
-  id: number;
-  author: string;
-  authorIsBot: boolean;
-  body: string;
-}
 
 /** A task this trigger created (the owner's label found it) and whether it has finished. */
 export interface ExistingTask {

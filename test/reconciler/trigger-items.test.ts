@@ -10,13 +10,8 @@ import {
   planItem,
   planItems,
 } from '../../controller/reconciler/trigger-items.ts';
-import type {
-  ExistingTask,
-  ForgeComment,
-  ForgeItem,
-  ItemRules,
-  ItemSeen,
-} from '../../controller/reconciler/trigger-items.ts';
+import type { ForgeComment, ForgeItem } from '../../controller/forge/types.ts';
+import type { ExistingTask, ItemRules, ItemSeen } from '../../controller/reconciler/trigger-items.ts';
 
 const item = (number: number, over: Partial<ForgeItem> = {}): ForgeItem => ({
   number,
@@ -27,13 +22,18 @@ const item = (number: number, over: Partial<ForgeItem> = {}): ForgeItem => ({
   authorIsBot: false,
   labels: ['agent'],
   open: true,
+  isPullRequest: false,
+  updatedAt: '2026-11-25T00:00:00Z',
   ...over,
 });
 const comment = (id: number, author: string, body = '/episodic', authorIsBot = false): ForgeComment => ({
   id,
+  itemNumber: 1,
   author,
   body,
   authorIsBot,
+  createdAt: '2026-11-25T00:00:00Z',
+  updatedAt: '2026-11-25T00:00:00Z',
 });
 const seen = (i: ForgeItem, comments: ForgeComment[] = []): ItemSeen => ({ item: i, comments });
 const task = (name: string, number: number, finished: boolean, mark = 0): ExistingTask => ({

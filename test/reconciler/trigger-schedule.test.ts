@@ -118,6 +118,8 @@ test('templates fill item fields into prompts only, bounded, in one pass', () =>
       authorIsBot: false,
       labels: [],
       open: true,
+      isPullRequest: false,
+      updatedAt: '2026-11-25T00:00:00Z',
     },
   }) as { prompt: string; agent: { command: string[]; env: Array<{ value: string }> } };
   assert.ok(spec.prompt.startsWith('Fix #42: Title {{item.body}}\nxbbb'), 'one pass; NUL dropped');

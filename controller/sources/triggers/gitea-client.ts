@@ -4,7 +4,7 @@
 // travels in the Authorization header only; errors name the method, path and status, never the token.
 import { createHash } from 'node:crypto';
 import type { Permission } from '../../api/agent-trigger.ts';
-import type { ForgeComment, ForgeItem } from '../../reconciler/trigger-items.ts';
+import type { ForgeComment, ForgeItem } from '../../forge/types.ts';
 import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
 
 /** Gitea caps `limit` at [api] MAX_RESPONSE_ITEMS, 50 by default. */
@@ -40,11 +40,14 @@ interface RawIssue {
   labels: Array<{ name: string }> | null;
   comments?: number;
   updated_at: string;
+  pull_request?: unknown;
 }
 interface RawComment {
   id: number;
   body: string;
   user: RawUser;
+  created_at: string;
+  updated_at: string;
 }
 
 export interface PolledItem {
@@ -85,7 +88,15 @@ export class GiteaClient {
 
   async comments(repo: string, number: number, since?: string): Promise<ForgeComment[]> {
     const raw = await this.pages<RawComment>(`/repos/${repo}/issues/${number}/comments`, since ? { since } : {});
-    return raw.map((c) => ({ id: c.id, author: c.user.login, authorIsBot: isBot(c.user), body: c.body ?? '' }));
+    return raw.map((c) => ({
+      id: c.id,
+      itemNumber: number,
+      author: c.user.login,
+      authorIsBot: isBot(c.user),
+      body: c.body ?? '',
+      createdAt: c.created_at,
+      updatedAt: c.updated_at,
+    }));
   }
 
   /** A comment on the item; its id. */
@@ -191,5 +202,7 @@ function toItem(i: RawIssue): ForgeItem {
     authorIsBot: isBot(i.user),
     labels: (i.labels ?? []).map((l) => l.name),
     open: i.state === 'open',
+    isPullRequest: Boolean(i.pull_request),
+    updatedAt: i.updated_at,
   };
 }
