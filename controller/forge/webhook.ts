@@ -35,13 +35,17 @@ export function verifyWebhook(forge: ForgeKind, headers: Headers, rawBody: Buffe
   const given = header(headers, names.signature);
   if (!given) return { ok: false, reason: 'missing signature' };
   const hex = given.startsWith(names.prefix) ? given.slice(names.prefix.length) : '';
-  const expected = createHmac('sha256', secret).update(rawBody).digest();
-  const actual = /^[0-9a-f]{64}$/i.test(hex) ? Buffer.from(hex, 'hex') : Buffer.alloc(0);
-  if (actual.length !== expected.length || !timingSafeEqual(actual, expected))
-    return { ok: false, reason: 'bad signature' };
+  if (!signatureMatches(hex, rawBody, secret)) return { ok: false, reason: 'bad signature' };
   const deliveryId = header(headers, names.delivery)?.slice(0, 100);
   if (!deliveryId) return { ok: false, reason: 'missing delivery id' };
   return { ok: true, event: (header(headers, names.event) ?? '').slice(0, 50), deliveryId };
+}
+
+/** Whether `hex` is the HMAC-SHA256 of body under secret (compared in constant time). */
+export function signatureMatches(hex: string, rawBody: Buffer, secret: string): boolean {
+  const expected = createHmac('sha256', secret).update(rawBody).digest();
+  const actual = /^[0-9a-f]{64}$/i.test(hex) ? Buffer.from(hex, 'hex') : Buffer.alloc(0);
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
 export type WebhookItem =

@@ -4,10 +4,10 @@
 // forge, so a forged or replayed payload can never describe an item, and a poll, a webhook and a restart
 // still agree on one task per item. A missing or wrong signature is 401 and changes nothing; a delivery id
 // seen before is ignored (202, nothing woken).
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { DeliveryLog, signatureMatches } from '../../forge/webhook.ts';
 
 /** A delivery is a few KiB; past this it is not one of ours. */
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -19,9 +19,7 @@ const EVENTS = new Set(['issues', 'issue_comment', 'pull_request']);
 export function validSignature(body: Buffer, secret: string, signature: string | undefined): boolean {
   if (!signature || !secret) return false;
   const hex = signature.startsWith('sha256=') ? signature.slice('sha256='.length) : signature;
-  if (!/^[0-9a-f]{64}$/i.test(hex)) return false;
-  const want = createHmac('sha256', secret).update(body).digest();
-  return timingSafeEqual(want, Buffer.from(hex, 'hex'));
+  return signatureMatches(hex, body, secret);
 }
 
 export interface HookTarget {
@@ -36,7 +34,7 @@ export interface HookServer {
 }
 
 export async function startHookServer(opts: { address: string; target: HookTarget; log: Logger }): Promise<HookServer> {
-  const seen: string[] = [];
+  const seen = new DeliveryLog(DELIVERIES_KEPT);
   const server = http.createServer((req, res) => {
     void handle(req, opts, seen).then(
       (code) => {
@@ -70,7 +68,7 @@ function splitAddress(address: string): [string, number] {
 async function handle(
   req: http.IncomingMessage,
   opts: { target: HookTarget; log: Logger },
-  seen: string[],
+  seen: DeliveryLog,
 ): Promise<number> {
   const match = /^\/hooks\/([a-z0-9-]{1,63})\/([a-z0-9-]{1,63})$/.exec(req.url ?? '');
   if (req.method !== 'POST') return 405;
@@ -86,10 +84,10 @@ async function handle(
     return 401;
   }
   const delivery = header(req, 'x-gitea-delivery') ?? header(req, 'x-github-delivery');
+  // One log for both forges' headers: the id alone identifies a delivery, as before.
   if (delivery) {
-    if (seen.includes(delivery)) return 202;
-    seen.push(delivery);
-    if (seen.length > DELIVERIES_KEPT) seen.shift();
+    if (seen.has('gitea', delivery)) return 202;
+    seen.add('gitea', delivery);
   }
   const event = header(req, 'x-gitea-event') ?? header(req, 'x-github-event') ?? '';
   const trigger = `${namespace}/${name}`;
