@@ -28,6 +28,7 @@ import {
 } from '../support/kubelet.ts';
 import type { ControllerProcess } from '../support/kubelet.ts';
 import type { LooseObject as KubeObject } from '../support/loose-object.ts';
+import { waitFor } from '../support/wait.ts';
 
 const GATES = path.join(repoRoot, 'test/fixtures/gates');
 const promise = (word: string) => ({ env: [{ name: 'FAKE_AGENT_PROMISE', value: word }] });
@@ -135,7 +136,12 @@ describe('cluster controller: pipelines across a kill -9 and a resume', { skip: 
     assert.deepEqual(done.status.steps[1].outputs, { BUILD: 'b-2', FIX: 'f-3' });
     assert.equal(done.status.episodes, 4);
     assert.deepEqual(await extraPods('crashy', 4), []);
-    assert.deepEqual(await recordSteps('crashy'), [
+    // The last record is written after the status that says Succeeded: wait for it, then compare them all.
+    const steps = await waitFor('four episode records', async () => {
+      const rows = await recordSteps('crashy');
+      return rows.length >= 4 ? rows : undefined;
+    });
+    assert.deepEqual(steps, [
       [1, 'plan'],
       [2, 'implement'],
       [3, 'implement'],
@@ -205,7 +211,11 @@ describe('cluster controller: pipelines across a kill -9 and a resume', { skip: 
     ]);
     assert.equal(done.status.episodes, 4);
     assert.deepEqual(await extraPods('halted', 4), []);
-    assert.deepEqual(await recordSteps('halted'), [
+    const halted = await waitFor('four episode records', async () => {
+      const rows = await recordSteps('halted');
+      return rows.length >= 4 ? rows : undefined;
+    });
+    assert.deepEqual(halted, [
       [1, 'plan'],
       [2, 'implement'],
       [3, 'implement'],
