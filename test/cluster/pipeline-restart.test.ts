@@ -54,6 +54,12 @@ describe('cluster controller: pipelines across a kill -9 and a resume', { skip: 
       .filter((r) => r.task === task)
       .sort((a, b) => a.number - b.number)
       .map((r) => [r.number, r.step]);
+  // A task's last record is written after the status that says it ended: wait until `count` are there.
+  const recordStepsOnce = (task: string, count: number) =>
+    waitFor(`${count} episode records of ${task}`, async () => {
+      const rows = await recordSteps(task);
+      return rows.length >= count ? rows : undefined;
+    });
 
   before(
     async () => {
@@ -136,11 +142,7 @@ describe('cluster controller: pipelines across a kill -9 and a resume', { skip: 
     assert.deepEqual(done.status.steps[1].outputs, { BUILD: 'b-2', FIX: 'f-3' });
     assert.equal(done.status.episodes, 4);
     assert.deepEqual(await extraPods('crashy', 4), []);
-    // The last record is written after the status that says Succeeded: wait for it, then compare them all.
-    const steps = await waitFor('four episode records', async () => {
-      const rows = await recordSteps('crashy');
-      return rows.length >= 4 ? rows : undefined;
-    });
+    const steps = await recordStepsOnce('crashy', 4);
     assert.deepEqual(steps, [
       [1, 'plan'],
       [2, 'implement'],
@@ -211,10 +213,7 @@ describe('cluster controller: pipelines across a kill -9 and a resume', { skip: 
     ]);
     assert.equal(done.status.episodes, 4);
     assert.deepEqual(await extraPods('halted', 4), []);
-    const halted = await waitFor('four episode records', async () => {
-      const rows = await recordSteps('halted');
-      return rows.length >= 4 ? rows : undefined;
-    });
+    const halted = await recordStepsOnce('halted', 4);
     assert.deepEqual(halted, [
       [1, 'plan'],
       [2, 'implement'],
