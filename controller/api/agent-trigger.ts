@@ -164,6 +164,10 @@ export const AgentTriggerStatusSchema = z.object({
     .record(z.string(), z.object({ comment: z.number().int(), body: z.string().max(2000) }))
     .optional()
     .describe('spec.report.comment: the forge comment of each task and what it says now'),
+  pullRequests: z
+    .record(z.string(), z.strictObject({ number: z.number().int().positive(), url: z.string().max(500) }))
+    .optional()
+    .describe('spec.report.pullRequest: the pull request opened (or updated) for each task, by task name'),
   observedGeneration: z.number().int().optional(),
 });
 
