@@ -11,9 +11,9 @@ test('every example directory validates, read as episodic run reads it', async (
     readdirSync(dir, { withFileTypes: true })
       .filter((d) => d.isDirectory())
       .map((d) => join(dir, d.name));
-  // examples/pipelines holds one example per directory (and their stand-in agents).
+  // examples/pipelines and examples/gizmo hold one example per directory (and their stand-in agents).
   const dirs = subdirs(join(REPO, 'examples')).flatMap((d) =>
-    d.endsWith('/pipelines') ? subdirs(d).filter((p) => !p.endsWith('/agents')) : [d],
+    /\/(pipelines|gizmo)$/.test(d) ? subdirs(d).filter((p) => !p.endsWith('/agents')) : [d],
   );
   assert.ok(dirs.length >= 5);
   const res = await runCli(['validate', ...dirs]);

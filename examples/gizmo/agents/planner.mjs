@@ -13,10 +13,14 @@ const texts = items(task);
 
 if (verb === 'Plan') {
   const list = texts.map((t) => `- ${t.name}: ${t.text}`).join('\n');
-  op({ op: 'push', frames: [`Spawn: one worker per text.\n${list}`, 'Report: sum the workers\' counts.\n{{children}}'] });
+  op({
+    op: 'push',
+    frames: [`Spawn: one worker per text.\n${list}`, "Report: sum the workers' counts.\n{{children}}"],
+  });
   answer(`Planned: spawn ${texts.length} workers, then report.`);
 } else if (verb === 'Spawn') {
-  for (const t of texts) op({ op: 'spawn', name: t.name, stack: [`Count: the words of this text.\n- text: ${t.text}`] });
+  for (const t of texts)
+    op({ op: 'spawn', name: t.name, stack: [`Count: the words of this text.\n- text: ${t.text}`] });
   answer(`Spawned ${texts.map((t) => t.name).join(', ')}.`);
 } else if (verb === 'Count') {
   const words = texts[0]?.text.split(/\s+/).filter(Boolean).length ?? 0;
