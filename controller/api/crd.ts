@@ -251,6 +251,8 @@ const printerColumns = [
   { name: 'Reason', type: 'string', jsonPath: '.status.reason' },
   { name: 'Step', type: 'string', jsonPath: '.status.step.summary' },
   { name: 'Progress', type: 'string', jsonPath: '.status.progress.summary' },
+  // A spawned child names its parent (the label the controller sets with the ownerReference).
+  { name: 'Parent', type: 'string', jsonPath: String.raw`.metadata.labels.episodic\.dev/parent` },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   // priority 1: only with `kubectl get -o wide`.
   { name: 'Last Outcome', type: 'string', jsonPath: '.status.lastEpisode.outcome', priority: 1 },

@@ -322,6 +322,7 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
       'REASON',
       'STEP',
       'PROGRESS',
+      'PARENT',
       'AGE',
     ]);
     assert.deepEqual(row.split(/\s{2,}/).slice(0, 7), [
@@ -343,6 +344,7 @@ describe('AgentTask CRD on a real kube-apiserver', { skip }, () => {
       'REASON',
       'STEP',
       'PROGRESS',
+      'PARENT',
       'AGE',
       'LAST OUTCOME',
       'NEXT EPISODE',
