@@ -12,6 +12,7 @@ import { EPISODES_FILE, episodesPath, lastDeletedTaskDir, readRecords } from '..
 import { readLocalState, readStoredStatuses } from '../console/local-state.ts';
 import type { LocalState } from '../console/local-state.ts';
 import { gateSummary, getSteps, stepTable } from './get-steps.ts';
+import { isStackTask, stackDepth, stackLines } from './get-stack.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { printable } from '../util/printable.ts';
@@ -118,6 +119,8 @@ export async function getCommand(
   const piped = items.some(({ task, status }) => task.spec?.steps || status.step);
   // GATE ("test 1/3": fix episodes used of maxFixEpisodes) only while some step is fixing a gate.
   const gated = items.some(({ task, status }) => gateSummary(task.spec, status) !== '');
+  // STACK (its depth) only when a task has a context stack (spec.stack).
+  const stacked = items.some(({ task, status }) => isStackTask(task.spec, status));
   const header = [
     'NAMESPACE',
     'NAME',
@@ -127,6 +130,7 @@ export async function getCommand(
     'REASON',
     ...(piped ? ['STEP'] : []),
     ...(gated ? ['GATE'] : []),
+    ...(stacked ? ['STACK'] : []),
     'PROGRESS',
     ...(wide ? ['LAST OUTCOME', 'NEXT EPISODE'] : []),
     'MESSAGE',
@@ -140,6 +144,7 @@ export async function getCommand(
     status.reason ?? '',
     ...(piped ? [status.step?.summary ?? ''] : []),
     ...(gated ? [gateSummary(task.spec, status)] : []),
+    ...(stacked ? [stackDepth(task.spec, status)] : []),
     status.progress?.summary ?? '',
     ...(wide ? [status.lastEpisode?.outcome ?? '', status.nextEpisodeAt ?? ''] : []),
     status.message ?? '',
@@ -150,6 +155,9 @@ export async function getCommand(
   else process.stdout.write(`${formatTable(header, fitted)}\n`);
   // One pipeline task: its steps under the row (as `--steps` lists them).
   if (name !== undefined && piped) process.stdout.write(`\n${stepTable(items[0].task.spec, items[0].status)}\n`);
+  // One stack task: its top frames under the row.
+  const stack = name !== undefined ? stackLines(items[0].task.spec, items[0].status) : [];
+  if (stack.length > 0) process.stdout.write(`\n${stack.join('\n')}\n`);
   return 0;
 }
 

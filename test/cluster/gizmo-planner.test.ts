@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
+import type { LooseObject } from '../support/loose-object.ts';
 import {
   type FakeKubelet,
   NODE,
@@ -35,8 +36,8 @@ function plannerSpec(): Record<string, unknown> {
   };
 }
 
-const promptOf = (pod: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } }) =>
-  pod.spec.containers[0]?.env.find((e) => e.name === 'EPISODIC_PROMPT')?.value ?? '';
+const promptOf = (pod: LooseObject): string =>
+  pod.spec.containers[0]?.env.find((e: { name: string }) => e.name === 'EPISODIC_PROMPT')?.value ?? '';
 
 describe('cluster controller: the gizmo planner example', { skip: skipCluster, timeout: 120_000 }, () => {
   let ns: string;
