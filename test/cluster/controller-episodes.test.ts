@@ -67,7 +67,7 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
     assert.deepEqual(env.ANTHROPIC_API_KEY.valueFrom, { secretKeyRef: { name: 'llm', key: 'key' } });
 
     const table = await kubectl(['get', 'at', '-n', ns, 'shape']);
-    assert.match(table, /NAME\s+PHASE\s+EPISODES\s+COST\s+REASON\s+STEP\s+PROGRESS\s+AGE/);
+    assert.match(table, /NAME\s+PHASE\s+EPISODES\s+COST\s+REASON\s+STEP\s+PROGRESS\s+PARENT\s+AGE/);
     assert.match(table, /shape\s+Running\s+1\s+0\s+EpisodeRunning/);
     // Secrets stay references: nothing the controller wrote contains the value.
     const written =
