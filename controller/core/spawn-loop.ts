@@ -1,12 +1,12 @@
 // The loop's part of spawn and send: gathering a task's SpawnFacts (its children from the source and the
 // sink, its mailbox), the placeholders its next episode gets ({{children}}, {{messages}}), acknowledging
 // messages once the episode that got them has ended (after that end is on record), and passing a child's
-// change of phase to its parent, which may be waiting for it.
+// change of phase to its parent, which may be waiting for it, and of spend to every ancestor, whose cap counts it.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { OWNER_LABELS } from './created-tasks.ts';
 import type { Mailboxes } from './mailboxes.ts';
 import type { DesiredTask, StatusSink, TaskSource } from './ports.ts';
-import { renderChildren } from '../reconciler/children.ts';
+import { renderChildren, treeCost } from '../reconciler/children.ts';
 import type { ChildView } from '../reconciler/children.ts';
 import { renderMessages, toAcknowledge } from '../reconciler/mail.ts';
 import type { SpawnFacts } from '../reconciler/spawn-decide.ts';
@@ -63,9 +63,23 @@ export class SpawnLoop<T extends DesiredTask> {
     const ack = toAcknowledge(after.mailbox, after.currentEpisode?.number);
     if (facts && ack.some((id) => facts.waiting.some((m) => m.id === id)))
       await this.mailboxes.ack(task.namespace, task.name, ack);
-    const parent = task.labels?.[PARENT];
-    if (parent && (before.phase !== after.phase || before.costUSD !== after.costUSD))
-      requeue(`${task.namespace}/${parent}`);
+    const [parent, ...above] = this.ancestors(task);
+    const spent = before.costUSD !== after.costUSD;
+    if (parent && (spent || before.phase !== after.phase)) requeue(parent);
+    // Every ancestor's cap counts this task's spend (treeCost); only the parent waits for its phase.
+    if (spent) for (const key of above) requeue(key);
+  }
+
+  /** The keys of the task's parent, grandparent, …: nearest first, each once (labels could loop). */
+  private ancestors(task: T): string[] {
+    const keys: string[] = [];
+    for (let t: T | undefined = task; t?.labels?.[PARENT]; ) {
+      const key = `${t.namespace}/${t.labels[PARENT]}`;
+      if (key === task.key || keys.includes(key)) break;
+      keys.push(key);
+      t = this.source.get(key);
+    }
+    return keys;
   }
 
   /** The tasks in the namespace that name this one as parent, as the sink has their status. */
@@ -82,12 +96,21 @@ export class SpawnLoop<T extends DesiredTask> {
       out.push({
         name: t.name,
         phase: status?.phase,
-        costUSD: status?.costUSD ?? 0,
+        costUSD: treeCost(
+          key,
+          (k) => this.ownSpend(k),
+          (k) => this.index?.get(k) ?? [],
+        ),
         outputs: status?.outputs,
         lastMessage: status?.lastEpisode?.message,
       });
     }
     return out;
+  }
+
+  private ownSpend(key: string): number {
+    const t = this.source.get(key);
+    return (t && this.sink.read(t)?.costUSD) ?? 0;
   }
 
   private reindex(key: string): void {

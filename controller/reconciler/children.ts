@@ -9,7 +9,7 @@ export interface ChildView {
   name: string;
   /** Undefined: created, not reconciled yet. */
   phase?: AgentTaskStatus['phase'];
-  /** The child's spend, its own children's included (familyCost of the child). */
+  /** The child's spend and that of every task below it (treeCost of the child). */
   costUSD: number;
   /** Named results the child reported, if any. */
   outputs?: Readonly<Record<string, string>>;
@@ -68,9 +68,32 @@ function childBlock(c: ChildView): string {
   return lines.join('\n');
 }
 
-/** A task's own spend and its children's (each already with theirs): what maxCostUSD and budgets count. */
+/** A task's own spend and its children's (each already with theirs: treeCost): what maxCostUSD counts. */
 export function familyCost(ownUSD: number, children: readonly ChildView[]): number {
   return roundUSD(children.reduce((sum, c) => sum + c.costUSD, ownUSD));
+}
+
+/**
+ * What `root` and every task below it spent, each task once (parent labels could loop: each counts once).
+ * status.costUSD is a task's own spend, never a family's: the sums live only here, so nothing counts twice.
+ */
+export function treeCost(
+  root: string,
+  ownUSD: (key: string) => number,
+  childrenOf: (key: string) => Iterable<string>,
+): number {
+  const seen = new Set<string>([root]);
+  const todo = [root];
+  let sum = 0;
+  for (let key = todo.pop(); key !== undefined; key = todo.pop()) {
+    sum += ownUSD(key);
+    for (const child of childrenOf(key)) {
+      if (seen.has(child)) continue;
+      seen.add(child);
+      todo.push(child);
+    }
+  }
+  return roundUSD(sum);
 }
 
 /** Why the parent may start no episode for cost: its family spent its maxCostUSD; else undefined. */

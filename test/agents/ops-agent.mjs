@@ -3,7 +3,8 @@
 // argument), and for every line of the prompt's task part (after the last "## Task" line, or the whole prompt
 // without one) that starts with "@op " appends the rest of the line to $EPISODIC_OPS. "@exit N" exits with N;
 // "@raw TEXT" appends TEXT to $EPISODIC_OPS as it is (hostile input); "@touch FILE" creates FILE; "@wait FILE"
-// waits until FILE exists; "@flood N" appends N KiB of hostile lines. OPS_AGENT_RECORD=file gets one JSON line per run: {episode, prompt}. Prints one
+// waits until FILE exists; "@flood N" appends N KiB of hostile lines; "@cost USD" is the run's reported cost
+// (default 0.01). OPS_AGENT_RECORD=file gets one JSON line per run: {episode, prompt}. Prints one
 // line of text (OPS_AGENT_CLAUDE=1: a Claude stream-json result line) and exits 0 otherwise.
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -25,11 +26,13 @@ if (process.env.OPS_AGENT_RECORD) {
 const lines = prompt.split('\n');
 const taskAt = lines.findLastIndex((l) => l.trim() === '## Task');
 let exitCode = 0;
+let costUSD = 0.01;
 for (const line of lines.slice(taskAt + 1)) {
   const text = line.trim();
   if (text.startsWith('@op ')) appendFileSync(process.env.EPISODIC_OPS, `${text.slice(4)}\n`);
   else if (text.startsWith('@raw ')) appendFileSync(process.env.EPISODIC_OPS, `${text.slice(5)}\n`);
   else if (text.startsWith('@exit ')) exitCode = Number(text.slice(6));
+  else if (text.startsWith('@cost ')) costUSD = Number(text.slice(6));
   else if (text.startsWith('@touch ')) writeFileSync(text.slice(7), '');
   else if (text.startsWith('@flood ')) {
     // N KiB of hostile lines: a huge line, bad JSON, unknown ops, path names, valid ops past the cap.
@@ -44,6 +47,6 @@ for (const line of lines.slice(taskAt + 1)) {
   } else if (text.startsWith('@wait ')) while (!existsSync(text.slice(6))) await sleep(50);
 }
 const said = `ops-agent: episode ${process.env.EPISODIC_EPISODE} done`;
-const claude = { type: 'result', subtype: 'success', is_error: false, result: said, total_cost_usd: 0.01 };
+const claude = { type: 'result', subtype: 'success', is_error: false, result: said, total_cost_usd: costUSD };
 process.stdout.write(`${process.env.OPS_AGENT_CLAUDE ? JSON.stringify(claude) : said}\n`);
 process.exit(exitCode);
