@@ -40,6 +40,11 @@ const GATE_PLACEHOLDER = /\{\{\s*gate\./;
 // Step and task names have dashes (and task names dots): {{steps.run-tests.outputs.KEY}}.
 const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}/g;
 
+/** The placeholders a template names, each once (e.g. to say which of them had no value). */
+export function placeholdersIn(template: string): Set<string> {
+  return new Set(Array.from(template.matchAll(PLACEHOLDER), (m) => m[1] as string));
+}
+
 export function renderPrompt(given: string, vars: PromptVars): string {
   return renderPromptNoting(given, vars).prompt;
 }

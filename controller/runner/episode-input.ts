@@ -4,8 +4,9 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, EpisodeConfigSchema } from '../api/episode-config.ts';
-import { renderPromptNoting } from '../executors/prompt.ts';
-import { outputsNote } from '../api/outputs.ts';
+import { placeholdersIn, renderPromptNoting } from '../executors/prompt.ts';
+import { joinNotes, outputsNote } from '../api/outputs.ts';
+import { EPISODE_PROMPT_VARS_ENV, PodPromptVarsSchema } from '../api/prompt-vars.ts';
 import { isInside } from '../util/paths.ts';
 
 export const RunnerConfigSchema = EpisodeConfigSchema;
@@ -54,6 +55,8 @@ export async function readPrompt(
     const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     return { ok: false, message: `cannot read promptFile ${config.promptFile} in the workspace: ${why}` };
   }
+  const ops = readPodPromptVars(env);
+  if (!ops.ok) return ops;
   const { prompt, unknown } = renderPromptNoting(template, {
     task: config.task,
     episode: config.episode,
@@ -62,6 +65,31 @@ export async function readPrompt(
     step: config.step,
     gate: config.gate,
     outputs: config.outputs,
+    more: ops.value.more,
   });
-  return { ok: true, value: prompt, note: outputsNote([], unknown) };
+  const named = placeholdersIn(template);
+  const left = ops.value.dropped.filter((name) => named.has(name));
+  const leftNote = left.length > 0 ? `over ${EPISODE_PROMPT_VARS_ENV}'s bound, rendered empty: ${left.join(', ')}` : '';
+  return { ok: true, value: prompt, note: joinNotes(outputsNote([], unknown), leftNote) };
+}
+
+/** The ops' placeholders the controller rendered for a promptFile (api/prompt-vars.ts); dropped: empty. */
+function readPodPromptVars(env: NodeJS.ProcessEnv): Parsed<{ more: Record<string, string>; dropped: string[] }> {
+  const raw = env[EPISODE_PROMPT_VARS_ENV];
+  if (raw === undefined) return { ok: true, value: { more: {}, dropped: [] } };
+  let parsed: ReturnType<typeof PodPromptVarsSchema.safeParse>;
+  try {
+    parsed = PodPromptVarsSchema.safeParse(JSON.parse(raw));
+  } catch (err) {
+    return { ok: false, message: `${EPISODE_PROMPT_VARS_ENV} is not valid JSON: ${(err as Error).message}` };
+  }
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+    return { ok: false, message: `invalid ${EPISODE_PROMPT_VARS_ENV}: ${issues.join('; ')}` };
+  }
+  const dropped = parsed.data.dropped ?? [];
+  return {
+    ok: true,
+    value: { more: { ...Object.fromEntries(dropped.map((n) => [n, ''])), ...parsed.data.vars }, dropped },
+  };
 }

@@ -16,6 +16,7 @@ import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
 import type { Container, EnvFromSource, EnvVar, ObjectMeta, PodSpec, Volume } from '../../kube/objects.ts';
 import { EPISODE_LABEL, MANAGED_BY_LABEL, TASK_LABEL, episodePodName } from '../../cluster/names.ts';
 import type { Frame } from '../../api/ops.ts';
+import { EPISODE_PROMPT_VARS_ENV, podPromptVars } from '../../api/prompt-vars.ts';
 import { stackPromptTemplate, stackVars } from '../../reconciler/stack.ts';
 
 export const AGENT_CONTAINER = 'agent';
@@ -59,7 +60,7 @@ export interface EpisodePodInput {
   lastEpisodeMessage?: string;
   /** What the prompt may read of earlier steps' and dependencies' outputs. */
   outputs?: OutputScope;
-  /** Placeholders the loop adds (DesiredTask.promptVars: {{children}}, {{messages}}); spec.prompt only. */
+  /** Placeholders the loop adds (DesiredTask.promptVars: {{children}}, {{messages}}). */
   promptVars?: Readonly<Record<string, string>>;
   /** --episode-defaults: what the task's spec leaves unset. */
   defaults?: EpisodeDefaults;
@@ -105,6 +106,11 @@ function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
   };
 }
 
+/** A promptFile is rendered in the pod: the ops' placeholders go with it, rendered here and bounded. */
+function promptVarsEnv(more: Readonly<Record<string, string>>): EnvVar {
+  return { name: EPISODE_PROMPT_VARS_ENV, value: JSON.stringify(podPromptVars(more)) };
+}
+
 function gateConfig(input: EpisodePodInput): Pick<EpisodeConfig, 'gates' | 'gate'> {
   const { gates, gate } = gatesOf(input);
   return { ...(gates.length > 0 ? { gates } : {}), ...(gate ? { gate } : {}) };
@@ -135,6 +141,7 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
   if (note) config.outputsNote = note;
   const env: EnvVar[] = [{ name: EPISODE_CONFIG_ENV, value: JSON.stringify(config) }];
   if (rendered) env.push({ name: EPISODE_PROMPT_ENV, value: rendered.prompt });
+  if (spec.promptFile) env.push(promptVarsEnv({ ...input.more, ...input.promptVars }));
   for (const [name, value] of Object.entries(stepEnv(input.step))) env.push({ name, value });
   const userEnv = spec.agent.env.map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
   const taskNames = new Set(userEnv.map((e) => e.name));
