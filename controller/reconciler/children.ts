@@ -74,7 +74,7 @@ export function familyCost(ownUSD: number, children: readonly ChildView[]): numb
 }
 
 /**
- * What `root` and every task below it spent, each task once (parent labels could loop: each counts once).
+ * What `root` and every task below it spent, each task once (even if parent labels loop).
  * status.costUSD is a task's own spend, never a family's: the sums live only here, so nothing counts twice.
  */
 export function treeCost(
