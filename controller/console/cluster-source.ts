@@ -1,6 +1,6 @@
 // The console on a cluster: rows from the controller's AgentTask informer cache (no extra apiserver load for
 // the fleet or live updates), a task's episodes listed when its page is opened, Resume as the annotation
-// `episodic resume --kubeconfig` sets. Episode logs live in pods and are not served yet.
+// `episodic resume --kubeconfig` sets, and episode logs from the pod log API (pod-logs.ts).
 import { randomUUID } from 'node:crypto';
 import { AgentTaskStatusSchema, API_VERSION, emptyStatus, GROUP, PLURAL, VERSION } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
@@ -11,8 +11,10 @@ import { RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } f
 import { TASK_LABEL } from '../cluster/names.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { KubeClient } from '../kube/kube-client.ts';
-import type { CustomObject } from '../kube/objects.ts';
+import type { CustomObject, Pod } from '../kube/objects.ts';
 import { episodesPath } from '../sinks/cluster/episode-records.ts';
+import { PodLogs } from './pod-logs.ts';
+import type { EpisodeLog } from './pod-logs.ts';
 import { gateLimitsOf, taskRow } from './views.ts';
 import type { BudgetView, ConsoleEvent, ConsoleSource, ResumeOutcome, TaskDetail, TaskRow } from './views.ts';
 
@@ -21,6 +23,7 @@ const COALESCE_MS = 100;
 export interface ClusterConsoleInputs {
   tasks: Informer<CustomObject>;
   budgets: Informer<CustomObject>;
+  pods: Informer<Pod>;
   client: KubeClient;
 }
 
@@ -30,9 +33,11 @@ export class ClusterConsoleSource implements ConsoleSource {
   private readonly pending = new Map<string, TaskRow>();
   private flushTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  private readonly podLogs: PodLogs;
 
   constructor(inputs: ClusterConsoleInputs) {
     this.inputs = inputs;
+    this.podLogs = new PodLogs(inputs);
     inputs.tasks.on({
       add: (obj) => this.queue(rowOf(obj)),
       update: (_old, obj) => this.queue(rowOf(obj)),
@@ -87,6 +92,12 @@ export class ClusterConsoleSource implements ConsoleSource {
 
   logFile(): string | undefined {
     return undefined;
+  }
+
+  async episodeLog(namespace: string, name: string, episode: number, signal: AbortSignal): Promise<EpisodeLog> {
+    const task = this.inputs.tasks.get(`${namespace}/${name}`);
+    if (!task) return { ok: false, status: 404, message: `AgentTask ${namespace}/${name} not found` };
+    return this.podLogs.episodeLog(task, episode, signal);
   }
 
   async resume(namespace: string, name: string, by: string, episodes?: number): Promise<ResumeOutcome> {

@@ -114,6 +114,7 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: R
     return detail ? json(res, 200, detail) : json(res, 404, { error: 'no such task' });
   }
   const log = LOG_PATH.exec(path);
+  if (log && ctx.source.episodeLog) return servePodLog(res, ctx, log[1] as string, log[2] as string, Number(log[3]));
   if (log) return serveLog(res, ctx, log[1] as string, log[2] as string, Number(log[3]), url);
   send(res, 404, 'text/plain', 'not found\n');
 }
@@ -166,6 +167,20 @@ async function serveLog(res: ServerResponse, ctx: RouteContext, ns: string, name
   });
   if (end === offset) return void res.end();
   createReadStream(file, { start: offset, end: end - 1 }).pipe(res);
+}
+
+/** A log from the source (a pod's): rendered text streamed as it comes, to the end of a running episode. */
+async function servePodLog(res: ServerResponse, ctx: RouteContext, ns: string, name: string, n: number) {
+  const stop = new AbortController();
+  res.once('close', () => stop.abort());
+  const log = await (ctx.source.episodeLog as NonNullable<ConsoleSource['episodeLog']>)(ns, name, n, stop.signal);
+  if (!log.ok) return send(res, log.status, 'text/plain; charset=utf-8', `${log.message}\n`);
+  res.writeHead(200, {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Cache-Control': 'no-store',
+    'X-Log-Follow': log.follow ? '1' : '0',
+  });
+  log.text.pipe(res);
 }
 
 async function resume(req: IncomingMessage, res: ServerResponse, ctx: RouteContext, ns: string, name: string) {

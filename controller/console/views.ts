@@ -3,6 +3,7 @@
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { AgentBudgetStatus } from '../api/agent-budget.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
+import type { EpisodeLog } from './pod-logs.ts';
 import type { SpecTask } from '../sources/local/spec-files.ts';
 import { DEFAULT_MAX_FIX_EPISODES } from '../api/gates.ts';
 
@@ -115,6 +116,8 @@ export interface ConsoleSource {
   budgets(): Promise<BudgetView[]>;
   /** The episode's log file, when this source has logs on disk. */
   logFile(namespace: string, name: string, episode: number): string | undefined;
+  /** The episode's log from elsewhere (a pod), rendered, followed while it runs; `signal` ends it. */
+  episodeLog?(namespace: string, name: string, episode: number, signal: AbortSignal): Promise<EpisodeLog>;
   resume(namespace: string, name: string, by: string, episodes?: number): Promise<ResumeOutcome>;
   subscribe(listener: (event: ConsoleEvent) => void): () => void;
   close(): Promise<void>;

@@ -237,6 +237,31 @@ export class KubeClient {
     };
   }
 
+  /**
+   * A GET whose body is a byte stream (a pod's log): the response once its status is 2xx, else the
+   * server's error. Not client-node's Log: aborting its stream throws an uncaught AbortError, and it
+   * drops the server's message on 4xx ("container is waiting to start"). `signal` ends the stream.
+   */
+  async stream(path: string, query: Query, signal: AbortSignal): Promise<http.IncomingMessage> {
+    await this.limiter.take('work');
+    const headers = { ...(await this.headers()), Accept: '*/*' };
+    const req = this.transport().request(this.url(path, query), { method: 'GET', headers, agent: this.agent, signal });
+    this.openWatches.add(req);
+    req.once('close', () => this.openWatches.delete(req));
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      req.once('response', resolve);
+      req.once('error', (err) => reject(new KubeError(0, 'Transport', `GET ${path}: ${err.message}`)));
+      req.end();
+    });
+    // A stream error after this point ends the response; the caller sees 'error' or 'close' there.
+    req.on('error', () => {});
+    const status = res.statusCode ?? 0;
+    if (status >= 200 && status < 300) return res;
+    const chunks: Buffer[] = [];
+    for await (const chunk of res) chunks.push(chunk as Buffer);
+    throw errorFromBody(status, Buffer.concat(chunks).toString('utf8'), `GET ${path}`);
+  }
+
   /** Closes idle connections and open watches (shutdown). */
   close(): void {
     for (const req of this.openWatches) req.destroy();

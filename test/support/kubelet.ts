@@ -283,6 +283,8 @@ export interface RunOptions {
   env?: Record<string, string>;
   /** Files already in the workspace when the episode starts, as a volume or a clone would carry them. */
   files?: Record<string, string>;
+  /** The container's output (the runner's stdout and stderr) as it comes: what the kubelet keeps as its log. */
+  output?: (chunk: string) => void;
 }
 
 export interface RunOutcome {
@@ -460,7 +462,12 @@ export async function runRunner(pod: KubeObject, opts: RunOptions = {}): Promise
           if (err && typeof (err as any).code !== 'number') reject(err);
         },
       );
-      child.on('exit', (code) => resolve(code ?? 1));
+      if (opts.output) {
+        child.stdout?.setEncoding('utf8').on('data', opts.output);
+        child.stderr?.setEncoding('utf8').on('data', opts.output);
+      }
+      // With output wanted, all of it: 'close' waits for the pipes, 'exit' may come before their last bytes.
+      child.on(opts.output ? 'close' : 'exit', (code) => resolve(code ?? 1));
     });
     const message = await readFile(resultFile, 'utf8').catch(() => '');
     return { exitCode, message };

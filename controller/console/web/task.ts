@@ -14,6 +14,8 @@ export class TaskPage {
   private readonly logEl = h('pre', { className: 'log', data: { testid: 'log' } });
   private logOffset = 0;
   private logLoading = false;
+  private logAbort: AbortController | undefined;
+  private logRetry: ReturnType<typeof setTimeout> | undefined;
   readonly namespace: string;
   readonly name: string;
 
@@ -49,28 +51,72 @@ export class TaskPage {
   }
 
   private selectEpisode(n: number): void {
+    this.logAbort?.abort();
+    this.logLoading = false;
+    clearTimeout(this.logRetry);
     this.selected = n;
     this.logOffset = 0;
     this.logEl.replaceChildren();
     this.logEl.dataset.episode = String(n);
+    delete this.logEl.dataset.state;
     void this.loadLog();
   }
 
   private async loadLog(): Promise<void> {
     if (this.logLoading || this.selected === undefined) return;
+    const episode = this.selected;
+    const abort = new AbortController();
+    this.logAbort = abort;
     this.logLoading = true;
     try {
       for (;;) {
-        const res = await fetch(`${this.base}/episodes/${this.selected}/log?offset=${this.logOffset}`);
-        if (!res.ok) return;
+        const url = `${this.base}/episodes/${episode}/log?offset=${this.logOffset}`;
+        const res = await fetch(url, { signal: abort.signal });
+        if (!res.ok) return await this.logUnavailable(res, episode);
+        const size = res.headers.get('X-Log-Size');
+        // A pod's log (cluster): one response, streamed for as long as the episode runs.
+        if (size === null) return await this.readStream(res);
         const text = await res.text();
         append(this.logEl, [text]);
         this.logOffset = Number(res.headers.get('X-Log-End'));
-        if (this.logOffset >= Number(res.headers.get('X-Log-Size'))) return;
+        if (this.logOffset >= Number(size)) return;
       }
+    } catch {
+      // aborted (another episode was selected) or the connection dropped: the log shows what came
     } finally {
-      this.logLoading = false;
+      if (this.logAbort === abort) this.logLoading = false;
     }
+  }
+
+  private async readStream(res: Response): Promise<void> {
+    this.logEl.dataset.state = res.headers.get('X-Log-Follow') === '1' ? 'following' : 'complete';
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      append(this.logEl, [decoder.decode(value, { stream: true })]);
+    }
+    this.logEl.dataset.state = 'complete';
+  }
+
+  /** No log to show: say why, plainly, and what the episode record kept; a pod not started yet is retried. */
+  private async logUnavailable(res: Response, episode: number): Promise<void> {
+    if (res.status === 404) return; // a local log not written yet: the next log event fetches it
+    const why = (await res.text()).trim();
+    const record = this.detail?.episodes.find((e) => e.number === episode);
+    this.logEl.dataset.state = res.status === 410 ? 'gone' : 'unavailable';
+    this.logEl.replaceChildren();
+    append(this.logEl, [
+      why,
+      record?.message ? `\n\nThe episode record kept its last message:\n${record.message}` : '',
+    ]);
+    if (res.status === 409 || res.status === 503)
+      this.logRetry = setTimeout(() => {
+        if (this.selected !== episode) return;
+        this.logEl.replaceChildren();
+        void this.loadLog();
+      }, 2000);
   }
 
   private render(): void {

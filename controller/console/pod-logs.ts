@@ -1,0 +1,133 @@
+// Episode logs on a cluster: the agent container's log, read through the pod log API (the apiserver proxies
+// it from the node's kubelet) and rendered readably (cli/log-render.ts) as plain text. Which pod, and whether
+// it still exists or still runs, comes from the controller's pod informer cache: only the log itself is read
+// from the apiserver. Bounded: the last TAIL_LINES lines, at most LIMIT_BYTES for a finished episode, at most
+// MAX_STREAM_BYTES rendered per page, MAX_OPEN_STREAMS at once. Only the agent container's output is served:
+// never the pod's spec or env.
+import type { IncomingMessage } from 'node:http';
+import { Transform } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
+import { LogRenderer } from '../cli/log-render.ts';
+import { EPISODE_LABEL, episodePodName, TASK_LABEL } from '../cluster/names.ts';
+import { AGENT_CONTAINER } from '../executors/cluster/episode-pod.ts';
+import { isFinishedPod } from '../executors/cluster/pod-outcome.ts';
+import type { Informer } from '../kube/informer.ts';
+import { isStatus, KubeError } from '../kube/kube-client.ts';
+import type { KubeClient, Query } from '../kube/kube-client.ts';
+import type { CustomObject, Pod } from '../kube/objects.ts';
+
+export const TAIL_LINES = 5000;
+export const LIMIT_BYTES = 4 * 1024 * 1024;
+export const MAX_STREAM_BYTES = 8 * 1024 * 1024;
+export const MAX_OPEN_STREAMS = 16;
+const RENDER_WIDTH = 240;
+
+/** An episode's log as the console serves it: rendered text, or why there is none. */
+export type EpisodeLog =
+  | { ok: true; follow: boolean; text: NodeJS.ReadableStream }
+  | { ok: false; status: number; message: string };
+
+export interface PodLogInputs {
+  client: KubeClient;
+  pods: Informer<Pod>;
+}
+
+export class PodLogs {
+  private readonly inputs: PodLogInputs;
+  private open = 0;
+
+  constructor(inputs: PodLogInputs) {
+    this.inputs = inputs;
+  }
+
+  /** The log of `task`'s episode `episode`, followed while its pod runs; `signal` ends it (the page left). */
+  async episodeLog(task: CustomObject, episode: number, signal: AbortSignal): Promise<EpisodeLog> {
+    const namespace = task.metadata.namespace ?? '';
+    const podName = episodePodName(task.metadata.name, episode);
+    const pod = this.inputs.pods.get(`${namespace}/${podName}`);
+    if (!pod || !belongsTo(pod, task, episode)) return gone(podName, episode);
+    if (!pod.spec?.nodeName)
+      return {
+        ok: false,
+        status: 409,
+        message: `episode ${episode} has not started: pod ${podName} is not scheduled yet`,
+      };
+    if (this.open >= MAX_OPEN_STREAMS)
+      return { ok: false, status: 503, message: `${this.open} logs are open already: close a page and try again` };
+    const follow = !isFinishedPod(pod) && !pod.metadata.deletionTimestamp;
+    const query: Query = { container: AGENT_CONTAINER, tailLines: TAIL_LINES };
+    if (follow) query.follow = true;
+    else query.limitBytes = LIMIT_BYTES;
+    let body: IncomingMessage;
+    try {
+      body = await this.inputs.client.stream(`/api/v1/namespaces/${namespace}/pods/${podName}/log`, query, signal);
+    } catch (err) {
+      return refused(err, podName, episode);
+    }
+    this.open++;
+    const text = renderedLog(MAX_STREAM_BYTES);
+    body.pipe(text);
+    body.once('error', () => {}); // seen as an incomplete close below
+    body.once('close', () => {
+      this.open--;
+      if (!body.complete) text.end('\n--- the log stream broke off: reload to read it again ---\n');
+    });
+    return { ok: true, follow, text };
+  }
+}
+
+/** The pod of this task's episode, not a stray of an earlier task with the same name. */
+function belongsTo(pod: Pod, task: CustomObject, episode: number): boolean {
+  const labels = pod.metadata.labels ?? {};
+  if (labels[TASK_LABEL] !== task.metadata.name || labels[EPISODE_LABEL] !== String(episode)) return false;
+  const owner = pod.metadata.ownerReferences?.find((o) => o.controller)?.uid;
+  return !owner || !task.metadata.uid || owner === task.metadata.uid;
+}
+
+function gone(podName: string, episode: number): EpisodeLog {
+  return {
+    ok: false,
+    status: 410,
+    message: `The pod of episode ${episode} (${podName}) is gone, and its log with it: finished pods are pruned (--pod-retention) or were deleted.`,
+  };
+}
+
+function refused(err: unknown, podName: string, episode: number): EpisodeLog {
+  if (isStatus(err, 404)) return gone(podName, episode);
+  // 400: the container has not started ("is waiting to start: ContainerCreating"), or no longer exists.
+  if (isStatus(err, 400)) return { ok: false, status: 409, message: `no log yet: ${(err as KubeError).detail ?? ''}` };
+  const why = err instanceof KubeError ? err.message : String(err);
+  return { ok: false, status: 502, message: `the pod log API refused: ${why}` };
+}
+
+/** Raw log bytes in, readable lines out (LogRenderer escapes every control character), cut at maxBytes. */
+export function renderedLog(maxBytes: number): Transform {
+  const decoder = new StringDecoder('utf8');
+  let written = 0;
+  let cut = false;
+  const out = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      if (!cut) renderer.push(decoder.write(chunk));
+      done();
+    },
+    flush(done) {
+      if (!cut) {
+        renderer.push(decoder.end());
+        renderer.end();
+      }
+      done();
+    },
+  });
+  const renderer = new LogRenderer((text) => {
+    if (cut) return;
+    written += Buffer.byteLength(text);
+    if (written <= maxBytes) out.push(text);
+    else {
+      // Ending the text ends the page's response, which ends the request to the apiserver.
+      cut = true;
+      out.push(`--- cut at ${Math.round(maxBytes / 1024 / 1024)} MiB: kubectl logs has the rest ---\n`);
+      out.push(null);
+    }
+  }, RENDER_WIDTH);
+  return out;
+}
