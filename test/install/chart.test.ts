@@ -270,6 +270,15 @@ describe('helm chart', () => {
     assert.ok(!controllerContainer(objects).args.some((a: string) => a.startsWith('--namespace')));
   });
 
+  it('console.enabled: the role may also read pods/log (episode logs), in both scopes; nothing else changes', async () => {
+    const podLog = { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] };
+    const withLogs = [...CONTROLLER_RULES];
+    withLogs.splice(withLogs.findIndex((r) => r.resources[0] === 'pods') + 1, 0, podLog);
+    assert.deepEqual(mustFind(await render({ 'console.enabled': true }), 'ClusterRole', 'episodic').rules, withLogs);
+    const scoped = await render({ 'console.enabled': true, watchNamespace: 'team-a' });
+    assert.deepEqual(mustFind(scoped, 'Role', 'episodic').rules, withLogs);
+  });
+
   it('watchNamespace: a Role and RoleBinding in that namespace, nothing cluster-wide, --namespace passed', async () => {
     const objects = await render({ watchNamespace: 'team-a' });
     assert.equal(find(objects, 'ClusterRole'), undefined);
