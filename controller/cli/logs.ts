@@ -23,6 +23,7 @@ interface LogsOptions {
   namespace: string;
   dir?: string;
   stateDir?: string;
+  kubeconfig?: string;
 }
 
 /** Where a log goes: straight through (--raw), or rendered line by line. */
@@ -44,9 +45,23 @@ export function registerLogs(program: Command): void {
     .option('-n, --namespace <ns>', 'namespace', 'default')
     .option('-d, --dir <dir>', 'spec directory (the same as DIR)')
     .option('--state-dir <path>', 'state directory (default DIR/.episodic)')
+    .option('--kubeconfig <path>', "read the episode pod's log on this cluster instead (-f: while the pod runs)")
     .action(async (name: string, dir: string | undefined, opts: LogsOptions) => {
-      process.exitCode = await logsCommand(name, dir, opts);
+      process.exitCode =
+        opts.kubeconfig === undefined ? await logsCommand(name, dir, opts) : await onCluster(name, opts);
     });
+}
+
+async function onCluster(name: string, opts: LogsOptions & { kubeconfig?: string }): Promise<number> {
+  let episode: number | undefined;
+  try {
+    if (opts.episode) episode = parseNumberOption('--episode', opts.episode, { integer: true, min: 1 });
+  } catch (err) {
+    console.error(`episodic logs: ${(err as Error).message}`);
+    return 2;
+  }
+  const { logsOnCluster } = await import('./logs-cluster.ts');
+  return logsOnCluster(name, { ...opts, kubeconfig: opts.kubeconfig as string, episode });
 }
 
 async function logsCommand(name: string, dirArg: string | undefined, opts: LogsOptions): Promise<number> {

@@ -62,14 +62,7 @@ export class ClusterConsoleSource implements ConsoleSource {
   async detail(namespace: string, name: string): Promise<TaskDetail | undefined> {
     const obj = this.inputs.tasks.get(`${namespace}/${name}`);
     if (!obj) return undefined;
-    const list = await this.inputs.client.get<{ items?: Array<{ record?: unknown }> }>(episodesPath(namespace), {
-      labelSelector: `${TASK_LABEL}=${name}`,
-    });
-    const episodes = (list.items ?? [])
-      .map((i) => EpisodeRecordSchema.safeParse(i.record))
-      .filter((r) => r.success)
-      .map((r) => r.data as EpisodeRecord)
-      .sort((a, b) => a.number - b.number);
+    const episodes = await taskEpisodeRecords(this.inputs.client, namespace, name);
     const heldBy = (await this.budgets())
       .filter((b) => b.namespace === namespace && b.status?.heldTasks.includes(name))
       .map((b) => `${b.namespace}/${b.name}`);
@@ -133,6 +126,18 @@ export class ClusterConsoleSource implements ConsoleSource {
     this.closed = true;
     clearTimeout(this.flushTimer);
   }
+}
+
+/** A task's AgentEpisode records, oldest first (one list call: records are never cached). */
+export async function taskEpisodeRecords(client: KubeClient, namespace: string, name: string) {
+  const list = await client.get<{ items?: Array<{ record?: unknown }> }>(episodesPath(namespace), {
+    labelSelector: `${TASK_LABEL}=${name}`,
+  });
+  return (list.items ?? [])
+    .map((i) => EpisodeRecordSchema.safeParse(i.record))
+    .filter((r) => r.success)
+    .map((r) => r.data as EpisodeRecord)
+    .sort((a, b) => a.number - b.number);
 }
 
 function statusOf(obj: CustomObject): AgentTaskStatus {

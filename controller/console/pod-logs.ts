@@ -5,7 +5,7 @@
 // MAX_STREAM_BYTES rendered per page, MAX_OPEN_STREAMS at once. Only the agent container's output is served:
 // never the pod's spec or env.
 import type { IncomingMessage } from 'node:http';
-import { Transform } from 'node:stream';
+import { PassThrough, Transform } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { LogRenderer } from '../cli/log-render.ts';
 import { EPISODE_LABEL, episodePodName, TASK_LABEL } from '../cluster/names.ts';
@@ -24,7 +24,7 @@ const RENDER_WIDTH = 240;
 
 /** An episode's log as the console serves it: rendered text, or why there is none. */
 export type EpisodeLog =
-  | { ok: true; follow: boolean; text: NodeJS.ReadableStream }
+  | { ok: true; follow: boolean; text: NodeJS.ReadableStream; closed: Promise<void> }
   | { ok: false; status: number; message: string };
 
 export interface PodLogInputs {
@@ -54,26 +54,59 @@ export class PodLogs {
       };
     if (this.open >= MAX_OPEN_STREAMS)
       return { ok: false, status: 503, message: `${this.open} logs are open already: close a page and try again` };
-    const follow = !isFinishedPod(pod) && !pod.metadata.deletionTimestamp;
-    const query: Query = { container: AGENT_CONTAINER, tailLines: TAIL_LINES };
-    if (follow) query.follow = true;
-    else query.limitBytes = LIMIT_BYTES;
-    let body: IncomingMessage;
-    try {
-      body = await this.inputs.client.stream(`/api/v1/namespaces/${namespace}/pods/${podName}/log`, query, signal);
-    } catch (err) {
-      return refused(err, podName, episode);
-    }
     this.open++;
-    const text = renderedLog(MAX_STREAM_BYTES);
-    body.pipe(text);
-    body.once('error', () => {}); // seen as an incomplete close below
-    body.once('close', () => {
-      this.open--;
-      if (!body.complete) text.end('\n--- the log stream broke off: reload to read it again ---\n');
+    const log = await readPodLog(this.inputs.client, pod, episode, {
+      follow: isRunning(pod),
+      signal,
+      maxBytes: MAX_STREAM_BYTES,
     });
-    return { ok: true, follow, text };
+    if (log.ok) void log.closed.then(() => this.open--);
+    else this.open--;
+    return log;
   }
+}
+
+export interface ReadPodLogOptions {
+  follow: boolean;
+  signal: AbortSignal;
+  /** Rendered bytes at most: past them the text ends with a note. */
+  maxBytes: number;
+  /** The bytes as the container wrote them, not rendered (`episodic logs --raw`). */
+  raw?: boolean;
+}
+
+/** A pod whose agent container may still write: its log is worth following. */
+export function isRunning(pod: Pod): boolean {
+  return !isFinishedPod(pod) && !pod.metadata.deletionTimestamp;
+}
+
+/** The agent container's log of an episode pod: the last TAIL_LINES lines, or LIMIT_BYTES when not followed. */
+export async function readPodLog(
+  client: KubeClient,
+  pod: Pod,
+  episode: number,
+  opts: ReadPodLogOptions,
+): Promise<EpisodeLog> {
+  const { namespace, name } = pod.metadata;
+  const query: Query = { container: AGENT_CONTAINER, tailLines: TAIL_LINES };
+  if (opts.follow) query.follow = true;
+  else query.limitBytes = LIMIT_BYTES;
+  let body: IncomingMessage;
+  try {
+    body = await client.stream(`/api/v1/namespaces/${namespace}/pods/${name}/log`, query, opts.signal);
+  } catch (err) {
+    return refused(err, name, episode);
+  }
+  const text = opts.raw ? new PassThrough() : renderedLog(opts.maxBytes);
+  body.pipe(text);
+  body.once('error', () => {}); // seen as an incomplete close below
+  const closed = new Promise<void>((resolve) =>
+    body.once('close', () => {
+      if (!body.complete) text.end('\n--- the log stream broke off: read it again for the rest ---\n');
+      resolve();
+    }),
+  );
+  return { ok: true, follow: opts.follow, text, closed };
 }
 
 /** The pod of this task's episode, not a stray of an earlier task with the same name. */
@@ -85,11 +118,11 @@ function belongsTo(pod: Pod, task: CustomObject, episode: number): boolean {
 }
 
 function gone(podName: string, episode: number): EpisodeLog {
-  return {
-    ok: false,
-    status: 410,
-    message: `The pod of episode ${episode} (${podName}) is gone, and its log with it: finished pods are pruned (--pod-retention) or were deleted.`,
-  };
+  return { ok: false, status: 410, message: podGoneMessage(podName, episode) };
+}
+
+export function podGoneMessage(podName: string, episode: number): string {
+  return `The pod of episode ${episode} (${podName}) is gone, and its log with it: finished pods are pruned (--pod-retention) or were deleted.`;
 }
 
 function refused(err: unknown, podName: string, episode: number): EpisodeLog {
@@ -125,7 +158,8 @@ export function renderedLog(maxBytes: number): Transform {
     else {
       // Ending the text ends the page's response, which ends the request to the apiserver.
       cut = true;
-      out.push(`--- cut at ${Math.round(maxBytes / 1024 / 1024)} MiB: kubectl logs has the rest ---\n`);
+      const size = maxBytes >= 1 << 20 ? `${Math.round(maxBytes / (1 << 20))} MiB` : `${maxBytes} bytes`;
+      out.push(`--- cut at ${size}: kubectl logs has the rest ---\n`);
       out.push(null);
     }
   }, RENDER_WIDTH);

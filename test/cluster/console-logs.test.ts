@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { launchBrowser, screenshot, watchedPage } from '../support/browser.ts';
-import { kubectl, skipCluster } from '../support/cluster.ts';
+import { kubeconfigPath, kubectl, skipCluster } from '../support/cluster.ts';
 import {
   agentTaskManifest,
   clusterWithCrd,
@@ -20,7 +20,7 @@ import {
 } from '../support/kubelet.ts';
 import type { ControllerProcess } from '../support/kubelet.ts';
 import { KubeletLogs } from '../support/kubelet-logs.ts';
-import { tempDir } from '../support/local.ts';
+import { runCli, startCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 
@@ -145,5 +145,36 @@ describe('cluster console: episode logs from the pod log API', { skip: skipClust
     assert.match(log, /The pod of episode 1 \(pruned-ep-1\) is gone/);
     assert.match(log, /The episode record kept its last message:\nthe last words of episode one/);
     await page.close();
+  });
+
+  it('episodic logs --kubeconfig reads the same log: rendered, --raw, and the note when the pod is gone', async () => {
+    const pod = await finishedEpisode('cli', 'words for the terminal');
+    const cli = (extra: string[] = []) => runCli(['logs', 'cli', '--kubeconfig', kubeconfigPath, '-n', ns, ...extra]);
+    const rendered = await cli();
+    assert.equal(rendered.code, 0, rendered.stderr);
+    assert.match(rendered.stdout, new RegExp(`^=== ${ns}/cli episode 1: continue, exit 0, \\$0\\.0123`));
+    assert.match(rendered.stdout, /\[init\] claude .*\nwords for the terminal\n/s);
+    const raw = await cli(['--raw', '--episode', '1']);
+    assert.equal(raw.code, 0, raw.stderr);
+    assert.match(raw.stdout, /^episodic: .* episode 1 of 1 starting/);
+    assert.match(raw.stdout, /\{"type":"system","subtype":"init"/);
+
+    await client.delete(`/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0 });
+    const gone = await cli();
+    assert.equal(gone.code, 1);
+    assert.match(gone.stderr, /The pod of episode 1 \(cli-ep-1\) is gone/);
+    assert.match(gone.stderr, /last message:\nwords for the terminal/);
+  });
+
+  it('episodic logs -f --kubeconfig follows the running episode until its container exits', async () => {
+    await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, 'tail', fakeClaudeSpec(ONE_EPISODE)) });
+    const pod = await kubelet.setRunning(await logs.bind(await waitForPod(client, ns, 'tail-ep-1')));
+    logs.append(pod, said('before the follow'));
+    const follow = startCli(['logs', 'tail', '-f', '--kubeconfig', kubeconfigPath, '-n', ns]);
+    await waitFor('the first line', () => follow.output().includes('before the follow') || undefined);
+    logs.append(pod, said('while following'));
+    await waitFor('the line written later', () => follow.output().includes('while following') || undefined);
+    logs.end(pod);
+    assert.equal(await follow.exited, 0, follow.output());
   });
 });
