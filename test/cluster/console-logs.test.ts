@@ -118,6 +118,13 @@ describe('cluster console: episode logs from the pod log API', { skip: skipClust
     await page.waitForFunction(() =>
       document.querySelector('[data-testid=log]')?.textContent?.includes('words written after the page opened'),
     );
+    // A second reader, then it leaves: its stream through the apiserver to the kubelet closes with the page.
+    const second = await browser.newPage();
+    await second.goto(`${url}/#/task/${ns}/live`);
+    await second.waitForSelector('[data-testid=log][data-state=following]');
+    await waitFor('two follows', () => logs.following(pod) === 2 || undefined);
+    await second.close();
+    await waitFor('the closed page to stop following', () => logs.following(pod) === 1 || undefined);
     // The container exits: the kubelet ends the follow, and the page's stream ends with it.
     logs.end(pod);
     await page.waitForSelector('[data-testid=log][data-state=complete]');

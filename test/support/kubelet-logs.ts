@@ -86,6 +86,11 @@ export class KubeletLogs {
     log.followers.clear();
   }
 
+  /** How many follows of the pod's log are open: the apiserver holds one per reader. */
+  following(pod: KubeObject): number {
+    return this.logOf(pod).followers.size;
+  }
+
   /** Bound, running, the real runner's output as the container log, then terminated with its result. */
   async runEpisode(kubelet: FakeKubelet, pod: KubeObject, opts: RunOptions = {}): Promise<RunOutcome> {
     const running = await kubelet.setRunning(await this.bind(pod));
