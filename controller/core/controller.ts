@@ -17,6 +17,7 @@ import { BudgetBook } from './budget-book.ts';
 import type { BudgetStore } from './budget-book.ts';
 import { systemClock } from './clock.ts';
 import type { Clock } from './clock.ts';
+import type { MailboxEvents } from './mailboxes.ts';
 import { StoreFullError, TerminalError } from './ports.ts';
 import type { DesiredTask, EpisodeExecutor, OpsApplier, StatusSink, TaskSource, UpstreamOutputs } from './ports.ts';
 import { countEpisodeOps, performApplyOps } from './ops-loop.ts';
@@ -49,6 +50,8 @@ export interface ControllerOptions<T extends DesiredTask> {
   ops?: OpsApplier<T>;
   /** spawn/send: children, mailboxes and their placeholders (core/spawn-loop.ts). */
   spawn?: SpawnLoop<T>;
+  /** Mailbox arrivals: the task is reconciled at once (wake: onMessage, interrupt) instead of at its resync. */
+  mailboxEvents?: MailboxEvents;
 }
 
 export class Controller<T extends DesiredTask = DesiredTask> {
@@ -105,6 +108,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       this.queue.addFirst(key);
       this.wakeSlotWaiters();
     });
+    // A message for a task the source does not have (yet) waits in its mailbox for the task's first pass.
+    opts.mailboxEvents?.subscribe((key) => opts.source.get(key) && this.queue.add(key));
   }
 
   /** Indexes what the ports know and reconciles every task once. */

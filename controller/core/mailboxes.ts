@@ -42,6 +42,16 @@ export interface Mailboxes {
   drop(namespace: string, task: string): Promise<void>;
 }
 
+/**
+ * Mailbox arrivals as events (cluster: an informer on mailbox ConfigMaps; locally: a watch on the mailbox
+ * directories), so a task waiting for a message, or running with interrupt, is looked at when one comes.
+ * Events only: the loop enqueues the task and the reconciler reads the mailbox and decides.
+ */
+export interface MailboxEvents {
+  /** Calls onArrival("namespace/task") whenever a message may have arrived in that task's mailbox. */
+  subscribe(onArrival: (key: string) => void): void;
+}
+
 /** Why a message may not go into a mailbox holding `held`, or undefined when it may. */
 export function refusal(held: readonly Message[], message: Message): string | undefined {
   if (!MESSAGE_ID.test(message.id)) return `message id "${message.id.slice(0, 40)}" is not a lowercase name`;

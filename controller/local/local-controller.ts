@@ -26,6 +26,7 @@ import { systemClock } from '../core/clock.ts';
 import { sendHandler, spawnHandler } from '../ops/spawn-send.ts';
 import type { OpHandler, SpawnSendDeps } from '../ops/spawn-send.ts';
 import { LocalMailboxes } from '../sinks/local/mailboxes.ts';
+import { LocalMailboxWatch } from '../sinks/local/mailbox-watch.ts';
 
 export interface LocalControllerOptions {
   dir: string;
@@ -57,6 +58,8 @@ export class LocalController {
   /** Tasks the system creates (spawned children, triggers' tasks): read with the user's specs. */
   readonly created: LocalCreatedTasks;
   readonly mailboxes: LocalMailboxes;
+  /** Messages arriving (an op, `episodic send` from another process) wake their task at once. */
+  private readonly mailboxWatch: LocalMailboxWatch;
   /** The user's specs as last set: created tasks are merged over them again when one is added or removed. */
   private userSpecs: LoadedSpecs | undefined;
 
@@ -66,6 +69,7 @@ export class LocalController {
     this.budgets = new LocalBudgetStore(opts.stateDir, opts.logger);
     this.source = new SpecDirSource();
     this.mailboxes = new LocalMailboxes(opts.stateDir);
+    this.mailboxWatch = new LocalMailboxWatch(opts.stateDir);
     this.created = new LocalCreatedTasks({
       stateDir: opts.stateDir,
       userTask: (namespace, name) => this.userSpecs?.tasks.has(`${namespace}/${name}`) ?? false,
@@ -121,6 +125,7 @@ export class LocalController {
       deletedTasks,
       ops: new LocalOpsApplier<LocalTask>(this.opts.stateDir, this.spawnAndSend()),
       spawn: new SpawnLoop<LocalTask>({ source: this.source, sink: this.sink, mailboxes: this.mailboxes }),
+      mailboxEvents: this.mailboxWatch,
     });
   }
 
@@ -151,6 +156,7 @@ export class LocalController {
     this.source.set(withCreatedTasks(loaded, this.opts.stateDir));
     if (this.started) return;
     this.started = true;
+    this.mailboxWatch.start();
     loop.start();
     this.requests.start(REQUEST_POLL_MS);
   }
@@ -158,6 +164,7 @@ export class LocalController {
   /** Stop starting episodes, stop running ones and wait until their ends are recorded. */
   async shutdown(): Promise<void> {
     this.requests.stop();
+    this.mailboxWatch.stop();
     await this.loop?.shutdown();
   }
 
@@ -192,6 +199,7 @@ export class LocalController {
    */
   async abandon(): Promise<void> {
     this.requests.stop();
+    this.mailboxWatch.stop();
     const loop = this.requireLoop();
     this.executor?.cancelAll();
     while ((this.executor?.runningCount() ?? 0) > 0) await loop.nextChange();

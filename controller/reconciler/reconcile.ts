@@ -32,7 +32,7 @@ import { reviewCount } from '../api/review.ts';
 import { foldReview, reviewEvents } from './review.ts';
 import { DEADLINE_GRACE_MS, normal, warning } from './types.ts';
 import type { Action, Events, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
-import { MESSAGE_POLL_MS, spawnHold, spawnInterrupt, withDelivery } from './spawn-decide.ts';
+import { MAILBOX_RESYNC_MS, spawnHold, spawnInterrupt, withDelivery } from './spawn-decide.ts';
 
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 
@@ -232,8 +232,8 @@ function whileRunning(
   return {
     status: withPhase(status, 'Running', 'EpisodeRunning', message),
     actions: [],
-    // With interrupt, the mailbox is looked into again soon: a message has no event of its own.
-    requeueAfterMs: spec.interrupt && input.spawn ? Math.min(deadline - nowMs, MESSAGE_POLL_MS) : deadline - nowMs,
+    // With interrupt, arrivals come as events; the resync is the safety net for a lost one.
+    requeueAfterMs: spec.interrupt && input.spawn ? Math.min(deadline - nowMs, MAILBOX_RESYNC_MS) : deadline - nowMs,
   };
 }
 

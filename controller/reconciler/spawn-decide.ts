@@ -18,10 +18,11 @@ export interface SpawnFacts {
 type Spec = AgentTaskSpec;
 
 /**
- * How often a task waiting for a message (or running with interrupt) looks into its mailbox again: a message
- * from another process (`episodic send`, another controller's op) has no event to wake it.
+ * Arrivals wake a task through MailboxEvents; this slow resync of a task waiting for a message (or running
+ * with interrupt) is the safety net for a lost event (an inotify queue overflow, a file system without
+ * inotify, a mailbox ConfigMap without its label): a minute bounds such a delay at one read a minute a task.
  */
-export const MESSAGE_POLL_MS = 2000;
+export const MAILBOX_RESYNC_MS = 60_000;
 
 export type Hold = { phase: 'Waiting' | 'NeedsReview'; reason: string; message: string; recheckMs?: number };
 
@@ -39,7 +40,7 @@ export function spawnHold(status: AgentTaskStatus, spec: Spec, facts: SpawnFacts
     waiting: facts.waiting,
     mailbox: status.mailbox,
   });
-  return wake.kind === 'await' ? { ...wake, recheckMs: MESSAGE_POLL_MS } : undefined;
+  return wake.kind === 'await' ? { ...wake, recheckMs: MAILBOX_RESYNC_MS } : undefined;
 }
 
 /** The running episode to stop for a message it did not get (spec.interrupt), or undefined. */
