@@ -13,6 +13,7 @@ import { PodEpisodeExecutor } from '../executors/cluster/pod-executor.ts';
 import { TASK_LABEL } from './names.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { Informer } from '../kube/informer.ts';
+import type { WatchRestartCause } from '../kube/informer.ts';
 import type { CustomObject, KubeObject, Pod } from '../kube/objects.ts';
 import { KubeClient, isStatus } from '../kube/kube-client.ts';
 import { LeaderElector } from '../kube/leader-election.ts';
@@ -34,6 +35,8 @@ import type { ClusterTask } from '../core/ports.ts';
 import { sendHandler, spawnHandler } from '../ops/spawn-send.ts';
 import type { OpHandler, SpawnSendDeps } from '../ops/spawn-send.ts';
 import { KubeMailboxes } from '../sinks/cluster/mailboxes.ts';
+import { KubeMailboxWatch } from '../sinks/cluster/mailbox-watch.ts';
+import type { Clock } from '../core/clock.ts';
 import { CLUSTER_DEFAULTS } from './defaults.ts';
 import type { EpisodeDefaults } from './episode-defaults.ts';
 import { ClusterOpsApplier } from '../ops/cluster-ops.ts';
@@ -70,6 +73,8 @@ export interface ClusterControllerOptions {
   onLostLeadership?: () => void;
   /** The AgentTask API group (default episodic.dev). Tests: a group without a CRD, as on a fresh cluster. */
   taskGroup?: string;
+  /** The loop's clock (requeues, backoff). Tests: a ManualClock, to show what happens without a timer. */
+  clock?: Clock;
 }
 
 export class ClusterController {
@@ -78,6 +83,8 @@ export class ClusterController {
   readonly pods: Informer<Pod>;
   readonly budgets: Informer<CustomObject>;
   readonly triggers: Informer<CustomObject>;
+  /** Mailbox ConfigMaps: a message arriving wakes its task (not part of readiness: the resync still reads). */
+  readonly mailboxWatch: KubeMailboxWatch;
   private readonly triggerRunner: ClusterTriggers;
   /** False when the AgentTrigger CRD is not installed: no triggers, everything else runs. */
   private triggersInstalled = true;
@@ -107,20 +114,19 @@ export class ClusterController {
     this.metrics = opts.metrics ?? new EpisodicMetrics();
     this.identity = opts.leaderElection?.identity ?? `${hostname()}_${randomUUID()}`;
     const ns = opts.namespace;
+    const watchOptions = (resource: string) => ({
+      client,
+      watchTimeoutSeconds: opts.watchTimeoutSeconds,
+      watchdogMs: opts.watchdogMs,
+      onRestart: (cause: WatchRestartCause, err: unknown) => {
+        this.metrics.watchRestarts.inc({ resource, cause });
+        if (resource === 'agenttasks' && isStatus(err, 404)) return this.noTaskCrd();
+        opts.log.warn({ resource, cause, err: String(err) }, 'watch restarted');
+      },
+    });
     const informer = <T extends KubeObject>(resource: string, path: string, labelSelector?: string) =>
-      new Informer<T>({
-        client,
-        resource,
-        path,
-        labelSelector,
-        watchTimeoutSeconds: opts.watchTimeoutSeconds,
-        watchdogMs: opts.watchdogMs,
-        onRestart: (cause, err) => {
-          this.metrics.watchRestarts.inc({ resource, cause });
-          if (resource === 'agenttasks' && isStatus(err, 404)) return this.noTaskCrd();
-          opts.log.warn({ resource, cause, err: String(err) }, 'watch restarted');
-        },
-      });
+      new Informer<T>({ ...watchOptions(resource), resource, path, labelSelector });
+    this.mailboxWatch = new KubeMailboxWatch({ ...watchOptions('configmaps'), namespace: ns });
     const group = opts.taskGroup ?? GROUP;
     this.tasks = informer(
       'agenttasks',
@@ -230,6 +236,7 @@ export class ClusterController {
     this.pods.stop();
     this.budgets.stop();
     this.triggers.stop();
+    this.mailboxWatch.informer.stop();
     await Promise.all(this.servers.map((s) => s.close()));
     this.client.close();
     this.leaseClient?.close();
@@ -244,6 +251,7 @@ export class ClusterController {
     }
     this.tasks.start();
     this.pods.start();
+    this.mailboxWatch.informer.start();
     await this.probeBudgets();
     if (this.budgetsInstalled) this.budgets.start();
     this.triggersInstalled = await this.probeTriggers();
@@ -358,6 +366,8 @@ export class ClusterController {
       metrics: this.metrics,
       ops: new ClusterOpsApplier(this.client, this.spawnAndSend()),
       spawn: new SpawnLoop({ source: this.source, sink: this.sink, mailboxes: new KubeMailboxes(this.client) }),
+      mailboxEvents: this.mailboxWatch,
+      clock: this.opts.clock,
     });
     this.opts.log.info(
       { tasks: this.tasks.size, pods: this.pods.size, identity: this.identity },

@@ -4,11 +4,11 @@
 // Gone comes from the real API server, by resuming a watch from a resourceVersion it no longer has.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
+import { ChaosProxy } from '../support/chaos-proxy.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
 import {
   agentTaskManifest,
@@ -22,57 +22,6 @@ import {
 import { waitFor } from '../support/wait.ts';
 
 const skip = skipCluster;
-
-/** A TCP proxy to the API server whose open connections can be reset or frozen. */
-class ChaosProxy {
-  private readonly server: net.Server;
-  private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket; frozen: boolean }>();
-  port = 0;
-
-  constructor(target: { host: string; port: number }) {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(target.port, target.host);
-      const pair = { client, upstream, frozen: false };
-      this.pairs.add(pair);
-      // Forward by hand so a frozen pair drops bytes instead of buffering them.
-      client.on('data', (d) => pair.frozen || upstream.write(d));
-      upstream.on('data', (d) => pair.frozen || client.write(d));
-      const close = () => {
-        this.pairs.delete(pair);
-        client.destroy();
-        upstream.destroy();
-      };
-      client.on('close', close).on('error', close);
-      upstream.on('close', close).on('error', close);
-    });
-  }
-
-  async listen(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-
-  /** Reset every open connection (RST), like an API server restart or a load balancer failover. */
-  reset(): number {
-    const n = this.pairs.size;
-    for (const { client, upstream } of this.pairs) {
-      client.resetAndDestroy();
-      upstream.destroy();
-    }
-    return n;
-  }
-
-  /** Open connections stay open but carry nothing any more (a dead NAT entry). New ones work. */
-  freeze(): number {
-    for (const pair of this.pairs) pair.frozen = true;
-    return this.pairs.size;
-  }
-
-  close(): void {
-    this.reset();
-    this.server.close();
-  }
-}
 
 async function restarts(controller: ClusterController, resource: string, cause: string): Promise<number> {
   const metric = await controller.metrics.watchRestarts.get();

@@ -81,7 +81,11 @@ const CONTROLLER_RULES = [
   { apiGroups: ['episodic.dev'], resources: ['agenttriggers/status'], verbs: ['patch'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
-  { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update', 'patch', 'delete'] },
+  {
+    apiGroups: [''],
+    resources: ['configmaps'],
+    verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+  },
 ];
 
 describe('helm chart', () => {

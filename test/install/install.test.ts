@@ -140,8 +140,9 @@ function controllerNeeds(ns: string | undefined): Check[] {
     ...['get', 'list', 'watch', 'create', 'delete'].map((v) => yes(v, 'pods')),
     yes('create', 'events'),
     yes('patch', 'events'),
-    // Agent ops: the blackboard ConfigMap per namespace and each task's mailbox ConfigMap.
-    ...['get', 'create', 'update', 'patch', 'delete'].map((v) => yes(v, 'configmaps')),
+    // Agent ops: the blackboard ConfigMap per namespace and each task's mailbox ConfigMap (list/watch: the
+    // mailbox informer; RBAC cannot narrow them to its label selector, and get was cluster-wide already).
+    ...['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'].map((v) => yes(v, 'configmaps')),
   ];
 }
 
@@ -180,8 +181,6 @@ function controllerMustNot(ns: string | undefined): Check[] {
     no('watch', 'secrets'),
     no('get', 'secrets', undefined, undefined),
     no('list', 'secrets', undefined, undefined),
-    no('list', 'configmaps'),
-    no('watch', 'configmaps'),
     no('create', 'serviceaccounts', 'token'),
     no('create', 'events.events.k8s.io'),
     no('update', 'events'),
