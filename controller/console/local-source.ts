@@ -8,6 +8,8 @@ import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import { episodeLogPath } from '../executors/local/episode-launcher.ts';
 import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import type { LoadedSpecs } from '../sources/local/spec-files.ts';
+import { localEpisodeLog } from './local-logs.ts';
+import type { EpisodeLog, LogRequest } from './log-text.ts';
 import { readBudgets, readEpisodes, readLocalState, readStoredStatus, statusPath } from './local-state.ts';
 import { gateLimitsOf, identityOfSpec, taskRow } from './views.ts';
 import type { BudgetView, ConsoleEvent, ConsoleSource, ResumeOutcome, TaskDetail, TaskRow } from './views.ts';
@@ -181,9 +183,26 @@ export class LocalConsoleSource implements ConsoleSource {
     return this.specs ? readBudgets(this.specs, this.stateDir) : [];
   }
 
-  logFile(namespace: string, name: string, episode: number): string | undefined {
-    if (!this.specs?.tasks.has(taskKey(namespace, name))) return undefined;
-    return episodeLogPath(this.stateDir, namespace, name, episode);
+  /** The log file rendered like a pod's (log-text.ts), followed while this episode runs. */
+  async episodeLog(
+    namespace: string,
+    name: string,
+    episode: number,
+    signal: AbortSignal,
+    req: LogRequest = {},
+  ): Promise<EpisodeLog> {
+    const key = taskKey(namespace, name);
+    if (!this.specs?.tasks.has(key)) return { ok: false, status: 404, message: 'no such task' };
+    return localEpisodeLog({
+      ...req,
+      file: episodeLogPath(this.stateDir, namespace, name, episode),
+      running: () => this.rowsByKey.get(key)?.runningEpisode === episode,
+      onChange: (changed) =>
+        this.subscribe((event) => {
+          if (event.type === 'log' ? event.key === key : event.rows.some((r) => r.key === key)) changed();
+        }),
+      signal,
+    });
   }
 
   async resume(namespace: string, name: string, by: string, episodes?: number): Promise<ResumeOutcome> {
