@@ -143,6 +143,14 @@ export const AgentTriggerSpecSchema = z.strictObject({
   report: ReportSchema.optional(),
 });
 
+/** reconciler/trigger-report.ts ReportedState; an entry of an older controller ({comment: ID, body}) reads as empty. */
+const ReportedSchema = z.object({
+  comment: z.preprocess((v) => (typeof v === 'string' ? v : undefined), z.string().max(64).optional()),
+  label: z.string().max(100).optional(),
+  publishedBranch: z.string().max(255).optional(),
+  at: z.string().max(40).optional(),
+});
+
 export const AgentTriggerStatusSchema = z.object({
   lastPollAt: z.string().optional(),
   nextPollAt: z.string().optional(),
@@ -161,9 +169,9 @@ export const AgentTriggerStatusSchema = z.object({
       'items (number and state) handled at exactly the cursor: since= is inclusive, they are not fetched again',
     ),
   reports: z
-    .record(z.string(), z.object({ comment: z.number().int(), body: z.string().max(2000) }))
+    .record(z.string(), ReportedSchema)
     .optional()
-    .describe('spec.report.comment: the forge comment of each task and what it says now'),
+    .describe('spec.report: what was last reported on the item of each task (a restart does not post it again)'),
   pullRequests: z
     .record(z.string(), z.strictObject({ number: z.number().int().positive(), url: z.string().max(500) }))
     .optional()

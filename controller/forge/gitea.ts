@@ -23,7 +23,8 @@ export interface GiteaForgeOptions {
   /** The server, e.g. https://gitea.example.com (the API is under /api/v1). */
   apiURL: string;
   repo: string;
-  token: string;
+  /** Without one, anonymous reads (a public repo); reports need one. */
+  token?: string;
   /** Counts every answer (episodic_forge_requests_total). */
   metrics?: ForgeRequestCounter;
   now?: () => Date;
@@ -65,7 +66,7 @@ export class GiteaForge implements Forge {
     this.repo = opts.repo;
     this.#api = `${opts.apiURL.replace(/\/+$/, '')}/api/v1`;
     this.#repoPath = `/repos/${encodeURIComponent(owner)}/${encodeURIComponent(name)}`;
-    this.#token = opts.token;
+    this.#token = opts.token ?? '';
     this.#opts = opts;
   }
 
@@ -158,6 +159,10 @@ export class GiteaForge implements Forge {
     }
   }
 
+  async getItem(number: number): Promise<ForgeItem> {
+    return parseIssue((await this.#call('GET', `${this.#repoPath}/issues/${number}`)).body);
+  }
+
   async getPullRequest(number: number): Promise<ForgeItem> {
     return parsePull((await this.#call('GET', `${this.#repoPath}/pulls/${number}`)).body);
   }
@@ -235,7 +240,8 @@ export class GiteaForge implements Forge {
   ): Promise<Answer> {
     const url = new URL(`${this.#api}${path}`);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { accept: 'application/json', authorization: `token ${this.#token}` };
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.#token) headers.authorization = `token ${this.#token}`;
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
     const what = `${method} ${path}`;
     let res: Response;

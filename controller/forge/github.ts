@@ -25,7 +25,8 @@ export interface GitHubForgeOptions {
   /** https://api.github.com, or GitHub Enterprise's https://HOST/api/v3. */
   apiURL?: string;
   repo: string;
-  token: string;
+  /** Without one, anonymous reads (a public repo, 60 requests an hour); reports need one. */
+  token?: string;
   /** The token's login when GET /user is not allowed (a GitHub App installation token). */
   login?: string;
   /** Counts every answer (episodic_forge_requests_total). */
@@ -66,7 +67,7 @@ export class GitHubForge implements Forge {
 
   constructor(opts: GitHubForgeOptions) {
     const { owner, name } = splitRepo(opts.repo);
-    [this.repo, this.#owner, this.#name, this.#token, this.#opts] = [opts.repo, owner, name, opts.token, opts];
+    [this.repo, this.#owner, this.#name, this.#token, this.#opts] = [opts.repo, owner, name, opts.token ?? '', opts];
     this.#me = opts.login;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     const counted: typeof fetch = async (input, init) => {
@@ -80,7 +81,7 @@ export class GitHubForge implements Forge {
       }
     };
     this.#octokit = new Octokit({
-      auth: opts.token,
+      auth: opts.token || undefined,
       baseUrl: (opts.apiURL ?? 'https://api.github.com').replace(/\/+$/, ''),
       userAgent: 'episodic-triggers',
       log: SILENT,
@@ -194,6 +195,12 @@ export class GitHubForge implements Forge {
     }
     const pull = parsePullRef(made.data);
     return { number: pull.number, url: pull.html_url, action: 'created' };
+  }
+
+  async getItem(number: number): Promise<ForgeItem> {
+    return parseIssue(
+      (await this.#call('GET /repos/{owner}/{repo}/issues/{issue_number}', { issue_number: number })).data,
+    );
   }
 
   async getPullRequest(number: number): Promise<ForgeItem> {

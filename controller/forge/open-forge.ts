@@ -10,7 +10,8 @@ export interface ForgeSource {
   repo: string;
   /** Gitea: required (the server); GitHub: https://api.github.com unless given. */
   apiURL?: string;
-  token: string;
+  /** Optional: anonymous polling of a public repo works; reports need one. */
+  token?: string;
   metrics?: ForgeRequestCounter;
   now?: () => Date;
 }

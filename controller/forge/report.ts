@@ -27,14 +27,18 @@ export interface ReportWorkspace {
 export interface ReportTaskInput {
   forge: Forge;
   item: ReportItem;
-  /** The task's name: also the key of its report comment's hidden marker. */
+  /** The task's name, shown in the comment. */
   task: string;
+  /** The key of the report comment's hidden marker; the task's name unless given (the trigger loop: TRIGGER/TASK). */
+  key?: string;
   status: AgentTaskStatus;
   spec: ReportSpec;
   /** What the last call returned (an empty object the first time). */
   last: ReportedState;
-  /** Needed only when a publish is due; without it the publish waits for a call that has one. */
+  /** Needed only when a publish is due; without it (and without `pushed`) the publish waits for a call that has one. */
   workspace?: ReportWorkspace;
+  /** The episodes already pushed the work to the item's branch (a git workspace, locally or from the pod): only the PR is due. */
+  pushed?: { defaultBase: string };
   resumePermission?: string;
   now: () => Date;
 }
@@ -51,7 +55,7 @@ export type ReportDone =
  */
 export async function reportTask(input: ReportTaskInput): Promise<{ next: ReportedState; done: ReportDone[] }> {
   const { actions, next } = reportActions(input);
-  const performable = input.workspace ? actions : actions.filter((a) => a.kind !== 'publish');
+  const performable = input.workspace || input.pushed ? actions : actions.filter((a) => a.kind !== 'publish');
   if (performable.length !== actions.length) next.publishedBranch = input.last.publishedBranch;
   const done: ReportDone[] = [];
   for (const action of performable) done.push(await perform(input, action));
@@ -61,7 +65,7 @@ export async function reportTask(input: ReportTaskInput): Promise<{ next: Report
 async function perform(input: ReportTaskInput, action: ReportAction): Promise<ReportDone> {
   const { forge, item } = input;
   if (action.kind === 'comment') {
-    const ref = await forge.upsertReport(item.number, input.task, action.body);
+    const ref = await forge.upsertReport(item.number, input.key ?? input.task, action.body);
     return { kind: 'comment', ...ref };
   }
   if (action.kind === 'labels') {
@@ -75,7 +79,8 @@ async function publish(
   input: ReportTaskInput,
   action: Extract<ReportAction, { kind: 'publish' }>,
 ): Promise<ReportDone> {
-  const ws = input.workspace as ReportWorkspace;
+  if (!input.workspace) return publishPushed(input, action);
+  const ws = input.workspace;
   const push = { workspace: ws.workspace, remoteUrl: ws.remoteUrl, credentials: ws.credentials, branch: action.branch };
   if (!action.pullRequest) {
     // A PR item: its own head branch moves; the PR already exists.
@@ -89,6 +94,25 @@ async function publish(
     kind: 'publish',
     branch: action.branch,
     commit: ref.commit,
+    pullRequest: { number: ref.number, url: ref.url, action: ref.action },
+  };
+}
+
+/** The branch is on the forge already (the episodes pushed it): wait until its API sees it, then the PR. */
+async function publishPushed(
+  input: ReportTaskInput,
+  action: Extract<ReportAction, { kind: 'publish' }>,
+): Promise<ReportDone> {
+  const { forge } = input;
+  await forge.waitForBranch(action.branch);
+  if (!action.pullRequest) return { kind: 'publish', branch: action.branch, commit: '' };
+  const { base, ...pr } = action.pullRequest;
+  const defaultBase = input.pushed?.defaultBase ?? 'main';
+  const ref = await forge.ensurePullRequest({ ...pr, head: action.branch, base: base ?? defaultBase });
+  return {
+    kind: 'publish',
+    branch: action.branch,
+    commit: '',
     pullRequest: { number: ref.number, url: ref.url, action: ref.action },
   };
 }

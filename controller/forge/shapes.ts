@@ -27,6 +27,7 @@ const common = {
   labels,
   state: z.string().max(20),
   updated_at: z.string().max(40).nullish(),
+  comments: z.number().int().nonnegative().nullish(),
 };
 
 export const IssueSchema = z.object({ ...common, pull_request: z.unknown().nullish() });
@@ -72,6 +73,7 @@ function item(raw: z.output<typeof IssueSchema> | z.output<typeof PullSchema>, i
     isPullRequest,
     updatedAt: raw.updated_at ?? '',
   };
+  if (typeof raw.comments === 'number') out.comments = raw.comments;
   const head = 'head' in raw ? raw.head?.ref : undefined;
   if (head) out.headBranch = head;
   return out;

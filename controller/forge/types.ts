@@ -30,6 +30,8 @@ export interface ForgeItem {
   updatedAt: string;
   /** A pull request's own branch (webhooks carry it; issue lists do not). */
   headBranch?: string;
+  /** How many comments it has (issue lists carry it): a poll's fingerprint sees a comment within a second. */
+  comments?: number;
 }
 
 export interface ForgeComment {
@@ -100,7 +102,7 @@ export interface Forge {
   readonly kind: ForgeKind;
   /** OWNER/NAME */
   readonly repo: string;
-  /** The login the token belongs to (its own comments are the only ones it edits). */
+  /** The login the token belongs to (its own comments are the only ones it edits); needs a token. */
   whoami(): Promise<string>;
   listItems(query: ListItemsQuery): Promise<Listed<ForgeItem>>;
   listComments(query: ListCommentsQuery): Promise<Listed<ForgeComment>>;
@@ -112,6 +114,8 @@ export interface Forge {
   swapLabels(number: number, change: { add?: string[]; remove?: string[] }): Promise<string[]>;
   /** The open PR for `head`, updated to this title/body, or a new one: never a second PR for a head. */
   ensurePullRequest(input: PullRequestInput): Promise<PullRequestRef>;
+  /** One issue (or pull request, as an issue): a report's PR title is the item's title now. */
+  getItem(number: number): Promise<ForgeItem>;
   /** A pull request with its own branch (`headBranch`): a PR item's work is pushed there. */
   getPullRequest(number: number): Promise<ForgeItem>;
   /** Resolves once the forge's API sees the pushed branch (Gitea answers 409/500 for a moment after a push). */

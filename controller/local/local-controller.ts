@@ -178,10 +178,9 @@ export class LocalController {
     return isTerminal(this.sink.read({ key: `${namespace}/${name}` })?.phase);
   }
 
-  /** What a trigger's report says of a task: its recorded phase, episodes, cost and reason. */
-  taskReport(namespace: string, name: string) {
-    const s = this.sink.read({ key: `${namespace}/${name}` });
-    return s && { phase: s.phase, episodes: s.episodes, costUSD: s.costUSD, reason: s.reason, message: s.message };
+  /** A task's recorded status (a trigger's report shows it). */
+  taskStatus(namespace: string, name: string): AgentTaskStatus | undefined {
+    return this.sink.read({ key: `${namespace}/${name}` });
   }
 
   settled(): boolean {

@@ -176,7 +176,7 @@ function triggerRunner(controller: LocalController, opts: LocalRunOptions, metri
   return new TriggerRunner({
     created: controller.created,
     finished: (namespace, name) => controller.finished(namespace, name),
-    taskReport: (namespace, name) => controller.taskReport(namespace, name),
+    taskStatus: (namespace, name) => controller.taskStatus(namespace, name),
     status: new LocalTriggerStatus(opts.stateDir),
     clock: systemClock,
     secret: envSecret,

@@ -1,6 +1,7 @@
 // The report rule of a forge trigger (issue 21 §2): from a task's status, what a person on the issue sees —
 // one comment edited in place, a label naming the phase, and on success a pull request — and nothing more
 // than changed since the last report. Pure: the carrier (forge/report.ts) performs the actions.
+import { createHash } from 'node:crypto';
 import { clip } from '../api/bounds.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task-status.ts';
 
@@ -22,7 +23,7 @@ export interface ReportItem {
 
 /** What was last reported for the item; kept by the caller (e.g. a task annotation) and passed back. */
 export interface ReportedState {
-  /** The comment text last written. */
+  /** A digest of the comment text last written (commentDigest): status stays small with many tasks. */
   comment?: string;
   /** The label last put on the item. */
   label?: string;
@@ -66,9 +67,10 @@ export function reportActions(input: ReportInput): { actions: ReportAction[]; ne
   const next: ReportedState = { ...last };
   if (spec.comment) {
     const body = renderReport(status, input.task, input.resumePermission);
-    if (body !== last.comment) {
+    const digest = commentDigest(body);
+    if (digest !== last.comment) {
       actions.push({ kind: 'comment', body });
-      next.comment = body;
+      next.comment = digest;
     }
   }
   const label = phaseLabel(status.phase, spec.labels);
@@ -84,6 +86,11 @@ export function reportActions(input: ReportInput): { actions: ReportAction[]; ne
   }
   if (actions.length > 0) next.at = input.now().toISOString();
   return { actions, next };
+}
+
+/** What ReportedState.comment holds: 16 hex digits of the text's SHA-256. */
+export function commentDigest(body: string): string {
+  return createHash('sha256').update(body).digest('hex').slice(0, 16);
 }
 
 /** The label of the phase: running while active, done when finished, review when a person is needed. */

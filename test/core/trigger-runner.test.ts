@@ -71,7 +71,7 @@ test('an outage backs off and loses nothing; a rate limit waits for its reset; o
   answers.push(unavailable);
   let next = await runner.pass(trigger);
   assert.equal(next.getTime() - clock.now().getTime(), 30_000, 'first failure: pollSeconds');
-  assert.match(status.read('default/fix')?.lastError ?? '', /GET \/user: HTTP 503/);
+  assert.match(status.read('default/fix')?.lastError ?? '', /GET \/user -> 503/);
   answers.push(unavailable);
   clock.advance(30_000);
   next = await runner.pass(trigger);

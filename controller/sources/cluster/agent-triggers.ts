@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import { GROUP, isTerminal, VERSION } from '../../api/agent-task.ts';
 import type { Phase } from '../../api/agent-task.ts';
+import { AgentTaskStatusSchema } from '../../api/agent-task-status.ts';
 import type { AgentTriggerStatus } from '../../api/agent-trigger.ts';
 import {
   AgentTriggerStatusSchema,
@@ -51,16 +52,33 @@ class KubeTriggerStatus implements TriggerStatusStore {
   }
 
   async write(key: string, status: AgentTriggerStatus): Promise<void> {
+    const before = this.read(key);
     this.written.set(key, status);
     const [namespace, name] = key.split('/');
-    // Cleared fields must go: a merge patch keeps what it does not name.
-    const body = { status: { lastError: null, rateLimitedUntil: null, ...status } };
+    // Cleared fields must go: a merge patch keeps what it does not name (a deleted task's entry too).
+    const body = {
+      status: {
+        lastError: null,
+        rateLimitedUntil: null,
+        ...status,
+        reports: withNulls(before?.reports, status.reports),
+        pullRequests: withNulls(before?.pullRequests, status.pullRequests),
+      },
+    };
     try {
       await this.client.mergePatch(`${triggersPath(namespace)}/${name}/status`, body);
     } catch (err) {
       if (!isStatus(err, 404)) throw err; // deleted meanwhile
     }
   }
+}
+
+/** `now` with a null for each key `before` had: the merge patch that removes them. */
+function withNulls<T>(before: Record<string, T> | undefined, now: Record<string, T> | undefined) {
+  if (!before && !now) return undefined;
+  const out: Record<string, T | null> = { ...now };
+  for (const k of Object.keys(before ?? {})) if (!(k in out)) out[k] = null;
+  return out;
 }
 
 export class ClusterTriggers {
@@ -87,11 +105,9 @@ export class ClusterTriggers {
         return isTerminal(status?.phase);
       },
       status: new KubeTriggerStatus(opts.triggers, opts.client),
-      taskReport: (namespace, name) => {
-        const s = opts.tasks.get(`${namespace}/${name}`)?.status as
-          | { phase?: string; episodes?: number; costUSD?: number; reason?: string; message?: string }
-          | undefined;
-        return s && { ...s, episodes: s.episodes ?? 0, costUSD: s.costUSD ?? 0 };
+      taskStatus: (namespace, name) => {
+        const parsed = AgentTaskStatusSchema.safeParse(opts.tasks.get(`${namespace}/${name}`)?.status ?? {});
+        return parsed.success ? parsed.data : undefined;
       },
       clock: systemClock,
       secret: (source, namespace) => this.secret(source.tokenSecretRef, namespace),

@@ -2,22 +2,21 @@
 // CreatedTasks port (local: spec documents under the state dir; cluster: AgentTasks with an ownerReference),
 // and its status. The rules are the pure ones of reconciler/trigger-*.ts; this file does the I/O around them.
 // Names are deterministic, so a second pass, a restart or a lost status never creates a task twice.
-import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { AgentTaskStatus } from '../../api/agent-task-status.ts';
 import type { AgentTriggerSpec, AgentTriggerStatus, ForgeSource, ScheduleSource } from '../../api/agent-trigger.ts';
 import { AgentTriggerStatusSchema } from '../../api/agent-trigger.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { CreatedTasks, TaskOwner } from '../../core/created-tasks.ts';
 import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
-import type { Permission } from '../../api/agent-trigger.ts';
+import type { Forge, ForgeKind } from '../../forge/types.ts';
+import { ForgeRateLimitedError, ForgeRequestError, ForgeUnavailableError } from '../../forge/types.ts';
 import type { ExistingTask, ItemSeen } from '../../reconciler/trigger-items.ts';
 import { planItems } from '../../reconciler/trigger-items.ts';
 import { decideSchedule, pastHistory, TICK_LABEL } from '../../reconciler/trigger-schedule.ts';
 import { renderTaskSpec } from '../../reconciler/trigger-template.ts';
-import { ForgeError, GiteaClient } from './gitea-client.ts';
-import { reportTasks } from './reports.ts';
-import type { TaskReport } from './reports.ts';
-import { ITEM_LABEL } from '../../reconciler/trigger-items.ts';
+import { advanceCursor, commandPermissions, pollForge, TriggerForges } from './forge-poll.ts';
+import { reportTriggerTasks, withItemBranch } from './trigger-reports.ts';
 
 export interface RunnableTrigger {
   key: string;
@@ -44,8 +43,8 @@ export interface TriggerDeps {
     namespace: string,
   ): Promise<string | undefined>;
   counters?: TriggerCounters;
-  /** spec.report: a task's phase, episodes, cost and reason, as recorded. */
-  taskReport?(namespace: string, name: string): TaskReport | undefined;
+  /** spec.report: a task's status as recorded (phase, step, episodes, cost, reason, workspace changes). */
+  taskStatus?(namespace: string, name: string): AgentTaskStatus | undefined;
   logger: Logger;
 }
 
@@ -58,8 +57,10 @@ export class TriggerRunner {
   private readonly deps: TriggerDeps;
   /** Consecutive failed polls per trigger: the backoff. */
   private readonly failures = new Map<string, number>();
-  /** Token hash → its user: the login never changes while the controller runs. */
-  private readonly selves = new Map<string, string>();
+  /** One Forge per trigger: GitHub's ETags and the token's login live in it. */
+  private readonly forges = new TriggerForges();
+  /** Items a poll held back (maxConcurrency): a 304 next time must not forget them. */
+  private readonly held = new Map<string, ItemSeen[]>();
 
   constructor(deps: TriggerDeps) {
     this.deps = deps;
@@ -75,8 +76,11 @@ export class TriggerRunner {
       if (trigger.spec.suspend) next = new Date(now.getTime() + 60_000);
       else if (trigger.spec.source.schedule)
         next = await this.schedulePass(trigger, trigger.spec.source.schedule, status, now);
-      else if (trigger.spec.source.gitea) next = await this.giteaPass(trigger, trigger.spec.source.gitea, status, now);
-      else throw new Error('source.github and source.webhook are not served yet (schedule and gitea are)');
+      else if (trigger.spec.source.gitea)
+        next = await this.forgePass(trigger, 'gitea', trigger.spec.source.gitea, status, now);
+      else if (trigger.spec.source.github)
+        next = await this.forgePass(trigger, 'github', trigger.spec.source.github, status, now);
+      else throw new Error('source.webhook is not served yet (schedule, gitea and github are)');
       this.failures.delete(trigger.key);
       status.lastError = undefined;
       status.rateLimitedUntil = undefined;
@@ -91,14 +95,20 @@ export class TriggerRunner {
   private backoff(trigger: RunnableTrigger, err: unknown, status: AgentTriggerStatus, now: Date): Date {
     const n = (this.failures.get(trigger.key) ?? 0) + 1;
     this.failures.set(trigger.key, n);
-    // A forge failing waits a poll interval; anything else (the apiserver busy, a file) is retried sooner.
-    const base = err instanceof ForgeError ? (trigger.spec.source.gitea?.pollSeconds ?? 60) * 1000 : RETRY_MS;
-    const retry = err instanceof ForgeError ? err.retryAt : undefined;
-    status.rateLimitedUntil = retry?.toISOString();
     status.lastError = (err as Error).message.slice(0, ERROR_MAX);
     this.deps.logger.warn({ trigger: trigger.key, err: status.lastError, failures: n }, 'trigger pass failed');
-    const backoffAt = new Date(now.getTime() + Math.min(base * 2 ** (n - 1), MAX_BACKOFF_MS));
-    return retry && retry > backoffAt ? retry : backoffAt;
+    // A rate limit waits for the forge's reset, not a guess.
+    if (err instanceof ForgeRateLimitedError) {
+      status.rateLimitedUntil = err.resetAt.toISOString();
+      return new Date(Math.max(err.resetAt.getTime(), now.getTime() + 1000));
+    }
+    status.rateLimitedUntil = undefined;
+    // A forge failing (down, or refusing the token) waits a poll interval; anything else (the apiserver busy,
+    // a file) is retried sooner.
+    const forgeFailed = err instanceof ForgeUnavailableError || err instanceof ForgeRequestError;
+    const source = trigger.spec.source.gitea ?? trigger.spec.source.github;
+    const base = forgeFailed ? (source?.pollSeconds ?? 60) * 1000 : RETRY_MS;
+    return new Date(now.getTime() + Math.min(base * 2 ** (n - 1), MAX_BACKOFF_MS));
   }
 
   private async existing(trigger: RunnableTrigger): Promise<ExistingTask[]> {
@@ -145,31 +155,22 @@ export class TriggerRunner {
     return decision.next ?? new Date(now.getTime() + 3_600_000);
   }
 
-  private async giteaPass(
+  private async forgePass(
     trigger: RunnableTrigger,
+    kind: ForgeKind,
     source: ForgeSource,
     status: AgentTriggerStatus,
     now: Date,
   ): Promise<Date> {
-    const token = await this.deps.secret(source, trigger.namespace);
-    if ((source.tokenEnv || source.tokenSecretRef) && !token)
-      throw new Error(
-        `the token is not set (${source.tokenEnv ? `environment variable ${source.tokenEnv}` : 'Secret'})`,
-      );
-    const client = new GiteaClient({ apiURL: source.apiURL, token, counters: this.deps.counters, now: () => now });
-    const self = await this.selfOf(client, source.apiURL, token);
+    const forge = await this.forgeOf(trigger, kind, source);
+    // Its own comments (the reports) never trigger: the token's user joins excludeAuthors.
+    const self = forge.token ? await forge.forge.whoami() : undefined;
     const rules = { ...source, excludeAuthors: self ? [...source.excludeAuthors, self] : source.excludeAuthors };
-    // since= is inclusive to the second: what was handled at exactly the cursor comes back and is dropped.
-    const atCursor = new Set(status.cursorItems ?? []);
-    const polled = (await client.openItems(source.repo, source.kind, status.cursor)).filter(
-      (p) => !(p.updatedAt === status.cursor && atCursor.has(p.fingerprint)),
-    );
-    const seen: ItemSeen[] = [];
-    for (const p of polled) {
-      const comments = source.command ? await client.comments(source.repo, p.item.number, status.cursor) : [];
-      seen.push({ item: p.item, comments });
-    }
-    const permissions = await this.permissions(client, source, seen);
+    const poll = await pollForge(forge.forge, source, status);
+    // Nothing new (GitHub's 304): only items held back last time may have room now.
+    const polled = poll.kind === 'listed' ? poll.polled : [];
+    const seen = poll.kind === 'listed' ? poll.seen : (this.held.get(trigger.key) ?? []);
+    const permissions = await commandPermissions(forge.forge, source, seen);
     const existing = await this.existing(trigger);
     const plan = planItems({
       trigger: trigger.name,
@@ -182,77 +183,68 @@ export class TriggerRunner {
       createdTotal: Math.max(status.tasksCreated, existing.length),
     });
     for (const p of plan.create) {
-      const spec = renderTaskSpec(trigger.spec.template.spec, { item: p.item, comment: p.comment });
+      const rendered = renderTaskSpec(trigger.spec.template.spec, { item: p.item, comment: p.comment });
+      const spec = await withItemBranch(rendered, trigger, p.item, forge.forge);
       await this.create(trigger, p.name, spec, p.labels, status);
     }
-    if (trigger.spec.report?.comment) await this.report(trigger, source, client, self, status);
+    if (plan.held > 0) this.held.set(trigger.key, seen);
+    else this.held.delete(trigger.key);
     status.itemsSeen = (status.itemsSeen ?? 0) + polled.length;
     status.tasksActive = existing.filter((t) => !t.finished).length + plan.create.length;
     // Held items are polled again: the cursor moves only when everything seen was handled.
-    const newest = polled.at(-1)?.updatedAt;
-    if (plan.held === 0 && newest) {
-      const sameSecond = polled.filter((p) => p.updatedAt === newest).map((p) => p.fingerprint);
-      status.cursorItems = (newest === status.cursor ? [...atCursor, ...sameSecond] : sameSecond).slice(-200);
-      status.cursor = newest;
-    }
+    if (plan.held === 0) advanceCursor(status, polled);
+    await this.report(trigger, forge, status);
     return new Date(now.getTime() + source.pollSeconds * 1000);
   }
 
   /** Reports only (no poll): `run` calls it once its tasks settled, so the comments show how they ended. */
   async reportPass(trigger: RunnableTrigger): Promise<void> {
-    const source = trigger.spec.source.gitea;
-    if (!source || !trigger.spec.report?.comment) return;
+    const kind = trigger.spec.source.gitea ? 'gitea' : trigger.spec.source.github ? 'github' : undefined;
+    const source = trigger.spec.source.gitea ?? trigger.spec.source.github;
+    if (!kind || !source || !trigger.spec.report) return;
     const status = AgentTriggerStatusSchema.parse(this.deps.status.read(trigger.key) ?? {});
     try {
-      const token = await this.deps.secret(source, trigger.namespace);
-      const client = new GiteaClient({ apiURL: source.apiURL, token, counters: this.deps.counters });
-      await this.report(trigger, source, client, await this.selfOf(client, source.apiURL, token), status);
-      await this.deps.status.write(trigger.key, status);
+      await this.report(trigger, await this.forgeOf(trigger, kind, source), status);
     } catch (err) {
       this.deps.logger.warn({ trigger: trigger.key, err: (err as Error).message }, 'reporting back failed');
     }
+    await this.deps.status.write(trigger.key, status);
   }
 
+  /** spec.report for every task of the trigger; needs the token (its user writes the comments). */
   private async report(
     trigger: RunnableTrigger,
-    source: ForgeSource,
-    client: GiteaClient,
-    self: string | undefined,
+    forge: { forge: Forge; token: boolean },
     status: AgentTriggerStatus,
   ): Promise<void> {
-    const tasks = (await this.deps.created.list(trigger.owner)).flatMap((t) => {
-      const item = Number(t.labels[ITEM_LABEL]);
-      return item > 0 ? [{ name: t.name, item, report: this.deps.taskReport?.(t.namespace, t.name) }] : [];
+    if (!trigger.spec.report) return;
+    if (!forge.token) throw new Error('spec.report needs a token (tokenEnv or tokenSecretRef)');
+    const source = (trigger.spec.source.gitea ?? trigger.spec.source.github) as ForgeSource;
+    await reportTriggerTasks({
+      forge: forge.forge,
+      trigger,
+      source,
+      tasks: await this.deps.created.list(trigger.owner),
+      status,
+      taskStatus: (namespace, name) => this.deps.taskStatus?.(namespace, name),
+      now: () => this.deps.clock.now(),
     });
-    await reportTasks({ client, repo: source.repo, trigger: trigger.name, self, tasks, status });
   }
 
-  /** The token's user, asked once per token while the controller runs. */
-  private async selfOf(client: GiteaClient, apiURL: string, token: string | undefined): Promise<string | undefined> {
-    if (!token) return undefined;
-    const key = `${apiURL} ${createHash('sha256').update(token).digest('hex')}`;
-    let self = this.selves.get(key);
-    if (self === undefined) {
-      self = await client.self();
-      if (self) this.selves.set(key, self);
-    }
-    return self;
-  }
-
-  /** Permissions of the authors of command comments only: one request per author per poll. */
-  private async permissions(
-    client: GiteaClient,
+  /** The trigger's Forge (kept across passes), with whether it has a token. */
+  private async forgeOf(
+    trigger: RunnableTrigger,
+    kind: ForgeKind,
     source: ForgeSource,
-    seen: ItemSeen[],
-  ): Promise<Map<string, Permission | undefined>> {
-    const out = new Map<string, Permission | undefined>();
-    const text = source.command?.text;
-    if (!text) return out;
-    for (const s of seen)
-      for (const c of s.comments)
-        if (c.body.trimStart().startsWith(text) && !out.has(c.author))
-          out.set(c.author, await client.permission(source.repo, c.author));
-    return out;
+  ): Promise<{ forge: Forge; token: boolean }> {
+    const token = await this.deps.secret(source, trigger.namespace);
+    if ((source.tokenEnv || source.tokenSecretRef) && !token)
+      throw new Error(
+        `the token is not set (${source.tokenEnv ? `environment variable ${source.tokenEnv}` : 'Secret'})`,
+      );
+    const metrics = this.deps.counters;
+    const forge = this.forges.open(trigger.key, kind, source, token, { metrics, now: () => this.deps.clock.now() });
+    return { forge, token: !!token };
   }
 
   private async create(

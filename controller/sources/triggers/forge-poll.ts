@@ -1,0 +1,108 @@
+// A forge trigger's poll through the forge layer: GiteaForge for source.gitea, GitHubForge for source.github
+// (forge/open-forge.ts), one instance per trigger kept across passes (GitHub's ETags and the token's login
+// live in it). Efficiency: GitHub asks the same URL with If-None-Match, so nothing new is one request
+// answered 304; Gitea sends no ETag on issue lists, so the poll narrows with since= (inclusive to the
+// second: what was handled at exactly the cursor, by fingerprint, is dropped). Comments for commands come
+// from one repo-wide list since the cursor, read only when some item changed.
+import { createHash } from 'node:crypto';
+import type { AgentTriggerStatus, ForgeSource, Permission } from '../../api/agent-trigger.ts';
+import { openForge } from '../../forge/open-forge.ts';
+import type { Forge, ForgeComment, ForgeItem, ForgeKind, ForgeRequestCounter } from '../../forge/types.ts';
+import { ForgeRateLimitedError } from '../../forge/types.ts';
+import { isCommand, type ItemSeen } from '../../reconciler/trigger-items.ts';
+
+export interface PolledItem {
+  item: ForgeItem;
+  /** Number, state, comment count and labels: a change within updated_at's one second still shows. */
+  fingerprint: string;
+}
+
+/** What a poll saw: the items changed since the cursor (oldest update first), or nothing (GitHub's 304). */
+export type Poll = { kind: 'unchanged' } | { kind: 'listed'; polled: PolledItem[]; seen: ItemSeen[] };
+
+/** One Forge per trigger, replaced when its forge, server, repo or token changes. */
+export class TriggerForges {
+  private readonly forges = new Map<string, { id: string; forge: Forge }>();
+
+  open(
+    key: string,
+    kind: ForgeKind,
+    source: ForgeSource,
+    token: string | undefined,
+    opts: { metrics?: ForgeRequestCounter; now: () => Date },
+  ): Forge {
+    const tokenHash = token ? createHash('sha256').update(token).digest('hex') : '';
+    const id = `${kind} ${source.apiURL} ${source.repo} ${tokenHash}`;
+    const known = this.forges.get(key);
+    if (known?.id === id) return known.forge;
+    const forge = openForge({ forge: kind, repo: source.repo, apiURL: source.apiURL, token, ...opts });
+    this.forges.set(key, { id, forge });
+    return forge;
+  }
+
+  /** Triggers that are gone leave nothing behind. */
+  retain(keys: Set<string>): void {
+    for (const key of this.forges.keys()) if (!keys.has(key)) this.forges.delete(key);
+  }
+}
+
+/** Open items changed since status.cursor, minus those handled at exactly the cursor; their new comments. */
+export async function pollForge(forge: Forge, source: ForgeSource, status: AgentTriggerStatus): Promise<Poll> {
+  // With a command any open item may match, so the label filter is only the forge's when there is none.
+  const labels = source.command ? undefined : source.labels;
+  const listed = await forge.listItems({ kind: source.kind, labels, since: status.cursor });
+  if (listed.kind === 'rateLimited') throw new ForgeRateLimitedError(`${forge.kind} rate limit`, listed.resetAt);
+  if (listed.kind === 'unchanged') return listed;
+  const atCursor = new Set(status.cursorItems ?? []);
+  const polled = listed.entries
+    .map((item) => ({ item, fingerprint: fingerprint(item) }))
+    .filter((p) => !(p.item.updatedAt === status.cursor && atCursor.has(p.fingerprint)))
+    .sort((a, b) => a.item.updatedAt.localeCompare(b.item.updatedAt));
+  const comments = source.command && polled.length > 0 ? await newComments(forge, status.cursor) : [];
+  const seen = polled.map((p) => ({
+    item: p.item,
+    comments: comments.filter((c) => c.itemNumber === p.item.number),
+  }));
+  return { kind: 'listed', polled, seen };
+}
+
+/** The cursor after a poll whose items were all handled: the newest updatedAt, and what was seen at it. */
+export function advanceCursor(status: AgentTriggerStatus, polled: PolledItem[]): void {
+  const newest = polled.at(-1)?.item.updatedAt;
+  if (!newest) return;
+  const sameSecond = polled.filter((p) => p.item.updatedAt === newest).map((p) => p.fingerprint);
+  const before = newest === status.cursor ? (status.cursorItems ?? []) : [];
+  status.cursorItems = [...before, ...sameSecond].slice(-200);
+  status.cursor = newest;
+}
+
+/** Permissions of the authors of command comments only: one request per author per poll. */
+export async function commandPermissions(
+  forge: Forge,
+  source: ForgeSource,
+  seen: ItemSeen[],
+): Promise<Map<string, Permission | undefined>> {
+  const out = new Map<string, Permission | undefined>();
+  const text = source.command?.text;
+  if (!text) return out;
+  for (const s of seen)
+    for (const c of s.comments)
+      if (isCommand(c.body, text) && !c.authorIsBot && !out.has(c.author))
+        out.set(c.author, await forge.permission(c.author));
+  return out;
+}
+
+async function newComments(forge: Forge, since: string | undefined): Promise<ForgeComment[]> {
+  const listed = await forge.listComments({ since });
+  if (listed.kind === 'rateLimited') throw new ForgeRateLimitedError(`${forge.kind} rate limit`, listed.resetAt);
+  // 304: no comment changed since the list's last answer (it was read then, with the items it bumped).
+  return listed.kind === 'listed' ? listed.entries : [];
+}
+
+function fingerprint(item: ForgeItem): string {
+  const labels = createHash('sha256')
+    .update([...item.labels].sort().join('\n'))
+    .digest('hex')
+    .slice(0, 12);
+  return `${item.number}:${item.open ? 'open' : 'closed'}:${item.comments ?? 0}:${labels}`;
+}

@@ -1,0 +1,106 @@
+// spec.report of a forge trigger, each pass: for each task the trigger created, forge/report.ts reportTask
+// brings its item up to date (the marked comment edited in place, the phase label, and on Succeeded with
+// workspace changes the pull request). What was reported is kept in status.reports[TASK] (reconciler/
+// trigger-report.ts ReportedState), so a restart does not post again; a PR in status.pullRequests[TASK].
+// The work reaches the forge from the episodes: a template with a git workspace gets the item's branch as its
+// ref (episodic/NUMBER, or a PR item's own branch), so each episode pushes there — locally from the clone
+// under the state dir, on a cluster from the pod — and the controller only opens the PR.
+import type { AgentTaskStatus } from '../../api/agent-task-status.ts';
+import { emptyStatus } from '../../api/agent-task-status.ts';
+import { gitRefProblem } from '../../api/agent-task.ts';
+import type { AgentTriggerSpec, AgentTriggerStatus, ForgeSource } from '../../api/agent-trigger.ts';
+import type { CreatedTask } from '../../core/created-tasks.ts';
+import { reportTask } from '../../forge/report.ts';
+import type { Forge, ForgeItem } from '../../forge/types.ts';
+import { ITEM_LABEL } from '../../reconciler/trigger-items.ts';
+import type { ReportItem } from '../../reconciler/trigger-report.ts';
+
+export interface ReportContext {
+  forge: Forge;
+  trigger: { name: string; spec: AgentTriggerSpec };
+  source: ForgeSource;
+  /** The tasks the trigger created that still exist. */
+  tasks: CreatedTask[];
+  status: AgentTriggerStatus;
+  taskStatus(namespace: string, name: string): AgentTaskStatus | undefined;
+  now: () => Date;
+}
+
+/** Reports every task's state; status.reports/pullRequests are updated task by task (a failure keeps the rest). */
+export async function reportTriggerTasks(ctx: ReportContext): Promise<void> {
+  const report = ctx.trigger.spec.report;
+  if (!report) return;
+  const names = new Set(ctx.tasks.map((t) => t.name));
+  ctx.status.reports = keep(ctx.status.reports, names);
+  ctx.status.pullRequests = keep(ctx.status.pullRequests, names);
+  const git = templateGit(ctx.trigger.spec);
+  for (const task of ctx.tasks) {
+    const number = Number(task.labels[ITEM_LABEL]);
+    if (!(number > 0)) continue;
+    const status = ctx.taskStatus(task.namespace, task.name) ?? emptyStatus();
+    const last = ctx.status.reports[task.name] ?? {};
+    const publishDue =
+      git !== undefined &&
+      !!report.pullRequest &&
+      status.phase === 'Succeeded' &&
+      status.workspaceChanges > 0 &&
+      !last.publishedBranch;
+    const { next, done } = await reportTask({
+      forge: ctx.forge,
+      item: publishDue
+        ? await itemNow(ctx, number)
+        : { number, title: '', isPullRequest: ctx.source.kind !== 'issues' },
+      task: task.name,
+      key: `${ctx.trigger.name}/${task.name}`,
+      status,
+      spec: report,
+      last,
+      pushed: git ? { defaultBase: report.pullRequest?.base ?? git.ref } : undefined,
+      resumePermission: ctx.source.command?.minPermission,
+      now: ctx.now,
+    });
+    ctx.status.reports[task.name] = next;
+    for (const d of done)
+      if (d.kind === 'publish' && d.pullRequest)
+        ctx.status.pullRequests[task.name] = { number: d.pullRequest.number, url: d.pullRequest.url };
+  }
+}
+
+/**
+ * The task spec with its git workspace's ref set to the branch its item's work goes to: episodic/NUMBER for
+ * an issue, a PR item's own branch. Unchanged without spec.report.pullRequest or a git workspace.
+ */
+export async function withItemBranch(
+  spec: Record<string, unknown>,
+  trigger: { spec: AgentTriggerSpec },
+  item: ForgeItem,
+  forge: Forge,
+): Promise<Record<string, unknown>> {
+  const git = templateGit(trigger.spec);
+  if (!git || !trigger.spec.report?.pullRequest) return spec;
+  let branch = `episodic/${item.number}`;
+  if (item.isPullRequest) {
+    // Item text: used as a ref only when it is a valid branch name.
+    const head = item.headBranch ?? (await forge.getPullRequest(item.number)).headBranch;
+    if (!head || gitRefProblem(head)) return spec;
+    branch = head;
+  }
+  const workspace = spec.workspace as { git: Record<string, unknown> };
+  return { ...spec, workspace: { ...workspace, git: { ...workspace.git, ref: branch } } };
+}
+
+/** The template's git workspace ({url, ref}), if it has one. */
+function templateGit(spec: AgentTriggerSpec): { url: string; ref: string } | undefined {
+  const ws = spec.template.spec.workspace;
+  return ws && typeof ws === 'object' && 'git' in ws ? ws.git : undefined;
+}
+
+/** The item as the forge has it now: the PR's title, and a PR item's own branch. */
+async function itemNow(ctx: ReportContext, number: number): Promise<ReportItem> {
+  if (ctx.source.kind === 'pullRequests') return ctx.forge.getPullRequest(number);
+  return ctx.forge.getItem(number);
+}
+
+function keep<T>(record: Record<string, T> | undefined, names: Set<string>): Record<string, T> {
+  return Object.fromEntries(Object.entries(record ?? {}).filter(([name]) => names.has(name)));
+}
