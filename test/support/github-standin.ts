@@ -206,6 +206,7 @@ export class GitHubStandin {
         `${base}/issues/comments`,
       );
     }
+    if ((m = /^GET \/issues\/(\d+)$/.exec(key))) return ok(this.#issueJson(this.#issue(Number(m[1]))));
     if ((m = /^(GET|POST) \/issues\/(\d+)\/comments$/.exec(key))) {
       const n = Number(m[2]);
       this.#issue(n);
