@@ -19,6 +19,7 @@ import { systemClock } from '../core/clock.ts';
 import { envSecret, LocalTriggerStatus, runnableTriggers, TriggerTimers } from '../sources/triggers/local-triggers.ts';
 import { TriggerRunner } from '../sources/triggers/trigger-runner.ts';
 import type { HookServer } from '../sources/triggers/webhooks.ts';
+import { PhaseWakes } from '../sources/triggers/phase-wakes.ts';
 
 export type LocalView = Array<{ task: SpecTask; status: AgentTaskStatus }>;
 
@@ -110,6 +111,7 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
     if (opts.watch) {
       timers = new TriggerTimers(runner, systemClock);
       timers.set(runnableTriggers(initial.triggers?.values() ?? []));
+      followPhases(controller, new PhaseWakes(timers));
       watcher = await watchSpecs(controller, initial, opts, timers);
       if (opts.hooksAddr) hooks = await serveHooks(opts, timers);
     }
@@ -170,6 +172,14 @@ async function serveHooks(opts: LocalRunOptions, timers: TriggerTimers): Promise
   });
   opts.logger.info({ url: `${server.url}/hooks/NAMESPACE/TRIGGER` }, 'serving webhooks');
   return server;
+}
+
+/** After each reconcile pass: the phases of triggers' tasks, so a reporting trigger's comment follows them. */
+function followPhases(controller: LocalController, wakes: PhaseWakes): void {
+  controller.onChange(() => {
+    for (const { task, status } of controller.view()) wakes.seen(task.namespace, task.name, task.labels, status.phase);
+    followPhases(controller, wakes);
+  });
 }
 
 function triggerRunner(controller: LocalController, opts: LocalRunOptions, metrics?: EpisodicMetrics): TriggerRunner {

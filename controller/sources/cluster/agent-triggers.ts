@@ -22,6 +22,7 @@ import type { KubeClient } from '../../kube/kube-client.ts';
 import type { CustomObject } from '../../kube/objects.ts';
 import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
 import { TriggerTimers } from '../triggers/local-triggers.ts';
+import { PhaseWakes } from '../triggers/phase-wakes.ts';
 import type { RunnableTrigger, TriggerStatusStore } from '../triggers/trigger-runner.ts';
 import { TriggerRunner } from '../triggers/trigger-runner.ts';
 import { KubeCreatedTasks } from './created-tasks.ts';
@@ -117,6 +118,17 @@ export class ClusterTriggers {
     this.timers = new TriggerTimers(runner, systemClock);
     const changed = () => this.leading && this.timers.set(this.runnable());
     opts.triggers.on({ add: changed, update: changed, delete: changed });
+    // A reporting trigger's comment follows its tasks' phases.
+    const wakes = new PhaseWakes(this.timers);
+    const seen = (obj: CustomObject) => {
+      const { namespace = 'default', name, labels } = obj.metadata;
+      if (this.leading) wakes.seen(namespace, name, labels, (obj.status as { phase?: string } | undefined)?.phase);
+    };
+    opts.tasks.on({
+      add: seen,
+      update: (_old, obj) => seen(obj),
+      delete: (obj) => wakes.forget(obj.metadata.namespace ?? 'default', obj.metadata.name),
+    });
   }
 
   /** This replica leads: passes start (each trigger at once, then on its own timer). */
