@@ -143,9 +143,9 @@ export const AgentTriggerSpecSchema = z.strictObject({
   report: ReportSchema.optional(),
 });
 
-/** reconciler/trigger-report.ts ReportedState; an entry of an older controller ({comment: ID, body}) reads as empty. */
+/** reconciler/trigger-report.ts ReportedState. */
 const ReportedSchema = z.object({
-  comment: z.preprocess((v) => (typeof v === 'string' ? v : undefined), z.string().max(64).optional()),
+  comment: z.string().max(64).optional().describe('a digest of the comment text last written'),
   label: z.string().max(100).optional(),
   publishedBranch: z.string().max(255).optional(),
   at: z.string().max(40).optional(),
@@ -168,7 +168,7 @@ export const AgentTriggerStatusSchema = z.object({
     .describe(
       'items (number and state) handled at exactly the cursor: since= is inclusive, they are not fetched again',
     ),
-  reports: z
+  reported: z
     .record(z.string(), ReportedSchema)
     .optional()
     .describe('spec.report: what was last reported on the item of each task (a restart does not post it again)'),

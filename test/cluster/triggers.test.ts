@@ -1,14 +1,30 @@
 // AgentTriggers on the real kube-apiserver, with the real Gitea: a schedule's missed tick and a labelled
 // issue each become one AgentTask owned by its trigger (ownerReference + label), the Gitea token read from a
-// Secret; a controller restart creates nothing twice; the token appears in no status.
+// Secret; a controller restart creates nothing twice; the token appears in no status. A reporting trigger's
+// item goes the whole way: the pod's runner pushes the agent's commit to episodic/1, the controller opens the
+// PR that closes the issue and edits its one comment as the task moves.
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import { type Gitea, startGitea } from '../support/gitea.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
 import type { Cluster } from '../support/cluster.ts';
-import { clusterWithCrd, createNamespace, fakeClaudeSpec, startController } from '../support/kubelet.ts';
+import {
+  clusterWithCrd,
+  createNamespace,
+  FAKE_CLAUDE,
+  FakeKubelet,
+  fakeClaudeSpec,
+  NODE,
+  runRunner,
+  startController,
+  testClient,
+  waitForPod,
+  waitForTask,
+} from '../support/kubelet.ts';
 import { waitFor } from '../support/wait.ts';
 
 const TRIGGER_CRD = path.join(import.meta.dirname, '..', '..', 'crds', 'episodic.dev_agenttriggers.yaml');
@@ -22,7 +38,7 @@ interface Obj {
     labels?: Record<string, string>;
     ownerReferences?: Array<{ kind: string; name: string; uid: string }>;
   };
-  spec: { prompt?: string };
+  spec: { prompt?: string; workspace?: { git?: { ref?: string } } };
   status?: Record<string, unknown>;
 }
 
@@ -126,7 +142,8 @@ describe('AgentTriggers on a real apiserver', { skip: skipCluster, timeout: 180_
       const s = (await get('agenttrigger', 'fix')).status;
       return s?.tasksCreated === 1 && s;
     });
-    assert.equal(fix.itemsSeen, 2);
+    // Without a command the forge filters by label: only the labelled issue is listed.
+    assert.equal(fix.itemsSeen, 1);
     assert.ok(!JSON.stringify(fix).includes(gitea.adminToken), 'the token is not in status');
     const yearly = await waitFor(
       'yearly status',
@@ -150,5 +167,79 @@ describe('AgentTriggers on a real apiserver', { skip: skipCluster, timeout: 180_
     );
     await controller.idle();
     assert.deepEqual(await tasks(), ['fix-1', TICK_TASK].sort());
+  });
+
+  it('labelled issue → task → the pod pushes episodic/1 → one PR closing it; the comment follows the task', async () => {
+    const repo = 'publish';
+    await gitea.createRepo('episodic-admin', repo, { autoInit: true });
+    const carol = await gitea.createUser('carol');
+    await gitea.addCollaborator('episodic-admin', repo, carol.name, 'write'); // else her labels are dropped
+    const label = await gitea.createLabel('episodic-admin', repo, 'agent');
+    // Not by the controller's own user: its items never trigger.
+    await gitea.createIssue('episodic-admin', repo, { title: 'Ship it', labels: [label.id] }, carol.token);
+    const script = path.join(mkdtempSync(path.join(os.tmpdir(), 'episodic-pub-')), 'agent.json');
+    writeFileSync(script, JSON.stringify({ default: { mode: 'success', writeFiles: { 'FIX.md': 'fixed\n' } } }));
+    await apply({
+      apiVersion: 'episodic.dev/v1alpha1',
+      kind: 'AgentTrigger',
+      metadata: { name: 'pub', namespace: ns },
+      spec: {
+        source: {
+          gitea: {
+            apiURL: gitea.url,
+            repo: `episodic-admin/${repo}`,
+            labels: ['agent'],
+            pollSeconds: 3600,
+            tokenSecretRef: { name: 'gitea', key: 'token' },
+          },
+        },
+        report: { comment: true, pullRequest: {} },
+        template: {
+          spec: fakeClaudeSpec(
+            { workspace: { git: { url: gitea.cloneUrl('episodic-admin', repo), ref: 'main' } } },
+            { command: [NODE, FAKE_CLAUDE, '-p', `--fake-script=${script}`] },
+          ),
+        },
+      },
+    });
+    const client = await testClient(cluster);
+    const kubelet = new FakeKubelet(client);
+    const comments = async () =>
+      (await gitea.listComments('episodic-admin', repo, 1)).filter((c) =>
+        c.body.startsWith('<!-- episodic:report pub/pub-1 -->'),
+      );
+    const pod = await waitForPod(client, ns, 'pub-1-ep-1', 60_000).catch(async (err: Error) => {
+      const status = JSON.stringify((await get('agenttrigger', 'pub')).status);
+      throw new Error(`${err.message}; trigger status ${status}; tasks ${await tasks()}`);
+    });
+    assert.equal((await get('agenttask', 'pub-1')).spec.workspace?.git?.ref, 'episodic/1');
+    const running = await kubelet.setRunning(pod);
+    await waitFor('the comment saying Running', async () =>
+      (await comments()).some((c) => c.body.includes('**Running**')),
+    );
+    // The pod's runner: clones the repo at episodic/1, runs the agent, commits and pushes with the git token.
+    const ran = await runRunner(pod, { env: { GIT_USERNAME: 'episodic-admin', GIT_TOKEN: gitea.adminToken } });
+    await kubelet.terminate(running, { exitCode: ran.exitCode, message: ran.message });
+    await waitForTask(client, ns, 'pub-1', (s) => s.phase === 'Succeeded');
+    const pulls = await waitFor('the PR', async () => {
+      const list = await gitea.api<Array<{ number: number; html_url: string; body: string; head: { ref: string } }>>(
+        'GET',
+        `/repos/episodic-admin/${repo}/pulls`,
+      );
+      return list.length > 0 && list;
+    });
+    assert.equal(pulls.length, 1);
+    assert.equal(pulls[0].head.ref, 'episodic/1');
+    assert.match(pulls[0].body, /Closes #1$/);
+    const recorded = await waitFor(
+      'status.pullRequests',
+      async () => (await get('agenttrigger', 'pub')).status?.pullRequests as Record<string, unknown> | undefined,
+    );
+    assert.deepEqual(recorded, { 'pub-1': { number: pulls[0].number, url: pulls[0].html_url } });
+    const final = await waitFor('the comment saying Succeeded', async () => {
+      const list = await comments();
+      return list.some((c) => c.body.includes('**Succeeded**')) && list;
+    });
+    assert.equal(final.length, 1, 'one comment, edited in place');
   });
 });

@@ -181,3 +181,31 @@ test('an item labelled within the second of the cursor is looked at again (since
     ['fix-7'],
   );
 });
+
+test('a refused status write does not escape the pass (it runs on a timer): retried within seconds', async () => {
+  const stateDir = join(tempDir(), '.episodic');
+  const clock = new ManualClock(new Date('2026-01-01T00:00:30Z'));
+  let refused = 0;
+  const runner = new TriggerRunner({
+    created: new LocalCreatedTasks({ stateDir }),
+    finished: () => true,
+    status: {
+      read: () => undefined,
+      write: async () => {
+        refused++;
+        throw new Error('422 status.reported: unknown field');
+      },
+    },
+    clock,
+    secret: async () => undefined,
+    logger: pino({ level: 'silent' }),
+  });
+  const spec = AgentTriggerSpecSchema.parse({
+    source: { schedule: { cron: '0 * * * *' } },
+    template: { spec: { prompt: 'tick', agent: { command: ['agent'] } } },
+  });
+  const owner = { kind: 'AgentTrigger' as const, namespace: 'default', name: 'h' };
+  const next = await runner.pass({ key: 'default/h', namespace: 'default', name: 'h', spec, owner });
+  assert.equal(refused, 1);
+  assert.equal(next.getTime() - clock.now().getTime(), 5_000);
+});

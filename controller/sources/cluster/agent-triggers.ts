@@ -62,7 +62,7 @@ class KubeTriggerStatus implements TriggerStatusStore {
         lastError: null,
         rateLimitedUntil: null,
         ...status,
-        reports: withNulls(before?.reports, status.reports),
+        reported: withNulls(before?.reported, status.reported),
         pullRequests: withNulls(before?.pullRequests, status.pullRequests),
       },
     };

@@ -1,6 +1,6 @@
 // spec.report of a forge trigger, each pass: for each task the trigger created, forge/report.ts reportTask
 // brings its item up to date (the marked comment edited in place, the phase label, and on Succeeded with
-// workspace changes the pull request). What was reported is kept in status.reports[TASK] (reconciler/
+// workspace changes the pull request). What was reported is kept in status.reported[TASK] (reconciler/
 // trigger-report.ts ReportedState), so a restart does not post again; a PR in status.pullRequests[TASK].
 // The work reaches the forge from the episodes: a template with a git workspace gets the item's branch as its
 // ref (episodic/NUMBER, or a PR item's own branch), so each episode pushes there — locally from the clone
@@ -26,19 +26,19 @@ export interface ReportContext {
   now: () => Date;
 }
 
-/** Reports every task's state; status.reports/pullRequests are updated task by task (a failure keeps the rest). */
+/** Reports every task's state; status.reported/pullRequests are updated task by task (a failure keeps the rest). */
 export async function reportTriggerTasks(ctx: ReportContext): Promise<void> {
   const report = ctx.trigger.spec.report;
   if (!report) return;
   const names = new Set(ctx.tasks.map((t) => t.name));
-  ctx.status.reports = keep(ctx.status.reports, names);
+  ctx.status.reported = keep(ctx.status.reported, names);
   ctx.status.pullRequests = keep(ctx.status.pullRequests, names);
   const git = templateGit(ctx.trigger.spec);
   for (const task of ctx.tasks) {
     const number = Number(task.labels[ITEM_LABEL]);
     if (!(number > 0)) continue;
     const status = ctx.taskStatus(task.namespace, task.name) ?? emptyStatus();
-    const last = ctx.status.reports[task.name] ?? {};
+    const last = ctx.status.reported[task.name] ?? {};
     const publishDue =
       git !== undefined &&
       !!report.pullRequest &&
@@ -59,7 +59,7 @@ export async function reportTriggerTasks(ctx: ReportContext): Promise<void> {
       resumePermission: ctx.source.command?.minPermission,
       now: ctx.now,
     });
-    ctx.status.reports[task.name] = next;
+    ctx.status.reported[task.name] = next;
     for (const d of done)
       if (d.kind === 'publish' && d.pullRequest)
         ctx.status.pullRequests[task.name] = { number: d.pullRequest.number, url: d.pullRequest.url };

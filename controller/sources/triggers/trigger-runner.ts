@@ -88,7 +88,13 @@ export class TriggerRunner {
       next = this.backoff(trigger, err, status, now);
     }
     status.nextPollAt = next.toISOString();
-    await this.deps.status.write(trigger.key, status);
+    try {
+      await this.deps.status.write(trigger.key, status);
+    } catch (err) {
+      // Passes run on timers: a refused status write (apiserver busy, an older CRD) must not escape them.
+      this.deps.logger.warn({ trigger: trigger.key, err: (err as Error).message }, 'writing trigger status failed');
+      return new Date(Math.min(next.getTime(), now.getTime() + RETRY_MS));
+    }
     return next;
   }
 
@@ -208,7 +214,9 @@ export class TriggerRunner {
     } catch (err) {
       this.deps.logger.warn({ trigger: trigger.key, err: (err as Error).message }, 'reporting back failed');
     }
-    await this.deps.status.write(trigger.key, status);
+    await this.deps.status.write(trigger.key, status).catch((err: Error) => {
+      this.deps.logger.warn({ trigger: trigger.key, err: err.message }, 'writing trigger status failed');
+    });
   }
 
   /** spec.report for every task of the trigger; needs the token (its user writes the comments). */
