@@ -1,6 +1,7 @@
-// bench/triggers: N open labelled issues (default 1,000) on a real Gitea 1.26, one trigger. Measures the
-// trigger side in this process (the tasks are created, not run): the time of the pass that creates every
-// task, the forge requests it took, the requests of a poll when nothing changed, and this process's RSS.
+// bench/triggers: N open labelled issues (default 1,000) on a real Gitea 1.26, one trigger; then the same on
+// the GitHub stand-in (test/support/github-standin.ts, GitHub's shapes and ETags). Measures the trigger side
+// in this process (the tasks are created, not run): the time of the pass that creates every task, the forge
+// requests it took, the requests of a poll when nothing changed, and this process's RSS.
 // Usage: node bench/triggers/run.ts [--issues N]
 import { join } from 'node:path';
 import pino from 'pino';
@@ -10,6 +11,7 @@ import { LocalCreatedTasks } from '../../controller/sources/local/created-tasks.
 import { LocalTriggerStatus } from '../../controller/sources/triggers/local-triggers.ts';
 import { TriggerRunner } from '../../controller/sources/triggers/trigger-runner.ts';
 import { startGitea } from '../../test/support/gitea.ts';
+import { GitHubStandin } from '../../test/support/github-standin.ts';
 import { removeDir, tempDir } from '../local/lib.ts';
 
 const at = process.argv.indexOf('--issues');
@@ -32,15 +34,47 @@ try {
     );
   console.log(`setup: ${ISSUES} issues created in ${((Date.now() - made) / 1000).toFixed(1)} s`);
 
+  const gitea1 = await measure(
+    'gitea',
+    { apiURL: gitea.url, repo: `${OWNER}/bench` },
+    dir,
+    async () => gitea.adminToken,
+  );
+  const gh = await new GitHubStandin({ token: 'ghp_bench', login: 'episodic-bot', repo: 'octo/bench' }).start();
+  try {
+    for (let i = 0; i < ISSUES; i++) gh.addIssue({ title: `Issue ${i}`, user: 'alice', labels: ['agent'] });
+    const github = await measure(
+      'github',
+      { apiURL: gh.url, repo: 'octo/bench' },
+      join(dir, 'gh'),
+      async () => 'ghp_bench',
+    );
+    if (gitea1 !== ISSUES || github !== ISSUES) process.exitCode = 1;
+  } finally {
+    await gh.stop();
+  }
+} finally {
+  await gitea.stop();
+  removeDir(dir, false);
+}
+
+/** One trigger's first pass and an idle poll against a forge; prints the figures, returns the tasks created. */
+async function measure(
+  forge: 'gitea' | 'github',
+  where: { apiURL: string; repo: string },
+  dir: string,
+  secret: () => Promise<string>,
+): Promise<number> {
   const requests = new Map<string, number>();
   const stateDir = join(dir, '.episodic');
   const created = new LocalCreatedTasks({ stateDir });
+  const status = new LocalTriggerStatus(stateDir);
   const runner = new TriggerRunner({
     created,
     finished: () => false,
-    status: new LocalTriggerStatus(stateDir),
+    status,
     clock: systemClock,
-    secret: async () => gitea.adminToken,
+    secret,
     counters: {
       taskCreated: () => {},
       forgeRequest: (_forge, code) => requests.set(code, (requests.get(code) ?? 0) + 1),
@@ -48,7 +82,7 @@ try {
     logger: pino({ level: 'silent' }),
   });
   const spec = AgentTriggerSpecSchema.parse({
-    source: { gitea: { apiURL: gitea.url, repo: `${OWNER}/bench`, labels: ['agent'], tokenEnv: 'T' } },
+    source: { [forge]: { ...where, labels: ['agent'], tokenEnv: 'T' } },
     template: { spec: { prompt: 'Fix #{{item.number}}: {{item.title}}', agent: { command: ['agent'] } } },
     maxConcurrency: ISSUES,
   });
@@ -65,14 +99,15 @@ try {
   await runner.pass(trigger);
   const idleMs = performance.now() - idle;
   const idleRequests = total() - firstRequests;
+  const lastError = status.read(trigger.key)?.lastError;
+  if (lastError) console.log(`${forge} idle poll failed: ${lastError}`);
   const rss = process.memoryUsage().rss / 2 ** 20;
-  console.log(`first pass: ${tasks} tasks created in ${(passMs / 1000).toFixed(2)} s, ${firstRequests} requests`);
-  console.log(`idle poll (nothing changed): ${idleRequests} request(s), ${idleMs.toFixed(0)} ms`);
   console.log(
-    `RSS of this process after both: ${rss.toFixed(0)} MiB; requests by code: ${JSON.stringify(Object.fromEntries(requests))}`,
+    `${forge} first pass: ${tasks} tasks created in ${(passMs / 1000).toFixed(2)} s, ${firstRequests} requests`,
   );
-  if (tasks !== ISSUES) process.exitCode = 1;
-} finally {
-  await gitea.stop();
-  removeDir(dir, false);
+  console.log(`${forge} idle poll (nothing changed): ${idleRequests} request(s), ${idleMs.toFixed(0)} ms`);
+  console.log(
+    `${forge}: RSS of this process after both: ${rss.toFixed(0)} MiB; requests by code: ${JSON.stringify(Object.fromEntries(requests))}`,
+  );
+  return tasks;
 }

@@ -2,7 +2,7 @@
 // Gitea sends no ETag on issue lists, so polls narrow with since= (inclusive, one-second resolution: the
 // caller dedupes by number and updatedAt); labels= is sent but also checked here, because Gitea drops
 // names it does not know and, with none left, returns every issue. See docs/gitea-for-tests.md.
-import { forgeError, rateLimitReset, splitRepo } from './http.ts';
+import { fetchRetryingStale, forgeError, rateLimitReset, splitRepo } from './http.ts';
 import { type ApiComment, type ApiIssue, parseComment, parseIssue, parsePull, parsePullRef } from './shapes.ts';
 import type {
   Forge,
@@ -246,7 +246,7 @@ export class GiteaForge implements Forge {
     const what = `${method} ${path}`;
     let res: Response;
     try {
-      res = await fetch(url, {
+      res = await fetchRetryingStale(url, {
         method,
         headers,
         body: opts.body === undefined ? undefined : JSON.stringify(opts.body),

@@ -4,7 +4,7 @@
 // items are at least as new as `since`. Rate-limit answers become a `rateLimited` result (the reset time
 // from x-ratelimit-reset or retry-after); outages a ForgeUnavailableError.
 import { Octokit } from '@octokit/rest';
-import { forgeError, pathOnly, rateLimitReset, splitRepo } from './http.ts';
+import { fetchRetryingStale, forgeError, pathOnly, rateLimitReset, splitRepo } from './http.ts';
 import { parseComment, parseIssue, parsePull, parsePullRef } from './shapes.ts';
 import type {
   Forge,
@@ -72,7 +72,10 @@ export class GitHubForge implements Forge {
     const timeoutMs = opts.timeoutMs ?? 30_000;
     const counted: typeof fetch = async (input, init) => {
       try {
-        const res = await fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(timeoutMs) });
+        const res = await fetchRetryingStale(input, {
+          ...init,
+          signal: init?.signal ?? AbortSignal.timeout(timeoutMs),
+        });
         opts.metrics?.forgeRequest('github', String(res.status));
         return res;
       } catch (err) {

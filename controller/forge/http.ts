@@ -54,3 +54,23 @@ export function splitRepo(repo: string): { owner: string; name: string } {
   if (!owner || !name || rest.length > 0) throw new Error(`repo must be OWNER/NAME, got ${clip(repo, 100)}`);
   return { owner, name };
 }
+
+/**
+ * fetch, asked once more when a GET meets a connection the server had already closed (a kept-alive socket
+ * that timed out on its side while we were busy): that is not an outage, and backing off for it would cost
+ * a poll interval. Anything else, or a second failure, is the caller's to classify.
+ */
+export async function fetchRetryingStale(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  try {
+    return await fetch(input, init);
+  } catch (err) {
+    const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
+    if (method !== 'GET' || !staleConnection(err) || init?.signal?.aborted) throw err;
+    return fetch(input, init);
+  }
+}
+
+function staleConnection(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code === 'ECONNRESET' || cause?.code === 'UND_ERR_SOCKET' || cause?.code === 'EPIPE';
+}
