@@ -20,6 +20,7 @@ import { envSecret, LocalTriggerStatus, runnableTriggers, TriggerTimers } from '
 import { TriggerRunner } from '../sources/triggers/trigger-runner.ts';
 import type { HookServer } from '../sources/triggers/webhooks.ts';
 import { PhaseWakes } from '../sources/triggers/phase-wakes.ts';
+import { localResumeRequester } from '../forge/resume-command.ts';
 
 export type LocalView = Array<{ task: SpecTask; status: AgentTaskStatus }>;
 
@@ -187,6 +188,7 @@ function triggerRunner(controller: LocalController, opts: LocalRunOptions, metri
     created: controller.created,
     finished: (namespace, name) => controller.finished(namespace, name),
     taskStatus: (namespace, name) => controller.taskStatus(namespace, name),
+    requestResume: (namespace, name, request) => localResumeRequester(opts.stateDir, namespace, name)(request),
     status: new LocalTriggerStatus(opts.stateDir),
     clock: systemClock,
     secret: envSecret,

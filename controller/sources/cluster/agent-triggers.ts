@@ -23,9 +23,14 @@ import type { CustomObject } from '../../kube/objects.ts';
 import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
 import { TriggerTimers } from '../triggers/local-triggers.ts';
 import { PhaseWakes } from '../triggers/phase-wakes.ts';
+import { resumeAnnotations } from '../../reconciler/trigger-resume.ts';
 import type { RunnableTrigger, TriggerStatusStore } from '../triggers/trigger-runner.ts';
 import { TriggerRunner } from '../triggers/trigger-runner.ts';
 import { KubeCreatedTasks } from './created-tasks.ts';
+
+function tasksPath(namespace: string): string {
+  return `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/agenttasks`;
+}
 
 export function triggersPath(namespace?: string): string {
   return namespace
@@ -110,6 +115,11 @@ export class ClusterTriggers {
         const parsed = AgentTaskStatusSchema.safeParse(opts.tasks.get(`${namespace}/${name}`)?.status ?? {});
         return parsed.success ? parsed.data : undefined;
       },
+      // The merge patch `episodic resume --kubeconfig` makes: the resume annotations, nothing else.
+      requestResume: (namespace, name, request) =>
+        opts.client.mergePatch(`${tasksPath(namespace)}/${name}`, {
+          metadata: { annotations: resumeAnnotations(request) },
+        }),
       clock: systemClock,
       secret: (source, namespace) => this.secret(source.tokenSecretRef, namespace),
       counters: opts.counters,

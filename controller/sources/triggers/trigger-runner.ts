@@ -9,13 +9,14 @@ import { AgentTriggerStatusSchema } from '../../api/agent-trigger.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { CreatedTasks, TaskOwner } from '../../core/created-tasks.ts';
 import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
-import type { Forge, ForgeKind } from '../../forge/types.ts';
+import type { Forge, ForgeComment, ForgeKind } from '../../forge/types.ts';
 import { ForgeRateLimitedError, ForgeRequestError, ForgeUnavailableError } from '../../forge/types.ts';
 import type { ExistingTask, ItemSeen } from '../../reconciler/trigger-items.ts';
 import { planItems } from '../../reconciler/trigger-items.ts';
 import { decideSchedule, pastHistory, TICK_LABEL } from '../../reconciler/trigger-schedule.ts';
 import { renderTaskSpec } from '../../reconciler/trigger-template.ts';
 import { advanceCursor, commandPermissions, pollForge, TriggerForges } from './forge-poll.ts';
+import { handleResumes, type ResumeRequest, splitResumeComments } from './resume-comments.ts';
 import { reportTriggerTasks, withItemBranch } from './trigger-reports.ts';
 
 export interface RunnableTrigger {
@@ -43,6 +44,8 @@ export interface TriggerDeps {
     namespace: string,
   ): Promise<string | undefined>;
   counters?: TriggerCounters;
+  /** A permitted `/episodic resume` comment: the resume request `episodic resume` makes, for that task. */
+  requestResume?(namespace: string, name: string, request: ResumeRequest): Promise<void> | void;
   /** spec.report: a task's status as recorded (phase, step, episodes, cost, reason, workspace changes). */
   taskStatus?(namespace: string, name: string): AgentTaskStatus | undefined;
   logger: Logger;
@@ -175,7 +178,11 @@ export class TriggerRunner {
     const poll = await pollForge(forge.forge, source, status);
     // Nothing new (GitHub's 304): only items held back last time may have room now.
     const polled = poll.kind === 'listed' ? poll.polled : [];
-    const seen = poll.kind === 'listed' ? poll.seen : (this.held.get(trigger.key) ?? []);
+    const { commands: seen, resumes } = splitResumeComments(
+      poll.kind === 'listed' ? poll.seen : (this.held.get(trigger.key) ?? []),
+      source.command?.text,
+    );
+    await this.resume(trigger, forge.forge, source, resumes);
     const permissions = await commandPermissions(forge.forge, source, seen);
     const existing = await this.existing(trigger);
     const plan = planItems({
@@ -236,6 +243,20 @@ export class TriggerRunner {
       status,
       taskStatus: (namespace, name) => this.deps.taskStatus?.(namespace, name),
       now: () => this.deps.clock.now(),
+    });
+  }
+
+  private async resume(trigger: RunnableTrigger, forge: Forge, source: ForgeSource, resumes: ForgeComment[]) {
+    const request = this.deps.requestResume;
+    if (resumes.length === 0 || !request) return;
+    await handleResumes(resumes, {
+      trigger: trigger.name,
+      forge,
+      source,
+      tasks: await this.deps.created.list(trigger.owner),
+      taskStatus: (namespace, name) => this.deps.taskStatus?.(namespace, name),
+      request,
+      log: (fields, message) => this.deps.logger.info({ trigger: trigger.key, ...fields }, message),
     });
   }
 
