@@ -76,6 +76,7 @@ describe('GiteaForge against a real Gitea', () => {
         open: true,
         isPullRequest: false,
         updatedAt: undefined,
+        comments: 0,
       },
     );
     // Gitea itself answers an unknown label name with every issue: the client still returns none.
