@@ -242,4 +242,73 @@ describe('AgentTriggers on a real apiserver', { skip: skipCluster, timeout: 180_
     });
     assert.equal(final.length, 1, 'one comment, edited in place');
   });
+
+  it('a stuck task: NeedsReview comment → a reader cannot resume it, a writer can → its next episode', async () => {
+    const repo = 'stuck';
+    await gitea.createRepo('episodic-admin', repo);
+    const dave = await gitea.createUser('dave');
+    const reader = await gitea.createUser('reader');
+    await gitea.addCollaborator('episodic-admin', repo, dave.name, 'write');
+    await gitea.addCollaborator('episodic-admin', repo, reader.name, 'read');
+    const label = await gitea.createLabel('episodic-admin', repo, 'agent');
+    await gitea.createIssue('episodic-admin', repo, { title: 'Hard', labels: [label.id] }, dave.token);
+    await apply({
+      apiVersion: 'episodic.dev/v1alpha1',
+      kind: 'AgentTrigger',
+      metadata: { name: 'stuck', namespace: ns },
+      spec: {
+        source: {
+          gitea: {
+            apiURL: gitea.url,
+            repo: `episodic-admin/${repo}`,
+            labels: ['agent'],
+            command: { text: '/episodic', minPermission: 'write' },
+            pollSeconds: 10,
+            tokenSecretRef: { name: 'gitea', key: 'token' },
+          },
+        },
+        report: { comment: true },
+        template: {
+          spec: fakeClaudeSpec({
+            backoff: { initialSeconds: 0, factor: 1, maxSeconds: 0 },
+            breaker: { noProgressEpisodes: 1, halfOpenEpisodes: 0, sameErrorEpisodes: 0 },
+            resume: { policy: 'Manual' },
+          }),
+        },
+      },
+    });
+    const client = await testClient(cluster);
+    const kubelet = new FakeKubelet(client);
+    const report = async () =>
+      (await gitea.listComments('episodic-admin', repo, 1)).find((c) =>
+        c.body.startsWith('<!-- episodic:report stuck/stuck-1 -->'),
+      );
+    await kubelet.runEpisode(await waitForPod(client, ns, 'stuck-1-ep-1', 60_000), {
+      env: { FAKE_AGENT_MODE: 'continue' },
+    });
+    await waitFor('the NeedsReview comment', async () => (await report())?.body.includes('**NeedsReview**'));
+    // The reader's command first: the writer's resume is handled after it, in the same or a later poll.
+    await gitea.comment('episodic-admin', repo, 1, '/episodic resume', reader.token);
+    const byDave = await gitea.comment('episodic-admin', repo, 1, '/episodic resume', dave.token);
+    const resumed = await waitForTask(
+      client,
+      ns,
+      'stuck-1',
+      (s) => s.resume?.handledToken === `gitea-comment-${byDave.id}`,
+      60_000,
+    );
+    assert.equal(resumed.status?.resume?.lastResumeBy, 'user:gitea:dave');
+    const resumes = (resumed.status?.audit ?? []).filter((a: { action: string }) => a.action === 'Resumed');
+    assert.deepEqual(
+      resumes.map((a: { by: string }) => a.by),
+      ['user:gitea:dave'],
+      'only the writer resumed it',
+    );
+    await waitForPod(client, ns, 'stuck-1-ep-2', 30_000);
+    assert.deepEqual(
+      (await tasks()).filter((t) => t.startsWith('stuck-')),
+      ['stuck-1'],
+      'a resume is not a re-run',
+    );
+  });
 });
