@@ -1,8 +1,9 @@
 // The Task page: episodes on a timeline coloured by outcome, cumulative cost against the cap, the selected
-// episode's evidence and log (the running one followed live), the breaker, the audit trail, and Resume.
+// episode's evidence and log (the running one followed live), the breaker, the audit trail, Resume and Suspend.
 import type { EpisodeRecord } from '../../api/episode-record.ts';
-import { api, append, h, seconds, usd } from './dom.ts';
+import { api, append, externalLink, h, seconds, usd } from './dom.ts';
 import { episodeExtras, outputs, review, stack, steps } from './pipeline.ts';
+import { holdControls } from './hold.ts';
 import type { TaskDetail } from './types.ts';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -143,6 +144,8 @@ export class TaskPage {
           `episodes ${r.episodes}${r.maxEpisodes ? ` / ${r.maxEpisodes}` : ''} · cost ${usd(r.costUSD)}${r.maxCostUSD ? ` / ${usd(r.maxCostUSD)}` : ''}`,
           r.progress ? ` · progress ${r.progress}` : '',
           r.step ? ` · step ${r.step}` : '',
+          r.pullRequest ? ' · pull request ' : '',
+          r.pullRequest ? externalLink(r.pullRequest.url, `#${r.pullRequest.number}`, 'pr') : null,
         ),
         h(
           'p',
@@ -152,6 +155,7 @@ export class TaskPage {
         ),
         d.heldBy.length ? h('p', {}, `held by budgets: ${d.heldBy.join(', ')}`) : null,
         r.phase === 'NeedsReview' ? this.resumeButton() : null,
+        holdControls(d, this.base, () => this.root.querySelector('[data-testid="action-result"]')),
         h('p', { data: { testid: 'action-result' } }),
       ),
       ...[review(d), steps(d), outputs(d), stack(d)].filter((x) => x !== null),
