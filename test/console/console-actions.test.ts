@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { consoleUrlOf, launchBrowser, screenshot, startConsoleCli, watchedPage } from '../support/browser.ts';
 import { readStatus, runCli, specDir, startCli, taskYaml } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 const fast = { backoff: { initialSeconds: 0.05, factor: 1, maxSeconds: 0.05 }, resume: { policy: 'Manual' } };
 
@@ -52,7 +53,7 @@ test('console: Suspend stops the running episode after a confirmation, Unsuspend
         (await page.textContent('[data-testid=hold]')) ?? '',
         /suspended by .+ via console \(a hold, not spec\)/,
       );
-      assert.equal(readStatus(dir, 'long')?.status.lastEpisode?.outcome, 'cancelled');
+      await waitFor('episode 1 cancelled', () => readStatus(dir, 'long')?.status.lastEpisode?.outcome === 'cancelled');
       await screenshot(page, dir, 'console-suspended.png');
 
       await page.click('[data-testid=unsuspend]');
