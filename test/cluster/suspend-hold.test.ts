@@ -4,9 +4,12 @@
 // task, starts the next one once the hold is lifted, and audits both.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
 import { launchBrowser, screenshot } from '../support/browser.ts';
-import { kubeconfigPath, kubectl, skipCluster } from '../support/cluster.ts';
+import { kubeconfigPath, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
 import {
   MAIN,
   NODE,
@@ -116,6 +119,76 @@ describe('cluster suspend hold', { skip: skipCluster, timeout: 180_000 }, () => 
     } finally {
       await ctl.kill('SIGINT');
       client.close();
+    }
+  });
+
+  it("the spec guard lets the controller's ServiceAccount set a person's suspend and resume annotations, no other", async () => {
+    await clusterWithCrd();
+    const ns = await createNamespace('hold-guard');
+    const user = `system:serviceaccount:${ns}:guarded`;
+    // The shipped policy (manifests/spec-guard.yaml), named and matched for a user of this test only.
+    const docs = parseAllDocuments(readFileSync(join(repoRoot, 'manifests/spec-guard.yaml'), 'utf8')).map((d) =>
+      d.toJS(),
+    );
+    const policy = docs.find((d) => d.kind === 'ValidatingAdmissionPolicy');
+    const binding = docs.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding');
+    const name = `${ns}-spec-guard`;
+    policy.metadata = { name };
+    policy.spec.matchConditions[0].expression = `request.userInfo.username == "${user}"`;
+    binding.metadata = { name };
+    binding.spec.policyName = name;
+    const role = {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'patch-tasks', namespace: ns },
+      rules: [{ apiGroups: ['episodic.dev'], resources: ['agenttasks'], verbs: ['get', 'patch'] }],
+    };
+    const roleBinding = {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'patch-tasks', namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'patch-tasks' },
+      subjects: [{ kind: 'User', name: user }],
+    };
+    const items = [policy, binding, role, roleBinding];
+    await kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items }) });
+    try {
+      const task = JSON.parse(agentTaskManifest(ns, 'guarded', fakeClaudeSpec()));
+      task.metadata.annotations = { owner: 'gitops' };
+      await kubectl(['apply', '-f', '-'], { input: JSON.stringify(task) });
+      const patch = (annotations: Record<string, string | null>, dryRun = false) =>
+        kubectl([
+          ...['--as', user, '-n', ns, 'patch', 'agenttask', 'guarded', '--type=merge'],
+          ...['-p', JSON.stringify({ metadata: { annotations } }), ...(dryRun ? ['--dry-run=server'] : [])],
+        ]);
+      await waitFor(
+        'the policy to be active',
+        () =>
+          patch({ x: 'y' }, true).then(
+            () => false,
+            (err) => /may not change an AgentTask's annotations/.test(String(err)),
+          ),
+        30_000,
+      );
+      await patch({ 'episodic.dev/suspended': 'true', 'episodic.dev/suspended-by': 'alice via console' });
+      await patch({
+        'episodic.dev/resume': 'tok-1',
+        'episodic.dev/resume-by': 'alice',
+        'episodic.dev/resume-episodes': null,
+      });
+      await assert.rejects(patch({ owner: 'me' }), /may not change an AgentTask's annotations/);
+      await assert.rejects(patch({ owner: null }), /may not change an AgentTask's annotations/);
+      await assert.rejects(
+        patch({ 'episodic.dev/suspended': 'false', extra: '1' }),
+        /may not change an AgentTask's annotations/,
+      );
+      const annotations = JSON.parse(await kubectl(['-n', ns, 'get', 'agenttask', 'guarded', '-o', 'json'])).metadata
+        .annotations;
+      assert.equal(annotations.owner, 'gitops');
+      assert.equal(annotations['episodic.dev/suspended'], 'true');
+      assert.equal(annotations['episodic.dev/resume'], 'tok-1');
+    } finally {
+      await kubectl(['delete', 'validatingadmissionpolicybinding,validatingadmissionpolicy', name]);
     }
   });
 });
