@@ -6,13 +6,13 @@ import type { TaskDetail } from './types.ts';
 const FINISHED = new Set(['Succeeded', 'Failed', 'Skipped']);
 
 /** The hold's state in words and the one button that changes it; null when there is nothing to do. */
-export function holdControls(d: TaskDetail, base: string, result: () => Element | null): HTMLElement | null {
+export function holdControls(d: TaskDetail, base: string, report: (text: string) => void): HTMLElement | null {
   const key = d.row.key;
   const held = d.hold?.suspended === true;
   const parts: Array<HTMLElement | string> = [];
   if (held) parts.push(`suspended by ${d.hold?.by} (a hold, not spec) `);
   if (held)
-    parts.push(button('unsuspend', 'Unsuspend', `Unsuspend ${key}? Its episodes may start again.`, base, result));
+    parts.push(button('unsuspend', 'Unsuspend', `Unsuspend ${key}? Its episodes may start again.`, base, report));
   else if (!FINISHED.has(d.row.phase))
     parts.push(
       button(
@@ -20,7 +20,7 @@ export function holdControls(d: TaskDetail, base: string, result: () => Element 
         'Suspend',
         `Suspend ${key}? A running episode is stopped; nothing starts until Unsuspend.`,
         base,
-        result,
+        report,
       ),
     );
   if (d.specSuspend)
@@ -34,24 +34,24 @@ export function holdControls(d: TaskDetail, base: string, result: () => Element 
   return parts.length ? h('p', { data: { testid: 'hold' } }, ...parts) : null;
 }
 
-function button(action: string, label: string, question: string, base: string, result: () => Element | null) {
+function button(action: string, label: string, question: string, base: string, report: (text: string) => void) {
   return h(
     'button',
     {
       data: { testid: action },
       onclick: () => {
-        if (window.confirm(question)) void send(action, base, result());
+        if (window.confirm(question)) void send(action, base, report);
       },
     },
     label,
   );
 }
 
-async function send(action: string, base: string, out: Element | null): Promise<void> {
+async function send(action: string, base: string, report: (text: string) => void): Promise<void> {
   try {
     const res = await api<{ by: string }>(`${base}/${action}`, { method: 'POST', body: '{}' });
-    out?.replaceChildren(`${action} requested by ${res.by}`);
+    report(`${action} requested by ${res.by}`);
   } catch (err) {
-    out?.replaceChildren(`${action} refused: ${(err as Error).message}`);
+    report(`${action} refused: ${(err as Error).message}`);
   }
 }

@@ -15,6 +15,7 @@ export class TaskPage {
   private readonly logEl = h('pre', { className: 'log', data: { testid: 'log' } });
   private logOffset = 0;
   private logLoading = false;
+  private actionResult = '';
   private logAbort: AbortController | undefined;
   private logRetry: ReturnType<typeof setTimeout> | undefined;
   readonly namespace: string;
@@ -31,6 +32,12 @@ export class TaskPage {
 
   private get base(): string {
     return `/api/tasks/${encodeURIComponent(this.namespace)}/${encodeURIComponent(this.name)}`;
+  }
+
+  /** What the last action answered: kept across the re-renders live updates cause. */
+  private report(text: string): void {
+    this.actionResult = text;
+    this.root.querySelector('[data-testid="action-result"]')?.replaceChildren(text);
   }
 
   async refresh(): Promise<void> {
@@ -155,8 +162,8 @@ export class TaskPage {
         ),
         d.heldBy.length ? h('p', {}, `held by budgets: ${d.heldBy.join(', ')}`) : null,
         r.phase === 'NeedsReview' ? this.resumeButton() : null,
-        holdControls(d, this.base, () => this.root.querySelector('[data-testid="action-result"]')),
-        h('p', { data: { testid: 'action-result' } }),
+        holdControls(d, this.base, (text) => this.report(text)),
+        h('p', { data: { testid: 'action-result' } }, this.actionResult),
       ),
       ...[review(d), steps(d), outputs(d), stack(d)].filter((x) => x !== null),
       h('section', {}, h('h3', {}, 'Episodes'), this.timeline(d), costChart(d.episodes, r.maxCostUSD)),
@@ -242,16 +249,15 @@ export class TaskPage {
   }
 
   private async resume(): Promise<void> {
-    const out = this.root.querySelector('[data-testid="action-result"]');
     try {
       const res = await api<{ token: string; by: string }>(`${this.base}/resume`, {
         method: 'POST',
         body: '{}',
         headers: { 'Content-Type': 'application/json' },
       });
-      out?.replaceChildren(`resume requested by ${res.by} (token ${res.token})`);
+      this.report(`resume requested by ${res.by} (token ${res.token})`);
     } catch (err) {
-      out?.replaceChildren(`resume refused: ${(err as Error).message}`);
+      this.report(`resume refused: ${(err as Error).message}`);
     }
   }
 }
