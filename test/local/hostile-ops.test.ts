@@ -11,8 +11,9 @@ import { NODE, REPO, readStatus, runCli, specDir } from '../support/local.ts';
 import {
   DEPTH_REJECTION,
   ENV_SECRET,
-  HOSTILE_REJECTIONS,
+  APPLY_REJECTIONS,
   HOSTILE_TASKS,
+  PARSE_REJECTIONS,
   hostileSpec,
   TOKEN,
 } from '../support/hostile-ops.ts';
@@ -40,7 +41,8 @@ test('local: a hostile agent stays in its namespace, its limits, maxChildren and
   for (const t of tasks) assert.equal(readStatus(dir, t)?.status.phase, 'Succeeded', t);
 
   const record = readFileSync(join(state, 'logs', 'default', 'evil', 'episodes.jsonl'), 'utf8');
-  for (const words of HOSTILE_REJECTIONS) assert.match(`${record}\n${log}`, words);
+  for (const words of PARSE_REJECTIONS) assert.match(record, words);
+  for (const words of APPLY_REJECTIONS) assert.match(log, words);
   assert.match(log, DEPTH_REJECTION);
   assert.match(record, /"set \[redacted\]"/, 'a key that is the secret is named [redacted]');
 

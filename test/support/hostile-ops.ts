@@ -23,6 +23,9 @@ function chain(level: number): string {
 export function hostileSpec(agent: Record<string, unknown>): Record<string, unknown> {
   const frame = [
     'attack',
+    // First: a pod's termination message carries the first two rejections word for word, and counts the rest.
+    raw({ op: MADE_TOKEN }),
+    raw({ op: 'del', key: 'ok', [SECRET]: 1 }),
     raw({ op: 'spawn', name: 'kube-system/x', prompt: 'p' }),
     raw({ op: 'spawn', name: '../x', prompt: 'p' }),
     raw({ op: 'spawn', name: 'UPPER', prompt: 'p' }),
@@ -32,8 +35,6 @@ export function hostileSpec(agent: Record<string, unknown>): Record<string, unkn
     op({ op: 'spawn', name: 'out', prompt: 'p', workspace: `../${SECRET}` }),
     op({ op: 'set', key: SECRET, value: MADE_TOKEN }),
     op({ op: 'set', key: 'ok', value: SECRET }),
-    raw({ op: MADE_TOKEN }),
-    raw({ op: 'del', key: 'ok', [SECRET]: 1 }),
     op({ op: 'send', to: SECRET, message: MADE_TOKEN }),
     raw({ op: 'set', key: MADE_TOKEN, value: 'v' }),
     op({ op: 'spawn', name: 'd', stack: [chain(2)] }),
@@ -56,15 +57,20 @@ export function hostileSpec(agent: Record<string, unknown>): Record<string, unkn
 /** The tasks that exist afterwards: the parent, the chain to depth 3, and two of the storm (maxChildren 3). */
 export const HOSTILE_TASKS = ['evil', 'evil-d', 'evil-d-d', 'evil-d-d-d', 'evil-s0', 'evil-s1'];
 
-/** What the parent's rejections say, in its record and Events. */
-export const HOSTILE_REJECTIONS = [
+/** What the parent's rejections of lines say (its record; on a cluster the first two, and a count). */
+export const PARSE_REJECTIONS = [
+  /line 1: unknown op \(known/,
+  /line 2: del: unknown field/,
   /spawn: name: must be a lowercase DNS label/,
   /spawn: unknown field \\?"namespace/,
   /send: to: must be a lowercase DNS label/,
+];
+
+/** What its OpsRejected Event says of the ops refused while applying. */
+export const APPLY_REJECTIONS = [
   /limits.maxEpisodes 1000 is above the parent's 5/,
-  /leads out of the parent's workspace/,
-  /unknown op \(known/,
-  /del: unknown field/,
+  // Locally the parent has a directory workspace; on a cluster none that a sub-directory could be of.
+  /spawn out: (the workspace asked for leads out of the parent's|a sub-workspace needs a directory) workspace/,
   /send to \[redacted\]: no such task/,
   /maxChildren 3 reached/,
 ];
