@@ -80,6 +80,8 @@ describe('cluster controller: a hostile agent', { skip: skipCluster, timeout: 18
       .join('\n');
     for (const words of APPLY_REJECTIONS) assert.match(said, words);
     assert.equal((await kubectl(['get', 'at', '-n', 'kube-system', '-o', 'name'])).trim(), '', 'nothing elsewhere');
+    const mailboxes = await kubectl(['get', 'cm', '-n', 'kube-system', '-l', 'episodic.dev/mailbox', '-o', 'name']);
+    assert.equal(mailboxes.trim(), '');
     assert.ok(evil.status.lastEpisode.ops.includes('set [redacted]'));
 
     const log = JSON.stringify(controller.logs);
