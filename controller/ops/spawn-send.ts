@@ -3,23 +3,17 @@
 // (task, episode): a child has a deterministic name and a message a deterministic id, so ops applied again
 // after a kill -9 make nothing twice. An op that may not apply is rejected with a message, never thrown.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
-import type { Op, OpOf } from '../api/ops.ts';
+import type { OpOf } from '../api/ops.ts';
 import type { Clock } from '../core/clock.ts';
 import type { CreatedTasks, TaskOwner } from '../core/created-tasks.ts';
 import type { Mailboxes } from '../core/mailboxes.ts';
-import type { DesiredTask } from '../core/ports.ts';
+import type { AppliedOps, DesiredTask } from '../core/ports.ts';
 import { planChild } from '../reconciler/spawn.ts';
 
-export interface Rejection {
-  op: Op['op'];
-  message: string;
-}
-/** The shape of an OpsApplier's handler for one kind of op. */
-export type OpHandler<T extends DesiredTask> = (
-  task: T,
-  episode: number,
-  ops: readonly Op[],
-) => Promise<{ rejected: Rejection[] }>;
+import type { OpHandler } from './ops-applier.ts';
+
+export type { OpHandler } from './ops-applier.ts';
+type Rejection = AppliedOps['rejected'][number];
 
 export interface SpawnSendDeps<T extends DesiredTask> {
   created: CreatedTasks;
