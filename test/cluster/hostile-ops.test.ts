@@ -4,88 +4,56 @@
 // ops reach no status, Event or controller log line.
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
-import type { Cluster } from '../support/cluster.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
-import {
-  DEPTH_REJECTION,
-  ENV_SECRET,
-  APPLY_REJECTIONS,
-  HOSTILE_TASKS,
-  PARSE_REJECTIONS,
-  hostileSpec,
-  TOKEN,
-} from '../support/hostile-ops.ts';
-import {
-  agentTaskManifest,
-  clusterWithCrd,
-  createNamespace,
-  FakeKubelet,
-  NODE,
-  startControllerProcess,
-  testClient,
-  waitForPod,
-  waitForTask,
-} from '../support/kubelet.ts';
-import type { ControllerProcess } from '../support/kubelet.ts';
+import { withControllerProcesses } from '../support/controller-processes.ts';
+import type { ProcessFixture } from '../support/controller-processes.ts';
+import * as hostile from '../support/hostile-ops.ts';
+import { agentTaskManifest, type FakeKubelet, NODE, waitForPod, waitForTask } from '../support/kubelet.ts';
 
 const OPS_AGENT = path.resolve(import.meta.dirname, '../agents/ops-agent.mjs');
 
 describe('cluster controller: a hostile agent', { skip: skipCluster, timeout: 180_000 }, () => {
-  let cluster: Cluster;
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;
-  let controller: ControllerProcess | undefined;
-
-  before(
-    async () => {
-      cluster = await clusterWithCrd();
-      ns = await createNamespace('ctl-hostile');
-      client = await testClient(cluster);
-      kubelet = new FakeKubelet(client);
-    },
-    { timeout: 90 * 60_000 },
-  );
-  after(async () => {
-    await controller?.kill();
-    client?.close();
-  });
+  let start: ProcessFixture['start'];
+  withControllerProcesses('ctl-hostile', (f) => ({ ns, client, kubelet, start } = f));
 
   it('stays in its namespace, limits, maxChildren and depth; no secret in status, Events or the log', async () => {
-    controller = await startControllerProcess(cluster, ['--namespace', ns]);
+    const controller = await start();
     const agent = { image: 'ghcr.io/example/agent:1', command: [NODE, OPS_AGENT], output: 'text' };
-    await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, 'evil', hostileSpec(agent)) });
-    for (const task of HOSTILE_TASKS) {
+    await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, 'evil', hostile.hostileSpec(agent)) });
+    for (const task of hostile.HOSTILE_TASKS) {
       const pod = await waitForPod(client, ns, `${task}-ep-1`, 30_000);
       assert.equal((await kubelet.runEpisode(pod)).exitCode, 0, task);
     }
-    for (const task of HOSTILE_TASKS) await waitForTask(client, ns, task, (s) => s.phase === 'Succeeded');
+    for (const task of hostile.HOSTILE_TASKS) await waitForTask(client, ns, task, (s) => s.phase === 'Succeeded');
     const events = await kubectl(['get', 'events', '-n', ns, '-o', 'json']);
     const depth = JSON.parse(events).items.find((e: any) => e.involvedObject.name === 'evil-d-d-d');
     assert.ok(depth, 'the last of the chain has an Event');
-    assert.match(events, DEPTH_REJECTION);
+    assert.match(events, hostile.DEPTH_REJECTION);
 
     const tasks = JSON.parse(await kubectl(['get', 'at', '-n', ns, '-o', 'json'])).items as any[];
-    assert.deepEqual(tasks.map((t) => t.metadata.name).sort(), [...HOSTILE_TASKS].sort());
+    assert.deepEqual(tasks.map((t) => t.metadata.name).sort(), [...hostile.HOSTILE_TASKS].sort());
     const statuses = JSON.stringify(tasks.map((t) => t.status));
     const evil = tasks.find((t) => t.metadata.name === 'evil');
     const rejected = evil.status.lastEpisode.opsRejected;
-    for (const words of PARSE_REJECTIONS.slice(0, 2)) assert.match(rejected, words);
+    for (const words of hostile.PARSE_REJECTIONS.slice(0, 2)) assert.match(rejected, words);
     assert.match(rejected, /5 more lines rejected/);
     const said = JSON.parse(events)
       .items.filter((e: any) => e.reason === 'OpsRejected')
       .map((e: any) => e.message)
       .join('\n');
-    for (const words of APPLY_REJECTIONS) assert.match(said, words);
+    for (const words of hostile.APPLY_REJECTIONS) assert.match(said, words);
     assert.equal((await kubectl(['get', 'at', '-n', 'kube-system', '-o', 'name'])).trim(), '', 'nothing elsewhere');
     const mailboxes = await kubectl(['get', 'cm', '-n', 'kube-system', '-l', 'episodic.dev/mailbox', '-o', 'name']);
     assert.equal(mailboxes.trim(), '');
     assert.ok(evil.status.lastEpisode.ops.includes('set [redacted]'));
 
     const log = JSON.stringify(controller.logs);
-    for (const secret of [ENV_SECRET, TOKEN, 'sk-live']) {
+    for (const secret of [hostile.ENV_SECRET, hostile.TOKEN, 'sk-live']) {
       assert.ok(!statuses.includes(secret), `status: ${secret}`);
       assert.ok(!events.includes(secret), `events: ${secret}`);
       assert.ok(!log.includes(secret), `log: ${secret}`);

@@ -7,30 +7,27 @@
 // gone: no second child, no second copy of the message in peer's prompts, one message in sink's mailbox.
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { mailboxName } from '../../controller/sinks/cluster/mailboxes.ts';
 import type { Cluster } from '../support/cluster.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
+import { withControllerProcesses } from '../support/controller-processes.ts';
+import type { ProcessFixture } from '../support/controller-processes.ts';
 import {
   agentTaskManifest,
-  clusterWithCrd,
-  createNamespace,
-  FakeKubelet,
+  type FakeKubelet,
   getTask,
   listPods,
   NODE,
-  startControllerProcess,
-  testClient,
   waitForPod,
   waitForTask,
 } from '../support/kubelet.ts';
-import type { ControllerProcess } from '../support/kubelet.ts';
 import { runCli } from '../support/local.ts';
+import { KILL_TASKS } from '../support/spawn-send-kill.ts';
 import { waitFor } from '../support/wait.ts';
 
 const OPS_AGENT = path.resolve(import.meta.dirname, '../agents/ops-agent.mjs');
-const op = (v: unknown) => `@op ${JSON.stringify(v)}`;
 const promptOf = (pod: any): string =>
   pod.spec.containers[0].env.find((e: { name: string }) => e.name === 'EPISODIC_PROMPT')?.value ?? '';
 
@@ -39,27 +36,9 @@ describe('cluster controller: spawn and send across a kill -9', { skip: skipClus
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;
-  const running: ControllerProcess[] = [];
+  let start: ProcessFixture['start'];
+  withControllerProcesses('ctl-spawn-kill', (f) => ({ cluster, ns, client, kubelet, start } = f));
 
-  before(
-    async () => {
-      cluster = await clusterWithCrd();
-      ns = await createNamespace('ctl-spawn-kill');
-      client = await testClient(cluster);
-      kubelet = new FakeKubelet(client);
-    },
-    { timeout: 90 * 60_000 },
-  );
-  after(async () => {
-    await Promise.all(running.map((p) => p.kill()));
-    client?.close();
-  });
-
-  const start = async () => {
-    const p = await startControllerProcess(cluster, ['--namespace', ns]);
-    running.push(p);
-    return p;
-  };
   const apply = (name: string, spec: Record<string, unknown>) =>
     kubectl(['apply', '-f', '-'], {
       input: agentTaskManifest(ns, name, {
@@ -81,20 +60,7 @@ describe('cluster controller: spawn and send across a kill -9', { skip: skipClus
     const first = await start();
     const sinkBox = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: mailboxName('sink') }, immutable: true };
     await client.create(`/api/v1/namespaces/${ns}/configmaps`, sinkBox);
-    const plan = [
-      'plan',
-      op({ op: 'spawn', name: 'a', stack: ['work a'] }),
-      op({ op: 'spawn', name: 'b', stack: ['work b'] }),
-      op({ op: 'send', to: 'peer', message: 'hello peer' }),
-      op({ op: 'send', to: 'sink', message: 'hello sink' }),
-    ].join('\n');
-    const collect = ['collect:\n{{children}}', op({ op: 'send', to: 'peer', message: 'bye peer' })].join('\n');
-    await apply('boss', { stack: [plan, collect] });
-    await apply('peer', {
-      wake: 'onMessage',
-      stack: ['start', 'inbox:\n{{messages}}', 'inbox 2:\n{{messages}}', 'inbox 3:\n{{messages}}'],
-    });
-    await apply('sink', { stack: ['reads no messages'] });
+    for (const name of ['boss', 'peer', 'sink'] as const) await apply(name, KILL_TASKS[name]);
     const peerPrompts = [await run('peer-ep-1'), await run('sink-ep-1'), await run('boss-ep-1')].slice(0, 1);
 
     await waitFor('applying boss’s ops fails at sink', () =>

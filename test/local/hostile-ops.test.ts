@@ -8,15 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { NODE, REPO, readStatus, runCli, specDir } from '../support/local.ts';
-import {
-  DEPTH_REJECTION,
-  ENV_SECRET,
-  APPLY_REJECTIONS,
-  HOSTILE_TASKS,
-  PARSE_REJECTIONS,
-  hostileSpec,
-  TOKEN,
-} from '../support/hostile-ops.ts';
+import * as hostile from '../support/hostile-ops.ts';
 
 const OPS_AGENT = join(REPO, 'test/agents/ops-agent.mjs');
 
@@ -29,7 +21,7 @@ function allText(dir: string, keep: (name: string) => boolean = () => true): str
 }
 
 test('local: a hostile agent stays in its namespace, its limits, maxChildren and depth; no secret is published', async () => {
-  const dir = specDir([{ name: 'evil', spec: hostileSpec({ command: [NODE, OPS_AGENT], output: 'text' }) }]);
+  const dir = specDir([{ name: 'evil', spec: hostile.hostileSpec({ command: [NODE, OPS_AGENT], output: 'text' }) }]);
   const res = await runCli(['run', dir], { timeoutMs: 120_000 });
   const log = res.stdout + res.stderr;
   assert.equal(res.code, 0, log);
@@ -37,17 +29,17 @@ test('local: a hostile agent stays in its namespace, its limits, maxChildren and
   assert.deepEqual(readdirSync(join(state, 'status')), ['default'], 'one namespace only');
   assert.deepEqual(readdirSync(join(state, 'created')), ['default']);
   const tasks = readdirSync(join(state, 'status', 'default')).map((f) => f.replace(/\.json$/, ''));
-  assert.deepEqual(tasks.sort(), [...HOSTILE_TASKS].sort());
+  assert.deepEqual(tasks.sort(), [...hostile.HOSTILE_TASKS].sort());
   for (const t of tasks) assert.equal(readStatus(dir, t)?.status.phase, 'Succeeded', t);
 
   const record = readFileSync(join(state, 'logs', 'default', 'evil', 'episodes.jsonl'), 'utf8');
-  for (const words of PARSE_REJECTIONS) assert.match(record, words);
-  for (const words of APPLY_REJECTIONS) assert.match(log, words);
-  assert.match(log, DEPTH_REJECTION);
+  for (const words of hostile.PARSE_REJECTIONS) assert.match(record, words);
+  for (const words of hostile.APPLY_REJECTIONS) assert.match(log, words);
+  assert.match(log, hostile.DEPTH_REJECTION);
   assert.match(record, /"set \[redacted\]"/, 'a key that is the secret is named [redacted]');
 
   // The episode's own files (its output, its ops file) are the agent's; what the controller writes is checked.
   const records = allText(join(state, 'logs'), (name) => name === 'episodes.jsonl');
   const published = [log, allText(join(state, 'status')), records].join('\n');
-  for (const secret of [ENV_SECRET, TOKEN, 'sk-live']) assert.ok(!published.includes(secret), secret);
+  for (const secret of [hostile.ENV_SECRET, hostile.TOKEN, 'sk-live']) assert.ok(!published.includes(secret), secret);
 });

@@ -9,10 +9,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { NODE, REPO, readStatus, runCli, specDir, startCli, tempDir } from '../support/local.ts';
+import { KILL_TASKS } from '../support/spawn-send-kill.ts';
 import { waitFor } from '../support/wait.ts';
 
 const OPS_AGENT = join(REPO, 'test/agents/ops-agent.mjs');
-const op = (v: unknown) => `@op ${JSON.stringify(v)}`;
 const agent = (record: string) => ({
   command: [NODE, OPS_AGENT],
   output: 'text',
@@ -31,27 +31,12 @@ const count = (texts: string[], needle: string) => texts.filter((t) => t.include
 test('kill -9 while an episode’s spawn and send ops are applied: one child each, one copy of each message', async (t) => {
   const tmp = tempDir();
   const [bossRecord, peerRecord] = ['boss.jsonl', 'peer.jsonl'].map((f) => join(tmp, f));
-  const plan = [
-    'plan',
-    op({ op: 'spawn', name: 'a', stack: ['work a'] }),
-    op({ op: 'spawn', name: 'b', stack: ['work b'] }),
-    op({ op: 'send', to: 'peer', message: 'hello peer' }),
-    op({ op: 'send', to: 'sink', message: 'hello sink' }),
-  ].join('\n');
-  const collect = ['collect:\n{{children}}', op({ op: 'send', to: 'peer', message: 'bye peer' })].join('\n');
-  const dir = specDir([
-    { name: 'boss', spec: { prompt: undefined, stack: [plan, collect], agent: agent(bossRecord) } },
-    {
-      name: 'peer',
-      spec: {
-        prompt: undefined,
-        wake: 'onMessage',
-        stack: ['start', 'inbox:\n{{messages}}', 'inbox 2:\n{{messages}}', 'inbox 3:\n{{messages}}'],
-        agent: agent(peerRecord),
-      },
-    },
-    { name: 'sink', spec: { prompt: undefined, stack: ['reads no messages'], agent: agent(join(tmp, 'sink.jsonl')) } },
-  ]);
+  const dir = specDir(
+    (['boss', 'peer', 'sink'] as const).map((name) => ({
+      name,
+      spec: { prompt: undefined, ...KILL_TASKS[name], agent: agent(join(tmp, `${name}.jsonl`)) },
+    })),
+  );
   const state = join(dir, '.episodic');
   const mailboxes = join(state, 'mailboxes', 'default');
   mkdirSync(mailboxes, { recursive: true });
