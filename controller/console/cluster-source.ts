@@ -15,7 +15,7 @@ import type { KubeClient } from '../kube/kube-client.ts';
 import type { CustomObject, Pod } from '../kube/objects.ts';
 import { episodesPath } from '../sinks/cluster/episode-records.ts';
 import { PodLogs } from './pod-logs.ts';
-import type { EpisodeLog } from './pod-logs.ts';
+import type { EpisodeLog, LogRequest } from './log-text.ts';
 import { holdOfAnnotations } from '../api/hold.ts';
 import type { SuspendHold } from '../api/hold.ts';
 import { setClusterHold } from '../sources/cluster/hold-annotations.ts';
@@ -127,14 +127,16 @@ export class ClusterConsoleSource implements ConsoleSource {
     });
   }
 
-  logFile(): string | undefined {
-    return undefined;
-  }
-
-  async episodeLog(namespace: string, name: string, episode: number, signal: AbortSignal): Promise<EpisodeLog> {
+  async episodeLog(
+    namespace: string,
+    name: string,
+    episode: number,
+    signal: AbortSignal,
+    req?: LogRequest,
+  ): Promise<EpisodeLog> {
     const task = this.inputs.tasks.get(`${namespace}/${name}`);
     if (!task) return { ok: false, status: 404, message: `AgentTask ${namespace}/${name} not found` };
-    return this.podLogs.episodeLog(task, episode, signal);
+    return this.podLogs.episodeLog(task, episode, signal, req);
   }
 
   async resume(namespace: string, name: string, by: string, episodes?: number): Promise<ResumeOutcome> {

@@ -11,6 +11,8 @@ import type { SuspendHold } from '../api/hold.ts';
 import { holdPath, readHold, setLocalHold } from '../sources/local/hold-files.ts';
 import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
+import { localEpisodeLog } from './local-logs.ts';
+import type { EpisodeLog, LogRequest } from './log-text.ts';
 import { readBudgets, readEpisodes, readLocalState, readStoredStatus, statusPath } from './local-state.ts';
 import { readTriggerStatus, readTriggerStatuses, triggerStatusDir } from './local-triggers.ts';
 import { gateLimitsOf, identityOfSpec, pullRequestOf, pullRequestsOf, taskRow, triggerKeyOf } from './views.ts';
@@ -234,9 +236,26 @@ export class LocalConsoleSource implements ConsoleSource {
     return this.specs ? readBudgets(this.specs, this.stateDir) : [];
   }
 
-  logFile(namespace: string, name: string, episode: number): string | undefined {
-    if (!this.specs?.tasks.has(taskKey(namespace, name))) return undefined;
-    return episodeLogPath(this.stateDir, namespace, name, episode);
+  /** The log file rendered like a pod's (log-text.ts), followed while this episode runs. */
+  async episodeLog(
+    namespace: string,
+    name: string,
+    episode: number,
+    signal: AbortSignal,
+    req: LogRequest = {},
+  ): Promise<EpisodeLog> {
+    const key = taskKey(namespace, name);
+    if (!this.specs?.tasks.has(key)) return { ok: false, status: 404, message: 'no such task' };
+    return localEpisodeLog({
+      ...req,
+      file: episodeLogPath(this.stateDir, namespace, name, episode),
+      running: () => this.rowsByKey.get(key)?.runningEpisode === episode,
+      onChange: (changed) =>
+        this.subscribe((event) => {
+          if (event.type === 'log' ? event.key === key : event.rows.some((r) => r.key === key)) changed();
+        }),
+      signal,
+    });
   }
 
   async resume(namespace: string, name: string, by: string, episodes?: number): Promise<ResumeOutcome> {

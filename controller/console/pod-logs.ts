@@ -5,9 +5,6 @@
 // MAX_STREAM_BYTES rendered per page, MAX_OPEN_STREAMS at once. Only the agent container's output is served:
 // never the pod's spec or env.
 import type { IncomingMessage } from 'node:http';
-import { PassThrough, Transform } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
-import { LogRenderer } from '../cli/log-render.ts';
 import { EPISODE_LABEL, episodePodName, TASK_LABEL } from '../cluster/names.ts';
 import { AGENT_CONTAINER } from '../executors/cluster/episode-pod.ts';
 import { isFinishedPod } from '../executors/cluster/pod-outcome.ts';
@@ -15,17 +12,15 @@ import type { Informer } from '../kube/informer.ts';
 import { isStatus, KubeError } from '../kube/kube-client.ts';
 import type { KubeClient, Query } from '../kube/kube-client.ts';
 import type { CustomObject, Pod } from '../kube/objects.ts';
+import { logText } from './log-text.ts';
+import type { EpisodeLog, LogRequest } from './log-text.ts';
+
+export type { EpisodeLog } from './log-text.ts';
 
 export const TAIL_LINES = 5000;
 export const LIMIT_BYTES = 4 * 1024 * 1024;
 export const MAX_STREAM_BYTES = 8 * 1024 * 1024;
 export const MAX_OPEN_STREAMS = 16;
-const RENDER_WIDTH = 240;
-
-/** An episode's log as the console serves it: rendered text, or why there is none. */
-export type EpisodeLog =
-  | { ok: true; follow: boolean; text: NodeJS.ReadableStream; closed: Promise<void> }
-  | { ok: false; status: number; message: string };
 
 export interface PodLogInputs {
   client: KubeClient;
@@ -41,7 +36,12 @@ export class PodLogs {
   }
 
   /** The log of `task`'s episode `episode`, followed while its pod runs; `signal` ends it (the page left). */
-  async episodeLog(task: CustomObject, episode: number, signal: AbortSignal): Promise<EpisodeLog> {
+  async episodeLog(
+    task: CustomObject,
+    episode: number,
+    signal: AbortSignal,
+    req: LogRequest = {},
+  ): Promise<EpisodeLog> {
     const namespace = task.metadata.namespace ?? '';
     const podName = episodePodName(task.metadata.name, episode);
     const pod = this.inputs.pods.get(`${namespace}/${podName}`);
@@ -59,6 +59,7 @@ export class PodLogs {
       follow: isRunning(pod),
       signal,
       maxBytes: MAX_STREAM_BYTES,
+      raw: req.raw,
     });
     if (log.ok) void log.closed.then(() => this.open--);
     else this.open--;
@@ -97,7 +98,7 @@ export async function readPodLog(
   } catch (err) {
     return refused(err, name, episode);
   }
-  const text = opts.raw ? new PassThrough() : renderedLog(opts.maxBytes);
+  const text = logText(opts.raw, opts.maxBytes, 'kubectl logs');
   body.pipe(text);
   body.once('error', () => {}); // seen as an incomplete close below
   const closed = new Promise<void>((resolve) =>
@@ -131,37 +132,4 @@ function refused(err: unknown, podName: string, episode: number): EpisodeLog {
   if (isStatus(err, 400)) return { ok: false, status: 409, message: `no log yet: ${(err as KubeError).detail ?? ''}` };
   const why = err instanceof KubeError ? err.message : String(err);
   return { ok: false, status: 502, message: `the pod log API refused: ${why}` };
-}
-
-/** Raw log bytes in, readable lines out (LogRenderer escapes every control character), cut at maxBytes. */
-export function renderedLog(maxBytes: number): Transform {
-  const decoder = new StringDecoder('utf8');
-  let written = 0;
-  let cut = false;
-  const out = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      if (!cut) renderer.push(decoder.write(chunk));
-      done();
-    },
-    flush(done) {
-      if (!cut) {
-        renderer.push(decoder.end());
-        renderer.end();
-      }
-      done();
-    },
-  });
-  const renderer = new LogRenderer((text) => {
-    if (cut) return;
-    written += Buffer.byteLength(text);
-    if (written <= maxBytes) out.push(text);
-    else {
-      // Ending the text ends the page's response, which ends the request to the apiserver.
-      cut = true;
-      const size = maxBytes >= 1 << 20 ? `${Math.round(maxBytes / (1 << 20))} MiB` : `${maxBytes} bytes`;
-      out.push(`--- cut at ${size}: kubectl logs has the rest ---\n`);
-      out.push(null);
-    }
-  }, RENDER_WIDTH);
-  return out;
 }

@@ -1,7 +1,5 @@
 // The console's HTTP server (node:http: a handful of routes): the page, a read-only JSON API over a
 // ConsoleSource, server-sent events for live updates, and the actions: Resume, Suspend and Unsuspend.
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -38,7 +36,6 @@ const NAME = '[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?';
 const TASK_PATH = new RegExp(`^/api/tasks/(${NAME})/(${NAME})$`);
 const LOG_PATH = new RegExp(`^/api/tasks/(${NAME})/(${NAME})/episodes/(\\d{1,9})/log$`);
 const ACTION_PATH = new RegExp(`^/api/tasks/(${NAME})/(${NAME})/(resume|suspend|unsuspend)$`);
-const LOG_CHUNK = 1024 * 1024;
 
 export class ConsoleRefused extends Error {
   override name = 'ConsoleRefused';
@@ -116,8 +113,7 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: R
     return detail ? json(res, 200, detail) : json(res, 404, { error: 'no such task' });
   }
   const log = LOG_PATH.exec(path);
-  if (log && ctx.source.episodeLog) return servePodLog(res, ctx, log[1] as string, log[2] as string, Number(log[3]));
-  if (log) return serveLog(res, ctx, log[1] as string, log[2] as string, Number(log[3]), url);
+  if (log) return serveLog(res, ctx, log[1] as string, log[2] as string, Number(log[3]), url.searchParams.has('raw'));
   send(res, 404, 'text/plain', 'not found\n');
 }
 
@@ -150,32 +146,12 @@ function sendEvent(res: ServerResponse, event: ConsoleEvent): void {
   res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
 }
 
-/** Bytes of the log from ?offset= (at most 1 MiB); X-Log-Size says how far it goes, so a page asks for the rest. */
-async function serveLog(res: ServerResponse, ctx: RouteContext, ns: string, name: string, n: number, url: URL) {
-  const file = ctx.source.logFile(ns, name, n);
-  const size = file
-    ? await stat(file).then(
-        (s) => s.size,
-        () => undefined,
-      )
-    : undefined;
-  if (!file || size === undefined) return send(res, 404, 'text/plain', 'no such log\n');
-  const offset = Math.min(Math.max(0, Number(url.searchParams.get('offset')) || 0), size);
-  const end = Math.min(size, offset + LOG_CHUNK);
-  res.writeHead(200, {
-    'Content-Type': 'text/plain; charset=utf-8',
-    'X-Log-Size': String(size),
-    'X-Log-End': String(end),
-  });
-  if (end === offset) return void res.end();
-  createReadStream(file, { start: offset, end: end - 1 }).pipe(res);
-}
-
-/** A log from the source (a pod's): rendered text streamed as it comes, to the end of a running episode. */
-async function servePodLog(res: ServerResponse, ctx: RouteContext, ns: string, name: string, n: number) {
+/** An episode's log (a file's or a pod's): rendered text (?raw: the bytes) streamed as it comes, to the end of a
+ * running episode. */
+async function serveLog(res: ServerResponse, ctx: RouteContext, ns: string, name: string, n: number, raw: boolean) {
   const stop = new AbortController();
   res.once('close', () => stop.abort());
-  const log = await (ctx.source.episodeLog as NonNullable<ConsoleSource['episodeLog']>)(ns, name, n, stop.signal);
+  const log = await ctx.source.episodeLog(ns, name, n, stop.signal, { raw });
   if (!log.ok) return send(res, log.status, 'text/plain; charset=utf-8', `${log.message}\n`);
   res.writeHead(200, {
     'Content-Type': 'text/plain; charset=utf-8',

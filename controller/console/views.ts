@@ -3,7 +3,7 @@
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { AgentBudgetStatus } from '../api/agent-budget.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
-import type { EpisodeLog } from './pod-logs.ts';
+import type { EpisodeLog, LogRequest } from './log-text.ts';
 import type { SpecTask } from '../sources/local/spec-files.ts';
 import { DEFAULT_MAX_FIX_EPISODES } from '../api/gates.ts';
 import type { SuspendHold } from '../api/hold.ts';
@@ -146,10 +146,14 @@ export interface ConsoleSource {
   rows(): TaskRow[];
   detail(namespace: string, name: string): Promise<TaskDetail | undefined>;
   budgets(): Promise<BudgetView[]>;
-  /** The episode's log file, when this source has logs on disk. */
-  logFile(namespace: string, name: string, episode: number): string | undefined;
-  /** The episode's log from elsewhere (a pod), rendered, followed while it runs; `signal` ends it. */
-  episodeLog?(namespace: string, name: string, episode: number, signal: AbortSignal): Promise<EpisodeLog>;
+  /** The episode's log (a file locally, a pod's on a cluster), rendered, followed while it runs; `signal` ends it. */
+  episodeLog(
+    namespace: string,
+    name: string,
+    episode: number,
+    signal: AbortSignal,
+    req?: LogRequest,
+  ): Promise<EpisodeLog>;
   resume(namespace: string, name: string, by: string, episodes?: number): Promise<ResumeOutcome>;
   /** Suspend or Unsuspend: sets the task's suspend hold, never its spec. */
   setHold(namespace: string, name: string, hold: SuspendHold): Promise<ActionOutcome>;

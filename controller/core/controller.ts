@@ -12,6 +12,7 @@ import { cycleThrough, dependencyFact } from '../reconciler/dependencies.ts';
 import type { DependencyFact } from '../reconciler/dependencies.ts';
 import { reconcile } from '../reconciler/reconcile.ts';
 import type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from '../reconciler/reconcile.ts';
+import { mailboxCameUp } from '../reconciler/mail.ts';
 import { settled } from '../reconciler/settled.ts';
 import { BudgetBook } from './budget-book.ts';
 import type { BudgetStore } from './budget-book.ts';
@@ -205,8 +206,16 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     const episode = executor.observe(task, before, now);
     if (deleted && !before.currentEpisode && episode?.state !== 'running') return this.release(task, !current);
 
-    const spawn = deleted ? undefined : await this.opts.spawn?.facts(task);
-    const out = reconcile({ ...this.facts(task, { deleted, before, episode, now }), spawn });
+    const pass = { deleted, before, episode, now };
+    let spawn = deleted ? undefined : await this.opts.spawn?.facts(task, before);
+    let out = reconcile({ ...this.facts(task, pass), spawn });
+    // The episode this pass starts may render a prompt that came up in it (the next step's, a pushed frame):
+    // when that one reads the mailbox and the one before did not, the pass is decided again with it
+    // (its facts gathered again after the await: the free slots may have changed).
+    if (spawn && out.actions.some((a) => a.type === 'StartEpisode') && mailboxCameUp(task.spec, before, out.status)) {
+      spawn = await this.opts.spawn?.facts(task, out.status);
+      out = reconcile({ ...this.facts(task, pass), spawn });
+    }
     if (out.actions.some((a) => a.type === 'RecordEpisode')) countEpisodeOps(this.opts.metrics, task, episode);
     this.budgetBook?.afterPass(task, before, out.status, out.heldByBudgets, now);
     const starts = out.actions.some((a) => a.type === 'StartEpisode');

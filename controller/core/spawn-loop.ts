@@ -2,13 +2,13 @@
 // sink, its mailbox), the placeholders its next episode gets ({{children}}, {{messages}}), acknowledging
 // messages once the episode that got them has ended (after that end is on record), and passing a child's
 // change of phase to its parent, which may be waiting for it, and of spend to every ancestor, whose cap counts it.
-import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
+import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { OWNER_LABELS } from './created-tasks.ts';
 import type { Mailboxes } from './mailboxes.ts';
 import type { DesiredTask, StatusSink, TaskSource } from './ports.ts';
 import { renderChildren, treeCost } from '../reconciler/children.ts';
 import type { ChildView } from '../reconciler/children.ts';
-import { renderMessages, toAcknowledge } from '../reconciler/mail.ts';
+import { readsMailbox, renderMessages, toAcknowledge } from '../reconciler/mail.ts';
 import type { SpawnFacts } from '../reconciler/spawn-decide.ts';
 
 const PARENT = OWNER_LABELS.AgentTask;
@@ -30,17 +30,13 @@ export class SpawnLoop<T extends DesiredTask> {
   }
 
   /**
-   * A task's children, and its mailbox when its spec can use one (wake: onMessage, interrupt, a prompt naming
-   * {{messages}}, or a promptFile, which may): every other task is spared a read per pass.
+   * A task's children, and its mailbox when the episode that would start from `status` can use it
+   * (reconciler/mail.ts readsMailbox): every other task is spared a read per pass.
    */
-  async facts(task: T): Promise<SpawnFacts> {
-    const spec = task.spec;
-    const reads =
-      spec &&
-      (spec.wake === 'onMessage' || spec.interrupt || spec.prompt?.includes('{{messages}}') || usesPromptFile(spec));
+  async facts(task: T, status: AgentTaskStatus | undefined): Promise<SpawnFacts> {
     return {
       children: this.children(task),
-      waiting: reads ? await this.mailboxes.read(task.namespace, task.name) : [],
+      waiting: readsMailbox(task.spec, status) ? await this.mailboxes.read(task.namespace, task.name) : [],
     };
   }
 
@@ -126,8 +122,4 @@ export class SpawnLoop<T extends DesiredTask> {
     this.parentOf.set(key, parentKey);
     index.set(parentKey, (index.get(parentKey) ?? new Set()).add(key));
   }
-}
-
-function usesPromptFile(spec: AgentTaskSpec): boolean {
-  return spec.promptFile !== undefined || (spec.steps ?? []).some((step) => step.promptFile !== undefined);
 }

@@ -98,6 +98,7 @@ export class LocalController {
       mailboxes: this.mailboxes,
       ownerOf: (t) => ({ kind: 'AgentTask', namespace: t.namespace, name: t.name, file: t.file }),
       taskExists: (namespace, name) => this.source.get(`${namespace}/${name}`) !== undefined,
+      status: (t) => this.sink.read(t),
       clock: this.opts.clock ?? systemClock,
     };
     return { spawn: spawnHandler(deps), send: sendHandler(deps) };

@@ -2,9 +2,12 @@
 // when a task waits for one (Waiting, AwaitingMessage), when one stops a running episode, and which
 // delivered messages are acknowledged. Delivery is on record before the episode starts (status.mailbox);
 // acknowledgement follows its end; so across a kill -9 a message reaches exactly one ended episode.
+import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { clip } from '../api/bounds.ts';
 import type { MailboxStatus } from '../api/spawn-fields.ts';
+import { effectiveSpec } from '../api/steps.ts';
 import type { Message } from '../core/mailboxes.ts';
+import { framePrompt } from './stack.ts';
 
 /** Messages delivered to one episode at most; the rest wait for the next (status.mailbox.delivered's bound). */
 export const DELIVERED_MAX = 64;
@@ -79,4 +82,29 @@ export function wakeDecision(f: WakeFacts): WakeDecision {
     reason: 'AwaitingMessage',
     message: 'waiting for a message (wake: onMessage)',
   };
+}
+
+const MESSAGES_PLACEHOLDER = /\{\{\s*messages\s*\}\}/;
+
+/**
+ * Whether the task's mailbox must be read for the episode that would start from `status`: it waits for or is
+ * interrupted by messages, or the prompt that episode renders — the current step's prompt, the stack's
+ * frames, or the task's prompt — names {{messages}}, or is a promptFile (its text is read only at the start).
+ * Every other task is spared a mailbox read per pass.
+ */
+export function readsMailbox(spec: AgentTaskSpec | undefined, status: AgentTaskStatus | undefined): boolean {
+  if (!spec) return false;
+  if (spec.wake === 'onMessage' || spec.interrupt) return true;
+  if (spec.stack) return (status?.stack?.frames ?? spec.stack).some((f) => MESSAGES_PLACEHOLDER.test(framePrompt(f)));
+  const next = effectiveSpec(spec, status);
+  return next.promptFile !== undefined || MESSAGES_PLACEHOLDER.test(next.prompt ?? '');
+}
+
+/** The status a pass ends with reads the mailbox and the one it began with did not (a step or frame came up). */
+export function mailboxCameUp(
+  spec: AgentTaskSpec | undefined,
+  before: AgentTaskStatus | undefined,
+  after: AgentTaskStatus,
+): boolean {
+  return !readsMailbox(spec, before) && readsMailbox(spec, after);
 }

@@ -79,12 +79,21 @@ test('console: the fleet shows the tasks of a local run with their phases and co
       );
       assert.deepEqual(marks, Array(stuck?.episodes).fill('continue'));
       assert.match((await page.textContent('[data-testid=breaker]')) ?? '', /breaker: Open/);
+      // The log is rendered for reading, as on a cluster: the result line, not its JSON.
       await page.waitForFunction(() =>
-        document.querySelector('[data-testid=log]')?.textContent?.includes('"type":"result"'),
+        /\[result\] success · \$0\.\d{4}/.test(document.querySelector('[data-testid=log]')?.textContent ?? ''),
       );
+      assert.doesNotMatch((await page.textContent('[data-testid=log]')) ?? '', /"type":/, 'no raw JSON lines');
       assert.match((await page.textContent('[data-testid=evidence]')) ?? '', /outcome\s*continue/);
       assert.match((await page.textContent('[data-testid=audit]')) ?? '', /Stopped\s*controller\s*CircuitOpen/);
       await screenshot(page, dir, 'console-task-breaker.png');
+      // The raw toggle shows the bytes as the agent printed them.
+      await page.click('[data-testid=raw]');
+      await page.waitForFunction(() =>
+        document.querySelector('[data-testid=log]')?.textContent?.includes('"type":"result"'),
+      );
+      await page.click('[data-testid=raw]');
+      await page.waitForFunction(() => document.querySelector('[data-testid=log]')?.textContent?.includes('[result]'));
 
       await page.click('a[href="#/budgets"]');
       await page.waitForSelector('[data-testid=budgets] td');
@@ -123,11 +132,13 @@ test("console: run --console shows a status change and the running episode's log
       await page.evaluate(() => {
         (window as unknown as { __sameDocument: boolean }).__sameDocument = true;
       });
+      // Rendered while it runs, as on a cluster: the init line reads `[init] claude …`, not its JSON.
       await page.waitForFunction(() =>
-        document.querySelector('[data-testid=log]')?.textContent?.includes('"subtype":"init"'),
+        document.querySelector('[data-testid=log]')?.textContent?.includes('[init] claude'),
       );
+      assert.doesNotMatch((await page.textContent('[data-testid=log]')) ?? '', /"subtype":"init"/);
       writeFileSync(go, '');
-      // The rest of the log and the new phase arrive by server-sent events.
+      // The rest of the log arrives on the open stream, the new phase by server-sent events.
       await page.waitForFunction(() =>
         document.querySelector('[data-testid=log]')?.textContent?.includes('the work is finished'),
       );

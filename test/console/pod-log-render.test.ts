@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { text } from 'node:stream/consumers';
 import { test } from 'node:test';
-import { renderedLog } from '../../controller/console/pod-logs.ts';
+import { renderedLog } from '../../controller/console/log-text.ts';
 
 async function render(chunks: Buffer[], maxBytes = 1024 * 1024): Promise<string> {
   const out = renderedLog(maxBytes);

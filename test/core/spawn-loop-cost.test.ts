@@ -42,7 +42,7 @@ const STATUSES = { gp: spent(0.01), c: spent(0.02), d: spent(0.5), g: spent(2), 
 
 describe('SpawnLoop and a family’s spend', () => {
   it('a child’s view has the spend of its whole subtree, each task once', async () => {
-    const facts = await loop(TREE, STATUSES).facts(task('gp'));
+    const facts = await loop(TREE, STATUSES).facts(task('gp'), undefined);
     assert.deepEqual(facts.children.map((c) => [c.name, c.costUSD]).sort(), [
       ['c', 6.02],
       ['d', 0.5],

@@ -13,9 +13,12 @@ export class TaskPage {
   private detail: TaskDetail | undefined;
   private selected: number | undefined;
   private readonly logEl = h('pre', { className: 'log', data: { testid: 'log' } });
-  private logOffset = 0;
+  /** The log as its bytes are, not rendered: a person's choice, kept across episodes. */
+  private raw = false;
   private logLoading = false;
   private actionResult = '';
+  /** The selected log was not there yet (404): the next log event fetches it. A streamed log is never re-read. */
+  private logMissing = false;
   private logAbort: AbortController | undefined;
   private logRetry: ReturnType<typeof setTimeout> | undefined;
   readonly namespace: string;
@@ -53,9 +56,9 @@ export class TaskPage {
     this.render();
   }
 
-  /** A log grew: fetch the new part when it is the one shown. */
+  /** A log grew: a log that was not there yet (404) is fetched now; one being streamed is followed already. */
   logGrew(episode: number): void {
-    if (episode === this.selected) void this.loadLog();
+    if (episode === this.selected && this.logMissing) void this.loadLog();
   }
 
   private selectEpisode(n: number): void {
@@ -63,7 +66,6 @@ export class TaskPage {
     this.logLoading = false;
     clearTimeout(this.logRetry);
     this.selected = n;
-    this.logOffset = 0;
     this.logEl.replaceChildren();
     this.logEl.dataset.episode = String(n);
     delete this.logEl.dataset.state;
@@ -76,19 +78,14 @@ export class TaskPage {
     const abort = new AbortController();
     this.logAbort = abort;
     this.logLoading = true;
+    this.logMissing = false;
     try {
-      for (;;) {
-        const url = `${this.base}/episodes/${episode}/log?offset=${this.logOffset}`;
-        const res = await fetch(url, { signal: abort.signal });
-        if (!res.ok) return await this.logUnavailable(res, episode);
-        const size = res.headers.get('X-Log-Size');
-        // A pod's log (cluster): one response, streamed for as long as the episode runs.
-        if (size === null) return await this.readStream(res);
-        const text = await res.text();
-        append(this.logEl, [text]);
-        this.logOffset = Number(res.headers.get('X-Log-End'));
-        if (this.logOffset >= Number(size)) return;
-      }
+      // One response, rendered by the server (or raw), streamed for as long as the episode runs.
+      const res = await fetch(`${this.base}/episodes/${episode}/log${this.raw ? '?raw' : ''}`, {
+        signal: abort.signal,
+      });
+      if (!res.ok) return await this.logUnavailable(res, episode);
+      await this.readStream(res);
     } catch {
       // aborted (another episode was selected) or the connection dropped: the log shows what came
     } finally {
@@ -97,6 +94,7 @@ export class TaskPage {
   }
 
   private async readStream(res: Response): Promise<void> {
+    this.logEl.dataset.raw = String(this.raw);
     this.logEl.dataset.state = res.headers.get('X-Log-Follow') === '1' ? 'following' : 'complete';
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const decoder = new TextDecoder();
@@ -110,7 +108,10 @@ export class TaskPage {
 
   /** No log to show: say why, plainly, and what the episode record kept; a pod not started yet is retried. */
   private async logUnavailable(res: Response, episode: number): Promise<void> {
-    if (res.status === 404) return; // a local log not written yet: the next log event fetches it
+    if (res.status === 404) {
+      this.logMissing = true; // a local log not written yet: the next log event fetches it
+      return;
+    }
     const why = (await res.text()).trim();
     const record = this.detail?.episodes.find((e) => e.number === episode);
     this.logEl.dataset.state = res.status === 410 ? 'gone' : 'unavailable';
@@ -167,7 +168,7 @@ export class TaskPage {
       ),
       ...[review(d), steps(d), outputs(d), stack(d)].filter((x) => x !== null),
       h('section', {}, h('h3', {}, 'Episodes'), this.timeline(d), costChart(d.episodes, r.maxCostUSD)),
-      h('section', {}, h('h3', {}, `Episode ${this.selected ?? ''}`), ...this.episode(), this.logEl),
+      h('section', {}, h('h3', {}, `Episode ${this.selected ?? ''}`), ...this.episode(), this.rawToggle(), this.logEl),
       h('section', {}, h('h3', {}, 'Audit trail'), audit(d)),
     );
   }
@@ -231,6 +232,23 @@ export class TaskPage {
       'table',
       { data: { testid: 'evidence' } },
       ...facts.filter(([, v]) => v).map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', { className: 'msg' }, v))),
+    );
+  }
+
+  /** Rendered (the agent's words, one line per tool call) or the log's bytes as the agent printed them. */
+  private rawToggle(): HTMLElement {
+    return h(
+      'button',
+      {
+        data: { testid: 'raw' },
+        title: this.raw ? 'show the log rendered for reading' : 'show the log as the agent printed it',
+        onclick: () => {
+          this.raw = !this.raw;
+          if (this.selected !== undefined) this.selectEpisode(this.selected);
+          this.render();
+        },
+      },
+      this.raw ? 'rendered' : 'raw',
     );
   }
 
