@@ -171,7 +171,8 @@ function parseLine(line: string): LineParse {
     return { ok: false, message: 'not a JSON object' };
   const name = (value as { op?: unknown }).op;
   if (typeof name !== 'string' || !(OP_NAMES as readonly string[]).includes(name)) {
-    const shown = typeof name === 'string' ? ` ${JSON.stringify(clip(name, 32))}` : '';
+    // Whole or not at all: redaction (op-redaction.ts) can only recognize a secret it sees whole.
+    const shown = typeof name === 'string' && name.length <= NAME_SHOWN_MAX ? ` ${JSON.stringify(name)}` : '';
     return { ok: false, message: `unknown op${shown} (known: ${OP_NAMES.join(', ')})` };
   }
   const parsed = OpSchema.safeParse(value);
@@ -179,12 +180,26 @@ function parseLine(line: string): LineParse {
   return { ok: false, message: `${name}: ${issueWords(parsed.error.issues)}` };
 }
 
-/** Where and what, never the offending value (zod's own messages do not quote input). */
+/** Longest agent-chosen word (an unknown op or field) a rejection quotes; a longer one is not quoted. */
+const NAME_SHOWN_MAX = 32;
+
+/** Where and what, never the offending value; zod quotes only unknown keys, shown whole or not at all. */
 function issueWords(issues: readonly z.core.$ZodIssue[]): string {
   return issues
     .slice(0, 3)
-    .map((i) => (i.path.length > 0 ? `${i.path.join('.')}: ${i.message}` : i.message))
+    .map((i) => {
+      const message = i.code === 'unrecognized_keys' ? unknownFields(i.keys) : i.message;
+      const path = i.path.map(String).filter((p) => p.length <= NAME_SHOWN_MAX);
+      return path.length > 0 ? `${path.join('.')}: ${message}` : message;
+    })
     .join('; ');
+}
+
+function unknownFields(keys: readonly string[]): string {
+  const shown = keys.filter((k) => k.length <= NAME_SHOWN_MAX).map((k) => JSON.stringify(k));
+  const hidden = keys.length - shown.length;
+  const words = [...shown, ...(hidden > 0 ? [`${hidden} too long to show`] : [])].join(', ');
+  return `unknown field${keys.length === 1 ? '' : 's'} ${words}`;
 }
 
 /** The first OPS_REJECTED_MAX − 1 rejections, then one that counts the rest. */

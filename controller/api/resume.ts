@@ -46,6 +46,9 @@ export const AUDIT_ACTIONS = [
   'Resumed',
   'ResumeRejected',
   'ResumeIgnored',
+  // A person's suspend hold set or lifted (api/hold.ts).
+  'Suspended',
+  'Unsuspended',
 ] as const;
 export const AUDIT_KEEP = 20;
 

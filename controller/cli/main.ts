@@ -15,6 +15,8 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   run: async () => (await import('./run.ts')).registerRun,
   get: async () => (await import('./get.ts')).registerGet,
   resume: async () => (await import('./resume.ts')).registerResume,
+  suspend: async () => (await import('./suspend.ts')).registerSuspend,
+  unsuspend: async () => (await import('./suspend.ts')).registerUnsuspend,
   send: async () => (await import('./send.ts')).registerSend,
   validate: async () => (await import('./validate.ts')).registerValidate,
   init: async () => (await import('./init.ts')).registerInit,

@@ -344,6 +344,7 @@ export class ClusterController {
       mailboxes: new KubeMailboxes(this.client),
       ownerOf: (t) => ({ kind: 'AgentTask', namespace: t.namespace, name: t.name, uid: t.object.metadata.uid }),
       taskExists: (namespace, name) => this.source.get(`${namespace}/${name}`) !== undefined,
+      status: (t) => this.sink.read(t),
       clock: systemClock,
     };
     return { spawn: spawnHandler(deps), send: sendHandler(deps) };

@@ -1,6 +1,7 @@
 // The console on a cluster: rows from the controller's AgentTask informer cache (no extra apiserver load for
-// the fleet or live updates), a task's episodes listed when its page is opened, Resume as the annotation
-// `episodic resume --kubeconfig` sets, and episode logs from the pod log API (pod-logs.ts).
+// the fleet or live updates), a task's episodes listed when its page is opened, Resume and Suspend as the
+// annotations `episodic resume` / `suspend --kubeconfig` set, PR links from the AgentTrigger informer, and
+// episode logs from the pod log API (pod-logs.ts).
 import { randomUUID } from 'node:crypto';
 import { AgentTaskStatusSchema, API_VERSION, emptyStatus, GROUP, PLURAL, VERSION } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
@@ -15,8 +16,20 @@ import type { CustomObject, Pod } from '../kube/objects.ts';
 import { episodesPath } from '../sinks/cluster/episode-records.ts';
 import { PodLogs } from './pod-logs.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
-import { gateLimitsOf, taskRow } from './views.ts';
-import type { BudgetView, ConsoleEvent, ConsoleSource, ResumeOutcome, TaskDetail, TaskRow } from './views.ts';
+import { holdOfAnnotations } from '../api/hold.ts';
+import type { SuspendHold } from '../api/hold.ts';
+import { setClusterHold } from '../sources/cluster/hold-annotations.ts';
+import { gateLimitsOf, pullRequestOf, pullRequestsOf, taskRow, triggerKeyOf } from './views.ts';
+import type {
+  ActionOutcome,
+  BudgetView,
+  ConsoleEvent,
+  ConsoleSource,
+  ResumeOutcome,
+  TaskDetail,
+  TaskIdentity,
+  TaskRow,
+} from './views.ts';
 
 const COALESCE_MS = 100;
 
@@ -24,6 +37,8 @@ export interface ClusterConsoleInputs {
   tasks: Informer<CustomObject>;
   budgets: Informer<CustomObject>;
   pods: Informer<Pod>;
+  /** For the PR link of a trigger's tasks (status.pullRequests). */
+  triggers?: Informer<CustomObject>;
   client: KubeClient;
 }
 
@@ -39,9 +54,30 @@ export class ClusterConsoleSource implements ConsoleSource {
     this.inputs = inputs;
     this.podLogs = new PodLogs(inputs);
     inputs.tasks.on({
-      add: (obj) => this.queue(rowOf(obj)),
-      update: (_old, obj) => this.queue(rowOf(obj)),
+      add: (obj) => this.queue(this.rowOf(obj)),
+      update: (_old, obj) => this.queue(this.rowOf(obj)),
     });
+    // A PR opened for a task changes its row: the trigger's tasks are sent again.
+    inputs.triggers?.on({
+      add: (obj) => this.triggerChanged(obj),
+      update: (old, obj) => {
+        if (JSON.stringify(pullRequestsOf(old.status)) !== JSON.stringify(pullRequestsOf(obj.status)))
+          this.triggerChanged(obj);
+      },
+    });
+  }
+
+  private triggerChanged(trigger: CustomObject): void {
+    const key = `${trigger.metadata.namespace}/${trigger.metadata.name}`;
+    for (const task of this.inputs.tasks.list())
+      if (triggerKeyOf(identityOf(task)) === key) this.queue(this.rowOf(task));
+  }
+
+  private rowOf(obj: CustomObject): TaskRow {
+    const id = identityOf(obj);
+    const trigger = triggerKeyOf(id);
+    const status = trigger ? this.inputs.triggers?.get(trigger)?.status : undefined;
+    return taskRow(id, statusOf(obj), pullRequestOf(status, id.name));
   }
 
   private queue(row: TaskRow): void {
@@ -56,7 +92,7 @@ export class ClusterConsoleSource implements ConsoleSource {
   }
 
   rows(): TaskRow[] {
-    return [...this.inputs.tasks.list()].map(rowOf);
+    return [...this.inputs.tasks.list()].map((obj) => this.rowOf(obj));
   }
 
   async detail(namespace: string, name: string): Promise<TaskDetail | undefined> {
@@ -66,7 +102,15 @@ export class ClusterConsoleSource implements ConsoleSource {
     const heldBy = (await this.budgets())
       .filter((b) => b.namespace === namespace && b.status?.heldTasks.includes(name))
       .map((b) => `${b.namespace}/${b.name}`);
-    return { row: rowOf(obj), status: statusOf(obj), episodes, heldBy, gateLimits: gateLimitsOf(obj.spec) };
+    return {
+      row: this.rowOf(obj),
+      status: statusOf(obj),
+      episodes,
+      heldBy,
+      gateLimits: gateLimitsOf(obj.spec),
+      hold: holdOfAnnotations(obj.metadata.annotations as Record<string, string> | undefined),
+      specSuspend: (obj.spec as { suspend?: unknown } | undefined)?.suspend === true,
+    };
   }
 
   async budgets(): Promise<BudgetView[]> {
@@ -119,6 +163,12 @@ export class ClusterConsoleSource implements ConsoleSource {
     return { ok: true, token };
   }
 
+  setHold(namespace: string, name: string, hold: SuspendHold): Promise<ActionOutcome> {
+    if (!this.inputs.tasks.get(`${namespace}/${name}`))
+      return Promise.resolve({ ok: false, status: 404, message: `AgentTask ${namespace}/${name} not found` });
+    return setClusterHold(this.inputs.client, namespace, name, hold);
+  }
+
   subscribe(listener: (event: ConsoleEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -147,17 +197,14 @@ function statusOf(obj: CustomObject): AgentTaskStatus {
   return parsed.success ? parsed.data : emptyStatus();
 }
 
-function rowOf(obj: CustomObject): TaskRow {
+function identityOf(obj: CustomObject): TaskIdentity {
   const limits = (obj.spec as { limits?: { maxEpisodes?: unknown; maxCostUSD?: unknown } } | undefined)?.limits;
   const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
-  return taskRow(
-    {
-      namespace: obj.metadata.namespace ?? '',
-      name: obj.metadata.name,
-      labels: obj.metadata.labels,
-      maxEpisodes: num(limits?.maxEpisodes) ?? 20,
-      maxCostUSD: num(limits?.maxCostUSD),
-    },
-    statusOf(obj),
-  );
+  return {
+    namespace: obj.metadata.namespace ?? '',
+    name: obj.metadata.name,
+    labels: obj.metadata.labels,
+    maxEpisodes: num(limits?.maxEpisodes) ?? 20,
+    maxCostUSD: num(limits?.maxCostUSD),
+  };
 }

@@ -6,13 +6,25 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import { episodeLogPath } from '../executors/local/episode-launcher.ts';
+import type { AgentTaskStatus } from '../api/agent-task.ts';
+import type { SuspendHold } from '../api/hold.ts';
+import { holdPath, readHold, setLocalHold } from '../sources/local/hold-files.ts';
 import { requestLocalResume } from '../sources/local/resume-requests.ts';
-import type { LoadedSpecs } from '../sources/local/spec-files.ts';
+import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { localEpisodeLog } from './local-logs.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
 import { readBudgets, readEpisodes, readLocalState, readStoredStatus, statusPath } from './local-state.ts';
-import { gateLimitsOf, identityOfSpec, taskRow } from './views.ts';
-import type { BudgetView, ConsoleEvent, ConsoleSource, ResumeOutcome, TaskDetail, TaskRow } from './views.ts';
+import { readTriggerStatus, readTriggerStatuses, triggerStatusDir } from './local-triggers.ts';
+import { gateLimitsOf, identityOfSpec, pullRequestOf, pullRequestsOf, taskRow, triggerKeyOf } from './views.ts';
+import type {
+  ActionOutcome,
+  BudgetView,
+  ConsoleEvent,
+  ConsoleSource,
+  ResumeOutcome,
+  TaskDetail,
+  TaskRow,
+} from './views.ts';
 
 // Changes within this window go out as one event: 100 status writes a second make 10 events, not 100.
 const COALESCE_MS = 100;
@@ -29,6 +41,8 @@ export class LocalConsoleSource implements ConsoleSource {
   private closed = false;
   private started = false;
   private waitForState: NodeJS.Timeout | undefined;
+  /** Each trigger's recorded status (STATE/triggers), for its tasks' PR links. */
+  private triggers = new Map<string, unknown>();
 
   constructor(dir: string, stateDir: string) {
     this.dir = dir;
@@ -50,6 +64,12 @@ export class LocalConsoleSource implements ConsoleSource {
     }
   }
 
+  private row(task: SpecTask, status: AgentTaskStatus): TaskRow {
+    const id = identityOfSpec(task);
+    const trigger = triggerKeyOf(id);
+    return taskRow(id, status, trigger ? pullRequestOf(this.triggers.get(trigger), task.name) : undefined);
+  }
+
   private get statusRoot(): string {
     return join(this.stateDir, 'status');
   }
@@ -58,7 +78,9 @@ export class LocalConsoleSource implements ConsoleSource {
   private async reload(): Promise<void> {
     const state = await readLocalState(this.dir, this.stateDir);
     this.specs = state.specs;
-    const fresh = new Map(state.items.map(({ task, status }) => [task.key, taskRow(identityOfSpec(task), status)]));
+    this.watchTriggerRoot();
+    this.triggers = await readTriggerStatuses(this.stateDir);
+    const fresh = new Map(state.items.map(({ task, status }) => [task.key, this.row(task, status)]));
     for (const [key, row] of fresh) if (!sameRow(this.rowsByKey.get(key), row)) this.queue(row);
     this.rowsByKey.clear();
     for (const [key, row] of fresh) this.rowsByKey.set(key, row);
@@ -71,6 +93,35 @@ export class LocalConsoleSource implements ConsoleSource {
     this.watchDir(this.statusRoot, 'status', (ns) => this.watchNamespace(ns));
     for (const ns of readdirSafe(this.statusRoot)) this.watchNamespace(ns);
     this.started = true;
+  }
+
+  /** Triggers' status files, for PR links: looked for at start and whenever everything is read again. */
+  private watchTriggerRoot(): void {
+    const triggers = triggerStatusDir(this.stateDir);
+    this.watchDir(triggers, 'triggers', (ns) => this.watchTriggers(ns));
+    for (const ns of readdirSafe(triggers)) this.watchTriggers(ns);
+  }
+
+  private watchTriggers(ns: string): void {
+    this.watchDir(join(triggerStatusDir(this.stateDir), ns), `triggers/${ns}`, (file) => {
+      if (file.endsWith('.json')) void this.triggerChanged(`${ns}/${file.slice(0, -'.json'.length)}`);
+    });
+  }
+
+  /** A trigger wrote its status: the rows of its tasks change only when their PR links do. */
+  private async triggerChanged(trigger: string): Promise<void> {
+    const status = await readTriggerStatus(this.stateDir, trigger);
+    if (status === undefined) return;
+    const before = this.triggers.get(trigger);
+    this.triggers.set(trigger, status);
+    if (JSON.stringify(pullRequestsOf(before)) === JSON.stringify(pullRequestsOf(status))) return;
+    for (const row of this.rowsByKey.values()) {
+      const pullRequest = triggerKeyOf(row) === trigger ? pullRequestOf(status, row.name) : row.pullRequest;
+      if (pullRequest === row.pullRequest) continue;
+      const next = { ...row, pullRequest };
+      this.rowsByKey.set(row.key, next);
+      this.queue(next);
+    }
   }
 
   private watchNamespace(ns: string): void {
@@ -127,7 +178,7 @@ export class LocalConsoleSource implements ConsoleSource {
     if (!task) return this.reload();
     const record = await readStoredStatus(path);
     if (!record) return;
-    const row = taskRow(identityOfSpec(task), record.status);
+    const row = this.row(task, record.status);
     if (sameRow(this.rowsByKey.get(key), row)) return;
     this.rowsByKey.set(key, row);
     this.followLogs(row);
@@ -171,11 +222,13 @@ export class LocalConsoleSource implements ConsoleSource {
     const budgets = await this.budgets();
     const heldBy = budgets.filter((b) => b.status?.heldTasks.includes(name)).map((b) => `${b.namespace}/${b.name}`);
     return {
-      row: taskRow(identityOfSpec(task), status),
+      row: this.row(task, status),
       status,
       episodes: await readEpisodes(this.stateDir, namespace, name),
       heldBy,
       gateLimits: gateLimitsOf(task.spec),
+      hold: readHold(holdPath(this.stateDir, namespace, name)),
+      specSuspend: task.spec?.suspend === true,
     };
   }
 
@@ -210,6 +263,12 @@ export class LocalConsoleSource implements ConsoleSource {
     const outcome = requestLocalResume(this.stateDir, namespace, name, { token, by, episodes });
     if (outcome.ok) return { ok: true, token };
     return { ok: false, status: outcome.missing ? 404 : 409, message: outcome.message };
+  }
+
+  async setHold(namespace: string, name: string, hold: SuspendHold): Promise<ActionOutcome> {
+    const known = this.specs?.tasks.has(taskKey(namespace, name)) ?? false;
+    const outcome = setLocalHold(this.stateDir, { namespace, name, known }, hold);
+    return outcome.ok ? { ok: true } : outcome;
   }
 
   subscribe(listener: (event: ConsoleEvent) => void): () => void {

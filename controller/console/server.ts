@@ -1,5 +1,5 @@
 // The console's HTTP server (node:http: a handful of routes): the page, a read-only JSON API over a
-// ConsoleSource, server-sent events for live updates, and one action, resume.
+// ConsoleSource, server-sent events for live updates, and the actions: Resume, Suspend and Unsuspend.
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,7 +21,7 @@ export interface ConsoleServerOptions {
   source: ConsoleSource;
   /** Required beyond localhost; when set, required everywhere. */
   token?: string;
-  /** Recorded in the audit trail as who resumed ("alice via console"). */
+  /** Recorded in the audit trail as who resumed or suspended ("alice via console"). */
   who: string;
 }
 
@@ -35,7 +35,7 @@ export interface RunningConsole {
 const NAME = '[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?';
 const TASK_PATH = new RegExp(`^/api/tasks/(${NAME})/(${NAME})$`);
 const LOG_PATH = new RegExp(`^/api/tasks/(${NAME})/(${NAME})/episodes/(\\d{1,9})/log$`);
-const RESUME_PATH = new RegExp(`^/api/tasks/(${NAME})/(${NAME})/resume$`);
+const ACTION_PATH = new RegExp(`^/api/tasks/(${NAME})/(${NAME})/(resume|suspend|unsuspend)$`);
 
 export class ConsoleRefused extends Error {
   override name = 'ConsoleRefused';
@@ -93,10 +93,12 @@ interface RouteContext extends ConsoleServerOptions {
 async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: RouteContext): Promise<void> {
   const path = url.pathname;
   if (req.method === 'POST') {
-    const m = RESUME_PATH.exec(path);
+    const m = ACTION_PATH.exec(path);
     if (!m) return send(res, 404, 'text/plain', 'not found\n');
     if (!sameOriginAction(req)) return send(res, 403, 'text/plain', 'cross-site request refused\n');
-    return resume(req, res, ctx, m[1] as string, m[2] as string);
+    const [ns, name] = [m[1] as string, m[2] as string];
+    if (m[3] === 'resume') return resume(req, res, ctx, ns, name);
+    return hold(res, ctx, ns, name, m[3] === 'suspend');
   }
   if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
   if (path === '/') return send(res, 200, 'text/html; charset=utf-8', INDEX_HTML);
@@ -173,6 +175,13 @@ async function resume(req: IncomingMessage, res: ServerResponse, ctx: RouteConte
   }
   const outcome = await ctx.source.resume(ns, name, ctx.who, episodes);
   if (outcome.ok) return json(res, 200, { token: outcome.token, by: ctx.who });
+  json(res, outcome.status, { error: outcome.message });
+}
+
+/** Suspend / Unsuspend: the task's suspend hold, never its spec (api/hold.ts). */
+async function hold(res: ServerResponse, ctx: RouteContext, ns: string, name: string, suspended: boolean) {
+  const outcome = await ctx.source.setHold(ns, name, { suspended, by: ctx.who });
+  if (outcome.ok) return json(res, 200, { suspended, by: ctx.who });
   json(res, outcome.status, { error: outcome.message });
 }
 

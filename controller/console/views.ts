@@ -6,6 +6,8 @@ import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
 import type { SpecTask } from '../sources/local/spec-files.ts';
 import { DEFAULT_MAX_FIX_EPISODES } from '../api/gates.ts';
+import type { SuspendHold } from '../api/hold.ts';
+import { AgentTriggerStatusSchema, TRIGGER_LABEL } from '../api/agent-trigger.ts';
 
 export interface TaskRow {
   key: string;
@@ -24,6 +26,13 @@ export interface TaskRow {
   maxCostUSD?: number;
   lastProgressAt?: string;
   runningEpisode?: number;
+  /** The pull request its trigger opened (status.pullRequests of the episodic.dev/trigger label's trigger). */
+  pullRequest?: PullRequestLink;
+}
+
+export interface PullRequestLink {
+  number: number;
+  url: string;
 }
 
 export interface TaskDetail {
@@ -34,6 +43,9 @@ export interface TaskDetail {
   heldBy: string[];
   /** spec.steps[].gates' maxFixEpisodes by step and gate: names and numbers only, never the spec itself. */
   gateLimits?: GateLimits;
+  /** A person's suspend hold (api/hold.ts), and whether spec.suspend is set (which a hold cannot lift). */
+  hold?: SuspendHold;
+  specSuspend: boolean;
 }
 
 export type GateLimits = Record<string, Record<string, number>>;
@@ -81,7 +93,7 @@ export function identityOfSpec(task: SpecTask): TaskIdentity {
   };
 }
 
-export function taskRow(id: TaskIdentity, status: AgentTaskStatus): TaskRow {
+export function taskRow(id: TaskIdentity, status: AgentTaskStatus, pullRequest?: PullRequestLink): TaskRow {
   const granted = status.resume?.grantedEpisodes ?? 0;
   return {
     key: `${id.namespace}/${id.name}`,
@@ -100,7 +112,26 @@ export function taskRow(id: TaskIdentity, status: AgentTaskStatus): TaskRow {
     maxCostUSD: id.maxCostUSD,
     lastProgressAt: status.breaker?.lastProgressAt,
     runningEpisode: status.currentEpisode?.number,
+    pullRequest,
   };
+}
+
+const PullRequestsSchema = AgentTriggerStatusSchema.shape.pullRequests;
+
+/** The trigger that made the task, by its label: "namespace/name", in the task's namespace. */
+export function triggerKeyOf(id: { namespace: string; labels?: Record<string, string> }): string | undefined {
+  const trigger = id.labels?.[TRIGGER_LABEL];
+  return trigger ? `${id.namespace}/${trigger}` : undefined;
+}
+
+export function pullRequestsOf(triggerStatus: unknown): unknown {
+  return (triggerStatus as { pullRequests?: unknown } | undefined)?.pullRequests;
+}
+
+/** The task's entry in its trigger's status.pullRequests, read loosely (a cluster object is raw JSON). */
+export function pullRequestOf(triggerStatus: unknown, task: string): PullRequestLink | undefined {
+  const parsed = PullRequestsSchema.safeParse(pullRequestsOf(triggerStatus));
+  return parsed.success ? parsed.data?.[task] : undefined;
 }
 
 export type ConsoleEvent =
@@ -108,6 +139,7 @@ export type ConsoleEvent =
   | { type: 'log'; key: string; episode: number; size: number };
 
 export type ResumeOutcome = { ok: true; token: string } | { ok: false; status: number; message: string };
+export type ActionOutcome = { ok: true } | { ok: false; status: number; message: string };
 
 /** What the HTTP server reads from: the state dir locally, the informer cache on a cluster. */
 export interface ConsoleSource {
@@ -123,6 +155,8 @@ export interface ConsoleSource {
     req?: LogRequest,
   ): Promise<EpisodeLog>;
   resume(namespace: string, name: string, by: string, episodes?: number): Promise<ResumeOutcome>;
+  /** Suspend or Unsuspend: sets the task's suspend hold, never its spec. */
+  setHold(namespace: string, name: string, hold: SuspendHold): Promise<ActionOutcome>;
   subscribe(listener: (event: ConsoleEvent) => void): () => void;
   close(): Promise<void>;
 }

@@ -258,6 +258,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       stopRequested: this.stops.get(key),
       startToRetry: this.pendingStarts.get(key),
       resumeRequest: task.resumeRequest,
+      hold: task.hold,
       opsApplied: this.opsApplied.get(key),
       ...this.dependencies(task),
       capacity: !this.stopping && this.opts.executor.runningCount() + this.reserved < this.opts.maxConcurrent,

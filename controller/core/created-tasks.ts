@@ -4,6 +4,7 @@
 // ownerReference — so both modes run, show and delete it like any task. Its name is chosen by the caller
 // and deterministic, which makes create() idempotent: the same owner creating the same name again is a no-op.
 import { API_VERSION, KIND } from '../api/agent-task.ts';
+import { validNames } from './mailboxes.ts';
 
 /** Who may own created tasks, and the label that names the owner on each created task. */
 export const OWNER_LABELS = {
@@ -81,4 +82,63 @@ export function ownerOf(labels: Readonly<Record<string, string>> | undefined): C
     if (name) return { kind, name };
   }
   return undefined;
+}
+
+export type CreatedManifest = ReturnType<typeof createdManifest>;
+
+/**
+ * What both modes' stores do alike: the name check (a name becomes a file name and an API path, so "../x"
+ * or "a/b" never leaves the namespace), "exists" for the same owner and "taken" for another, and deletion
+ * of an owner's tasks only. A store says how a manifest is written, an owner read, a task listed and removed.
+ */
+export abstract class CreatedTaskStore implements CreatedTasks {
+  /** Writes the manifest unless a task of its name exists ("exists"); a store's own refusal is "taken". */
+  protected abstract write(owner: TaskOwner, manifest: CreatedManifest): Promise<CreateOutcome>;
+  /** The owner the existing task of that name names, if it names one. */
+  protected abstract ownerOfExisting(namespace: string, name: string): Promise<CreatedTask['owner'] | undefined>;
+  /** Removes a task; false when it was gone. */
+  protected abstract remove(namespace: string, name: string): Promise<boolean>;
+  abstract list(owner: TaskOwner): Promise<CreatedTask[]>;
+
+  /** Why this store may not give the name (locally: a task of the user's spec directory has it). */
+  protected refuse(_owner: TaskOwner, _name: string): string | undefined {
+    return undefined;
+  }
+
+  /** Called once after delete() or deleteByOwner() removed something. */
+  protected removed(): void {}
+
+  async create(
+    owner: TaskOwner,
+    name: string,
+    spec: Record<string, unknown>,
+    labels?: Record<string, string>,
+  ): Promise<CreateOutcome> {
+    if (!validNames(owner.namespace, name)) return taken(`${name}: not a lowercase RFC 1123 label`);
+    const refused = this.refuse(owner, name);
+    if (refused) return taken(`${name}: ${refused}`);
+    const written = await this.write(owner, createdManifest(owner, name, spec, labels));
+    if (written.result !== 'exists') return written;
+    const by = await this.ownerOfExisting(owner.namespace, name);
+    if (by?.kind === owner.kind && by.name === owner.name) return written;
+    return taken(`${name}: a task of that name exists and is not this owner's`);
+  }
+
+  async delete(owner: TaskOwner, name: string): Promise<boolean> {
+    const mine = validNames(owner.namespace, name) && (await this.list(owner)).some((t) => t.name === name);
+    const gone = mine && (await this.remove(owner.namespace, name));
+    if (gone) this.removed();
+    return gone;
+  }
+
+  async deleteByOwner(owner: TaskOwner): Promise<string[]> {
+    const mine = await this.list(owner);
+    for (const t of mine) await this.remove(t.namespace, t.name);
+    if (mine.length > 0) this.removed();
+    return mine.map((t) => t.name);
+  }
+}
+
+function taken(message: string): CreateOutcome {
+  return { result: 'taken', message };
 }

@@ -3,7 +3,9 @@
 // spec, and status is the controller's alone while people send too). A message's id is chosen by its sender
 // and deterministic for an agent's op ("FROM.EPISODE.INDEX"), so applying an episode's ops again after a
 // kill -9 does not deliver twice. Delivered messages are acknowledged (removed) once the episode that got
-// them has ended; until then they stay, so a crash never loses one.
+// them has ended; until then they stay, so a crash never loses one. A mailbox also keeps, per sending task,
+// the newest op message it took (SentMarks): ops applied again after their message was delivered and
+// acknowledged (a retried or restarted ApplyOps) find it there and send nothing.
 
 /** Messages a mailbox holds at most; a send past it is refused ("full"). */
 export const MAILBOX_MESSAGES_MAX = 32;
@@ -63,4 +65,61 @@ export function refusal(held: readonly Message[], message: Message): string | un
 
 export function oldestFirst(messages: Message[]): Message[] {
   return messages.sort((a, b) => (a.at === b.at ? a.id.localeCompare(b.id) : a.at < b.at ? -1 : 1));
+}
+
+/** Where an op message stands in its sender's sequence: the end of the episode that sent it, then its id. */
+export interface SentMark {
+  at: string;
+  episode: number;
+  index: number;
+}
+/** Sending task → the newest op message a mailbox took from it. */
+export type SentMarks = Record<string, SentMark>;
+
+/**
+ * An op message's mark: its id is FROM.EPISODE.INDEX and its time the end of that episode, the same each
+ * time the episode's ops are applied; a task made again under the name sends with later times. A person's
+ * message has none.
+ */
+function markOf(message: Message): SentMark | undefined {
+  if (!message.id.startsWith(`${message.from}.`)) return undefined;
+  const match = /^(\d{1,9})\.(\d{1,9})$/.exec(message.id.slice(message.from.length + 1));
+  return match ? { at: message.at, episode: Number(match[1]), index: Number(match[2]) } : undefined;
+}
+
+function notAfter(a: SentMark, b: SentMark): boolean {
+  if (a.at !== b.at) return a.at < b.at;
+  return a.episode < b.episode || (a.episode === b.episode && a.index <= b.index);
+}
+
+/**
+ * Whether the mailbox took this op message before (it may have been delivered and removed since): a
+ * sender's ops reach a mailbox in order, so its newest mark covers every message before it.
+ */
+export function sentBefore(marks: Readonly<SentMarks>, message: Message): boolean {
+  const mark = markOf(message);
+  const newest = marks[message.from];
+  return mark !== undefined && isMark(newest) && notAfter(mark, newest);
+}
+
+/** The marks once the mailbox took `message`; undefined when it is no op message (a person's). */
+export function markSent(marks: Readonly<SentMarks>, message: Message): SentMarks | undefined {
+  const mark = markOf(message);
+  return mark && { ...marks, [message.from]: mark };
+}
+
+/** A mailbox's marks as stored (a file, an annotation): anything else reads as none. */
+export function parseSentMarks(text: string | undefined): SentMarks {
+  try {
+    const parsed: unknown = JSON.parse(text ?? '{}');
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as SentMarks) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Marks are read back from a file or an annotation a person may edit. */
+function isMark(v: unknown): v is SentMark {
+  const m = v as SentMark | undefined;
+  return typeof m?.at === 'string' && Number.isInteger(m.episode) && Number.isInteger(m.index);
 }

@@ -1,6 +1,7 @@
 // The loop's part of agent ops: carrying out an ApplyOps action through the mode's OpsApplier, the Event
 // for ops refused there, and episodic_ops_total. Log lines name ops, never their payloads.
 import type { Logger } from 'pino';
+import { agentSecrets, redactOpText } from '../api/op-redaction.ts';
 import type { Op } from '../api/ops.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import type { Action, ObservedEpisode } from '../reconciler/reconcile.ts';
@@ -23,7 +24,7 @@ export async function performApplyOps<T extends DesiredTask>(
   }
   for (const r of outcome.rejected) ctx.metrics?.ops.inc({ namespace: task.namespace, op: r.op, result: 'rejected' });
   if (outcome.rejected.length === 0) return;
-  const words = outcome.rejected.map((r) => r.message).join('; ');
+  const words = redactOpText(outcome.rejected.map((r) => r.message).join('; '), agentSecrets(task.spec));
   const message = `episode ${action.episode}: ${outcome.rejected.length} ops rejected while applying: ${words}`;
   ctx.sink.event(task, 'Warning', 'OpsRejected', message.slice(0, 1000), { episode: action.episode });
 }

@@ -6,6 +6,7 @@ import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { Outputs } from '../api/outputs.ts';
 import type { Op } from '../api/ops.ts';
 import type { ResumeRequest } from '../api/resume.ts';
+import type { SuspendHold } from '../api/hold.ts';
 import type { CustomObject } from '../kube/objects.ts';
 import type { ObservedEpisode, StopReason } from '../reconciler/reconcile.ts';
 
@@ -26,6 +27,8 @@ export interface DesiredTask {
   deleting: boolean;
   /** A person's latest resume request (cluster: annotations; local: the state dir's request file). */
   resumeRequest?: ResumeRequest;
+  /** A person's suspend hold (cluster: annotations; local: the state dir's hold file). */
+  hold?: SuspendHold;
   /** metadata.labels: AgentBudget selectors match them. */
   labels?: Readonly<Record<string, string>>;
   /** Placeholders the loop adds to the prompt of the episode it starts ({{children}}, {{messages}}). */

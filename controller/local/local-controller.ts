@@ -17,6 +17,7 @@ import type { StoredStatus } from '../sinks/local/file-status.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { SpecDirSource } from '../sources/local/spec-dir-source.ts';
 import { ResumeRequestPoller } from '../sources/local/resume-requests.ts';
+import { HoldPoller } from '../sources/local/hold-files.ts';
 import type { LocalTask } from '../sources/local/spec-dir-source.ts';
 import { LocalCreatedTasks, withCreatedTasks } from '../sources/local/created-tasks.ts';
 import { LocalOpsApplier } from '../ops/local-ops.ts';
@@ -55,6 +56,7 @@ export class LocalController {
   private loop: Controller<LocalTask> | undefined;
   private started = false;
   private readonly requests: ResumeRequestPoller;
+  private readonly holds: HoldPoller;
   /** Tasks the system creates (spawned children, triggers' tasks): read with the user's specs. */
   readonly created: LocalCreatedTasks;
   readonly mailboxes: LocalMailboxes;
@@ -82,6 +84,11 @@ export class LocalController {
       (key, request) => this.source.setResumeRequest(key, request),
       (message) => opts.logger.error(message),
     );
+    this.holds = new HoldPoller(
+      opts.stateDir,
+      (key, hold) => this.source.setHold(key, hold),
+      (message) => opts.logger.error(message),
+    );
   }
 
   /** The spawn and send ops' handlers over this controller's created tasks and mailboxes. */
@@ -91,6 +98,7 @@ export class LocalController {
       mailboxes: this.mailboxes,
       ownerOf: (t) => ({ kind: 'AgentTask', namespace: t.namespace, name: t.name, file: t.file }),
       taskExists: (namespace, name) => this.source.get(`${namespace}/${name}`) !== undefined,
+      status: (t) => this.sink.read(t),
       clock: this.opts.clock ?? systemClock,
     };
     return { spawn: spawnHandler(deps), send: sendHandler(deps) };
@@ -150,7 +158,10 @@ export class LocalController {
   /** New desired state; the first call starts the loop. */
   setSpecs(loaded: LoadedSpecs): void {
     const loop = this.requireLoop();
-    if (!this.started) this.requests.scan(); // requests made while no controller ran
+    if (!this.started) {
+      this.requests.scan(); // requests and holds made while no controller ran
+      this.holds.scan();
+    }
     this.budgets.set(loaded);
     this.userSpecs = loaded;
     this.source.set(withCreatedTasks(loaded, this.opts.stateDir));
@@ -159,12 +170,14 @@ export class LocalController {
     this.mailboxWatch.start();
     loop.start();
     this.requests.start(REQUEST_POLL_MS);
+    this.holds.start(REQUEST_POLL_MS);
   }
 
   /** Stop starting episodes, stop running ones and wait until their ends are recorded. */
   async shutdown(): Promise<void> {
     this.requests.stop();
     this.mailboxWatch.stop();
+    this.holds.stop();
     await this.loop?.shutdown();
   }
 
@@ -199,6 +212,7 @@ export class LocalController {
   async abandon(): Promise<void> {
     this.requests.stop();
     this.mailboxWatch.stop();
+    this.holds.stop();
     const loop = this.requireLoop();
     this.executor?.cancelAll();
     while ((this.executor?.runningCount() ?? 0) > 0) await loop.nextChange();

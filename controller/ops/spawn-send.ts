@@ -2,23 +2,18 @@
 // CreatedTasks and Mailboxes (the OpsApplier hands it an episode's ops of its kind). Both are idempotent per
 // (task, episode): a child has a deterministic name and a message a deterministic id, so ops applied again
 // after a kill -9 make nothing twice. An op that may not apply is rejected with a message, never thrown.
-import type { Op, OpOf } from '../api/ops.ts';
+import type { AgentTaskStatus } from '../api/agent-task.ts';
+import type { OpOf } from '../api/ops.ts';
 import type { Clock } from '../core/clock.ts';
 import type { CreatedTasks, TaskOwner } from '../core/created-tasks.ts';
 import type { Mailboxes } from '../core/mailboxes.ts';
-import type { DesiredTask } from '../core/ports.ts';
+import type { AppliedOps, DesiredTask } from '../core/ports.ts';
 import { planChild } from '../reconciler/spawn.ts';
 
-export interface Rejection {
-  op: Op['op'];
-  message: string;
-}
-/** The shape of an OpsApplier's handler for one kind of op. */
-export type OpHandler<T extends DesiredTask> = (
-  task: T,
-  episode: number,
-  ops: readonly Op[],
-) => Promise<{ rejected: Rejection[] }>;
+import type { OpHandler } from './ops-applier.ts';
+
+export type { OpHandler } from './ops-applier.ts';
+type Rejection = AppliedOps['rejected'][number];
 
 export interface SpawnSendDeps<T extends DesiredTask> {
   created: CreatedTasks;
@@ -27,6 +22,8 @@ export interface SpawnSendDeps<T extends DesiredTask> {
   ownerOf(task: T): TaskOwner;
   /** Whether a task of that name exists in the namespace: a message to no task is refused. */
   taskExists(namespace: string, name: string): boolean;
+  /** The task's status as the loop last wrote it: a message's time is the end of the episode sending it. */
+  status?(task: T): AgentTaskStatus | undefined;
   clock: Clock;
 }
 
@@ -50,11 +47,15 @@ export function spawnHandler<T extends DesiredTask>(deps: SpawnSendDeps<T>): OpH
   };
 }
 
-/** Message ids: FROM.EPISODE.INDEX (the index among the episode's sends). */
+/**
+ * Message ids: FROM.EPISODE.INDEX (the index among the episode's sends); their time the episode's end, so
+ * ops applied again make the same message, which the target's mailbox knows even once it was delivered.
+ */
 export function sendHandler<T extends DesiredTask>(deps: SpawnSendDeps<T>): OpHandler<T> {
   return async (task, episode, ops) => {
     const rejected: Rejection[] = [];
-    const at = deps.clock.now().toISOString();
+    const last = deps.status?.(task)?.lastEpisode;
+    const at = (last?.number === episode && last.finishedAt) || deps.clock.now().toISOString();
     for (const [index, op] of ops.filter((o): o is OpOf<'send'> => o.op === 'send').entries()) {
       if (!deps.taskExists(task.namespace, op.to)) {
         rejected.push({ op: 'send', message: `send to ${op.to}: no such task in namespace ${task.namespace}` });

@@ -6,6 +6,7 @@
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { isTerminal } from '../api/agent-task.ts';
 import { clip, EPISODE_MESSAGE_MAX, SLEEP_SECONDS_MAX, STACK_DEPTH_MAX } from '../api/bounds.ts';
+import { agentSecrets, redactOpText } from '../api/op-redaction.ts';
 import { rejectionWords } from '../api/ops.ts';
 import type { Frame, Op, OpOf, RejectedOp } from '../api/ops.ts';
 import { stackStatus } from './stack.ts';
@@ -30,10 +31,12 @@ export function applyEpisodeOps(
   const external = ops.filter((o) => EXTERNAL.has(o.op));
   if (external.length > 0) next = { ...next, pendingOps: { episode: ended.number, ops: external } };
   if (ops.length === 0 && rejected.length === 0) return { status: next, events };
+  const secrets = agentSecrets(spec);
+  const words = (text: string) => redactOpText(text, secrets);
   const last = next.lastEpisode && {
     ...next.lastEpisode,
-    ...(ops.length > 0 ? { ops: ops.map(opWords) } : {}),
-    ...(rejected.length > 0 ? { opsRejected: clip(rejectionWords(rejected), EPISODE_MESSAGE_MAX) } : {}),
+    ...(ops.length > 0 ? { ops: ops.map((o) => words(opWords(o))) } : {}),
+    ...(rejected.length > 0 ? { opsRejected: clip(words(rejectionWords(rejected)), EPISODE_MESSAGE_MAX) } : {}),
   };
   if (rejected.length > 0) {
     const n = rejected.length;

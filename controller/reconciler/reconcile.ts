@@ -17,6 +17,7 @@ import { adoptUnknownEpisode, endedEpisode } from './record-episode.ts';
 import { applyEpisodeOps, opsToApply, settleOps } from './ops.ts';
 import { applyResume, resumeOnReopen, superviseReview } from './resume.ts';
 import { recordScoped, skipStep } from './skip-scope.ts';
+import { auditHold, suspendedBecause } from './suspend.ts';
 import { syncStack } from './stack.ts';
 import {
   advanceStep,
@@ -67,6 +68,9 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     status = withReviewFacts(status, given.episode ?? ended, ended.number);
   }
 
+  const held = auditHold(status, input.hold, input.spec?.suspend ?? false, input.now);
+  status = held.status;
+  events.push(...held.events);
   const decided = decide(status, input);
   status = syncStack(decided.status, input.spec);
   const applyOps = opsToApply(status, input);
@@ -168,8 +172,9 @@ function decideBySpec(prev: AgentTaskStatus, input: ReconcileInput): Decision {
     const message = `invalid spec: ${input.specError ?? 'unknown error'}`;
     return { status: withPhase(prev, 'Failed', 'InvalidSpec', message), actions: stopRunning(prev, 'cancelled') };
   }
-  if (spec.suspend) {
-    const message = running ? `stopping episode ${running.number}: task suspended` : 'task is suspended';
+  const suspended = suspendedBecause(spec, input.hold);
+  if (suspended) {
+    const message = running ? `stopping episode ${running.number}: task ${suspended}` : `task is ${suspended}`;
     return { status: withPhase(prev, 'Suspended', 'Suspended', message), actions: stopRunning(prev, 'cancelled') };
   }
   // A person's resume request, or an auto-resume that is due, re-opens a NeedsReview task (resume.ts).

@@ -232,7 +232,7 @@ function resumeOf(status: AgentTaskStatus): ResumeStatus {
   return status.resume ?? ResumeStatusSchema.parse({});
 }
 
-function audit(status: AgentTaskStatus, entry: AuditEntry): AgentTaskStatus {
+export function audit(status: AgentTaskStatus, entry: AuditEntry): AgentTaskStatus {
   const bounded = {
     ...entry,
     message: clip(entry.message, EPISODE_MESSAGE_MAX),

@@ -89,7 +89,7 @@ function childWorkspace(
   const joined = posix.normalize(posix.join(parent, sub));
   const inside =
     !posix.isAbsolute(sub) && !sub.split('/').includes('..') && joined.startsWith(`${posix.normalize(parent)}/`);
-  return inside ? joined : { refused: `workspace ${clip(sub, 60)} leads out of the parent's workspace` };
+  return inside ? joined : { refused: "the workspace asked for leads out of the parent's workspace" };
 }
 
 /** The parent's agent; the op may name another command and add env (the episode runs where the parent's does). */

@@ -4,6 +4,7 @@ import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import type { Op } from '../api/ops.ts';
 import type { ResumeRequest } from '../api/resume.ts';
+import type { SuspendHold } from '../api/hold.ts';
 import type { BudgetFacts } from './budget.ts';
 import type { DependencyFact } from './dependencies.ts';
 import type { SpawnFacts } from './spawn-decide.ts';
@@ -63,6 +64,8 @@ export interface ReconcileInput {
   globalBudget?: { limitUSD: number; othersSpentUSD: number };
   /** A person's request to resume the task (an annotation, a local request file); handled once per token. */
   resumeRequest?: ResumeRequest;
+  /** A person's suspend hold (an annotation, a local state file): suspended like spec.suspend (suspend.ts). */
+  hold?: SuspendHold;
   /** The AgentBudgets that select this task (controller/core/budget-book.ts gathers them). */
   budgets?: readonly BudgetFacts[];
   /** Agent ops: the newest episode whose ApplyOps this controller carried out (in memory; lost on a restart). */

@@ -4,7 +4,8 @@
 // without one) that starts with "@op " appends the rest of the line to $EPISODIC_OPS. "@exit N" exits with N;
 // "@raw TEXT" appends TEXT to $EPISODIC_OPS as it is (hostile input); "@touch FILE" creates FILE; "@wait FILE"
 // waits until FILE exists; "@flood N" appends N KiB of hostile lines; "@cost USD" is the run's reported cost
-// (default 0.01). OPS_AGENT_RECORD=file gets one JSON line per run: {episode, prompt}. Prints one
+// (default 0.01). In @op and @raw lines ${NAME} becomes the value of env NAME (how an agent copies a secret it
+// was given into an op). OPS_AGENT_RECORD=file gets one JSON line per run: {episode, prompt}. Prints one
 // line of text (OPS_AGENT_CLAUDE=1: a Claude stream-json result line) and exits 0 otherwise.
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -29,8 +30,9 @@ let exitCode = 0;
 let costUSD = 0.01;
 for (const line of lines.slice(taskAt + 1)) {
   const text = line.trim();
-  if (text.startsWith('@op ')) appendFileSync(process.env.EPISODIC_OPS, `${text.slice(4)}\n`);
-  else if (text.startsWith('@raw ')) appendFileSync(process.env.EPISODIC_OPS, `${text.slice(5)}\n`);
+  const fromEnv = (s) => s.replace(/\$\{([A-Z_][A-Z0-9_]*)\}/g, (_, name) => process.env[name] ?? '');
+  if (text.startsWith('@op ')) appendFileSync(process.env.EPISODIC_OPS, `${fromEnv(text.slice(4))}\n`);
+  else if (text.startsWith('@raw ')) appendFileSync(process.env.EPISODIC_OPS, `${fromEnv(text.slice(5))}\n`);
   else if (text.startsWith('@exit ')) exitCode = Number(text.slice(6));
   else if (text.startsWith('@cost ')) costUSD = Number(text.slice(6));
   else if (text.startsWith('@touch ')) writeFileSync(text.slice(7), '');

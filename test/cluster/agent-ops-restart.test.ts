@@ -3,53 +3,24 @@
 // the push and the set once (ConfigMap marker, stack depth) and the task goes on to StackEmpty.
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
-import type { Cluster } from '../support/cluster.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
-import {
-  agentTaskManifest,
-  clusterWithCrd,
-  createNamespace,
-  FakeKubelet,
-  NODE,
-  startControllerProcess,
-  testClient,
-  waitForPod,
-  waitForTask,
-} from '../support/kubelet.ts';
-import type { ControllerProcess } from '../support/kubelet.ts';
+import { withControllerProcesses } from '../support/controller-processes.ts';
+import type { ProcessFixture } from '../support/controller-processes.ts';
+import { agentTaskManifest, type FakeKubelet, NODE, waitForPod, waitForTask } from '../support/kubelet.ts';
 
 const OPS_AGENT = path.resolve(import.meta.dirname, '../agents/ops-agent.mjs');
 const op = (v: unknown) => `@op ${JSON.stringify(v)}`;
 
 describe('cluster controller: agent ops across a kill -9', { skip: skipCluster, timeout: 120_000 }, () => {
-  let cluster: Cluster;
-  let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;
-  const running: ControllerProcess[] = [];
-
-  before(
-    async () => {
-      cluster = await clusterWithCrd();
-      ns = await createNamespace('ctl-ops-kill');
-      client = await testClient(cluster);
-      kubelet = new FakeKubelet(client);
-    },
-    { timeout: 90 * 60_000 },
-  );
-  after(async () => {
-    await Promise.all(running.map((p) => p.kill()));
-    client?.close();
-  });
+  let start: ProcessFixture['start'];
+  let ns: string;
+  withControllerProcesses('ctl-ops-kill', (f) => ({ ns, client, kubelet, start } = f));
 
   it('ops of a pod that ended while no controller ran are applied once by the next one', async () => {
-    const start = async () => {
-      const p = await startControllerProcess(cluster, ['--namespace', ns]);
-      running.push(p);
-      return p;
-    };
     const first = await start();
     const plan = ['plan', op({ op: 'push', frames: ['after: {{bb.k}}'] }), op({ op: 'set', key: 'k', value: 'v1' })];
     const spec = {

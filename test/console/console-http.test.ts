@@ -3,6 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { runCli, specDir, startCli } from '../support/local.ts';
 import { startConsoleCli } from '../support/browser.ts';
 import { waitFor } from '../support/wait.ts';
@@ -64,6 +66,17 @@ test('console http: no secret env value or token in any page, asset or API answe
     assert.equal((await get(resume, crossSite, 'POST', '{}')).status, 403, 'foreign origin');
     const ok = await get(resume, { 'X-Episodic-Console': '1', Origin: server.url }, 'POST', '{}');
     assert.equal(ok.status, 200, ok.body);
+    const suspend = `${server.url}/api/tasks/default/holder/suspend`;
+    assert.equal((await get(suspend, {}, 'POST', '{}')).status, 403, 'suspend: no custom header');
+    assert.equal((await get(suspend, crossSite, 'POST', '{}')).status, 403, 'suspend: foreign origin');
+    const sameSite = { 'X-Episodic-Console': '1', 'Sec-Fetch-Site': 'same-site' };
+    assert.equal((await get(suspend, sameSite, 'POST', '{}')).status, 403, 'suspend: another site of ours');
+    assert.ok(!existsSync(join(dir, '.episodic/suspend/default/holder.json')), 'no refused request set a hold');
+    const held = await get(suspend, { 'X-Episodic-Console': '1', Origin: server.url }, 'POST', '{}');
+    assert.equal(held.status, 200, held.body);
+    assert.equal(JSON.parse(readFileSync(join(dir, '.episodic/suspend/default/holder.json'), 'utf8')).suspended, true);
+    const unknown = `${server.url}/api/tasks/default/nobody/unsuspend`;
+    assert.equal((await get(unknown, { 'X-Episodic-Console': '1' }, 'POST', '{}')).status, 404);
   } finally {
     server.child.kill('SIGINT');
     await server.exited;
@@ -91,6 +104,10 @@ test('console http: beyond localhost it refuses to start without a token, in one
     assert.equal(login.status, 303);
     const cookie = String((login.headers['set-cookie'] as string[])[0]).split(';')[0] as string;
     assert.equal((await get(`${url}/api/tasks`, { Cookie: cookie })).status, 200);
+    const suspend = `${url}/api/tasks/default/one/suspend`;
+    const action = { 'X-Episodic-Console': '1' };
+    assert.equal((await get(suspend, action, 'POST', '{}')).status, 401, 'an action needs the token too');
+    assert.equal((await get(suspend, { ...action, Authorization: `Bearer ${token}` }, 'POST', '{}')).status, 200);
     assert.ok(!(await get(`${url}/assets/app.js`, { Cookie: cookie })).body.includes(token));
   } finally {
     cli.child.kill('SIGINT');

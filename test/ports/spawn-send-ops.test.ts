@@ -129,6 +129,29 @@ for (const impl of [
       );
     });
 
+    it('a message delivered and acknowledged is not sent again when its ops apply again; a new task of that name sends anew', async () => {
+      const ended = { number: 4, finishedAt: '2026-11-25T11:00:00.000Z' };
+      const sender = task(s.namespace, 'teller');
+      const again = { ...deps, status: () => ({ lastEpisode: ended }) as never };
+      const ops = parseOps(lines({ op: 'send', to: 'reviewer', message: 'once' })).ops;
+      const inbox = async () => (await s.mailboxes.read(s.namespace, 'reviewer')).filter((m) => m.from === 'teller');
+      assert.deepEqual(await sendHandler(again)(sender, 4, ops), { rejected: [] });
+      const [sent] = await inbox();
+      assert.deepEqual([sent?.id, sent?.at], ['teller.4.0', ended.finishedAt], 'its time is the episode’s end');
+      await s.mailboxes.ack(s.namespace, 'reviewer', ['teller.4.0']);
+      assert.deepEqual(await sendHandler(again)(sender, 4, ops), { rejected: [] }, 'a retry, or after a kill -9');
+      assert.deepEqual(await inbox(), [], 'not delivered twice');
+      const remade = {
+        ...deps,
+        status: () => ({ lastEpisode: { number: 1, finishedAt: '2026-11-25T11:30:00.000Z' } }) as never,
+      };
+      await sendHandler(remade)(sender, 1, ops);
+      assert.deepEqual(
+        (await inbox()).map((m) => m.id),
+        ['teller.1.0'],
+      );
+    });
+
     it('a hostile agent: every escape is rejected with a message, nothing leaves its bounds', async () => {
       const evil = task(s.namespace, 'evil', { limits: { maxEpisodes: 5, maxCostUSD: 1, maxChildren: 3 } });
       const secret = 'sk-ant-SECRET-TOKEN-1234';

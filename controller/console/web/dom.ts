@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 // DOM helpers for the console page. Every string becomes a text node (textContent): nothing an agent wrote
-// is ever parsed as HTML. Links are built only for our own routes (#/...), never from data.
+// is ever parsed as HTML. Links are built for our own routes (#/...) and, from data, only for http(s) URLs.
 
 type Child = Node | string | number | undefined | null | false;
 type Props = {
@@ -21,6 +21,23 @@ export function h(tag: string, props: Props = {}, ...children: Child[]): HTMLEle
   for (const [k, v] of Object.entries(props.data ?? {})) el.dataset[k] = v;
   append(el, children);
   return el;
+}
+
+/** A link out of the console only for an http(s) URL; anything else (javascript:, data:) is shown as text. */
+export function externalLink(url: string, text: string, testid: string): HTMLElement {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed?.protocol !== 'http:' && parsed?.protocol !== 'https:')
+    return h('span', { title: url, data: { testid } }, text);
+  const a = h('a', { title: url, data: { testid } }, text) as HTMLAnchorElement;
+  a.href = parsed.href;
+  a.rel = 'noopener noreferrer';
+  a.target = '_blank';
+  return a;
 }
 
 export function append(el: Element, children: Child[]): void {

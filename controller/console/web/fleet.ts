@@ -1,5 +1,5 @@
 // The Fleet page: a row per task, what needs a person first, filtered and paginated so 10,000 tasks stay quick.
-import { ago, h, usd } from './dom.ts';
+import { ago, externalLink, h, usd } from './dom.ts';
 import type { TaskRow } from './types.ts';
 
 const PAGE = 100;
@@ -82,6 +82,7 @@ function header(): HTMLElement {
     'Breaker',
     'Cost / cap',
     'Last progress',
+    'PR',
     'Message',
   ];
   return h('thead', {}, h('tr', {}, ...cols.map((c) => h('th', {}, c))));
@@ -101,6 +102,7 @@ function rowElement(r: TaskRow): HTMLElement {
     h('td', { className: `breaker-${r.breaker ?? 'none'}` }, r.breaker ?? ''),
     h('td', { data: { testid: 'cost' } }, `${usd(r.costUSD)}${r.maxCostUSD ? ` / ${usd(r.maxCostUSD)}` : ''}`),
     h('td', {}, ago(r.lastProgressAt)),
+    h('td', {}, r.pullRequest ? externalLink(r.pullRequest.url, `#${r.pullRequest.number}`, 'pr') : ''),
     h('td', { className: 'msg' }, r.message ?? ''),
   );
 }

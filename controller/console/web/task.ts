@@ -1,8 +1,9 @@
 // The Task page: episodes on a timeline coloured by outcome, cumulative cost against the cap, the selected
-// episode's evidence and log (the running one followed live), the breaker, the audit trail, and Resume.
+// episode's evidence and log (the running one followed live), the breaker, the audit trail, Resume and Suspend.
 import type { EpisodeRecord } from '../../api/episode-record.ts';
-import { api, append, h, seconds, usd } from './dom.ts';
+import { api, append, externalLink, h, seconds, usd } from './dom.ts';
 import { episodeExtras, outputs, review, stack, steps } from './pipeline.ts';
+import { holdControls } from './hold.ts';
 import type { TaskDetail } from './types.ts';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -15,6 +16,7 @@ export class TaskPage {
   /** The log as its bytes are, not rendered: a person's choice, kept across episodes. */
   private raw = false;
   private logLoading = false;
+  private actionResult = '';
   /** The selected log was not there yet (404): the next log event fetches it. A streamed log is never re-read. */
   private logMissing = false;
   private logAbort: AbortController | undefined;
@@ -33,6 +35,12 @@ export class TaskPage {
 
   private get base(): string {
     return `/api/tasks/${encodeURIComponent(this.namespace)}/${encodeURIComponent(this.name)}`;
+  }
+
+  /** What the last action answered: kept across the re-renders live updates cause. */
+  private report(text: string): void {
+    this.actionResult = text;
+    this.root.querySelector('[data-testid="action-result"]')?.replaceChildren(text);
   }
 
   async refresh(): Promise<void> {
@@ -144,6 +152,8 @@ export class TaskPage {
           `episodes ${r.episodes}${r.maxEpisodes ? ` / ${r.maxEpisodes}` : ''} · cost ${usd(r.costUSD)}${r.maxCostUSD ? ` / ${usd(r.maxCostUSD)}` : ''}`,
           r.progress ? ` · progress ${r.progress}` : '',
           r.step ? ` · step ${r.step}` : '',
+          r.pullRequest ? ' · pull request ' : '',
+          r.pullRequest ? externalLink(r.pullRequest.url, `#${r.pullRequest.number}`, 'pr') : null,
         ),
         h(
           'p',
@@ -153,7 +163,8 @@ export class TaskPage {
         ),
         d.heldBy.length ? h('p', {}, `held by budgets: ${d.heldBy.join(', ')}`) : null,
         r.phase === 'NeedsReview' ? this.resumeButton() : null,
-        h('p', { data: { testid: 'action-result' } }),
+        holdControls(d, this.base, (text) => this.report(text)),
+        h('p', { data: { testid: 'action-result' } }, this.actionResult),
       ),
       ...[review(d), steps(d), outputs(d), stack(d)].filter((x) => x !== null),
       h('section', {}, h('h3', {}, 'Episodes'), this.timeline(d), costChart(d.episodes, r.maxCostUSD)),
@@ -256,16 +267,15 @@ export class TaskPage {
   }
 
   private async resume(): Promise<void> {
-    const out = this.root.querySelector('[data-testid="action-result"]');
     try {
       const res = await api<{ token: string; by: string }>(`${this.base}/resume`, {
         method: 'POST',
         body: '{}',
         headers: { 'Content-Type': 'application/json' },
       });
-      out?.replaceChildren(`resume requested by ${res.by} (token ${res.token})`);
+      this.report(`resume requested by ${res.by} (token ${res.token})`);
     } catch (err) {
-      out?.replaceChildren(`resume refused: ${(err as Error).message}`);
+      this.report(`resume refused: ${(err as Error).message}`);
     }
   }
 }

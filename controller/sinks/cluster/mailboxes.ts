@@ -2,17 +2,19 @@
 // value the message as JSON. Never spec (people own it) nor status (the controller writes it whole, and a
 // person's `episodic send --kubeconfig` must not race it). A send is a merge patch guarded by the
 // ConfigMap's resourceVersion, so the bound holds under concurrent senders (a conflict reads and tries again).
-import { oldestFirst, refusal, validNames } from '../../core/mailboxes.ts';
-import type { Mailboxes, Message, SendOutcome } from '../../core/mailboxes.ts';
+// The mailbox's SentMarks live in annotation episodic.dev/sent, changed in the same patch as the message.
+import { markSent, oldestFirst, parseSentMarks, refusal, sentBefore, validNames } from '../../core/mailboxes.ts';
+import type { Mailboxes, Message, SendOutcome, SentMarks } from '../../core/mailboxes.ts';
 import { isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 import { TASK_LABEL } from '../../cluster/names.ts';
 
 export const MAILBOX_LABEL = 'episodic.dev/mailbox';
+export const SENT_ANNOTATION = 'episodic.dev/sent';
 const CONFLICT_TRIES = 5;
 
 interface ConfigMap {
-  metadata: { name: string; resourceVersion?: string };
+  metadata: { name: string; resourceVersion?: string; annotations?: Record<string, string> };
   data?: Record<string, string>;
 }
 
@@ -31,15 +33,18 @@ export class KubeMailboxes implements Mailboxes {
     if (!validNames(namespace, to)) return { result: 'refused', message: `${to.slice(0, 70)}: not a task name` };
     for (let attempt = 1; ; attempt++) {
       const cm = await this.get(namespace, to);
-      if (cm?.data?.[message.id] !== undefined) return { result: 'exists' };
+      const marks = marksOf(cm);
+      if (cm?.data?.[message.id] !== undefined || sentBefore(marks, message)) return { result: 'exists' };
       const why = refusal(messagesOf(cm), message);
       if (why) return { result: 'refused', message: why };
       const value = JSON.stringify({ from: message.from, at: message.at, text: message.text });
+      const marked = markSent(marks, message);
+      const annotations = marked ? { [SENT_ANNOTATION]: JSON.stringify(marked) } : undefined;
       try {
-        if (!cm) await this.create(namespace, to, { [message.id]: value });
+        if (!cm) await this.create(namespace, to, { [message.id]: value }, annotations);
         else {
-          const body = { metadata: { resourceVersion: cm.metadata.resourceVersion }, data: { [message.id]: value } };
-          await this.client.mergePatch(path(namespace, to), body, 'work');
+          const metadata = { resourceVersion: cm.metadata.resourceVersion, ...(annotations ? { annotations } : {}) };
+          await this.client.mergePatch(path(namespace, to), { metadata, data: { [message.id]: value } }, 'work');
         }
         return { result: 'sent' };
       } catch (err) {
@@ -81,12 +86,17 @@ export class KubeMailboxes implements Mailboxes {
     }
   }
 
-  private async create(namespace: string, task: string, data: Record<string, string>): Promise<void> {
+  private async create(
+    namespace: string,
+    task: string,
+    data: Record<string, string>,
+    annotations?: Record<string, string>,
+  ): Promise<void> {
     const labels = { [MAILBOX_LABEL]: 'true', [TASK_LABEL]: task };
     const body = {
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: { name: mailboxName(task), namespace, labels },
+      metadata: { name: mailboxName(task), namespace, labels, ...(annotations ? { annotations } : {}) },
       data,
     };
     await this.client.create(`/api/v1/namespaces/${namespace}/configmaps`, body, 'work');
@@ -106,4 +116,8 @@ function messagesOf(cm: ConfigMap | undefined): Message[] {
       return [];
     }
   });
+}
+
+function marksOf(cm: ConfigMap | undefined): SentMarks {
+  return parseSentMarks(cm?.metadata.annotations?.[SENT_ANNOTATION]);
 }

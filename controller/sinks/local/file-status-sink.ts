@@ -8,6 +8,7 @@ import type { EpisodeRecord } from '../../api/episode-record.ts';
 import type { StoreFullError } from '../../core/ports.ts';
 import type { SpecFileTask, StatusSink } from '../../core/ports.ts';
 import { resumeRequestPath } from '../../sources/local/resume-requests.ts';
+import { holdPath } from '../../sources/local/hold-files.ts';
 import { logEvent } from '../event-log.ts';
 import { appendRecord, episodesPath, keepDeletedTaskLogs, recoverRecords } from './episode-records.ts';
 import { FileStatusStore, storeFullError } from './file-status.ts';
@@ -131,7 +132,7 @@ export class FileStatusSink implements StatusSink<SpecFileTask> {
   }
 
   /**
-   * The spec is gone and nothing of the task runs: its status (and a pending resume request) goes, as an
+   * The spec is gone and nothing of the task runs: its status (and a pending resume request or suspend hold) goes, as an
    * AgentTask's does on a cluster, so `get` and a task created again under the name start afresh. Its
    * episode logs and records are kept (see deletedTaskDir).
    */
@@ -140,6 +141,7 @@ export class FileStatusSink implements StatusSink<SpecFileTask> {
     try {
       const kept = keepDeletedTaskLogs(this.stateDir, task.namespace, task.name, new Date());
       await rm(resumeRequestPath(this.stateDir, task.namespace, task.name), { force: true });
+      await rm(holdPath(this.stateDir, task.namespace, task.name), { force: true });
       await rm(this.store.pathFor(task.namespace, task.name), { force: true });
       this.records.delete(task.key);
       this.logger.info({ ...fields, ...(kept ? { kept } : {}) }, 'spec deleted: status removed, episode logs kept');

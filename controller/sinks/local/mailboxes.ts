@@ -1,12 +1,34 @@
 // Local mailboxes: STATE/mailboxes/NAMESPACE/TASK/ID.json, one file per message, each made by a hard link of
 // a finished temporary file (whole or absent; an id again is not a second message). A person's `episodic
 // send` and the controller write at once without a lock; the bound is checked before the link, so two
-// senders racing may pass it by one message each (documented).
+// senders racing may pass it by one message each (documented). DIR/.marks holds the mailbox's SentMarks,
+// written right after the message in the same turn (no other pass runs between; a crash between the two
+// leaves the message, which is "exists" too).
 import { randomUUID } from 'node:crypto';
-import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
-import { MESSAGE_ID, oldestFirst, refusal, validNames } from '../../core/mailboxes.ts';
-import type { Mailboxes, Message, SendOutcome } from '../../core/mailboxes.ts';
+import {
+  MESSAGE_ID,
+  markSent,
+  oldestFirst,
+  parseSentMarks,
+  refusal,
+  sentBefore,
+  validNames,
+} from '../../core/mailboxes.ts';
+import type { Mailboxes, Message, SendOutcome, SentMarks } from '../../core/mailboxes.ts';
+
+const MARKS = '.marks';
 
 export class LocalMailboxes implements Mailboxes {
   private readonly root: string;
@@ -20,6 +42,8 @@ export class LocalMailboxes implements Mailboxes {
     const dir = this.dir(namespace, to);
     const file = join(dir, `${message.id}.json`);
     if (MESSAGE_ID.test(message.id) && existsSync(file)) return { result: 'exists' };
+    const marks = readMarks(dir);
+    if (sentBefore(marks, message)) return { result: 'exists' };
     const why = refusal(await this.read(namespace, to), message);
     if (why) return { result: 'refused', message: why };
     mkdirSync(dir, { recursive: true });
@@ -33,6 +57,8 @@ export class LocalMailboxes implements Mailboxes {
     } finally {
       unlinkSync(temp);
     }
+    const marked = markSent(marks, message);
+    if (marked) writeAtomically(join(dir, MARKS), JSON.stringify(marked));
     return { result: 'sent' };
   }
 
@@ -65,4 +91,15 @@ export class LocalMailboxes implements Mailboxes {
   private dir(namespace: string, task: string): string {
     return join(this.root, namespace, task);
   }
+}
+
+function readMarks(dir: string): SentMarks {
+  const file = join(dir, MARKS);
+  return parseSentMarks(existsSync(file) ? readFileSync(file, 'utf8') : undefined);
+}
+
+function writeAtomically(file: string, text: string): void {
+  const temp = `${file}.${randomUUID()}.tmp`;
+  writeFileSync(temp, text, { flush: true });
+  renameSync(temp, file);
 }

@@ -9,6 +9,7 @@ import {
   RESUME_EPISODES_ANNOTATION,
 } from '../../api/resume.ts';
 import type { ResumeRequest } from '../../api/resume.ts';
+import { holdOfAnnotations } from '../../api/hold.ts';
 import { clusterSpec } from '../../cluster/episode-defaults.ts';
 import { taskPath } from '../../cluster/names.ts';
 import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
@@ -96,6 +97,7 @@ export class AgentTaskSource implements TaskSource<ClusterTask> {
       dependsOn: spec?.dependsOn ?? (Array.isArray(raw) ? raw.filter((d): d is string => typeof d === 'string') : []),
       deleting: !!obj.metadata.deletionTimestamp,
       resumeRequest: resumeRequestOf(obj),
+      hold: holdOfAnnotations(obj.metadata.annotations as Record<string, string> | undefined),
       labels: obj.metadata.labels,
       object: obj,
     };

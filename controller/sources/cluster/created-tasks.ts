@@ -2,8 +2,8 @@
 // collector removes them with it) and the owner's label, by which they are listed and, when the owner is
 // deleted, deleted by the controller too (a control plane without a garbage collector still loses them).
 import { API_VERSION, GROUP, PLURAL, VERSION } from '../../api/agent-task.ts';
-import { createdManifest, OWNER_LABELS, ownerOf } from '../../core/created-tasks.ts';
-import type { CreatedTask, CreatedTasks, CreateOutcome, TaskOwner } from '../../core/created-tasks.ts';
+import { CreatedTaskStore, OWNER_LABELS, ownerOf } from '../../core/created-tasks.ts';
+import type { CreatedManifest, CreatedTask, CreateOutcome, TaskOwner } from '../../core/created-tasks.ts';
 import { taskPath } from '../../cluster/names.ts';
 import { isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
@@ -13,20 +13,15 @@ interface TaskObject {
   spec?: Record<string, unknown>;
 }
 
-export class KubeCreatedTasks implements CreatedTasks {
+export class KubeCreatedTasks extends CreatedTaskStore {
   private readonly client: KubeClient;
 
   constructor(client: KubeClient) {
+    super();
     this.client = client;
   }
 
-  async create(
-    owner: TaskOwner,
-    name: string,
-    spec: Record<string, unknown>,
-    labels?: Record<string, string>,
-  ): Promise<CreateOutcome> {
-    const manifest = createdManifest(owner, name, spec, labels);
+  protected async write(owner: TaskOwner, manifest: CreatedManifest): Promise<CreateOutcome> {
     if (owner.uid) {
       const ref = { apiVersion: API_VERSION, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true };
       manifest.metadata.ownerReferences = [ref];
@@ -35,13 +30,16 @@ export class KubeCreatedTasks implements CreatedTasks {
       await this.client.create(collectionPath(owner.namespace), manifest, 'work');
       return { result: 'created' };
     } catch (err) {
+      const { name } = manifest.metadata;
       if (isStatus(err, 422)) return { result: 'taken', message: `${name}: ${(err as Error).message.slice(0, 200)}` };
-      if (!isStatus(err, 409)) throw err;
+      if (isStatus(err, 409)) return { result: 'exists' };
+      throw err;
     }
-    const existing = await this.client.get<TaskObject>(taskPath(owner.namespace, name), undefined, 'work');
-    const by = ownerOf(existing.metadata.labels);
-    if (by?.kind === owner.kind && by.name === owner.name) return { result: 'exists' };
-    return { result: 'taken', message: `${name}: an AgentTask of that name exists and is not this owner's` };
+  }
+
+  protected async ownerOfExisting(namespace: string, name: string): Promise<CreatedTask['owner'] | undefined> {
+    const existing = await this.client.get<TaskObject>(taskPath(namespace, name), undefined, 'work');
+    return ownerOf(existing.metadata.labels);
   }
 
   async list(owner: TaskOwner): Promise<CreatedTask[]> {
@@ -59,28 +57,14 @@ export class KubeCreatedTasks implements CreatedTasks {
     });
   }
 
-  async delete(owner: TaskOwner, name: string): Promise<boolean> {
-    const mine = (await this.list(owner)).some((t) => t.name === name);
-    if (!mine) return false;
+  protected async remove(namespace: string, name: string): Promise<boolean> {
     try {
-      await this.client.delete(taskPath(owner.namespace, name), undefined, 'work');
+      await this.client.delete(taskPath(namespace, name), undefined, 'work');
+      return true;
     } catch (err) {
       if (!isStatus(err, 404)) throw err;
       return false;
     }
-    return true;
-  }
-
-  async deleteByOwner(owner: TaskOwner): Promise<string[]> {
-    const mine = await this.list(owner);
-    for (const t of mine) {
-      try {
-        await this.client.delete(taskPath(t.namespace, t.name), undefined, 'work');
-      } catch (err) {
-        if (!isStatus(err, 404)) throw err;
-      }
-    }
-    return mine.map((t) => t.name);
   }
 }
 

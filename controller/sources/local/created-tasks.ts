@@ -5,9 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createdManifest, ownerOf } from '../../core/created-tasks.ts';
-import { validNames } from '../../core/mailboxes.ts';
-import type { CreatedTask, CreatedTasks, CreateOutcome, TaskOwner } from '../../core/created-tasks.ts';
+import { CreatedTaskStore, ownerOf } from '../../core/created-tasks.ts';
+import type { CreatedManifest, CreatedTask, CreateOutcome, TaskOwner } from '../../core/created-tasks.ts';
 import { isSpecFileName, parseSpecText } from './spec-files.ts';
 import type { LoadedSpecs, SpecTask } from './spec-files.ts';
 
@@ -26,26 +25,21 @@ export interface LocalCreatedTasksOptions {
   onChange?: () => void;
 }
 
-export class LocalCreatedTasks implements CreatedTasks {
+export class LocalCreatedTasks extends CreatedTaskStore {
   private readonly opts: LocalCreatedTasksOptions;
 
   constructor(opts: LocalCreatedTasksOptions) {
+    super();
     this.opts = opts;
   }
 
-  async create(
-    owner: TaskOwner,
-    name: string,
-    spec: Record<string, unknown>,
-    labels?: Record<string, string>,
-  ): Promise<CreateOutcome> {
-    // Names become file names: a DNS label only, so "../x" or "a/b" can never leave the namespace's directory.
-    if (!validNames(owner.namespace, name)) return taken(`${name}: not a lowercase RFC 1123 label`);
-    if (this.opts.userTask?.(owner.namespace, name)) return taken(`${name}: a task of the spec directory has it`);
-    const existing = this.read(owner.namespace, name);
-    if (existing) return sameOwner(existing, owner) ? { result: 'exists' } : taken(`${name}: another owner's task`);
-    const manifest = createdManifest(owner, name, spec, labels);
+  protected override refuse(owner: TaskOwner, name: string): string | undefined {
+    return this.opts.userTask?.(owner.namespace, name) ? 'a task of the spec directory has it' : undefined;
+  }
+
+  protected async write(owner: TaskOwner, manifest: CreatedManifest): Promise<CreateOutcome> {
     if (owner.file) manifest.metadata.annotations = { [SPEC_FILE_ANNOTATION]: owner.file };
+    const { name } = manifest.metadata;
     const dir = join(createdDir(this.opts.stateDir), owner.namespace);
     mkdirSync(dir, { recursive: true });
     const temp = join(dir, `.${name}.${randomUUID()}.tmp`);
@@ -54,8 +48,7 @@ export class LocalCreatedTasks implements CreatedTasks {
       linkSync(temp, join(dir, `${name}.yaml`));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const raced = this.read(owner.namespace, name);
-      return raced && sameOwner(raced, owner) ? { result: 'exists' } : taken(`${name}: another owner's task`);
+      return { result: 'exists' };
     } finally {
       unlinkSync(temp);
     }
@@ -63,23 +56,25 @@ export class LocalCreatedTasks implements CreatedTasks {
     return { result: 'created' };
   }
 
-  async list(owner: TaskOwner): Promise<CreatedTask[]> {
-    return this.all(owner.namespace).filter((t) => sameOwner(t, owner));
+  protected async ownerOfExisting(namespace: string, name: string): Promise<CreatedTask['owner'] | undefined> {
+    return this.read(namespace, name)?.owner;
   }
 
-  async delete(owner: TaskOwner, name: string): Promise<boolean> {
-    const existing = validNames(owner.namespace, name) ? this.read(owner.namespace, name) : undefined;
-    if (!existing || !sameOwner(existing, owner)) return false;
-    rmSync(join(createdDir(this.opts.stateDir), owner.namespace, `${name}.yaml`), { force: true });
-    this.opts.onChange?.();
+  async list(owner: TaskOwner): Promise<CreatedTask[]> {
+    return this.all(owner.namespace).filter(
+      (t) => t.owner.kind === owner.kind && t.owner.name === owner.name && t.namespace === owner.namespace,
+    );
+  }
+
+  protected async remove(namespace: string, name: string): Promise<boolean> {
+    const file = join(createdDir(this.opts.stateDir), namespace, `${name}.yaml`);
+    if (!existsSync(file)) return false;
+    rmSync(file, { force: true });
     return true;
   }
 
-  async deleteByOwner(owner: TaskOwner): Promise<string[]> {
-    const mine = await this.list(owner);
-    for (const t of mine) rmSync(join(createdDir(this.opts.stateDir), t.namespace, `${t.name}.yaml`), { force: true });
-    if (mine.length > 0) this.opts.onChange?.();
-    return mine.map((t) => t.name);
+  protected override removed(): void {
+    this.opts.onChange?.();
   }
 
   private all(namespace: string): CreatedTask[] {
@@ -99,14 +94,6 @@ export class LocalCreatedTasks implements CreatedTasks {
     const spec = (task.manifest.spec ?? {}) as Record<string, unknown>;
     return { namespace: task.namespace, name: task.name, owner, labels: task.labels ?? {}, spec };
   }
-}
-
-function taken(message: string): CreateOutcome {
-  return { result: 'taken', message };
-}
-
-function sameOwner(t: CreatedTask, owner: TaskOwner): boolean {
-  return t.owner.kind === owner.kind && t.owner.name === owner.name && t.namespace === owner.namespace;
 }
 
 /** Every created task's spec document, parsed as a spec file is; a relative workspace resolves as its owner's. */

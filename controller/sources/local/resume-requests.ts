@@ -2,16 +2,15 @@
 // file, rename); the controller polls the directory and hands each task's request to the loop, which
 // handles a token once (status.resume.handledToken). The spec file is never touched.
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseResumeRequest } from '../../api/resume.ts';
 import type { ResumeRequest } from '../../api/resume.ts';
-import { taskKey } from '../../api/agent-task.ts';
 import { StoredStatusSchema } from '../../sinks/local/file-status.ts';
+import { StateFilePoller } from './state-file-poller.ts';
 
 // A request is a few fields: anything larger is not one of ours.
 const MAX_BYTES = 4096;
-const MAX_FILES = 10_000;
 
 export function resumeDir(stateDir: string): string {
   return join(stateDir, 'resume');
@@ -85,69 +84,13 @@ export function readResumeRequest(path: string, onError: (message: string) => vo
   return parseResumeRequest(r, { token: `${path}: token`, episodes: `${path}: episodes`, by: `${path}: by` });
 }
 
-/**
- * Follows the request directory by polling (a handful of small files; no watcher to set up or leak).
- * `onChange` gets a task key and its request whenever a file appears or changes.
- */
-export class ResumeRequestPoller {
-  private readonly seen = new Map<string, string>();
-  private timer: NodeJS.Timeout | undefined;
-  private readonly stateDir: string;
-  private readonly onChange: (key: string, request: ResumeRequest | undefined) => void;
-  private readonly onError: (message: string) => void;
-
+/** Follows the request directory (state-file-poller.ts): `onChange` gets a task key and its request. */
+export class ResumeRequestPoller extends StateFilePoller<ResumeRequest> {
   constructor(
     stateDir: string,
     onChange: (key: string, request: ResumeRequest | undefined) => void,
     onError: (message: string) => void,
   ) {
-    this.stateDir = stateDir;
-    this.onChange = onChange;
-    this.onError = onError;
-  }
-
-  /** One look at the directory: every new or changed request is announced. */
-  scan(): void {
-    let namespaces: string[];
-    try {
-      namespaces = readdirSync(resumeDir(this.stateDir));
-    } catch {
-      return; // no request yet
-    }
-    let files = 0;
-    for (const namespace of namespaces) {
-      let names: string[];
-      try {
-        names = readdirSync(join(resumeDir(this.stateDir), namespace)).filter((f) => f.endsWith('.json'));
-      } catch {
-        continue;
-      }
-      for (const file of names) {
-        if (files++ >= MAX_FILES) return;
-        const path = join(resumeDir(this.stateDir), namespace, file);
-        let stamp: string;
-        try {
-          const st = statSync(path);
-          stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
-        } catch {
-          continue;
-        }
-        const key = taskKey(namespace, file.slice(0, -'.json'.length));
-        if (this.seen.get(key) === stamp) continue;
-        this.seen.set(key, stamp);
-        this.onChange(key, readResumeRequest(path, this.onError));
-      }
-    }
-  }
-
-  start(intervalMs: number): void {
-    this.stop();
-    this.timer = setInterval(() => this.scan(), intervalMs);
-    this.timer.unref(); // never what keeps `episodic run` alive
-  }
-
-  stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    super(resumeDir(stateDir), readResumeRequest, onChange, onError);
   }
 }

@@ -2,6 +2,7 @@
 // Generation, which a cluster's API server keeps, is counted here: one up for every new spec hash, from
 // what was on record when the controller started (recall()).
 import type { ResumeRequest } from '../../api/resume.ts';
+import type { SuspendHold } from '../../api/hold.ts';
 import type { SpecFileTask, TaskSource } from '../../core/ports.ts';
 import { dependsOnAsWritten } from './spec-files.ts';
 import type { LoadedSpecs, SpecTask } from './spec-files.ts';
@@ -16,6 +17,8 @@ export class SpecDirSource implements TaskSource<LocalTask> {
   private listeners: Array<(key: string) => void> = [];
   /** Resume requests from the state directory, by task key (resume-requests.ts). */
   private readonly requests = new Map<string, ResumeRequest>();
+  /** Suspend holds from the state directory, by task key (hold-files.ts). */
+  private readonly holds = new Map<string, SuspendHold>();
   /** The latest generation and spec hash of every task seen, removed ones included: a re-added task goes on counting. */
   private readonly generations = new Map<string, { generation: number; specHash: string }>();
   /** Why a task must not run although its spec is fine, by key. */
@@ -72,6 +75,16 @@ export class SpecDirSource implements TaskSource<LocalTask> {
     for (const l of this.listeners) l(key);
   }
 
+  /** A person set or lifted a suspend hold: the loop sees it with the task. */
+  setHold(key: string, hold: SuspendHold | undefined): void {
+    if (hold) this.holds.set(key, hold);
+    else this.holds.delete(key);
+    const task = this.tasks.get(key);
+    if (!task) return;
+    this.tasks.set(key, { ...task, hold });
+    for (const l of this.listeners) l(key);
+  }
+
   get(key: string): LocalTask | undefined {
     return this.tasks.get(key);
   }
@@ -89,7 +102,9 @@ export class SpecDirSource implements TaskSource<LocalTask> {
 
   /** A deleted task is let go: a resume request for it does not carry over to a task created again. */
   async release(task: LocalTask): Promise<void> {
-    if (!this.tasks.has(task.key)) this.requests.delete(task.key);
+    if (this.tasks.has(task.key)) return;
+    this.requests.delete(task.key);
+    this.holds.delete(task.key);
   }
 
   /** `old`: the version it replaces, if this source has one; else the generation goes on from the last known. */
@@ -110,6 +125,7 @@ export class SpecDirSource implements TaskSource<LocalTask> {
       dependsOn: dependsOnAsWritten(spec),
       deleting: false,
       resumeRequest: this.requests.get(spec.key),
+      hold: this.holds.get(spec.key),
       labels: spec.labels,
       file: spec.file,
       specHash: spec.specHash,
