@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Gitea, type GiteaPull, startGitea } from '../support/gitea.ts';
 import { triggerRunEnv, watchRun, writePublishTrigger } from '../support/gitea-trigger.ts';
-import { tempDir } from '../support/local.ts';
+import { runCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
 
 const OWNER = 'episodic-admin';
@@ -84,7 +84,11 @@ describe('a Gitea PR trigger pushes to the PR’s own branch (real Gitea, local 
       );
       const branches = (await gitea.listBranches(OWNER, REPO)).map((b) => b.name).sort();
       assert.deepEqual(branches, ['feature', 'main']);
-      const status = JSON.parse(readFileSync(statusFile, 'utf8'));
+      // The pass that pushed writes status after its comment and labels.
+      const status = await waitFor('status.reported publishedBranch', () => {
+        const status = JSON.parse(readFileSync(statusFile, 'utf8'));
+        return status.reported?.[`prt-${pr.number}`]?.publishedBranch ? status : undefined;
+      }).catch(explain);
       assert.equal(status.tasksCreated, 1);
       assert.equal(status.reported[`prt-${pr.number}`].publishedBranch, 'feature');
       assert.equal(status.pullRequests?.[`prt-${pr.number}`], undefined, 'no PR of its own');
@@ -94,5 +98,53 @@ describe('a Gitea PR trigger pushes to the PR’s own branch (real Gitea, local 
     } finally {
       await stop();
     }
+  });
+
+  it('a PR from a fork gets no task: its comment says why, and nothing is pushed to either repo', async () => {
+    const base = 'forked';
+    const forkDir = tempDir();
+    const alice = await gitea.createUser('carol');
+    await gitea.createRepo(OWNER, base, { autoInit: true });
+    const agent = await gitea.createLabel(OWNER, base, 'agent');
+    await gitea.fork(OWNER, base, alice.token);
+    await gitea.commitOnNewBranch(alice.name, base, { branch: 'feature', from: 'main', file: 'FORKED.md' });
+    const forkHead = (await gitea.waitForBranch(alice.name, base, 'feature')).commit.id;
+    const forkPr = await gitea.createPull(
+      OWNER,
+      base,
+      { head: `${alice.name}:feature`, base: 'main', title: 'From a fork' },
+      alice.token,
+    );
+    await gitea.api('POST', `/repos/${OWNER}/${base}/issues/${forkPr.number}/labels`, { body: { labels: [agent.id] } });
+    writePublishTrigger(forkDir, {
+      name: 'fk',
+      gitea,
+      owner: OWNER,
+      repo: base,
+      kind: 'pullRequests',
+      writeFiles: { 'REVIEWED.md': 'done\n' },
+    });
+    const res = await runCli(['run', forkDir, '--no-table'], { env: triggerRunEnv(forkDir, gitea, OWNER) });
+    // No task at all: `run` says so and exits 1.
+    assert.equal(res.code, 1, res.stderr);
+    assert.match(res.stderr, /item refused: no task/);
+    const comments = (await gitea.listComments(OWNER, base, forkPr.number)).filter((c) =>
+      c.body.startsWith(`<!-- episodic:report fk/fk-${forkPr.number} -->`),
+    );
+    assert.equal(comments.length, 1, res.stderr);
+    assert.match(comments[0].body, /\*\*not started\*\*/);
+    assert.match(
+      comments[0].body,
+      /cannot push to a fork's branch \(the PR's head is in carol\/forked, not episodic-admin\/forked\)/,
+    );
+    const status = JSON.parse(readFileSync(join(forkDir, '.episodic/triggers/default/fk.json'), 'utf8'));
+    assert.equal(status.tasksCreated, 0);
+    assert.deepEqual(
+      (await gitea.listBranches(OWNER, base)).map((b) => b.name),
+      ['main'],
+      'no branch pushed to the base repo',
+    );
+    assert.equal((await gitea.waitForBranch(alice.name, base, 'feature')).commit.id, forkHead, 'the fork untouched');
+    assert.equal((await gitea.listPulls(OWNER, base)).length, 1);
   });
 });

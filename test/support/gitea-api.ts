@@ -198,6 +198,11 @@ export class GiteaApi {
     return this.api<GiteaComment[]>('GET', `/repos/${owner}/${repo}/issues/${number}/comments`, { token });
   }
 
+  /** The token's user's fork of owner/repo. */
+  fork(owner: string, repo: string, token: string): Promise<GiteaRepo> {
+    return this.api<GiteaRepo>('POST', `/repos/${owner}/${repo}/forks`, { body: {}, token });
+  }
+
   /** Branch `branch` off `from` with one commit adding `file` (a PR needs a difference to be opened). */
   async commitOnNewBranch(owner: string, repo: string, opts: { branch: string; from: string; file: string }) {
     await this.api('POST', `/repos/${owner}/${repo}/contents/${opts.file}`, {
