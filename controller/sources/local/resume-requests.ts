@@ -1,23 +1,20 @@
 // Resume requests locally: `episodic resume` writes STATE/resume/NAMESPACE/NAME.json atomically (temp
 // file, rename); the controller polls the directory and hands each task's request to the loop, which
 // handles a token once (status.resume.handledToken). The spec file is never touched.
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseResumeRequest } from '../../api/resume.ts';
 import type { ResumeRequest } from '../../api/resume.ts';
 import { StoredStatusSchema } from '../../sinks/local/file-status.ts';
 import { StateFilePoller } from './state-file-poller.ts';
-
-// A request is a few fields: anything larger is not one of ours.
-const MAX_BYTES = 4096;
+import { readStateFile, stateFilePath, writeStateFile } from './state-file.ts';
 
 export function resumeDir(stateDir: string): string {
   return join(stateDir, 'resume');
 }
 
 export function resumeRequestPath(stateDir: string, namespace: string, name: string): string {
-  return join(resumeDir(stateDir), namespace, `${name}.json`);
+  return stateFilePath(resumeDir(stateDir), namespace, name);
 }
 
 /** Writes the request atomically: a reader sees the old file or the new one, never half of one. */
@@ -27,12 +24,7 @@ export function writeResumeRequest(
   name: string,
   request: { token: string; by: string; episodes?: number },
 ): string {
-  const path = resumeRequestPath(stateDir, namespace, name);
-  mkdirSync(join(resumeDir(stateDir), namespace), { recursive: true });
-  const tmp = `${path}.${randomUUID()}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify({ ...request, requestedAt: new Date().toISOString() })}\n`, { mode: 0o644 });
-  renameSync(tmp, path);
-  return path;
+  return writeStateFile(resumeDir(stateDir), namespace, name, { ...request, requestedAt: new Date().toISOString() });
 }
 
 export type LocalResumeOutcome =
@@ -67,15 +59,8 @@ export function requestLocalResume(
 
 /** Reads one request file; a file that is not a request is reported by `onError` and yields nothing. */
 export function readResumeRequest(path: string, onError: (message: string) => void): ResumeRequest | undefined {
-  let raw: unknown;
-  try {
-    if (statSync(path).size > MAX_BYTES) throw new Error(`larger than ${MAX_BYTES} bytes`);
-    raw = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
-      onError(`${path}: not a resume request: ${(err as Error).message}`);
-    return undefined;
-  }
+  const raw = readStateFile(path, 'resume request', onError);
+  if (raw === undefined) return undefined;
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     onError(`${path}: not a resume request: expected a JSON object`);
     return undefined;

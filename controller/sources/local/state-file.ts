@@ -1,0 +1,33 @@
+// One per-task state file (DIR/NAMESPACE/NAME.json: resume requests, suspend holds), written atomically
+// and read with a size cap; state-file-poller.ts follows the directory.
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+// A state file is a few fields: anything larger is not one of ours.
+const MAX_BYTES = 4096;
+
+export function stateFilePath(dir: string, namespace: string, name: string): string {
+  return join(dir, namespace, `${name}.json`);
+}
+
+/** Writes `body` atomically (temp file, rename): a reader sees the old file or the new one, never half of one. */
+export function writeStateFile(dir: string, namespace: string, name: string, body: object): string {
+  const path = stateFilePath(dir, namespace, name);
+  mkdirSync(join(dir, namespace), { recursive: true });
+  const tmp = `${path}.${randomUUID()}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(body)}\n`, { mode: 0o644 });
+  renameSync(tmp, path);
+  return path;
+}
+
+/** Parses one state file; a missing file yields nothing, an unreadable one is reported as "not a `what`". */
+export function readStateFile(path: string, what: string, onError: (message: string) => void): unknown {
+  try {
+    if (statSync(path).size > MAX_BYTES) throw new Error(`larger than ${MAX_BYTES} bytes`);
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') onError(`${path}: not a ${what}: ${(err as Error).message}`);
+    return undefined;
+  }
+}
