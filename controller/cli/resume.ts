@@ -2,13 +2,13 @@
 // state directory (a running `episodic run` picks it up, or the next one does); with --kubeconfig it sets
 // the episodic.dev/resume annotation. Neither edits the spec: the controller records the handled token.
 import { randomUUID } from 'node:crypto';
-import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { API_VERSION, KIND } from '../api/agent-task.ts';
 import { MAX_GRANT, RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
 import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import { parseNumberOption, UsageError } from './options.ts';
+import { userName } from './task-target.ts';
 
 interface ResumeOptions {
   stateDir?: string;
@@ -49,7 +49,7 @@ export async function resumeCommand(name: string, dirArg: string, opts: ResumeOp
     return 2;
   }
   const token = randomUUID();
-  const by = (opts.by ?? safeUser()).slice(0, 128);
+  const by = (opts.by ?? userName('unknown')).slice(0, 128);
   return opts.kubeconfig !== undefined
     ? resumeOnCluster(name, opts.namespace, opts.kubeconfig, { token, by, episodes })
     : resumeLocally(name, dirArg, opts, { token, by, episodes });
@@ -104,12 +104,4 @@ async function resumeOnCluster(
     `resume requested for ${namespace}/${name} (annotation ${RESUME_ANNOTATION}=${request.token}${grant}); status.resume.handledToken shows when the controller took it`,
   );
   return 0;
-}
-
-function safeUser(): string {
-  try {
-    return userInfo().username || 'unknown';
-  } catch {
-    return process.env.USER ?? 'unknown';
-  }
 }

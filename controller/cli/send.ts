@@ -2,12 +2,11 @@
 // an agent. Locally into the state directory (a running `episodic run` sees it, or the next one does); with
 // --kubeconfig into the task's mailbox ConfigMap. Neither edits the spec.
 import { randomBytes } from 'node:crypto';
-import { userInfo } from 'node:os';
-import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { SEND_MESSAGE_MAX } from '../api/bounds.ts';
 import type { Mailboxes, Message, SendOutcome } from '../core/mailboxes.ts';
 import { validNames } from '../core/mailboxes.ts';
+import { findLocalTask, userName } from './task-target.ts';
 
 interface SendOptions {
   stateDir?: string;
@@ -38,7 +37,7 @@ export async function sendCommand(name: string, text: string, dirArg: string, op
     return fail(`the message must have 1 to ${SEND_MESSAGE_MAX} characters`, 2);
   const message: Message = {
     id: `person.${Date.now().toString(36)}.${randomBytes(4).toString('hex')}`,
-    from: (opts.from ?? safeUser()).slice(0, 64),
+    from: (opts.from ?? userName('person')).slice(0, 64),
     at: new Date().toISOString(),
     text,
   };
@@ -57,12 +56,8 @@ export async function sendCommand(name: string, text: string, dirArg: string, op
 type Target = { mailboxes: Mailboxes; close: () => void } | { error: string };
 
 async function locally(name: string, dirArg: string, opts: SendOptions): Promise<Target> {
-  const dir = resolve(dirArg);
-  const stateDir = resolve(opts.stateDir ?? join(dir, '.episodic'));
-  const { loadSpecDir } = await import('../sources/local/spec-files.ts');
-  const { withCreatedTasks } = await import('../sources/local/created-tasks.ts');
-  const specs = withCreatedTasks(await loadSpecDir(dir), stateDir);
-  if (!specs.tasks.has(`${opts.namespace}/${name}`)) return { error: `no task ${opts.namespace}/${name} in ${dir}` };
+  const { dir, stateDir, task } = await findLocalTask(dirArg, opts.stateDir, opts.namespace, name);
+  if (!task) return { error: `no task ${opts.namespace}/${name} in ${dir}` };
   const { LocalMailboxes } = await import('../sinks/local/mailboxes.ts');
   return { mailboxes: new LocalMailboxes(stateDir), close: () => {} };
 }
@@ -86,12 +81,4 @@ async function onCluster(name: string, opts: SendOptions): Promise<Target> {
 function fail(message: string, code: number): number {
   console.error(`episodic send: ${message}`);
   return code;
-}
-
-function safeUser(): string {
-  try {
-    return userInfo().username || 'person';
-  } catch {
-    return process.env.USER ?? 'person';
-  }
 }

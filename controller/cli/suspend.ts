@@ -2,10 +2,9 @@
 // same one the console's Suspend/Unsuspend sets. Locally a file in the state directory (a running `episodic
 // run` picks it up); with --kubeconfig the episodic.dev/suspended annotation. Neither edits the spec, so
 // unsuspend cannot lift spec.suspend: true.
-import { userInfo } from 'node:os';
-import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { SuspendHold } from '../api/hold.ts';
+import { findLocalTask, userName } from './task-target.ts';
 
 interface SuspendOptions {
   stateDir?: string;
@@ -44,7 +43,7 @@ export async function suspendCommand(
   suspended: boolean,
 ): Promise<number> {
   const verb = suspended ? 'suspend' : 'unsuspend';
-  const hold = { suspended, by: (opts.by ?? safeUser()).slice(0, 128) };
+  const hold = { suspended, by: (opts.by ?? userName('unknown')).slice(0, 128) };
   const outcome =
     opts.kubeconfig !== undefined
       ? await onCluster(name, opts.namespace, opts.kubeconfig, hold)
@@ -65,12 +64,8 @@ export async function suspendCommand(
 type Outcome = { ok: true; where: string; specSuspend: boolean; local: boolean } | { ok: false; message: string };
 
 async function locally(name: string, dirArg: string, opts: SuspendOptions, hold: SuspendHold): Promise<Outcome> {
-  const { loadSpecDir } = await import('../sources/local/spec-files.ts');
-  const { withCreatedTasks } = await import('../sources/local/created-tasks.ts');
   const { setLocalHold } = await import('../sources/local/hold-files.ts');
-  const dir = resolve(dirArg);
-  const stateDir = resolve(opts.stateDir ?? join(dir, '.episodic'));
-  const task = withCreatedTasks(await loadSpecDir(dir), stateDir).tasks.get(`${opts.namespace}/${name}`);
+  const { dir, stateDir, task } = await findLocalTask(dirArg, opts.stateDir, opts.namespace, name);
   const outcome = setLocalHold(stateDir, { namespace: opts.namespace, name, known: task !== undefined }, hold);
   if (!outcome.ok) return { ok: false, message: `${outcome.message} in ${dir}` };
   return { ok: true, where: outcome.path, specSuspend: task?.spec?.suspend === true, local: true };
@@ -96,13 +91,5 @@ async function onCluster(name: string, namespace: string, kubeconfig: string, ho
     return { ok: false, message: (err as Error).message };
   } finally {
     client.close();
-  }
-}
-
-function safeUser(): string {
-  try {
-    return userInfo().username || 'unknown';
-  } catch {
-    return process.env.USER ?? 'unknown';
   }
 }
