@@ -7,16 +7,19 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { LocalCreatedTasks } from '../../controller/sources/local/created-tasks.ts';
-import { FAKE_CLAUDE, NODE, readStatus, runCli, specDir, startCli, tempDir } from '../support/local.ts';
+import {
+  FAKE_CLAUDE,
+  NODE,
+  interruptWorker,
+  readStatus,
+  recordedPrompts,
+  recordingClaude,
+  runCli,
+  specDir,
+  startCli,
+  tempDir,
+} from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
-
-const prompts = (file: string): string[] =>
-  existsSync(file)
-    ? readFileSync(file, 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => (JSON.parse(l) as { stdin?: string }).stdin ?? '')
-    : [];
 
 test('a parent waits for its child and gets {{children}} with the child’s phase and last message', async () => {
   const dir = tempDir();
@@ -65,7 +68,7 @@ test('a parent waits for its child and gets {{children}} with the child’s phas
   assert.equal(readStatus(dir, 'planner')?.status.phase, 'Waiting');
   assert.equal(await run.exited, 0, run.output());
   assert.equal(readStatus(dir, 'planner-a')?.status.phase, 'Succeeded');
-  const [prompt] = prompts(record);
+  const [prompt] = recordedPrompts(record);
   assert.match(prompt ?? '', /Collect\.\n- planner-a: Succeeded\n {2}last message: /);
 });
 
@@ -80,11 +83,7 @@ test('wake: onMessage waits for a message; episodic send wakes it; {{messages}} 
         spec: {
           prompt: 'Inbox:\n{{messages}}',
           wake: 'onMessage',
-          agent: {
-            command: [NODE, FAKE_CLAUDE],
-            output: 'claude',
-            env: [{ name: 'FAKE_AGENT_RECORD', value: record }],
-          },
+          agent: recordingClaude(record),
           limits: { maxEpisodes: 2, episodeTimeoutSeconds: 30 },
         },
       },
@@ -94,11 +93,11 @@ test('wake: onMessage waits for a message; episodic send wakes it; {{messages}} 
   const run = startCli(['run', dir, '--no-table']);
   try {
     await waitFor('bob waiting for a message', () => readStatus(dir, 'bob')?.status.reason === 'AwaitingMessage');
-    assert.equal(prompts(record).length, 1, 'the first episode never waits');
+    assert.equal(recordedPrompts(record).length, 1, 'the first episode never waits');
     const sent = await runCli(['send', 'bob', 'please review PR 7', dir, '--from', 'alice']);
     assert.equal(sent.code, 0, sent.stderr);
-    await waitFor('episode 2', () => prompts(record).length === 2);
-    assert.match(prompts(record)[1] ?? '', /Inbox:\nfrom alice at \S+:\nplease review PR 7/);
+    await waitFor('episode 2', () => recordedPrompts(record).length === 2);
+    assert.match(recordedPrompts(record)[1] ?? '', /Inbox:\nfrom alice at \S+:\nplease review PR 7/);
     assert.equal(await run.exited, 0, run.output());
     const box = join(dir, '.episodic', 'mailboxes', 'default', 'bob');
     assert.deepEqual(existsSync(box) ? readdirSync(box) : [], [], 'acknowledged once episode 2 ended');
@@ -110,30 +109,12 @@ test('wake: onMessage waits for a message; episodic send wakes it; {{messages}} 
 test('interrupt: a message stops the running episode (cancelled, not a failure); the next one gets it', async () => {
   const dir = tempDir();
   const record = join(dir, 'runs.jsonl');
-  specDir(
-    [
-      {
-        name: 'worker',
-        script: { episodes: { '1': { mode: 'sleep', sleepSeconds: 300 }, '2': { mode: 'success' } } },
-        spec: {
-          prompt: 'Work. News:\n{{messages}}',
-          interrupt: true,
-          agent: {
-            command: [NODE, FAKE_CLAUDE],
-            output: 'claude',
-            env: [{ name: 'FAKE_AGENT_RECORD', value: record }],
-          },
-          limits: { maxEpisodes: 3, episodeTimeoutSeconds: 300 },
-        },
-      },
-    ],
-    { dir },
-  );
+  specDir([interruptWorker(record)], { dir });
   const run = startCli(['run', dir, '--no-table']);
   try {
     await waitFor(
       'episode 1 running',
-      () => readStatus(dir, 'worker')?.status.currentEpisode?.number === 1 && prompts(record).length === 1,
+      () => readStatus(dir, 'worker')?.status.currentEpisode?.number === 1 && recordedPrompts(record).length === 1,
     );
     const sent = await runCli(['send', 'worker', 'stop, the spec changed', dir, '--from', 'lead']);
     assert.equal(sent.code, 0, sent.stderr);
@@ -152,7 +133,7 @@ test('interrupt: a message stops the running episode (cancelled, not a failure);
         [2, 'succeeded'],
       ],
     );
-    assert.match(prompts(record)[1] ?? '', /News:\nfrom lead at \S+:\nstop, the spec changed/);
+    assert.match(recordedPrompts(record)[1] ?? '', /News:\nfrom lead at \S+:\nstop, the spec changed/);
   } finally {
     run.child.kill('SIGINT');
   }

@@ -2,7 +2,7 @@
 // ManualClock that never advances, so the resync timer (and every other requeue timer) cannot fire, and a
 // message is still acted upon — wake: onMessage starts the next episode, interrupt cancels the running one.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
@@ -11,16 +11,16 @@ import { LocalController } from '../../controller/local/local-controller.ts';
 import { MAILBOX_RESYNC_MS } from '../../controller/reconciler/spawn-decide.ts';
 import { LocalMailboxes } from '../../controller/sinks/local/mailboxes.ts';
 import { loadSpecDir } from '../../controller/sources/local/spec-files.ts';
-import { FAKE_CLAUDE, NODE, readStatus, runCli, specDir, tempDir } from '../support/local.ts';
+import {
+  interruptWorker,
+  readStatus,
+  recordedPrompts,
+  recordingClaude,
+  runCli,
+  specDir,
+  tempDir,
+} from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
-
-const prompts = (file: string): string[] =>
-  existsSync(file)
-    ? readFileSync(file, 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => (JSON.parse(l) as { stdin?: string }).stdin ?? '')
-    : [];
 
 async function startFrozen(dir: string): Promise<{ controller: LocalController; clock: ManualClock }> {
   const clock = new ManualClock(new Date());
@@ -50,11 +50,7 @@ test('wake: onMessage — episodic send (a new mailbox, then an existing one) st
         spec: {
           prompt: 'Inbox:\n{{messages}}',
           wake: 'onMessage',
-          agent: {
-            command: [NODE, FAKE_CLAUDE],
-            output: 'claude',
-            env: [{ name: 'FAKE_AGENT_RECORD', value: record }],
-          },
+          agent: recordingClaude(record),
           limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30 },
         },
       },
@@ -75,8 +71,8 @@ test('wake: onMessage — episodic send (a new mailbox, then an existing one) st
       assertResyncArmedNotFired(clock, t0);
       const sent = await runCli(['send', 'bob', text, dir, '--from', 'alice']);
       assert.equal(sent.code, 0, sent.stderr);
-      await waitFor(`episode ${round + 1} with the message`, () => prompts(record).length === round + 1);
-      assert.match(prompts(record)[round] ?? '', new RegExp(`Inbox:\\nfrom alice at \\S+:\\n${text}`));
+      await waitFor(`episode ${round + 1} with the message`, () => recordedPrompts(record).length === round + 1);
+      assert.match(recordedPrompts(record)[round] ?? '', new RegExp(`Inbox:\\nfrom alice at \\S+:\\n${text}`));
     }
     await waitFor('bob succeeded', () => readStatus(dir, 'bob')?.status.phase === 'Succeeded');
     assert.equal(clock.now().getTime(), t0);
@@ -88,31 +84,13 @@ test('wake: onMessage — episodic send (a new mailbox, then an existing one) st
 test('interrupt — a message sent into the mailbox cancels the running episode at once', async () => {
   const dir = tempDir();
   const record = join(dir, 'runs.jsonl');
-  specDir(
-    [
-      {
-        name: 'worker',
-        script: { episodes: { '1': { mode: 'sleep', sleepSeconds: 300 }, '2': { mode: 'success' } } },
-        spec: {
-          prompt: 'Work. News:\n{{messages}}',
-          interrupt: true,
-          agent: {
-            command: [NODE, FAKE_CLAUDE],
-            output: 'claude',
-            env: [{ name: 'FAKE_AGENT_RECORD', value: record }],
-          },
-          limits: { maxEpisodes: 3, episodeTimeoutSeconds: 300 },
-        },
-      },
-    ],
-    { dir },
-  );
+  specDir([interruptWorker(record)], { dir });
   const { controller, clock } = await startFrozen(dir);
   const t0 = clock.now().getTime();
   try {
     await waitFor(
       'episode 1 running',
-      () => readStatus(dir, 'worker')?.status.currentEpisode?.number === 1 && prompts(record).length === 1,
+      () => readStatus(dir, 'worker')?.status.currentEpisode?.number === 1 && recordedPrompts(record).length === 1,
     );
     assertResyncArmedNotFired(clock, t0);
     const message = { id: 'lead.1.0', from: 'lead', at: new Date().toISOString(), text: 'stop, the spec changed' };
@@ -125,7 +103,7 @@ test('interrupt — a message sent into the mailbox cancels the running episode 
       .split('\n')
       .map((l) => (JSON.parse(l) as { outcome: string }).outcome);
     assert.deepEqual(outcomes, ['cancelled', 'succeeded']);
-    assert.match(prompts(record)[1] ?? '', /News:\nfrom lead at \S+:\nstop, the spec changed/);
+    assert.match(recordedPrompts(record)[1] ?? '', /News:\nfrom lead at \S+:\nstop, the spec changed/);
     assert.equal(clock.now().getTime(), t0, 'virtual time stood still');
   } finally {
     await controller.shutdown();

@@ -127,3 +127,31 @@ export function isAlive(pid: number): boolean {
 export async function assertAllDead(pids: number[], what: string): Promise<void> {
   for (const pid of pids) await waitFor(`${what}: pid ${pid} to be gone`, () => !isAlive(pid), 3000);
 }
+
+/** fake-claude that appends each run's stdin (its prompt) to `record`, read back by `recordedPrompts`. */
+export function recordingClaude(record: string): Record<string, unknown> {
+  return { command: [NODE, FAKE_CLAUDE], output: 'claude', env: [{ name: 'FAKE_AGENT_RECORD', value: record }] };
+}
+
+/** The prompts fake-claude recorded, oldest first; none before the first run. */
+export function recordedPrompts(record: string): string[] {
+  if (!existsSync(record)) return [];
+  return readFileSync(record, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => (JSON.parse(l) as { stdin?: string }).stdin ?? '');
+}
+
+/** An `interrupt: true` worker whose first episode sleeps until a message cancels it; the second succeeds. */
+export function interruptWorker(record: string): TaskOptions {
+  return {
+    name: 'worker',
+    script: { episodes: { '1': { mode: 'sleep', sleepSeconds: 300 }, '2': { mode: 'success' } } },
+    spec: {
+      prompt: 'Work. News:\n{{messages}}',
+      interrupt: true,
+      agent: recordingClaude(record),
+      limits: { maxEpisodes: 3, episodeTimeoutSeconds: 300 },
+    },
+  };
+}
