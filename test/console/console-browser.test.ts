@@ -5,7 +5,15 @@ import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { consoleUrlOf, launchBrowser, screenshot, startConsoleCli, watchedPage } from '../support/browser.ts';
+import {
+  assertHostileLogInert,
+  consoleUrlOf,
+  HOSTILE,
+  launchBrowser,
+  screenshot,
+  startConsoleCli,
+  watchedPage,
+} from '../support/browser.ts';
 import { readStatus, runCli, specDir, startCli } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -162,13 +170,6 @@ test("console: run --console shows a status change and the running episode's log
   }
 });
 
-const HOSTILE = [
-  `<script>window.__xss='script'</script>`,
-  `<img src=x onerror="window.__xss='img'">`,
-  `<a href="javascript:window.__xss='link'">click me</a>`,
-  '\u001b[31mRED\u001b[0m \u001b]8;;javascript:window.__xss=1\u0007osc link\u001b]8;;\u0007',
-].join(' ');
-
 test('console: an agent whose output and file names carry script, img onerror, javascript: links and terminal escapes executes nothing', async () => {
   const files = { '<img src=x onerror=alert(1)>.txt': HOSTILE, '<script>x<\\script>.md': 'x' };
   const dir = specDir([
@@ -189,11 +190,7 @@ test('console: an agent whose output and file names carry script, img onerror, j
       await page.click('a[href="#/task/default/evil"]');
       await page.waitForFunction(() => document.querySelector('[data-testid=log]')?.textContent?.includes('onerror'));
       const log = (await page.textContent('[data-testid=log]')) ?? '';
-      assert.ok(log.includes(`<script>window.__xss='script'</script>`), 'the markup shows as text');
-      assert.ok(!log.includes('\u001b'), 'terminal escapes are not passed through');
-      assert.equal(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss), undefined);
-      assert.equal(await page.locator('main img, main script, main a[href^="javascript"]').count(), 0);
-      assert.deepEqual(await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations), []);
+      await assertHostileLogInert(page, log);
       await screenshot(page, dir, 'xss-task.png');
     });
   } finally {

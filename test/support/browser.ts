@@ -1,5 +1,6 @@
 // Headless Chromium for the console tests (playwright-core driving Debian's /usr/bin/chromium), and the
 // console started as the real CLI.
+import assert from 'node:assert/strict';
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -48,4 +49,21 @@ export async function watchedPage(browser: Browser): Promise<Page> {
     );
   });
   return page;
+}
+
+/** Agent output that would run script in a page that rendered it as markup or passed terminal escapes on. */
+export const HOSTILE = [
+  `<script>window.__xss='script'</script>`,
+  `<img src=x onerror="window.__xss='img'">`,
+  `<a href="javascript:window.__xss='link'">click me</a>`,
+  '\u001b[31mRED\u001b[0m \u001b]8;;javascript:window.__xss=1\u0007osc link\u001b]8;;\u0007',
+].join(' ');
+
+/** A page (from `watchedPage`) showing HOSTILE as `log` shows it as text and executed none of it. */
+export async function assertHostileLogInert(page: Page, log: string): Promise<void> {
+  assert.ok(log.includes(`<script>window.__xss='script'</script>`), 'the markup shows as text');
+  assert.ok(!log.includes('\u001b'), 'terminal escapes are not passed through');
+  assert.equal(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss), undefined);
+  assert.equal(await page.locator('main img, main script, main a[href^="javascript"]').count(), 0);
+  assert.deepEqual(await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations), []);
 }
