@@ -4,15 +4,15 @@
 // recovers when the apiserver's connections are reset or its resourceVersion is gone (410), with a message
 // sent while no watch was open still acted upon. The controller talks to the apiserver through a proxy.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import { ManualClock } from '../../controller/core/clock.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { MAILBOX_RESYNC_MS } from '../../controller/reconciler/spawn-decide.ts';
 import { KubeMailboxes } from '../../controller/sinks/cluster/mailboxes.ts';
-import { ChaosProxy } from '../support/chaos-proxy.ts';
+import { proxiedKubeConfig } from '../support/chaos-proxy.ts';
+import type { ChaosProxy } from '../support/chaos-proxy.ts';
 import type { Cluster } from '../support/cluster.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
 import {
@@ -91,12 +91,8 @@ describe('cluster controller: mailbox events', { skip: skipCluster, timeout: 90_
       ns = await createNamespace('ctl-mail');
       client = await testClient(cluster);
       kubelet = new FakeKubelet(client);
-      const server = new URL(cluster.server);
-      proxy = new ChaosProxy({ host: server.hostname, port: Number(server.port) });
-      await proxy.listen();
-      const text = await readFile(cluster.kubeconfigPath, 'utf8');
-      const kubeConfig = new KubeConfig();
-      kubeConfig.loadFromString(text.replace(cluster.server, `https://127.0.0.1:${proxy.port}`));
+      let kubeConfig: KubeConfig;
+      ({ proxy, kubeConfig } = await proxiedKubeConfig(cluster));
       controller = await startController(cluster, { kubeConfig, namespace: ns, requestTimeoutMs: 5_000, clock });
       await controller.mailboxWatch.informer.waitForSync();
     },

@@ -3,12 +3,12 @@
 // on the open ones while keeping them open (a silently dead connection: only a watchdog notices). A 410
 // Gone comes from the real API server, by resuming a watch from a resourceVersion it no longer has.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
-import { ChaosProxy } from '../support/chaos-proxy.ts';
+import { proxiedKubeConfig } from '../support/chaos-proxy.ts';
+import type { ChaosProxy } from '../support/chaos-proxy.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
 import {
   agentTaskManifest,
@@ -56,12 +56,8 @@ describe('cluster controller: watch recovery', { skip, timeout: 60_000 }, () => 
       const cluster = await clusterWithCrd();
       ns = await createNamespace('ctl-watch');
       client = await testClient(cluster);
-      const server = new URL(cluster.server);
-      proxy = new ChaosProxy({ host: server.hostname, port: Number(server.port) });
-      await proxy.listen();
-      const text = await readFile(cluster.kubeconfigPath, 'utf8');
-      const kubeConfig = new KubeConfig();
-      kubeConfig.loadFromString(text.replace(cluster.server, `https://127.0.0.1:${proxy.port}`));
+      let kubeConfig: KubeConfig;
+      ({ proxy, kubeConfig } = await proxiedKubeConfig(cluster));
       // Watches end normally every 2-4 s; only a watch silent for 6 s is dead.
       controller = await startController(cluster, {
         kubeConfig,

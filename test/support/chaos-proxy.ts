@@ -1,6 +1,9 @@
 // A TCP proxy to the API server for watch-recovery tests: it can reset every open connection (errors) or
 // stop forwarding on the open ones while keeping them open (a silently dead connection).
+import { readFile } from 'node:fs/promises';
 import net from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Cluster } from './cluster.ts';
 
 export /** A TCP proxy to the API server whose open connections can be reset or frozen. */
 class ChaosProxy {
@@ -51,4 +54,15 @@ class ChaosProxy {
     this.reset();
     this.server.close();
   }
+}
+
+/** A listening ChaosProxy in front of the cluster's apiserver, and a kubeconfig that talks through it. */
+export async function proxiedKubeConfig(cluster: Cluster): Promise<{ proxy: ChaosProxy; kubeConfig: KubeConfig }> {
+  const server = new URL(cluster.server);
+  const proxy = new ChaosProxy({ host: server.hostname, port: Number(server.port) });
+  await proxy.listen();
+  const text = await readFile(cluster.kubeconfigPath, 'utf8');
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(text.replace(cluster.server, `https://127.0.0.1:${proxy.port}`));
+  return { proxy, kubeConfig };
 }
