@@ -2,14 +2,11 @@
 // with `kubectl annotate … episodic.dev/resume=TOKEN` or `episodic resume --kubeconfig`; the controller
 // records the handled token and the audit trail in status and never touches spec or metadata.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
-import { kubeconfigPath, kubectl, skipCluster } from '../support/cluster.ts';
+import { kubeconfigPath, kubectl, runMain, skipCluster } from '../support/cluster.ts';
 import {
   type FakeKubelet,
-  MAIN,
-  NODE,
   agentTaskManifest,
   fakeClaudeSpec,
   getTask,
@@ -18,14 +15,6 @@ import {
   waitForTask,
   withController,
 } from '../support/kubelet.ts';
-
-function episodic(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    execFile(NODE, [MAIN, ...args], { timeout: 30_000 }, (err, stdout, stderr) =>
-      done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
 
 describe('cluster controller: supervised resume', { skip: skipCluster, timeout: 120_000 }, () => {
   let ns: string;
@@ -83,7 +72,7 @@ describe('cluster controller: supervised resume', { skip: skipCluster, timeout: 
     assert.equal((await listPods(client, ns, 'stuck')).length, 2);
 
     // `episodic resume --kubeconfig` sets the annotations with a merge patch, granting one more episode.
-    const res = await episodic([
+    const res = await runMain([
       'resume',
       'stuck',
       '-n',

@@ -3,16 +3,13 @@
 // episodic.dev/suspended annotation, never spec; the controller stops the episode, says who suspended the
 // task, starts the next one once the hold is lifted, and audits both.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { launchBrowser, screenshot } from '../support/browser.ts';
-import { kubeconfigPath, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
+import { kubeconfigPath, kubectl, repoRoot, runMain, skipCluster } from '../support/cluster.ts';
 import {
-  MAIN,
-  NODE,
   agentTaskManifest,
   clusterWithCrd,
   createNamespace,
@@ -25,14 +22,6 @@ import {
 } from '../support/kubelet.ts';
 import { tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
-
-function episodic(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    execFile(NODE, [MAIN, ...args], { timeout: 30_000 }, (err, stdout, stderr) =>
-      done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
 
 describe('cluster suspend hold', { skip: skipCluster, timeout: 180_000 }, () => {
   it('Suspend and Unsuspend in the console set the annotation, never spec; the episode stops and the next starts; both audited', async () => {
@@ -94,7 +83,7 @@ describe('cluster suspend hold', { skip: skipCluster, timeout: 180_000 }, () => 
       await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, 'other', fakeClaudeSpec()) });
       await waitForPod(client, ns, 'other-ep-1');
       const cli = ['--kubeconfig', kubeconfigPath, '-n', ns, '--by', 'dave'];
-      const held = await episodic(['suspend', 'other', ...cli]);
+      const held = await runMain(['suspend', 'other', ...cli]);
       assert.equal(held.code, 0, held.stderr);
       assert.match(
         held.stdout,
@@ -106,7 +95,7 @@ describe('cluster suspend hold', { skip: skipCluster, timeout: 180_000 }, () => 
         'other',
         (s) => s.phase === 'Suspended' && s.message === 'task is suspended by dave',
       );
-      const lifted = await episodic(['unsuspend', 'other', ...cli]);
+      const lifted = await runMain(['unsuspend', 'other', ...cli]);
       assert.equal(lifted.code, 0, lifted.stderr);
       await waitForPod(client, ns, 'other-ep-2');
       const task = await waitForTask(client, ns, 'other', (s) => s.audit?.length === 2);
@@ -117,7 +106,7 @@ describe('cluster suspend hold', { skip: skipCluster, timeout: 180_000 }, () => 
           ['Unsuspended', 'user:dave'],
         ],
       );
-      const missing = await episodic(['suspend', 'nope', ...cli]);
+      const missing = await runMain(['suspend', 'nope', ...cli]);
       assert.equal(missing.code, 1);
       assert.match(missing.stderr, new RegExp(`AgentTask ${ns}/nope not found`));
     } finally {

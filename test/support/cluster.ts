@@ -111,3 +111,13 @@ function parseEnvFile(text: string): Record<string, string> {
   }
   return out;
 }
+
+/** `episodic ARGS` run from source (controller/cli/main.ts), as a person at a terminal would; never throws. */
+export function runMain(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const main = path.join(repoRoot, 'controller', 'cli', 'main.ts');
+  return new Promise((done) => {
+    execFile(process.execPath, [main, ...args], { timeout: 30_000 }, (err, stdout, stderr) =>
+      done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
