@@ -111,10 +111,11 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
     );
     if (opts.watch) {
       timers = new TriggerTimers(runner, systemClock);
+      // Listening before the first pass: a delivery sent once a trigger's status appears is never refused.
+      if (opts.hooksAddr) hooks = await serveHooks(opts, timers, runner, metrics);
       timers.set(runnableTriggers(initial.triggers?.values() ?? []));
       followPhases(controller, new PhaseWakes(timers));
       watcher = await watchSpecs(controller, initial, opts, timers);
-      if (opts.hooksAddr) hooks = await serveHooks(opts, timers, runner, metrics);
     }
     const shown = opts.show?.(() => controller.view());
     try {

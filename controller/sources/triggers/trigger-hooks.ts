@@ -6,7 +6,6 @@
 import type { Logger } from 'pino';
 import type { Permission, WebhookSource } from '../../api/agent-trigger.ts';
 import { type HookDelivery, type HookServer, type HookTarget, startHookServer } from '../../forge/hook-server.ts';
-import { openForge } from '../../forge/open-forge.ts';
 import type { ForgeKind } from '../../forge/types.ts';
 import { parseAddress } from '../../metrics/server.ts';
 import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
@@ -82,6 +81,8 @@ async function commenterPermission(
     return undefined;
   const token = await opts.secret(source, namespace);
   if (!token) throw new Error('the token for permission checks is not set');
+  // The forge clients (Octokit) load only when a command needs them: hooks start fast.
+  const { openForge } = await import('../../forge/open-forge.ts');
   const forge = openForge({
     forge: source.forge,
     repo: source.repo,
