@@ -75,6 +75,9 @@ describe('POST /hooks/NAMESPACE/TRIGGER', () => {
       runnable('fix', {
         webhook: { forge: 'gitea', repo: 'o/r', labels: ['agent'], excludeAuthors: ['mallory'], secretEnv: 'S' },
       }),
+      runnable('paused', {
+        webhook: { forge: 'gitea', labels: ['agent'], secretEnv: 'S' },
+      }),
       runnable('ask', {
         webhook: {
           forge: 'gitea',
@@ -172,6 +175,10 @@ describe('POST /hooks/NAMESPACE/TRIGGER', () => {
     const pull = { action: 'labeled', pull_request: issue(13), repository };
     assert.deepEqual(await post('/hooks/default/fix', pull, { event: 'pull_request' }), [202, 'accepted']);
     assert.deepEqual(await tasks('fix'), ['fix-13', 'fix-7'], 'pull_request events too');
+    const paused = triggers.get('default/paused');
+    if (paused) paused.spec.suspend = true;
+    assert.deepEqual(await post('/hooks/default/paused', opened), [202, 'accepted']);
+    assert.deepEqual(await tasks('paused'), [], 'a suspended trigger creates nothing');
     const s = status.read('default/fix');
     assert.equal(s?.tasksCreated, 2);
     assert.equal(s?.tasksActive, 2);

@@ -67,13 +67,12 @@ export class TriggerRunner {
   private readonly forges = new TriggerForges();
   /** Items a poll held back (maxConcurrency): a 304 next time must not forget them. */
   private readonly held = new Map<string, ItemSeen[]>();
+  /** Per trigger: passes and deliveries read and write its status one at a time. */
+  private readonly turns = new Map<string, Promise<unknown>>();
 
   constructor(deps: TriggerDeps) {
     this.deps = deps;
   }
-
-  /** Per trigger: passes and deliveries read and write its status one at a time. */
-  private readonly turns = new Map<string, Promise<unknown>>();
 
   /** One pass; returns when the next one is due. Never throws: a failure is in status and backs off. */
   pass(trigger: RunnableTrigger): Promise<Date> {
@@ -184,7 +183,7 @@ export class TriggerRunner {
   /**
    * Items a webhook delivered, judged like a poll result (planItems: the same rules, the same names, so a
    * delivery, a poll and a restart agree on one task per item). Throws when a task cannot be written: the
-   * delivery then fails and the forge may redeliver it.
+   * delivery then fails and the forge may redeliver it. A suspended trigger creates nothing.
    */
   itemsArrived(
     trigger: RunnableTrigger,
@@ -193,6 +192,7 @@ export class TriggerRunner {
     permissionOf: PermissionOf,
   ): Promise<void> {
     return this.inTurn(trigger.key, async () => {
+      if (trigger.spec.suspend) return this.deps.logger.info({ trigger: trigger.key }, 'suspended: delivery ignored');
       const status = AgentTriggerStatusSchema.parse(this.deps.status.read(trigger.key) ?? {});
       const existing = await this.existing(trigger);
       const plan = planItems({
