@@ -62,6 +62,7 @@ export class LocalCreatedTasks extends CreatedTaskStore {
     } finally {
       unlinkSync(temp);
     }
+    parseCreated(join(dir, `${name}.yaml`)); // read once now: the trigger's next pass lists it unparsed
     this.opts.onChange?.();
     return { result: 'created' };
   }
