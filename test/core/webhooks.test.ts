@@ -75,6 +75,7 @@ describe('POST /hooks/NAMESPACE/TRIGGER', () => {
       runnable('fix', {
         webhook: { forge: 'gitea', repo: 'o/r', labels: ['agent'], excludeAuthors: ['mallory'], secretEnv: 'S' },
       }),
+      runnable('gh', { webhook: { forge: 'github', repo: 'o/r', labels: ['agent'], secretEnv: 'S' } }),
       runnable('paused', {
         webhook: { forge: 'gitea', labels: ['agent'], secretEnv: 'S' },
       }),
@@ -182,6 +183,25 @@ describe('POST /hooks/NAMESPACE/TRIGGER', () => {
     const s = status.read('default/fix');
     assert.equal(s?.tasksCreated, 2);
     assert.equal(s?.tasksActive, 2);
+  });
+
+  it('source.webhook from GitHub: its headers (X-Hub-Signature-256: sha256=…); a Gitea signature is refused', async () => {
+    const body = JSON.stringify({ action: 'labeled', issue: issue(30), repository });
+    const hub = `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`;
+    const send = (headers: Record<string, string>) =>
+      fetch(`${server.url}/hooks/default/gh`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json', 'x-github-event': 'issues', ...headers },
+      }).then(async (r) => [r.status, (await r.text()).trim()]);
+    const gitea = createHmac('sha256', SECRET).update(body).digest('hex');
+    assert.deepEqual(await send({ 'x-gitea-signature': gitea, 'x-github-delivery': 'g-1' }), [
+      401,
+      'missing signature',
+    ]);
+    assert.deepEqual(await tasks('gh'), []);
+    assert.deepEqual(await send({ 'x-hub-signature-256': hub, 'x-github-delivery': 'g-2' }), [202, 'accepted']);
+    assert.deepEqual(await tasks('gh'), ['gh-30']);
   });
 
   it('source.webhook with a command: only a comment from a user with the permission creates a task', async () => {
