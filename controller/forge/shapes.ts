@@ -31,7 +31,9 @@ const common = {
 };
 
 export const IssueSchema = z.object({ ...common, pull_request: z.unknown().nullish() });
-export const PullSchema = z.object({ ...common, head: z.object({ ref: text(255) }).nullish() });
+/** `head.repo` is where the PR's branch lives: null once a fork is deleted, absent in payloads that omit it. */
+const PullHeadSchema = z.object({ ref: text(255), repo: z.object({ full_name: text(2 * NAME_MAX + 1) }).nullish() });
+export const PullSchema = z.object({ ...common, head: PullHeadSchema.nullish() });
 export const CommentSchema = z.object({
   id: z.number().int().positive(),
   body: text(BODY_MAX),
@@ -74,8 +76,9 @@ function item(raw: z.output<typeof IssueSchema> | z.output<typeof PullSchema>, i
     updatedAt: raw.updated_at ?? '',
   };
   if (typeof raw.comments === 'number') out.comments = raw.comments;
-  const head = 'head' in raw ? raw.head?.ref : undefined;
-  if (head) out.headBranch = head;
+  const head = 'head' in raw ? raw.head : undefined;
+  if (head?.ref) out.headBranch = head.ref;
+  if (head?.repo !== undefined) out.headRepo = head.repo?.full_name ?? '';
   return out;
 }
 

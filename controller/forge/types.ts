@@ -30,6 +30,8 @@ export interface ForgeItem {
   updatedAt: string;
   /** A pull request's own branch (webhooks carry it; issue lists do not). */
   headBranch?: string;
+  /** OWNER/NAME of the repo holding a pull request's branch ('' once its fork is deleted); absent when not sent. */
+  headRepo?: string;
   /** How many comments it has (issue lists carry it): a poll's fingerprint sees a comment within a second. */
   comments?: number;
 }

@@ -210,7 +210,10 @@ describe('GiteaForge against a real Gitea', () => {
       assert.equal(pulls[0].title, 'Fix: Needs a PR (2)');
       assert.deepEqual([pulls[0].head.ref, pulls[0].head.sha], [branch, second.commit]);
       const fetched = await forge.getPullRequest(first.number);
-      assert.deepEqual([fetched.isPullRequest, fetched.headBranch, fetched.author], [true, branch, 'robot']);
+      assert.deepEqual(
+        [fetched.isPullRequest, fetched.headBranch, fetched.headRepo, fetched.author],
+        [true, branch, `${owner}/${repo}`, 'robot'],
+      );
       const prs = await forge.listItems({ kind: 'pullRequests' });
       assert.deepEqual(prs.kind === 'listed' && prs.entries.map((p) => [p.number, p.isPullRequest]), [
         [first.number, true],

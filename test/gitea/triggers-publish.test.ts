@@ -4,12 +4,12 @@
 // Succeeded) → one PR from episodic/1 that closes the issue, recorded in status.pullRequests. A restart
 // (`run` again) creates no second task, PR or comment.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Gitea, type GiteaAccount, startGitea } from '../support/gitea.ts';
-import { CLI, FAKE_CLAUDE, NODE, runCli, tempDir } from '../support/local.ts';
+import { triggerRunEnv, watchRun, writePublishTrigger } from '../support/gitea-trigger.ts';
+import { runCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
 
 const OWNER = 'episodic-admin';
@@ -44,65 +44,15 @@ describe('a Gitea trigger publishes its work as a PR (real Gitea, local git work
     await gitea.addCollaborator(OWNER, REPO, alice.name, 'write');
     const agent = await gitea.createLabel(OWNER, REPO, 'agent');
     await gitea.createIssue(OWNER, REPO, { title: 'Add a fix', body: 'please', labels: [agent.id] }, alice.token);
-    // The episodes' git uses the user's own credentials locally: here a global config with the bot's header.
-    const gitConfig = join(dir, 'gitconfig');
-    const basic = Buffer.from(`${OWNER}:${gitea.adminToken}`).toString('base64');
-    writeFileSync(
-      gitConfig,
-      `[http]\n\textraHeader = Authorization: Basic ${basic}\n[user]\n\tname = Test\n\temail = test@example.invalid\n`,
-    );
-    env = { TEST_GITEA_TOKEN: gitea.adminToken, GIT_CONFIG_GLOBAL: gitConfig };
-    // Slow enough to be seen Running; its change is the work the PR carries.
-    const script = join(dir, 'agent.json');
-    writeFileSync(
-      script,
-      JSON.stringify({ default: { mode: 'success', delayMs: 2500, writeFiles: { 'FIX.md': 'fixed #1\n' } } }),
-    );
-    writeFileSync(
-      join(dir, 'pub.yaml'),
-      `apiVersion: episodic.dev/v1alpha1
-kind: AgentTrigger
-metadata:
-  name: pub
-spec:
-  source:
-    gitea:
-      apiURL: ${gitea.url}
-      repo: ${OWNER}/${REPO}
-      labels: [agent]
-      pollSeconds: 3600
-      tokenEnv: TEST_GITEA_TOKEN
-  report:
-    comment: true
-    labels: {running: 'episodic:running', done: 'episodic:done'}
-    pullRequest: {titleTemplate: 'episodic: {{item.title}}'}
-  template:
-    spec:
-      prompt: 'Fix #{{item.number}} <promise>COMPLETE</promise>'
-      workspace: {git: {url: '${gitea.cloneUrl(OWNER, REPO)}', ref: main}}
-      agent:
-        command: [${JSON.stringify(NODE)}, ${JSON.stringify(FAKE_CLAUDE)}, ${JSON.stringify(`--fake-script=${script}`)}]
-        output: claude
-      limits: {maxEpisodes: 2, episodeTimeoutSeconds: 60}
-`,
-    );
+    env = triggerRunEnv(dir, gitea, OWNER);
+    writePublishTrigger(dir, { name: 'pub', gitea, owner: OWNER, repo: REPO, writeFiles: { 'FIX.md': 'fixed #1\n' } });
   });
   after(async () => {
     await gitea?.stop();
   });
 
   it('labelled issue → task → commit pushed to episodic/1 → one PR closing it; the comment follows the task', async () => {
-    const child = spawn(NODE, [CLI, 'run', dir, '--watch', '--no-table'], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise((r) => child.on('exit', r));
-    const explain = (err: unknown) => {
-      const status = existsSync(statusFile) ? readFileSync(statusFile, 'utf8') : '(no status)';
-      throw new Error(`${(err as Error).message}\n${status}\n${stderr.slice(-3000)}`);
-    };
+    const { explain, stop } = watchRun(dir, env, statusFile);
     try {
       const running = await waitFor(
         'the comment saying Running',
@@ -137,8 +87,7 @@ spec:
       const labels = (await gitea.getIssue(OWNER, REPO, 1)).labels.map((l) => l.name).sort();
       assert.deepEqual(labels, ['agent', 'episodic:done']);
     } finally {
-      child.kill('SIGTERM');
-      await exited;
+      await stop();
     }
   });
 

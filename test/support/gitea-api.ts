@@ -50,6 +50,16 @@ export interface GiteaIssue {
   updated_at: string;
 }
 
+export interface GiteaPull {
+  number: number;
+  title: string;
+  body: string;
+  html_url: string;
+  state: string;
+  head: { ref: string; sha: string };
+  base: { ref: string };
+}
+
 export interface GiteaComment {
   id: number;
   body: string;
@@ -186,6 +196,41 @@ export class GiteaApi {
 
   listComments(owner: string, repo: string, number: number, token?: string): Promise<GiteaComment[]> {
     return this.api<GiteaComment[]>('GET', `/repos/${owner}/${repo}/issues/${number}/comments`, { token });
+  }
+
+  /** The token's user's fork of owner/repo. */
+  fork(owner: string, repo: string, token: string): Promise<GiteaRepo> {
+    return this.api<GiteaRepo>('POST', `/repos/${owner}/${repo}/forks`, { body: {}, token });
+  }
+
+  /** Branch `branch` off `from` with one commit adding `file` (a PR needs a difference to be opened). */
+  async commitOnNewBranch(owner: string, repo: string, opts: { branch: string; from: string; file: string }) {
+    await this.api('POST', `/repos/${owner}/${repo}/contents/${opts.file}`, {
+      body: {
+        content: Buffer.from(`${opts.file}\n`).toString('base64'),
+        branch: opts.from,
+        new_branch: opts.branch,
+        message: `add ${opts.file}`,
+      },
+    });
+  }
+
+  createPull(
+    owner: string,
+    repo: string,
+    pull: { head: string; base: string; title: string; labels?: number[] },
+    token?: string,
+  ): Promise<GiteaPull> {
+    return this.api<GiteaPull>('POST', `/repos/${owner}/${repo}/pulls`, { body: pull, token });
+  }
+
+  /** Open and closed. */
+  listPulls(owner: string, repo: string): Promise<GiteaPull[]> {
+    return this.api<GiteaPull[]>('GET', `/repos/${owner}/${repo}/pulls`, { query: { state: 'all' } });
+  }
+
+  listBranches(owner: string, repo: string): Promise<GiteaBranch[]> {
+    return this.api<GiteaBranch[]>('GET', `/repos/${owner}/${repo}/branches`);
   }
 
   /** A webhook of type "gitea" posting JSON to `url`, signed with `secret`. */

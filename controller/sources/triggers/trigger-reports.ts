@@ -13,7 +13,7 @@ import type { CreatedTask } from '../../core/created-tasks.ts';
 import { reportTask } from '../../forge/report.ts';
 import type { Forge, ForgeItem } from '../../forge/types.ts';
 import { ITEM_LABEL } from '../../reconciler/trigger-items.ts';
-import type { ReportItem } from '../../reconciler/trigger-report.ts';
+import { codeSpan, type ReportItem } from '../../reconciler/trigger-report.ts';
 
 export interface ReportContext {
   forge: Forge;
@@ -66,27 +66,47 @@ export async function reportTriggerTasks(ctx: ReportContext): Promise<void> {
   }
 }
 
+/** The task spec to create, or why the item gets no task (said on the item instead). */
+export type ItemSpec = { spec: Record<string, unknown> } | { refused: string };
+
 /**
  * The task spec with its git workspace's ref set to the branch its item's work goes to: episodic/NUMBER for
- * an issue, a PR item's own branch. Unchanged without spec.report.pullRequest or a git workspace.
+ * an issue, a PR item's own branch. Unchanged without spec.report.pullRequest or a git workspace. A PR whose
+ * branch is not in the trigger's repo (a fork) or is no usable branch name is refused: the episodes would
+ * otherwise push a same-named branch of the base repo (or the template's ref), never the PR.
  */
 export async function withItemBranch(
   spec: Record<string, unknown>,
   trigger: { spec: AgentTriggerSpec },
   item: ForgeItem,
   forge: Forge,
-): Promise<Record<string, unknown>> {
+): Promise<ItemSpec> {
   const git = templateGit(trigger.spec);
-  if (!git || !trigger.spec.report?.pullRequest) return spec;
+  if (!git || !trigger.spec.report?.pullRequest) return { spec };
   let branch = `episodic/${item.number}`;
   if (item.isPullRequest) {
-    // Item text: used as a ref only when it is a valid branch name.
-    const head = item.headBranch ?? (await forge.getPullRequest(item.number)).headBranch;
-    if (!head || gitRefProblem(head)) return spec;
-    branch = head;
+    const pull = item.headBranch ? item : await forge.getPullRequest(item.number);
+    const repo = (trigger.spec.source.gitea ?? trigger.spec.source.github)?.repo ?? '';
+    const refused = prBranchProblem(pull, repo);
+    if (refused) return { refused };
+    branch = pull.headBranch as string;
   }
   const workspace = spec.workspace as { git: Record<string, unknown> };
-  return { ...spec, workspace: { ...workspace, git: { ...workspace.git, ref: branch } } };
+  return { spec: { ...spec, workspace: { ...workspace, git: { ...workspace.git, ref: branch } } } };
+}
+
+/** Why a PR item's work cannot go to its own branch in `repo` (OWNER/NAME), if it cannot. */
+export function prBranchProblem(pull: Pick<ForgeItem, 'headBranch' | 'headRepo'>, repo: string): string | undefined {
+  if (pull.headRepo !== undefined && pull.headRepo.toLowerCase() !== repo.toLowerCase())
+    return `cannot push to a fork's branch (the PR's head is in ${pull.headRepo || 'a deleted fork'}, not ${repo})`;
+  // Item text: used as a ref only when it is a valid branch name.
+  if (!pull.headBranch || gitRefProblem(pull.headBranch)) return "the PR's head is not a usable branch name";
+  return undefined;
+}
+
+/** The marked comment on an item that gets no task: the same key a task's report would use. */
+export function refusalComment(task: string, reason: string): string {
+  return `**episodic** task \`${task}\`: **not started**\n\n- Reason: ${codeSpan(reason)}`;
 }
 
 /** The template's git workspace ({url, ref}), if it has one. */

@@ -18,7 +18,7 @@ import { decideSchedule, pastHistory, TICK_LABEL } from '../../reconciler/trigge
 import { renderTaskSpec } from '../../reconciler/trigger-template.ts';
 import { advanceCursor, commandPermissions, pollForge, TriggerForges } from './forge-poll.ts';
 import { handleResumes, type ResumeRequest, splitResumeComments } from './resume-comments.ts';
-import { reportTriggerTasks, withItemBranch } from './trigger-reports.ts';
+import { refusalComment, reportTriggerTasks, withItemBranch } from './trigger-reports.ts';
 
 export type PermissionOf = (user: string) => Permission | undefined;
 
@@ -257,8 +257,9 @@ export class TriggerRunner {
     });
     for (const p of plan.create) {
       const rendered = renderTaskSpec(trigger.spec.template.spec, { item: p.item, comment: p.comment });
-      const spec = await withItemBranch(rendered, trigger, p.item, forge.forge);
-      await this.create(trigger, p.name, spec, p.labels, status);
+      const item = await withItemBranch(rendered, trigger, p.item, forge.forge);
+      if ('refused' in item) await this.refuse(trigger, forge, p.item.number, p.name, item.refused);
+      else await this.create(trigger, p.name, item.spec, p.labels, status);
     }
     if (plan.held > 0) this.held.set(trigger.key, seen);
     else this.held.delete(trigger.key);
@@ -268,6 +269,19 @@ export class TriggerRunner {
     if (plan.held === 0) advanceCursor(status, polled);
     await this.report(trigger, forge, status);
     return new Date(now.getTime() + source.pollSeconds * 1000);
+  }
+
+  /** An item that gets no task: a warning, and the reason in its report comment (one, edited in place). */
+  private async refuse(
+    trigger: RunnableTrigger,
+    forge: { forge: Forge; token: boolean },
+    number: number,
+    task: string,
+    reason: string,
+  ): Promise<void> {
+    this.deps.logger.warn({ trigger: trigger.key, item: number, reason }, 'item refused: no task');
+    if (!trigger.spec.report?.comment || !forge.token) return;
+    await forge.forge.upsertReport(number, `${trigger.name}/${task}`, refusalComment(task, reason));
   }
 
   /** Reports only (no poll): `run` calls it once its tasks settled, so the comments show how they ended. */

@@ -1,0 +1,91 @@
+// Shared setup of the local Gitea trigger tests that run `episodic run --watch` against the real Gitea: the
+// episodes' git credentials (a global git config with the bot's header), a stand-in agent that changes a
+// file, the AgentTrigger document, and the watching controller with a failure explainer.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Gitea } from './gitea.ts';
+import { CLI, FAKE_CLAUDE, NODE } from './local.ts';
+
+/** The environment of a local run: the trigger's token and a git config that pushes as `owner`. */
+export function triggerRunEnv(dir: string, gitea: Gitea, owner: string): Record<string, string> {
+  const gitConfig = join(dir, 'gitconfig');
+  const basic = Buffer.from(`${owner}:${gitea.adminToken}`).toString('base64');
+  writeFileSync(
+    gitConfig,
+    `[http]\n\textraHeader = Authorization: Basic ${basic}\n[user]\n\tname = Test\n\temail = test@example.invalid\n`,
+  );
+  return { TEST_GITEA_TOKEN: gitea.adminToken, GIT_CONFIG_GLOBAL: gitConfig };
+}
+
+export interface PublishTrigger {
+  name: string;
+  gitea: Gitea;
+  owner: string;
+  repo: string;
+  kind?: 'issues' | 'pullRequests';
+  /** The files the stand-in agent writes (slow enough to be seen Running): the work that gets pushed. */
+  writeFiles: Record<string, string>;
+}
+
+/** Writes the stand-in agent's script and the trigger (label `agent`, a report with comment, labels and PR). */
+export function writePublishTrigger(dir: string, t: PublishTrigger): void {
+  const script = join(dir, `${t.name}-agent.json`);
+  writeFileSync(script, JSON.stringify({ default: { mode: 'success', delayMs: 2500, writeFiles: t.writeFiles } }));
+  writeFileSync(
+    join(dir, `${t.name}.yaml`),
+    `apiVersion: episodic.dev/v1alpha1
+kind: AgentTrigger
+metadata:
+  name: ${t.name}
+spec:
+  source:
+    gitea:
+      apiURL: ${t.gitea.url}
+      repo: ${t.owner}/${t.repo}
+      kind: ${t.kind ?? 'issues'}
+      labels: [agent]
+      pollSeconds: 3600
+      tokenEnv: TEST_GITEA_TOKEN
+  report:
+    comment: true
+    labels: {running: 'episodic:running', done: 'episodic:done'}
+    pullRequest: {titleTemplate: 'episodic: {{item.title}}'}
+  template:
+    spec:
+      prompt: 'Fix #{{item.number}} <promise>COMPLETE</promise>'
+      workspace: {git: {url: '${t.gitea.cloneUrl(t.owner, t.repo)}', ref: main}}
+      agent:
+        command: [${JSON.stringify(NODE)}, ${JSON.stringify(FAKE_CLAUDE)}, ${JSON.stringify(`--fake-script=${script}`)}]
+        output: claude
+      limits: {maxEpisodes: 2, episodeTimeoutSeconds: 60}
+`,
+  );
+}
+
+export interface WatchingRun {
+  child: ChildProcess;
+  /** Rethrows a wait's error with the trigger's status file and the controller's stderr tail. */
+  explain: (err: unknown) => never;
+  stop: () => Promise<void>;
+}
+
+/** `episodic run DIR --watch` in the background. */
+export function watchRun(dir: string, env: Record<string, string>, statusFile: string): WatchingRun {
+  const child = spawn(NODE, [CLI, 'run', dir, '--watch', '--no-table'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise((r) => child.on('exit', r));
+  const explain = (err: unknown): never => {
+    const status = existsSync(statusFile) ? readFileSync(statusFile, 'utf8') : '(no status)';
+    throw new Error(`${(err as Error).message}\n${status}\n${stderr.slice(-3000)}`);
+  };
+  const stop = async () => {
+    child.kill('SIGTERM');
+    await exited;
+  };
+  return { child, explain, stop };
+}
