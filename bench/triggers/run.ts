@@ -96,8 +96,10 @@ async function measure(
   const tasks = (await created.list(owner)).length;
   const firstRequests = total();
   const idle = performance.now();
+  const idleCpu = process.cpuUsage();
   await runner.pass(trigger);
   const idleMs = performance.now() - idle;
+  const { user, system } = process.cpuUsage(idleCpu);
   const idleRequests = total() - firstRequests;
   const lastError = status.read(trigger.key)?.lastError;
   if (lastError) console.log(`${forge} idle poll failed: ${lastError}`);
@@ -105,7 +107,10 @@ async function measure(
   console.log(
     `${forge} first pass: ${tasks} tasks created in ${(passMs / 1000).toFixed(2)} s, ${firstRequests} requests`,
   );
-  console.log(`${forge} idle poll (nothing changed): ${idleRequests} request(s), ${idleMs.toFixed(0)} ms`);
+  const cpuMs = (user + system) / 1000;
+  console.log(
+    `${forge} idle poll (nothing changed): ${idleRequests} request(s), ${idleMs.toFixed(0)} ms (${cpuMs.toFixed(0)} ms CPU)`,
+  );
   console.log(
     `${forge}: RSS of this process after both: ${rss.toFixed(0)} MiB; requests by code: ${JSON.stringify(Object.fromEntries(requests))}`,
   );

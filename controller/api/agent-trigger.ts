@@ -88,15 +88,40 @@ export const ScheduleSourceSchema = z
     if (problem) ctx.addIssue({ code: 'custom', path: [problem.field], message: problem.message });
   });
 
-export const WebhookSourceSchema = z.strictObject({
-  forge: z.enum(['github', 'gitea']),
-  repo: ownerRepo.optional().describe('deliveries for other repositories are ignored'),
-  labels: forgeFields.labels,
-  excludeAuthors: forgeFields.excludeAuthors,
-  command: forgeFields.command,
-  secretEnv: envName.optional().describe('local: the environment variable holding the HMAC secret'),
-  secretRef: SecretKeyRefSchema.optional().describe('cluster: the Secret key holding the HMAC secret'),
-});
+/**
+ * Deliveries are the only source: each signed issues/issue_comment/pull_request event is judged like a poll
+ * result, by the same labels, command and excludeAuthors rules (the fields are the forge sources' own).
+ * A command needs the commenter's permission, which no payload carries: then repo and a token are required.
+ */
+export const WebhookSourceSchema = z
+  .strictObject({
+    forge: z.enum(['github', 'gitea']),
+    repo: forgeFields.repo.optional().describe('deliveries for other repositories are ignored'),
+    labels: forgeFields.labels,
+    excludeAuthors: forgeFields.excludeAuthors,
+    command: forgeFields.command,
+    secretEnv: WakeHookSchema.shape.secretEnv,
+    secretRef: WakeHookSchema.shape.secretRef,
+    apiURL: z.url().max(500).optional().describe('command permission checks: the server (GitHub: its API)'),
+    tokenEnv: forgeFields.tokenEnv,
+    tokenSecretRef: forgeFields.tokenSecretRef,
+  })
+  .superRefine((s, ctx) => {
+    if (!s.secretEnv && !s.secretRef)
+      ctx.addIssue({ code: 'custom', path: [], message: 'needs secretEnv (local) or secretRef (cluster)' });
+    if (!s.command) return;
+    const missing = [
+      !s.repo && 'repo',
+      !s.tokenEnv && !s.tokenSecretRef && 'tokenEnv or tokenSecretRef',
+      s.forge === 'gitea' && !s.apiURL && 'apiURL',
+    ].filter((m): m is string => !!m);
+    if (missing.length > 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['command'],
+        message: `checking a commenter's permission needs ${missing.join(', ')}`,
+      });
+  });
 
 const ONE_SOURCE = 'exactly one of schedule, gitea, github or webhook';
 
@@ -192,6 +217,7 @@ export type AgentTriggerStatus = z.infer<typeof AgentTriggerStatusSchema>;
 export type TriggerSource = z.infer<typeof TriggerSourceSchema>;
 export type ScheduleSource = z.infer<typeof ScheduleSourceSchema>;
 export type ForgeSource = z.infer<typeof GiteaSourceSchema> | z.infer<typeof GitHubSourceSchema>;
+export type WebhookSource = z.infer<typeof WebhookSourceSchema>;
 export type TaskTemplate = z.infer<typeof TaskTemplateSchema>;
 
 /** The problem with a cron expression or time zone, or undefined: five fields, a zone Intl knows. */

@@ -31,6 +31,7 @@ export interface ControllerCliOptions {
   episodeDefaults?: string;
   logLevel: string;
   consoleListen?: string;
+  hooksAddr?: string;
 }
 
 export function registerController(program: Command): void {
@@ -99,6 +100,10 @@ export function registerController(program: Command): void {
       '--console-listen <host:port>',
       'serve the web console here, from the informer cache (beyond localhost needs EPISODIC_CONSOLE_TOKEN)',
     )
+    .option(
+      '--hooks-addr <host:port>',
+      'serve POST /hooks/NAMESPACE/TRIGGER (signed forge webhooks for AgentTriggers); a bare port binds 127.0.0.1',
+    )
     .action(async (opts: ControllerCliOptions) => {
       process.exitCode = await controllerCommand(opts);
     });
@@ -160,6 +165,7 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
       leaderElection: opts.leaderElect ? { namespace: opts.leaderElectionNamespace, ...settings.lease } : undefined,
       stop: stop.signal,
       consoleListen: opts.consoleListen || undefined,
+      hooksAddr: opts.hooksAddr || undefined,
     });
     return end === 'stopped' ? 0 : 1;
   } finally {

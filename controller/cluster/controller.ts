@@ -27,6 +27,7 @@ import { AgentBudgetStore } from '../sources/cluster/agent-budget-store.ts';
 import { AgentTaskSource } from '../sources/cluster/agent-task-source.ts';
 import { ClusterTriggers, triggersPath } from '../sources/cluster/agent-triggers.ts';
 import { TRIGGER_PLURAL } from '../api/agent-trigger.ts';
+import type { HookServer } from '../forge/hook-server.ts';
 import { KubeCreatedTasks } from '../sources/cluster/created-tasks.ts';
 import { deletingOwnedTasks } from '../core/owned-tasks.ts';
 import { SpawnLoop } from '../core/spawn-loop.ts';
@@ -59,6 +60,8 @@ export interface ClusterControllerOptions {
   /** "host:port"; undefined serves nothing. Equal addresses share one server. */
   metricsAddr?: string;
   healthAddr?: string;
+  /** Serve POST /hooks/NAMESPACE/TRIGGER here (webhook triggers); a bare port binds 127.0.0.1. */
+  hooksAddr?: string;
   leaderElection?: {
     namespace: string;
     identity?: string;
@@ -94,6 +97,8 @@ export class ClusterController {
   readonly records: EpisodeRecordWriter;
   readonly events: EventRecorder;
   readonly servers: RunningServer[] = [];
+  /** --hooks-addr: webhook deliveries for AgentTriggers. */
+  hooks: HookServer | undefined;
   private loop: Controller<ClusterTask> | undefined;
   private elector: LeaderElector | undefined;
   private leaseClient: KubeClient | undefined;
@@ -237,7 +242,7 @@ export class ClusterController {
     this.budgets.stop();
     this.triggers.stop();
     this.mailboxWatch.informer.stop();
-    await Promise.all(this.servers.map((s) => s.close()));
+    await Promise.all([...this.servers, ...(this.hooks ? [this.hooks] : [])].map((s) => s.close()));
     this.client.close();
     this.leaseClient?.close();
   }
@@ -248,6 +253,10 @@ export class ClusterController {
     // The same fixed address twice means one server; port 0 twice means two servers on free ports.
     for (const address of addresses.filter((a, i) => addresses.indexOf(a) === i || /:0$|^0$/.test(a))) {
       this.servers.push(await startMetricsServer({ address, metrics: this.metrics, ready: () => this.ready() }));
+    }
+    if (this.opts.hooksAddr) {
+      const { serveTriggerHooks } = await import('../sources/triggers/trigger-hooks.ts');
+      this.hooks = await serveTriggerHooks(this.opts.hooksAddr, this.triggerRunner.hookOptions());
     }
     this.tasks.start();
     this.pods.start();

@@ -20,6 +20,8 @@ export interface HookDelivery {
   action: string;
   item: ForgeItem;
   comment?: ForgeComment;
+  /** OWNER/NAME from the payload's repository, when it names one. */
+  repo?: string;
 }
 
 /** How a request ended (for logs, metrics and tests); never holds the body or a header value but the id. */

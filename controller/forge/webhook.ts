@@ -49,11 +49,17 @@ export function signatureMatches(hex: string, rawBody: Buffer, secret: string): 
 }
 
 export type WebhookItem =
-  | { kind: 'item'; action: string; item: ForgeItem; comment?: ForgeComment }
+  | { kind: 'item'; action: string; item: ForgeItem; comment?: ForgeComment; repo?: string }
   | { kind: 'ignored'; reason: string }
   | { kind: 'invalid'; reason: string };
 
-const Action = z.object({ action: z.string().max(50).default('') });
+const Action = z.object({
+  action: z.string().max(50).default(''),
+  repository: z
+    .object({ full_name: z.string().max(200) })
+    .optional()
+    .catch(undefined),
+});
 
 /**
  * The item an `issues`, `issue_comment` or `pull_request` delivery is about (Gitea names its label, assign
@@ -62,7 +68,13 @@ const Action = z.object({ action: z.string().max(50).default('') });
 export function webhookItem(forge: ForgeKind, event: string, payload: unknown): WebhookItem {
   const parsed = Action.safeParse(payload);
   if (!parsed.success) return { kind: 'invalid', reason: 'not an event object' };
-  const { action } = parsed.data;
+  const action = parsed.data.action;
+  const found = itemOf(forge, event, action, payload);
+  const repo = parsed.data.repository?.full_name;
+  return found.kind === 'item' && repo ? { ...found, repo } : found;
+}
+
+function itemOf(forge: ForgeKind, event: string, action: string, payload: unknown): WebhookItem {
   const body = payload as Record<string, unknown>;
   let field = 'issue'; // which part failed, for the 400's reason
   try {

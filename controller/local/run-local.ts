@@ -18,7 +18,7 @@ import type { StateLock } from './state-lock.ts';
 import { systemClock } from '../core/clock.ts';
 import { envSecret, LocalTriggerStatus, runnableTriggers, TriggerTimers } from '../sources/triggers/local-triggers.ts';
 import { TriggerRunner } from '../sources/triggers/trigger-runner.ts';
-import type { HookServer } from '../sources/triggers/webhooks.ts';
+import type { HookServer } from '../forge/hook-server.ts';
 import { PhaseWakes } from '../sources/triggers/phase-wakes.ts';
 import { localResumeRequester } from '../forge/resume-command.ts';
 
@@ -32,7 +32,7 @@ export interface LocalRunOptions {
   budgetUSD?: number;
   logger: Logger;
   metricsAddr?: string;
-  /** With watch: serve POST /hooks/NAMESPACE/TRIGGER here (webhook deliveries wake a trigger's poll). */
+  /** With watch: serve POST /hooks/NAMESPACE/TRIGGER here (webhook triggers, and wakes for forge polls). */
   hooksAddr?: string;
   /** Prometheus text metrics are written here at the end. */
   metricsFile?: string;
@@ -111,10 +111,11 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
     );
     if (opts.watch) {
       timers = new TriggerTimers(runner, systemClock);
+      // Listening before the first pass: a delivery sent once a trigger's status appears is never refused.
+      if (opts.hooksAddr) hooks = await serveHooks(opts, timers, runner, metrics);
       timers.set(runnableTriggers(initial.triggers?.values() ?? []));
       followPhases(controller, new PhaseWakes(timers));
       watcher = await watchSpecs(controller, initial, opts, timers);
-      if (opts.hooksAddr) hooks = await serveHooks(opts, timers);
     }
     const shown = opts.show?.(() => controller.view());
     try {
@@ -157,22 +158,21 @@ async function recordDeletedTasks(controller: LocalController, initial: LoadedSp
   await controller.shutdown();
 }
 
-async function serveHooks(opts: LocalRunOptions, timers: TriggerTimers): Promise<HookServer> {
-  const { startHookServer } = await import('../sources/triggers/webhooks.ts');
-  const server = await startHookServer({
-    address: opts.hooksAddr ?? '',
+async function serveHooks(
+  opts: LocalRunOptions,
+  timers: TriggerTimers,
+  runner: TriggerRunner,
+  metrics?: EpisodicMetrics,
+): Promise<HookServer> {
+  const { serveTriggerHooks } = await import('../sources/triggers/trigger-hooks.ts');
+  return serveTriggerHooks(opts.hooksAddr ?? '', {
+    trigger: (key) => timers.trigger(key),
+    wake: (key) => timers.wake(key),
+    runner,
+    secret: envSecret,
+    counters: metrics?.triggers,
     log: opts.logger,
-    target: {
-      secret: async (namespace, name) => {
-        const source = timers.trigger(`${namespace}/${name}`)?.spec.source;
-        const env = (source?.gitea ?? source?.github)?.webhook?.secretEnv;
-        return env ? (process.env[env] ?? '') : undefined;
-      },
-      wake: (namespace, name) => timers.wake(`${namespace}/${name}`),
-    },
   });
-  opts.logger.info({ url: `${server.url}/hooks/NAMESPACE/TRIGGER` }, 'serving webhooks');
-  return server;
 }
 
 /** After each reconcile pass: the phases of triggers' tasks, so a reporting trigger's comment follows them. */

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -97,7 +98,7 @@ describe('episodic controller (CLI)', () => {
   });
 });
 
-describe('episodic controller (process): health endpoints', { skip, timeout: 60_000 }, () => {
+describe('episodic controller (process): health endpoints and hooks', { skip, timeout: 60_000 }, () => {
   let cluster: Cluster;
   let proc: ControllerProcess;
 
@@ -130,4 +131,27 @@ describe('episodic controller (process): health endpoints', { skip, timeout: 60_
     assert.match(metrics, /process_resident_memory_bytes/);
     assert.equal(await proc.kill('SIGTERM'), 0);
   });
+
+  it('--hooks-addr PORT serves POST /hooks/NAMESPACE/TRIGGER on the loopback', async () => {
+    const ns = await createNamespace('ctl-hooks');
+    const port = await freePort();
+    proc = await startControllerProcess(cluster, ['--namespace', ns, '--hooks-addr', String(port)]);
+    const serving = await waitFor('the hooks', () => proc.logs.find((l) => l.msg === 'serving webhooks'));
+    assert.equal(serving.url, `http://127.0.0.1:${port}/hooks/NAMESPACE/TRIGGER`);
+    const post = () => fetch(`http://127.0.0.1:${port}/hooks/${ns}/nothing`, { method: 'POST', body: '{}' });
+    // 500 until this replica leads (the forge redelivers); then an unknown trigger is 404.
+    await waitFor('leading', async () => (await post()).status === 404);
+    assert.equal(await (await post()).text(), 'no such webhook trigger\n');
+    assert.equal(await proc.kill('SIGTERM'), 0);
+  });
 });
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}

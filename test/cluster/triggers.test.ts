@@ -2,8 +2,11 @@
 // issue each become one AgentTask owned by its trigger (ownerReference + label), the Gitea token read from a
 // Secret; a controller restart creates nothing twice; the token appears in no status. A reporting trigger's
 // item goes the whole way: the pod's runner pushes the agent's commit to episodic/1, the controller opens the
-// PR that closes the issue and edits its one comment as the task moves.
+// PR that closes the issue and edits its one comment as the task moves. With --hooks-addr a signed Gitea
+// delivery to a webhook trigger becomes one owned AgentTask (its secret from a Secret); a bad signature is 401
+// and a replay is ignored; a delivery that wakes the poll of the same item adds nothing.
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -309,6 +312,98 @@ describe('AgentTriggers on a real apiserver', { skip: skipCluster, timeout: 180_
       (await tasks()).filter((t) => t.startsWith('stuck-')),
       ['stuck-1'],
       'a resume is not a re-run',
+    );
+  });
+
+  it('--hooks-addr: a signed delivery → one owned AgentTask; bad signature 401; replay ignored; poll + hook one task', async () => {
+    await apply({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'hook', namespace: ns },
+      stringData: { secret: 'hook-secret' },
+    });
+    const secretRef = { name: 'hook', key: 'secret' };
+    const template = { spec: { ...fakeClaudeSpec(), prompt: 'Hooked #{{item.number}}: {{item.title}}' } };
+    await apply({
+      apiVersion: 'episodic.dev/v1alpha1',
+      kind: 'AgentTrigger',
+      metadata: { name: 'hooked', namespace: ns },
+      spec: {
+        source: { webhook: { forge: 'gitea', repo: 'episodic-admin/widgets', labels: ['agent'], secretRef } },
+        template,
+      },
+    });
+    const fixSource = (await get('agenttrigger', 'fix')) as Obj & { spec: { source: { gitea: object } } };
+    await kubectl([
+      'patch',
+      'agenttrigger',
+      'fix',
+      '-n',
+      ns,
+      '--type=merge',
+      '-p',
+      JSON.stringify({
+        spec: { source: { gitea: { ...fixSource.spec.source.gitea, webhook: { secretRef } } } },
+      }),
+    ]);
+    await controller?.stop();
+    const restarted = new Date().toISOString();
+    controller = await startController(cluster, { namespace: ns, hooksAddr: '127.0.0.1:0' });
+    const url = controller.hooks?.url;
+    assert.ok(url, 'serving hooks');
+    const issue = (number: number, title: string) => ({
+      action: 'opened',
+      number,
+      issue: {
+        number,
+        title,
+        body: 'boom',
+        html_url: `${gitea.url}/episodic-admin/widgets/issues/${number}`,
+        state: 'open',
+        user: { login: 'alice' },
+        labels: [{ name: 'agent' }],
+      },
+      repository: { full_name: 'episodic-admin/widgets' },
+    });
+    const deliver = async (trigger: string, payload: object, id: string, secret = 'hook-secret') => {
+      const body = JSON.stringify(payload);
+      const res = await fetch(`${url}/hooks/${ns}/${trigger}`, {
+        method: 'POST',
+        body,
+        headers: {
+          'content-type': 'application/json',
+          'x-gitea-event': 'issues',
+          'x-gitea-delivery': id,
+          'x-gitea-signature': createHmac('sha256', secret).update(body).digest('hex'),
+        },
+      });
+      return [res.status, (await res.text()).trim()];
+    };
+    // Until the new controller has the trigger (its informer synced, then leading), a delivery is refused.
+    await waitFor('the hook served', async () => (await deliver('hooked', issue(5, 'Bad'), 'd-0', 'guess'))[0] === 401);
+    assert.deepEqual(await deliver('hooked', issue(5, 'Forged'), 'd-1', 'guess'), [401, 'bad signature']);
+    assert.deepEqual(await deliver('hooked', issue(1, 'Crash'), 'd-2'), [202, 'accepted']);
+    const hooked = await get('agenttask', 'hooked-1');
+    const owner = await get('agenttrigger', 'hooked');
+    assert.equal(hooked.metadata.labels?.['episodic.dev/trigger'], 'hooked');
+    assert.deepEqual(
+      hooked.metadata.ownerReferences?.map((r) => [r.kind, r.name, r.uid]),
+      [['AgentTrigger', 'hooked', owner.metadata.uid]],
+    );
+    assert.equal(hooked.spec.prompt, 'Hooked #1: Crash');
+    assert.deepEqual(await deliver('hooked', issue(1, 'Crash'), 'd-2'), [202, 'replayed delivery ignored']);
+    assert.deepEqual(await deliver('hooked', { ...issue(1, 'Crash'), action: 'edited' }, 'd-3'), [202, 'accepted']);
+    // The poll trigger's delivery wakes its poll: it reads the forge and finds #1 done.
+    const before = await waitFor('the first poll after the restart', async () => {
+      const at = (await get('agenttrigger', 'fix')).status?.lastPollAt as string | undefined;
+      return at && at >= restarted && at;
+    });
+    assert.deepEqual(await deliver('fix', issue(1, 'Crash'), 'd-4'), [202, 'accepted']);
+    await waitFor('the woken poll', async () => (await get('agenttrigger', 'fix')).status?.lastPollAt !== before);
+    await controller.idle();
+    assert.deepEqual(
+      (await tasks()).filter((t) => /^(fix|hooked)-/.test(t)),
+      ['fix-1', 'hooked-1'],
     );
   });
 });

@@ -215,6 +215,78 @@ describe('a Gitea trigger in local mode (real Gitea)', () => {
       await exited;
     }
   });
+  it('source.webhook: Gitea’s own signed delivery creates exactly one task; a hook with the wrong secret none', async () => {
+    await gitea.createRepo(OWNER, 'gizmos');
+    await gitea.addCollaborator(OWNER, 'gizmos', alice.name, 'write');
+    const agent = await gitea.createLabel(OWNER, 'gizmos', 'agent');
+    const hookDir = tempDir();
+    const webhookTrigger = (name: string, secretEnv: string) => `apiVersion: episodic.dev/v1alpha1
+kind: AgentTrigger
+metadata:
+  name: ${name}
+spec:
+  source:
+    webhook: {forge: gitea, repo: ${OWNER}/gizmos, labels: [agent], secretEnv: ${secretEnv}}
+  template:
+    spec:
+      prompt: 'Hooked #{{item.number}} {{item.title}} <promise>COMPLETE</promise>'
+      agent:
+        command: [${JSON.stringify(NODE)}, ${JSON.stringify(FAKE_CLAUDE)}, --fake-mode=success]
+        output: claude
+`;
+    writeFileSync(
+      join(hookDir, 'hooks.yaml'),
+      `${webhookTrigger('hooked', 'TEST_HOOK_SECRET')}---\n${webhookTrigger('unhooked', 'TEST_OTHER_SECRET')}`,
+    );
+    const port = await freePort();
+    const child = spawn(NODE, [CLI, 'run', hookDir, '--watch', '--no-table', '--hooks-addr', String(port)], {
+      env: { ...process.env, TEST_HOOK_SECRET: 'hook-secret', TEST_OTHER_SECRET: 'other-secret' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise((r) => child.on('exit', r));
+    const outcomes = () =>
+      stderr
+        .split('\n')
+        .filter((l) => l.includes('"msg":"webhook delivery'))
+        .map((l) => JSON.parse(l) as { trigger: string; status: number; reason: string });
+    try {
+      await waitFor('serving webhooks', () => stderr.includes('"msg":"serving webhooks"'));
+      // A bare port binds the loopback, which Gitea may deliver to ([webhook] ALLOWED_HOST_LIST = loopback).
+      const url = `http://127.0.0.1:${port}/hooks/default`;
+      await gitea.createWebhook(OWNER, 'gizmos', { url: `${url}/hooked`, secret: 'hook-secret' });
+      await gitea.createWebhook(OWNER, 'gizmos', { url: `${url}/unhooked`, secret: 'hook-secret' });
+      await gitea.createIssue(
+        OWNER,
+        'gizmos',
+        { title: 'Gizmo', body: 'via webhook', labels: [agent.id] },
+        alice.token,
+      );
+      const hookedTask = join(hookDir, '.episodic/created/default/hooked-1.yaml');
+      await waitFor(
+        'the delivered task, and the refused delivery',
+        () =>
+          existsSync(hookedTask) &&
+          outcomes().some((o) => o.trigger === 'default/unhooked' && o.status === 401 && o.reason === 'bad signature'),
+        30_000,
+      ).catch((err) => {
+        throw new Error(`${(err as Error).message}\n${stderr.slice(-3000)}`);
+      });
+      assert.match(readFileSync(hookedTask, 'utf8'), /Hooked #1 Gizmo/);
+      // A second event about the same item (a comment) is another delivery: the name is taken, nothing new.
+      await gitea.comment(OWNER, 'gizmos', 1, 'more detail', alice.token);
+      await waitFor(
+        'the comment delivered',
+        () => outcomes().filter((o) => o.trigger === 'default/hooked').length >= 2,
+      );
+      assert.deepEqual(readdirSync(join(hookDir, '.episodic/created/default')).sort(), ['hooked-1.yaml']);
+      assert.ok(outcomes().every((o) => o.trigger !== 'default/unhooked' || o.status === 401));
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
 });
 
 function freePort(): Promise<number> {

@@ -58,6 +58,7 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
   everything: EVERYTHING,
   everythingInOneNamespace: { ...EVERYTHING, watchNamespace: 'team-a' },
   console: { 'console.enabled': true, 'console.service.enabled': true, 'console.tokenSecret.name': 'console-token' },
+  hooks: { 'hooks.enabled': true, 'rbac.readSecrets': true },
   noRbacNoGuard: {
     'rbac.create': false,
     'specGuard.enabled': false,
@@ -162,6 +163,21 @@ describe('helm chart', () => {
     assert.equal(mustFind(exposed, 'Service', 'episodic-console').spec.ports[0].targetPort, 'console');
     const env = controllerContainer(exposed).env.find((e: { name: string }) => e.name === 'EPISODIC_CONSOLE_TOKEN');
     assert.deepEqual(env.valueFrom.secretKeyRef, { name: 'console-token', key: 'token' });
+  });
+
+  it('hooks: off by default; on, a Service and --hooks-addr on every interface (loopback without it); needs rbac.readSecrets', async () => {
+    const flag = (objects: K8sObject[]) =>
+      (controllerContainer(objects).args as string[]).find((a) => a.startsWith('--hooks-addr'));
+    assert.equal(flag(await render()), undefined);
+    assert.equal(find(await render(), 'Service', 'episodic-hooks'), undefined);
+    await assert.rejects(render({ 'hooks.enabled': true }), /hooks.enabled: .* set rbac.readSecrets=true/);
+    const on = await render(VALUE_SETS.hooks);
+    assert.equal(flag(on), '--hooks-addr=0.0.0.0:8092');
+    assert.equal(mustFind(on, 'Service', 'episodic-hooks').spec.ports[0].targetPort, 'hooks');
+    assert.ok(controllerContainer(on).ports.some((p: { name: string }) => p.name === 'hooks'));
+    const local = await render({ ...VALUE_SETS.hooks, 'hooks.service.enabled': false });
+    assert.equal(flag(local), '--hooks-addr=127.0.0.1:8092');
+    assert.equal(find(local, 'Service', 'episodic-hooks'), undefined);
   });
 
   it('passes only flags the real `episodic controller` accepts', async () => {

@@ -41,6 +41,25 @@ describe('kustomize manifests/', () => {
     }
   });
 
+  it('examples/triggers/kustomize-hooks builds what the chart renders with hooks.enabled and rbac.readSecrets', async () => {
+    await helmCmd(['version']);
+    const overlay = path.join(repoRoot, 'examples', 'triggers', 'kustomize-hooks');
+    const built = parseObjects(await run(kubectlPath, ['kustomize', overlay]));
+    const chart = await render({ 'hooks.enabled': true, 'rbac.readSecrets': true });
+    const pick = (objects: any[], kind: string, name: string) =>
+      objects.find((o) => o.kind === kind && o.metadata.name === name);
+    assert.deepEqual(pick(built, 'Service', 'episodic-hooks').spec, pick(chart, 'Service', 'episodic-hooks').spec);
+    const container = (objects: any[]) => pick(objects, 'Deployment', 'episodic').spec.template.spec.containers[0];
+    assert.deepEqual(container(built).args, container(chart).args);
+    assert.ok(container(built).args.includes('--hooks-addr=0.0.0.0:8092'));
+    assert.deepEqual(container(built).ports, container(chart).ports);
+    const rules = (objects: any[]) =>
+      pick(objects, 'ClusterRole', 'episodic')
+        .rules.map((r: object) => JSON.stringify(r))
+        .sort();
+    assert.deepEqual(rules(built), rules(chart));
+  });
+
   it('generation is deterministic', async () => {
     const a = await generateManifests();
     const b = await generateManifests();

@@ -24,6 +24,7 @@ import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
 import { TriggerTimers } from '../triggers/local-triggers.ts';
 import { PhaseWakes } from '../triggers/phase-wakes.ts';
 import { resumeAnnotations } from '../../reconciler/trigger-resume.ts';
+import type { TriggerHookOptions } from '../triggers/trigger-hooks.ts';
 import type { RunnableTrigger, TriggerStatusStore } from '../triggers/trigger-runner.ts';
 import { TriggerRunner } from '../triggers/trigger-runner.ts';
 import { KubeCreatedTasks } from './created-tasks.ts';
@@ -89,6 +90,8 @@ function withNulls<T>(before: Record<string, T> | undefined, now: Record<string,
 
 export class ClusterTriggers {
   private readonly timers: TriggerTimers;
+  private readonly runner: TriggerRunner;
+  private readonly counters: TriggerCounters | undefined;
   private readonly triggers: Informer<CustomObject>;
   private readonly client: KubeClient;
   private readonly log: Logger;
@@ -104,6 +107,7 @@ export class ClusterTriggers {
     this.triggers = opts.triggers;
     this.client = opts.client;
     this.log = opts.log;
+    this.counters = opts.counters;
     const runner = new TriggerRunner({
       created: new KubeCreatedTasks(opts.client),
       finished: (namespace, name) => {
@@ -125,6 +129,7 @@ export class ClusterTriggers {
       counters: opts.counters,
       logger: opts.log,
     });
+    this.runner = runner;
     this.timers = new TriggerTimers(runner, systemClock);
     const changed = () => this.leading && this.timers.set(this.runnable());
     opts.triggers.on({ add: changed, update: changed, delete: changed });
@@ -150,6 +155,19 @@ export class ClusterTriggers {
   stop(): void {
     this.leading = false;
     this.timers.stop();
+  }
+
+  /** What POST /hooks/NAMESPACE/TRIGGER needs (the same handlers as local mode): secrets from Secrets. */
+  hookOptions(): TriggerHookOptions {
+    return {
+      trigger: (key) => this.timers.trigger(key),
+      wake: (key) => this.timers.wake(key),
+      runner: this.runner,
+      secret: (source, namespace) => this.secret(source.tokenSecretRef, namespace),
+      counters: this.counters,
+      leading: () => this.leading,
+      log: this.log,
+    };
   }
 
   private runnable(): RunnableTrigger[] {

@@ -3,12 +3,22 @@
 // clash), so they run, show in `episodic get` and are deleted like any task. A document is made by a hard
 // link of a finished temporary file: it appears whole or not at all, and never overwrites one (idempotent).
 import { randomUUID } from 'node:crypto';
-import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { CreatedTaskStore, ownerOf } from '../../core/created-tasks.ts';
 import type { CreatedManifest, CreatedTask, CreateOutcome, TaskOwner } from '../../core/created-tasks.ts';
 import { isSpecFileName, parseSpecText } from './spec-files.ts';
-import type { LoadedSpecs, SpecTask } from './spec-files.ts';
+import type { LoadedSpecs, ParsedFile, SpecTask } from './spec-files.ts';
 
 /** The annotation naming the file a created spec's relative paths resolve against (its owner's). */
 export const SPEC_FILE_ANNOTATION = 'episodic.dev/spec-file';
@@ -52,6 +62,7 @@ export class LocalCreatedTasks extends CreatedTaskStore {
     } finally {
       unlinkSync(temp);
     }
+    parseCreated(join(dir, `${name}.yaml`)); // read once now: the trigger's next pass lists it unparsed
     this.opts.onChange?.();
     return { result: 'created' };
   }
@@ -86,14 +97,33 @@ export class LocalCreatedTasks extends CreatedTaskStore {
   }
 
   private read(namespace: string, name: string): CreatedTask | undefined {
-    const file = join(createdDir(this.opts.stateDir), namespace, `${name}.yaml`);
-    if (!existsSync(file)) return undefined;
-    const task = parseSpecText(file, readFileSync(file, 'utf8')).tasks[0];
+    const task = parseCreated(join(createdDir(this.opts.stateDir), namespace, `${name}.yaml`))?.tasks[0];
     const owner = ownerOf(task?.labels);
     if (!task || !owner) return undefined;
     const spec = (task.manifest.spec ?? {}) as Record<string, unknown>;
     return { namespace: task.namespace, name: task.name, owner, labels: task.labels ?? {}, spec };
   }
+}
+
+/** Parsed documents by file, with the stat they were read at: a created document is written once, never edited. */
+const parsedFiles = new Map<string, { stamp: string; parsed: ParsedFile }>();
+
+/**
+ * A created document parsed as a spec file is, or undefined when it is gone. Parsing was the cost of an idle
+ * trigger pass (YAML and spec validation, ~0.6 ms a document): a file whose stat did not change is not parsed again.
+ */
+function parseCreated(file: string): ParsedFile | undefined {
+  const stat = statSync(file, { throwIfNoEntry: false });
+  if (!stat) {
+    parsedFiles.delete(file);
+    return undefined;
+  }
+  const stamp = `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+  const known = parsedFiles.get(file);
+  if (known?.stamp === stamp) return known.parsed;
+  const parsed = parseSpecText(file, readFileSync(file, 'utf8'), { writtenAsJson: true });
+  parsedFiles.set(file, { stamp, parsed });
+  return parsed;
 }
 
 /** Every created task's spec document, parsed as a spec file is; a relative workspace resolves as its owner's. */
@@ -104,7 +134,8 @@ export function loadCreatedSpecs(stateDir: string): { tasks: SpecTask[]; errors:
   for (const ns of readdirSync(root).sort()) {
     for (const f of readdirSync(join(root, ns)).filter(isSpecFileName).sort()) {
       const file = join(root, ns, f);
-      const parsed = parseSpecText(file, readFileSync(file, 'utf8'));
+      const parsed = parseCreated(file);
+      if (!parsed) continue;
       out.errors.push(...parsed.errors);
       for (const t of parsed.tasks) {
         const base = (t.manifest.metadata as { annotations?: Record<string, string> }).annotations?.[

@@ -73,11 +73,11 @@ export function isSpecFileName(name: string): boolean {
   return /\.ya?ml$/i.test(name) && !name.startsWith('.');
 }
 
-export function parseSpecText(file: string, text: string): ParsedFile {
+export function parseSpecText(file: string, text: string, opts: { writtenAsJson?: boolean } = {}): ParsedFile {
   const out: ParsedFile = { tasks: [], errors: [], ignored: [] };
   let docs: YamlDocument[];
   try {
-    docs = parseDocuments(text);
+    docs = (opts.writtenAsJson && jsonDocument(text)) || parseDocuments(text);
   } catch (err) {
     out.errors.push(`${file}: ${(err as Error).message}`);
     return out;
@@ -224,6 +224,15 @@ function parseDocuments(text: string): YamlDocument[] {
         return { errors: [(err as Error).message.split('\n')[0]] };
       }
     });
+}
+
+/** A document the controller wrote with JSON.stringify (YAML's subset, ~10× faster to read), or undefined. */
+function jsonDocument(text: string): YamlDocument[] | undefined {
+  try {
+    return [{ value: JSON.parse(text), errors: [] }];
+  } catch {
+    return undefined; // not ours after all: the YAML parser says what is wrong
+  }
 }
 
 /** A value that contains itself, which only a recursive alias can make. */

@@ -11,13 +11,16 @@ import type { CreatedTasks, TaskOwner } from '../../core/created-tasks.ts';
 import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
 import type { Forge, ForgeComment, ForgeKind } from '../../forge/types.ts';
 import { ForgeRateLimitedError, ForgeRequestError, ForgeUnavailableError } from '../../forge/types.ts';
-import type { ExistingTask, ItemSeen } from '../../reconciler/trigger-items.ts';
+import type { ExistingTask, ItemRules, ItemSeen } from '../../reconciler/trigger-items.ts';
+import type { Permission } from '../../api/agent-trigger.ts';
 import { planItems } from '../../reconciler/trigger-items.ts';
 import { decideSchedule, pastHistory, TICK_LABEL } from '../../reconciler/trigger-schedule.ts';
 import { renderTaskSpec } from '../../reconciler/trigger-template.ts';
 import { advanceCursor, commandPermissions, pollForge, TriggerForges } from './forge-poll.ts';
 import { handleResumes, type ResumeRequest, splitResumeComments } from './resume-comments.ts';
 import { refusalComment, reportTriggerTasks, withItemBranch } from './trigger-reports.ts';
+
+export type PermissionOf = (user: string) => Permission | undefined;
 
 export interface RunnableTrigger {
   key: string;
@@ -64,13 +67,19 @@ export class TriggerRunner {
   private readonly forges = new TriggerForges();
   /** Items a poll held back (maxConcurrency): a 304 next time must not forget them. */
   private readonly held = new Map<string, ItemSeen[]>();
+  /** Per trigger: passes and deliveries read and write its status one at a time. */
+  private readonly turns = new Map<string, Promise<unknown>>();
 
   constructor(deps: TriggerDeps) {
     this.deps = deps;
   }
 
   /** One pass; returns when the next one is due. Never throws: a failure is in status and backs off. */
-  async pass(trigger: RunnableTrigger): Promise<Date> {
+  pass(trigger: RunnableTrigger): Promise<Date> {
+    return this.inTurn(trigger.key, () => this.passNow(trigger));
+  }
+
+  private async passNow(trigger: RunnableTrigger): Promise<Date> {
     const now = this.deps.clock.now();
     const before = AgentTriggerStatusSchema.parse(this.deps.status.read(trigger.key) ?? {});
     const status: AgentTriggerStatus = { ...before, lastPollAt: now.toISOString() };
@@ -83,7 +92,8 @@ export class TriggerRunner {
         next = await this.forgePass(trigger, 'gitea', trigger.spec.source.gitea, status, now);
       else if (trigger.spec.source.github)
         next = await this.forgePass(trigger, 'github', trigger.spec.source.github, status, now);
-      else throw new Error('source.webhook is not served yet (schedule, gitea and github are)');
+      else if (trigger.spec.source.webhook) next = await this.webhookPass(trigger, status, now);
+      else throw new Error('no source');
       this.failures.delete(trigger.key);
       status.lastError = undefined;
       status.rateLimitedUntil = undefined;
@@ -162,6 +172,56 @@ export class TriggerRunner {
       this.deps.logger.info({ trigger: trigger.key, task: name }, 'deleted a finished task past historyLimit');
     }
     return decision.next ?? new Date(now.getTime() + 3_600_000);
+  }
+
+  /** A webhook source has nothing to poll: its pass only counts the active tasks (deliveries create them). */
+  private async webhookPass(trigger: RunnableTrigger, status: AgentTriggerStatus, now: Date): Promise<Date> {
+    status.tasksActive = (await this.existing(trigger)).filter((t) => !t.finished).length;
+    return new Date(now.getTime() + 60_000);
+  }
+
+  /**
+   * Items a webhook delivered, judged like a poll result (planItems: the same rules, the same names, so a
+   * delivery, a poll and a restart agree on one task per item). Throws when a task cannot be written: the
+   * delivery then fails and the forge may redeliver it. A suspended trigger creates nothing.
+   */
+  itemsArrived(
+    trigger: RunnableTrigger,
+    seen: ItemSeen[],
+    rules: ItemRules,
+    permissionOf: PermissionOf,
+  ): Promise<void> {
+    return this.inTurn(trigger.key, async () => {
+      if (trigger.spec.suspend) return this.deps.logger.info({ trigger: trigger.key }, 'suspended: delivery ignored');
+      const status = AgentTriggerStatusSchema.parse(this.deps.status.read(trigger.key) ?? {});
+      const existing = await this.existing(trigger);
+      const plan = planItems({
+        trigger: trigger.name,
+        seen,
+        existing,
+        rules,
+        permissionOf,
+        maxConcurrency: trigger.spec.maxConcurrency,
+        maxTotal: trigger.spec.maxTotal,
+        createdTotal: Math.max(status.tasksCreated, existing.length),
+      });
+      if (plan.held > 0) this.deps.logger.info({ trigger: trigger.key, held: plan.held }, 'delivered items held');
+      for (const p of plan.create) {
+        const spec = renderTaskSpec(trigger.spec.template.spec, { item: p.item, comment: p.comment });
+        await this.create(trigger, p.name, spec, p.labels, status);
+      }
+      status.itemsSeen = (status.itemsSeen ?? 0) + seen.length;
+      status.tasksActive = existing.filter((t) => !t.finished).length + plan.create.length;
+      await this.deps.status.write(trigger.key, status);
+    });
+  }
+
+  private inTurn<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const run = (this.turns.get(key) ?? Promise.resolve()).then(work, work);
+    const settled = run.catch(() => undefined);
+    this.turns.set(key, settled);
+    void settled.then(() => this.turns.get(key) === settled && this.turns.delete(key));
+    return run;
   }
 
   private async forgePass(
