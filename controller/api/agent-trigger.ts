@@ -159,14 +159,34 @@ export const ReportSchema = z.strictObject({
     .optional(),
 });
 
-export const AgentTriggerSpecSchema = z.strictObject({
-  source: TriggerSourceSchema,
-  template: TaskTemplateSchema,
-  maxConcurrency: z.number().int().positive().default(1).describe('tasks of this trigger not yet finished'),
-  maxTotal: z.number().int().positive().optional().describe('tasks this trigger ever creates'),
-  suspend: z.boolean().default(false),
-  report: ReportSchema.optional(),
-});
+export const AgentTriggerSpecSchema = z
+  .strictObject({
+    source: TriggerSourceSchema,
+    template: TaskTemplateSchema,
+    maxConcurrency: z.number().int().positive().default(1).describe('tasks of this trigger not yet finished'),
+    maxTotal: z.number().int().positive().optional().describe('tasks this trigger ever creates'),
+    suspend: z.boolean().default(false),
+    report: ReportSchema.optional(),
+  })
+  .superRefine((spec, ctx) => {
+    if (!spec.report || !spec.source.webhook) return;
+    for (const m of webhookReportMissing(spec.source.webhook))
+      ctx.addIssue({ code: 'custom', path: ['source', 'webhook', m.field], message: m.message });
+  });
+
+/**
+ * What a webhook source lacks for spec.report: the comment, labels and PR are written through the forge's
+ * API, as a forge source's are (one field per entry; the validator and the trigger's status both say it).
+ */
+export function webhookReportMissing(s: WebhookSource): Array<{ field: string; message: string }> {
+  const why = 'spec.report writes through the forge API';
+  return [
+    !s.repo && { field: 'repo', message: `${why}: needs the repository (OWNER/NAME)` },
+    !s.tokenEnv &&
+      !s.tokenSecretRef && { field: 'tokenEnv', message: `${why}: needs tokenEnv (local) or tokenSecretRef (cluster)` },
+    s.forge === 'gitea' && !s.apiURL && { field: 'apiURL', message: `${why}: needs the Gitea server's URL` },
+  ].filter((m): m is { field: string; message: string } => !!m);
+}
 
 /** reconciler/trigger-report.ts ReportedState. */
 const ReportedSchema = z.object({

@@ -26,6 +26,17 @@ export interface PublishTrigger {
   kind?: 'issues' | 'pullRequests';
   /** The files the stand-in agent writes (slow enough to be seen Running): the work that gets pushed. */
   writeFiles: Record<string, string>;
+  /** A `source.webhook` (deliveries signed with this variable's secret) instead of a polled `source.gitea`. */
+  webhookSecretEnv?: string;
+}
+
+function sourceYaml(t: PublishTrigger): string {
+  const forge = `apiURL: ${t.gitea.url}
+      repo: ${t.owner}/${t.repo}
+      labels: [agent]
+      tokenEnv: TEST_GITEA_TOKEN`;
+  if (t.webhookSecretEnv) return `webhook:\n      forge: gitea\n      secretEnv: ${t.webhookSecretEnv}\n      ${forge}`;
+  return `gitea:\n      ${forge}\n      kind: ${t.kind ?? 'issues'}\n      pollSeconds: 3600`;
 }
 
 /** Writes the stand-in agent's script and the trigger (label `agent`, a report with comment, labels and PR). */
@@ -40,13 +51,7 @@ metadata:
   name: ${t.name}
 spec:
   source:
-    gitea:
-      apiURL: ${t.gitea.url}
-      repo: ${t.owner}/${t.repo}
-      kind: ${t.kind ?? 'issues'}
-      labels: [agent]
-      pollSeconds: 3600
-      tokenEnv: TEST_GITEA_TOKEN
+    ${sourceYaml(t)}
   report:
     comment: true
     labels: {running: 'episodic:running', done: 'episodic:done'}
@@ -67,12 +72,19 @@ export interface WatchingRun {
   child: ChildProcess;
   /** Rethrows a wait's error with the trigger's status file and the controller's stderr tail. */
   explain: (err: unknown) => never;
+  /** The controller's log so far. */
+  stderr: () => string;
   stop: () => Promise<void>;
 }
 
-/** `episodic run DIR --watch` in the background. */
-export function watchRun(dir: string, env: Record<string, string>, statusFile: string): WatchingRun {
-  const child = spawn(NODE, [CLI, 'run', dir, '--watch', '--no-table'], {
+/** `episodic run DIR --watch` in the background (more arguments after those). */
+export function watchRun(
+  dir: string,
+  env: Record<string, string>,
+  statusFile: string,
+  args: string[] = [],
+): WatchingRun {
+  const child = spawn(NODE, [CLI, 'run', dir, '--watch', '--no-table', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -87,5 +99,5 @@ export function watchRun(dir: string, env: Record<string, string>, statusFile: s
     child.kill('SIGTERM');
     await exited;
   };
-  return { child, explain, stop };
+  return { child, explain, stderr: () => stderr, stop };
 }

@@ -27,7 +27,7 @@ export class TriggerForges {
   open(
     key: string,
     kind: ForgeKind,
-    source: ForgeSource,
+    source: { repo: string; apiURL?: string },
     token: string | undefined,
     opts: { metrics?: ForgeRequestCounter; now: () => Date },
   ): Forge {

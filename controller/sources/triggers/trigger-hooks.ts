@@ -15,7 +15,7 @@ import type { RunnableTrigger, TriggerDeps, TriggerRunner } from './trigger-runn
 export interface TriggerHookOptions {
   /** The triggers as last set (local: the spec dir; cluster: the informer, while leading). */
   trigger(key: string): RunnableTrigger | undefined;
-  /** A forge source's webhook: its next poll is now. */
+  /** A forge source's webhook, or a reporting webhook source's delivery: its next pass is now. */
   wake(key: string): void;
   runner: TriggerRunner;
   secret: TriggerDeps['secret'];
@@ -64,6 +64,8 @@ export function triggerHookHandlers(opts: TriggerHookOptions) {
     await opts.runner.itemsArrived(trigger, seen, source, (user) =>
       user === d.comment?.author ? permission : undefined,
     );
+    // spec.report: the trigger's pass reports the new task now, as a poll that created it would.
+    if (trigger.spec.report) opts.wake(key);
   };
   return { resolve, onItem };
 }

@@ -9,16 +9,38 @@ import type { AgentTaskStatus } from '../../api/agent-task-status.ts';
 import { emptyStatus } from '../../api/agent-task-status.ts';
 import { gitRefProblem } from '../../api/agent-task.ts';
 import type { AgentTriggerSpec, AgentTriggerStatus, ForgeSource } from '../../api/agent-trigger.ts';
+import { webhookReportMissing } from '../../api/agent-trigger.ts';
 import type { CreatedTask } from '../../core/created-tasks.ts';
 import { reportTask } from '../../forge/report.ts';
-import type { Forge, ForgeItem } from '../../forge/types.ts';
+import type { Forge, ForgeItem, ForgeKind } from '../../forge/types.ts';
 import { ITEM_LABEL } from '../../reconciler/trigger-items.ts';
 import { codeSpan, type ReportItem } from '../../reconciler/trigger-report.ts';
+
+/** What reporting needs of a source: the forge's server and repo, the token, the item kind, the command. */
+export type ReportSource = Pick<ForgeSource, 'repo' | 'kind' | 'tokenEnv' | 'tokenSecretRef' | 'command'> & {
+  apiURL?: string;
+};
+
+/**
+ * The forge a trigger reports to, the same for every source: a forge source itself, or a webhook source's
+ * repo, apiURL and token (its items may be issues or PRs: the forge says which when it matters). Throws,
+ * naming the fields, when a webhook source lacks them.
+ */
+export function reportTarget(spec: AgentTriggerSpec): { kind: ForgeKind; source: ReportSource } | undefined {
+  const { gitea, github, webhook } = spec.source;
+  if (gitea) return { kind: 'gitea', source: gitea };
+  if (github) return { kind: 'github', source: github };
+  if (!webhook) return undefined;
+  const missing = webhookReportMissing(webhook);
+  if (missing.length > 0)
+    throw new Error(missing.map((m) => `spec.source.webhook.${m.field}: ${m.message}`).join('; '));
+  return { kind: webhook.forge, source: { ...webhook, repo: webhook.repo as string, kind: 'issues' } };
+}
 
 export interface ReportContext {
   forge: Forge;
   trigger: { name: string; spec: AgentTriggerSpec };
-  source: ForgeSource;
+  source: ReportSource;
   /** The tasks the trigger created that still exist. */
   tasks: CreatedTask[];
   status: AgentTriggerStatus;
@@ -79,14 +101,16 @@ export async function withItemBranch(
   spec: Record<string, unknown>,
   trigger: { spec: AgentTriggerSpec },
   item: ForgeItem,
-  forge: Forge,
+  forge: Forge | undefined,
 ): Promise<ItemSpec> {
   const git = templateGit(trigger.spec);
   if (!git || !trigger.spec.report?.pullRequest) return { spec };
   let branch = `episodic/${item.number}`;
   if (item.isPullRequest) {
-    const pull = item.headBranch ? item : await forge.getPullRequest(item.number);
-    const repo = (trigger.spec.source.gitea ?? trigger.spec.source.github)?.repo ?? '';
+    if (!item.headBranch && !forge) return { refused: "the PR's branch is unknown without a forge client" };
+    const pull = item.headBranch ? item : await (forge as Forge).getPullRequest(item.number);
+    const { gitea, github, webhook } = trigger.spec.source;
+    const repo = (gitea ?? github ?? webhook)?.repo ?? '';
     const refused = prBranchProblem(pull, repo);
     if (refused) return { refused };
     branch = pull.headBranch as string;

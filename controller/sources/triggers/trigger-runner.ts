@@ -18,7 +18,13 @@ import { decideSchedule, pastHistory, TICK_LABEL } from '../../reconciler/trigge
 import { renderTaskSpec } from '../../reconciler/trigger-template.ts';
 import { advanceCursor, commandPermissions, pollForge, TriggerForges } from './forge-poll.ts';
 import { handleResumes, type ResumeRequest, splitResumeComments } from './resume-comments.ts';
-import { refusalComment, reportTriggerTasks, withItemBranch } from './trigger-reports.ts';
+import {
+  type ReportSource,
+  refusalComment,
+  reportTarget,
+  reportTriggerTasks,
+  withItemBranch,
+} from './trigger-reports.ts';
 
 export type PermissionOf = (user: string) => Permission | undefined;
 
@@ -174,9 +180,10 @@ export class TriggerRunner {
     return decision.next ?? new Date(now.getTime() + 3_600_000);
   }
 
-  /** A webhook source has nothing to poll: its pass only counts the active tasks (deliveries create them). */
+  /** A webhook source has nothing to poll: its pass counts the active tasks (deliveries create them) and reports. */
   private async webhookPass(trigger: RunnableTrigger, status: AgentTriggerStatus, now: Date): Promise<Date> {
     status.tasksActive = (await this.existing(trigger)).filter((t) => !t.finished).length;
+    await this.reportAll(trigger, status);
     return new Date(now.getTime() + 60_000);
   }
 
@@ -206,9 +213,13 @@ export class TriggerRunner {
         createdTotal: Math.max(status.tasksCreated, existing.length),
       });
       if (plan.held > 0) this.deps.logger.info({ trigger: trigger.key, held: plan.held }, 'delivered items held');
+      // spec.report: the item's work goes to its branch, as a poll's would (the forge only when reporting).
+      const forge = plan.create.length > 0 ? await this.reportForge(trigger) : undefined;
       for (const p of plan.create) {
-        const spec = renderTaskSpec(trigger.spec.template.spec, { item: p.item, comment: p.comment });
-        await this.create(trigger, p.name, spec, p.labels, status);
+        const rendered = renderTaskSpec(trigger.spec.template.spec, { item: p.item, comment: p.comment });
+        const item = await withItemBranch(rendered, trigger, p.item, forge?.forge);
+        if ('refused' in item && forge) await this.refuse(trigger, forge, p.item.number, p.name, item.refused);
+        else if ('spec' in item) await this.create(trigger, p.name, item.spec, p.labels, status);
       }
       status.itemsSeen = (status.itemsSeen ?? 0) + seen.length;
       status.tasksActive = existing.filter((t) => !t.finished).length + plan.create.length;
@@ -267,7 +278,7 @@ export class TriggerRunner {
     status.tasksActive = existing.filter((t) => !t.finished).length + plan.create.length;
     // Held items are polled again: the cursor moves only when everything seen was handled.
     if (plan.held === 0) advanceCursor(status, polled);
-    await this.report(trigger, forge, status);
+    await this.report(trigger, forge, source, status);
     return new Date(now.getTime() + source.pollSeconds * 1000);
   }
 
@@ -286,12 +297,10 @@ export class TriggerRunner {
 
   /** Reports only (no poll): `run` calls it once its tasks settled, so the comments show how they ended. */
   async reportPass(trigger: RunnableTrigger): Promise<void> {
-    const kind = trigger.spec.source.gitea ? 'gitea' : trigger.spec.source.github ? 'github' : undefined;
-    const source = trigger.spec.source.gitea ?? trigger.spec.source.github;
-    if (!kind || !source || !trigger.spec.report) return;
+    if (!trigger.spec.report || trigger.spec.source.schedule) return;
     const status = AgentTriggerStatusSchema.parse(this.deps.status.read(trigger.key) ?? {});
     try {
-      await this.report(trigger, await this.forgeOf(trigger, kind, source), status);
+      await this.reportAll(trigger, status);
     } catch (err) {
       this.deps.logger.warn({ trigger: trigger.key, err: (err as Error).message }, 'reporting back failed');
     }
@@ -300,15 +309,28 @@ export class TriggerRunner {
     });
   }
 
+  /** The Forge spec.report writes through, whatever the source; undefined without spec.report. */
+  private async reportForge(trigger: RunnableTrigger): Promise<{ forge: Forge; token: boolean } | undefined> {
+    const target = trigger.spec.report ? reportTarget(trigger.spec) : undefined;
+    return target && this.forgeOf(trigger, target.kind, target.source);
+  }
+
+  /** spec.report through the trigger's report target (reportTarget): a forge source's, or a webhook's. */
+  private async reportAll(trigger: RunnableTrigger, status: AgentTriggerStatus): Promise<void> {
+    const target = trigger.spec.report ? reportTarget(trigger.spec) : undefined;
+    if (!target) return;
+    await this.report(trigger, await this.forgeOf(trigger, target.kind, target.source), target.source, status);
+  }
+
   /** spec.report for every task of the trigger; needs the token (its user writes the comments). */
   private async report(
     trigger: RunnableTrigger,
     forge: { forge: Forge; token: boolean },
+    source: ReportSource,
     status: AgentTriggerStatus,
   ): Promise<void> {
     if (!trigger.spec.report) return;
     if (!forge.token) throw new Error('spec.report needs a token (tokenEnv or tokenSecretRef)');
-    const source = (trigger.spec.source.gitea ?? trigger.spec.source.github) as ForgeSource;
     await reportTriggerTasks({
       forge: forge.forge,
       trigger,
@@ -338,7 +360,7 @@ export class TriggerRunner {
   private async forgeOf(
     trigger: RunnableTrigger,
     kind: ForgeKind,
-    source: ForgeSource,
+    source: ReportSource,
   ): Promise<{ forge: Forge; token: boolean }> {
     const token = await this.deps.secret(source, trigger.namespace);
     if ((source.tokenEnv || source.tokenSecretRef) && !token)
