@@ -45,21 +45,37 @@ for (const impl of [
       assert.deepEqual(await box.send(h.namespace, 'bob', msg('alice.2.0', '2026-11-25T10:00:02Z')), {
         result: 'sent',
       });
-      assert.deepEqual(await box.send(h.namespace, 'bob', msg('alice.1.0', '2026-11-25T10:00:01Z')), {
+      assert.deepEqual(await box.send(h.namespace, 'bob', msg('zed.1.0', '2026-11-25T10:00:01Z', undefined, 'zed')), {
         result: 'sent',
       });
-      assert.deepEqual(await box.send(h.namespace, 'bob', msg('alice.1.0', '2026-11-25T10:00:09Z')), {
+      assert.deepEqual(await box.send(h.namespace, 'bob', msg('alice.2.0', '2026-11-25T10:00:09Z')), {
         result: 'exists',
       });
       const read = await h.fresh().read(h.namespace, 'bob');
       assert.deepEqual(
         read.map((m) => [m.id, m.from, m.text]),
         [
-          ['alice.1.0', 'alice', 'text of alice.1.0'],
+          ['zed.1.0', 'zed', 'text of zed.1.0'],
           ['alice.2.0', 'alice', 'text of alice.2.0'],
         ],
       );
       assert.deepEqual(await box.read(h.namespace, 'carol'), [], 'another task’s mailbox is its own');
+    });
+
+    it("a sender's ops arrive in order: an op message older than the newest taken from it was taken before", async () => {
+      const box = h.fresh();
+      await box.send(h.namespace, 'erin', msg('alice.2.0', '2026-11-25T10:00:02Z'));
+      await box.ack(h.namespace, 'erin', ['alice.2.0']);
+      assert.deepEqual(await h.fresh().send(h.namespace, 'erin', msg('alice.1.0', '2026-11-25T10:00:01Z')), {
+        result: 'exists',
+      });
+      assert.deepEqual(await box.send(h.namespace, 'erin', msg('alice.3.0', '2026-11-25T10:00:03Z')), {
+        result: 'sent',
+      });
+      assert.deepEqual(
+        (await box.read(h.namespace, 'erin')).map((m) => m.id),
+        ['alice.3.0'],
+      );
     });
 
     it('acknowledged messages are gone, others stay; acknowledging again is harmless', async () => {
