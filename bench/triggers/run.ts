@@ -77,6 +77,7 @@ async function measure(
     secret,
     counters: {
       taskCreated: () => {},
+      webhookDelivery: () => {},
       forgeRequest: (_forge, code) => requests.set(code, (requests.get(code) ?? 0) + 1),
     },
     logger: pino({ level: 'silent' }),

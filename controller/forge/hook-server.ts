@@ -24,10 +24,24 @@ export interface HookDelivery {
   repo?: string;
 }
 
+/** A fixed set, so the metric's labels stay bounded whatever a request sends. */
+export type DeliveryResult =
+  | 'accepted'
+  | 'ignored'
+  | 'replayed'
+  | 'bad_signature'
+  | 'invalid'
+  | 'not_found'
+  | 'too_large'
+  | 'error';
+
 /** How a request ended (for logs, metrics and tests); never holds the body or a header value but the id. */
 export interface HookOutcome {
   status: number;
   reason: string;
+  result: DeliveryResult;
+  /** Set once the URL named a known webhook trigger. */
+  forge?: ForgeKind;
   namespace?: string;
   trigger?: string;
   deliveryId?: string;
@@ -55,40 +69,56 @@ export function hookHandler(opts: HookOptions): (req: http.IncomingMessage, res:
       res.writeHead(outcome.status, { 'content-type': 'text/plain; charset=utf-8' });
       res.end(`${outcome.reason}\n`);
     };
-    handle(req, opts, deliveries).then(reply, (err: Error) => reply({ status: 500, reason: clipReason(err.message) }));
+    handle(req, opts, deliveries).then(reply, (err: Error) =>
+      reply({ status: 500, reason: clipReason(err.message), result: 'error' }),
+    );
   };
 }
 
 async function handle(req: http.IncomingMessage, opts: HookOptions, deliveries: DeliveryLog): Promise<HookOutcome> {
   const match = /^\/hooks\/([^/?]+)\/([^/?]+)\/?(?:\?.*)?$/.exec(req.url ?? '');
   const [namespace, trigger] = match ? [match[1], match[2]] : ['', ''];
-  if (!NAME.test(namespace) || !NAME.test(trigger)) return drained(req, { status: 404, reason: 'not a hook' });
-  if (req.method !== 'POST') return drained(req, { status: 405, reason: 'POST only', namespace, trigger });
+  if (!NAME.test(namespace) || !NAME.test(trigger))
+    return drained(req, { status: 404, reason: 'not a hook', result: 'not_found' });
+  if (req.method !== 'POST')
+    return drained(req, { status: 405, reason: 'POST only', result: 'invalid', namespace, trigger });
   const target = await opts.resolve(namespace, trigger);
-  if (!target) return drained(req, { status: 404, reason: 'no such webhook trigger', namespace, trigger });
+  if (!target)
+    return drained(req, { status: 404, reason: 'no such webhook trigger', result: 'not_found', namespace, trigger });
+  const known = { namespace, trigger, forge: target.forge };
   const raw = await readBody(req, opts.maxBodyBytes ?? DEFAULT_MAX_BODY);
-  if (!raw) return { status: 413, reason: 'body too large', namespace, trigger };
+  if (!raw) return { status: 413, reason: 'body too large', result: 'too_large', ...known };
   const verdict = verifyWebhook(target.forge, req.headers, raw, target.secret);
-  if (!verdict.ok)
-    return { status: verdict.reason === 'missing delivery id' ? 400 : 401, reason: verdict.reason, namespace, trigger };
+  if (!verdict.ok) {
+    const missingId = verdict.reason === 'missing delivery id';
+    const result = missingId ? 'invalid' : 'bad_signature';
+    return { status: missingId ? 400 : 401, reason: verdict.reason, result, ...known };
+  }
   const { deliveryId } = verdict;
   if (deliveries.has(target.forge, deliveryId))
-    return { status: 202, reason: 'replayed delivery ignored', namespace, trigger, deliveryId };
+    return { status: 202, reason: 'replayed delivery ignored', result: 'replayed', ...known, deliveryId };
   let payload: unknown;
   try {
     payload = JSON.parse(raw.toString('utf8'));
   } catch {
-    return { status: 400, reason: 'body is not JSON', namespace, trigger, deliveryId };
+    return { status: 400, reason: 'body is not JSON', result: 'invalid', ...known, deliveryId };
   }
   const found = webhookItem(target.forge, verdict.event, payload);
   if (found.kind === 'invalid')
-    return { status: 400, reason: clipReason(found.reason), namespace, trigger, deliveryId };
+    return { status: 400, reason: clipReason(found.reason), result: 'invalid', ...known, deliveryId };
   if (found.kind === 'item') {
     await opts.onItem({ namespace, trigger, forge: target.forge, event: verdict.event, deliveryId, ...found });
   }
   // Recorded only once handled: a delivery the callback failed on is retried by the forge, not lost.
   deliveries.add(target.forge, deliveryId);
-  return { status: 202, reason: found.kind === 'item' ? 'accepted' : found.reason, namespace, trigger, deliveryId };
+  const accepted = found.kind === 'item';
+  return {
+    status: 202,
+    reason: accepted ? 'accepted' : found.reason,
+    result: accepted ? 'accepted' : 'ignored',
+    ...known,
+    deliveryId,
+  };
 }
 
 /** The body, or undefined once it passes `max` bytes (the rest is not read). */

@@ -1,4 +1,4 @@
-// Trigger metrics: tasks created per trigger and forge requests by answer code. The runner reports through
+// Trigger metrics: tasks created per trigger, forge requests by answer code and webhook deliveries by result. The runner reports through
 // the small TriggerCounters port, so it runs (and is tested) without prom-client loaded.
 import { Counter } from 'prom-client';
 import type { Registry } from 'prom-client';
@@ -7,11 +7,14 @@ export interface TriggerCounters {
   taskCreated(namespace: string, trigger: string): void;
   /** `code`: the HTTP status, or "error" when no answer came (network, timeout). */
   forgeRequest(forge: string, code: string): void;
+  /** `forge`: the known trigger's forge, or "unknown"; `result`: hook-server.ts's fixed DeliveryResult set. */
+  webhookDelivery(forge: string, result: string): void;
 }
 
 export class TriggerMetrics implements TriggerCounters {
   readonly created: Counter;
   readonly forgeRequests: Counter;
+  readonly webhookDeliveries: Counter;
 
   constructor(registry: Registry) {
     this.created = new Counter({
@@ -26,6 +29,12 @@ export class TriggerMetrics implements TriggerCounters {
       labelNames: ['forge', 'code'],
       registers: [registry],
     });
+    this.webhookDeliveries = new Counter({
+      name: 'episodic_webhook_deliveries_total',
+      help: 'Webhook deliveries answered, by forge (unknown: no such trigger) and result',
+      labelNames: ['forge', 'result'],
+      registers: [registry],
+    });
   }
 
   taskCreated(namespace: string, trigger: string): void {
@@ -34,5 +43,9 @@ export class TriggerMetrics implements TriggerCounters {
 
   forgeRequest(forge: string, code: string): void {
     this.forgeRequests.inc({ forge, code });
+  }
+
+  webhookDelivery(forge: string, result: string): void {
+    this.webhookDeliveries.inc({ forge, result });
   }
 }

@@ -12,9 +12,11 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
+import { Registry } from 'prom-client';
 import { AgentTriggerSpecSchema, validateTriggerSpec } from '../../controller/api/agent-trigger.ts';
 import { ManualClock } from '../../controller/core/clock.ts';
 import type { HookServer } from '../../controller/forge/hook-server.ts';
+import { TriggerMetrics } from '../../controller/metrics/trigger-metrics.ts';
 import { LocalCreatedTasks } from '../../controller/sources/local/created-tasks.ts';
 import { LocalTriggerStatus } from '../../controller/sources/triggers/local-triggers.ts';
 import { hookAddress, serveTriggerHooks } from '../../controller/sources/triggers/trigger-hooks.ts';
@@ -60,6 +62,7 @@ describe('POST /hooks/NAMESPACE/TRIGGER', () => {
   let forge: http.Server;
   let server: HookServer;
   const triggers = new Map<string, RunnableTrigger>();
+  const metrics = new TriggerMetrics(new Registry());
 
   before(async () => {
     forge = http.createServer((req, res) => {
@@ -104,6 +107,7 @@ describe('POST /hooks/NAMESPACE/TRIGGER', () => {
       wake: (key) => woken.push(key),
       runner,
       secret: async (s) => (s.tokenEnv === 'S' ? SECRET : s.tokenEnv === 'T' ? 'api-token' : undefined),
+      counters: metrics,
       log: pino({ level: 'silent' }),
     });
   });
@@ -183,6 +187,27 @@ describe('POST /hooks/NAMESPACE/TRIGGER', () => {
     const s = status.read('default/fix');
     assert.equal(s?.tasksCreated, 2);
     assert.equal(s?.tasksActive, 2);
+  });
+
+  it('episodic_webhook_deliveries_total counts each answer by forge and result, never an unknown trigger', async () => {
+    const count = async (forge: string, result: string) => {
+      const { values } = await metrics.webhookDeliveries.get();
+      return values.find((v) => v.labels.forge === forge && v.labels.result === result)?.value ?? 0;
+    };
+    const results = ['accepted', 'bad_signature', 'replayed', 'not_found'];
+    const before = await Promise.all(results.map((r) => count(r === 'not_found' ? 'unknown' : 'gitea', r)));
+    const opened = { action: 'opened', issue: issue(40), repository };
+    assert.deepEqual(await post('/hooks/default/fix', opened, { id: 'm-1' }), [202, 'accepted']);
+    assert.deepEqual(await post('/hooks/default/fix', opened, { secret: 'guess' }), [401, 'bad signature']);
+    assert.deepEqual(await post('/hooks/default/fix', opened, { id: 'm-1' }), [202, 'replayed delivery ignored']);
+    assert.deepEqual(await post('/hooks/default/no-such-trigger', opened), [404, 'no such webhook trigger']);
+    const after = await Promise.all(results.map((r) => count(r === 'not_found' ? 'unknown' : 'gitea', r)));
+    assert.deepEqual(
+      after.map((n, i) => n - before[i]),
+      [1, 1, 1, 1],
+    );
+    const { values } = await metrics.webhookDeliveries.get();
+    assert.ok(!JSON.stringify(values).includes('no-such-trigger'), 'a name from the URL is never a label');
   });
 
   it('source.webhook from GitHub: its headers (X-Hub-Signature-256: sha256=…); a Gitea signature is refused', async () => {

@@ -106,6 +106,7 @@ export async function serveTriggerHooks(address: string, opts: TriggerHookOption
     ...hookAddress(address),
     ...triggerHookHandlers(opts),
     onOutcome: (o) => {
+      opts.counters?.webhookDelivery(o.forge ?? 'unknown', o.result);
       const fields = {
         trigger: `${o.namespace}/${o.trigger}`,
         status: o.status,
