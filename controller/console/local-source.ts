@@ -8,6 +8,7 @@ import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import { episodeLogPath } from '../executors/local/episode-launcher.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { SuspendHold } from '../api/hold.ts';
+import { lockHolder } from '../local/state-lock.ts';
 import { holdPath, readHold, setLocalHold } from '../sources/local/hold-files.ts';
 import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
@@ -261,14 +262,20 @@ export class LocalConsoleSource implements ConsoleSource {
   async resume(namespace: string, name: string, by: string, episodes?: number): Promise<ResumeOutcome> {
     const token = randomUUID();
     const outcome = requestLocalResume(this.stateDir, namespace, name, { token, by, episodes });
-    if (outcome.ok) return { ok: true, token };
+    if (outcome.ok) return { ok: true, token, note: this.waitsForRun() };
     return { ok: false, status: outcome.missing ? 404 : 409, message: outcome.message };
   }
 
   async setHold(namespace: string, name: string, hold: SuspendHold): Promise<ActionOutcome> {
     const known = this.specs?.tasks.has(taskKey(namespace, name)) ?? false;
     const outcome = setLocalHold(this.stateDir, { namespace, name, known }, hold);
-    return outcome.ok ? { ok: true } : outcome;
+    return outcome.ok ? { ok: true, note: this.waitsForRun() } : outcome;
+  }
+
+  /** The request is only a file in the state dir: with no controller holding its lock, nothing acts on it yet. */
+  private waitsForRun(): string | undefined {
+    if (lockHolder(this.stateDir) !== undefined) return undefined;
+    return 'no episodic run is running on this state directory: takes effect when `episodic run` next runs on it';
   }
 
   subscribe(listener: (event: ConsoleEvent) => void): () => void {

@@ -174,14 +174,14 @@ async function resume(req: IncomingMessage, res: ServerResponse, ctx: RouteConte
     return json(res, 400, { error: 'expected {"episodes": N} or an empty body' });
   }
   const outcome = await ctx.source.resume(ns, name, ctx.who, episodes);
-  if (outcome.ok) return json(res, 200, { token: outcome.token, by: ctx.who });
+  if (outcome.ok) return json(res, 200, { token: outcome.token, by: ctx.who, note: outcome.note });
   json(res, outcome.status, { error: outcome.message });
 }
 
 /** Suspend / Unsuspend: the task's suspend hold, never its spec (api/hold.ts). */
 async function hold(res: ServerResponse, ctx: RouteContext, ns: string, name: string, suspended: boolean) {
   const outcome = await ctx.source.setHold(ns, name, { suspended, by: ctx.who });
-  if (outcome.ok) return json(res, 200, { suspended, by: ctx.who });
+  if (outcome.ok) return json(res, 200, { suspended, by: ctx.who, note: outcome.note });
   json(res, outcome.status, { error: outcome.message });
 }
 

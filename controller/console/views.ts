@@ -138,8 +138,9 @@ export type ConsoleEvent =
   | { type: 'tasks'; rows: TaskRow[] }
   | { type: 'log'; key: string; episode: number; size: number };
 
-export type ResumeOutcome = { ok: true; token: string } | { ok: false; status: number; message: string };
-export type ActionOutcome = { ok: true } | { ok: false; status: number; message: string };
+/** `note`: said beside a done action, e.g. that it waits for the next `episodic run` (no controller running). */
+export type ResumeOutcome = { ok: true; token: string; note?: string } | { ok: false; status: number; message: string };
+export type ActionOutcome = { ok: true; note?: string } | { ok: false; status: number; message: string };
 
 /** What the HTTP server reads from: the state dir locally, the informer cache on a cluster. */
 export interface ConsoleSource {

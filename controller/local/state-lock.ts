@@ -1,5 +1,6 @@
 // One controller per state directory. The lock file holds the owner's pid; a lock whose owner is dead
 // (kill -9) is stale and taken over, so a crash never needs manual cleanup.
+import { readFileSync } from 'node:fs';
 import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -43,6 +44,18 @@ export async function acquireStateLock(stateDir: string): Promise<StateLock> {
     }
   }
   throw new StateLockError(`could not lock ${path}`);
+}
+
+/** The pid of the live controller holding this state dir's lock, or undefined when none runs on it. */
+export function lockHolder(stateDir: string): number | undefined {
+  let text = '';
+  try {
+    text = readFileSync(join(stateDir, 'lock'), 'utf8');
+  } catch {
+    return undefined;
+  }
+  const pid = Number.parseInt(text.trim(), 10);
+  return Number.isFinite(pid) && pid > 0 && isAlive(pid) ? pid : undefined;
 }
 
 async function ownerOf(path: string): Promise<number | undefined> {

@@ -48,6 +48,8 @@ test('console: Suspend stops the running episode after a confirmation, Unsuspend
       await page.click('[data-testid=suspend]');
       // Arrives by server-sent events: the page is not reloaded.
       await page.waitForSelector('[data-testid=phase]:text("Suspended")');
+      await page.waitForSelector('[data-testid=action-result]:text("suspend requested by")');
+      assert.doesNotMatch((await page.textContent('[data-testid=action-result]')) ?? '', /next runs/, 'a run acts now');
       assert.match(questions[0] ?? '', /^Suspend default\/long\? A running episode is stopped/);
       assert.match(
         (await page.textContent('[data-testid=hold]')) ?? '',
@@ -95,6 +97,10 @@ test('console: a task suspended by its spec says Unsuspend cannot lift that; a h
       page.on('dialog', (d) => void d.accept());
       await page.click('[data-testid=suspend]');
       await page.waitForSelector('[data-testid=action-result]:text("suspend requested by")');
+      assert.match(
+        (await page.textContent('[data-testid=action-result]')) ?? '',
+        /no episodic run is running on this state directory: takes effect when `episodic run` next runs on it/,
+      );
       // No controller runs: the hold waits in the state directory, and the page shows it on its next look.
       await page.reload();
       await page.waitForSelector('[data-testid=unsuspend]');

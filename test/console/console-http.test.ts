@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, specDir, startCli } from '../support/local.ts';
 import { startConsoleCli } from '../support/browser.ts';
@@ -66,6 +66,8 @@ test('console http: no secret env value or token in any page, asset or API answe
     assert.equal((await get(resume, crossSite, 'POST', '{}')).status, 403, 'foreign origin');
     const ok = await get(resume, { 'X-Episodic-Console': '1', Origin: server.url }, 'POST', '{}');
     assert.equal(ok.status, 200, ok.body);
+    const waits = /takes effect when `episodic run` next runs/;
+    assert.match(JSON.parse(ok.body).note, waits, 'no run holds the state dir: the answer says it waits');
     const suspend = `${server.url}/api/tasks/default/holder/suspend`;
     assert.equal((await get(suspend, {}, 'POST', '{}')).status, 403, 'suspend: no custom header');
     assert.equal((await get(suspend, crossSite, 'POST', '{}')).status, 403, 'suspend: foreign origin');
@@ -74,6 +76,13 @@ test('console http: no secret env value or token in any page, asset or API answe
     assert.ok(!existsSync(join(dir, '.episodic/suspend/default/holder.json')), 'no refused request set a hold');
     const held = await get(suspend, { 'X-Episodic-Console': '1', Origin: server.url }, 'POST', '{}');
     assert.equal(held.status, 200, held.body);
+    assert.match(JSON.parse(held.body).note, waits);
+    // A live controller holds the lock (here: this test's own pid): the request is acted on now, no note.
+    writeFileSync(join(dir, '.episodic/lock'), `${process.pid}\n`);
+    const live = await get(suspend, { 'X-Episodic-Console': '1', Origin: server.url }, 'POST', '{}');
+    rmSync(join(dir, '.episodic/lock'));
+    assert.equal(live.status, 200, live.body);
+    assert.equal(JSON.parse(live.body).note, undefined);
     assert.equal(JSON.parse(readFileSync(join(dir, '.episodic/suspend/default/holder.json'), 'utf8')).suspended, true);
     const unknown = `${server.url}/api/tasks/default/nobody/unsuspend`;
     assert.equal((await get(unknown, { 'X-Episodic-Console': '1' }, 'POST', '{}')).status, 404);

@@ -49,8 +49,8 @@ function button(action: string, label: string, question: string, base: string, r
 
 async function send(action: string, base: string, report: (text: string) => void): Promise<void> {
   try {
-    const res = await api<{ by: string }>(`${base}/${action}`, { method: 'POST', body: '{}' });
-    report(`${action} requested by ${res.by}`);
+    const res = await api<{ by: string; note?: string }>(`${base}/${action}`, { method: 'POST', body: '{}' });
+    report(`${action} requested by ${res.by}${res.note ? ` (${res.note})` : ''}`);
   } catch (err) {
     report(`${action} refused: ${(err as Error).message}`);
   }

@@ -268,12 +268,12 @@ export class TaskPage {
 
   private async resume(): Promise<void> {
     try {
-      const res = await api<{ token: string; by: string }>(`${this.base}/resume`, {
+      const res = await api<{ token: string; by: string; note?: string }>(`${this.base}/resume`, {
         method: 'POST',
         body: '{}',
         headers: { 'Content-Type': 'application/json' },
       });
-      this.report(`resume requested by ${res.by} (token ${res.token})`);
+      this.report(`resume requested by ${res.by} (token ${res.token})${res.note ? ` (${res.note})` : ''}`);
     } catch (err) {
       this.report(`resume refused: ${(err as Error).message}`);
     }
