@@ -188,6 +188,29 @@ export function webhookReportMissing(s: WebhookSource): Array<{ field: string; m
   ].filter((m): m is { field: string; message: string } => !!m);
 }
 
+/** Webhook items held back by maxConcurrency (reconciler/trigger-held.ts): at most this many are kept. */
+export const HELD_ITEMS_MAX = 10;
+const HeldItemSchema = z.object({
+  number: z.number().int().positive(),
+  title: z.string().max(256),
+  body: z.string().max(8192),
+  url: z.string().max(500),
+  author: z.string().max(100),
+  labels: z.array(z.string().max(100)).max(50),
+  pullRequest: z.boolean().optional(),
+  headBranch: z.string().max(255).optional(),
+  comment: z.object({ id: z.number().int(), author: z.string().max(100), body: z.string().max(4096) }).optional(),
+});
+export type HeldItem = z.infer<typeof HeldItemSchema>;
+const HeldStatusFields = {
+  heldItems: z
+    .array(HeldItemSchema)
+    .max(HELD_ITEMS_MAX)
+    .optional()
+    .describe('webhook: matching items waiting for maxConcurrency, created when a task finishes'),
+  heldOverflow: z.number().int().nonnegative().optional().describe('webhook: waiting items past heldItems (lost)'),
+};
+
 /** reconciler/trigger-report.ts ReportedState. */
 const ReportedSchema = z.object({
   comment: z.string().max(64).optional().describe('a digest of the comment text last written'),
@@ -222,6 +245,7 @@ export const AgentTriggerStatusSchema = z.object({
     .optional()
     .describe('spec.report.pullRequest: the pull request opened (or updated) for each task, by task name'),
   observedGeneration: z.number().int().optional(),
+  ...HeldStatusFields,
 });
 
 export const AgentTriggerSchema = z.object({

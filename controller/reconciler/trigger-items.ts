@@ -151,9 +151,19 @@ export function planItems(input: {
     .map((s) => planItem(input.trigger, s, input.existing, input.rules, input.permissionOf))
     .filter((p): p is PlannedTask => p !== undefined)
     .sort((a, b) => a.item.number - b.item.number);
+  const room = roomFor(input);
+  return { create: wanted.slice(0, room), held: Math.max(0, wanted.length - room) };
+}
+
+/** How many tasks may be created now: the slots maxConcurrency leaves, within what maxTotal leaves. */
+export function roomFor(input: {
+  existing: ExistingTask[];
+  maxConcurrency: number;
+  maxTotal?: number;
+  createdTotal: number;
+}): number {
   const active = input.existing.filter((t) => !t.finished).length;
   const byConcurrency = Math.max(0, input.maxConcurrency - active);
   const byTotal = input.maxTotal === undefined ? Infinity : Math.max(0, input.maxTotal - input.createdTotal);
-  const room = Math.min(byConcurrency, byTotal);
-  return { create: wanted.slice(0, room), held: Math.max(0, wanted.length - room) };
+  return Math.min(byConcurrency, byTotal);
 }

@@ -13,7 +13,7 @@ export class PhaseWakes {
     this.timers = timers;
   }
 
-  /** A task's phase now; wakes its trigger (one with spec.report) when the phase moved since last seen. */
+  /** A task's phase now; wakes its trigger (spec.report or a webhook source) when the phase moved since last seen. */
   seen(namespace: string, name: string, labels: Readonly<Record<string, string>> | undefined, phase?: string): void {
     const trigger = labels?.[TRIGGER_LABEL];
     if (!trigger) return;
@@ -24,7 +24,9 @@ export class PhaseWakes {
     // First sight (a start, a new task) records only: the trigger's own pass reports it.
     if (!known || before === phase) return;
     const triggerKey = `${namespace}/${trigger}`;
-    if (this.timers.trigger(triggerKey)?.spec.report) this.timers.wake(triggerKey);
+    const spec = this.timers.trigger(triggerKey)?.spec;
+    // A webhook trigger's pass also creates the items it held back for a slot.
+    if (spec?.report || spec?.source.webhook) this.timers.wake(triggerKey);
   }
 
   forget(namespace: string, name: string): void {

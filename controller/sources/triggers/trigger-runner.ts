@@ -25,6 +25,7 @@ import {
   reportTriggerTasks,
   withItemBranch,
 } from './trigger-reports.ts';
+import { createWebhookItems, heldOverflowError, type WebhookPlanPort } from './webhook-items.ts';
 
 export type PermissionOf = (user: string) => Permission | undefined;
 
@@ -101,7 +102,7 @@ export class TriggerRunner {
       else if (trigger.spec.source.webhook) next = await this.webhookPass(trigger, status, now);
       else throw new Error('no source');
       this.failures.delete(trigger.key);
-      status.lastError = undefined;
+      status.lastError = heldOverflowError(status);
       status.rateLimitedUntil = undefined;
     } catch (err) {
       next = this.backoff(trigger, err, status, now);
@@ -182,7 +183,9 @@ export class TriggerRunner {
 
   /** A webhook source has nothing to poll: its pass counts the active tasks (deliveries create them) and reports. */
   private async webhookPass(trigger: RunnableTrigger, status: AgentTriggerStatus, now: Date): Promise<Date> {
-    status.tasksActive = (await this.existing(trigger)).filter((t) => !t.finished).length;
+    const source = trigger.spec.source.webhook;
+    // Held items (maxConcurrency) have no poll to bring them back: a freed slot takes them here.
+    if (source) await createWebhookItems(this.webhookPort, trigger, [], source, () => undefined, status);
     await this.reportAll(trigger, status);
     return new Date(now.getTime() + 60_000);
   }
@@ -201,31 +204,27 @@ export class TriggerRunner {
     return this.inTurn(trigger.key, async () => {
       if (trigger.spec.suspend) return this.deps.logger.info({ trigger: trigger.key }, 'suspended: delivery ignored');
       const status = AgentTriggerStatusSchema.parse(this.deps.status.read(trigger.key) ?? {});
-      const existing = await this.existing(trigger);
-      const plan = planItems({
-        trigger: trigger.name,
-        seen,
-        existing,
-        rules,
-        permissionOf,
-        maxConcurrency: trigger.spec.maxConcurrency,
-        maxTotal: trigger.spec.maxTotal,
-        createdTotal: Math.max(status.tasksCreated, existing.length),
-      });
-      if (plan.held > 0) this.deps.logger.info({ trigger: trigger.key, held: plan.held }, 'delivered items held');
-      // spec.report: the item's work goes to its branch, as a poll's would (the forge only when reporting).
-      const forge = plan.create.length > 0 ? await this.reportForge(trigger) : undefined;
-      for (const p of plan.create) {
+      await createWebhookItems(this.webhookPort, trigger, seen, rules, permissionOf, status);
+      status.itemsSeen = (status.itemsSeen ?? 0) + seen.length;
+      status.lastError = heldOverflowError(status) ?? status.lastError;
+      await this.deps.status.write(trigger.key, status);
+    });
+  }
+
+  private readonly webhookPort: WebhookPlanPort = {
+    existing: (trigger) => this.existing(trigger),
+    log: (fields, message) => this.deps.logger.info(fields, message),
+    // spec.report: the item's work goes to its branch, as a poll's would (the forge only when reporting).
+    createAll: async (trigger, create, status) => {
+      const forge = create.length > 0 ? await this.reportForge(trigger) : undefined;
+      for (const p of create) {
         const rendered = renderTaskSpec(trigger.spec.template.spec, { item: p.item, comment: p.comment });
         const item = await withItemBranch(rendered, trigger, p.item, forge?.forge);
         if ('refused' in item && forge) await this.refuse(trigger, forge, p.item.number, p.name, item.refused);
         else if ('spec' in item) await this.create(trigger, p.name, item.spec, p.labels, status);
       }
-      status.itemsSeen = (status.itemsSeen ?? 0) + seen.length;
-      status.tasksActive = existing.filter((t) => !t.finished).length + plan.create.length;
-      await this.deps.status.write(trigger.key, status);
-    });
-  }
+    },
+  };
 
   private inTurn<T>(key: string, work: () => Promise<T>): Promise<T> {
     const run = (this.turns.get(key) ?? Promise.resolve()).then(work, work);

@@ -1,0 +1,92 @@
+// Webhook items held back by maxConcurrency: a webhook source has no poll to see them again, so the trigger
+// remembers them in its status (bounded) and plans them beside the next delivery or on its next pass.
+// Pure: which of the held and newly delivered items become tasks now, in item order, and which stay held.
+import type { HeldItem } from '../api/agent-trigger.ts';
+import { HELD_ITEMS_MAX } from '../api/agent-trigger.ts';
+import type { Permission } from '../api/agent-trigger.ts';
+import type { ForgeItem } from '../forge/types.ts';
+import { ITEM_TEXT_MAX } from './trigger-template.ts';
+import type { ExistingTask, ItemRules, ItemSeen, PlannedTask } from './trigger-items.ts';
+import { planItem, roomFor } from './trigger-items.ts';
+
+export interface HeldPlan {
+  create: PlannedTask[];
+  /** Still waiting for a slot, lowest item number first, at most HELD_ITEMS_MAX. */
+  held: HeldItem[];
+  /** Waiting items that did not fit in `held`: they are lost until the forge delivers them again. */
+  overflow: number;
+}
+
+/** An item as the status keeps it: the fields the template and the task's branch need, its text bounded. */
+export function toHeld(p: PlannedTask): HeldItem {
+  const { item, comment } = p;
+  return {
+    number: item.number,
+    title: item.title.slice(0, ITEM_TEXT_MAX.title),
+    body: item.body.slice(0, ITEM_TEXT_MAX.body),
+    url: item.url.slice(0, ITEM_TEXT_MAX.url),
+    author: item.author.slice(0, ITEM_TEXT_MAX.author),
+    labels: item.labels.slice(0, 50).map((l) => l.slice(0, 100)),
+    ...(item.isPullRequest ? { pullRequest: true } : {}),
+    ...(item.headBranch ? { headBranch: item.headBranch.slice(0, 255) } : {}),
+    ...(comment
+      ? { comment: { id: comment.id, author: comment.author.slice(0, 100), body: comment.body.slice(0, 4096) } }
+      : {}),
+  };
+}
+
+/** A held item seen again: open, by a human (it matched when it was held), its triggering comment alone. */
+export function fromHeld(h: HeldItem): ItemSeen {
+  const item: ForgeItem = {
+    number: h.number,
+    title: h.title,
+    body: h.body,
+    url: h.url,
+    author: h.author,
+    authorIsBot: false,
+    labels: h.labels,
+    open: true,
+    isPullRequest: h.pullRequest ?? false,
+    updatedAt: '',
+    ...(h.headBranch ? { headBranch: h.headBranch } : {}),
+  };
+  const comments = h.comment
+    ? [{ ...h.comment, itemNumber: h.number, authorIsBot: false, createdAt: '', updatedAt: '' }]
+    : [];
+  return { item, comments };
+}
+
+/**
+ * Plans the delivered items (`seen`, judged with `permissionOf`) together with those held before. A newer
+ * delivery of a held item replaces it; a held item whose task now exists is dropped (planItem dedupes by the
+ * item label); a held command comment was judged permitted when it was held, so its author stays permitted.
+ */
+export function planWithHeld(input: {
+  trigger: string;
+  seen: ItemSeen[];
+  held: HeldItem[];
+  existing: ExistingTask[];
+  rules: ItemRules;
+  permissionOf: (user: string) => Permission | undefined;
+  maxConcurrency: number;
+  maxTotal?: number;
+  createdTotal: number;
+}): HeldPlan {
+  const delivered = new Set(input.seen.map((s) => s.item.number));
+  const fresh = input.seen.map((s) => planItem(input.trigger, s, input.existing, input.rules, input.permissionOf));
+  const granted = (): Permission | undefined => input.rules.command?.minPermission;
+  const kept = input.held
+    .filter((h) => !delivered.has(h.number))
+    .map((h) => planItem(input.trigger, fromHeld(h), input.existing, input.rules, granted));
+  const wanted = [...fresh, ...kept]
+    .filter((p): p is PlannedTask => p !== undefined)
+    .sort((a, b) => a.item.number - b.item.number)
+    .filter((p, i, all) => i === 0 || all[i - 1]?.name !== p.name);
+  const room = roomFor(input);
+  const waiting = wanted.slice(room);
+  return {
+    create: wanted.slice(0, room),
+    held: waiting.slice(0, HELD_ITEMS_MAX).map(toHeld),
+    overflow: Math.max(0, waiting.length - HELD_ITEMS_MAX),
+  };
+}
