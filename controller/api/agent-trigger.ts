@@ -188,18 +188,40 @@ export function webhookReportMissing(s: WebhookSource): Array<{ field: string; m
   ].filter((m): m is { field: string; message: string } => !!m);
 }
 
+/**
+ * Bounds on item text a trigger renders into a prompt (`labels`: the joined list) or keeps in a held item
+ * (`label` each, `labelCount` of them, its `branch`): a 1 MB issue body does not become a 1 MB prompt.
+ */
+export const ITEM_TEXT_MAX = {
+  title: 256,
+  body: 8 * 1024,
+  comment: 4 * 1024,
+  author: 100,
+  url: 500,
+  labels: 1024,
+  label: 100,
+  labelCount: 50,
+  branch: 255,
+};
+
 /** Webhook items held back by maxConcurrency (reconciler/trigger-held.ts): at most this many are kept. */
 export const HELD_ITEMS_MAX = 10;
 const HeldItemSchema = z.object({
   number: z.number().int().positive(),
-  title: z.string().max(256),
-  body: z.string().max(8192),
-  url: z.string().max(500),
-  author: z.string().max(100),
-  labels: z.array(z.string().max(100)).max(50),
+  title: z.string().max(ITEM_TEXT_MAX.title),
+  body: z.string().max(ITEM_TEXT_MAX.body),
+  url: z.string().max(ITEM_TEXT_MAX.url),
+  author: z.string().max(ITEM_TEXT_MAX.author),
+  labels: z.array(z.string().max(ITEM_TEXT_MAX.label)).max(ITEM_TEXT_MAX.labelCount),
   pullRequest: z.boolean().optional(),
-  headBranch: z.string().max(255).optional(),
-  comment: z.object({ id: z.number().int(), author: z.string().max(100), body: z.string().max(4096) }).optional(),
+  headBranch: z.string().max(ITEM_TEXT_MAX.branch).optional(),
+  comment: z
+    .object({
+      id: z.number().int(),
+      author: z.string().max(ITEM_TEXT_MAX.author),
+      body: z.string().max(ITEM_TEXT_MAX.comment),
+    })
+    .optional(),
 });
 export type HeldItem = z.infer<typeof HeldItemSchema>;
 const HeldStatusFields = {

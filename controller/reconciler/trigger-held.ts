@@ -2,10 +2,9 @@
 // remembers them in its status (bounded) and plans them beside the next delivery or on its next pass.
 // Pure: which of the held and newly delivered items become tasks now, in item order, and which stay held.
 import type { HeldItem } from '../api/agent-trigger.ts';
-import { HELD_ITEMS_MAX } from '../api/agent-trigger.ts';
+import { HELD_ITEMS_MAX, ITEM_TEXT_MAX } from '../api/agent-trigger.ts';
 import type { Permission } from '../api/agent-trigger.ts';
-import type { ForgeItem } from '../forge/types.ts';
-import { ITEM_TEXT_MAX } from './trigger-template.ts';
+import type { ForgeComment, ForgeItem } from '../forge/types.ts';
 import type { ExistingTask, ItemRules, ItemSeen, PlannedTask } from './trigger-items.ts';
 import { planItem, roomFor } from './trigger-items.ts';
 
@@ -26,13 +25,15 @@ export function toHeld(p: PlannedTask): HeldItem {
     body: item.body.slice(0, ITEM_TEXT_MAX.body),
     url: item.url.slice(0, ITEM_TEXT_MAX.url),
     author: item.author.slice(0, ITEM_TEXT_MAX.author),
-    labels: item.labels.slice(0, 50).map((l) => l.slice(0, 100)),
+    labels: item.labels.slice(0, ITEM_TEXT_MAX.labelCount).map((l) => l.slice(0, ITEM_TEXT_MAX.label)),
     ...(item.isPullRequest ? { pullRequest: true } : {}),
-    ...(item.headBranch ? { headBranch: item.headBranch.slice(0, 255) } : {}),
-    ...(comment
-      ? { comment: { id: comment.id, author: comment.author.slice(0, 100), body: comment.body.slice(0, 4096) } }
-      : {}),
+    ...(item.headBranch ? { headBranch: item.headBranch.slice(0, ITEM_TEXT_MAX.branch) } : {}),
+    ...(comment ? { comment: heldComment(comment) } : {}),
   };
+}
+
+function heldComment(c: ForgeComment): NonNullable<HeldItem['comment']> {
+  return { id: c.id, author: c.author.slice(0, ITEM_TEXT_MAX.author), body: c.body.slice(0, ITEM_TEXT_MAX.comment) };
 }
 
 /** A held item seen again: open, by a human (it matched when it was held), its triggering comment alone. */

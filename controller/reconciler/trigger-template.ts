@@ -2,10 +2,9 @@
 // bounded and filled into prompts only — prompt and steps[].prompt — never into argv, env names or values,
 // paths, labels or the task's name, which come from the template and the item's number alone.
 import type { AgentTaskSpec } from '../api/agent-task.ts';
+import { ITEM_TEXT_MAX } from '../api/agent-trigger.ts';
 import type { ForgeComment, ForgeItem } from '../forge/types.ts';
 
-/** Bounds on item text filled into a prompt: a 1 MB issue body does not become a 1 MB prompt. */
-export const ITEM_TEXT_MAX = { title: 256, body: 8 * 1024, comment: 4 * 1024, author: 100, url: 500, labels: 1024 };
 const CUT = '\n[… cut by episodic]';
 
 export interface TemplateVars {

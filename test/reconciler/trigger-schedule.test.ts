@@ -13,7 +13,8 @@ import {
   tickName,
 } from '../../controller/reconciler/trigger-schedule.ts';
 import type { ExistingTask } from '../../controller/reconciler/trigger-items.ts';
-import { ITEM_TEXT_MAX, renderTaskSpec } from '../../controller/reconciler/trigger-template.ts';
+import { ITEM_TEXT_MAX } from '../../controller/api/agent-trigger.ts';
+import { renderTaskSpec } from '../../controller/reconciler/trigger-template.ts';
 
 const schedule = (cron: string, timeZone = 'UTC', over: Record<string, unknown> = {}) =>
   ScheduleSourceSchema.parse({ cron, timeZone, ...over });
