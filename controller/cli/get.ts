@@ -235,16 +235,20 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
   return 0;
 }
 
-/** `get NAME [DIR] --audit`: who stopped and resumed the task, and why (status.audit, oldest first). */
-async function getAudit(name: string, dirArg: string, opts: GetOptions): Promise<number> {
-  if (!validOutput(opts.output)) return 2;
+/** The task's stored status, or undefined after saying on stderr that there is none. */
+async function storedStatusOf(name: string, dirArg: string, opts: GetOptions): Promise<AgentTaskStatus | undefined> {
   const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
   const records = await readStoredStatuses(stateDir);
   const status = records.find((r) => r.namespace === opts.namespace && r.name === name)?.status;
-  if (!status) {
-    console.error(`episodic get: no task ${opts.namespace}/${name} on record in ${stateDir}`);
-    return 1;
-  }
+  if (!status) console.error(`episodic get: no task ${opts.namespace}/${name} on record in ${stateDir}`);
+  return status;
+}
+
+/** `get NAME [DIR] --audit`: who stopped and resumed the task, and why (status.audit, oldest first). */
+async function getAudit(name: string, dirArg: string, opts: GetOptions): Promise<number> {
+  if (!validOutput(opts.output)) return 2;
+  const status = await storedStatusOf(name, dirArg, opts);
+  if (!status) return 1;
   const view = { phase: status.phase, reason: status.reason, resume: status.resume, audit: status.audit ?? [] };
   if (opts.output === 'json' || opts.output === 'yaml') {
     process.stdout.write(opts.output === 'json' ? `${JSON.stringify(view, null, 2)}\n` : yamlLib().stringify(view));
@@ -268,13 +272,8 @@ async function getAudit(name: string, dirArg: string, opts: GetOptions): Promise
 /** `get NAME [DIR] --review`: what needs a person (status.review), or "nothing needs review". */
 async function getReview(name: string, dirArg: string, opts: GetOptions): Promise<number> {
   if (!validOutput(opts.output)) return 2;
-  const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
-  const records = await readStoredStatuses(stateDir);
-  const status = records.find((r) => r.namespace === opts.namespace && r.name === name)?.status;
-  if (!status) {
-    console.error(`episodic get: no task ${opts.namespace}/${name} on record in ${stateDir}`);
-    return 1;
-  }
+  const status = await storedStatusOf(name, dirArg, opts);
+  if (!status) return 1;
   if (opts.output === 'json' || opts.output === 'yaml') {
     const view = { phase: status.phase, review: status.review ?? null };
     process.stdout.write(opts.output === 'json' ? `${JSON.stringify(view, null, 2)}\n` : yamlLib().stringify(view));
