@@ -5,7 +5,7 @@ import type { HeldItem } from '../api/agent-trigger.ts';
 import { HELD_ITEMS_MAX, ITEM_TEXT_MAX } from '../api/agent-trigger.ts';
 import type { Permission } from '../api/agent-trigger.ts';
 import type { ForgeComment, ForgeItem } from '../forge/types.ts';
-import type { ExistingTask, ItemRules, ItemSeen, PlannedTask } from './trigger-items.ts';
+import type { ItemSeen, PlanItemsInput, PlannedTask } from './trigger-items.ts';
 import { planItem, roomFor } from './trigger-items.ts';
 
 export interface HeldPlan {
@@ -62,17 +62,7 @@ export function fromHeld(h: HeldItem): ItemSeen {
  * delivery of a held item replaces it; a held item whose task now exists is dropped (planItem dedupes by the
  * item label); a held command comment was judged permitted when it was held, so its author stays permitted.
  */
-export function planWithHeld(input: {
-  trigger: string;
-  seen: ItemSeen[];
-  held: HeldItem[];
-  existing: ExistingTask[];
-  rules: ItemRules;
-  permissionOf: (user: string) => Permission | undefined;
-  maxConcurrency: number;
-  maxTotal?: number;
-  createdTotal: number;
-}): HeldPlan {
+export function planWithHeld(input: PlanItemsInput & { held: HeldItem[] }): HeldPlan {
   const delivered = new Set(input.seen.map((s) => s.item.number));
   const fresh = input.seen.map((s) => planItem(input.trigger, s, input.existing, input.rules, input.permissionOf));
   const granted = (): Permission | undefined => input.rules.command?.minPermission;

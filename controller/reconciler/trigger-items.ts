@@ -135,8 +135,8 @@ function nextRun(trigger: string, number: number, mine: ExistingTask[]): number 
   return run;
 }
 
-/** The tasks to create for everything seen, lowest item number first, within maxConcurrency and maxTotal. */
-export function planItems(input: {
+/** What planning a trigger's items needs: the items seen, the tasks it has, its rules and its limits. */
+export interface PlanItemsInput {
   trigger: string;
   seen: ItemSeen[];
   existing: ExistingTask[];
@@ -146,7 +146,10 @@ export function planItems(input: {
   maxTotal?: number;
   /** Tasks this trigger created so far (its status; deleted tasks still count). */
   createdTotal: number;
-}): ItemPlan {
+}
+
+/** The tasks to create for everything seen, lowest item number first, within maxConcurrency and maxTotal. */
+export function planItems(input: PlanItemsInput): ItemPlan {
   const wanted = input.seen
     .map((s) => planItem(input.trigger, s, input.existing, input.rules, input.permissionOf))
     .filter((p): p is PlannedTask => p !== undefined)
