@@ -158,6 +158,24 @@ export function planItems(input: PlanItemsInput): ItemPlan {
   return { create: wanted.slice(0, room), held: Math.max(0, wanted.length - room) };
 }
 
+/**
+ * A trigger's limits for a plan. createdTotal: the status counts tasks deleted since; the existing tasks
+ * count when the status lags behind them (a status write lost before a restart).
+ */
+export function triggerLimits(
+  spec: { maxConcurrency: number; maxTotal?: number },
+  tasksCreated: number,
+  existing: ExistingTask[],
+): { maxConcurrency: number; maxTotal?: number; createdTotal: number } {
+  const createdTotal = Math.max(tasksCreated, existing.length);
+  return { maxConcurrency: spec.maxConcurrency, maxTotal: spec.maxTotal, createdTotal };
+}
+
+/** status.tasksActive after a plan: the unfinished tasks there were, and those it creates. */
+export function activeAfter(existing: ExistingTask[], created: number): number {
+  return existing.filter((t) => !t.finished).length + created;
+}
+
 /** How many tasks may be created now: the slots maxConcurrency leaves, within what maxTotal leaves. */
 export function roomFor(input: {
   existing: ExistingTask[];

@@ -7,8 +7,10 @@ import {
   COMMENT_MARK_LABEL,
   ITEM_LABEL,
   isCommand,
+  activeAfter,
   planItem,
   planItems,
+  triggerLimits,
 } from '../../controller/reconciler/trigger-items.ts';
 import type { ForgeComment, ForgeItem } from '../../controller/forge/types.ts';
 import type { ExistingTask, ItemRules, ItemSeen } from '../../controller/reconciler/trigger-items.ts';
@@ -129,4 +131,20 @@ test('maxConcurrency counts unfinished tasks; maxTotal counts every task created
     ['fix-4'],
   );
   assert.deepEqual(plan([], 10, 3, 3).create, []);
+});
+
+test('limits: createdTotal is the larger of the status count and the tasks there are; active adds the new ones', () => {
+  const existing = [task('fix-1', 1, true), task('fix-2', 2, false), task('fix-3', 3, false)];
+  const cases: Array<[number, number]> = [
+    [0, 3], // the status lagged behind a restart: the tasks count
+    [5, 5], // two were deleted since: the status remembers them
+  ];
+  for (const [created, want] of cases)
+    assert.deepEqual(triggerLimits({ maxConcurrency: 2, maxTotal: 9 }, created, existing), {
+      maxConcurrency: 2,
+      maxTotal: 9,
+      createdTotal: want,
+    });
+  assert.equal(activeAfter(existing, 0), 2);
+  assert.equal(activeAfter(existing, 1), 3);
 });

@@ -13,7 +13,7 @@ import type { Forge, ForgeComment, ForgeKind } from '../../forge/types.ts';
 import { ForgeRateLimitedError, ForgeRequestError, ForgeUnavailableError } from '../../forge/types.ts';
 import type { ExistingTask, ItemRules, ItemSeen } from '../../reconciler/trigger-items.ts';
 import type { Permission } from '../../api/agent-trigger.ts';
-import { planItems } from '../../reconciler/trigger-items.ts';
+import { activeAfter, planItems, triggerLimits } from '../../reconciler/trigger-items.ts';
 import { decideSchedule, pastHistory, TICK_LABEL } from '../../reconciler/trigger-schedule.ts';
 import { renderTaskSpec } from '../../reconciler/trigger-template.ts';
 import { advanceCursor, commandPermissions, pollForge, TriggerForges } from './forge-poll.ts';
@@ -158,9 +158,7 @@ export class TriggerRunner {
       lastTick,
       now,
       existing,
-      maxConcurrency: trigger.spec.maxConcurrency,
-      maxTotal: trigger.spec.maxTotal,
-      createdTotal: Math.max(status.tasksCreated, existing.length),
+      ...triggerLimits(trigger.spec, status.tasksCreated, existing),
     });
     if (decision.action !== 'wait') status.lastTick = decision.tick.toISOString();
     if (decision.action === 'skip')
@@ -173,7 +171,7 @@ export class TriggerRunner {
       await this.create(trigger, decision.name, spec, { [TICK_LABEL]: minute }, status);
     }
     const after = await this.existing(trigger);
-    status.tasksActive = after.filter((t) => !t.finished).length;
+    status.tasksActive = activeAfter(after, 0);
     for (const name of pastHistory(after, schedule.historyLimit)) {
       await this.deps.created.delete(trigger.owner, name);
       this.deps.logger.info({ trigger: trigger.key, task: name }, 'deleted a finished task past historyLimit');
@@ -261,9 +259,7 @@ export class TriggerRunner {
       existing,
       rules,
       permissionOf: (u) => permissions.get(u),
-      maxConcurrency: trigger.spec.maxConcurrency,
-      maxTotal: trigger.spec.maxTotal,
-      createdTotal: Math.max(status.tasksCreated, existing.length),
+      ...triggerLimits(trigger.spec, status.tasksCreated, existing),
     });
     for (const p of plan.create) {
       const rendered = renderTaskSpec(trigger.spec.template.spec, { item: p.item, comment: p.comment });
@@ -274,7 +270,7 @@ export class TriggerRunner {
     if (plan.held > 0) this.held.set(trigger.key, seen);
     else this.held.delete(trigger.key);
     status.itemsSeen = (status.itemsSeen ?? 0) + polled.length;
-    status.tasksActive = existing.filter((t) => !t.finished).length + plan.create.length;
+    status.tasksActive = activeAfter(existing, plan.create.length);
     // Held items are polled again: the cursor moves only when everything seen was handled.
     if (plan.held === 0) advanceCursor(status, polled);
     await this.report(trigger, forge, source, status);

@@ -3,6 +3,7 @@
 import type { AgentTriggerStatus } from '../../api/agent-trigger.ts';
 import type { ExistingTask, ItemRules, ItemSeen, PlannedTask } from '../../reconciler/trigger-items.ts';
 import { planWithHeld } from '../../reconciler/trigger-held.ts';
+import { activeAfter, triggerLimits } from '../../reconciler/trigger-items.ts';
 import type { PermissionOf, RunnableTrigger } from './trigger-runner.ts';
 
 /** What carrying out a plan needs from the runner. */
@@ -35,9 +36,7 @@ export async function createWebhookItems(
     existing,
     rules,
     permissionOf,
-    maxConcurrency: trigger.spec.maxConcurrency,
-    maxTotal: trigger.spec.maxTotal,
-    createdTotal: Math.max(status.tasksCreated, existing.length),
+    ...triggerLimits(trigger.spec, status.tasksCreated, existing),
   });
   if (plan.held.length > 0) port.log({ held: plan.held.map((h) => h.number) }, 'webhook items held for a slot');
   await port.createAll(trigger, plan.create, status);
@@ -45,5 +44,5 @@ export async function createWebhookItems(
   if (plan.overflow > 0) port.log({ dropped: plan.overflow }, 'webhook items past the held cap dropped');
   // Counted until the backlog drains, so lastError names the loss while it matters.
   status.heldOverflow = plan.held.length > 0 ? (status.heldOverflow ?? 0) + plan.overflow || undefined : undefined;
-  status.tasksActive = existing.filter((t) => !t.finished).length + plan.create.length;
+  status.tasksActive = activeAfter(existing, plan.create.length);
 }
