@@ -19,7 +19,7 @@ import type { EpisodeLog, LogRequest } from './log-text.ts';
 import { holdOfAnnotations } from '../api/hold.ts';
 import type { SuspendHold } from '../api/hold.ts';
 import { setClusterHold } from '../sources/cluster/hold-annotations.ts';
-import { gateLimitsOf, pullRequestOf, pullRequestsOf, taskRow, triggerKeyOf } from './views.ts';
+import { gateLimitsOf, pullRequestOf, pullRequestsChanged, taskRow, triggerKeyOf } from './views.ts';
 import type {
   ActionOutcome,
   BudgetView,
@@ -61,8 +61,7 @@ export class ClusterConsoleSource implements ConsoleSource {
     inputs.triggers?.on({
       add: (obj) => this.triggerChanged(obj),
       update: (old, obj) => {
-        if (JSON.stringify(pullRequestsOf(old.status)) !== JSON.stringify(pullRequestsOf(obj.status)))
-          this.triggerChanged(obj);
+        if (pullRequestsChanged(old.status, obj.status)) this.triggerChanged(obj);
       },
     });
   }

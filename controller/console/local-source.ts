@@ -16,7 +16,7 @@ import { localEpisodeLog } from './local-logs.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
 import { readBudgets, readEpisodes, readLocalState, readStoredStatus, statusPath } from './local-state.ts';
 import { readTriggerStatus, readTriggerStatuses, triggerStatusDir } from './local-triggers.ts';
-import { gateLimitsOf, identityOfSpec, pullRequestOf, pullRequestsOf, taskRow, triggerKeyOf } from './views.ts';
+import { gateLimitsOf, identityOfSpec, pullRequestOf, pullRequestsChanged, taskRow, triggerKeyOf } from './views.ts';
 import type {
   ActionOutcome,
   BudgetView,
@@ -115,7 +115,7 @@ export class LocalConsoleSource implements ConsoleSource {
     if (status === undefined) return;
     const before = this.triggers.get(trigger);
     this.triggers.set(trigger, status);
-    if (JSON.stringify(pullRequestsOf(before)) === JSON.stringify(pullRequestsOf(status))) return;
+    if (!pullRequestsChanged(before, status)) return;
     for (const row of this.rowsByKey.values()) {
       const pullRequest = triggerKeyOf(row) === trigger ? pullRequestOf(status, row.name) : row.pullRequest;
       if (pullRequest === row.pullRequest) continue;

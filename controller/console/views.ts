@@ -124,8 +124,13 @@ export function triggerKeyOf(id: { namespace: string; labels?: Record<string, st
   return trigger ? `${id.namespace}/${trigger}` : undefined;
 }
 
-export function pullRequestsOf(triggerStatus: unknown): unknown {
+function pullRequestsOf(triggerStatus: unknown): unknown {
   return (triggerStatus as { pullRequests?: unknown } | undefined)?.pullRequests;
+}
+
+/** Whether a trigger's status write changed its PR links (the only part of it a task row shows). */
+export function pullRequestsChanged(before: unknown, after: unknown): boolean {
+  return JSON.stringify(pullRequestsOf(before)) !== JSON.stringify(pullRequestsOf(after));
 }
 
 /** The task's entry in its trigger's status.pullRequests, read loosely (a cluster object is raw JSON). */
