@@ -2,7 +2,7 @@
 // through a Forge — the one marked comment, the label swap, the push and its pull request — and hands back
 // the state to remember. reportTask is the entry point the trigger loop calls once per task per pass.
 import type { AgentTaskStatus } from '../api/agent-task-status.ts';
-import type { GitCredentials } from '../runner/git-credentials.ts';
+import type { GitCredentials } from '../git/git-credentials.ts';
 import {
   type ReportAction,
   type ReportedState,
