@@ -3,7 +3,7 @@
 // messages once the episode that got them has ended (after that end is on record), and passing a child's
 // change of phase to its parent, which may be waiting for it, and of spend to every ancestor, whose cap counts it.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
-import { OWNER_LABELS } from './created-tasks.ts';
+import { OWNER_LABELS } from '../api/spawn-fields.ts';
 import type { Mailboxes } from './mailboxes.ts';
 import type { DesiredTask, StatusSink, TaskSource } from './ports.ts';
 import { renderChildren, treeCost } from '../reconciler/children.ts';

@@ -10,8 +10,9 @@ import { agentSecrets, redactOpText } from '../api/op-redaction.ts';
 import { rejectionWords } from '../api/ops.ts';
 import type { Frame, Op, OpOf, RejectedOp } from '../api/ops.ts';
 import { stackStatus } from './stack.ts';
-import { normal, warning } from './types.ts';
-import type { Action, Events, ObservedEpisode, ReconcileInput } from './types.ts';
+import { normal, warning } from './actions.ts';
+import type { Action, Events } from './actions.ts';
+import type { ObservedEpisode, ReconcileInput } from './types.ts';
 
 /** Ops whose effects live outside the task's status. */
 const EXTERNAL: ReadonlySet<Op['op']> = new Set(['set', 'del', 'spawn', 'send']);

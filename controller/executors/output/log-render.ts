@@ -2,6 +2,7 @@
 // `--- episodic: … ---` notes) rendered readably — the agent's messages, one line per tool call, the result
 // with its cost — for Claude Code stream-json/json, Codex --json and Gemini CLI stream-json/json; plain text
 // as it is. Everything here is agent-written and untrusted: every line goes through printable().
+import type { EpisodeRecord } from '../../api/episode-record.ts';
 import { asNumber, asObject, asString, type JsonObject } from './json-fields.ts';
 import { createJsonLineParser, type JsonLineParser } from './json-lines.ts';
 import { printable } from '../../util/printable.ts';
@@ -222,4 +223,17 @@ function geminiDocument(o: JsonObject): Line[] | undefined {
     ...message(asString(o.response)),
     summary(`[result] ${error ? `error: ${asString(error.message) ?? ''}` : 'done'}`),
   ];
+}
+
+/** `=== default/alpha episode 2: succeeded, exit 0, $0.0734, finished 2026-11-25T18:00:00Z ===` */
+export function episodeHeader(task: string, episode: number, record: EpisodeRecord | undefined): string {
+  const facts = record
+    ? [
+        record.outcome,
+        record.exitCode === null ? undefined : `exit ${record.exitCode}`,
+        `$${record.costUSD.toFixed(4)}`,
+        record.finishedAt ? `finished ${record.finishedAt.replace(/\.\d+Z$/, 'Z')}` : undefined,
+      ].filter(Boolean)
+    : ['no record yet (running, or ended without one)'];
+  return printable(`=== ${task} episode ${episode}: ${facts.join(', ')} ===`);
 }

@@ -4,7 +4,8 @@
 // ConfigMap's resourceVersion, so the bound holds under concurrent senders (a conflict reads and tries again).
 // The mailbox's SentMarks live in annotation episodic.dev/sent, changed in the same patch as the message.
 import { markSent, oldestFirst, parseSentMarks, refusal, sentBefore, validNames } from '../../core/mailboxes.ts';
-import type { Mailboxes, Message, SendOutcome, SentMarks } from '../../core/mailboxes.ts';
+import type { Mailboxes, SendOutcome, SentMarks } from '../../core/mailboxes.ts';
+import type { Message } from '../../api/spawn-fields.ts';
 import { isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 import { TASK_LABEL } from '../../kube/names.ts';

@@ -26,7 +26,8 @@ import {
   sentBefore,
   validNames,
 } from '../../core/mailboxes.ts';
-import type { Mailboxes, Message, SendOutcome, SentMarks } from '../../core/mailboxes.ts';
+import type { Mailboxes, SendOutcome, SentMarks } from '../../core/mailboxes.ts';
+import type { Message } from '../../api/spawn-fields.ts';
 
 const MARKS = '.marks';
 
