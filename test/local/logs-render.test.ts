@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { LOG_LINE_MAX_BYTES } from '../../controller/api/bounds.ts';
-import { LogRenderer } from '../../controller/cli/log-render.ts';
+import { LogRenderer } from '../../controller/executors/output/log-render.ts';
 import { runCli, specDir } from '../support/local.ts';
 
 const REAL = join(import.meta.dirname, '../fixtures/agent-outputs/real');

@@ -3,10 +3,10 @@
 // with its cost — for Claude Code stream-json/json, Codex --json and Gemini CLI stream-json/json; plain text
 // as it is. Everything here is agent-written and untrusted: every line goes through printable(). It streams:
 // a line past LOG_LINE_MAX_BYTES is never held or parsed whole, but shown cut as text, with its size.
-import { ELLIPSIS, LOG_LINE_MAX_BYTES } from '../api/bounds.ts';
-import { asNumber, asObject, asString, type JsonObject } from '../executors/output/json-fields.ts';
-import { createJsonLineParser, type JsonLineParser } from '../executors/output/json-lines.ts';
-import { printable } from '../util/printable.ts';
+import { ELLIPSIS, LOG_LINE_MAX_BYTES } from '../../api/bounds.ts';
+import { printable } from '../../util/printable.ts';
+import { asNumber, asObject, asString, type JsonObject } from './json-fields.ts';
+import { createJsonLineParser, type JsonLineParser } from './json-lines.ts';
 import { type LogLine, LogLineSplitter } from './log-lines.ts';
 
 /** A message line longer than this is cut: readable output, not a dump (--raw has the bytes). */
