@@ -3,11 +3,11 @@
 // Memory is the peak RSS of the real process, against the same process streaming the same log raw (no
 // rendering): holding the line whole, as a JS string, would add more than its 100 MB.
 import assert from 'node:assert/strict';
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { before, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { LOG_LINE_MAX_BYTES } from '../../controller/api/bounds.ts';
 import { REPO, runCli, specDir, startCli } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
@@ -45,6 +45,9 @@ before(async () => {
   writeSync(fd, `${SUFFIX}\nthe line after it\n${rest.join('')}`);
   closeSync(fd);
 });
+
+// 100 MB per run is too much to leave in the temp directory.
+after(() => rmSync(dir, { recursive: true, force: true }));
 
 function maxRssKiB(stderr: string): number {
   const kib = Number(/^maxRSS (\d+) KiB$/m.exec(stderr)?.[1]);
