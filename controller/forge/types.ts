@@ -124,6 +124,23 @@ export interface Forge {
   waitForBranch(branch: string, timeoutMs?: number): Promise<void>;
 }
 
+/** A commenter's role on the repo (undefined: none), or why it could not be read (the token's rights). */
+export type PermissionAnswer = ForgePermission | undefined | { unknown: string };
+
+/**
+ * The user's role as an answer: a lookup the forge refuses (Gitea shows another user's role only to a repo
+ * admin) or fails is `unknown` with why, holding only what needs it; a rate limit still throws (wait the reset).
+ */
+export async function readPermission(forge: Pick<Forge, 'permission'>, user: string): Promise<PermissionAnswer> {
+  try {
+    return await forge.permission(user);
+  } catch (err) {
+    if (err instanceof ForgeRateLimitedError) throw err;
+    const who = user.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, NAME_MAX);
+    return { unknown: `cannot read ${who}'s permission: ${(err as Error).message}`.slice(0, 300) };
+  }
+}
+
 /** The forge did not answer usefully (network error, timeout, 5xx): back off and poll again, nothing was lost. */
 export class ForgeUnavailableError extends Error {
   readonly status: number | undefined;
@@ -154,9 +171,16 @@ export class ForgeRequestError extends Error {
   }
 }
 
+const MARKER_PREFIX = '<!-- episodic:report ';
+
 /** The hidden marker that finds a report comment again. `key` is ours (e.g. the task name), never item text. */
 export function reportMarker(key: string): string {
-  return `<!-- episodic:report ${key.replace(/[^A-Za-z0-9._/-]/g, '_').slice(0, 200)} -->`;
+  return `${MARKER_PREFIX}${key.replace(/[^A-Za-z0-9._/-]/g, '_').slice(0, 200)} -->`;
+}
+
+/** A comment episodic wrote (reportBody puts the marker first): never a command, whoever's token wrote it. */
+export function isReportComment(body: string): boolean {
+  return body.trimStart().startsWith(MARKER_PREFIX);
 }
 
 /** The body a report comment is written with: the marker first, then the text. */
