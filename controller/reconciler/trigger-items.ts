@@ -3,8 +3,8 @@
 // re-triggers — so a poll, a webhook and a restart that see the same item can never create it twice.
 import { PERMISSIONS, UNDECIDED_ITEMS_MAX } from '../api/agent-trigger.ts';
 import type { ItemsSkipped, Permission, SkipReason, UndecidedItem } from '../api/agent-trigger.ts';
-import type { ForgeComment, ForgeItem } from '../forge/types.ts';
-import { isReportComment, type PermissionAnswer } from '../forge/types.ts';
+import type { ForgeComment, ForgeItem, PermissionAnswer } from '../api/forge-item.ts';
+import { isReportComment } from '../api/forge-item.ts';
 
 /** Labels on every task a trigger creates for a forge item. */
 export const ITEM_LABEL = 'episodic.dev/trigger-item';

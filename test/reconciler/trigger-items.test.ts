@@ -17,8 +17,9 @@ import {
   pollWaits,
   triggerLimits,
 } from '../../controller/reconciler/trigger-items.ts';
-import type { ForgeComment, ForgeItem, PermissionAnswer } from '../../controller/forge/types.ts';
-import { isReportComment, reportMarker } from '../../controller/forge/types.ts';
+import type { ForgeComment, ForgeItem, PermissionAnswer } from '../../controller/api/forge-item.ts';
+import { isReportComment } from '../../controller/api/forge-item.ts';
+import { reportMarker } from '../../controller/forge/types.ts';
 import type { ExistingTask, ItemRules, ItemSeen } from '../../controller/reconciler/trigger-items.ts';
 
 const item = (number: number, over: Partial<ForgeItem> = {}): ForgeItem => ({

@@ -7,8 +7,9 @@
 import { createHash } from 'node:crypto';
 import type { AgentTriggerStatus, ForgeSource } from '../../api/agent-trigger.ts';
 import { openForge } from '../../forge/open-forge.ts';
-import type { Forge, ForgeComment, ForgeItem, ForgeKind, ForgeRequestCounter } from '../../forge/types.ts';
-import { ForgeRateLimitedError, type PermissionAnswer, readPermission } from '../../forge/types.ts';
+import type { Forge, ForgeRequestCounter } from '../../forge/types.ts';
+import type { ForgeComment, ForgeItem, ForgeKind, PermissionAnswer } from '../../api/forge-item.ts';
+import { ForgeRateLimitedError, readPermission } from '../../forge/types.ts';
 import { isCommand, isExcluded, type ItemSeen } from '../../reconciler/trigger-items.ts';
 
 export interface PolledItem {
