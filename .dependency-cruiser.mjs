@@ -19,21 +19,7 @@ const LAYERS = [
   { name: 'cli', dirs: ['cli'] },
 ];
 
-// Imports that break a rule today, each named with its reason and the work that removes it. Keep this short.
-const EXCEPTIONS = [
-  {
-    rule: 'clients-points-down',
-    why: 'forge/report.ts decides trigger reports: it moves to sources/triggers/ (issue 27 §2, branch h/trig27)',
-    from: '^controller/forge/report\\.ts$',
-    to: ['^controller/reconciler/trigger-report\\.ts$'],
-  },
-  {
-    rule: 'clients-points-down',
-    why: 'forge/resume-command.ts writes resume requests: it moves to sources/triggers/ (issue 27 §2, branch h/trig27)',
-    from: '^controller/forge/resume-command\\.ts$',
-    to: ['^controller/reconciler/trigger-resume\\.ts$', '^controller/sources/local/resume-requests\\.ts$'],
-  },
-];
+// The one exception still open, named: remove it when its work lands. Keep this short.
 // The cycle trigger-runner.ts <-> webhook-items.ts: reconcileTrigger removes it (issue 27 §1, branch h/trig27).
 const CYCLE_EXCEPTION = '^controller/sources/triggers/(trigger-runner|webhook-items)\\.ts$';
 
@@ -41,22 +27,6 @@ const layerPath = (layer) => [
   ...layer.dirs.map((dir) => `^controller/${dir}/`),
   ...(layer.files ?? []).map((file) => `^controller/${file.replaceAll('.', '\\.')}$`),
 ];
-
-/** A rule, with each exception's source left out of it and given a copy that lets its listed targets through. */
-function withExceptions(rule) {
-  const exempt = EXCEPTIONS.filter((e) => e.rule === rule.name);
-  if (exempt.length === 0) return [rule];
-  return [
-    { ...rule, from: { ...rule.from, pathNot: exempt.map((e) => e.from) } },
-    ...exempt.map((e) => ({
-      ...rule,
-      name: `${rule.name}-except`,
-      comment: `${rule.comment}. Exception: ${e.why}`,
-      from: { path: e.from },
-      to: { ...rule.to, pathNot: e.to },
-    })),
-  ];
-}
 
 const upwardRules = LAYERS.slice(0, -1).map((layer, index) => ({
   name: `${layer.name}-points-down`,
@@ -70,7 +40,7 @@ const upwardRules = LAYERS.slice(0, -1).map((layer, index) => ({
 
 export default {
   forbidden: [
-    ...upwardRules.flatMap(withExceptions),
+    ...upwardRules,
     {
       name: 'start-up-only',
       comment:

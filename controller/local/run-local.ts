@@ -20,7 +20,7 @@ import { envSecret, LocalTriggerStatus, runnableTriggers, TriggerTimers } from '
 import { TriggerRunner } from '../sources/triggers/trigger-runner.ts';
 import type { HookServer } from '../forge/hook-server.ts';
 import { PhaseWakes } from '../sources/triggers/phase-wakes.ts';
-import { localResumeRequester } from '../forge/resume-command.ts';
+import { localResumeRequester } from '../sources/triggers/resume-command.ts';
 
 export type LocalView = Array<{ task: SpecTask; status: AgentTaskStatus }>;
 
