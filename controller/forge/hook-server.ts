@@ -3,7 +3,7 @@
 // on a missing or wrong signature; a replayed delivery id is answered 202 and ignored.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ForgeComment, ForgeItem, ForgeKind } from './types.ts';
+import type { ForgeComment, ForgeItem, ForgeKind } from '../api/forge-item.ts';
 import { DeliveryLog, verifyWebhook, webhookItem } from './webhook.ts';
 
 export interface HookTarget {
