@@ -1,5 +1,6 @@
 // The loop's part of agent ops: carrying out an ApplyOps action through the mode's OpsApplier, the Event
 // for ops refused there, and episodic_ops_total. Log lines name ops, never their payloads.
+import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
 import type { Logger } from 'pino';
 import { agentSecrets, redactOpText } from '../api/op-redaction.ts';
 import type { Op } from '../api/ops.ts';
@@ -26,7 +27,7 @@ export async function performApplyOps<T extends DesiredTask>(
   if (outcome.rejected.length === 0) return;
   const words = redactOpText(outcome.rejected.map((r) => r.message).join('; '), agentSecrets(task.spec));
   const message = `episode ${action.episode}: ${outcome.rejected.length} ops rejected while applying: ${words}`;
-  ctx.sink.event(task, 'Warning', 'OpsRejected', message.slice(0, 1000), { episode: action.episode });
+  ctx.sink.event(task, 'Warning', 'OpsRejected', clip(message, EVENT_MESSAGE_MAX), { episode: action.episode });
 }
 
 /** episodic_ops_total for an episode whose end this pass records: its status ops, and the lines refused. */

@@ -1,7 +1,7 @@
 // The forge layer's contract: what a trigger asks of GitHub or Gitea, and the item and comment shapes both
 // polls and webhooks produce. ForgeItem/ForgeComment are the only definitions; reconciler/trigger-items.ts
 // and the Gitea poll client use them too.
-import { clip } from '../api/bounds.ts';
+import { cleanName, clip } from '../api/bounds.ts';
 
 export type ForgeKind = 'github' | 'gitea';
 
@@ -156,7 +156,7 @@ export class ForgeRequestError extends Error {
 
 /** The hidden marker that finds a report comment again. `key` is ours (e.g. the task name), never item text. */
 export function reportMarker(key: string): string {
-  return `<!-- episodic:report ${key.replace(/[^A-Za-z0-9._/-]/g, '_').slice(0, 200)} -->`;
+  return `<!-- episodic:report ${cleanName(key, 200, { slash: true })} -->`;
 }
 
 /** The body a report comment is written with: the marker first, then the text. */
