@@ -13,7 +13,7 @@ import { episodesPath, readRecords } from '../sinks/local/episode-records.ts';
 import { FileStatusStore } from '../sinks/local/file-status.ts';
 import { printable } from '../util/printable.ts';
 import { terminalColumns } from './live-table.ts';
-import { LogRenderer } from './log-render.ts';
+import { LogRenderer } from '../executors/output/log-render.ts';
 import { parseNumberOption, UsageError } from './options.ts';
 
 interface LogsOptions {

@@ -1,8 +1,9 @@
-// An episode's log as the console serves it, locally and on a cluster: one rendering path (cli/log-render.ts,
-// the same as `episodic logs`), plain text, bounded; or the bytes as they are when a person asks for them raw.
+// An episode's log as the console serves it, locally and on a cluster: one rendering path
+// (executors/output/log-render.ts, the same as `episodic logs`), plain text, bounded; or the bytes as they are
+// when a person asks for them raw.
 import { PassThrough, Transform } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { LogRenderer } from '../cli/log-render.ts';
+import { LogRenderer } from '../executors/output/log-render.ts';
 
 const RENDER_WIDTH = 240;
 

@@ -6,8 +6,6 @@ import { fetchRetryingStale, forgeError, rateLimitReset, splitRepo } from './htt
 import { type ApiComment, type ApiIssue, parseComment, parseIssue, parsePull, parsePullRef } from './shapes.ts';
 import type {
   Forge,
-  ForgeComment,
-  ForgeItem,
   ForgePermission,
   ForgeRequestCounter,
   ListCommentsQuery,
@@ -17,6 +15,7 @@ import type {
   PullRequestRef,
   ReportComment,
 } from './types.ts';
+import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
 import { ForgeRateLimitedError, ForgeRequestError, closingBody, hasLabels, reportBody, reportMarker } from './types.ts';
 
 export interface GiteaForgeOptions {

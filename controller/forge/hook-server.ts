@@ -4,7 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { headLine } from '../api/bounds.ts';
-import type { ForgeComment, ForgeItem, ForgeKind } from './types.ts';
+import type { ForgeComment, ForgeItem, ForgeKind } from '../api/forge-item.ts';
 import { DeliveryLog, verifyWebhook, webhookItem } from './webhook.ts';
 
 export interface HookTarget {

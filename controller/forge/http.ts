@@ -1,7 +1,7 @@
 // What both forge clients share: reading rate-limit headers, and turning a failed response into a typed
 // error whose text can never hold the token.
 import { clip } from '../api/bounds.ts';
-import type { ForgeKind } from './types.ts';
+import type { ForgeKind } from '../api/forge-item.ts';
 import { ForgeRateLimitedError, ForgeRequestError, ForgeUnavailableError } from './types.ts';
 
 export type HeaderGetter = (name: string) => string | null | undefined;

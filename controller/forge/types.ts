@@ -1,9 +1,7 @@
-// The forge layer's contract: what a trigger asks of GitHub or Gitea, and the item and comment shapes both
-// polls and webhooks produce. ForgeItem/ForgeComment are the only definitions; reconciler/trigger-items.ts
-// and the Gitea poll client use them too.
+// The forge layer's contract: what a trigger asks of GitHub or Gitea. The item and comment shapes both polls
+// and webhooks produce are api/forge-item.ts's (the reconciler's trigger rules use them too).
 import { cleanName, clip } from '../api/bounds.ts';
-
-export type ForgeKind = 'github' | 'gitea';
+import type { ForgeComment, ForgeItem, ForgeKind } from '../api/forge-item.ts';
 
 /** Repo roles, weakest first (GitHub's names; Gitea's owner counts as admin). */
 export const FORGE_PERMISSIONS = ['read', 'triage', 'write', 'maintain', 'admin'] as const;
@@ -14,38 +12,6 @@ export const TITLE_MAX = 256;
 export const BODY_MAX = 16_384;
 export const NAME_MAX = 100;
 export const LABELS_MAX = 50;
-
-export interface ForgeItem {
-  number: number;
-  title: string;
-  body: string;
-  /** The item's web page. */
-  url: string;
-  author: string;
-  authorIsBot: boolean;
-  labels: string[];
-  open: boolean;
-  isPullRequest: boolean;
-  /** RFC 3339, as the forge wrote it. */
-  updatedAt: string;
-  /** A pull request's own branch (webhooks carry it; issue lists do not). */
-  headBranch?: string;
-  /** OWNER/NAME of the repo holding a pull request's branch ('' once its fork is deleted); absent when not sent. */
-  headRepo?: string;
-  /** How many comments it has (issue lists carry it): a poll's fingerprint sees a comment within a second. */
-  comments?: number;
-}
-
-export interface ForgeComment {
-  id: number;
-  /** The issue or pull request it belongs to. */
-  itemNumber: number;
-  author: string;
-  authorIsBot: boolean;
-  body: string;
-  createdAt: string;
-  updatedAt: string;
-}
 
 /**
  * Where clients count each answer: `episodic_forge_requests_total{forge,code}` (the trigger metrics implement

@@ -4,7 +4,7 @@
 import type { HeldItem } from '../api/agent-trigger.ts';
 import { HELD_ITEMS_MAX, ITEM_TEXT_MAX } from '../api/agent-trigger.ts';
 import type { Permission } from '../api/agent-trigger.ts';
-import type { ForgeComment, ForgeItem } from '../forge/types.ts';
+import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
 import type { ItemSeen, PlanItemsInput, PlannedTask } from './trigger-items.ts';
 import { planItem, roomFor } from './trigger-items.ts';
 

@@ -3,7 +3,7 @@
 // re-triggers — so a poll, a webhook and a restart that see the same item can never create it twice.
 import { PERMISSIONS } from '../api/agent-trigger.ts';
 import type { Permission } from '../api/agent-trigger.ts';
-import type { ForgeComment, ForgeItem } from '../forge/types.ts';
+import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
 
 /** Labels on every task a trigger creates for a forge item. */
 export const ITEM_LABEL = 'episodic.dev/trigger-item';

@@ -1,6 +1,6 @@
 // The report rule of a forge trigger (issue 21 §2): from a task's status, what a person on the issue sees —
 // one comment edited in place, a label naming the phase, and on success a pull request — and nothing more
-// than changed since the last report. Pure: the carrier (forge/report.ts) performs the actions.
+// than changed since the last report. Pure: the carrier (sources/triggers/report-task.ts) performs the actions.
 import { createHash } from 'node:crypto';
 import { cleanName, clip } from '../api/bounds.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task-status.ts';

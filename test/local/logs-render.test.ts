@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { LogRenderer } from '../../controller/cli/log-render.ts';
+import { LogRenderer } from '../../controller/executors/output/log-render.ts';
 import { runCli, specDir } from '../support/local.ts';
 
 const REAL = join(import.meta.dirname, '../fixtures/agent-outputs/real');

@@ -12,7 +12,7 @@ import {
   planItems,
   triggerLimits,
 } from '../../controller/reconciler/trigger-items.ts';
-import type { ForgeComment, ForgeItem } from '../../controller/forge/types.ts';
+import type { ForgeComment, ForgeItem } from '../../controller/api/forge-item.ts';
 import type { ExistingTask, ItemRules, ItemSeen } from '../../controller/reconciler/trigger-items.ts';
 
 const item = (number: number, over: Partial<ForgeItem> = {}): ForgeItem => ({

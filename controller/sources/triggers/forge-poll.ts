@@ -7,7 +7,8 @@
 import { createHash } from 'node:crypto';
 import type { AgentTriggerStatus, ForgeSource, Permission } from '../../api/agent-trigger.ts';
 import { openForge } from '../../forge/open-forge.ts';
-import type { Forge, ForgeComment, ForgeItem, ForgeKind, ForgeRequestCounter } from '../../forge/types.ts';
+import type { Forge, ForgeRequestCounter } from '../../forge/types.ts';
+import type { ForgeComment, ForgeItem, ForgeKind } from '../../api/forge-item.ts';
 import { ForgeRateLimitedError } from '../../forge/types.ts';
 import { isCommand, type ItemSeen } from '../../reconciler/trigger-items.ts';
 

@@ -1,12 +1,13 @@
 // `/episodic resume` comments a poll saw (issue 21 §2): each goes to the newest task of its item through
-// forge/resume-command.ts — the commenter's permission from the forge, the rule of reconciler/
+// resume-command.ts — the commenter's permission from the forge, the rule of reconciler/
 // trigger-resume.ts, and the resume path the CLI uses (a request file locally, the resume annotations on a
 // cluster). They are taken out of what plans new tasks: a resume is not a request to run the item again.
 import type { AgentTaskStatus } from '../../api/agent-task-status.ts';
 import type { ForgeSource } from '../../api/agent-trigger.ts';
 import type { CreatedTask } from '../../core/created-tasks.ts';
-import { handleResumeComment } from '../../forge/resume-command.ts';
-import type { Forge, ForgeComment } from '../../forge/types.ts';
+import { handleResumeComment } from './resume-command.ts';
+import type { Forge } from '../../forge/types.ts';
+import type { ForgeComment } from '../../api/forge-item.ts';
 import { ITEM_LABEL, type ItemSeen } from '../../reconciler/trigger-items.ts';
 import { parseResumeCommand } from '../../reconciler/trigger-resume.ts';
 

@@ -1,4 +1,4 @@
-// spec.report of a forge trigger, each pass: for each task the trigger created, forge/report.ts reportTask
+// spec.report of a forge trigger, each pass: for each task the trigger created, report-task.ts reportTask
 // brings its item up to date (the marked comment edited in place, the phase label, and on Succeeded with
 // workspace changes the pull request). What was reported is kept in status.reported[TASK] (reconciler/
 // trigger-report.ts ReportedState), so a restart does not post again; a PR in status.pullRequests[TASK].
@@ -11,8 +11,9 @@ import { gitRefProblem } from '../../api/agent-task.ts';
 import type { AgentTriggerSpec, AgentTriggerStatus, ForgeSource } from '../../api/agent-trigger.ts';
 import { webhookReportMissing } from '../../api/agent-trigger.ts';
 import type { CreatedTask } from '../../core/created-tasks.ts';
-import { reportTask } from '../../forge/report.ts';
-import type { Forge, ForgeItem, ForgeKind } from '../../forge/types.ts';
+import { reportTask } from './report-task.ts';
+import type { Forge } from '../../forge/types.ts';
+import type { ForgeItem, ForgeKind } from '../../api/forge-item.ts';
 import { ITEM_LABEL } from '../../reconciler/trigger-items.ts';
 import { codeSpan, type ReportItem } from '../../reconciler/trigger-report.ts';
 

@@ -3,17 +3,18 @@
 // the request goes where `episodic resume` puts it (locally the request file; on a cluster
 // clusterResumeRequester patches the annotations `episodic resume --kubeconfig` patches).
 import type { KubeConfig } from '@kubernetes/client-node';
-import { API_VERSION, KIND } from '../api/agent-task.ts';
-import { requestLocalResume } from '../sources/local/resume-requests.ts';
-import type { Phase } from '../api/agent-task-status.ts';
+import { API_VERSION, KIND } from '../../api/agent-task.ts';
+import { requestLocalResume } from '../local/resume-requests.ts';
+import type { Phase } from '../../api/agent-task-status.ts';
 import {
   parseResumeCommand,
   type RepoPermission,
   type ResumeCommandDecision,
   resumeAnnotations,
   resumeCommand,
-} from '../reconciler/trigger-resume.ts';
-import type { Forge, ForgeComment } from './types.ts';
+} from '../../reconciler/trigger-resume.ts';
+import type { Forge } from '../../forge/types.ts';
+import type { ForgeComment } from '../../api/forge-item.ts';
 
 export interface ResumeCommandContext {
   forge: Forge;

@@ -2,9 +2,9 @@
 // `--- episodic: … ---` notes) rendered readably — the agent's messages, one line per tool call, the result
 // with its cost — for Claude Code stream-json/json, Codex --json and Gemini CLI stream-json/json; plain text
 // as it is. Everything here is agent-written and untrusted: every line goes through printable().
-import { asNumber, asObject, asString, type JsonObject } from '../executors/output/json-fields.ts';
-import { createJsonLineParser, type JsonLineParser } from '../executors/output/json-lines.ts';
-import { printable } from '../util/printable.ts';
+import { asNumber, asObject, asString, type JsonObject } from './json-fields.ts';
+import { createJsonLineParser, type JsonLineParser } from './json-lines.ts';
+import { printable } from '../../util/printable.ts';
 
 const MAX_DOCUMENT_CHARS = 4 * 1024 * 1024;
 /** A message line longer than this is cut: readable output, not a dump (--raw has the bytes). */
