@@ -29,7 +29,11 @@ const upwardRules = LAYERS.slice(0, -1).map((layer, index) => ({
     .join(', ')}: an import from a higher layer makes a lower one depend on what it should not know`,
   severity: 'error',
   from: { path: layerPath(layer) },
-  to: { path: LAYERS.slice(index + 1).map(layerPath).join('|') },
+  to: {
+    path: LAYERS.slice(index + 1)
+      .map(layerPath)
+      .join('|'),
+  },
 }));
 
 export default {

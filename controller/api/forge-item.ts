@@ -35,3 +35,14 @@ export interface ForgeComment {
   createdAt: string;
   updatedAt: string;
 }
+
+/** A commenter's role on the repo (undefined: none), or why it could not be read (the token's rights). */
+export type PermissionAnswer = 'read' | 'triage' | 'write' | 'maintain' | 'admin' | undefined | { unknown: string };
+
+/** How every report comment episodic writes begins (forge/types.ts reportMarker). */
+export const REPORT_MARKER_PREFIX = '<!-- episodic:report ';
+
+/** A comment episodic wrote (its body starts with the marker): never a command, whoever's token wrote it. */
+export function isReportComment(body: string): boolean {
+  return body.trimStart().startsWith(REPORT_MARKER_PREFIX);
+}

@@ -103,7 +103,10 @@ export class GiteaForge implements Forge {
     const answer = await this.#call('GET', path, { accept: [403, 404] });
     // Gitea shows another user's role only to a repo admin: a 403 is this token's rights, not the user's.
     if (answer.status === 403) {
-      throw new ForgeRequestError('gitea: reading a permission needs a token with admin rights on the repo', 403);
+      throw new ForgeRequestError(
+        "gitea: reading another user's permission needs a token of a repo admin (a write token reads only its own)",
+        403,
+      );
     }
     if (answer.status !== 200) return undefined;
     return GITEA_ROLES[(answer.body as { permission: string }).permission];

@@ -1,7 +1,8 @@
 // The forge layer's contract: what a trigger asks of GitHub or Gitea. The item and comment shapes both polls
 // and webhooks produce are api/forge-item.ts's (the reconciler's trigger rules use them too).
 import { cleanName, clip } from '../api/bounds.ts';
-import type { ForgeComment, ForgeItem, ForgeKind } from '../api/forge-item.ts';
+import type { ForgeComment, ForgeItem, ForgeKind, PermissionAnswer } from '../api/forge-item.ts';
+import { REPORT_MARKER_PREFIX } from '../api/forge-item.ts';
 
 /** Repo roles, weakest first (GitHub's names; Gitea's owner counts as admin). */
 export const FORGE_PERMISSIONS = ['read', 'triage', 'write', 'maintain', 'admin'] as const;
@@ -90,6 +91,20 @@ export interface Forge {
   waitForBranch(branch: string, timeoutMs?: number): Promise<void>;
 }
 
+/**
+ * The user's role as an answer: a lookup the forge refuses (Gitea shows another user's role only to a repo
+ * admin) or fails is `unknown` with why, holding only what needs it; a rate limit still throws (wait the reset).
+ */
+export async function readPermission(forge: Pick<Forge, 'permission'>, user: string): Promise<PermissionAnswer> {
+  try {
+    return await forge.permission(user);
+  } catch (err) {
+    if (err instanceof ForgeRateLimitedError) throw err;
+    const who = user.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, NAME_MAX);
+    return { unknown: `cannot read ${who}'s permission: ${(err as Error).message}`.slice(0, 300) };
+  }
+}
+
 /** The forge did not answer usefully (network error, timeout, 5xx): back off and poll again, nothing was lost. */
 export class ForgeUnavailableError extends Error {
   readonly status: number | undefined;
@@ -122,7 +137,7 @@ export class ForgeRequestError extends Error {
 
 /** The hidden marker that finds a report comment again. `key` is ours (e.g. the task name), never item text. */
 export function reportMarker(key: string): string {
-  return `<!-- episodic:report ${cleanName(key, 200, { slash: true })} -->`;
+  return `${REPORT_MARKER_PREFIX}${cleanName(key, 200, { slash: true })} -->`;
 }
 
 /** The body a report comment is written with: the marker first, then the text. */

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { cleanName, clip } from '../api/bounds.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task-status.ts';
+import { ITEM_LABEL, itemTaskName, newestOfItem } from './trigger-items.ts';
 
 /** spec.report of an AgentTrigger (api/agent-trigger.ts ReportSchema), after defaults. */
 export interface ReportSpec {
@@ -86,6 +87,26 @@ export function reportActions(input: ReportInput): { actions: ReportAction[]; ne
   }
   if (actions.length > 0) next.at = input.now().toISOString();
   return { actions, next };
+}
+
+/**
+ * The key of an item's one report comment (its hidden marker): the item's first task's, TRIGGER/TRIGGER-N, so
+ * a re-run (TRIGGER-N-2) edits the comment the first run wrote instead of posting a second one.
+ */
+export function itemReportKey(trigger: string, number: number): string {
+  return `${trigger}/${itemTaskName(trigger, number, 1)}`;
+}
+
+/** The tasks that report, one per item: its newest run (an older run already reported how it ended). */
+export function reportingTasks<T extends { name: string; labels: Readonly<Record<string, string>> }>(
+  trigger: string,
+  tasks: readonly T[],
+): Array<{ task: T; number: number }> {
+  const numbers = new Set(tasks.map((t) => Number(t.labels[ITEM_LABEL])).filter((n) => Number.isInteger(n) && n > 0));
+  return [...numbers].flatMap((number) => {
+    const task = newestOfItem(trigger, number, tasks);
+    return task ? [{ task, number }] : [];
+  });
 }
 
 /** What ReportedState.comment holds: 16 hex digits of the text's SHA-256. */

@@ -15,8 +15,8 @@ export interface ResumeCommandInput {
   /** The trigger's command text (default /episodic). */
   command?: string;
   minPermission: RepoPermission;
-  /** The commenter's role on the repo; undefined when they have none. */
-  permission: RepoPermission | undefined;
+  /** The commenter's role on the repo (undefined when they have none), or why the token could not read it. */
+  permission: RepoPermission | undefined | { unknown: string };
   /** The item's task phase: only a NeedsReview task is resumed. */
   phase: Phase | undefined;
   /** The token already handled (status.resume.handledToken): one comment resumes once. */
@@ -25,7 +25,9 @@ export interface ResumeCommandInput {
 
 export type ResumeCommandDecision =
   | { kind: 'resume'; request: { token: string; by: string; episodes?: number } }
-  | { kind: 'ignore'; why: string };
+  | { kind: 'ignore'; why: string }
+  /** It would resume if the commenter is permitted, which could not be read: it waits, asked again next pass. */
+  | { kind: 'undecided'; why: string };
 
 const MAX_EPISODES = 10_000;
 
@@ -34,11 +36,13 @@ export function resumeCommand(input: ResumeCommandInput): ResumeCommandDecision 
   const parsed = parseResumeCommand(input.comment.body, input.command ?? '/episodic');
   if (!parsed) return { kind: 'ignore', why: 'not a resume command' };
   if (input.comment.authorIsBot) return { kind: 'ignore', why: 'bots never resume' };
-  if (!atLeast(input.permission, input.minPermission))
-    return { kind: 'ignore', why: `${input.comment.author} lacks ${input.minPermission} permission` };
   const token = `${input.forge}-comment-${input.comment.id}`;
+  const { permission } = input;
+  if (typeof permission !== 'object' && !atLeast(permission, input.minPermission))
+    return { kind: 'ignore', why: `${input.comment.author} lacks ${input.minPermission} permission` };
   if (token === input.handledToken) return { kind: 'ignore', why: 'already handled' };
   if (input.phase !== 'NeedsReview') return { kind: 'ignore', why: `task is ${input.phase ?? 'Pending'}` };
+  if (typeof permission === 'object') return { kind: 'undecided', why: permission.unknown };
   const by = `${input.forge}:${cleanName(input.comment.author, 100)}`;
   return { kind: 'resume', request: { token, by, ...(parsed.episodes ? { episodes: parsed.episodes } : {}) } };
 }

@@ -134,6 +134,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       root: this.opts.root,
       stateDir: this.opts.stateDir,
       specFile: task.file,
+      created: task.created,
       namespace: task.namespace,
       name: task.name,
       number,

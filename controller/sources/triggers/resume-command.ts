@@ -13,7 +13,7 @@ import {
   resumeAnnotations,
   resumeCommand,
 } from '../../reconciler/trigger-resume.ts';
-import type { Forge } from '../../forge/types.ts';
+import { type Forge, readPermission } from '../../forge/types.ts';
 import type { ForgeComment } from '../../api/forge-item.ts';
 
 export interface ResumeCommandContext {
@@ -32,7 +32,8 @@ export async function handleResumeComment(ctx: ResumeCommandContext): Promise<Re
   const command = ctx.command ?? '/episodic';
   // Only a resume command costs a permission lookup.
   if (!parseResumeCommand(ctx.comment.body, command)) return { kind: 'ignore', why: 'not a resume command' };
-  const permission = ctx.comment.authorIsBot ? undefined : await ctx.forge.permission(ctx.comment.author);
+  // A lookup the token may not make (Gitea: another user's role needs a repo admin) is an answer, not a throw.
+  const permission = ctx.comment.authorIsBot ? undefined : await readPermission(ctx.forge, ctx.comment.author);
   const decision = resumeCommand({ ...ctx, command, forge: ctx.forge.kind, permission });
   if (decision.kind === 'resume') await ctx.request(decision.request);
   return decision;
