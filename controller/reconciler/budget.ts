@@ -76,7 +76,7 @@ const ESTIMATE_WORDS: Record<EpisodeEstimate['source'], string> = {
 };
 
 /** Would starting one more episode cross `limit`? An empty window always admits one, or a costly task could never run. */
-function blocks(used: number, next: number, limit: number | undefined): boolean {
+export function blocks(used: number, next: number, limit: number | undefined): boolean {
   if (limit === undefined) return false;
   return used >= limit || (used > 0 && used + next > limit);
 }
