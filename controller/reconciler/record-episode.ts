@@ -10,7 +10,7 @@ import { countTestOnly, judgeEpisode } from './completion.ts';
 import { progressStatus } from './progress.ts';
 import { stepRecord } from './steps.ts';
 import { normal, warning } from './actions.ts';
-import { USAGE_LIMIT_FALLBACK_MS } from './types.ts';
+import { usageLimitResumeAt } from './types.ts';
 import type { Events } from './actions.ts';
 import type { ObservedEpisode, ReconcileInput } from './types.ts';
 
@@ -232,8 +232,7 @@ export function recordEpisode(
     }
     case 'usageLimit': {
       status.retries = prev.retries + 1;
-      const reset = result.resetAt ? Date.parse(result.resetAt) : NaN;
-      const at = reset > now.getTime() ? reset : now.getTime() + USAGE_LIMIT_FALLBACK_MS;
+      const at = usageLimitResumeAt(result.resetAt, now.getTime());
       status.nextEpisodeAt = new Date(at).toISOString();
       setPhase(
         'Waiting',

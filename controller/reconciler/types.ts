@@ -12,6 +12,19 @@ import type { SpawnFacts } from './spawn-decide.ts';
 export const DEADLINE_GRACE_MS = 30_000;
 /** Usage limit without a parseable reset time. */
 export const USAGE_LIMIT_FALLBACK_MS = 60 * 60 * 1000;
+/** A reset that passed while the episode ended (a busy machine): retry after this, not after the hour's fallback. */
+export const USAGE_LIMIT_PASSED_RESET_MS = 5_000;
+
+/**
+ * When a usage-limited task may run again: the reported reset; a reset that passed within the fallback window
+ * (the limit lifted while the episode was ending) after a short floor; no reset, or one older than that, an hour on.
+ */
+export function usageLimitResumeAt(resetAt: string | undefined, now: number): number {
+  const reset = resetAt ? Date.parse(resetAt) : Number.NaN;
+  if (reset > now) return reset;
+  if (reset > now - USAGE_LIMIT_FALLBACK_MS) return now + USAGE_LIMIT_PASSED_RESET_MS;
+  return now + USAGE_LIMIT_FALLBACK_MS;
+}
 
 /** What an executor sees of a task's newest episode: facts only; reconcile() decides what they mean. */
 export interface ObservedEpisode {
