@@ -1,39 +1,41 @@
-// The layers of controller/, bottom up: a module imports only from its own layer or a layer below it, and no
-// import cycle exists (type-only imports included). `npm run lint:layers` checks it; `npm test` runs that first.
-// Why this order: what decides (api, reconciler) must never depend on what carries out (loops, adapters,
-// start-up), so each rule stays a pure function that a test can call without a cluster or a process.
+// The layers of controller/ (README "Layers"), bottom up: a module imports only from its own layer or one below
+// it, and no import cycle exists, type-only imports included. `npm run lint:layers` checks it; `npm test` runs it.
+// Why: what decides (api, reconciler) never depends on what carries it out (loops, clients, start-up), so each
+// rule stays a pure function a test can call without a cluster, a forge or a process.
 const LAYERS = [
-  // Schemas, bounds and plain helpers: the vocabulary every other layer speaks, so they depend on nothing.
+  // Schemas, bounds, wire formats and plain helpers: the vocabulary every layer speaks, so it depends on none.
   { name: 'base', dirs: ['api', 'util'], files: ['version.ts'] },
   // Clients of the outside world (apiserver, forges, git, Prometheus): plain I/O, no policy.
-  { name: 'adapters', dirs: ['kube', 'forge', 'metrics', 'git'] },
-  // The pure rules: facts in, decisions out; they may use schemas and clients' types, never a loop.
+  { name: 'clients', dirs: ['kube', 'forge', 'metrics', 'git'] },
+  // The pure rules: facts in, decisions out; schemas and clients' types only, never a loop.
   { name: 'reconciler', dirs: ['reconciler'] },
   // The one controller loop and its ports: it calls reconcile() and knows no mode.
   { name: 'core', dirs: ['core'] },
-  // Each mode's implementations of the ports (and the ops appliers they share).
+  // Each mode's implementations of the ports, and the op appliers they share.
   { name: 'ports', dirs: ['sources', 'executors', 'sinks', 'ops'] },
-  // Composition roots, the in-pod runner and the console: they wire the ports together.
+  // Composition roots (local/, cluster/), the in-pod runner and the console: they wire the ports together.
   { name: 'roots', dirs: ['local', 'cluster', 'runner', 'console'] },
   // The command line: parses argv and calls a root.
   { name: 'cli', dirs: ['cli'] },
 ];
 
-const layerPath = (layer) =>
-  [...layer.dirs.map((dir) => `^controller/${dir}/`), ...(layer.files ?? []).map((f) => `^controller/${f}$`)].join('|');
+// The one exception still open, named: remove it when its work lands. Keep this short.
+// The cycle trigger-runner.ts <-> webhook-items.ts: reconcileTrigger removes it (issue 27 §1, branch h/trig27).
+const CYCLE_EXCEPTION = '^controller/sources/triggers/(trigger-runner|webhook-items)\\.ts$';
+
+const layerPath = (layer) => [
+  ...layer.dirs.map((dir) => `^controller/${dir}/`),
+  ...(layer.files ?? []).map((file) => `^controller/${file.replaceAll('.', '\\.')}$`),
+];
 
 const upwardRules = LAYERS.slice(0, -1).map((layer, index) => ({
-  name: `layer-${layer.name}-points-down`,
-  comment: `${layer.dirs.join(', ')} may import only from ${LAYERS.slice(0, index + 1)
+  name: `${layer.name}-points-down`,
+  comment: `${layer.dirs.join(', ')} import only from ${LAYERS.slice(0, index + 1)
     .map((l) => l.name)
-    .join(', ')}: an import from a higher layer makes a lower one depend on what it should not know`,
+    .join(', ')}: a lower layer must not depend on what is built on it`,
   severity: 'error',
   from: { path: layerPath(layer) },
-  to: {
-    path: LAYERS.slice(index + 1)
-      .map(layerPath)
-      .join('|'),
-  },
+  to: { path: LAYERS.slice(index + 1).flatMap(layerPath) },
 }));
 
 export default {
@@ -42,27 +44,31 @@ export default {
     {
       name: 'start-up-only',
       comment:
-        'local/, cluster/ (composition roots) and runner/ (the in-pod entry point) are imported by nobody but the CLI: what they hold that others need belongs lower',
+        'local/ and cluster/ (composition roots) and runner/ (the in-pod entry point) are imported by the CLI alone: what others need of them belongs lower',
       severity: 'error',
       from: { path: '^controller/([^/]+)/', pathNot: '^controller/cli/' },
       to: { path: '^controller/(local|cluster|runner)/', pathNot: '^controller/$1/' },
     },
     {
       name: 'no-circular',
-      comment: 'a cycle makes two modules one: neither can be read, tested or moved without the other',
+      comment: 'a cycle makes its modules one: none of them can be read, tested or moved without the others',
       severity: 'error',
       from: { path: '^controller/' },
-      to: { circular: true },
+      to: { circular: true, via: { pathNot: CYCLE_EXCEPTION } },
     },
     {
-      name: 'controller-only-known-layers',
-      comment: 'every directory of controller/ has a place in LAYERS above, so a new one cannot escape the rules',
+      name: 'every-dir-has-a-layer',
+      comment: 'each directory of controller/ is in LAYERS, so a new one cannot slip past the rules',
       severity: 'error',
-      from: {},
-      to: {
-        path: '^controller/',
-        pathNot: LAYERS.map(layerPath).join('|'),
-      },
+      from: { path: '^controller/' },
+      to: { path: '^controller/', pathNot: LAYERS.flatMap(layerPath) },
+    },
+    {
+      name: 'every-dir-has-a-layer-from',
+      comment: 'each directory of controller/ is in LAYERS: a module outside them imports nothing unchecked',
+      severity: 'error',
+      from: { path: '^controller/', pathNot: LAYERS.flatMap(layerPath) },
+      to: {},
     },
   ],
   options: {

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { Cron } from 'croner';
 import { API_VERSION, AgentTaskSpecSchema, MetadataSchema } from './agent-task.ts';
+import { TRIGGER_ERROR_MAX } from './bounds.ts';
 import { describeIssues } from './validate.ts';
 
 export const TRIGGER_KIND = 'AgentTrigger';
@@ -275,7 +276,7 @@ export const AgentTriggerStatusSchema = z.object({
   tasksActive: z.number().int().nonnegative().default(0),
   tasksCreated: z.number().int().nonnegative().default(0),
   rateLimitedUntil: z.string().optional(),
-  lastError: z.string().max(500).optional(),
+  lastError: z.string().max(TRIGGER_ERROR_MAX).optional(),
   cursor: z.string().optional().describe('forge polls: the since= of the next poll'),
   cursorItems: z
     .array(z.string().max(200))

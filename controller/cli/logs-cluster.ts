@@ -7,8 +7,8 @@ import { episodePodName, podEpisode, TASK_LABEL } from '../kube/names.ts';
 import { loadKubeConfig } from '../kube/kube-config.ts';
 import { KubeClient } from '../kube/kube-client.ts';
 import type { Pod } from '../kube/objects.ts';
+import { episodeHeader } from '../executors/output/log-render.ts';
 import { printable } from '../util/printable.ts';
-import { episodeHeader } from './logs.ts';
 
 export interface ClusterLogsOptions {
   kubeconfig: string;

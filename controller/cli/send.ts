@@ -4,7 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { SEND_MESSAGE_MAX } from '../api/bounds.ts';
-import type { Mailboxes, Message, SendOutcome } from '../core/mailboxes.ts';
+import type { Mailboxes, SendOutcome } from '../core/mailboxes.ts';
+import type { Message } from '../api/spawn-fields.ts';
 import { validNames } from '../core/mailboxes.ts';
 import { findLocalTask, userName } from './task-target.ts';
 

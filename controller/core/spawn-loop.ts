@@ -5,7 +5,7 @@
 // to the rest of a capped ancestor's family, judged by the same cap (reconciler/family-cap.ts).
 import { isTerminal } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
-import { OWNER_LABELS } from './created-tasks.ts';
+import { OWNER_LABELS } from '../api/spawn-fields.ts';
 import type { Mailboxes } from './mailboxes.ts';
 import type { DesiredTask, StatusSink, TaskSource } from './ports.ts';
 import { renderChildren, treeCost } from '../reconciler/children.ts';

@@ -1,6 +1,6 @@
 // The forge layer's contract: what a trigger asks of GitHub or Gitea. The item and comment shapes both polls
 // and webhooks produce are api/forge-item.ts's (the reconciler's trigger rules use them too).
-import { clip } from '../api/bounds.ts';
+import { cleanName, clip } from '../api/bounds.ts';
 import type { ForgeComment, ForgeItem, ForgeKind, PermissionAnswer } from '../api/forge-item.ts';
 import { REPORT_MARKER_PREFIX } from '../api/forge-item.ts';
 
@@ -137,7 +137,7 @@ export class ForgeRequestError extends Error {
 
 /** The hidden marker that finds a report comment again. `key` is ours (e.g. the task name), never item text. */
 export function reportMarker(key: string): string {
-  return `${REPORT_MARKER_PREFIX}${key.replace(/[^A-Za-z0-9._/-]/g, '_').slice(0, 200)} -->`;
+  return `${REPORT_MARKER_PREFIX}${cleanName(key, 200, { slash: true })} -->`;
 }
 
 /** The body a report comment is written with: the marker first, then the text. */

@@ -7,8 +7,8 @@ import { WINDOW_MS } from '../api/agent-budget.ts';
 import { totalTokens } from '../api/bounds.ts';
 import type { BudgetWindow } from '../api/agent-budget.ts';
 import type { WindowEntry } from './budget-ledger.ts';
-import { normal, warning } from './types.ts';
-import type { Events } from './types.ts';
+import { normal, warning } from './actions.ts';
+import type { Events } from './actions.ts';
 
 /** One AgentBudget that selects the task, as the loop sees it before the pass. */
 export interface BudgetFacts {

@@ -31,14 +31,17 @@ import {
 } from './steps.ts';
 import { reviewCount } from '../api/review.ts';
 import { foldReview, reviewEvents } from './review.ts';
-import { DEADLINE_GRACE_MS, normal, warning } from './types.ts';
-import type { Action, Events, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
+import { normal, warning } from './actions.ts';
+import { DEADLINE_GRACE_MS } from './types.ts';
+import type { Action, Events, StopReason } from './actions.ts';
+import type { ObservedEpisode, ReconcileInput, ReconcileResult } from './types.ts';
 import { MAILBOX_RESYNC_MS, spawnHold, spawnInterrupt, withDelivery } from './spawn-decide.ts';
 
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 
 const QUEUED = 'Queued';
-export type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
+export type { Action, StopReason } from './actions.ts';
+export type { ObservedEpisode, ReconcileInput, ReconcileResult } from './types.ts';
 
 export function reconcile(given: ReconcileInput): ReconcileResult {
   const input = { ...given, episode: observedEpisode(given.episode, given.startToRetry) };

@@ -9,8 +9,10 @@ import { progressWords, stepBreaker } from './breaker.ts';
 import { countTestOnly, judgeEpisode } from './completion.ts';
 import { progressStatus } from './progress.ts';
 import { stepRecord } from './steps.ts';
-import { normal, USAGE_LIMIT_FALLBACK_MS, warning } from './types.ts';
-import type { Events, ObservedEpisode, ReconcileInput } from './types.ts';
+import { normal, warning } from './actions.ts';
+import { USAGE_LIMIT_FALLBACK_MS } from './types.ts';
+import type { Events } from './actions.ts';
+import type { ObservedEpisode, ReconcileInput } from './types.ts';
 
 const SPEC_DELETED = 'episode cancelled: spec deleted';
 const SPEC_DELETED_AFTER = 'spec deleted before its end was recorded';

@@ -8,8 +8,9 @@ import type { EpisodeResult } from '../api/episode-result.ts';
 import { recordEpisode } from './record-episode.ts';
 import { completionWithoutProgress, scopeStop, withoutProgress } from './scope.ts';
 import { newRun, pointAt, stepRecord, stepWords, withRecord } from './steps.ts';
-import { normal, warning } from './types.ts';
-import type { Events, ObservedEpisode, ReconcileInput } from './types.ts';
+import { normal, warning } from './actions.ts';
+import type { Events } from './actions.ts';
+import type { ObservedEpisode, ReconcileInput } from './types.ts';
 
 /**
  * The executor found the step's skipWhen true and started no agent: the step is Skipped (SkipWhen), its

@@ -3,7 +3,7 @@
 // and at a start (record which messages the episode gets). The loop gathers SpawnFacts; without them
 // (a controller that does not apply these ops) nothing here changes a decision.
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
-import type { Message } from '../core/mailboxes.ts';
+import type { Message } from '../api/spawn-fields.ts';
 import { waitForChildren } from './children.ts';
 import type { ChildView } from './children.ts';
 import { RUNNING_RECHECK_MS } from './budget.ts';

@@ -2,7 +2,7 @@
 // one comment edited in place, a label naming the phase, and on success a pull request — and nothing more
 // than changed since the last report. Pure: the carrier (sources/triggers/report-task.ts) performs the actions.
 import { createHash } from 'node:crypto';
-import { clip } from '../api/bounds.ts';
+import { cleanName, clip } from '../api/bounds.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task-status.ts';
 import { ITEM_LABEL, itemTaskName, newestOfItem } from './trigger-items.ts';
 
@@ -175,7 +175,7 @@ function usd(value: number): string {
 }
 
 function safeName(name: string): string {
-  return name.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 253);
+  return cleanName(name, 253);
 }
 
 /**

@@ -2,6 +2,7 @@
 // minPermission it becomes the same resume request `episodic resume` makes (a request file locally, the
 // episodic.dev/resume annotations on a cluster); from anyone else, nothing. Pure: the caller looks up the
 // commenter's permission and hands the request to the path the CLI uses.
+import { cleanName } from '../api/bounds.ts';
 import type { Phase } from '../api/agent-task-status.ts';
 import { RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
 
@@ -42,7 +43,7 @@ export function resumeCommand(input: ResumeCommandInput): ResumeCommandDecision 
   if (token === input.handledToken) return { kind: 'ignore', why: 'already handled' };
   if (input.phase !== 'NeedsReview') return { kind: 'ignore', why: `task is ${input.phase ?? 'Pending'}` };
   if (typeof permission === 'object') return { kind: 'undecided', why: permission.unknown };
-  const by = `${input.forge}:${input.comment.author.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100)}`;
+  const by = `${input.forge}:${cleanName(input.comment.author, 100)}`;
   return { kind: 'resume', request: { token, by, ...(parsed.episodes ? { episodes: parsed.episodes } : {}) } };
 }
 

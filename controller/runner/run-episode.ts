@@ -12,7 +12,8 @@ import { checklistRule, startProcessEpisode } from '../executors/process/process
 import { readEpisodeConfig, readPrompt } from './episode-input.ts';
 import type { RunnerConfig } from './episode-input.ts';
 import { followFile } from './follow-file.ts';
-import { redactCredentials, takeGitCredentials } from '../git/git-credentials.ts';
+import { redact } from '../api/redaction.ts';
+import { takeGitCredentials } from '../git/git-credentials.ts';
 import type { GitCredentials } from '../git/git-credentials.ts';
 import { gitWorkspaceEnv, prepareGitWorkspace, pushGitWorkspace } from '../git/git-workspace.ts';
 import type { GitWorkspace } from '../git/git-workspace.ts';
@@ -66,7 +67,7 @@ export async function runEpisode(opts: EpisodeRunnerOptions): Promise<EpisodeRun
     return await runConfiguredEpisode(opts, parsed.value, credentials, startedAt);
   } catch (err) {
     // A bug or an unusable workspace directory: still a result, so the controller learns why.
-    const message = redactCredentials(`episode runner failed: ${(err as Error).message ?? String(err)}`, credentials);
+    const message = redact(`episode runner failed: ${(err as Error).message ?? String(err)}`, [credentials?.token]);
     opts.log(message);
     return finish(opts, fatal(message, startedAt));
   }
@@ -131,7 +132,7 @@ async function runConfiguredEpisode(
   );
   let result = checkpoint.result;
   if (result.scope) opts.log(`scope: ${result.scope.count} path(s) outside scope.paths (${result.scope.onViolation})`);
-  if (checkpoint.error) opts.log(redactCredentials(checkpoint.error, credentials));
+  if (checkpoint.error) opts.log(redact(checkpoint.error, [credentials?.token]));
   if (checkpoint.result.evidence?.workspace?.commit)
     opts.log(`checkpoint ${checkpoint.result.evidence.workspace.commit.slice(0, 12)}`);
   if (git) {
@@ -148,7 +149,7 @@ async function runConfiguredEpisode(
       result = episodeResult({
         ...result,
         errorClass: saved.errorClass,
-        message: redactCredentials(saved.message, credentials),
+        message: redact(saved.message, [credentials?.token]),
       });
     }
   }

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../controller/api/agent-task.ts';
-import type { Message } from '../../controller/core/mailboxes.ts';
+import type { Message } from '../../controller/api/spawn-fields.ts';
 import { reconcile } from '../../controller/reconciler/reconcile.ts';
 import type { ReconcileInput } from '../../controller/reconciler/reconcile.ts';
 import type { SpawnFacts } from '../../controller/reconciler/spawn-decide.ts';

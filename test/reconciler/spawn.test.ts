@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import type { AgentTaskSpec } from '../../controller/api/agent-task.ts';
 import type { OpOf } from '../../controller/api/ops.ts';
 import { validateSpec } from '../../controller/api/validate.ts';
-import type { Message } from '../../controller/core/mailboxes.ts';
+import type { Message } from '../../controller/api/spawn-fields.ts';
 import { CHILDREN_TEXT_MAX, renderChildren, waitForChildren } from '../../controller/reconciler/children.ts';
 import type { ChildView } from '../../controller/reconciler/children.ts';
 import { deliver, renderMessages, toAcknowledge, wakeDecision } from '../../controller/reconciler/mail.ts';

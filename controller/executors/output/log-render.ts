@@ -4,6 +4,7 @@
 // as it is. Everything here is agent-written and untrusted: every line goes through printable(). It streams:
 // a line past LOG_LINE_MAX_BYTES is never held or parsed whole, but shown cut as text, with its size.
 import { ELLIPSIS, LOG_LINE_MAX_BYTES } from '../../api/bounds.ts';
+import type { EpisodeRecord } from '../../api/episode-record.ts';
 import { printable } from '../../util/printable.ts';
 import { asNumber, asObject, asString, type JsonObject } from './json-fields.ts';
 import { createJsonLineParser, type JsonLineParser } from './json-lines.ts';
@@ -240,4 +241,17 @@ function geminiDocument(o: JsonObject): Line[] | undefined {
     ...message(asString(o.response)),
     summary(`[result] ${error ? `error: ${asString(error.message) ?? ''}` : 'done'}`),
   ];
+}
+
+/** `=== default/alpha episode 2: succeeded, exit 0, $0.0734, finished 2026-11-25T18:00:00Z ===` */
+export function episodeHeader(task: string, episode: number, record: EpisodeRecord | undefined): string {
+  const facts = record
+    ? [
+        record.outcome,
+        record.exitCode === null ? undefined : `exit ${record.exitCode}`,
+        `$${record.costUSD.toFixed(4)}`,
+        record.finishedAt ? `finished ${record.finishedAt.replace(/\.\d+Z$/, 'Z')}` : undefined,
+      ].filter(Boolean)
+    : ['no record yet (running, or ended without one)'];
+  return printable(`=== ${task} episode ${episode}: ${facts.join(', ')} ===`);
 }

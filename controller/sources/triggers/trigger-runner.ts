@@ -2,6 +2,7 @@
 // CreatedTasks port (local: spec documents under the state dir; cluster: AgentTasks with an ownerReference),
 // and its status. The rules are the pure ones of reconciler/trigger-*.ts; this file does the I/O around them.
 // Names are deterministic, so a second pass, a restart or a lost status never creates a task twice.
+import { clip, TRIGGER_ERROR_MAX } from '../../api/bounds.ts';
 import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../../api/agent-task-status.ts';
 import type { AgentTriggerSpec, AgentTriggerStatus, ForgeSource, ScheduleSource } from '../../api/agent-trigger.ts';
@@ -60,7 +61,6 @@ export interface TriggerDeps {
   logger: Logger;
 }
 
-const ERROR_MAX = 500;
 /** Backoff after a failed poll doubles from pollSeconds up to this. */
 const MAX_BACKOFF_MS = 15 * 60_000;
 const RETRY_MS = 5_000;
@@ -120,7 +120,7 @@ export class TriggerRunner {
   private backoff(trigger: RunnableTrigger, err: unknown, status: AgentTriggerStatus, now: Date): Date {
     const n = (this.failures.get(trigger.key) ?? 0) + 1;
     this.failures.set(trigger.key, n);
-    status.lastError = (err as Error).message.slice(0, ERROR_MAX);
+    status.lastError = clip((err as Error).message, TRIGGER_ERROR_MAX);
     this.deps.logger.warn({ trigger: trigger.key, err: status.lastError, failures: n }, 'trigger pass failed');
     // A rate limit waits for the forge's reset, not a guess.
     if (err instanceof ForgeRateLimitedError) {
