@@ -41,7 +41,7 @@ export const SCOPE_ACTIONS = ['NeedsReview', 'Revert'] as const;
 export const ScopeSchema = z
   .strictObject({
     paths: z
-      .array(z.string().min(1).max(512))
+      .array(workspacePath.max(512))
       .min(1)
       .max(64)
       .describe('globs (picomatch) relative to the workspace: the paths an episode may change'),
