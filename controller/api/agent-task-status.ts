@@ -111,7 +111,13 @@ export const AgentTaskStatusSchema = z.object({
   phase: z.enum(PHASES).optional(),
   reason: z.string().optional(),
   message: z.string().optional(),
-  episodes: z.number().int().nonnegative().default(0),
+  episodes: z.number().int().nonnegative().default(0).describe('episodes that ran an agent'),
+  skippedSteps: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('spec.steps: skipWhen checks that started no agent; each used an episode number, none is in episodes'),
   retries: z.number().int().nonnegative().default(0),
   consecutiveFailures: z.number().int().nonnegative().default(0),
   consecutiveRetries: z.number().int().nonnegative().default(0).describe('drives the transient backoff exponent'),
@@ -161,6 +167,11 @@ export type StepStatus = z.infer<typeof StepStatusSchema>;
 
 export function isTerminal(phase: Phase | undefined): boolean {
   return phase !== undefined && (TERMINAL_PHASES as readonly string[]).includes(phase);
+}
+
+/** Episode numbers given out so far: every episode's, and every skipWhen check's (the next one is this + 1). */
+export function episodeNumbersUsed(status: AgentTaskStatus): number {
+  return status.episodes + (status.skippedSteps ?? 0);
 }
 
 export function emptyStatus(): AgentTaskStatus {

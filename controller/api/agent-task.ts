@@ -7,7 +7,7 @@ import { ResumeSpecSchema } from './resume.ts';
 import { ScopeSchema } from './scope.ts';
 import { OPS_SPEC_FIELDS } from './ops-status.ts';
 import { SPAWN_LIMIT_FIELDS, SPAWN_SPEC_FIELDS } from './spawn-fields.ts';
-import { duplicateStepNames, STEP_LIMITS_MASK, STEPS_MAX, stepSchema, stepSpec } from './steps.ts';
+import { duplicateStepNames, overTask, STEP_LIMITS_MASK, STEPS_MAX, stepSchema } from './step-schema.ts';
 
 // The status schemas live in agent-task-status.ts; every name stays importable from here.
 export * from './agent-task-status.ts';
@@ -256,7 +256,10 @@ export const AgentTaskSpecSchema = z
     // A step's completion is the task's with the step's fields over it: each is checked where it is written.
     const completions = [
       { completion: spec.completion, at: [] as PropertyKey[] },
-      ...(spec.steps ?? []).map((_, i) => ({ completion: stepSpec(spec, i + 1).completion, at: ['steps', i] })),
+      ...(spec.steps ?? []).map((step, i) => ({
+        completion: overTask(spec.completion, step.completion),
+        at: ['steps', i],
+      })),
     ];
     for (const { completion, at } of completions) {
       if (completion.requires.includes('verify') && !completion.verify) {

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { Cron } from 'croner';
 import { API_VERSION, AgentTaskSpecSchema, MetadataSchema } from './agent-task.ts';
+import { TRIGGER_ERROR_MAX } from './bounds.ts';
 import { describeIssues } from './validate.ts';
 
 export const TRIGGER_KIND = 'AgentTrigger';
@@ -233,6 +234,32 @@ const HeldStatusFields = {
   heldOverflow: z.number().int().nonnegative().optional().describe('webhook: waiting items past heldItems (lost)'),
 };
 
+/**
+ * Why a seen item got no task (reconciler/trigger-items.ts judgeItem): status.itemsSkipped counts each, so a
+ * trigger that creates nothing says why. A fixed set of keys: the map stays bounded.
+ */
+const skippedCount = (why: string) => z.number().int().nonnegative().optional().describe(why);
+export const ItemsSkippedSchema = z.strictObject({
+  closed: skippedCount('the item is closed'),
+  bot: skippedCount('the item, or its command comment, is by a bot'),
+  excludedAuthor: skippedCount('the item, or its command comment, is by one of excludeAuthors'),
+  labelsMissing: skippedCount('the item lacks a label of source.labels (and has no permitted command)'),
+  noCommand: skippedCount('commands only (no labels): the item has no command comment'),
+  commandNotPermitted: skippedCount("the command comment's author has less than command.minPermission"),
+  taskExists: skippedCount('its task exists and no newer permitted command asks again (e.g. a report bumped it)'),
+  taskRunning: skippedCount("a newer command came while the item's task was still running"),
+});
+export type ItemsSkipped = z.infer<typeof ItemsSkippedSchema>;
+export type SkipReason = keyof ItemsSkipped;
+
+/** Items a pass could not judge (status.itemsUndecided): at most this many are named. */
+export const UNDECIDED_ITEMS_MAX = 20;
+export const UndecidedItemSchema = z.strictObject({
+  number: z.number().int().positive(),
+  reason: z.string().max(300).describe('why it could not be judged, and the token rights that would let it'),
+});
+export type UndecidedItem = z.infer<typeof UndecidedItemSchema>;
+
 /** reconciler/trigger-report.ts ReportedState. */
 const ReportedSchema = z.object({
   comment: z.string().max(64).optional().describe('a digest of the comment text last written'),
@@ -249,7 +276,7 @@ export const AgentTriggerStatusSchema = z.object({
   tasksActive: z.number().int().nonnegative().default(0),
   tasksCreated: z.number().int().nonnegative().default(0),
   rateLimitedUntil: z.string().optional(),
-  lastError: z.string().max(500).optional(),
+  lastError: z.string().max(TRIGGER_ERROR_MAX).optional(),
   cursor: z.string().optional().describe('forge polls: the since= of the next poll'),
   cursorItems: z
     .array(z.string().max(200))
@@ -266,6 +293,14 @@ export const AgentTriggerStatusSchema = z.object({
     .record(z.string(), z.strictObject({ number: z.number().int().positive(), url: z.string().max(500) }))
     .optional()
     .describe('spec.report.pullRequest: the pull request opened (or updated) for each task, by task name'),
+  itemsSkipped: ItemsSkippedSchema.optional().describe(
+    'items seen that got no task, counted by reason (as itemsSeen, an item seen again counts again)',
+  ),
+  itemsUndecided: z
+    .array(UndecidedItemSchema)
+    .max(UNDECIDED_ITEMS_MAX)
+    .optional()
+    .describe('forge polls: items the last pass could not judge; they wait (polled again), the others go on'),
   observedGeneration: z.number().int().optional(),
   ...HeldStatusFields,
 });

@@ -13,6 +13,12 @@ export const EVENT_MESSAGE_MAX = 1024;
 /** Longest one-line summary of agent output (the head of an error, the tail of a final answer). */
 export const LINE_MAX = 300;
 
+/**
+ * Bytes of one log line the log views (`episodic logs`, -f, the console) hold, and parse as JSON: of a longer
+ * line only this much is kept, the rest is counted, and it is shown cut as text with its size.
+ */
+export const LOG_LINE_MAX_BYTES = 4 * 1024 * 1024;
+
 /** `text` if it fits in `max` characters, else its first max − 1 characters and an ellipsis. */
 export function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}${ELLIPSIS}`;
@@ -21,6 +27,48 @@ export function clip(text: string, max: number): string {
 /** `text` if it fits in `max` characters, else an ellipsis and its last max − 1 characters. */
 export function clipStart(text: string, max: number): string {
   return text.length <= max ? text : `${ELLIPSIS}${text.slice(text.length - max + 1)}`;
+}
+
+/** Runs of whitespace (newlines too) as one space, trimmed: a message fits on one line. */
+export function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** The start of a text on one line: error messages lead with what matters. */
+export function headLine(text: string | undefined, max = LINE_MAX): string | undefined {
+  if (text === undefined) return undefined;
+  const line = oneLine(text.length > max * 8 ? text.slice(0, max * 8) : text);
+  return line === '' ? undefined : clip(line, max);
+}
+
+/** The end of a text on one line: an agent's final words sit at the end. */
+export function tailLine(text: string | undefined, max = LINE_MAX): string | undefined {
+  if (text === undefined) return undefined;
+  const line = oneLine(text.length > max * 8 ? text.slice(-max * 8) : text);
+  return line === '' ? undefined : clipStart(line, max);
+}
+
+/** Longest trigger status.lastError (a forge's or the apiserver's words). */
+export const TRIGGER_ERROR_MAX = 500;
+/** Longest name quoted back in a refusal: what was refused as a name may be any length. */
+export const QUOTED_NAME_MAX = 70;
+/** Longest requester (`by`) of a resume request or a hold. */
+export const BY_MAX = 128;
+
+/** Who asked (a resume request's or a hold's `by`): trimmed and cut, `unknown` when not given. */
+export function requester(by: unknown): string {
+  return typeof by === 'string' && by.trim() ? by.trim().slice(0, BY_MAX) : 'unknown';
+}
+
+const UNSAFE_NAME = /[^A-Za-z0-9._-]/g;
+const UNSAFE_PATH = /[^A-Za-z0-9._/-]/g;
+
+/**
+ * Untrusted or free text made safe as a name, a marker key or a requester: every character outside
+ * [A-Za-z0-9._-] (and `/` when `slash`) becomes `_`, then it is cut to `max` (no mark: names stay names).
+ */
+export function cleanName(text: string, max: number, opts: { slash?: boolean } = {}): string {
+  return text.replace(opts.slash ? UNSAFE_PATH : UNSAFE_NAME, '_').slice(0, max);
 }
 
 /** Float sums of dollars drift (0.1 + 0.2); 1e-10 dollars hides that without dropping a tiny episode's cost. */

@@ -3,10 +3,10 @@
 // annotation on a cluster, a file in the state directory locally. The reconciler treats `spec.suspend ||
 // hold` as suspended (reconciler/suspend.ts); lifting the hold cannot override spec.suspend: true.
 
+import { BY_MAX, requester } from './bounds.ts';
+
 export const SUSPENDED_ANNOTATION = 'episodic.dev/suspended';
 export const SUSPENDED_BY_ANNOTATION = 'episodic.dev/suspended-by';
-
-const BY_MAX = 128;
 
 /** `suspended: false` is a lifted hold that still says who lifted it (for the audit trail). */
 export interface SuspendHold {
@@ -18,8 +18,7 @@ export interface SuspendHold {
 export function parseHold(suspended: unknown, by: unknown): SuspendHold | undefined {
   if (suspended === undefined || suspended === null || suspended === '') return undefined;
   const on = suspended === true || suspended === 'true';
-  const who = typeof by === 'string' && by.trim() ? by.trim().slice(0, BY_MAX) : 'unknown';
-  return { suspended: on, by: who };
+  return { suspended: on, by: requester(by) };
 }
 
 /** The hold as annotations for a merge patch (both keys set: a lifted hold keeps who lifted it). */

@@ -171,7 +171,7 @@ function parseLine(line: string): LineParse {
     return { ok: false, message: 'not a JSON object' };
   const name = (value as { op?: unknown }).op;
   if (typeof name !== 'string' || !(OP_NAMES as readonly string[]).includes(name)) {
-    // Whole or not at all: redaction (op-redaction.ts) can only recognize a secret it sees whole.
+    // Whole or not at all: redaction (redaction.ts) can only recognize a secret it sees whole.
     const shown = typeof name === 'string' && name.length <= NAME_SHOWN_MAX ? ` ${JSON.stringify(name)}` : '';
     return { ok: false, message: `unknown op${shown} (known: ${OP_NAMES.join(', ')})` };
   }

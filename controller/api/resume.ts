@@ -2,7 +2,7 @@
 // (what was resumed, by whom, which request was handled), status.audit (the bounded history of stop and
 // resume decisions) and the resume request a person makes (a file locally, an annotation on a cluster).
 import { z } from 'zod';
-import { clip } from './bounds.ts';
+import { clip, requester } from './bounds.ts';
 
 const count = z.number().int().nonnegative();
 
@@ -80,7 +80,6 @@ export const RESUME_BY_ANNOTATION = 'episodic.dev/resume-by';
 export const MAX_GRANT = 10_000;
 
 const TOKEN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-const BY_MAX = 128;
 
 /**
  * Reads a request from untrusted text (annotations, a request file). `where` names the fields in errors.
@@ -99,7 +98,7 @@ export function parseResumeRequest(
       error: `${where.token}: must be 1-128 letters, digits, ".", "_", ":" or "-"`,
     };
   }
-  const by = typeof raw.by === 'string' && raw.by.trim() ? raw.by.trim().slice(0, BY_MAX) : 'unknown';
+  const by = requester(raw.by);
   if (raw.episodes === undefined || raw.episodes === null || raw.episodes === '') return { token: text, by };
   const episodes =
     typeof raw.episodes === 'number'

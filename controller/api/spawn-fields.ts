@@ -8,6 +8,22 @@ export const MAX_CHILDREN_DEFAULT = 10;
 export const SPAWN_DEPTH_MAX = 3;
 /** Label of a spawned task: its depth (a root task has none). */
 export const DEPTH_LABEL = 'episodic.dev/depth';
+/** Who may own created tasks, and the label that names the owner on each created task. */
+export const OWNER_LABELS = {
+  AgentTask: 'episodic.dev/parent',
+  AgentTrigger: 'episodic.dev/trigger',
+} as const;
+export type OwnerKind = keyof typeof OWNER_LABELS;
+
+/** A mailbox message (`send`): what a sender writes and the next episode's prompt reads. */
+export interface Message {
+  id: string;
+  /** The sending task's name, or "person" for `episodic send`. */
+  from: string;
+  /** RFC 3339: messages are read oldest first. */
+  at: string;
+  text: string;
+}
 
 export const SPAWN_LIMIT_FIELDS = {
   maxChildren: z

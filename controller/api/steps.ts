@@ -1,106 +1,13 @@
 // Pipelines (spec.steps): the schema of a step and what a step means for an episode. A step's agent,
 // completion and limits are merged onto the task's, so everything that starts or judges an episode asks
 // effectiveSpec() and never reads spec.agent/completion/limits of a task with steps directly.
-// Only `import type` from agent-task.ts: agent-task.ts builds its step schema with stepSchema() below.
+// The schema of a step is in step-schema.ts, which agent-task.ts builds on; this module reads parsed specs.
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
-import { ScopeSchema, SkipWhenSchema } from './scope.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from './agent-task.ts';
-import { duplicateGateNames, GATES_MAX, gateSchema } from './gates.ts';
 import type { Gate, GateState } from './gates.ts';
-
-export const STEPS_MAX = 32;
-/** Limits a step may set; maxCostUSD and maxTokens are the task's, over all its steps. */
-export const STEP_LIMIT_FIELDS = ['maxEpisodes', 'episodeTimeoutSeconds', 'maxConsecutiveFailures'] as const;
-
-type Shape = z.core.$ZodShape;
-type NoDefault<T> = T extends z.ZodDefault<infer Inner> ? Inner : T;
-type Overrides<T extends Shape> = { [K in keyof T]: z.ZodOptional<NoDefault<T[K]>> };
-
-/** Every field optional and without its default: a step's unset field means "the task's". */
-function overrides<T extends Shape>(shape: T): Overrides<T> {
-  const out: Record<string, z.ZodType> = {};
-  for (const [key, field] of Object.entries(shape)) {
-    const inner = field instanceof z.ZodDefault ? (field.unwrap() as z.ZodType) : (field as z.ZodType);
-    out[key] = inner instanceof z.ZodOptional ? inner : inner.optional();
-  }
-  return out as Overrides<T>;
-}
-
-/** For LimitsSchema.pick(): the limits a step may set. */
-export const STEP_LIMITS_MASK = {
-  maxEpisodes: true,
-  episodeTimeoutSeconds: true,
-  maxConsecutiveFailures: true,
-} as const;
-
-const PROMPT_RULE = 'exactly one of prompt or promptFile is required';
-
-/** The schema of one entry of spec.steps, from the task's own agent/completion/limits (STEP_LIMITS_MASK) schemas. */
-export function stepSchema<A extends Shape, C extends Shape, L extends Shape>(parts: {
-  name: z.ZodString;
-  agent: z.ZodObject<A>;
-  completion: z.ZodObject<C>;
-  limits: z.ZodObject<L>;
-}) {
-  const limits = parts.limits.shape;
-  return z
-    .strictObject({
-      name: parts.name.describe('unique in the task; EPISODIC_STEP and {{step.name}} in its episodes'),
-      prompt: z.string().min(1).optional(),
-      promptFile: z.string().min(1).optional().describe('path inside the workspace'),
-      agent: z
-        .strictObject(overrides(parts.agent.shape))
-        .optional()
-        .describe("merged onto spec.agent: a field set here replaces the task's; env entries by name"),
-      completion: z
-        .strictObject(overrides(parts.completion.shape))
-        .optional()
-        .describe("merged onto spec.completion: a field set here replaces the task's"),
-      limits: z
-        .strictObject(overrides(limits))
-        .optional()
-        .describe("per step, each defaulting to the task's; maxCostUSD and maxTokens stay the task's, over all steps"),
-      // Gates (api/gates.ts): checks after the step's completion rule is met.
-      gates: z
-        .array(gateSchema(parts.name))
-        .max(GATES_MAX)
-        .optional()
-        .describe('run in order once the completion rule is met; a failing check starts fix episodes')
-        .meta({
-          'x-kubernetes-validations': [
-            {
-              rule: 'self.all(g, self.exists_one(h, h.name == g.name))',
-              message: 'gate names must be unique in a step',
-            },
-          ],
-        }),
-      // skipWhen and scope (README "skipWhen", "Scope").
-      skipWhen: SkipWhenSchema.optional(),
-      scope: ScopeSchema.optional().describe("replaces the task's scope for this step's episodes"),
-    })
-    .superRefine((step, ctx) => {
-      if ((step.prompt === undefined) === (step.promptFile === undefined))
-        ctx.addIssue({ code: 'custom', path: ['prompt'], message: PROMPT_RULE });
-      for (const dup of duplicateGateNames(step.gates ?? []))
-        ctx.addIssue({ code: 'custom', path: ['gates', dup.index, 'name'], message: dup.message });
-    })
-    .meta({ 'x-kubernetes-validations': [{ rule: 'has(self.prompt) != has(self.promptFile)', message: PROMPT_RULE }] });
-}
+import { overTask, STEP_LIMIT_FIELDS } from './step-schema.ts';
 
 export type Step = NonNullable<AgentTaskSpec['steps']>[number];
-
-/** Issues for step names used twice, at the later one's name (spec.steps[2].name). */
-export function duplicateStepNames(steps: ReadonlyArray<{ name: string }>): Array<{ index: number; message: string }> {
-  const first = new Map<string, number>();
-  const out: Array<{ index: number; message: string }> = [];
-  steps.forEach((step, index) => {
-    const seen = first.get(step.name);
-    if (seen === undefined) first.set(step.name, index);
-    else out.push({ index, message: `step name "${step.name}" is used twice (also steps[${seen}])` });
-  });
-  return out;
-}
 
 /** The current step: 1-based index and name; undefined for a task without steps. */
 export interface StepRef {
@@ -135,9 +42,9 @@ export function stepSpec(spec: AgentTaskSpec, index: number): AgentTaskSpec {
     ...spec,
     prompt: step.prompt,
     promptFile: step.promptFile,
-    agent: { ...spec.agent, ...defined(step.agent ?? {}), env: [...env.values()] },
-    completion: { ...spec.completion, ...defined(step.completion ?? {}) },
-    limits: { ...spec.limits, ...defined(step.limits ?? {}) },
+    agent: { ...overTask(spec.agent, step.agent), env: [...env.values()] },
+    completion: overTask(spec.completion, step.completion),
+    limits: overTask(spec.limits, step.limits),
     scope: step.scope ?? spec.scope,
   };
 }
@@ -183,10 +90,6 @@ export function stepSummary(index: number, total: number, name: string): string 
 /** EPISODIC_STEP and EPISODIC_STEP_INDEX for an episode of `step`. */
 export function stepEnv(step: StepRef | undefined): Record<string, string> {
   return step ? { EPISODIC_STEP: step.name, EPISODIC_STEP_INDEX: String(step.index) } : {};
-}
-
-function defined<T extends object>(obj: T): Partial<T> {
-  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 /** JSON with sorted keys: the same definition always has the same digest. */

@@ -3,17 +3,15 @@
 import { createReadStream, existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { StringDecoder } from 'node:string_decoder';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { isTerminal } from '../api/agent-task.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import { episodeLogPath } from '../executors/local/episode-launcher.ts';
+import { episodeHeader, LogRenderer } from '../executors/output/log-render.ts';
 import { episodesPath, readRecords } from '../sinks/local/episode-records.ts';
 import { FileStatusStore } from '../sinks/local/file-status.ts';
-import { printable } from '../util/printable.ts';
 import { terminalColumns } from './live-table.ts';
-import { LogRenderer } from './log-render.ts';
 import { parseNumberOption, UsageError } from './options.ts';
 
 interface LogsOptions {
@@ -140,32 +138,14 @@ function rawSink(): Sink {
 function renderedSink(task: string): Sink {
   const width = terminalColumns() ?? 160;
   let renderer: LogRenderer | undefined;
-  let decoder = new StringDecoder('utf8');
   return {
     begin(episode, record) {
       process.stdout.write(`${episodeHeader(task, episode, record)}\n`);
       renderer = new LogRenderer((text) => process.stdout.write(text), width);
-      decoder = new StringDecoder('utf8');
     },
-    chunk: (data) => renderer?.push(decoder.write(data)),
-    end: () => {
-      renderer?.push(decoder.end());
-      renderer?.end();
-    },
+    chunk: (data) => renderer?.push(data),
+    end: () => renderer?.end(),
   };
-}
-
-/** `=== default/alpha episode 2: succeeded, exit 0, $0.0734, finished 2026-11-25T18:00:00Z ===` */
-export function episodeHeader(task: string, episode: number, record: EpisodeRecord | undefined): string {
-  const facts = record
-    ? [
-        record.outcome,
-        record.exitCode === null ? undefined : `exit ${record.exitCode}`,
-        `$${record.costUSD.toFixed(4)}`,
-        record.finishedAt ? `finished ${record.finishedAt.replace(/\.\d+Z$/, 'Z')}` : undefined,
-      ].filter(Boolean)
-    : ['no record yet (running, or ended without one)'];
-  return printable(`=== ${task} episode ${episode}: ${facts.join(', ')} ===`);
 }
 
 async function latestEpisode(dir: string): Promise<number> {

@@ -4,7 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { SEND_MESSAGE_MAX } from '../api/bounds.ts';
-import type { Mailboxes, Message, SendOutcome } from '../core/mailboxes.ts';
+import type { Mailboxes, SendOutcome } from '../core/mailboxes.ts';
+import type { Message } from '../api/spawn-fields.ts';
 import { validNames } from '../core/mailboxes.ts';
 import { findLocalTask, userName } from './task-target.ts';
 
@@ -65,7 +66,7 @@ async function locally(name: string, dirArg: string, opts: SendOptions): Promise
 async function onCluster(name: string, opts: SendOptions): Promise<Target> {
   const { loadKubeConfig } = await import('../kube/kube-config.ts');
   const { KubeClient, isStatus } = await import('../kube/kube-client.ts');
-  const { taskPath } = await import('../cluster/names.ts');
+  const { taskPath } = await import('../kube/names.ts');
   const { KubeMailboxes } = await import('../sinks/cluster/mailboxes.ts');
   const client = await KubeClient.create(await loadKubeConfig(opts.kubeconfig), { userAgent: 'episodic-send' });
   try {

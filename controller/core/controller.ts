@@ -218,6 +218,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     }
     if (out.actions.some((a) => a.type === 'RecordEpisode')) countEpisodeOps(this.opts.metrics, task, episode);
     this.budgetBook?.afterPass(task, before, out.status, out.heldByBudgets, now);
+    this.opts.spawn?.afterPass(task, out.status);
     const starts = out.actions.some((a) => a.type === 'StartEpisode');
     // Before the first await: parallel passes must see the slot taken and the spend counted.
     if (starts) this.reserved++;

@@ -4,14 +4,9 @@
 // ownerReference — so both modes run, show and delete it like any task. Its name is chosen by the caller
 // and deterministic, which makes create() idempotent: the same owner creating the same name again is a no-op.
 import { API_VERSION, KIND } from '../api/agent-task.ts';
+import { OWNER_LABELS } from '../api/spawn-fields.ts';
+import type { OwnerKind } from '../api/spawn-fields.ts';
 import { validNames } from './mailboxes.ts';
-
-/** Who may own created tasks, and the label that names the owner on each created task. */
-export const OWNER_LABELS = {
-  AgentTask: 'episodic.dev/parent',
-  AgentTrigger: 'episodic.dev/trigger',
-} as const;
-export type OwnerKind = keyof typeof OWNER_LABELS;
 
 export interface TaskOwner {
   kind: OwnerKind;

@@ -7,6 +7,8 @@
 // the newest op message it took (SentMarks): ops applied again after their message was delivered and
 // acknowledged (a retried or restarted ApplyOps) find it there and send nothing.
 
+import type { Message } from '../api/spawn-fields.ts';
+
 /** Messages a mailbox holds at most; a send past it is refused ("full"). */
 export const MAILBOX_MESSAGES_MAX = 32;
 /** Characters of message text a mailbox holds at most (a ConfigMap's 1 MiB stays far off). */
@@ -20,15 +22,6 @@ export const TASK_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 /** Whether the names lead to a mailbox at all: they become file paths and API paths. */
 export function validNames(namespace: string, task: string): boolean {
   return TASK_NAME.test(namespace) && TASK_NAME.test(task);
-}
-
-export interface Message {
-  id: string;
-  /** The sending task's name, or "person" for `episodic send`. */
-  from: string;
-  /** RFC 3339: messages are read oldest first. */
-  at: string;
-  text: string;
 }
 
 export type SendOutcome = { result: 'sent' } | { result: 'exists' } | { result: 'refused'; message: string };

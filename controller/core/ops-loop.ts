@@ -1,7 +1,8 @@
 // The loop's part of agent ops: carrying out an ApplyOps action through the mode's OpsApplier, the Event
 // for ops refused there, and episodic_ops_total. Log lines name ops, never their payloads.
+import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
 import type { Logger } from 'pino';
-import { agentSecrets, redactOpText } from '../api/op-redaction.ts';
+import { agentSecrets, redact } from '../api/redaction.ts';
 import type { Op } from '../api/ops.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import type { Action, ObservedEpisode } from '../reconciler/reconcile.ts';
@@ -24,9 +25,9 @@ export async function performApplyOps<T extends DesiredTask>(
   }
   for (const r of outcome.rejected) ctx.metrics?.ops.inc({ namespace: task.namespace, op: r.op, result: 'rejected' });
   if (outcome.rejected.length === 0) return;
-  const words = redactOpText(outcome.rejected.map((r) => r.message).join('; '), agentSecrets(task.spec));
+  const words = redact(outcome.rejected.map((r) => r.message).join('; '), agentSecrets(task.spec));
   const message = `episode ${action.episode}: ${outcome.rejected.length} ops rejected while applying: ${words}`;
-  ctx.sink.event(task, 'Warning', 'OpsRejected', message.slice(0, 1000), { episode: action.episode });
+  ctx.sink.event(task, 'Warning', 'OpsRejected', clip(message, EVENT_MESSAGE_MAX), { episode: action.episode });
 }
 
 /** episodic_ops_total for an episode whose end this pass records: its status ops, and the lines refused. */

@@ -39,6 +39,8 @@ export interface DesiredTask {
 export interface SpecFileTask extends DesiredTask {
   /** The file it came from: a relative workspace is resolved against it. */
   file: string;
+  /** The system created it (a trigger, a spawn): its document and its default workspace are under the state dir. */
+  created?: boolean;
   /** The spec's hash: a new one bumps the generation (locally there is no API server to count). */
   specHash: string;
 }

@@ -6,8 +6,6 @@ import { fetchRetryingStale, forgeError, rateLimitReset, splitRepo } from './htt
 import { type ApiComment, type ApiIssue, parseComment, parseIssue, parsePull, parsePullRef } from './shapes.ts';
 import type {
   Forge,
-  ForgeComment,
-  ForgeItem,
   ForgePermission,
   ForgeRequestCounter,
   ListCommentsQuery,
@@ -17,6 +15,7 @@ import type {
   PullRequestRef,
   ReportComment,
 } from './types.ts';
+import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
 import { ForgeRateLimitedError, ForgeRequestError, closingBody, hasLabels, reportBody, reportMarker } from './types.ts';
 
 export interface GiteaForgeOptions {
@@ -104,7 +103,10 @@ export class GiteaForge implements Forge {
     const answer = await this.#call('GET', path, { accept: [403, 404] });
     // Gitea shows another user's role only to a repo admin: a 403 is this token's rights, not the user's.
     if (answer.status === 403) {
-      throw new ForgeRequestError('gitea: reading a permission needs a token with admin rights on the repo', 403);
+      throw new ForgeRequestError(
+        "gitea: reading another user's permission needs a token of a repo admin (a write token reads only its own)",
+        403,
+      );
     }
     if (answer.status !== 200) return undefined;
     return GITEA_ROLES[(answer.body as { permission: string }).permission];

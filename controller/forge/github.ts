@@ -8,8 +8,6 @@ import { fetchRetryingStale, forgeError, pathOnly, rateLimitReset, splitRepo } f
 import { parseComment, parseIssue, parsePull, parsePullRef } from './shapes.ts';
 import type {
   Forge,
-  ForgeComment,
-  ForgeItem,
   ForgePermission,
   ForgeRequestCounter,
   ListCommentsQuery,
@@ -19,6 +17,7 @@ import type {
   PullRequestRef,
   ReportComment,
 } from './types.ts';
+import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
 import { FORGE_PERMISSIONS, ForgeRateLimitedError, closingBody, hasLabels, reportBody, reportMarker } from './types.ts';
 
 export interface GitHubForgeOptions {

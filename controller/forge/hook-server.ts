@@ -3,7 +3,8 @@
 // on a missing or wrong signature; a replayed delivery id is answered 202 and ignored.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ForgeComment, ForgeItem, ForgeKind } from './types.ts';
+import { headLine } from '../api/bounds.ts';
+import type { ForgeComment, ForgeItem, ForgeKind } from '../api/forge-item.ts';
 import { DeliveryLog, verifyWebhook, webhookItem } from './webhook.ts';
 
 export interface HookTarget {
@@ -70,7 +71,7 @@ export function hookHandler(opts: HookOptions): (req: http.IncomingMessage, res:
       res.end(`${outcome.reason}\n`);
     };
     handle(req, opts, deliveries).then(reply, (err: Error) =>
-      reply({ status: 500, reason: clipReason(err.message), result: 'error' }),
+      reply({ status: 500, reason: headLine(err.message) ?? '', result: 'error' }),
     );
   };
 }
@@ -105,7 +106,7 @@ async function handle(req: http.IncomingMessage, opts: HookOptions, deliveries: 
   }
   const found = webhookItem(target.forge, verdict.event, payload);
   if (found.kind === 'invalid')
-    return { status: 400, reason: clipReason(found.reason), result: 'invalid', ...known, deliveryId };
+    return { status: 400, reason: headLine(found.reason) ?? '', result: 'invalid', ...known, deliveryId };
   if (found.kind === 'item') {
     await opts.onItem({ namespace, trigger, forge: target.forge, event: verdict.event, deliveryId, ...found });
   }
@@ -148,10 +149,6 @@ function drainedUndefined(req: http.IncomingMessage): undefined {
 function drained(req: http.IncomingMessage, outcome: HookOutcome): HookOutcome {
   req.resume();
   return outcome;
-}
-
-function clipReason(text: string): string {
-  return text.replace(/\s+/g, ' ').slice(0, 300);
 }
 
 export interface HookServer {

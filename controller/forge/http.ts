@@ -1,7 +1,8 @@
 // What both forge clients share: reading rate-limit headers, and turning a failed response into a typed
 // error whose text can never hold the token.
 import { clip } from '../api/bounds.ts';
-import type { ForgeKind } from './types.ts';
+import { redact } from '../api/redaction.ts';
+import type { ForgeKind } from '../api/forge-item.ts';
 import { ForgeRateLimitedError, ForgeRequestError, ForgeUnavailableError } from './types.ts';
 
 export type HeaderGetter = (name: string) => string | null | undefined;
@@ -23,11 +24,6 @@ export function rateLimitReset(status: number, header: HeaderGetter, now: Date):
   return status === 429 ? new Date(now.getTime() + 60_000) : undefined;
 }
 
-/** Every literal occurrence of the secret replaced (errors quote forge answers, which may echo a request). */
-export function redactSecret(text: string, secret: string): string {
-  return secret.length >= 4 ? text.split(secret).join('***') : text;
-}
-
 /** The typed error for a failed request: `what` is "METHOD /path" (no query, no headers). */
 export function forgeError(
   forge: ForgeKind,
@@ -37,7 +33,7 @@ export function forgeError(
   secret: string,
   resetAt?: Date,
 ): Error {
-  const text = redactSecret(clip(`${forge} ${what} -> ${status ?? 'no answer'}: ${detail}`, 500), secret);
+  const text = redact(clip(`${forge} ${what} -> ${status ?? 'no answer'}: ${detail}`, 500), [secret]);
   if (resetAt) return new ForgeRateLimitedError(text, resetAt);
   if (status === undefined || status >= 500 || status === 408) return new ForgeUnavailableError(text, status);
   return new ForgeRequestError(text, status);

@@ -2,7 +2,8 @@
 // from its Secret or environment variable.
 import { GiteaForge } from './gitea.ts';
 import { GitHubForge } from './github.ts';
-import type { Forge, ForgeKind, ForgeRequestCounter } from './types.ts';
+import type { Forge, ForgeRequestCounter } from './types.ts';
+import type { ForgeKind } from '../api/forge-item.ts';
 
 export interface ForgeSource {
   forge: ForgeKind;

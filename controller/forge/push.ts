@@ -1,9 +1,10 @@
 // Pushing a workspace's work to the forge and opening (or updating) its pull request. The token reaches git
-// through the runner's credential helper (runner/git-credentials.ts): never argv, a URL or git's output.
+// through the runner's credential helper (git/git-credentials.ts): never argv, a URL or git's output.
 import { execFile } from 'node:child_process';
 import { clip } from '../api/bounds.ts';
-import type { GitCredentials } from '../runner/git-credentials.ts';
-import { gitEnvironment, redactCredentials } from '../runner/git-credentials.ts';
+import type { GitCredentials } from '../git/git-credentials.ts';
+import { redact } from '../api/redaction.ts';
+import { gitEnvironment } from '../git/git-credentials.ts';
 import type { Forge, PullRequestInput, PullRequestRef } from './types.ts';
 import { ForgeRequestError, ForgeUnavailableError } from './types.ts';
 
@@ -67,7 +68,7 @@ function runGit(cwd: string, args: string[], env: Record<string, string>, opts: 
   return new Promise((resolve, reject) => {
     execFile('git', args, { cwd, env, timeout: opts.timeoutMs ?? 120_000 }, (err, stdout, stderr) => {
       if (!err) return resolve(stdout);
-      const detail = redactCredentials(clip(`${stderr}`.trim() || err.message, 1000), opts.credentials);
+      const detail = redact(clip(`${stderr}`.trim() || err.message, 1000), [opts.credentials?.token]);
       const what = `git ${args[0]}`;
       // A refused push (non-fast-forward, protected branch) will not change by retrying; anything else might.
       if (/\[rejected\]|\[remote rejected\]|403/.test(detail)) reject(new ForgeRequestError(`${what}: ${detail}`, 409));

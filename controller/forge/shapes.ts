@@ -1,7 +1,7 @@
 // The issue, pull request and comment shapes GitHub and Gitea share (Gitea copied GitHub's), validated with
 // zod and cut to bounds: everything a forge sends is untrusted text. Used by both clients and by webhooks.
 import { z } from 'zod';
-import type { ForgeComment, ForgeItem } from './types.ts';
+import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
 import { BODY_MAX, LABELS_MAX, NAME_MAX, TITLE_MAX, boundText, numberFromUrl } from './types.ts';
 
 const text = (max: number) =>

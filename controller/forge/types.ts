@@ -1,9 +1,8 @@
-// The forge layer's contract: what a trigger asks of GitHub or Gitea, and the item and comment shapes both
-// polls and webhooks produce. ForgeItem/ForgeComment are the only definitions; reconciler/trigger-items.ts
-// and the Gitea poll client use them too.
-import { clip } from '../api/bounds.ts';
-
-export type ForgeKind = 'github' | 'gitea';
+// The forge layer's contract: what a trigger asks of GitHub or Gitea. The item and comment shapes both polls
+// and webhooks produce are api/forge-item.ts's (the reconciler's trigger rules use them too).
+import { cleanName, clip } from '../api/bounds.ts';
+import type { ForgeComment, ForgeItem, ForgeKind, PermissionAnswer } from '../api/forge-item.ts';
+import { REPORT_MARKER_PREFIX } from '../api/forge-item.ts';
 
 /** Repo roles, weakest first (GitHub's names; Gitea's owner counts as admin). */
 export const FORGE_PERMISSIONS = ['read', 'triage', 'write', 'maintain', 'admin'] as const;
@@ -14,38 +13,6 @@ export const TITLE_MAX = 256;
 export const BODY_MAX = 16_384;
 export const NAME_MAX = 100;
 export const LABELS_MAX = 50;
-
-export interface ForgeItem {
-  number: number;
-  title: string;
-  body: string;
-  /** The item's web page. */
-  url: string;
-  author: string;
-  authorIsBot: boolean;
-  labels: string[];
-  open: boolean;
-  isPullRequest: boolean;
-  /** RFC 3339, as the forge wrote it. */
-  updatedAt: string;
-  /** A pull request's own branch (webhooks carry it; issue lists do not). */
-  headBranch?: string;
-  /** OWNER/NAME of the repo holding a pull request's branch ('' once its fork is deleted); absent when not sent. */
-  headRepo?: string;
-  /** How many comments it has (issue lists carry it): a poll's fingerprint sees a comment within a second. */
-  comments?: number;
-}
-
-export interface ForgeComment {
-  id: number;
-  /** The issue or pull request it belongs to. */
-  itemNumber: number;
-  author: string;
-  authorIsBot: boolean;
-  body: string;
-  createdAt: string;
-  updatedAt: string;
-}
 
 /**
  * Where clients count each answer: `episodic_forge_requests_total{forge,code}` (the trigger metrics implement
@@ -124,6 +91,20 @@ export interface Forge {
   waitForBranch(branch: string, timeoutMs?: number): Promise<void>;
 }
 
+/**
+ * The user's role as an answer: a lookup the forge refuses (Gitea shows another user's role only to a repo
+ * admin) or fails is `unknown` with why, holding only what needs it; a rate limit still throws (wait the reset).
+ */
+export async function readPermission(forge: Pick<Forge, 'permission'>, user: string): Promise<PermissionAnswer> {
+  try {
+    return await forge.permission(user);
+  } catch (err) {
+    if (err instanceof ForgeRateLimitedError) throw err;
+    const who = user.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, NAME_MAX);
+    return { unknown: `cannot read ${who}'s permission: ${(err as Error).message}`.slice(0, 300) };
+  }
+}
+
 /** The forge did not answer usefully (network error, timeout, 5xx): back off and poll again, nothing was lost. */
 export class ForgeUnavailableError extends Error {
   readonly status: number | undefined;
@@ -156,7 +137,7 @@ export class ForgeRequestError extends Error {
 
 /** The hidden marker that finds a report comment again. `key` is ours (e.g. the task name), never item text. */
 export function reportMarker(key: string): string {
-  return `<!-- episodic:report ${key.replace(/[^A-Za-z0-9._/-]/g, '_').slice(0, 200)} -->`;
+  return `${REPORT_MARKER_PREFIX}${cleanName(key, 200, { slash: true })} -->`;
 }
 
 /** The body a report comment is written with: the marker first, then the text. */

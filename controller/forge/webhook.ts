@@ -3,7 +3,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { parseComment, parseIssue, parsePull } from './shapes.ts';
-import type { ForgeComment, ForgeItem, ForgeKind } from './types.ts';
+import type { ForgeComment, ForgeItem, ForgeKind } from '../api/forge-item.ts';
 
 export type Headers = Record<string, string | string[] | undefined>;
 

@@ -13,14 +13,14 @@ import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { loadSpecDir } from '../sources/local/spec-files.ts';
 import type { SpecWatcher } from '../sources/local/spec-watcher.ts';
 import { LocalController } from './local-controller.ts';
-import { acquireStateLock, StateLockError } from './state-lock.ts';
-import type { StateLock } from './state-lock.ts';
+import { acquireStateLock, StateLockError } from '../util/state-lock.ts';
+import type { StateLock } from '../util/state-lock.ts';
 import { systemClock } from '../core/clock.ts';
 import { envSecret, LocalTriggerStatus, runnableTriggers, TriggerTimers } from '../sources/triggers/local-triggers.ts';
 import { TriggerRunner } from '../sources/triggers/trigger-runner.ts';
 import type { HookServer } from '../forge/hook-server.ts';
 import { PhaseWakes } from '../sources/triggers/phase-wakes.ts';
-import { localResumeRequester } from '../forge/resume-command.ts';
+import { localResumeRequester } from '../sources/triggers/resume-command.ts';
 
 export type LocalView = Array<{ task: SpecTask; status: AgentTaskStatus }>;
 

@@ -7,8 +7,8 @@ import { WINDOW_MS } from '../api/agent-budget.ts';
 import { totalTokens } from '../api/bounds.ts';
 import type { BudgetWindow } from '../api/agent-budget.ts';
 import type { WindowEntry } from './budget-ledger.ts';
-import { normal, warning } from './types.ts';
-import type { Events } from './types.ts';
+import { normal, warning } from './actions.ts';
+import type { Events } from './actions.ts';
 
 /** One AgentBudget that selects the task, as the loop sees it before the pass. */
 export interface BudgetFacts {
@@ -76,7 +76,7 @@ const ESTIMATE_WORDS: Record<EpisodeEstimate['source'], string> = {
 };
 
 /** Would starting one more episode cross `limit`? An empty window always admits one, or a costly task could never run. */
-function blocks(used: number, next: number, limit: number | undefined): boolean {
+export function blocks(used: number, next: number, limit: number | undefined): boolean {
   if (limit === undefined) return false;
   return used >= limit || (used > 0 && used + next > limit);
 }

@@ -1,5 +1,6 @@
 // A parent's side of spawn: waiting for its children (Waiting, WaitingForChildren), {{children}} in its next
-// prompt, and its cost cap counting what its children spent. Pure: the loop gathers the children's facts.
+// prompt, and the spend of its subtree (treeCost), which family caps count (family-cap.ts). Pure: the loop
+// gathers the children's facts.
 import { clip, roundUSD } from '../api/bounds.ts';
 import { TERMINAL_PHASES } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
@@ -68,11 +69,6 @@ function childBlock(c: ChildView): string {
   return lines.join('\n');
 }
 
-/** A task's own spend and its children's (each already with theirs: treeCost): what maxCostUSD counts. */
-export function familyCost(ownUSD: number, children: readonly ChildView[]): number {
-  return roundUSD(children.reduce((sum, c) => sum + c.costUSD, ownUSD));
-}
-
 /**
  * What `root` and every task below it spent, each task once (even if parent labels loop).
  * status.costUSD is a task's own spend, never a family's: the sums live only here, so nothing counts twice.
@@ -94,16 +90,4 @@ export function treeCost(
     }
   }
   return roundUSD(sum);
-}
-
-/** Why the parent may start no episode for cost: its family spent its maxCostUSD; else undefined. */
-export function familyOverCost(
-  limits: { maxCostUSD?: number },
-  ownUSD: number,
-  children: readonly ChildView[],
-): string | undefined {
-  if (limits.maxCostUSD === undefined || children.length === 0) return undefined;
-  const spent = familyCost(ownUSD, children);
-  if (spent < limits.maxCostUSD) return undefined;
-  return `maxCostUSD ${limits.maxCostUSD} reached: $${spent} spent by the task ($${roundUSD(ownUSD)}) and its children`;
 }

@@ -9,8 +9,8 @@ import { firstFailedGate } from '../api/gates.ts';
 import type { Gate, GateRun, GateState } from '../api/gates.ts';
 import { stepGates } from '../api/steps.ts';
 import { stepRecord } from './steps.ts';
-import { normal, warning } from './types.ts';
-import type { Events } from './types.ts';
+import { normal, warning } from './actions.ts';
+import type { Events } from './actions.ts';
 
 /** Outcomes that say nothing about the fix (an outage, a stop): the fix episode runs again, uncounted. */
 const UNCOUNTED = new Set(['transient', 'usageLimit', 'interrupted', 'cancelled', 'fatal']);

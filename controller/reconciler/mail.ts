@@ -4,9 +4,8 @@
 // acknowledgement follows its end; so across a kill -9 a message reaches exactly one ended episode.
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { clip } from '../api/bounds.ts';
-import type { MailboxStatus } from '../api/spawn-fields.ts';
+import type { MailboxStatus, Message } from '../api/spawn-fields.ts';
 import { effectiveSpec } from '../api/steps.ts';
-import type { Message } from '../core/mailboxes.ts';
 import { framePrompt } from './stack.ts';
 
 /** Messages delivered to one episode at most; the rest wait for the next (status.mailbox.delivered's bound). */

@@ -6,12 +6,13 @@
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { isTerminal } from '../api/agent-task.ts';
 import { clip, EPISODE_MESSAGE_MAX, SLEEP_SECONDS_MAX, STACK_DEPTH_MAX } from '../api/bounds.ts';
-import { agentSecrets, redactOpText } from '../api/op-redaction.ts';
+import { agentSecrets, redact } from '../api/redaction.ts';
 import { rejectionWords } from '../api/ops.ts';
 import type { Frame, Op, OpOf, RejectedOp } from '../api/ops.ts';
 import { stackStatus } from './stack.ts';
-import { normal, warning } from './types.ts';
-import type { Action, Events, ObservedEpisode, ReconcileInput } from './types.ts';
+import { normal, warning } from './actions.ts';
+import type { Action, Events } from './actions.ts';
+import type { ObservedEpisode, ReconcileInput } from './types.ts';
 
 /** Ops whose effects live outside the task's status. */
 const EXTERNAL: ReadonlySet<Op['op']> = new Set(['set', 'del', 'spawn', 'send']);
@@ -32,7 +33,7 @@ export function applyEpisodeOps(
   if (external.length > 0) next = { ...next, pendingOps: { episode: ended.number, ops: external } };
   if (ops.length === 0 && rejected.length === 0) return { status: next, events };
   const secrets = agentSecrets(spec);
-  const words = (text: string) => redactOpText(text, secrets);
+  const words = (text: string) => redact(text, secrets);
   const last = next.lastEpisode && {
     ...next.lastEpisode,
     ...(ops.length > 0 ? { ops: ops.map((o) => words(opWords(o))) } : {}),

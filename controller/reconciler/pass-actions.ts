@@ -3,7 +3,8 @@
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { episodeRecordOf } from '../api/episode-record.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
-import type { Action, Events, ObservedEpisode } from './types.ts';
+import type { Action, Events } from './actions.ts';
+import type { ObservedEpisode } from './types.ts';
 
 export interface PassFacts {
   name: string;

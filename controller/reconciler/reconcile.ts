@@ -3,7 +3,7 @@
 // table-testable and local and cluster mode share it unchanged. The actions come in the order the loop
 // carries them out (pass-actions.ts).
 import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
-import { isTerminal } from '../api/agent-task.ts';
+import { episodeNumbersUsed, isTerminal } from '../api/agent-task.ts';
 import { clip, STATUS_MESSAGE_MAX, totalTokens } from '../api/bounds.ts';
 import { effectiveSpec } from '../api/steps.ts';
 import { reopenBreaker } from './breaker.ts';
@@ -31,14 +31,17 @@ import {
 } from './steps.ts';
 import { reviewCount } from '../api/review.ts';
 import { foldReview, reviewEvents } from './review.ts';
-import { DEADLINE_GRACE_MS, normal, warning } from './types.ts';
-import type { Action, Events, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
+import { normal, warning } from './actions.ts';
+import { DEADLINE_GRACE_MS } from './types.ts';
+import type { Action, Events, StopReason } from './actions.ts';
+import type { ObservedEpisode, ReconcileInput, ReconcileResult } from './types.ts';
 import { MAILBOX_RESYNC_MS, spawnHold, spawnInterrupt, withDelivery } from './spawn-decide.ts';
 
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 
 const QUEUED = 'Queued';
-export type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from './types.ts';
+export type { Action, StopReason } from './actions.ts';
+export type { ObservedEpisode, ReconcileInput, ReconcileResult } from './types.ts';
 
 export function reconcile(given: ReconcileInput): ReconcileResult {
   const input = { ...given, episode: observedEpisode(given.episode, given.startToRetry) };
@@ -296,19 +299,19 @@ function beforeStart(status: AgentTaskStatus, spec: AgentTaskSpec, input: Reconc
     const message = `applying the ops of episode ${status.pendingOps.episode}`;
     return { status: set('Pending', 'ApplyingOps', message), actions: [] };
   }
-  return start(withDelivery(status, status.episodes + 1, input.spawn), spec, input.now);
+  return start(withDelivery(status, episodeNumbersUsed(status) + 1, input.spawn), spec, input.now);
 }
 
 /** The next episode: on record as running, then started, then announced. */
 function start(status: AgentTaskStatus, spec: AgentTaskSpec, now: Date): Decision {
-  const number = status.episodes + 1;
+  const number = episodeNumbersUsed(status) + 1;
   const counted = startStepEpisode(status, now);
   const words = episodeWords(counted, number, spec.limits.maxEpisodes);
   const started = normal('EpisodeStarted', `episode ${words} started`);
   return {
     status: {
       ...withPhase(counted, 'Running', 'EpisodeRunning', `episode ${words} running`),
-      episodes: number,
+      episodes: status.episodes + 1,
       currentEpisode: { number, startedAt: now.toISOString() },
       nextEpisodeAt: undefined,
     },

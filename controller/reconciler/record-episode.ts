@@ -9,8 +9,10 @@ import { progressWords, stepBreaker } from './breaker.ts';
 import { countTestOnly, judgeEpisode } from './completion.ts';
 import { progressStatus } from './progress.ts';
 import { stepRecord } from './steps.ts';
-import { normal, USAGE_LIMIT_FALLBACK_MS, warning } from './types.ts';
-import type { Events, ObservedEpisode, ReconcileInput } from './types.ts';
+import { normal, warning } from './actions.ts';
+import { usageLimitResumeAt } from './types.ts';
+import type { Events } from './actions.ts';
+import type { ObservedEpisode, ReconcileInput } from './types.ts';
 
 const SPEC_DELETED = 'episode cancelled: spec deleted';
 const SPEC_DELETED_AFTER = 'spec deleted before its end was recorded';
@@ -95,9 +97,18 @@ export function adoptUnknownEpisode(
   if (episode.number <= (status.lastEpisode?.number ?? 0)) return status;
   return {
     ...status,
-    episodes: Math.max(status.episodes, episode.number),
+    // A number past those on record: the episodes between ran (a skipWhen check's number is no episode).
+    episodes: Math.max(status.episodes, episode.number - (status.skippedSteps ?? 0)),
     currentEpisode: { number: episode.number, startedAt: episode.startedAt ?? now },
   };
+}
+
+/** "; 1 episode ran, 3 steps skipped": episode numbers count skipWhen checks too, so the end says what ran. */
+function skipWords(status: AgentTaskStatus): string {
+  const skipped = status.skippedSteps ?? 0;
+  if (skipped === 0) return '';
+  const ran = status.episodes;
+  return `; ${ran} episode${ran === 1 ? '' : 's'} ran, ${skipped} step${skipped === 1 ? '' : 's'} skipped`;
 }
 
 /** The status that records the episode's end, and the events that say how it ended. */
@@ -116,7 +127,7 @@ export function recordEpisode(
   const counters = {
     ...prev,
     // completion.minEpisodes counts the episodes of the step in a pipeline.
-    episodes: stepRecord(prev)?.episodes ?? Math.max(prev.episodes, n),
+    episodes: stepRecord(prev)?.episodes ?? Math.max(prev.episodes, n - (prev.skippedSteps ?? 0)),
     workspaceChanges: prev.workspaceChanges + (changed ? 1 : 0),
   };
   if (completion.signals) counters.testOnlyEpisodes = countTestOnly(prev.testOnlyEpisodes ?? 0, result);
@@ -158,7 +169,7 @@ export function recordEpisode(
       setPhase(
         'Succeeded',
         reason,
-        `episode ${n} finished the task (${reason}${reason === 'SignalsScore' ? scoreWords(judged.score) : ''})`,
+        `episode ${n} finished the task (${reason}${reason === 'SignalsScore' ? scoreWords(judged.score) : ''})${skipWords(prev)}`,
       );
       events.push(normal('EpisodeSucceeded', `episode ${n} succeeded (${reason})`));
       break;
@@ -221,8 +232,7 @@ export function recordEpisode(
     }
     case 'usageLimit': {
       status.retries = prev.retries + 1;
-      const reset = result.resetAt ? Date.parse(result.resetAt) : NaN;
-      const at = reset > now.getTime() ? reset : now.getTime() + USAGE_LIMIT_FALLBACK_MS;
+      const at = usageLimitResumeAt(result.resetAt, now.getTime());
       status.nextEpisodeAt = new Date(at).toISOString();
       setPhase(
         'Waiting',

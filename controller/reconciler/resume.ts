@@ -6,8 +6,8 @@ import { clip, EPISODE_MESSAGE_MAX } from '../api/bounds.ts';
 import { AUDIT_KEEP, ResumeStatusSchema } from '../api/resume.ts';
 import type { AuditEntry, ResumeRequest, ResumeStatus } from '../api/resume.ts';
 import { reopenBreaker } from './breaker.ts';
-import { normal, warning } from './types.ts';
-import type { Events } from './types.ts';
+import { normal, warning } from './actions.ts';
+import type { Events } from './actions.ts';
 
 /** A cap the task would hit before its next episode (reconcile.ts capReached). */
 export type CapCheck = (status: AgentTaskStatus) => { reason: string; message: string } | undefined;

@@ -10,8 +10,8 @@ import { clip, REVIEW_ENTRIES_MAX, REVIEW_FLAGGED_MAX, REVIEW_TEXT_MAX } from '.
 import { DEFAULT_PLAN_FILE, reviewCount } from '../api/review.ts';
 import type { ReviewEvidence, ReviewStatus } from '../api/review.ts';
 import { printable } from '../util/printable.ts';
-import { normal } from './types.ts';
-import type { Events } from './types.ts';
+import { normal } from './actions.ts';
+import type { Events } from './actions.ts';
 
 /** status.review after an episode that reported `facts`. */
 export function foldReview(prev: ReviewStatus | undefined, facts: ReviewEvidence, episode: number): ReviewStatus {

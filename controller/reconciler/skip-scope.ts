@@ -8,12 +8,13 @@ import type { EpisodeResult } from '../api/episode-result.ts';
 import { recordEpisode } from './record-episode.ts';
 import { completionWithoutProgress, scopeStop, withoutProgress } from './scope.ts';
 import { newRun, pointAt, stepRecord, stepWords, withRecord } from './steps.ts';
-import { normal, warning } from './types.ts';
-import type { Events, ObservedEpisode, ReconcileInput } from './types.ts';
+import { normal, warning } from './actions.ts';
+import type { Events } from './actions.ts';
+import type { ObservedEpisode, ReconcileInput } from './types.ts';
 
 /**
  * The executor found the step's skipWhen true and started no agent: the step is Skipped (SkipWhen), its
- * episode count stays as it was, and the task goes on with the next step (its first episode starts in this
+ * episode count and the task's stay as they were (the check's number is counted in skippedSteps), and the task goes on with the next step (its first episode starts in this
  * pass) or, after the last one, is Succeeded. The check used an episode number (its record: outcome skipped).
  */
 export function skipStep(
@@ -40,6 +41,8 @@ export function skipStep(
   const total = spec.steps?.length ?? 0;
   let status: AgentTaskStatus = {
     ...withRecord(prev, prev.step.index, done),
+    episodes: Math.max(0, prev.episodes - 1),
+    skippedSteps: (prev.skippedSteps ?? 0) + 1,
     currentEpisode: undefined,
     nextEpisodeAt: undefined,
     lastEpisode: {

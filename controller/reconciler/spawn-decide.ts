@@ -3,9 +3,12 @@
 // and at a start (record which messages the episode gets). The loop gathers SpawnFacts; without them
 // (a controller that does not apply these ops) nothing here changes a decision.
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
-import type { Message } from '../core/mailboxes.ts';
-import { familyOverCost, waitForChildren } from './children.ts';
+import type { Message } from '../api/spawn-fields.ts';
+import { waitForChildren } from './children.ts';
 import type { ChildView } from './children.ts';
+import { RUNNING_RECHECK_MS } from './budget.ts';
+import { FAMILY_CAP_STOP, FAMILY_CAP_WAIT, judgeFamilyCaps } from './family-cap.ts';
+import type { FamilyCap } from './family-cap.ts';
 import { deliver, wakeDecision } from './mail.ts';
 
 export interface SpawnFacts {
@@ -13,6 +16,8 @@ export interface SpawnFacts {
   children: readonly ChildView[];
   /** Its mailbox, oldest first. */
   waiting: readonly Message[];
+  /** The maxCostUSD of each ancestor, and its own when it has children: each counts the whole family (family-cap.ts). */
+  caps?: readonly FamilyCap[];
 }
 
 type Spec = AgentTaskSpec;
@@ -26,13 +31,19 @@ export const MAILBOX_RESYNC_MS = 60_000;
 
 export type Hold = { phase: 'Waiting' | 'NeedsReview'; reason: string; message: string; recheckMs?: number };
 
-/** Why no episode may start now, or undefined. Children first: a parent waiting for them has no news to read. */
+/**
+ * Why no episode may start now, or undefined. A family cap that is spent stops the task first; children next:
+ * a parent waiting for them has no news to read, nor a running sibling's cost to wait for.
+ */
 export function spawnHold(status: AgentTaskStatus, spec: Spec, facts: SpawnFacts | undefined): Hold | undefined {
   if (!facts) return undefined;
-  const overCost = familyOverCost(spec.limits, status.costUSD, facts.children);
-  if (overCost) return { phase: 'NeedsReview', reason: 'BudgetExceeded', message: overCost };
+  const family = judgeFamilyCaps(facts.caps ?? [], status, spec.limits.expectedEpisodeCostUSD);
+  if (family.kind === 'stop') return { phase: 'NeedsReview', reason: FAMILY_CAP_STOP, message: family.message };
   const children = waitForChildren(spec, facts.children);
   if (children) return children;
+  // Woken when a family member's spend changes (spawn-loop.ts); the recheck is the safety net.
+  if (family.kind === 'wait')
+    return { phase: 'Waiting', reason: FAMILY_CAP_WAIT, message: family.message, recheckMs: RUNNING_RECHECK_MS };
   const wake = wakeDecision({
     wake: spec.wake,
     interrupt: spec.interrupt,

@@ -5,8 +5,7 @@ import { posix } from 'node:path';
 import { clip } from '../api/bounds.ts';
 import type { AgentTaskSpec } from '../api/agent-task.ts';
 import type { OpOf } from '../api/ops.ts';
-import { DEPTH_LABEL, MAX_CHILDREN_DEFAULT, SPAWN_DEPTH_MAX } from '../api/spawn-fields.ts';
-import { OWNER_LABELS } from '../core/created-tasks.ts';
+import { DEPTH_LABEL, MAX_CHILDREN_DEFAULT, OWNER_LABELS, SPAWN_DEPTH_MAX } from '../api/spawn-fields.ts';
 
 const NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 /** Limits a child inherits and may lower, never raise. */

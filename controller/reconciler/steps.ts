@@ -4,8 +4,8 @@
 import type { AgentTaskSpec, AgentTaskStatus, Phase, StepStatus } from '../api/agent-task.ts';
 import { isTerminal } from '../api/agent-task.ts';
 import { stepDigest, stepSummary } from '../api/steps.ts';
-import { normal } from './types.ts';
-import type { Events } from './types.ts';
+import { normal } from './actions.ts';
+import type { Events } from './actions.ts';
 
 /** The record of the step the task is in. */
 export function stepRecord(status: AgentTaskStatus): StepStatus | undefined {

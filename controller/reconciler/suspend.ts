@@ -4,8 +4,8 @@
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { SuspendHold } from '../api/hold.ts';
 import { audit } from './resume.ts';
-import { normal } from './types.ts';
-import type { Events } from './types.ts';
+import { normal } from './actions.ts';
+import type { Events } from './actions.ts';
 
 /** Why the task is suspended, in words for status.message; undefined when it is not. */
 export function suspendedBecause(

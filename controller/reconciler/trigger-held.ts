@@ -1,12 +1,12 @@
 // Webhook items held back by maxConcurrency: a webhook source has no poll to see them again, so the trigger
 // remembers them in its status (bounded) and plans them beside the next delivery or on its next pass.
 // Pure: which of the held and newly delivered items become tasks now, in item order, and which stay held.
-import type { HeldItem } from '../api/agent-trigger.ts';
+import type { HeldItem, ItemsSkipped } from '../api/agent-trigger.ts';
 import { HELD_ITEMS_MAX, ITEM_TEXT_MAX } from '../api/agent-trigger.ts';
 import type { Permission } from '../api/agent-trigger.ts';
-import type { ForgeComment, ForgeItem } from '../forge/types.ts';
+import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
 import type { ItemSeen, PlanItemsInput, PlannedTask } from './trigger-items.ts';
-import { planItem, roomFor } from './trigger-items.ts';
+import { countSkips, judgeItem, planItem, roomFor } from './trigger-items.ts';
 
 export interface HeldPlan {
   create: PlannedTask[];
@@ -14,6 +14,8 @@ export interface HeldPlan {
   held: HeldItem[];
   /** Waiting items that did not fit in `held`: they are lost until the forge delivers them again. */
   overflow: number;
+  /** Delivered items that got no task, by reason. */
+  skipped: ItemsSkipped;
 }
 
 /** An item as the status keeps it: the fields the template and the task's branch need, its text bounded. */
@@ -64,7 +66,8 @@ export function fromHeld(h: HeldItem): ItemSeen {
  */
 export function planWithHeld(input: PlanItemsInput & { held: HeldItem[] }): HeldPlan {
   const delivered = new Set(input.seen.map((s) => s.item.number));
-  const fresh = input.seen.map((s) => planItem(input.trigger, s, input.existing, input.rules, input.permissionOf));
+  const judged = input.seen.map((s) => judgeItem(input.trigger, s, input.existing, input.rules, input.permissionOf));
+  const fresh = judged.map((d) => (d.kind === 'create' ? d.task : undefined));
   const granted = (): Permission | undefined => input.rules.command?.minPermission;
   const kept = input.held
     .filter((h) => !delivered.has(h.number))
@@ -79,5 +82,6 @@ export function planWithHeld(input: PlanItemsInput & { held: HeldItem[] }): Held
     create: wanted.slice(0, room),
     held: waiting.slice(0, HELD_ITEMS_MAX).map(toHeld),
     overflow: Math.max(0, waiting.length - HELD_ITEMS_MAX),
+    skipped: countSkips(judged),
   };
 }

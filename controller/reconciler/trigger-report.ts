@@ -1,9 +1,10 @@
 // The report rule of a forge trigger (issue 21 §2): from a task's status, what a person on the issue sees —
 // one comment edited in place, a label naming the phase, and on success a pull request — and nothing more
-// than changed since the last report. Pure: the carrier (forge/report.ts) performs the actions.
+// than changed since the last report. Pure: the carrier (sources/triggers/report-task.ts) performs the actions.
 import { createHash } from 'node:crypto';
-import { clip } from '../api/bounds.ts';
+import { cleanName, clip } from '../api/bounds.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task-status.ts';
+import { ITEM_LABEL, itemTaskName, newestOfItem } from './trigger-items.ts';
 
 /** spec.report of an AgentTrigger (api/agent-trigger.ts ReportSchema), after defaults. */
 export interface ReportSpec {
@@ -88,6 +89,26 @@ export function reportActions(input: ReportInput): { actions: ReportAction[]; ne
   return { actions, next };
 }
 
+/**
+ * The key of an item's one report comment (its hidden marker): the item's first task's, TRIGGER/TRIGGER-N, so
+ * a re-run (TRIGGER-N-2) edits the comment the first run wrote instead of posting a second one.
+ */
+export function itemReportKey(trigger: string, number: number): string {
+  return `${trigger}/${itemTaskName(trigger, number, 1)}`;
+}
+
+/** The tasks that report, one per item: its newest run (an older run already reported how it ended). */
+export function reportingTasks<T extends { name: string; labels: Readonly<Record<string, string>> }>(
+  trigger: string,
+  tasks: readonly T[],
+): Array<{ task: T; number: number }> {
+  const numbers = new Set(tasks.map((t) => Number(t.labels[ITEM_LABEL])).filter((n) => Number.isInteger(n) && n > 0));
+  return [...numbers].flatMap((number) => {
+    const task = newestOfItem(trigger, number, tasks);
+    return task ? [{ task, number }] : [];
+  });
+}
+
 /** What ReportedState.comment holds: 16 hex digits of the text's SHA-256. */
 export function commentDigest(body: string): string {
   return createHash('sha256').update(body).digest('hex').slice(0, 16);
@@ -154,7 +175,7 @@ function usd(value: number): string {
 }
 
 function safeName(name: string): string {
-  return name.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 253);
+  return cleanName(name, 253);
 }
 
 /**

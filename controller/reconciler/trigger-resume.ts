@@ -2,6 +2,7 @@
 // minPermission it becomes the same resume request `episodic resume` makes (a request file locally, the
 // episodic.dev/resume annotations on a cluster); from anyone else, nothing. Pure: the caller looks up the
 // commenter's permission and hands the request to the path the CLI uses.
+import { cleanName } from '../api/bounds.ts';
 import type { Phase } from '../api/agent-task-status.ts';
 import { RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
 
@@ -14,8 +15,8 @@ export interface ResumeCommandInput {
   /** The trigger's command text (default /episodic). */
   command?: string;
   minPermission: RepoPermission;
-  /** The commenter's role on the repo; undefined when they have none. */
-  permission: RepoPermission | undefined;
+  /** The commenter's role on the repo (undefined when they have none), or why the token could not read it. */
+  permission: RepoPermission | undefined | { unknown: string };
   /** The item's task phase: only a NeedsReview task is resumed. */
   phase: Phase | undefined;
   /** The token already handled (status.resume.handledToken): one comment resumes once. */
@@ -24,7 +25,9 @@ export interface ResumeCommandInput {
 
 export type ResumeCommandDecision =
   | { kind: 'resume'; request: { token: string; by: string; episodes?: number } }
-  | { kind: 'ignore'; why: string };
+  | { kind: 'ignore'; why: string }
+  /** It would resume if the commenter is permitted, which could not be read: it waits, asked again next pass. */
+  | { kind: 'undecided'; why: string };
 
 const MAX_EPISODES = 10_000;
 
@@ -33,12 +36,14 @@ export function resumeCommand(input: ResumeCommandInput): ResumeCommandDecision 
   const parsed = parseResumeCommand(input.comment.body, input.command ?? '/episodic');
   if (!parsed) return { kind: 'ignore', why: 'not a resume command' };
   if (input.comment.authorIsBot) return { kind: 'ignore', why: 'bots never resume' };
-  if (!atLeast(input.permission, input.minPermission))
-    return { kind: 'ignore', why: `${input.comment.author} lacks ${input.minPermission} permission` };
   const token = `${input.forge}-comment-${input.comment.id}`;
+  const { permission } = input;
+  if (typeof permission !== 'object' && !atLeast(permission, input.minPermission))
+    return { kind: 'ignore', why: `${input.comment.author} lacks ${input.minPermission} permission` };
   if (token === input.handledToken) return { kind: 'ignore', why: 'already handled' };
   if (input.phase !== 'NeedsReview') return { kind: 'ignore', why: `task is ${input.phase ?? 'Pending'}` };
-  const by = `${input.forge}:${input.comment.author.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100)}`;
+  if (typeof permission === 'object') return { kind: 'undecided', why: permission.unknown };
+  const by = `${input.forge}:${cleanName(input.comment.author, 100)}`;
   return { kind: 'resume', request: { token, by, ...(parsed.episodes ? { episodes: parsed.episodes } : {}) } };
 }
 

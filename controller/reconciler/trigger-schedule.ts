@@ -4,6 +4,7 @@
 // (time zones, DST: a tick in a skipped hour runs once after the jump, a repeated hour runs once).
 import { Cron } from 'croner';
 import type { ScheduleSource } from '../api/agent-trigger.ts';
+import { isTerminal, type Phase } from '../api/agent-task-status.ts';
 import type { ExistingTask } from './trigger-items.ts';
 
 /** The label holding a schedule task's tick (minutes since the epoch). */
@@ -77,6 +78,19 @@ export function decideSchedule(input: {
   if (schedule.concurrencyPolicy === 'Replace') return { action: 'create', tick, name, replace: running, next };
   if (running.length >= input.maxConcurrency) return skip('maxConcurrency tasks are running');
   return { action: 'create', tick, name, replace: [], next };
+}
+
+/**
+ * Whether a task's move to `phase` wakes its trigger's pass now: a report follows every move, a webhook
+ * source's pass creates the items it held when a slot frees, and a schedule's pass deletes the finished tasks
+ * past historyLimit as soon as one finishes (waiting for the next tick kept historyLimit + 1 of them).
+ */
+export function phaseWakesTrigger(
+  spec: { report?: unknown; source: { webhook?: unknown; schedule?: unknown } },
+  phase: Phase | undefined,
+): boolean {
+  if (spec.report || spec.source.webhook) return true;
+  return !!spec.source.schedule && isTerminal(phase);
 }
 
 /** Finished schedule tasks past historyLimit, oldest tick first: the ones to delete. */

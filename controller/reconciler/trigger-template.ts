@@ -3,7 +3,7 @@
 // paths, labels or the task's name, which come from the template and the item's number alone.
 import type { AgentTaskSpec } from '../api/agent-task.ts';
 import { ITEM_TEXT_MAX } from '../api/agent-trigger.ts';
-import type { ForgeComment, ForgeItem } from '../forge/types.ts';
+import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
 
 const CUT = '\n[… cut by episodic]';
 

@@ -1,10 +1,9 @@
 // What goes into the pure reconciler and what comes out of it.
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
-import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
-import type { Op } from '../api/ops.ts';
 import type { ResumeRequest } from '../api/resume.ts';
 import type { SuspendHold } from '../api/hold.ts';
+import type { Action, StopReason } from './actions.ts';
 import type { BudgetFacts } from './budget.ts';
 import type { DependencyFact } from './dependencies.ts';
 import type { SpawnFacts } from './spawn-decide.ts';
@@ -13,9 +12,19 @@ import type { SpawnFacts } from './spawn-decide.ts';
 export const DEADLINE_GRACE_MS = 30_000;
 /** Usage limit without a parseable reset time. */
 export const USAGE_LIMIT_FALLBACK_MS = 60 * 60 * 1000;
+/** A reset that passed while the episode ended (a busy machine): retry after this, not after the hour's fallback. */
+export const USAGE_LIMIT_PASSED_RESET_MS = 5_000;
 
-/** `deleted`: cancelled because the task's spec was deleted (the record and the log say so). */
-export type StopReason = 'cancelled' | 'deleted' | 'timeout';
+/**
+ * When a usage-limited task may run again: the reported reset; a reset that passed within the fallback window
+ * (the limit lifted while the episode was ending) after a short floor; no reset, or one older than that, an hour on.
+ */
+export function usageLimitResumeAt(resetAt: string | undefined, now: number): number {
+  const reset = resetAt ? Date.parse(resetAt) : Number.NaN;
+  if (reset > now) return reset;
+  if (reset > now - USAGE_LIMIT_FALLBACK_MS) return now + USAGE_LIMIT_PASSED_RESET_MS;
+  return now + USAGE_LIMIT_FALLBACK_MS;
+}
 
 /** What an executor sees of a task's newest episode: facts only; reconcile() decides what they mean. */
 export interface ObservedEpisode {
@@ -77,25 +86,6 @@ export interface ReconcileInput {
   jitter: number;
 }
 
-/** What the loop does after writing the status, in the order listed. */
-export type Action =
-  /** Keep the immutable record of the episode that ended in this pass. */
-  | { type: 'RecordEpisode'; record: EpisodeRecord }
-  | {
-      type: 'RecordEvent';
-      eventType: 'Normal' | 'Warning';
-      reason: string;
-      message: string;
-      /** Fields of its log line (an ended episode's outcome, exit code, cost). */
-      details?: Record<string, unknown>;
-      /** About the StartEpisode before it: the executor's fields about the start (a pid, a pod) join its details. */
-      afterStart?: true;
-    }
-  | { type: 'StopEpisode'; number: number; reason: StopReason }
-  /** Agent ops with effects outside the status (blackboard, spawn, send): idempotent per (task, episode). */
-  | { type: 'ApplyOps'; episode: number; ops: Op[] }
-  | { type: 'StartEpisode'; number: number };
-
 export interface ReconcileResult {
   status: AgentTaskStatus;
   actions: Action[];
@@ -107,14 +97,4 @@ export interface ReconcileResult {
   wakeDependents: boolean;
   /** Only a free slot (--max-concurrent) keeps the next episode from starting: look again when one frees. */
   waitsForSlot: boolean;
-}
-
-export type Events = Extract<Action, { type: 'RecordEvent' }>[];
-
-export function normal(reason: string, message: string): Events[number] {
-  return { type: 'RecordEvent', eventType: 'Normal', reason, message };
-}
-
-export function warning(reason: string, message: string): Events[number] {
-  return { type: 'RecordEvent', eventType: 'Warning', reason, message };
 }

@@ -12,17 +12,17 @@ import { checklistRule, startProcessEpisode } from '../executors/process/process
 import { readEpisodeConfig, readPrompt } from './episode-input.ts';
 import type { RunnerConfig } from './episode-input.ts';
 import { followFile } from './follow-file.ts';
-import { redactCredentials, takeGitCredentials } from './git-credentials.ts';
-import type { GitCredentials } from './git-credentials.ts';
-import { gitWorkspaceEnv, prepareGitWorkspace, pushGitWorkspace } from './git-workspace.ts';
-import type { GitWorkspace } from './git-workspace.ts';
-import { checkpointEpisode } from '../executors/evidence/checkpoint.ts';
-import { collectEvidence } from '../executors/evidence/collect.ts';
-import { checkSkipWhen, enforceScope, scopeBaseline } from '../executors/evidence/scope-guard.ts';
+import { redact } from '../api/redaction.ts';
+import { takeGitCredentials } from '../git/git-credentials.ts';
+import type { GitCredentials } from '../git/git-credentials.ts';
+import { gitWorkspaceEnv, prepareGitWorkspace, pushGitWorkspace } from '../git/git-workspace.ts';
+import type { GitWorkspace } from '../git/git-workspace.ts';
+import { checkSkipWhen, scopeBaseline } from '../executors/evidence/scope-guard.ts';
+import { settleEpisode } from '../executors/evidence/settle.ts';
 import { snapshotReview } from '../executors/evidence/review.ts';
 import { snapshotWorkspace } from '../executors/evidence/workspace.ts';
 import { withPromptNote } from '../api/outputs.ts';
-import { encodeTerminationMessage } from './termination-message.ts';
+import { encodeTerminationMessage } from '../api/termination-message.ts';
 
 /** Exit code for a configuration the runner cannot use (like a CLI usage error). */
 export const EXIT_BAD_CONFIG = 2;
@@ -67,7 +67,7 @@ export async function runEpisode(opts: EpisodeRunnerOptions): Promise<EpisodeRun
     return await runConfiguredEpisode(opts, parsed.value, credentials, startedAt);
   } catch (err) {
     // A bug or an unusable workspace directory: still a result, so the controller learns why.
-    const message = redactCredentials(`episode runner failed: ${(err as Error).message ?? String(err)}`, credentials);
+    const message = redact(`episode runner failed: ${(err as Error).message ?? String(err)}`, [credentials?.token]);
     opts.log(message);
     return finish(opts, fatal(message, startedAt));
   }
@@ -113,26 +113,26 @@ async function runConfiguredEpisode(
   const before = await snapshotWorkspace(config.workspaceDir);
   const scoped = config.scope ? await scopeBaseline(config.workspaceDir) : undefined;
   const reviewBefore = snapshotReview(config.workspaceDir);
-  let result = withPromptNote(await runAgent(opts, config, prompt.value, agentTimeoutMs), prompt.note);
-  const evidence = await collectEvidence(
-    { workspace: config.workspaceDir, before, checklist: config.checklist, reviewBefore },
-    result,
-  ).catch(() => undefined);
-  if (evidence) result = { ...result, evidence };
-  result = await enforceScope(config.workspaceDir, config.scope, config.scopeAllowed ?? [], scoped, result);
-  if (result.scope) opts.log(`scope: ${result.scope.count} path(s) outside scope.paths (${result.scope.onViolation})`);
-
+  const ended = withPromptNote(await runAgent(opts, config, prompt.value, agentTimeoutMs), prompt.note);
   // A checkpoint of any git workspace the episode changed (a clone, or a volume holding a repository).
-  const checkpoint = await checkpointEpisode(result, {
-    dir: config.workspaceDir,
-    namespace: config.namespace,
-    task: config.task,
-    episode: config.episode,
-    completion: config.completion,
-    env: git ? gitWorkspaceEnv(git) : undefined,
-  });
-  result = checkpoint.result;
-  if (checkpoint.error) opts.log(redactCredentials(checkpoint.error, credentials));
+  const checkpoint = await settleEpisode(
+    {
+      workspace: config.workspaceDir,
+      namespace: config.namespace,
+      task: config.task,
+      episode: config.episode,
+      completion: config.completion,
+      before,
+      checklist: config.checklist,
+      reviewBefore,
+      scope: { scope: config.scope, allowed: config.scopeAllowed ?? [], baseline: scoped },
+      gitEnv: git ? gitWorkspaceEnv(git) : undefined,
+    },
+    ended,
+  );
+  let result = checkpoint.result;
+  if (result.scope) opts.log(`scope: ${result.scope.count} path(s) outside scope.paths (${result.scope.onViolation})`);
+  if (checkpoint.error) opts.log(redact(checkpoint.error, [credentials?.token]));
   if (checkpoint.result.evidence?.workspace?.commit)
     opts.log(`checkpoint ${checkpoint.result.evidence.workspace.commit.slice(0, 12)}`);
   if (git) {
@@ -149,7 +149,7 @@ async function runConfiguredEpisode(
       result = episodeResult({
         ...result,
         errorClass: saved.errorClass,
-        message: redactCredentials(saved.message, credentials),
+        message: redact(saved.message, [credentials?.token]),
       });
     }
   }

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
+import { REDACTED, redact } from '../api/redaction.ts';
 
 export const REDACT_PATHS = [
   'env',
@@ -24,10 +25,23 @@ export function createLogger(opts: { level?: string; file?: string; name?: strin
       name: opts.name ?? 'episodic',
       base: { pid: process.pid },
       level: opts.level ?? 'info',
-      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      redact: { paths: REDACT_PATHS, censor: REDACTED },
+      // Messages and top-level text fields (an error's message) pass the one rule too: a token in a URL or a
+      // credential-looking word quoted from a forge or git answer never reaches the log file.
+      hooks: {
+        logMethod(args, method) {
+          method.apply(this, args.map((a) => (typeof a === 'string' ? redact(a) : a)) as Parameters<typeof method>);
+        },
+      },
+      formatters: { level: (label) => ({ level: label }), log: redactFields },
       timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }) },
     },
     destination,
   );
+}
+
+function redactFields(object: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(object)) out[key] = typeof value === 'string' ? redact(value) : value;
+  return out;
 }

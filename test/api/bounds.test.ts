@@ -1,7 +1,20 @@
 // One rule per bound: where a message is cut and how, how dollars round, how tokens add up.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { addTokens, clip, clipStart, EPISODE_MESSAGE_MAX, roundUSD, totalTokens } from '../../controller/api/bounds.ts';
+import {
+  addTokens,
+  BY_MAX,
+  cleanName,
+  clip,
+  clipStart,
+  EPISODE_MESSAGE_MAX,
+  headLine,
+  LINE_MAX,
+  requester,
+  roundUSD,
+  tailLine,
+  totalTokens,
+} from '../../controller/api/bounds.ts';
 
 test('clip and clipStart: text that fits is kept; longer text is cut to exactly max characters with one …', () => {
   const cases: Array<[string, number, string, string]> = [
@@ -28,4 +41,41 @@ test('addTokens adds field by field; totalTokens counts input and output only', 
   const b = { input: 10, output: 20, cacheRead: 30, cacheWrite: 40 };
   assert.deepEqual(addTokens(a, b), { input: 11, output: 22, cacheRead: 33, cacheWrite: 44 });
   assert.equal(totalTokens(addTokens(a, b)), 33);
+});
+
+test('headLine and tailLine: one line, cut at the end or the start; blank text is no line', () => {
+  const cases: Array<[string | undefined, number, string | undefined, string | undefined]> = [
+    [undefined, 10, undefined, undefined],
+    [' \n\t ', 10, undefined, undefined],
+    ['a\n  b\tc', 10, 'a b c', 'a b c'],
+    ['one two three', 7, 'one tw…', '… three'],
+  ];
+  for (const [text, max, head, tail] of cases) {
+    assert.equal(headLine(text, max), head, `headLine(${JSON.stringify(text)}, ${max})`);
+    assert.equal(tailLine(text, max), tail, `tailLine(${JSON.stringify(text)}, ${max})`);
+  }
+  assert.equal(headLine('x '.repeat(5000))?.length, LINE_MAX);
+});
+
+test('cleanName: characters outside a name become _, then the text is cut without a mark', () => {
+  const cases: Array<[string, number, boolean, string]> = [
+    ['octo-cat_1.2', 100, false, 'octo-cat_1.2'],
+    ['a b/c\n$(x)', 100, false, 'a_b_c___x_'],
+    ['ns/task', 100, true, 'ns/task'],
+    ['ns/task', 100, false, 'ns_task'],
+    ['abcdef', 3, false, 'abc'],
+  ];
+  for (const [text, max, slash, want] of cases) assert.equal(cleanName(text, max, { slash }), want, text);
+});
+
+test('requester: trimmed and cut to BY_MAX; missing, blank or not text is unknown', () => {
+  const cases: Array<[unknown, string]> = [
+    [' alice ', 'alice'],
+    ['', 'unknown'],
+    ['   ', 'unknown'],
+    [undefined, 'unknown'],
+    [42, 'unknown'],
+    ['b'.repeat(BY_MAX + 5), 'b'.repeat(BY_MAX)],
+  ];
+  for (const [by, want] of cases) assert.equal(requester(by), want, String(by));
 });

@@ -2,7 +2,7 @@
 // `episodic resume --kubeconfig`, and the controller records the commenter in the audit trail.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { clusterResumeRequester } from '../../controller/forge/resume-command.ts';
+import { clusterResumeRequester } from '../../controller/sources/triggers/resume-command.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { resumeCommand } from '../../controller/reconciler/trigger-resume.ts';
 import { kubeconfigPath, kubectl, skipCluster } from '../support/cluster.ts';

@@ -71,7 +71,7 @@ test('an outage backs off and loses nothing; a rate limit waits for its reset; o
   answers.push(unavailable);
   let next = await runner.pass(trigger);
   assert.equal(next.getTime() - clock.now().getTime(), 30_000, 'first failure: pollSeconds');
-  assert.match(status.read('default/fix')?.lastError ?? '', /GET \/user -> 503/);
+  assert.match(status.read('default/fix')?.lastError ?? '', /GET \/repos\/o\/r\/issues -> 503/);
   answers.push(unavailable);
   clock.advance(30_000);
   next = await runner.pass(trigger);
@@ -144,6 +144,42 @@ test('a schedule keeps historyLimit finished tasks; Replace deletes the running 
   clock.advance(60_000);
   await runner.pass(trigger('Replace'));
   assert.deepEqual(await names(), [minute(5)], 'Replace deleted the running ones; history keeps none unfinished');
+});
+
+test('historyLimit: 1 keeps one finished task: the one that finished after its tick deletes the older', async () => {
+  const stateDir = join(tempDir(), '.episodic');
+  const clock = new ManualClock(new Date('2026-01-01T00:00:30Z'));
+  const created = new LocalCreatedTasks({ stateDir });
+  const done = new Set<string>();
+  const runner = new TriggerRunner({
+    created,
+    finished: (_ns, name) => done.has(name),
+    status: new LocalTriggerStatus(stateDir),
+    clock,
+    secret: async () => undefined,
+    logger: pino({ level: 'silent' }),
+  });
+  const trigger = {
+    key: 'default/m',
+    namespace: 'default',
+    name: 'm',
+    spec: AgentTriggerSpecSchema.parse({
+      source: { schedule: { cron: '* * * * *', historyLimit: 1 } },
+      template: { spec: { prompt: 'tick {{tick}}', agent: { command: ['agent'] } } },
+    }),
+    owner: { kind: 'AgentTrigger' as const, namespace: 'default', name: 'm' },
+  };
+  const names = async () => (await created.list(trigger.owner)).map((c) => c.name).sort();
+  const minute = (m: number) => `m-${Date.parse('2026-01-01T00:00:00Z') / 60_000 + m}`;
+  await runner.pass(trigger); // first sight
+  for (let m = 1; m <= 2; m++) {
+    clock.advance(60_000);
+    await runner.pass(trigger); // the tick's task is created, still running
+    assert.ok((await names()).includes(minute(m)));
+    done.add(minute(m)); // it finishes; `run` then calls reportPass (run --watch: its phase wakes a pass)
+    await runner.reportPass(trigger);
+  }
+  assert.deepEqual(await names(), [minute(2)], 'one finished task, the newest');
 });
 
 test('an item labelled within the second of the cursor is looked at again (since= is inclusive to the second)', async (t) => {

@@ -6,7 +6,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { countChecklist } from '../../controller/executors/evidence/checklist.ts';
 import { errorFingerprint } from '../../controller/executors/evidence/fingerprint.ts';
-import { compareWorkspace, snapshotWorkspace } from '../../controller/executors/evidence/workspace.ts';
+import { DEFAULT_SPEC } from '../../controller/api/agent-task.ts';
+import { episodeResult } from '../../controller/api/episode-result.ts';
+import { settleEpisode } from '../../controller/executors/evidence/settle.ts';
+import { snapshotWorkspace } from '../../controller/executors/evidence/workspace.ts';
 import { tempDir } from '../support/local.ts';
 
 function gitRepo(): string {
@@ -40,12 +43,19 @@ const gitIn = (dir: string, ...args: string[]) =>
     },
   });
 
+/** The snapshot before, the work, and the step both executors run after an episode (evidence, checkpoint). */
 async function across(dir: string, work: () => void) {
   const before = await snapshotWorkspace(dir);
+  assert.ok(before);
   work();
-  const after = await snapshotWorkspace(dir);
-  assert.ok(before && after);
-  return compareWorkspace(dir, before, after);
+  const done = await settleEpisode(
+    { workspace: dir, namespace: 'default', task: 't', episode: 1, completion: DEFAULT_SPEC.completion, before },
+    episodeResult({ exitCode: 0 }),
+  );
+  assert.equal(done.error, undefined);
+  const e = done.result.evidence?.workspace;
+  assert.ok(e);
+  return e;
 }
 
 test('evidence: a git workspace left alone is unchanged and clean', async () => {

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AgentTriggerSpecSchema } from '../../controller/api/agent-trigger.ts';
 import { parsePull } from '../../controller/forge/shapes.ts';
-import type { Forge, ForgeItem } from '../../controller/forge/types.ts';
+import type { Forge } from '../../controller/forge/types.ts';
+import type { ForgeItem } from '../../controller/api/forge-item.ts';
 import { prBranchProblem, refusalComment, withItemBranch } from '../../controller/sources/triggers/trigger-reports.ts';
 
 const REPO = 'acme/app';

@@ -1,4 +1,4 @@
-// The report carrier (forge/report.ts reportTask) end to end: a task's statuses reported to a real Gitea
+// The report carrier (report-task.ts reportTask) end to end: a task's statuses reported to a real Gitea
 // keep one comment edited in place, swap the labels, and on Succeeded push episodic/N from a local git
 // workspace and open one PR closing the issue; a second Succeeded changes nothing. The same sequence against
 // the GitHub stand-in, asserting the requests made. A `/episodic resume` comment reaches the CLI's path.
@@ -13,8 +13,8 @@ import { promisify } from 'node:util';
 import { AgentTaskStatusSchema, type AgentTaskStatus } from '../../controller/api/agent-task-status.ts';
 import { GiteaForge } from '../../controller/forge/gitea.ts';
 import { GitHubForge } from '../../controller/forge/github.ts';
-import { type ReportWorkspace, reportTask } from '../../controller/forge/report.ts';
-import { handleResumeComment, localResumeRequester } from '../../controller/forge/resume-command.ts';
+import { type ReportWorkspace, reportTask } from '../../controller/sources/triggers/report-task.ts';
+import { handleResumeComment, localResumeRequester } from '../../controller/sources/triggers/resume-command.ts';
 import { type Forge, reportMarker } from '../../controller/forge/types.ts';
 import type { ReportedState } from '../../controller/reconciler/trigger-report.ts';
 import { readResumeRequest, resumeRequestPath } from '../../controller/sources/local/resume-requests.ts';

@@ -176,6 +176,10 @@ test('skipWhen: a PLAN.md with pending items skips explore and plan; execute, st
   assert.equal(second.code, 0, second.stderr);
   s = readStatus(dir, 'ralph')?.status;
   assert.equal(s?.phase, 'Succeeded');
+  // A skip is a step record, not an episode (issue 28): two ran an agent, two numbers went to skipWhen checks.
+  assert.equal(s?.episodes, 2);
+  assert.equal(s?.skippedSteps, 2);
+  assert.match(s?.message ?? '', /episode 4 finished the task \([A-Za-z]+\); 2 episodes ran, 2 steps skipped/);
   assert.deepEqual(
     s?.steps?.map((x) => [x.name, x.phase, x.episodes]),
     [

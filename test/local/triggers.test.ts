@@ -61,7 +61,9 @@ test('a schedule: the missed tick runs once as TRIGGER-<minute>; a second run an
   assert.equal(manifest.spec.prompt, `Notes for ${TICK.toISOString()}. <promise>COMPLETE</promise>`);
   assert.equal(manifest.metadata.labels['episodic.dev/trigger'], 'yearly');
   assert.equal(manifest.metadata.labels.team, 'notes');
-  assert.deepEqual(readdirSync(dir).sort(), ['.episodic', 'ws', 'yearly.yaml'], 'the spec dir is not written');
+  // Its default workspace too is under the state dir (issue 28: it was ws/NAME beside the trigger's file).
+  assert.deepEqual(readdirSync(dir).sort(), ['.episodic', 'yearly.yaml'], 'the spec dir is not written');
+  assert.deepEqual(readdirSync(join(dir, '.episodic/workspaces/default')), [TASK]);
 
   const second = await runCli(['run', dir, '--no-table']);
   assert.equal(second.code, 0, second.stderr);
@@ -111,5 +113,6 @@ test('the schedule example runs offline: the tick due after an hour down becomes
   assert.match(task, /^nightly-notes-\d+$/);
   assert.equal(readStatus(dir, task)?.status.phase, 'Succeeded');
   const tick = new Date(Number(task.split('-').at(-1)) * 60_000).toISOString();
-  assert.match(readFileSync(join(dir, 'ws', task, 'NOTES.md'), 'utf8'), new RegExp(`tick of ${tick}`));
+  const notes = join(dir, '.episodic/workspaces/default', task, 'NOTES.md');
+  assert.match(readFileSync(notes, 'utf8'), new RegExp(`tick of ${tick}`));
 });

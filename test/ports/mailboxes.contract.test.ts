@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MAILBOX_CHARS_MAX, MAILBOX_MESSAGES_MAX } from '../../controller/core/mailboxes.ts';
-import type { Mailboxes, Message } from '../../controller/core/mailboxes.ts';
+import type { Mailboxes } from '../../controller/core/mailboxes.ts';
+import type { Message } from '../../controller/api/spawn-fields.ts';
 import { KubeMailboxes } from '../../controller/sinks/cluster/mailboxes.ts';
 import { LocalMailboxes } from '../../controller/sinks/local/mailboxes.ts';
 import { skipCluster } from '../support/cluster.ts';

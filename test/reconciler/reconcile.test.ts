@@ -190,6 +190,18 @@ const cases: Array<{
     },
   },
   {
+    name: 'usage limit whose reset passed while the episode ended retries after 5 s, not the hour',
+    in: finishing({ exitCode: 1, errorClass: 'usageLimit', resetAt: '2026-11-22T11:59:58.000Z' }),
+    phase: 'Waiting',
+    check: (s) => assert.equal(s.nextEpisodeAt, '2026-11-22T12:00:05.000Z'),
+  },
+  {
+    name: 'usage limit with a reset older than the fallback window waits 1 h',
+    in: finishing({ exitCode: 1, errorClass: 'usageLimit', resetAt: '2026-11-22T10:00:00.000Z' }),
+    phase: 'Waiting',
+    check: (s) => assert.equal(s.nextEpisodeAt, '2026-11-22T13:00:00.000Z'),
+  },
+  {
     name: 'usage limit without reset time waits 1 h',
     in: finishing({ exitCode: 1, errorClass: 'usageLimit' }),
     phase: 'Waiting',

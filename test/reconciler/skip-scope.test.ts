@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../controller/api/agent-task.ts';
-import { encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
+import { encodeTerminationMessage } from '../../controller/api/termination-message.ts';
 import { episodeResult } from '../../controller/api/episode-result.ts';
 import type { EpisodeResultInput } from '../../controller/api/episode-result.ts';
 import { effectiveSpec, stepSpec } from '../../controller/api/steps.ts';
@@ -150,6 +150,11 @@ test('skipWhen: a skipped step is recorded Skipped (SkipWhen) without an agent e
   d.finish({ exitCode: 0, completion: 'promise' });
   assert.equal(d.status.phase, 'Succeeded');
   assert.equal(phases(d.status), 'explore:Skipped plan:Skipped execute:Succeeded');
+  // A skip is a step record, not an episode (issue 28): numbers 1 and 2 went to skipWhen checks.
+  assert.equal(d.status.episodes, 1);
+  assert.equal(d.status.skippedSteps, 2);
+  assert.equal(d.status.lastEpisode?.number, 3);
+  assert.match(d.status.message ?? '', /episode 3 finished the task \(\w+\); 1 episode ran, 2 steps skipped/);
 });
 
 test('skipWhen: a spec edit elsewhere keeps skipped steps finished; editing a skipped step checks it again', () => {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../controller/api/agent-task.ts';
-import type { Message } from '../../controller/core/mailboxes.ts';
+import type { Message } from '../../controller/api/spawn-fields.ts';
 import { reconcile } from '../../controller/reconciler/reconcile.ts';
 import type { ReconcileInput } from '../../controller/reconciler/reconcile.ts';
 import type { SpawnFacts } from '../../controller/reconciler/spawn-decide.ts';
@@ -81,7 +81,19 @@ describe('reconcile with spawn and send facts', () => {
       name: 'the children’s spend reaches the parent’s maxCostUSD',
       in: input(
         between({ costUSD: 0.4 }),
-        facts({ children: [{ name: 'p-a', phase: 'Succeeded', costUSD: 0.6 }] }),
+        facts({
+          children: [{ name: 'p-a', phase: 'Succeeded', costUSD: 0.6 }],
+          caps: [
+            {
+              task: 'p',
+              own: true,
+              maxCostUSD: 1,
+              othersUSD: 0.6,
+              running: [],
+              finished: { costUSD: 0.6, episodes: 1 },
+            },
+          ],
+        }),
         spec({ limits: { maxCostUSD: 1 } }),
       ),
       phase: 'NeedsReview',

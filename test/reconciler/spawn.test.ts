@@ -1,18 +1,12 @@
 // Tables for the pure rules of spawn and send: the child a spawn op makes (or why not), a parent's wait for
-// its children, {{children}}, the family's cost cap, {{messages}}, delivery and acknowledgement, wake and interrupt.
+// its children, {{children}}, {{messages}}, delivery and acknowledgement, wake and interrupt.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AgentTaskSpec } from '../../controller/api/agent-task.ts';
 import type { OpOf } from '../../controller/api/ops.ts';
 import { validateSpec } from '../../controller/api/validate.ts';
-import type { Message } from '../../controller/core/mailboxes.ts';
-import {
-  CHILDREN_TEXT_MAX,
-  familyCost,
-  familyOverCost,
-  renderChildren,
-  waitForChildren,
-} from '../../controller/reconciler/children.ts';
+import type { Message } from '../../controller/api/spawn-fields.ts';
+import { CHILDREN_TEXT_MAX, renderChildren, waitForChildren } from '../../controller/reconciler/children.ts';
 import type { ChildView } from '../../controller/reconciler/children.ts';
 import { deliver, renderMessages, toAcknowledge, wakeDecision } from '../../controller/reconciler/mail.ts';
 import type { WakeFacts } from '../../controller/reconciler/mail.ts';
@@ -177,14 +171,6 @@ describe('spawn: the parent and its children', () => {
     assert.ok(cut.length <= CHILDREN_TEXT_MAX + 100, String(cut.length));
     assert.match(cut, /\(\d+ more children not shown\)$/);
     assert.ok(cut.includes(`${'x'.repeat(499)}…`), 'a last message is cut to 500 characters');
-  });
-
-  it('the parent’s maxCostUSD counts its children’s spend', () => {
-    const kids = [child('p-a', 'Succeeded', { costUSD: 0.75 }), child('p-b', 'Running', { costUSD: 0.5 })];
-    assert.equal(familyCost(0.5, kids), 1.75);
-    assert.equal(familyOverCost({ maxCostUSD: 2 }, 0.5, kids), undefined);
-    assert.match(familyOverCost({ maxCostUSD: 1.75 }, 0.5, kids) ?? '', /maxCostUSD 1.75 reached: \$1.75 spent/);
-    assert.equal(familyOverCost({}, 5, kids), undefined, 'no cap, nothing to count');
   });
 });
 

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { HeldItem, Permission } from '../../controller/api/agent-trigger.ts';
 import { HELD_ITEMS_MAX } from '../../controller/api/agent-trigger.ts';
-import type { ForgeItem } from '../../controller/forge/types.ts';
+import type { ForgeItem } from '../../controller/api/forge-item.ts';
 import { fromHeld, planWithHeld } from '../../controller/reconciler/trigger-held.ts';
 import type { ExistingTask, ItemRules, ItemSeen } from '../../controller/reconciler/trigger-items.ts';
 import { COMMENT_MARK_LABEL, ITEM_LABEL } from '../../controller/reconciler/trigger-items.ts';

@@ -8,11 +8,18 @@ import {
   ITEM_LABEL,
   isCommand,
   activeAfter,
+  addSkips,
+  itemRun,
+  judgeItem,
+  newestOfItem,
   planItem,
   planItems,
+  pollWaits,
   triggerLimits,
 } from '../../controller/reconciler/trigger-items.ts';
-import type { ForgeComment, ForgeItem } from '../../controller/forge/types.ts';
+import type { ForgeComment, ForgeItem, PermissionAnswer } from '../../controller/api/forge-item.ts';
+import { isReportComment } from '../../controller/api/forge-item.ts';
+import { reportMarker } from '../../controller/forge/types.ts';
 import type { ExistingTask, ItemRules, ItemSeen } from '../../controller/reconciler/trigger-items.ts';
 
 const item = (number: number, over: Partial<ForgeItem> = {}): ForgeItem => ({
@@ -147,4 +154,110 @@ test('limits: createdTotal is the larger of the status count and the tasks there
     });
   assert.equal(activeAfter(existing, 0), 2);
   assert.equal(activeAfter(existing, 1), 3);
+});
+
+test("the token's own user triggers like anyone; only comments carrying episodic's marker are never commands", () => {
+  const rules = { ...LABELS, excludeAuthors: [], command: COMMAND.command };
+  const own = item(4, { author: 'writer', labels: [] });
+  const plan = (comments: ForgeComment[]) => planItem('fix', seen(own, comments), [], rules, permissionOf);
+  assert.equal(planItem('fix', seen(item(4, { author: 'writer' })), [], rules, permissionOf)?.name, 'fix-4');
+  assert.equal(plan([comment(5, 'writer')])?.name, 'fix-4', "the same person's /episodic");
+  const report = `${reportMarker('fix/fix-4')}\n/episodic resume`;
+  assert.equal(plan([comment(6, 'writer', report)]), undefined, 'a report comment, whoever wrote it');
+  assert.equal(plan([comment(6, 'writer', `  ${reportMarker('x')}`)]), undefined, 'leading space');
+  assert.equal(isReportComment(`quoting ${reportMarker('x')}`), false, 'a marker later in the text is a quote');
+});
+
+test('every item that gets no task is counted by why', () => {
+  const rules: ItemRules = { labels: ['agent'], excludeAuthors: ['mallory'], command: COMMAND.command };
+  const commandsOnly: ItemRules = { ...rules, labels: [] };
+  const done = [task('fix-1', 1, true, 9)];
+  const cases: Array<[string, ItemSeen, ExistingTask[], ItemRules, string]> = [
+    ['closed', seen(item(1, { open: false })), [], rules, 'closed'],
+    ['by a bot', seen(item(1, { authorIsBot: true })), [], rules, 'bot'],
+    ['by an excluded author', seen(item(1, { author: 'mallory' })), [], rules, 'excludedAuthor'],
+    ['no label', seen(item(1, { labels: [] })), [], rules, 'labelsMissing'],
+    ['commands only, none', seen(item(1)), [], commandsOnly, 'noCommand'],
+    ['a reader asked', seen(item(1, { labels: [] }), [comment(5, 'reader')]), [], rules, 'commandNotPermitted'],
+    ['a bot asked', seen(item(1, { labels: [] }), [comment(5, 'writer', '/episodic', true)]), [], rules, 'bot'],
+    ['mallory asked', seen(item(1, { labels: [] }), [comment(5, 'mallory')]), [], rules, 'excludedAuthor'],
+    ['seen again, done', seen(item(1), [comment(9, 'writer')]), done, rules, 'taskExists'],
+    ['a newer one from a reader', seen(item(1), [comment(12, 'reader')]), done, rules, 'commandNotPermitted'],
+    [
+      'a newer one while it runs',
+      seen(item(1), [comment(12, 'writer')]),
+      [task('fix-1', 1, false, 9)],
+      rules,
+      'taskRunning',
+    ],
+  ];
+  for (const [name, s, existing, r, reason] of cases)
+    assert.deepEqual(judgeItem('fix', s, existing, r, permissionOf), { kind: 'skip', reason }, name);
+  const plan = planItems({
+    trigger: 'fix',
+    seen: [seen(item(1, { open: false })), seen(item(2, { labels: [] })), seen(item(3, { labels: [] })), seen(item(4))],
+    existing: [],
+    rules,
+    permissionOf,
+    maxConcurrency: 5,
+    createdTotal: 0,
+  });
+  assert.deepEqual(plan.skipped, { closed: 1, labelsMissing: 2 });
+  assert.deepEqual(addSkips({ closed: 2, bot: 1 }, plan.skipped), { closed: 3, bot: 1, labelsMissing: 2 });
+  assert.equal(addSkips(undefined, {}), undefined, 'nothing skipped yet: no field');
+});
+
+test('a command whose author’s permission could not be read holds its item only, while it could decide', () => {
+  const cannot = { unknown: "cannot read carol's permission: needs a repo admin" };
+  const answers: Record<string, PermissionAnswer> = { ...PERMS, carol: cannot };
+  const of = (u: string) => answers[u];
+  const rules = { ...LABELS, command: COMMAND.command };
+  const judge = (s: ItemSeen, existing: ExistingTask[] = []) => judgeItem('fix', s, existing, rules, of);
+  const bare = item(1, { labels: [] });
+  assert.deepEqual(judge(seen(bare, [comment(5, 'carol')])), { kind: 'undecided', reason: cannot.unknown });
+  assert.deepEqual(judge(seen(item(1), [comment(5, 'carol')])), { kind: 'undecided', reason: cannot.unknown });
+  const newer = judge(seen(bare, [comment(5, 'carol'), comment(7, 'writer')]));
+  assert.equal(newer.kind === 'create' && newer.task.comment?.id, 7, 'a newer permitted command decides');
+  const done = [task('fix-1', 1, true, 9)];
+  assert.deepEqual(judge(seen(item(1), [comment(5, 'carol')]), done), { kind: 'skip', reason: 'taskExists' }, 'old');
+  assert.equal(judge(seen(item(1), [comment(12, 'carol')]), done).kind, 'undecided', 'newer than the mark');
+  const plan = planItems({
+    trigger: 'fix',
+    seen: [seen(bare, [comment(5, 'carol')]), seen(item(2))],
+    existing: [],
+    rules,
+    permissionOf: of,
+    maxConcurrency: 5,
+    createdTotal: 0,
+  });
+  assert.deepEqual(
+    plan.create.map((p) => p.name),
+    ['fix-2'],
+    'the other item moves',
+  );
+  assert.deepEqual(plan.undecided, [{ number: 1, reason: cannot.unknown }]);
+  assert.deepEqual(pollWaits(plan, []), { undecided: plan.undecided, hold: true }, 'the cursor stays');
+  const resume = { number: 9, reason: 'r' };
+  const clear = { ...plan, undecided: [], held: 0 };
+  assert.deepEqual(pollWaits(clear, []), { hold: false });
+  assert.deepEqual(pollWaits(clear, [resume]), { undecided: [resume], hold: true });
+  assert.deepEqual(pollWaits({ ...clear, held: 1 }, []), { hold: true }, 'maxConcurrency holds as before');
+  const many = Array.from({ length: 30 }, (_, i) => ({ number: i + 1, reason: 'r' }));
+  assert.equal(pollWaits(clear, many).undecided?.length, 20, 'bounded');
+});
+
+test("an item's runs: TRIGGER-N is 1, TRIGGER-N-K is K, the newest is the highest", () => {
+  const cases: Array<[string, number]> = [
+    ['fix-3', 1],
+    ['fix-3-2', 2],
+    ['fix-3-12', 12],
+    ['fix-30', 0],
+    ['fix-3-x', 0],
+    ['fix-3-1', 0],
+    ['other-3', 0],
+  ];
+  for (const [name, run] of cases) assert.equal(itemRun('fix', 3, name), run, name);
+  const tasks = [task('fix-3', 3, true), task('fix-3-10', 3, false), task('fix-3-2', 3, true), task('fix-4', 4, true)];
+  assert.equal(newestOfItem('fix', 3, tasks)?.name, 'fix-3-10');
+  assert.equal(newestOfItem('fix', 5, tasks), undefined);
 });

@@ -7,12 +7,15 @@ import {
   codeFence,
   codeSpan,
   commentDigest,
+  itemReportKey,
   type ReportAction,
   type ReportedState,
   renderReport,
   renderTitle,
   reportActions,
+  reportingTasks,
 } from '../../controller/reconciler/trigger-report.ts';
+import { ITEM_LABEL } from '../../controller/reconciler/trigger-items.ts';
 import { resumeCommand, type ResumeCommandInput } from '../../controller/reconciler/trigger-resume.ts';
 
 const now = () => new Date('2026-11-25T22:00:00Z');
@@ -190,6 +193,14 @@ test('resume command: permitted users resume once; everyone else gets nothing', 
       'ignore:not a resume command',
     ],
     ['other command', { command: '/agent' }, 'ignore:not a resume command'],
+    // The token could not read the role (Gitea: another user's needs a repo admin): wait, only if it matters.
+    ['role unreadable', { permission: { unknown: 'needs admin' } }, 'undecided:needs admin'],
+    ['role unreadable, running', { permission: { unknown: 'x' }, phase: 'Running' }, 'ignore:task is Running'],
+    [
+      'role unreadable, handled',
+      { permission: { unknown: 'x' }, handledToken: 'gitea-comment-42' },
+      'ignore:already handled',
+    ],
     [
       'bad count',
       { comment: { id: 3, author: 'alice', authorIsBot: false, body: '/episodic resume lots' } },
@@ -198,7 +209,7 @@ test('resume command: permitted users resume once; everyone else gets nothing', 
   ];
   for (const [what, over, want] of table) {
     const d = resumeCommand(cmd(over));
-    assert.equal(d.kind === 'resume' ? 'resume' : `ignore:${d.why}`, want, what);
+    assert.equal(d.kind === 'resume' ? 'resume' : `${d.kind}:${d.why}`, want, what);
   }
   assert.deepEqual(resumeCommand(cmd()), {
     kind: 'resume',
@@ -211,4 +222,20 @@ test('resume command: permitted users resume once; everyone else gets nothing', 
     kind: 'resume',
     request: { token: 'gitea-comment-9', by: 'gitea:al_i_ce', episodes: 5 },
   });
+});
+
+test("a re-run reports in the item's one comment: the key is the first run's, only the newest run reports", () => {
+  assert.equal(itemReportKey('fix', 7), 'fix/fix-7', 'the key comments of first runs always had');
+  const t = (name: string, item?: number) => ({
+    name,
+    labels: (item ? { [ITEM_LABEL]: String(item) } : {}) as Record<string, string>,
+  });
+  const tasks = [t('fix-7'), t('fix-7-2', 7), t('fix-7', 7), t('fix-8', 8), t('fix-7-10', 7), t('fix-x', 0)];
+  assert.deepEqual(
+    reportingTasks('fix', tasks).map((r) => [r.number, r.task.name]),
+    [
+      [7, 'fix-7-10'],
+      [8, 'fix-8'],
+    ],
+  );
 });

@@ -3,12 +3,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
+import type { Phase } from '../../controller/api/agent-task-status.ts';
 import { ScheduleSourceSchema, validateTriggerSpec } from '../../controller/api/agent-trigger.ts';
 import {
   decideSchedule,
   newestDueTick,
   nextTick,
   pastHistory,
+  phaseWakesTrigger,
   TICK_LABEL,
   tickName,
 } from '../../controller/reconciler/trigger-schedule.ts';
@@ -88,6 +90,40 @@ test('historyLimit deletes the oldest finished schedule tasks, never running one
   const existing = [t(1, true), t(5, true), t(3, true), t(7, false), t(2, true)];
   assert.deepEqual(pastHistory(existing, 2), ['n-2', 'n-1']);
   assert.deepEqual(pastHistory(existing, 0), ['n-5', 'n-3', 'n-2', 'n-1']);
+});
+
+test('historyLimit N keeps N finished tasks once the newest finished too (issue 28: 1 kept two)', () => {
+  const t = (tick: number, finished: boolean): ExistingTask => ({
+    name: `n-${tick}`,
+    finished,
+    labels: { [TICK_LABEL]: String(tick) },
+  });
+  // [what exists, historyLimit, what to delete]: the rule runs at a tick (the new task still running) and
+  // again when a task finishes (phaseWakesTrigger, and `run` once its tasks settled).
+  const cases: Array<[string, ExistingTask[], number, string[]]> = [
+    ['at the tick: the new one runs, one finished kept', [t(1, true), t(2, false)], 1, []],
+    ['the new one finished: the older goes', [t(1, true), t(2, true)], 1, ['n-1']],
+    ['limit 2, three finished', [t(1, true), t(2, true), t(3, true)], 2, ['n-1']],
+    ['limit 0: none kept', [t(1, true), t(2, false)], 0, ['n-1']],
+    ['limit above the count', [t(1, true)], 3, []],
+    ['a task without a tick label is not the schedule’s', [{ name: 'x', finished: true, labels: {} }], 0, []],
+  ];
+  for (const [name, existing, limit, want] of cases) assert.deepEqual(pastHistory(existing, limit), want, name);
+});
+
+test('a task’s phase change wakes its trigger: a report or a webhook on every move, a schedule when one finishes', () => {
+  const schedule = { source: { schedule: {} } };
+  const cases: Array<[string, Parameters<typeof phaseWakesTrigger>[0], Phase | undefined, boolean]> = [
+    ['report, running', { report: {}, source: { gitea: {} } as never }, 'Running', true],
+    ['webhook, running', { source: { webhook: {} } }, 'Running', true],
+    ['forge poll without report', { source: {} }, 'Succeeded', false],
+    ['schedule, running', schedule, 'Running', false],
+    ['schedule, pending', schedule, undefined, false],
+    ['schedule, succeeded', schedule, 'Succeeded', true],
+    ['schedule, failed', schedule, 'Failed', true],
+    ['schedule, needs review (finished for the trigger)', schedule, 'NeedsReview', true],
+  ];
+  for (const [name, spec, phase, want] of cases) assert.equal(phaseWakesTrigger(spec, phase), want, name);
 });
 
 test('cron and time zone are validated with the field named', () => {

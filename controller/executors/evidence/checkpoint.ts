@@ -1,5 +1,5 @@
 // Checkpoints: after an episode that changed a git workspace, everything it left is committed, so every
-// episode's work is one commit to read, revert or bisect. The same code runs locally and in the episode
+// episode's work is one commit to read, revert or bisect; its staging gives the episode's evidence. The same code runs locally and in the episode
 // pod's runner (before its push). The committer is fixed unless the repository configures one; hooks,
 // signing and fsmonitor are off (an agent-written hook must never run, and nothing may wait on a prompt).
 import { existsSync } from 'node:fs';
@@ -9,7 +9,10 @@ import { emptyStatus } from '../../api/agent-task.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { judgeEpisode } from '../../reconciler/completion.ts';
 import { completionWithoutProgress, withoutProgress } from '../../reconciler/scope.ts';
-import { excludePathspecs } from './workspace.ts';
+import type { WorkspaceEvidence } from '../../api/leash.ts';
+import { emptyTree, localIdentityConfigured } from '../../git/repo-files.ts';
+import { excludePathspecs, headOf, parseShortstat } from './workspace.ts';
+import type { GitSnapshot, SettledTree, WorkspaceSnapshot } from './workspace.ts';
 
 export const CHECKPOINT_IDENTITY = { name: 'episodic', email: 'episodic@localhost' };
 const GIT_TIMEOUT_MS = 60_000;
@@ -23,22 +26,6 @@ const SAFE_CONFIG = [
   '-c',
   'protocol.ext.allow=never',
 ];
-
-export interface CheckpointRequest {
-  /** The workspace: the root of a git repository (its own .git). */
-  dir: string;
-  namespace: string;
-  task: string;
-  episode: number;
-  outcome: Outcome;
-  /** Paths never committed (the controller's state directory when it sits inside the workspace). */
-  exclude?: string[];
-  /** Extra environment for git (the runner's credentials and safe.directory). */
-  env?: Record<string, string>;
-  timeoutMs?: number;
-}
-
-export type CheckpointResult = { ok: true; commit?: string } | { ok: false; message: string };
 
 /** `episodic: TASK episode N (OUTCOME)` with trailers that name the task and episode. */
 export function checkpointMessage(namespace: string, task: string, episode: number, outcome: Outcome): string {
@@ -61,75 +48,141 @@ export function checkpointOutcome(
   return judgeEpisode(withoutProgress(result), completionWithoutProgress(completion, result), counted).outcome;
 }
 
-/** Whether an episode's workspace should get a checkpoint: a git repository that the episode changed. */
-export function wantsCheckpoint(dir: string, result: EpisodeResult): boolean {
-  if (!existsSync(join(dir, '.git'))) return false;
-  // No evidence (the snapshot failed): commit whatever is there rather than lose work.
-  return result.evidence?.workspace ? result.evidence.workspace.changed : true;
-}
-
-/** Commit everything left in the workspace; `commit` is the new commit, undefined when nothing was left. */
-export async function commitCheckpoint(req: CheckpointRequest): Promise<CheckpointResult> {
-  const run = gitRunner(req);
-  try {
-    await run(['add', '--all', '--', '.', ...excludePathspecs(req.dir, req.exclude ?? [])]);
-    if ((await run(['diff', '--cached', '--quiet'], [1])).code === 0) return { ok: true };
-    const configured = (await run(['config', '--local', '--get', 'user.email'], [1])).code === 0;
-    const who = CHECKPOINT_IDENTITY;
-    const identity: Record<string, string> = configured
-      ? {}
-      : {
-          GIT_AUTHOR_NAME: who.name,
-          GIT_AUTHOR_EMAIL: who.email,
-          GIT_COMMITTER_NAME: who.name,
-          GIT_COMMITTER_EMAIL: who.email,
-        };
-    await run(
-      [
-        'commit',
-        '--quiet',
-        '--no-verify',
-        '--no-edit',
-        '-m',
-        checkpointMessage(req.namespace, req.task, req.episode, req.outcome),
-      ],
-      [],
-      identity,
-    );
-    const head = await run(['rev-parse', '--verify', 'HEAD']);
-    return { ok: true, commit: head.stdout.trim() };
-  } catch (err) {
-    return { ok: false, message: `checkpoint commit failed: ${(err as Error).message}` };
-  }
-}
-
 export interface EpisodeCheckpoint {
   dir: string;
   namespace: string;
   task: string;
   episode: number;
   completion: AgentTaskSpec['completion'];
+  /** The snapshot taken before the agent started (workspace.ts); without it the checkpoint has no evidence. */
+  before?: WorkspaceSnapshot;
+  /** Paths never committed (the controller's state directory when it sits inside the workspace). */
   exclude?: string[];
+  /** Extra environment for git (the runner's credentials and safe.directory). */
   env?: Record<string, string>;
+  timeoutMs?: number;
+}
+
+export interface CheckpointOutcome {
+  result: EpisodeResult;
+  error?: string;
+  /** The tree is clean at this HEAD now: the next episode's snapshot needs no git (workspace.ts). */
+  settled?: SettledTree;
 }
 
 /**
- * Checkpoint the episode if it changed a git workspace; the result's evidence then names the commit that
- * holds its work (the checkpoint, or the agent's own HEAD when it left nothing uncommitted). A failed
- * commit leaves the result as it was and says why in `error`.
+ * Stage and commit what the episode left in a git workspace, and read its evidence from that staging: the
+ * staged tree against HEAD before the episode is what it changed. The result's evidence then names the
+ * commit that holds its work (the checkpoint, or the agent's own HEAD when it left nothing uncommitted).
+ * A failed git step leaves the result's workspace evidence out and says why in `error`.
  */
-export async function checkpointEpisode(
-  result: EpisodeResult,
+export async function checkpointEpisode(result: EpisodeResult, cp: EpisodeCheckpoint): Promise<CheckpointOutcome> {
+  if (!existsSync(join(cp.dir, '.git'))) return { result };
+  const message = (workspace?: WorkspaceEvidence) => {
+    const judged = workspace ? { ...result, evidence: { ...result.evidence, workspace } } : result;
+    return checkpointMessage(cp.namespace, cp.task, cp.episode, checkpointOutcome(judged, cp.completion, cp.episode));
+  };
+  try {
+    const before = cp.before?.kind === 'git' ? cp.before : undefined;
+    const made = await settleGit(cp, before, message);
+    const workspace = made.workspace ?? result.evidence?.workspace; // a directory that became a repository
+    if (!workspace) return { result, settled: made.settled };
+    const commit = made.commit ? { commit: made.commit } : {};
+    return {
+      result: { ...result, evidence: { ...result.evidence, workspace: { ...workspace, ...commit } } },
+      settled: made.settled,
+    };
+  } catch (err) {
+    return { result, error: `checkpoint commit failed: ${(err as Error).message}` };
+  }
+}
+
+interface Settled {
+  /** Undefined without a git snapshot from before. */
+  workspace?: WorkspaceEvidence;
+  commit?: string;
+  settled?: SettledTree;
+}
+
+/**
+ * Two git processes when the tree was clean at HEAD before (`add`, then `commit`, whose own summary is the
+ * diffstat), one more for the status when that is not known, and a `diff --cached --shortstat` when the
+ * agent moved HEAD (its diffstat spans the agent's commits). A tree that started dirty needs a status after
+ * too: only it tells whether the episode changed anything.
+ */
+async function settleGit(
   cp: EpisodeCheckpoint,
-): Promise<{ result: EpisodeResult; error?: string }> {
-  if (!wantsCheckpoint(cp.dir, result)) return { result };
-  const outcome = checkpointOutcome(result, cp.completion, cp.episode);
-  const made = await commitCheckpoint({ ...cp, outcome });
-  if (!made.ok) return { result, error: made.message };
-  const ws = result.evidence?.workspace;
-  const commit = made.commit ?? (ws?.headAfter && ws.headAfter !== ws.headBefore ? ws.headAfter : undefined);
-  if (!commit || !ws) return { result };
-  return { result: { ...result, evidence: { ...result.evidence, workspace: { ...ws, commit } } } };
+  before: GitSnapshot | undefined,
+  message: (workspace?: WorkspaceEvidence) => string,
+): Promise<Settled> {
+  const run = gitRunner(cp);
+  const pathspec = ['--', '.', ...excludePathspecs(cp.dir, cp.exclude ?? [])];
+  const headAfter = await headOf(cp.dir, async (args) => (await run(args, [1])).stdout);
+  const heads = { ...(before?.head ? { headBefore: before.head } : {}), ...(headAfter ? { headAfter } : {}) };
+  const moved = before !== undefined && before.head !== headAfter;
+  let statusAfter: string | undefined;
+  if (before && before.status !== '') {
+    statusAfter = (await run(['status', '--porcelain=v1', '-z', ...pathspec])).stdout;
+    if (!moved && statusAfter === before.status)
+      return { workspace: { kind: 'git', changed: false, dirty: true, ...heads } };
+  }
+  await run(['add', '--all', ...pathspec]);
+  // With HEAD moved, what the episode changed is the staged tree against HEAD before (the empty tree in a
+  // new repository); otherwise the checkpoint's own summary says it.
+  const base = before?.head ?? emptyTree(headAfter);
+  const spanned = moved
+    ? parseShortstat((await run(['diff', '--cached', '--shortstat', base, ...pathspec])).stdout)
+    : undefined;
+  const evidence = (fields: Omit<WorkspaceEvidence, 'kind'>): WorkspaceEvidence | undefined =>
+    before ? { kind: 'git', ...heads, ...fields } : undefined;
+  const untouched = (): Settled => {
+    // Nothing left to commit: changed only if HEAD moved (or the dirty tree's status did), clean if it is.
+    const changed = moved || statusAfter !== undefined;
+    // A status that showed changes git could not stage (a submodule's own edits): not known clean.
+    const unsure = statusAfter !== undefined && statusAfter !== '';
+    return {
+      workspace: evidence({ changed, dirty: false, ...spanned }),
+      ...(moved ? { commit: headAfter } : {}),
+      ...(unsure ? {} : { settled: { head: headAfter } }),
+    };
+  };
+  if (statusAfter === '') return untouched(); // the agent committed everything itself
+  // A commit is made only of what the agent left: `dirty` and `changed` hold for the message's outcome.
+  const left = { changed: true, dirty: true, ...spanned };
+  const identity = await identityEnv(cp.dir, run);
+  const commitArgs = ['commit', '--no-verify', '--no-edit', '--untracked-files=no', '-m', message(evidence(left))];
+  const made = await run(commitArgs, [1], identity);
+  if (made.code === 1) {
+    if (!NOTHING_TO_COMMIT.test(made.stdout)) throw new Error(`git commit exit 1: ${lastLines(made.stdout)}`);
+    return untouched();
+  }
+  const commit = await headOf(cp.dir, async (args) => (await run(args)).stdout);
+  const stat = spanned ?? parseShortstat(SHORTSTAT_LINE.exec(made.stdout)?.[0] ?? '');
+  return { workspace: evidence({ ...left, ...stat }), commit, settled: { head: commit } };
+}
+
+// The summary line `git commit` prints, as `git diff --shortstat` would for the same trees.
+const SHORTSTAT_LINE = /^ \d+ files? changed.*$/m;
+
+const NOTHING_TO_COMMIT = /nothing (added )?to commit|no changes added to commit/;
+
+/** The checkpoint's committer: episodic, unless the repository configures its own (`git config --local`). */
+async function identityEnv(dir: string, run: GitRun): Promise<Record<string, string>> {
+  const known = localIdentityConfigured(dir);
+  const configured =
+    known === 'unknown' ? (await run(['config', '--local', '--get', 'user.email'], [1])).code === 0 : known;
+  if (configured) return {};
+  const who = CHECKPOINT_IDENTITY;
+  return {
+    GIT_AUTHOR_NAME: who.name,
+    GIT_AUTHOR_EMAIL: who.email,
+    GIT_COMMITTER_NAME: who.name,
+    GIT_COMMITTER_EMAIL: who.email,
+  };
+}
+
+function lastLines(text: string): string {
+  return text.trim().split('\n').slice(-2).join(' / ');
 }
 
 type GitRun = (
@@ -138,12 +191,13 @@ type GitRun = (
   env?: Record<string, string>,
 ) => Promise<{ code: number; stdout: string }>;
 
-function gitRunner(req: CheckpointRequest): GitRun {
+function gitRunner(req: EpisodeCheckpoint): GitRun {
   return async (args, allowExit = [], env = {}) => {
     const { execa } = await import('execa');
     const r = await execa('git', [...SAFE_CONFIG, ...args], {
       cwd: req.dir,
-      env: { GIT_TERMINAL_PROMPT: '0', GIT_EDITOR: 'true', ...req.env, ...env },
+      // LC_ALL=C: the diffstat and commit's "nothing to commit" are read back, in English.
+      env: { GIT_TERMINAL_PROMPT: '0', GIT_EDITOR: 'true', ...req.env, LC_ALL: 'C', ...env },
       timeout: req.timeoutMs ?? GIT_TIMEOUT_MS,
       stdin: 'ignore',
       reject: false,

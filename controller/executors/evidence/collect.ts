@@ -1,4 +1,5 @@
 // The evidence of one episode, gathered after it ended: the same for a local process and the runner in a pod.
+// A git workspace's evidence comes later, from the checkpoint's own staging (checkpoint.ts).
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import type { Evidence } from '../../api/leash.ts';
 import { readChecklist } from './checklist.ts';
@@ -6,7 +7,7 @@ import { errorFingerprint } from './fingerprint.ts';
 import { insideWorkspace } from './inside-workspace.ts';
 import { collectReview } from './review.ts';
 import type { ReviewSnapshot } from './review.ts';
-import { compareWorkspace, snapshotWorkspace } from './workspace.ts';
+import { compareDirectories, snapshotWorkspace } from './workspace.ts';
 import type { SnapshotOptions, WorkspaceSnapshot } from './workspace.ts';
 
 export interface EvidenceRequest {
@@ -22,8 +23,11 @@ export interface EvidenceRequest {
 
 export async function collectEvidence(req: EvidenceRequest, result: EpisodeResult): Promise<Evidence> {
   const evidence: Evidence = { ...result.evidence }; // what the output said (RALPH_STATUS, keywords)
-  const after = req.before ? await snapshotWorkspace(req.workspace, req.snapshot) : undefined;
-  if (req.before && after) evidence.workspace = await compareWorkspace(req.workspace, req.before, after);
+  if (req.before?.kind === 'directory') {
+    const after = await snapshotWorkspace(req.workspace, { exclude: req.snapshot?.exclude });
+    const workspace = after && compareDirectories(req.before, after);
+    if (workspace) evidence.workspace = workspace;
+  }
   const plan = req.checklist ? insideWorkspace(req.workspace, req.checklist) : undefined;
   const checklist = plan ? readChecklist(plan) : undefined;
   if (checklist) evidence.checklist = checklist;

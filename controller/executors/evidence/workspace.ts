@@ -1,23 +1,32 @@
-// Did the episode change its workspace? For a git repository: HEAD and `git status` before and after, and
-// the diffstat against the old HEAD. For a plain directory: a fingerprint of paths, sizes and mtimes, with
-// a bounded walk (past the cap, changes further in are missed and the evidence says so).
+// Did the episode change its workspace? For a git repository the snapshot before is HEAD and `git status`
+// (or nothing at all when the tree was clean at that HEAD after the last checkpoint); what changed is read
+// from the checkpoint's own staging (checkpoint.ts). For a plain directory: a fingerprint of paths, sizes
+// and mtimes, with a bounded walk (past the cap, changes further in are missed and the evidence says so).
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { WorkspaceEvidence } from '../../api/leash.ts';
+import { readHead } from '../../git/repo-files.ts';
 
 const WALK_CAP = 10_000;
 const SKIP = new Set(['.git', 'node_modules', '.episodic']);
 const GIT_TIMEOUT_MS = 10_000;
 
-export type WorkspaceSnapshot =
-  | { kind: 'git'; head?: string; status: string }
-  | { kind: 'directory'; fingerprint: string; truncated: boolean };
+/** `status`: `git status --porcelain=v1 -z`, '' for a clean tree. */
+export type GitSnapshot = { kind: 'git'; head?: string; status: string };
+export type WorkspaceSnapshot = GitSnapshot | { kind: 'directory'; fingerprint: string; truncated: boolean };
+
+/** A git workspace known to be clean at `head` (the last checkpoint left it so). */
+export interface SettledTree {
+  head?: string;
+}
 
 export interface SnapshotOptions {
   /** Never walked (the controller's state directory may sit inside a workspace). */
   exclude?: string[];
+  /** How the last episode left the tree: while HEAD is still there, it is taken as clean without asking git. */
+  settled?: SettledTree;
 }
 
 export async function snapshotWorkspace(
@@ -26,12 +35,11 @@ export async function snapshotWorkspace(
 ): Promise<WorkspaceSnapshot | undefined> {
   try {
     if (existsSync(join(dir, '.git'))) {
+      const head = await headOf(dir, (args) => git(dir, args));
+      if (opts.settled && opts.settled.head === head) return { kind: 'git', head, status: '' };
       const pathspec = ['--', '.', ...excludePathspecs(dir, opts.exclude ?? [])];
-      const [head, status] = await Promise.all([
-        git(dir, ['rev-parse', '--verify', '-q', 'HEAD']).catch(() => ''),
-        git(dir, ['status', '--porcelain=v1', '-z', ...pathspec]),
-      ]);
-      return { kind: 'git', head: head.trim() || undefined, status };
+      const status = await git(dir, ['status', '--porcelain=v1', '-z', ...pathspec]);
+      return { kind: 'git', head, status };
     }
     return await fingerprint(
       dir,
@@ -42,31 +50,33 @@ export async function snapshotWorkspace(
   }
 }
 
-export async function compareWorkspace(
-  dir: string,
-  before: WorkspaceSnapshot,
-  after: WorkspaceSnapshot,
-): Promise<WorkspaceEvidence> {
-  if (before.kind === 'directory' || after.kind === 'directory') {
-    const truncated =
-      (before.kind === 'directory' && before.truncated) || (after.kind === 'directory' && after.truncated);
-    const changed =
-      before.kind !== after.kind ||
-      (before.kind === 'directory' && after.kind === 'directory' && before.fingerprint !== after.fingerprint);
-    return { kind: 'directory', changed, ...(truncated ? { truncated } : {}) };
-  }
-  const changed = before.head !== after.head || before.status !== after.status;
-  const evidence: WorkspaceEvidence = { kind: 'git', changed, dirty: after.status !== '' };
-  if (before.head) evidence.headBefore = before.head;
-  if (after.head) evidence.headAfter = after.head;
-  if (changed && before.head) {
-    const stat = await git(dir, ['diff', '--shortstat', before.head]).catch(() => '');
-    const num = (re: RegExp) => Number(re.exec(stat)?.[1] ?? 0);
-    evidence.filesChanged = num(/(\d+) files? changed/) + untracked(after.status);
-    evidence.insertions = num(/(\d+) insertions?/);
-    evidence.deletions = num(/(\d+) deletions?/);
-  }
-  return evidence;
+/** HEAD's commit (undefined on an unborn branch): from the repository's files, from git when they do not say. */
+export async function headOf(dir: string, run: (args: string[]) => Promise<string>): Promise<string | undefined> {
+  const read = readHead(dir);
+  if (read !== 'unknown') return read;
+  const out = await run(['rev-parse', '--verify', '-q', 'HEAD']).catch(() => '');
+  return out.trim() || undefined;
+}
+
+/** A plain directory's evidence: did its fingerprint change (git workspaces get theirs from the checkpoint). */
+export function compareDirectories(before: WorkspaceSnapshot, after: WorkspaceSnapshot): WorkspaceEvidence | undefined {
+  if (before.kind === 'git' && after.kind === 'git') return undefined;
+  const truncated =
+    (before.kind === 'directory' && before.truncated) || (after.kind === 'directory' && after.truncated);
+  const changed =
+    before.kind !== after.kind ||
+    (before.kind === 'directory' && after.kind === 'directory' && before.fingerprint !== after.fingerprint);
+  return { kind: 'directory', changed, ...(truncated ? { truncated } : {}) };
+}
+
+/** `git diff --shortstat` output (git run with LC_ALL=C) as counts; empty output is no change. */
+export function parseShortstat(out: string): { filesChanged: number; insertions: number; deletions: number } {
+  const num = (re: RegExp) => Number(re.exec(out)?.[1] ?? 0);
+  return {
+    filesChanged: num(/(\d+) files? changed/),
+    insertions: num(/(\d+) insertions?/),
+    deletions: num(/(\d+) deletions?/),
+  };
 }
 
 /** git pathspecs that leave out the excluded paths inside the repository (the state directory, say). */
@@ -76,10 +86,6 @@ export function excludePathspecs(dir: string, exclude: string[]): string[] {
     .map((p) => relative(root, resolve(p)))
     .filter((rel) => rel !== '' && !rel.startsWith('..') && !isAbsolute(rel))
     .map((rel) => `:(exclude,top)${rel}`);
-}
-
-function untracked(porcelain: string): number {
-  return porcelain.split('\0').filter((e) => e.startsWith('?? ')).length;
 }
 
 async function git(dir: string, args: string[]): Promise<string> {

@@ -22,6 +22,8 @@ export interface LaunchRequest {
   root: string;
   stateDir: string;
   specFile: string;
+  /** A task the system created: its default workspace is under stateDir (workspace.ts localWorkspace). */
+  created?: boolean;
   namespace: string;
   name: string;
   number: number;
@@ -77,7 +79,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     workspace =
       ws && typeof ws === 'object' && 'git' in ws
         ? await prepareLocalGitWorkspace(req.stateDir, req.namespace, req.name, req.specFile, ws.git)
-        : await prepareWorkspace(req.root, req.specFile, req.name, req.spec);
+        : await prepareWorkspace(req.root, req.specFile, req.name, req.spec, req.created ? req : undefined);
     template = req.spec.stack
       ? stackPromptTemplate(req.status.stack?.frames ?? req.spec.stack)
       : await readPromptTemplate(workspace, req.spec, stepField(currentStep(req.spec, req.status), 'promptFile'));

@@ -2,11 +2,12 @@
 // the first episode, brought up to date from the remote by every later one, and pushed after each like
 // the runner does in a pod, so a spec that names a git workspace runs unchanged in both places. git uses
 // your own credentials here (ssh agent, credential helper); `secretRef` is for the cluster.
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import type { ErrorClass } from '../../api/episode-result.ts';
 import { gitRefProblem, gitUrlProblem } from '../../api/agent-task.ts';
-import { prepareGitWorkspace, pushGitWorkspace } from '../../runner/git-workspace.ts';
-import type { GitStep, GitWorkspace } from '../../runner/git-workspace.ts';
+import { prepareGitWorkspace, pushGitWorkspace } from '../../git/git-workspace.ts';
+import type { GitStep, GitWorkspace } from '../../git/git-workspace.ts';
+import { stateWorkspaceDir } from './workspace.ts';
 
 export interface LocalGitSpec {
   url: string;
@@ -19,10 +20,6 @@ export class GitWorkspaceError extends Error {
     super(message);
     this.errorClass = errorClass;
   }
-}
-
-function localGitWorkspaceDir(stateDir: string, namespace: string, name: string): string {
-  return join(stateDir, 'workspaces', namespace, name);
 }
 
 /** A relative path is a repository beside the spec file; URLs and scp-like `host:path` stay as written. */
@@ -46,7 +43,7 @@ function workspaceOf(
   return {
     url: resolveGitUrl(git.url, specFile),
     ref: git.ref,
-    dir: localGitWorkspaceDir(stateDir, namespace, name),
+    dir: stateWorkspaceDir(stateDir, namespace, name),
     log: () => undefined, // failures come back as the step's message, into the episode's result
   };
 }

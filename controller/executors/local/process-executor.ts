@@ -13,14 +13,13 @@ import { checkpointLocalEpisode } from './episode-checkpoint.ts';
 import { episodeLogPath, launchEpisode, promptScratchFile } from './episode-launcher.ts';
 import type { LaunchedEpisode } from './episode-launcher.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
-import { alwaysAllowed, effectiveSkipWhen } from '../../reconciler/scope.ts';
-import { collectEvidence } from '../evidence/collect.ts';
-import { enforceScope, scopeBaseline } from '../evidence/scope-guard.ts';
+import { effectiveSkipWhen } from '../../reconciler/scope.ts';
+import { scopeBaseline } from '../evidence/scope-guard.ts';
 import type { ScopeBaseline } from '../evidence/scope-guard.ts';
 import { snapshotReview } from '../evidence/review.ts';
 import type { ReviewSnapshot } from '../evidence/review.ts';
 import { snapshotWorkspace } from '../evidence/workspace.ts';
-import type { WorkspaceSnapshot } from '../evidence/workspace.ts';
+import type { SettledTree, WorkspaceSnapshot } from '../evidence/workspace.ts';
 import { analyzerOptions } from '../output/analyzer-options.ts';
 import { recoverEpisodeFromLog } from '../process/episode-log-recovery.ts';
 import { killMarkedProcesses } from '../process/process-tree.ts';
@@ -42,6 +41,8 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
   /** Ended episodes whose end is not on record yet. */
   private readonly finished = new Map<string, ObservedEpisode>();
   private listeners: Array<(key: string) => void> = [];
+  /** Git workspaces the last checkpoint left clean, by directory: the next snapshot needs no `git status`. */
+  private readonly settled = new Map<string, SettledTree>();
 
   constructor(opts: ProcessExecutorOptions) {
     this.opts = opts;
@@ -134,6 +135,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       root: this.opts.root,
       stateDir: this.opts.stateDir,
       specFile: task.file,
+      created: task.created,
       namespace: task.namespace,
       name: task.name,
       number,
@@ -145,31 +147,25 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       marker: this.markerFor(task.namespace, task.name, number),
       skipWhen: effectiveSkipWhen(task.spec, status),
       beforeSpawn: async (workspace) => {
-        before = await snapshotWorkspace(workspace, snapshot);
+        const settled = this.settled.get(workspace);
+        this.settled.delete(workspace); // taken once: a failed episode leaves it unknown
+        before = await snapshotWorkspace(workspace, { ...snapshot, settled });
         if (spec.scope) scoped = await scopeBaseline(workspace, snapshot.exclude);
         reviewBefore = snapshotReview(workspace);
       },
     });
     this.running.set(task.key, episode);
-    const checklist = task.spec.progress.checklist;
     void episode.result.then(async (ended) => {
       const workspace = episode.workspace;
-      // Evidence is best effort: an episode whose evidence could not be gathered is still recorded.
-      const evidence = workspace
-        ? await collectEvidence({ workspace, before, checklist, snapshot, reviewBefore }, ended).catch(() => undefined)
-        : undefined;
-      let result = evidence ? { ...ended, evidence } : ended;
-      // Out-of-scope changes are judged (and with Revert restored) before the checkpoint commits anything.
-      if (workspace)
-        result = await enforceScope(workspace, spec.scope, alwaysAllowed(spec), scoped, result, snapshot.exclude);
-      if (workspace)
-        result = await checkpointLocalEpisode(result, {
-          workspace,
-          stateDir: this.opts.stateDir,
-          task: { ...task, spec },
-          number,
-          logger: this.opts.logger,
-        }).catch(() => result);
+      let result = ended;
+      if (workspace) {
+        const end = { workspace, stateDir: this.opts.stateDir, task, spec, number, logger: this.opts.logger };
+        const settled = await checkpointLocalEpisode(ended, { ...end, before, scoped, reviewBefore }).catch(
+          () => undefined,
+        );
+        if (settled) result = settled.result;
+        if (settled?.settled) this.settled.set(workspace, settled.settled);
+      }
       this.running.delete(task.key);
       this.finished.set(task.key, {
         number,

@@ -11,10 +11,37 @@ import { isInside } from '../../util/paths.ts';
 
 export class WorkspaceError extends Error {}
 
-/** A task's local workspace directory: `dir` resolved against the spec file; undefined for a git workspace. */
-export type LocalWorkspace = { ws: string; dir: string } | { problem: string } | undefined;
+/**
+ * A task's local workspace directory: `dir` resolved against the spec file, and the `root` it must stay in
+ * when that is not the spec directory; undefined for a git workspace.
+ */
+export type LocalWorkspace = { ws: string; dir: string; root?: string } | { problem: string } | undefined;
 
-export function localWorkspace(specFile: string, name: string, spec: AgentTaskSpec): LocalWorkspace {
+/** A task the system created (a trigger's, a spawned child's): its spec document is under the state dir. */
+export interface CreatedIn {
+  stateDir: string;
+  namespace: string;
+}
+
+/** STATE/workspaces/NAMESPACE/NAME: a git workspace's clone, and a created task's default directory. */
+export function stateWorkspaceDir(stateDir: string, namespace: string, name: string): string {
+  return join(stateDir, 'workspaces', namespace, name);
+}
+
+/**
+ * The default is ws/NAME beside the spec file; a created task's is under the state dir, so the spec
+ * directory (a GitOps checkout, say) never fills with agents' work.
+ */
+export function localWorkspace(
+  specFile: string,
+  name: string,
+  spec: AgentTaskSpec,
+  created?: CreatedIn,
+): LocalWorkspace {
+  if (spec.workspace === undefined && created) {
+    const dir = stateWorkspaceDir(created.stateDir, created.namespace, name);
+    return { ws: dir, dir, root: join(created.stateDir, 'workspaces') };
+  }
   const ws = spec.workspace ?? join('ws', name);
   if (typeof ws === 'string') return { ws, dir: resolve(dirname(specFile), ws) };
   if ('git' in ws) return undefined;
@@ -85,14 +112,18 @@ export function promptFileProblem(
 
 /** Resolves and creates the workspace directory of a task; throws WorkspaceError naming the field. */
 export async function prepareWorkspace(
-  root: string,
+  specRoot: string,
   specFile: string,
   name: string,
   spec: AgentTaskSpec,
+  created?: CreatedIn,
 ): Promise<string> {
-  const local = localWorkspace(specFile, name, spec);
+  const local = localWorkspace(specFile, name, spec, created);
   if (!local) throw new WorkspaceError('spec.workspace: a git workspace is prepared by its clone');
   if ('problem' in local) throw new WorkspaceError(local.problem);
+  const root = local.root ?? specRoot;
+  // The state dir's workspaces root is ours to create; the spec directory is the user's and exists.
+  if (local.root) mkdirSync(local.root, { recursive: true });
   // Native realpath and mkdir are one system call each, cheaper synchronously than through the thread pool.
   const rootReal = realpathSync.native(root);
   const problem = workspaceProblem(root, local.dir);

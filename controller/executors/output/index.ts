@@ -17,7 +17,8 @@ import { answerWithoutPrompt, completionKeywords, ralphStatus, withoutPromptEcho
 import { createLineSplitter, DEFAULT_MAX_LINE_BYTES } from './line-splitter.ts';
 import { costFromTokens } from './pricing.ts';
 import { lastMeaningfulLine, stripAnsi } from './rules.ts';
-import { findCompletion, headLine, tailLine } from './text.ts';
+import { findCompletion } from './text.ts';
+import { headLine, tailLine } from '../../api/bounds.ts';
 import type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } from './types.ts';
 
 export type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } from './types.ts';

@@ -1,5 +1,4 @@
-// Completion signals in an agent's final text, and short human-readable lines.
-import { clip, clipStart, LINE_MAX } from '../../api/bounds.ts';
+// Completion signals in an agent's final text (its one-line summaries are api/bounds.ts's headLine/tailLine).
 
 export type Completion = 'promise' | 'exitSignal';
 
@@ -34,24 +33,4 @@ export function findCompletion(finalText: string | undefined, promise: string): 
   if (hasPromise(finalText, promise)) return 'promise';
   if (hasExitSignal(finalText)) return 'exitSignal';
   return undefined;
-}
-
-function collapse(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
-}
-
-/** The start of a text on one line: error messages lead with what matters. */
-export function headLine(text: string | undefined, max = LINE_MAX): string | undefined {
-  if (text === undefined) return undefined;
-  const line = collapse(text.length > max * 8 ? text.slice(0, max * 8) : text);
-  if (line === '') return undefined;
-  return clip(line, max);
-}
-
-/** The end of a text on one line: an agent's final words sit at the end. */
-export function tailLine(text: string | undefined, max = LINE_MAX): string | undefined {
-  if (text === undefined) return undefined;
-  const line = collapse(text.length > max * 8 ? text.slice(-max * 8) : text);
-  if (line === '') return undefined;
-  return clipStart(line, max);
 }

@@ -3,11 +3,13 @@
 // person's `episodic send --kubeconfig` must not race it). A send is a merge patch guarded by the
 // ConfigMap's resourceVersion, so the bound holds under concurrent senders (a conflict reads and tries again).
 // The mailbox's SentMarks live in annotation episodic.dev/sent, changed in the same patch as the message.
+import { clip, QUOTED_NAME_MAX } from '../../api/bounds.ts';
 import { markSent, oldestFirst, parseSentMarks, refusal, sentBefore, validNames } from '../../core/mailboxes.ts';
-import type { Mailboxes, Message, SendOutcome, SentMarks } from '../../core/mailboxes.ts';
+import type { Mailboxes, SendOutcome, SentMarks } from '../../core/mailboxes.ts';
+import type { Message } from '../../api/spawn-fields.ts';
 import { isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
-import { TASK_LABEL } from '../../cluster/names.ts';
+import { TASK_LABEL } from '../../kube/names.ts';
 
 export const MAILBOX_LABEL = 'episodic.dev/mailbox';
 export const SENT_ANNOTATION = 'episodic.dev/sent';
@@ -30,7 +32,8 @@ export class KubeMailboxes implements Mailboxes {
   }
 
   async send(namespace: string, to: string, message: Message): Promise<SendOutcome> {
-    if (!validNames(namespace, to)) return { result: 'refused', message: `${to.slice(0, 70)}: not a task name` };
+    if (!validNames(namespace, to))
+      return { result: 'refused', message: `${clip(to, QUOTED_NAME_MAX)}: not a task name` };
     for (let attempt = 1; ; attempt++) {
       const cm = await this.get(namespace, to);
       const marks = marksOf(cm);

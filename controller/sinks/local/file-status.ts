@@ -1,6 +1,7 @@
 // Actual state for local mode: one JSON file per task under STATE/status/NAMESPACE/NAME.json, written
 // atomically (temp file + fsync + rename + directory fsync) so a kill -9 leaves the old or the new
 // version, never half of one.
+import { clip, LINE_MAX } from '../../api/bounds.ts';
 import { closeSync, existsSync, fsync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { promisify } from 'node:util';
@@ -65,7 +66,7 @@ export class FileStatusStore {
         } catch (err) {
           const why =
             err instanceof z.ZodError ? describeIssues(err, '').join('; ') : (err as Error).message.split('\n')[0];
-          const message = `${path}: unreadable status file (${why.slice(0, 300)}); left in place`;
+          const message = `${path}: unreadable status file (${clip(why, LINE_MAX)}); left in place`;
           errors.push(message);
           unreadable.push({ key: `${ns}/${f.slice(0, -'.json'.length)}`, message });
         }

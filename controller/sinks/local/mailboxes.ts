@@ -4,6 +4,7 @@
 // senders racing may pass it by one message each (documented). DIR/.marks holds the mailbox's SentMarks,
 // written right after the message in the same turn (no other pass runs between; a crash between the two
 // leaves the message, which is "exists" too).
+import { clip, QUOTED_NAME_MAX } from '../../api/bounds.ts';
 import { randomUUID } from 'node:crypto';
 import {
   existsSync,
@@ -26,7 +27,8 @@ import {
   sentBefore,
   validNames,
 } from '../../core/mailboxes.ts';
-import type { Mailboxes, Message, SendOutcome, SentMarks } from '../../core/mailboxes.ts';
+import type { Mailboxes, SendOutcome, SentMarks } from '../../core/mailboxes.ts';
+import type { Message } from '../../api/spawn-fields.ts';
 
 const MARKS = '.marks';
 
@@ -38,7 +40,8 @@ export class LocalMailboxes implements Mailboxes {
   }
 
   async send(namespace: string, to: string, message: Message): Promise<SendOutcome> {
-    if (!validNames(namespace, to)) return { result: 'refused', message: `${to}: not a task name` };
+    if (!validNames(namespace, to))
+      return { result: 'refused', message: `${clip(to, QUOTED_NAME_MAX)}: not a task name` };
     const dir = this.dir(namespace, to);
     const file = join(dir, `${message.id}.json`);
     if (MESSAGE_ID.test(message.id) && existsSync(file)) return { result: 'exists' };

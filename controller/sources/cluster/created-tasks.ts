@@ -2,9 +2,10 @@
 // collector removes them with it) and the owner's label, by which they are listed and, when the owner is
 // deleted, deleted by the controller too (a control plane without a garbage collector still loses them).
 import { API_VERSION, GROUP, PLURAL, VERSION } from '../../api/agent-task.ts';
-import { CreatedTaskStore, OWNER_LABELS, ownerOf } from '../../core/created-tasks.ts';
+import { CreatedTaskStore, ownerOf } from '../../core/created-tasks.ts';
+import { OWNER_LABELS } from '../../api/spawn-fields.ts';
 import type { CreatedManifest, CreatedTask, CreateOutcome, TaskOwner } from '../../core/created-tasks.ts';
-import { taskPath } from '../../cluster/names.ts';
+import { taskPath } from '../../kube/names.ts';
 import { isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 

@@ -141,7 +141,7 @@ export function loadCreatedSpecs(stateDir: string): { tasks: SpecTask[]; errors:
         const base = (t.manifest.metadata as { annotations?: Record<string, string> }).annotations?.[
           SPEC_FILE_ANNOTATION
         ];
-        out.tasks.push({ ...t, file: base ?? file });
+        out.tasks.push({ ...t, file: base ?? file, created: true });
         out.errors.push(...t.errors);
       }
     }

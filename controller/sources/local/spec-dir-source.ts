@@ -128,6 +128,7 @@ export class SpecDirSource implements TaskSource<LocalTask> {
       hold: this.holds.get(spec.key),
       labels: spec.labels,
       file: spec.file,
+      ...(spec.created ? { created: true } : {}),
       specHash: spec.specHash,
       source: spec,
     };

@@ -29,6 +29,8 @@ export interface SpecTask {
   manifest: Record<string, unknown>;
   /** metadata.labels: AgentBudget selectors match them. */
   labels?: Record<string, string>;
+  /** A created task's document (under the state dir, created-tasks.ts): its default workspace is there too. */
+  created?: boolean;
 }
 
 /** An AgentBudget document of the spec directory. */

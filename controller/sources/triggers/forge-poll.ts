@@ -5,11 +5,12 @@
 // second: what was handled at exactly the cursor, by fingerprint, is dropped). Comments for commands come
 // from one repo-wide list since the cursor, read only when some item changed.
 import { createHash } from 'node:crypto';
-import type { AgentTriggerStatus, ForgeSource, Permission } from '../../api/agent-trigger.ts';
+import type { AgentTriggerStatus, ForgeSource } from '../../api/agent-trigger.ts';
 import { openForge } from '../../forge/open-forge.ts';
-import type { Forge, ForgeComment, ForgeItem, ForgeKind, ForgeRequestCounter } from '../../forge/types.ts';
-import { ForgeRateLimitedError } from '../../forge/types.ts';
-import { isCommand, type ItemSeen } from '../../reconciler/trigger-items.ts';
+import type { Forge, ForgeRequestCounter } from '../../forge/types.ts';
+import type { ForgeComment, ForgeItem, ForgeKind, PermissionAnswer } from '../../api/forge-item.ts';
+import { ForgeRateLimitedError, readPermission } from '../../forge/types.ts';
+import { isCommand, isExcluded, type ItemSeen } from '../../reconciler/trigger-items.ts';
 
 export interface PolledItem {
   item: ForgeItem;
@@ -76,19 +77,22 @@ export function advanceCursor(status: AgentTriggerStatus, polled: PolledItem[]):
   status.cursor = newest;
 }
 
-/** Permissions of the authors of command comments only: one request per author per poll. */
+/**
+ * Permissions of the authors of command comments only: one request per author per poll. A lookup that
+ * fails is that author's answer (readPermission: `unknown`, with why): it holds the items needing it, not the pass.
+ */
 export async function commandPermissions(
   forge: Forge,
   source: ForgeSource,
   seen: ItemSeen[],
-): Promise<Map<string, Permission | undefined>> {
-  const out = new Map<string, Permission | undefined>();
+): Promise<Map<string, PermissionAnswer>> {
+  const out = new Map<string, PermissionAnswer>();
   const text = source.command?.text;
   if (!text) return out;
   for (const s of seen)
     for (const c of s.comments)
-      if (isCommand(c.body, text) && !c.authorIsBot && !out.has(c.author))
-        out.set(c.author, await forge.permission(c.author));
+      if (isCommand(c.body, text) && !isExcluded(c.author, c.authorIsBot, source) && !out.has(c.author))
+        out.set(c.author, await readPermission(forge, c.author));
   return out;
 }
 

@@ -1,7 +1,10 @@
-// A reporting trigger's comment follows its tasks: when a task it created changes phase (Pending → Running →
-// Succeeded…), the trigger's next pass is now instead of at its next poll. Both modes feed it the phases
-// they see (local: after each reconcile pass; cluster: the AgentTask informer's updates).
+// A trigger's pass follows its tasks: when a task it created changes phase (Pending → Running → Succeeded…),
+// the trigger's next pass is now instead of at its next poll or tick (which moves wake which trigger:
+// reconciler/trigger-schedule.ts phaseWakesTrigger). Both modes feed it the phases they see (local: after each
+// reconcile pass; cluster: the AgentTask informer's updates).
+import type { Phase } from '../../api/agent-task-status.ts';
 import { TRIGGER_LABEL } from '../../api/agent-trigger.ts';
+import { phaseWakesTrigger } from '../../reconciler/trigger-schedule.ts';
 import type { TriggerTimers } from './local-triggers.ts';
 
 export class PhaseWakes {
@@ -25,8 +28,7 @@ export class PhaseWakes {
     if (!known || before === phase) return;
     const triggerKey = `${namespace}/${trigger}`;
     const spec = this.timers.trigger(triggerKey)?.spec;
-    // A webhook trigger's pass also creates the items it held back for a slot.
-    if (spec?.report || spec?.source.webhook) this.timers.wake(triggerKey);
+    if (spec && phaseWakesTrigger(spec, phase as Phase | undefined)) this.timers.wake(triggerKey);
   }
 
   forget(namespace: string, name: string): void {

@@ -1,13 +1,15 @@
 // `/episodic resume` comments a poll saw (issue 21 §2): each goes to the newest task of its item through
-// forge/resume-command.ts — the commenter's permission from the forge, the rule of reconciler/
+// resume-command.ts — the commenter's permission from the forge, the rule of reconciler/
 // trigger-resume.ts, and the resume path the CLI uses (a request file locally, the resume annotations on a
 // cluster). They are taken out of what plans new tasks: a resume is not a request to run the item again.
 import type { AgentTaskStatus } from '../../api/agent-task-status.ts';
 import type { ForgeSource } from '../../api/agent-trigger.ts';
 import type { CreatedTask } from '../../core/created-tasks.ts';
-import { handleResumeComment } from '../../forge/resume-command.ts';
-import type { Forge, ForgeComment } from '../../forge/types.ts';
-import { ITEM_LABEL, type ItemSeen } from '../../reconciler/trigger-items.ts';
+import { handleResumeComment } from './resume-command.ts';
+import type { Forge } from '../../forge/types.ts';
+import type { ForgeComment } from '../../api/forge-item.ts';
+import type { UndecidedItem } from '../../api/agent-trigger.ts';
+import { type ItemSeen, newestOfItem } from '../../reconciler/trigger-items.ts';
 import { parseResumeCommand } from '../../reconciler/trigger-resume.ts';
 
 export type ResumeRequest = { token: string; by: string; episodes?: number };
@@ -37,10 +39,14 @@ export interface ResumeContext {
   log(fields: Record<string, unknown>, message: string): void;
 }
 
-/** Hands each permitted resume comment to its item's newest task; the others are only logged. */
-export async function handleResumes(resumes: ForgeComment[], ctx: ResumeContext): Promise<void> {
+/**
+ * Hands each permitted resume comment to its item's newest task; the others are only logged. Returns the
+ * items whose resume waits on a permission the token could not read (they are polled again).
+ */
+export async function handleResumes(resumes: ForgeComment[], ctx: ResumeContext): Promise<UndecidedItem[]> {
+  const undecided: UndecidedItem[] = [];
   for (const comment of resumes) {
-    const task = newestTask(ctx.tasks, ctx.trigger, comment.itemNumber);
+    const task = newestOfItem(ctx.trigger, comment.itemNumber, ctx.tasks);
     if (!task) continue;
     const status = ctx.taskStatus(task.namespace, task.name);
     const decision = await handleResumeComment({
@@ -52,14 +58,9 @@ export async function handleResumes(resumes: ForgeComment[], ctx: ResumeContext)
       handledToken: status?.resume?.handledToken,
       request: (r) => ctx.request(task.namespace, task.name, r),
     });
-    const why = decision.kind === 'ignore' ? decision.why : undefined;
+    const why = decision.kind === 'resume' ? undefined : decision.why;
     ctx.log({ task: task.name, comment: comment.id, decision: decision.kind, why }, 'resume comment');
+    if (decision.kind === 'undecided') undecided.push({ number: comment.itemNumber, reason: decision.why });
   }
-}
-
-/** TRIGGER-N, TRIGGER-N-2, …: the item's task with the highest run. */
-function newestTask(tasks: CreatedTask[], trigger: string, item: number): CreatedTask | undefined {
-  const first = `${trigger}-${item}`;
-  const run = (t: CreatedTask) => (t.name === first ? 1 : Number(t.name.slice(first.length + 1)) || 0);
-  return tasks.filter((t) => t.labels[ITEM_LABEL] === String(item)).sort((a, b) => run(b) - run(a))[0];
+  return undecided;
 }

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { Permission, WebhookSource } from '../../api/agent-trigger.ts';
 import { type HookDelivery, type HookServer, type HookTarget, startHookServer } from '../../forge/hook-server.ts';
-import type { ForgeKind } from '../../forge/types.ts';
+import type { ForgeKind } from '../../api/forge-item.ts';
 import { parseAddress } from '../../metrics/server.ts';
 import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
 import { isCommand, isExcluded } from '../../reconciler/trigger-items.ts';

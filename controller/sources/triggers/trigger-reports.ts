@@ -1,4 +1,4 @@
-// spec.report of a forge trigger, each pass: for each task the trigger created, forge/report.ts reportTask
+// spec.report of a forge trigger, each pass: for each task the trigger created, report-task.ts reportTask
 // brings its item up to date (the marked comment edited in place, the phase label, and on Succeeded with
 // workspace changes the pull request). What was reported is kept in status.reported[TASK] (reconciler/
 // trigger-report.ts ReportedState), so a restart does not post again; a PR in status.pullRequests[TASK].
@@ -11,10 +11,10 @@ import { gitRefProblem } from '../../api/agent-task.ts';
 import type { AgentTriggerSpec, AgentTriggerStatus, ForgeSource } from '../../api/agent-trigger.ts';
 import { webhookReportMissing } from '../../api/agent-trigger.ts';
 import type { CreatedTask } from '../../core/created-tasks.ts';
-import { reportTask } from '../../forge/report.ts';
-import type { Forge, ForgeItem, ForgeKind } from '../../forge/types.ts';
-import { ITEM_LABEL } from '../../reconciler/trigger-items.ts';
-import { codeSpan, type ReportItem } from '../../reconciler/trigger-report.ts';
+import { reportTask } from './report-task.ts';
+import type { Forge } from '../../forge/types.ts';
+import type { ForgeItem, ForgeKind } from '../../api/forge-item.ts';
+import { codeSpan, itemReportKey, type ReportItem, reportingTasks } from '../../reconciler/trigger-report.ts';
 
 /** What reporting needs of a source: the forge's server and repo, the token, the item kind, the command. */
 export type ReportSource = Pick<ForgeSource, 'repo' | 'kind' | 'tokenEnv' | 'tokenSecretRef' | 'command'> & {
@@ -56,9 +56,7 @@ export async function reportTriggerTasks(ctx: ReportContext): Promise<void> {
   ctx.status.reported = keep(ctx.status.reported, names);
   ctx.status.pullRequests = keep(ctx.status.pullRequests, names);
   const git = templateGit(ctx.trigger.spec);
-  for (const task of ctx.tasks) {
-    const number = Number(task.labels[ITEM_LABEL]);
-    if (!(number > 0)) continue;
+  for (const { task, number } of reportingTasks(ctx.trigger.name, ctx.tasks)) {
     const status = ctx.taskStatus(task.namespace, task.name) ?? emptyStatus();
     const last = ctx.status.reported[task.name] ?? {};
     const publishDue =
@@ -73,7 +71,7 @@ export async function reportTriggerTasks(ctx: ReportContext): Promise<void> {
         ? await itemNow(ctx, number)
         : { number, title: '', isPullRequest: ctx.source.kind !== 'issues' },
       task: task.name,
-      key: `${ctx.trigger.name}/${task.name}`,
+      key: itemReportKey(ctx.trigger.name, number),
       status,
       spec: report,
       last,

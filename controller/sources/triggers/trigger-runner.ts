@@ -2,6 +2,7 @@
 // CreatedTasks port (local: spec documents under the state dir; cluster: AgentTasks with an ownerReference),
 // and its status. The rules are the pure ones of reconciler/trigger-*.ts; this file does the I/O around them.
 // Names are deterministic, so a second pass, a restart or a lost status never creates a task twice.
+import { clip, TRIGGER_ERROR_MAX } from '../../api/bounds.ts';
 import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../../api/agent-task-status.ts';
 import type { AgentTriggerSpec, AgentTriggerStatus, ForgeSource, ScheduleSource } from '../../api/agent-trigger.ts';
@@ -9,12 +10,13 @@ import { AgentTriggerStatusSchema } from '../../api/agent-trigger.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { CreatedTasks, TaskOwner } from '../../core/created-tasks.ts';
 import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
-import type { Forge, ForgeComment, ForgeKind } from '../../forge/types.ts';
+import type { Forge } from '../../forge/types.ts';
+import type { ForgeComment, ForgeKind } from '../../api/forge-item.ts';
 import { ForgeRateLimitedError, ForgeRequestError, ForgeUnavailableError } from '../../forge/types.ts';
-import type { ExistingTask, ItemRules, ItemSeen } from '../../reconciler/trigger-items.ts';
-import type { Permission } from '../../api/agent-trigger.ts';
-import { activeAfter, planItems, triggerLimits } from '../../reconciler/trigger-items.ts';
+import type { ExistingTask, ItemRules, ItemSeen, PermissionOf } from '../../reconciler/trigger-items.ts';
+import { activeAfter, addSkips, planItems, pollWaits, triggerLimits } from '../../reconciler/trigger-items.ts';
 import { decideSchedule, pastHistory, TICK_LABEL } from '../../reconciler/trigger-schedule.ts';
+import { itemReportKey } from '../../reconciler/trigger-report.ts';
 import { renderTaskSpec } from '../../reconciler/trigger-template.ts';
 import { advanceCursor, commandPermissions, pollForge, TriggerForges } from './forge-poll.ts';
 import { handleResumes, type ResumeRequest, splitResumeComments } from './resume-comments.ts';
@@ -26,8 +28,6 @@ import {
   withItemBranch,
 } from './trigger-reports.ts';
 import { createWebhookItems, heldOverflowError, type WebhookPlanPort } from './webhook-items.ts';
-
-export type PermissionOf = (user: string) => Permission | undefined;
 
 export interface RunnableTrigger {
   key: string;
@@ -61,7 +61,6 @@ export interface TriggerDeps {
   logger: Logger;
 }
 
-const ERROR_MAX = 500;
 /** Backoff after a failed poll doubles from pollSeconds up to this. */
 const MAX_BACKOFF_MS = 15 * 60_000;
 const RETRY_MS = 5_000;
@@ -121,7 +120,7 @@ export class TriggerRunner {
   private backoff(trigger: RunnableTrigger, err: unknown, status: AgentTriggerStatus, now: Date): Date {
     const n = (this.failures.get(trigger.key) ?? 0) + 1;
     this.failures.set(trigger.key, n);
-    status.lastError = (err as Error).message.slice(0, ERROR_MAX);
+    status.lastError = clip((err as Error).message, TRIGGER_ERROR_MAX);
     this.deps.logger.warn({ trigger: trigger.key, err: status.lastError, failures: n }, 'trigger pass failed');
     // A rate limit waits for the forge's reset, not a guess.
     if (err instanceof ForgeRateLimitedError) {
@@ -170,13 +169,19 @@ export class TriggerRunner {
       for (const name of decision.replace) await this.deps.created.delete(trigger.owner, name);
       await this.create(trigger, decision.name, spec, { [TICK_LABEL]: minute }, status);
     }
-    const after = await this.existing(trigger);
-    status.tasksActive = activeAfter(after, 0);
-    for (const name of pastHistory(after, schedule.historyLimit)) {
+    status.tasksActive = activeAfter(await this.pruneHistory(trigger, schedule), 0);
+    return decision.next ?? new Date(now.getTime() + 3_600_000);
+  }
+
+  /** Deletes the finished tasks past historyLimit; returns the tasks left. */
+  private async pruneHistory(trigger: RunnableTrigger, schedule: ScheduleSource): Promise<ExistingTask[]> {
+    const existing = await this.existing(trigger);
+    const past = new Set(pastHistory(existing, schedule.historyLimit));
+    for (const name of past) {
       await this.deps.created.delete(trigger.owner, name);
       this.deps.logger.info({ trigger: trigger.key, task: name }, 'deleted a finished task past historyLimit');
     }
-    return decision.next ?? new Date(now.getTime() + 3_600_000);
+    return existing.filter((t) => !past.has(t.name));
   }
 
   /** A webhook source has nothing to poll: its pass counts the active tasks (deliveries create them) and reports. */
@@ -240,39 +245,39 @@ export class TriggerRunner {
     now: Date,
   ): Promise<Date> {
     const forge = await this.forgeOf(trigger, kind, source);
-    // Its own comments (the reports) never trigger: the token's user joins excludeAuthors.
-    const self = forge.token ? await forge.forge.whoami() : undefined;
-    const rules = { ...source, excludeAuthors: self ? [...source.excludeAuthors, self] : source.excludeAuthors };
+    // Loops are prevented by the marker on episodic's own comments (judgeItem), not by excluding the token's user.
     const poll = await pollForge(forge.forge, source, status);
     // Nothing new (GitHub's 304): only items held back last time may have room now.
     const polled = poll.kind === 'listed' ? poll.polled : [];
-    const { commands: seen, resumes } = splitResumeComments(
-      poll.kind === 'listed' ? poll.seen : (this.held.get(trigger.key) ?? []),
-      source.command?.text,
-    );
-    await this.resume(trigger, forge.forge, source, resumes);
+    const looked = poll.kind === 'listed' ? poll.seen : (this.held.get(trigger.key) ?? []);
+    const { commands: seen, resumes } = splitResumeComments(looked, source.command?.text);
+    const waitingResumes = await this.resume(trigger, forge.forge, source, resumes);
     const permissions = await commandPermissions(forge.forge, source, seen);
     const existing = await this.existing(trigger);
     const plan = planItems({
       trigger: trigger.name,
       seen,
       existing,
-      rules,
+      rules: source,
       permissionOf: (u) => permissions.get(u),
       ...triggerLimits(trigger.spec, status.tasksCreated, existing),
     });
+    const waits = pollWaits(plan, waitingResumes);
+    status.itemsUndecided = waits.undecided;
+    if (waits.undecided) this.deps.logger.warn({ trigger: trigger.key, undecided: waits.undecided }, 'items wait');
+    if (poll.kind === 'listed') status.itemsSkipped = addSkips(status.itemsSkipped, plan.skipped);
     for (const p of plan.create) {
       const rendered = renderTaskSpec(trigger.spec.template.spec, { item: p.item, comment: p.comment });
       const item = await withItemBranch(rendered, trigger, p.item, forge.forge);
       if ('refused' in item) await this.refuse(trigger, forge, p.item.number, p.name, item.refused);
       else await this.create(trigger, p.name, item.spec, p.labels, status);
     }
-    if (plan.held > 0) this.held.set(trigger.key, seen);
+    if (waits.hold) this.held.set(trigger.key, looked);
     else this.held.delete(trigger.key);
     status.itemsSeen = (status.itemsSeen ?? 0) + polled.length;
     status.tasksActive = activeAfter(existing, plan.create.length);
-    // Held items are polled again: the cursor moves only when everything seen was handled.
-    if (plan.held === 0) advanceCursor(status, polled);
+    // Held and undecided items are polled again: the cursor moves only when everything seen was handled.
+    if (!waits.hold) advanceCursor(status, polled);
     await this.report(trigger, forge, source, status);
     return new Date(now.getTime() + source.pollSeconds * 1000);
   }
@@ -287,12 +292,23 @@ export class TriggerRunner {
   ): Promise<void> {
     this.deps.logger.warn({ trigger: trigger.key, item: number, reason }, 'item refused: no task');
     if (!trigger.spec.report?.comment || !forge.token) return;
-    await forge.forge.upsertReport(number, `${trigger.name}/${task}`, refusalComment(task, reason));
+    await forge.forge.upsertReport(number, itemReportKey(trigger.name, number), refusalComment(task, reason));
   }
 
-  /** Reports only (no poll): `run` calls it once its tasks settled, so the comments show how they ended. */
+  /**
+   * No poll: `run` calls it once its tasks settled, so the comments show how they ended and a schedule keeps
+   * only historyLimit finished tasks (the one that just finished counts).
+   */
   async reportPass(trigger: RunnableTrigger): Promise<void> {
-    if (!trigger.spec.report || trigger.spec.source.schedule) return;
+    const schedule = trigger.spec.source.schedule;
+    if (schedule) {
+      const pruned = this.inTurn(trigger.key, () => this.pruneHistory(trigger, schedule));
+      await pruned.catch((err: Error) =>
+        this.deps.logger.warn({ trigger: trigger.key, err: err.message }, 'pruning failed'),
+      );
+      return;
+    }
+    if (!trigger.spec.report) return;
     const status = AgentTriggerStatusSchema.parse(this.deps.status.read(trigger.key) ?? {});
     try {
       await this.reportAll(trigger, status);
@@ -337,10 +353,11 @@ export class TriggerRunner {
     });
   }
 
+  /** The permitted resume comments carried out; returns the items whose resume waits (handleResumes). */
   private async resume(trigger: RunnableTrigger, forge: Forge, source: ForgeSource, resumes: ForgeComment[]) {
     const request = this.deps.requestResume;
-    if (resumes.length === 0 || !request) return;
-    await handleResumes(resumes, {
+    if (resumes.length === 0 || !request) return [];
+    return handleResumes(resumes, {
       trigger: trigger.name,
       forge,
       source,

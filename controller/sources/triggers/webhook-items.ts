@@ -1,10 +1,10 @@
 // A webhook source's items: a delivery, and the held ones (maxConcurrency) a later pass creates when a slot
 // frees. planWithHeld (reconciler/trigger-held.ts) decides; this persists the held list and carries it out.
 import type { AgentTriggerStatus } from '../../api/agent-trigger.ts';
-import type { ExistingTask, ItemRules, ItemSeen, PlannedTask } from '../../reconciler/trigger-items.ts';
+import type { ExistingTask, ItemRules, ItemSeen, PermissionOf, PlannedTask } from '../../reconciler/trigger-items.ts';
 import { planWithHeld } from '../../reconciler/trigger-held.ts';
-import { activeAfter, triggerLimits } from '../../reconciler/trigger-items.ts';
-import type { PermissionOf, RunnableTrigger } from './trigger-runner.ts';
+import { activeAfter, addSkips, triggerLimits } from '../../reconciler/trigger-items.ts';
+import type { RunnableTrigger } from './trigger-runner.ts';
 
 /** What carrying out a plan needs from the runner. */
 export interface WebhookPlanPort {
@@ -45,4 +45,5 @@ export async function createWebhookItems(
   // Counted until the backlog drains, so lastError names the loss while it matters.
   status.heldOverflow = plan.held.length > 0 ? (status.heldOverflow ?? 0) + plan.overflow || undefined : undefined;
   status.tasksActive = activeAfter(existing, plan.create.length);
+  status.itemsSkipped = addSkips(status.itemsSkipped, plan.skipped);
 }

@@ -6,7 +6,8 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { ErrorClass } from '../api/episode-result.ts';
-import { gitEnvironment, redactCredentials } from './git-credentials.ts';
+import { redact } from '../api/redaction.ts';
+import { gitEnvironment } from './git-credentials.ts';
 import type { GitCredentials } from './git-credentials.ts';
 
 export interface GitWorkspace {
@@ -33,7 +34,7 @@ export async function prepareGitWorkspace(ws: GitWorkspace): Promise<GitStep> {
     const remoteHasRef =
       (await git(w, ['ls-remote', '--exit-code', '--heads', '--', url, branch], { allowExit: [2] })).code === 0;
     if (!existsSync(path.join(ws.dir, '.git'))) {
-      w.log(`cloning ${redactCredentials(url)} (${branch}) into ${ws.dir}`);
+      w.log(`cloning ${redact(url)} (${branch}) into ${ws.dir}`);
       if (remoteHasRef) {
         await git(w, ['clone', '--quiet', '--branch', branch, '--single-branch', '--', url, ws.dir]);
       } else {
@@ -43,7 +44,7 @@ export async function prepareGitWorkspace(ws: GitWorkspace): Promise<GitStep> {
       }
       return { ok: true };
     }
-    w.log(`updating the existing clone in ${ws.dir} from ${redactCredentials(url)} (${branch})`);
+    w.log(`updating the existing clone in ${ws.dir} from ${redact(url)} (${branch})`);
     await git(w, ['remote', 'set-url', 'origin', url], { cwd: ws.dir });
     const hasLocalBranch =
       (await git(w, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { cwd: ws.dir, allowExit: [1] }))
@@ -88,7 +89,7 @@ export async function pushGitWorkspace(ws: GitWorkspace, opts: { pushTimeoutMs?:
       cwd: ws.dir,
       timeoutMs: opts.pushTimeoutMs,
     });
-    w.log(`pushed to ${redactCredentials(url)} (${branch})`);
+    w.log(`pushed to ${redact(url)} (${branch})`);
     return { ok: true };
   } catch (err) {
     return failure('git push failed', err, w, 'transient');
@@ -164,7 +165,7 @@ function git(
 function failure(what: string, err: unknown, ws: GitWorkspace, errorClass?: ErrorClass): GitStep {
   const stderr = err instanceof GitError ? err.stderr : '';
   const detail = meaningfulLines(stderr) || (err instanceof Error ? err.message : String(err));
-  const message = redactCredentials(`${what}: ${detail}`, ws.credentials);
+  const message = redact(`${what}: ${detail}`, [ws.credentials?.token]);
   ws.log(message);
   return { ok: false, errorClass: errorClass ?? classifyGitFailure(`${stderr}\n${detail}`), message };
 }

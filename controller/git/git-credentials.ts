@@ -1,7 +1,7 @@
 // Git credentials of an episode pod. They come from the task's git secret (spec.workspace.git.secretRef,
 // mounted with envFrom), are taken out of the environment before the agent starts (the agent never sees
 // them), reach git only through a credential helper that reads them from git's own environment (never
-// argv, never a URL on disk), and are scrubbed from every message we print or report.
+// argv, never a URL on disk), and are scrubbed from every message we print or report (api/redaction.ts).
 
 /** Environment keys the runner reads, first match wins: our own names, then kubernetes.io/basic-auth keys. */
 export const TOKEN_KEYS = ['GIT_TOKEN', 'GIT_PASSWORD', 'password'] as const;
@@ -51,11 +51,4 @@ export function gitEnvironment(credentials: GitCredentials | undefined): Record<
     env.EPISODIC_GIT_TOKEN = credentials.token;
   }
   return env;
-}
-
-/** Remove userinfo from URLs and any literal credential value from free text. */
-export function redactCredentials(text: string, credentials?: GitCredentials): string {
-  let out = text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]+@/gi, '$1***@');
-  if (credentials && credentials.token.length >= 4) out = out.split(credentials.token).join('***');
-  return out;
 }

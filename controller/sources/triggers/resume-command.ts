@@ -3,17 +3,18 @@
 // the request goes where `episodic resume` puts it (locally the request file; on a cluster
 // clusterResumeRequester patches the annotations `episodic resume --kubeconfig` patches).
 import type { KubeConfig } from '@kubernetes/client-node';
-import { API_VERSION, KIND } from '../api/agent-task.ts';
-import { requestLocalResume } from '../sources/local/resume-requests.ts';
-import type { Phase } from '../api/agent-task-status.ts';
+import { API_VERSION, KIND } from '../../api/agent-task.ts';
+import { requestLocalResume } from '../local/resume-requests.ts';
+import type { Phase } from '../../api/agent-task-status.ts';
 import {
   parseResumeCommand,
   type RepoPermission,
   type ResumeCommandDecision,
   resumeAnnotations,
   resumeCommand,
-} from '../reconciler/trigger-resume.ts';
-import type { Forge, ForgeComment } from './types.ts';
+} from '../../reconciler/trigger-resume.ts';
+import { type Forge, readPermission } from '../../forge/types.ts';
+import type { ForgeComment } from '../../api/forge-item.ts';
 
 export interface ResumeCommandContext {
   forge: Forge;
@@ -31,7 +32,8 @@ export async function handleResumeComment(ctx: ResumeCommandContext): Promise<Re
   const command = ctx.command ?? '/episodic';
   // Only a resume command costs a permission lookup.
   if (!parseResumeCommand(ctx.comment.body, command)) return { kind: 'ignore', why: 'not a resume command' };
-  const permission = ctx.comment.authorIsBot ? undefined : await ctx.forge.permission(ctx.comment.author);
+  // A lookup the token may not make (Gitea: another user's role needs a repo admin) is an answer, not a throw.
+  const permission = ctx.comment.authorIsBot ? undefined : await readPermission(ctx.forge, ctx.comment.author);
   const decision = resumeCommand({ ...ctx, command, forge: ctx.forge.kind, permission });
   if (decision.kind === 'resume') await ctx.request(decision.request);
   return decision;

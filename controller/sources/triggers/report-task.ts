@@ -1,17 +1,17 @@
 // The carrier of a trigger's report (issue 21 §2): performs the actions reconciler/trigger-report.ts decides
 // through a Forge — the one marked comment, the label swap, the push and its pull request — and hands back
 // the state to remember. reportTask is the entry point the trigger loop calls once per task per pass.
-import type { AgentTaskStatus } from '../api/agent-task-status.ts';
-import type { GitCredentials } from '../runner/git-credentials.ts';
+import type { AgentTaskStatus } from '../../api/agent-task-status.ts';
+import type { GitCredentials } from '../../git/git-credentials.ts';
 import {
   type ReportAction,
   type ReportedState,
   type ReportItem,
   type ReportSpec,
   reportActions,
-} from '../reconciler/trigger-report.ts';
-import { publishWork, pushBranch } from './push.ts';
-import type { Forge } from './types.ts';
+} from '../../reconciler/trigger-report.ts';
+import { publishWork, pushBranch } from '../../forge/push.ts';
+import type { Forge } from '../../forge/types.ts';
 
 /** Where a Succeeded task's work is pushed from. */
 export interface ReportWorkspace {
