@@ -9,6 +9,9 @@ import { TABLES } from '../../controller/executors/output/classify.ts';
 import { nextMidnight } from '../../controller/executors/output/zoned-time.ts';
 import { createOutputAnalyzer } from '../../controller/executors/output/index.ts';
 import type { OutputAnalysis, OutputSetting, ProcessExit } from '../../controller/executors/output/types.ts';
+import { AGENT_CLIS } from '../../scripts/agent-clis/clis.ts';
+import { FORMATS } from '../real-agents/agents.ts';
+import { scenariosOf } from '../real-agents/cases.ts';
 import { expectedClass, resetWindow } from '../real-agents/expectations.ts';
 
 const ROOT = new URL('../fixtures/agent-outputs/real/', import.meta.url);
@@ -88,6 +91,19 @@ test('there are captures of every CLI in every format', () => {
     assert.ok(seen.has(key), key);
   }
   assert.ok(captures.length >= 150, `only ${captures.length} captures`);
+});
+
+// The real-agent suites run only the main format's every scenario (cases.ts suiteCases): the other formats'
+// failures are proven here, so the pinned version of each CLI must have them all.
+test('every scenario in every format of each pinned CLI version is captured', () => {
+  for (const { name, version } of AGENT_CLIS) {
+    const have = new Set(captures.filter((c) => c.cli === name).map((c) => `${c.format}.${c.scenario}`));
+    const dir = readdirSync(ROOT).find((d) => d === `${name}-${version}`);
+    assert.ok(dir, `no captures of ${name} ${version}: run node test/real-agents/capture.ts ${name}`);
+    for (const format of FORMATS[name])
+      for (const scenario of scenariosOf(name))
+        assert.ok(have.has(`${format}.${scenario}`), `${name} ${format}.${scenario}`);
+  }
 });
 
 for (const c of captures) {

@@ -30,15 +30,16 @@ export function makeCase(cli: CliName, format: string, scenario: string): Case {
   return { cli, format, scenario, urlName: `${variant ? 'ok' : scenario}.${cli}-${name}`, variant, name };
 }
 
-/** Every scenario in every format of the CLI. */
-export function allCases(cli: CliName): Case[] {
-  return FORMATS[cli].flatMap((format) => scenariosOf(cli).map((s) => makeCase(cli, format, s)));
-}
-
 /** The main structured format gets every scenario; the other formats the success path. */
 export const MAIN_FORMAT: Record<CliName, string> = { claude: 'stream-json', codex: 'json', gemini: 'stream-json' };
 
-export function runnerCases(cli: CliName): Case[] {
+/**
+ * The cases of both real-agent suites (local and runner): every scenario in the main structured format, the
+ * success path (tokens, cost, the promise) in the others. Each CLI start costs seconds of CPU, so every
+ * scenario in every format is proven offline instead: test/output/real-captures.test.ts classifies the
+ * captures of these same CLI versions (capture.ts) through each format's parser.
+ */
+export function suiteCases(cli: CliName): Case[] {
   const others = FORMATS[cli].filter((f) => f !== MAIN_FORMAT[cli]).map((f) => makeCase(cli, f, 'ok'));
   return [...scenariosOf(cli).map((s) => makeCase(cli, MAIN_FORMAT[cli], s)), ...others];
 }

@@ -1,5 +1,5 @@
-// `episodic run` with a real CLI as the agent: one spec directory with a task per case (every scenario in
-// every output format), one controller run with bounded parallelism, then each task's status, its end
+// `episodic run` with a real CLI as the agent: one spec directory with a task per case (cases.ts suiteCases:
+// every scenario in the main format, the success path in the others), one controller run with bounded parallelism, then each task's status, its end
 // event and `episodic logs` against what the README's outcome table promises.
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
@@ -11,9 +11,18 @@ import { nextMidnight } from '../../controller/executors/output/zoned-time.ts';
 import type { CliName } from '../../scripts/agent-clis/clis.ts';
 import { startModelServer, type ModelServer } from '../model-server/server.ts';
 import { agentRun, baseEnv } from './agents.ts';
-import { allCases, hangs, PRICING, type Case } from './cases.ts';
+import { hangs, MAIN_FORMAT, PRICING, suiteCases, type Case } from './cases.ts';
 import { expectedClass, expectedOutcome, resetWindow } from './expectations.ts';
-import { episodic, ensureClis, scratchDir, skipRealAgents, type EpisodicRun, type LogLine } from './support.ts';
+import {
+  assertEnded,
+  episodic,
+  ensureClis,
+  HANG_GUARD_MS,
+  scratchDir,
+  skipRealAgents,
+  type EpisodicRun,
+  type LogLine,
+} from './support.ts';
 
 const PHASE_OF: Record<string, Phase> = {
   succeeded: 'Succeeded',
@@ -68,8 +77,10 @@ function taskSpec(c: Case, serverUrl: string, root: string, agentTz: string | un
 
 export function defineLocalSuite(opts: LocalSuiteOptions): void {
   const { cli } = opts;
-  const cases = allCases(cli);
-  describe(`${cli}: episodic run with the real CLI`, { skip: skipRealAgents }, () => {
+  const cases = suiteCases(cli);
+  // Above the run's hang guard, so a hung run fails with the guard's message, not a cancellation.
+  const suite = { skip: skipRealAgents, timeout: HANG_GUARD_MS + 120_000 };
+  describe(`${cli}: episodic run with the real CLI`, suite, () => {
     let server: ModelServer;
     let scratch: ReturnType<typeof scratchDir>;
     let dir: string;
@@ -101,12 +112,14 @@ export function defineLocalSuite(opts: LocalSuiteOptions): void {
     });
 
     const status = (c: Case): StoredStatus['status'] => {
+      assertEnded(run);
       const file = path.join(dir, '.episodic', 'status', 'default', `${c.name}.json`);
       assert.ok(existsSync(file), `no status for ${c.name}; controller stderr: ${run.stderr.slice(-2000)}`);
       return (JSON.parse(readFileSync(file, 'utf8')) as StoredStatus).status;
     };
     const endEvent = (c: Case): LogLine | undefined => run.lines.find((l) => isEndEvent(c, l));
     const episodeRecord = (c: Case, n: number): { outcome?: string; message?: string } | undefined => {
+      assertEnded(run);
       const file = path.join(dir, '.episodic', 'logs', 'default', c.name, 'episodes.jsonl');
       const records = readFileSync(file, 'utf8')
         .split('\n')
@@ -116,6 +129,7 @@ export function defineLocalSuite(opts: LocalSuiteOptions): void {
     };
 
     it('runs every task to the end of its episode; no controller error', () => {
+      assertEnded(run);
       // 130: interrupted once every episode ended (tasks waiting out a backoff or a limit remain).
       const waits = cases.some((c) => ['transient', 'usageLimit'].includes(expectedOutcome(cli, c.scenario)));
       assert.equal(run.code, waits ? 130 : 1, run.stderr.slice(-3000));
@@ -182,6 +196,7 @@ export function defineLocalSuite(opts: LocalSuiteOptions): void {
     });
 
     it('the CLI made one request per episode: its own retries are off', () => {
+      assertEnded(run);
       for (const c of cases.filter((x) => ['overloaded', 'server500', 'ratelimit', 'auth401'].includes(x.scenario))) {
         assert.equal(
           server.requestsFor(c.urlName).length,
@@ -192,11 +207,12 @@ export function defineLocalSuite(opts: LocalSuiteOptions): void {
     });
 
     it('episodic logs shows what the CLI printed', async () => {
+      assertEnded(run);
       const ok = cases.find((c) => c.scenario === 'ok' && c.format !== 'text')!;
       const logs = await episodic(['logs', ok.name, '--dir', dir], env());
       assert.equal(logs.code, 0, logs.stderr);
       assert.match(logs.stdout, /<promise>DONE<\/promise>/);
-      const failed = cases.find((c) => c.scenario === 'overloaded' && c.format === 'text')!;
+      const failed = cases.find((c) => c.scenario === 'overloaded' && c.format === MAIN_FORMAT[cli])!;
       const failedLogs = await episodic(['logs', failed.name, '--dir', dir], env());
       assert.ok(
         failedLogs.stdout.includes(status(failed).lastEpisode?.message?.slice(0, 40) ?? '\0'),
@@ -205,6 +221,7 @@ export function defineLocalSuite(opts: LocalSuiteOptions): void {
     });
 
     it('the API key never reaches status or the controller log', () => {
+      assertEnded(run);
       assert.ok(!run.stdout.includes(SECRET_KEY) && !run.stderr.includes(SECRET_KEY));
       for (const c of cases) assert.ok(!JSON.stringify(status(c)).includes(SECRET_KEY), c.name);
     });

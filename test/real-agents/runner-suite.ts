@@ -8,10 +8,18 @@ import { nextMidnight } from '../../controller/executors/output/zoned-time.ts';
 import type { CliName } from '../../scripts/agent-clis/clis.ts';
 import { startModelServer, type ModelServer } from '../model-server/server.ts';
 import { agentRun, baseEnv } from './agents.ts';
-import { hangs, PRICING, runnerCases, type Case } from './cases.ts';
+import { hangs, PRICING, suiteCases, type Case } from './cases.ts';
 import { expectedClass, expectedOutcome, resetWindow } from './expectations.ts';
 import { mapLimit } from './limit.ts';
-import { episodeRunner, ensureClis, scratchDir, skipRealAgents, type RunnerRun } from './support.ts';
+import {
+  assertEnded,
+  episodeRunner,
+  ensureClis,
+  RUNNER_HANG_GUARD_MS,
+  scratchDir,
+  skipRealAgents,
+  type RunnerRun,
+} from './support.ts';
 
 const PROMPT = 'Do the next step of the plan.';
 
@@ -58,8 +66,13 @@ export function runCase(t: RunnerTarget): Promise<RunnerRun> {
 }
 
 export function defineRunnerSuite(cli: CliName, concurrency: number): void {
-  const cases = runnerCases(cli);
-  describe(`${cli}: episodic episode (the in-pod runner) with the real CLI`, { skip: skipRealAgents }, () => {
+  const cases = suiteCases(cli);
+  // Every runner is bounded by its own hang guard: the suite's limit is that worst case, never reached.
+  const suite = {
+    skip: skipRealAgents,
+    timeout: Math.ceil(cases.length / concurrency) * RUNNER_HANG_GUARD_MS + 60_000,
+  };
+  describe(`${cli}: episodic episode (the in-pod runner) with the real CLI`, suite, () => {
     let server: ModelServer;
     let scratch: ReturnType<typeof scratchDir>;
     const runs = new Map<string, RunnerRun>();
@@ -89,6 +102,7 @@ export function defineRunnerSuite(cli: CliName, concurrency: number): void {
     for (const c of cases) {
       it(`${c.format} ${c.scenario}`, () => {
         const run = runs.get(c.name)!;
+        assertEnded(run);
         const r = run.result;
         assert.ok(r, `no termination message; runner stderr: ${run.stderr.slice(-1500)}`);
         const outcome = expectedOutcome(cli, c.scenario);

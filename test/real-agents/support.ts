@@ -65,6 +65,24 @@ export interface EpisodicRun {
   stderr: string;
   lines: LogLine[];
   seconds: number;
+  /** Set when the hang guard killed the run: the one message every test of the run fails with. */
+  hangGuard?: string;
+}
+
+/**
+ * Only a hang trips this: the work is bounded by the cases (episodes, per-episode timeouts), and a slow
+ * machine takes longer without ever coming near it. node:test's suite timeout must be above it.
+ */
+export const HANG_GUARD_MS = 600_000;
+
+/** The hang guard's message, with the end of what the process wrote to stderr. */
+export function hangGuardMessage(what: string, ms: number, stderr: string): string {
+  return `${what} did not end within ${ms / 1000} s (hang guard): killed; last stderr: ${stderr.slice(-1500)}`;
+}
+
+/** Throws the hang guard's message if it killed the run: before any check that reads what the run left. */
+export function assertEnded(run: { hangGuard?: string }): void {
+  if (run.hangGuard) throw new Error(run.hangGuard);
 }
 
 function parseLines(text: string): LogLine[] {
@@ -87,15 +105,18 @@ function parseLines(text: string): LogLine[] {
 export function episodic(
   args: string[],
   env: Record<string, string>,
-  opts: { timeoutMs?: number; interruptWhen?: (lines: LogLine[]) => boolean } = {},
+  opts: { hangGuardMs?: number; interruptWhen?: (lines: LogLine[]) => boolean } = {},
 ): Promise<EpisodicRun> {
   const started = Date.now();
+  const guardMs = opts.hangGuardMs ?? HANG_GUARD_MS;
+  let guardTripped = false;
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
       [CLI, ...args],
-      { cwd: REPO, env, timeout: opts.timeoutMs ?? 240_000, maxBuffer: 256 * 1024 * 1024 },
+      { cwd: REPO, env, maxBuffer: 256 * 1024 * 1024 },
       (err, stdout, stderr) => {
+        clearTimeout(guard);
         const e = err as (NodeJS.ErrnoException & { code?: number | string }) | null;
         const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
         // Not on a terminal the controller logs pino JSON lines (to stderr).
@@ -105,9 +126,16 @@ export function episodic(
           stderr,
           lines: [...parseLines(stdout), ...parseLines(stderr)],
           seconds: (Date.now() - started) / 1000,
+          hangGuard: guardTripped ? hangGuardMessage(`episodic ${args[0]}`, guardMs, stderr) : undefined,
         });
       },
     );
+    // SIGTERM lets the controller stop its agents; SIGKILL if it does not end in 10 s more.
+    const guard = setTimeout(() => {
+      guardTripped = true;
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+    }, guardMs);
     const { interruptWhen } = opts;
     if (!interruptWhen) return;
     // Each line is parsed once: the predicate sees every complete line so far, never a half-written one.
@@ -132,7 +160,12 @@ export interface RunnerRun {
   stdout: string;
   stderr: string;
   result: EpisodeResult | undefined;
+  /** Set when the hang guard killed the runner. */
+  hangGuard?: string;
 }
+
+/** The runner ends the agent at config.timeoutSeconds itself: this only catches a runner that hangs. */
+export const RUNNER_HANG_GUARD_MS = 180_000;
 
 /** `episodic episode -- argv` the way an episode pod runs it: config and prompt in the environment. */
 export function episodeRunner(o: {
@@ -149,9 +182,9 @@ export function episodeRunner(o: {
     execFile(
       process.execPath,
       [CLI, 'episode', '--result-file', resultFile, '--log-file', path.join(o.dir, 'episode.log'), '--', ...o.argv],
-      { cwd: REPO, env, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
+      { cwd: REPO, env, timeout: RUNNER_HANG_GUARD_MS, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 },
       (err, stdout, stderr) => {
-        const e = err as (NodeJS.ErrnoException & { code?: number | string }) | null;
+        const e = err as (NodeJS.ErrnoException & { code?: number | string; killed?: boolean }) | null;
         const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
         let message = '';
         try {
@@ -159,7 +192,9 @@ export function episodeRunner(o: {
         } catch {
           // no result written
         }
-        resolve({ code, stdout, stderr, result: decodeTerminationMessage(message) });
+        const guarded = e?.killed === true;
+        const hangGuard = guarded ? hangGuardMessage('episodic episode', RUNNER_HANG_GUARD_MS, stderr) : undefined;
+        resolve({ code, stdout, stderr, result: decodeTerminationMessage(message), hangGuard });
       },
     );
   });
