@@ -9,11 +9,12 @@ import { kubectl, skipCluster } from '../support/cluster.ts';
 import { withControllerProcesses } from '../support/controller-processes.ts';
 import type { ProcessFixture } from '../support/controller-processes.ts';
 import { agentTaskManifest, type FakeKubelet, NODE, waitForPod, waitForTask } from '../support/kubelet.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 const OPS_AGENT = path.resolve(import.meta.dirname, '../agents/ops-agent.mjs');
 const op = (v: unknown) => `@op ${JSON.stringify(v)}`;
 
-describe('cluster controller: agent ops across a kill -9', { skip: skipCluster, timeout: 120_000 }, () => {
+describe('cluster controller: agent ops across a kill -9', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let client: KubeClient;
   let kubelet: FakeKubelet;
   let start: ProcessFixture['start'];

@@ -14,13 +14,14 @@ import {
   waitForTask,
   withController,
 } from '../support/kubelet.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 const OPS_AGENT = path.resolve(import.meta.dirname, '../agents/ops-agent.mjs');
 const op = (v: unknown) => `@op ${JSON.stringify(v)}`;
 const promptOf = (pod: any): string =>
   pod.spec.containers[0].env.find((e: { name: string }) => e.name === 'EPISODIC_PROMPT')?.value ?? '';
 
-describe('cluster controller: agent ops', { skip: skipCluster, timeout: 120_000 }, () => {
+describe('cluster controller: agent ops', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

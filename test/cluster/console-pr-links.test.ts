@@ -8,10 +8,11 @@ import { kubectl, skipCluster } from '../support/cluster.ts';
 import { clusterWithCrd, createNamespace, fakeClaudeSpec, startControllerProcess } from '../support/kubelet.ts';
 import { tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 const apply = (obj: object) => kubectl(['apply', '-f', '-'], { input: JSON.stringify(obj) });
 
-describe('cluster console PR links', { skip: skipCluster, timeout: 180_000 }, () => {
+describe('cluster console PR links', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   it("shows a task's PR from its trigger's status as a link, live; a javascript: URL as text", async () => {
     const cluster = await clusterWithCrd();
     const ns = await createNamespace('console-prs');

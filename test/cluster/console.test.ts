@@ -18,8 +18,9 @@ import {
 } from '../support/kubelet.ts';
 import { tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
-describe('cluster console', { skip: skipCluster, timeout: 180_000 }, () => {
+describe('cluster console', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   it('shows the fleet and a task from the informer cache, a live status change, and audits a Resume', async () => {
     const cluster = await clusterWithCrd();
     const ns = await createNamespace('console');

@@ -21,6 +21,7 @@ import {
   withController,
 } from '../support/kubelet.ts';
 import type { LooseObject as KubeObject } from '../support/loose-object.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 const GATES = path.join(repoRoot, 'test/fixtures/gates');
 
@@ -28,7 +29,7 @@ function envOf(pod: KubeObject): Record<string, string> {
   return Object.fromEntries(pod.spec.containers[0].env.map((e: { name: string; value: string }) => [e.name, e.value]));
 }
 
-describe('cluster controller: gates', { skip: skipCluster, timeout: 120_000 }, () => {
+describe('cluster controller: gates', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

@@ -23,6 +23,7 @@ import {
 } from '../support/kubelet.ts';
 import type { LooseObject } from '../support/loose-object.ts';
 import { waitFor } from '../support/wait.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 const WORKERS = ['planner-alpha', 'planner-beta', 'planner-gamma'];
 
@@ -50,7 +51,7 @@ function exampleTasks(example: string): Array<{ name: string; spec: Record<strin
 const promptOf = (pod: LooseObject): string =>
   pod.spec.containers[0]?.env.find((e: { name: string }) => e.name === 'EPISODIC_PROMPT')?.value ?? '';
 
-describe('cluster controller: the gizmo examples', { skip: skipCluster, timeout: 180_000 }, () => {
+describe('cluster controller: the gizmo examples', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

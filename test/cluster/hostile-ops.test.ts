@@ -11,10 +11,11 @@ import { withControllerProcesses } from '../support/controller-processes.ts';
 import type { ProcessFixture } from '../support/controller-processes.ts';
 import * as hostile from '../support/hostile-ops.ts';
 import { agentTaskManifest, type FakeKubelet, NODE, waitForPod, waitForTask } from '../support/kubelet.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 const OPS_AGENT = path.resolve(import.meta.dirname, '../agents/ops-agent.mjs');
 
-describe('cluster controller: a hostile agent', { skip: skipCluster, timeout: 180_000 }, () => {
+describe('cluster controller: a hostile agent', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

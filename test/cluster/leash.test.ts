@@ -16,8 +16,9 @@ import {
   waitForTask,
   withController,
 } from '../support/kubelet.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
-describe('cluster controller: the leash', { skip: skipCluster, timeout: 120_000 }, () => {
+describe('cluster controller: the leash', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

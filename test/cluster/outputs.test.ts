@@ -22,10 +22,11 @@ import {
   withController,
 } from '../support/kubelet.ts';
 import { waitFor } from '../support/wait.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 const HOSTILE = '$(rm -rf /) `id` {{task}} {{steps.plan.outputs.FILES}}';
 
-describe('cluster controller: outputs', { skip: skipCluster, timeout: 120_000 }, () => {
+describe('cluster controller: outputs', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

@@ -29,13 +29,17 @@ import {
 import type { ControllerProcess } from '../support/kubelet.ts';
 import type { LooseObject as KubeObject } from '../support/loose-object.ts';
 import { waitFor } from '../support/wait.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 const GATES = path.join(repoRoot, 'test/fixtures/gates');
 const promise = (word: string) => ({ env: [{ name: 'FAKE_AGENT_PROMISE', value: word }] });
 const stepRows = (task: KubeObject) =>
   task.status?.steps?.map((s: { name: string; phase: string; episodes: number }) => [s.name, s.phase, s.episodes]);
 
-describe('cluster controller: pipelines across a kill -9 and a resume', { skip: skipCluster, timeout: 120_000 }, () => {
+describe('cluster controller: pipelines across a kill -9 and a resume', {
+  skip: skipCluster,
+  timeout: SUITE_HANG_GUARD_MS,
+}, () => {
   let cluster: Cluster;
   let ns: string;
   let client: KubeClient;

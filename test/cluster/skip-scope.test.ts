@@ -19,6 +19,7 @@ import {
   waitForTask,
   withController,
 } from '../support/kubelet.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 const EPISODE_CRD = path.join(import.meta.dirname, '..', '..', 'crds', 'episodic.dev_agentepisodes.yaml');
 const script = (episodes: Record<string, unknown>) => JSON.stringify({ episodes });
@@ -49,7 +50,7 @@ async function seededRepo(episodes: Record<string, unknown>): Promise<{ bare: st
   return { bare, url: `file://${bare}` };
 }
 
-describe('cluster controller: skipWhen and scope', { skip: skipCluster, timeout: 120_000 }, () => {
+describe('cluster controller: skipWhen and scope', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

@@ -26,12 +26,16 @@ import {
 import { runCli } from '../support/local.ts';
 import { KILL_TASKS } from '../support/spawn-send-kill.ts';
 import { waitFor } from '../support/wait.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 const OPS_AGENT = path.resolve(import.meta.dirname, '../agents/ops-agent.mjs');
 const promptOf = (pod: any): string =>
   pod.spec.containers[0].env.find((e: { name: string }) => e.name === 'EPISODIC_PROMPT')?.value ?? '';
 
-describe('cluster controller: spawn and send across a kill -9', { skip: skipCluster, timeout: 180_000 }, () => {
+describe('cluster controller: spawn and send across a kill -9', {
+  skip: skipCluster,
+  timeout: SUITE_HANG_GUARD_MS,
+}, () => {
   let cluster: Cluster;
   let ns: string;
   let client: KubeClient;

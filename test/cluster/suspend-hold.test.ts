@@ -22,8 +22,9 @@ import {
 } from '../support/kubelet.ts';
 import { tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
-describe('cluster suspend hold', { skip: skipCluster, timeout: 180_000 }, () => {
+describe('cluster suspend hold', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   it('Suspend and Unsuspend in the console set the annotation, never spec; the episode stops and the next starts; both audited', async () => {
     const cluster = await clusterWithCrd();
     const ns = await createNamespace('hold');

@@ -29,6 +29,7 @@ import {
   waitForTask,
 } from '../support/kubelet.ts';
 import { waitFor } from '../support/wait.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 const TRIGGER_CRD = path.join(import.meta.dirname, '..', '..', 'crds', 'episodic.dev_agenttriggers.yaml');
 const TICK = new Date('2026-01-01T02:00:00Z'); // 03:00 in Berlin
@@ -45,7 +46,7 @@ interface Obj {
   status?: Record<string, unknown>;
 }
 
-describe('AgentTriggers on a real apiserver', { skip: skipCluster, timeout: 180_000 }, () => {
+describe('AgentTriggers on a real apiserver', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let cluster: Cluster;
   let gitea: Gitea;
   let ns: string;

@@ -13,6 +13,7 @@ import { LocalOpsApplier } from '../../controller/ops/local-ops.ts';
 import { skipCluster } from '../support/cluster.ts';
 import { clusterWithCrd, createNamespace, testClient } from '../support/kubelet.ts';
 import { tempDir } from '../support/local.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 interface Board {
   namespace: string;
@@ -57,7 +58,7 @@ for (const mode of [
   { name: 'local', make: localBoard, skip: false as const },
   { name: 'cluster', make: clusterBoard, skip: skipCluster },
 ]) {
-  describe(`blackboard bound: ${mode.name}`, { skip: mode.skip, timeout: 120_000 }, () => {
+  describe(`blackboard bound: ${mode.name}`, { skip: mode.skip, timeout: SUITE_HANG_GUARD_MS }, () => {
     it('a flood of keys stops at the bound; an existing key still changes; a second application is a no-op', async () => {
       const b = await mode.make();
       try {

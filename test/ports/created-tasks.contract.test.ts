@@ -13,6 +13,7 @@ import { skipCluster } from '../support/cluster.ts';
 import { clusterWithCrd, createNamespace, testClient } from '../support/kubelet.ts';
 import { tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 interface Harness {
   store: CreatedTasks;
@@ -76,7 +77,7 @@ const implementations = [
 ];
 
 for (const impl of implementations) {
-  describe(`created tasks contract: ${impl.name}`, { skip: impl.skip, timeout: 120_000 }, () => {
+  describe(`created tasks contract: ${impl.name}`, { skip: impl.skip, timeout: SUITE_HANG_GUARD_MS }, () => {
     let h: Harness;
     before(async () => (h = await impl.make()), { timeout: 90 * 60_000 });
     after(async () => h?.close());

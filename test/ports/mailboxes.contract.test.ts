@@ -10,6 +10,7 @@ import { LocalMailboxes } from '../../controller/sinks/local/mailboxes.ts';
 import { skipCluster } from '../support/cluster.ts';
 import { clusterWithCrd, createNamespace, testClient } from '../support/kubelet.ts';
 import { tempDir } from '../support/local.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 interface Harness {
   namespace: string;
@@ -36,7 +37,7 @@ for (const impl of [
   { name: 'local', make: localHarness, skip: false as const },
   { name: 'cluster', make: clusterHarness, skip: skipCluster },
 ]) {
-  describe(`mailboxes contract: ${impl.name}`, { skip: impl.skip, timeout: 120_000 }, () => {
+  describe(`mailboxes contract: ${impl.name}`, { skip: impl.skip, timeout: SUITE_HANG_GUARD_MS }, () => {
     let h: Harness;
     before(async () => (h = await impl.make()), { timeout: 90 * 60_000 });
     after(async () => h?.close());

@@ -13,6 +13,7 @@ import { skipCluster } from '../support/cluster.ts';
 import { clusterHarness, localHarness } from './harnesses.ts';
 import type { PortHarness } from './harnesses.ts';
 import { waitFor } from '../support/wait.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 /** A status that says episode `n` runs. */
 function running(n: number, over: Partial<AgentTaskStatus> = {}): AgentTaskStatus {
@@ -32,7 +33,7 @@ const implementations: Array<{ name: string; make: () => Promise<PortHarness>; s
 ];
 
 for (const impl of implementations) {
-  describe(`ports contract: ${impl.name}`, { skip: impl.skip, timeout: 120_000 }, () => {
+  describe(`ports contract: ${impl.name}`, { skip: impl.skip, timeout: SUITE_HANG_GUARD_MS }, () => {
     let h: PortHarness;
     const changed: string[] = [];
     const ended: string[] = [];

@@ -21,6 +21,7 @@ import { skipCluster } from '../support/cluster.ts';
 import { clusterWithCrd, createNamespace, testClient } from '../support/kubelet.ts';
 import { tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 interface Stores {
   namespace: string;
@@ -83,7 +84,7 @@ for (const impl of [
   { name: 'local', make: localStores, skip: false as const },
   { name: 'cluster', make: clusterStores, skip: skipCluster },
 ]) {
-  describe(`spawn and send ops: ${impl.name}`, { skip: impl.skip, timeout: 120_000 }, () => {
+  describe(`spawn and send ops: ${impl.name}`, { skip: impl.skip, timeout: SUITE_HANG_GUARD_MS }, () => {
     let s: Stores;
     let deps: SpawnSendDeps<DesiredTask>;
     const existing = new Set(['planner', 'reviewer', 'planner-a']);
