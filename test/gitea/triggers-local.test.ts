@@ -1,6 +1,6 @@
 // A Gitea issue trigger end to end against the real Gitea, through `episodic run`: a labelled issue → one
-// task; a command comment from a user with write → one task; the same command from a reader, and the
-// controller's own user, → nothing; a second run (a restart) → no duplicate; a newer command on a finished
+// task; a command comment from a user with write → one task; the same command from a reader → nothing; an
+// issue the token's own user labelled → a task (loop prevention is episodic's report marker, issue 28); a second run (a restart) → no duplicate; a newer command on a finished
 // item → its next task. The token comes from the environment and appears nowhere the controller writes.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -87,7 +87,7 @@ describe('a Gitea trigger in local mode (real Gitea)', () => {
     await gitea.addCollaborator(OWNER, REPO, reader.name, 'read');
     const agent = await gitea.createLabel(OWNER, REPO, 'agent');
     // #1 labelled by alice; #2 unlabelled, a reader asks; #3 by an outsider, alice (write) asks;
-    // #4 labelled, opened by the controller's own user (the admin token): its own items never trigger.
+    // #4 labelled, opened by the token's own user (a personal token): it triggers like anyone's (issue 28).
     await gitea.createIssue(OWNER, REPO, { title: 'Crash', body: 'it crashes', labels: [agent.id] }, alice.token);
     const two = await gitea.createIssue(OWNER, REPO, { title: 'Typo', body: 'a typo' }, alice.token);
     await gitea.comment(OWNER, REPO, two.number, '/episodic please', reader.token);
@@ -100,11 +100,12 @@ describe('a Gitea trigger in local mode (real Gitea)', () => {
     await gitea?.stop();
   });
 
-  it('creates one task per matching item and runs it; nothing for a reader or its own user', async () => {
+  it("creates one task per matching item and runs it, the token user's own issue too; nothing for a reader", async () => {
     const res = await run();
     assert.equal(res.code, 0, res.stderr);
-    assert.deepEqual(created(), ['fix-1', 'fix-3']);
-    for (const name of ['fix-1', 'fix-3']) assert.equal(readStatus(dir, name)?.status.phase, 'Succeeded', name);
+    assert.deepEqual(created(), ['fix-1', 'fix-3', 'fix-4']);
+    for (const name of ['fix-1', 'fix-3', 'fix-4'])
+      assert.equal(readStatus(dir, name)?.status.phase, 'Succeeded', name);
     assert.equal(manifest('fix-1').spec.prompt, 'Fix #1 Crash: it crashes /  <promise>COMPLETE</promise>');
     assert.equal(
       manifest('fix-3').spec.prompt,
@@ -112,7 +113,7 @@ describe('a Gitea trigger in local mode (real Gitea)', () => {
     );
     assert.equal(manifest('fix-3').metadata.labels['episodic.dev/trigger-item'], '3');
     const status = JSON.parse(readFileSync(join(dir, '.episodic/triggers/default/fix.json'), 'utf8'));
-    assert.equal(status.tasksCreated, 2);
+    assert.equal(status.tasksCreated, 3);
     assert.equal(status.itemsSeen, 4);
     assert.equal(status.lastError, undefined);
     assert.ok(status.cursor, 'since= of the next poll');
@@ -121,7 +122,7 @@ describe('a Gitea trigger in local mode (real Gitea)', () => {
     assert.equal((await reports(1)).length, 1);
     assert.equal((await reports(2)).length, 0, 'no task, no report');
     const metrics = readFileSync(join(dir, 'metrics.prom'), 'utf8');
-    assert.match(metrics, /episodic_trigger_tasks_created_total\{namespace="default",trigger="fix"\} 2/);
+    assert.match(metrics, /episodic_trigger_tasks_created_total\{namespace="default",trigger="fix"\} 3/);
     assert.match(metrics, /episodic_forge_requests_total\{forge="gitea",code="200"\} \d+/);
     for (const text of [res.stdout, res.stderr, JSON.stringify(status), metrics, JSON.stringify(manifest('fix-1'))])
       assert.ok(!text.includes(gitea.adminToken), 'the token leaked');
@@ -130,25 +131,27 @@ describe('a Gitea trigger in local mode (real Gitea)', () => {
   it('a restart creates nothing twice; a newer command on a finished item runs it again as -2', async () => {
     const again = await run();
     assert.equal(again.code, 0, again.stderr);
-    assert.deepEqual(created(), ['fix-1', 'fix-3']);
-    // The controller's own report edits bumped the items once; after that nothing changed: who am I, and the
-    // list with since= (what was handled at the cursor, with its state, is not fetched again).
+    assert.deepEqual(created(), ['fix-1', 'fix-3', 'fix-4']);
+    // The controller's own report edits bumped the items once; after that nothing changed: one request, the
+    // list with since= (no 'who am I' since issue 28; what was handled at the cursor is not fetched again).
     const idle = await run();
     assert.equal(idle.code, 0, idle.stderr);
-    assert.equal(forgeRequests(), 2);
+    assert.equal(forgeRequests(), 1);
     await gitea.comment(OWNER, REPO, 1, '/episodic', reader.token);
     const readerAsks = await run();
     assert.equal(readerAsks.code, 0, readerAsks.stderr);
-    assert.deepEqual(created(), ['fix-1', 'fix-3'], 'a reader cannot re-run it');
+    assert.deepEqual(created(), ['fix-1', 'fix-3', 'fix-4'], 'a reader cannot re-run it');
     await gitea.comment(OWNER, REPO, 1, '/episodic once more', alice.token);
     const aliceAsks = await run();
     assert.equal(aliceAsks.code, 0, aliceAsks.stderr);
-    assert.deepEqual(created(), ['fix-1', 'fix-1-2', 'fix-3']);
+    assert.deepEqual(created(), ['fix-1', 'fix-1-2', 'fix-3', 'fix-4']);
     assert.equal(readStatus(dir, 'fix-1-2')?.status.phase, 'Succeeded');
     assert.match(manifest('fix-1-2').spec.prompt, /\/episodic once more/);
     const onOne = await reports(1);
-    assert.equal(onOne.length, 2, 'one report per task, each edited in place, none posted twice');
-    assert.ok(onOne.some((r) => r.startsWith('<!-- episodic:report fix/fix-1-2 -->') && r.includes('**Succeeded**')));
+    // Issue 28: a re-run edits the item's one report comment (keyed by its first task) instead of posting another.
+    assert.equal(onOne.length, 1, 'one report per item, edited in place by the re-run');
+    assert.ok(onOne[0].startsWith('<!-- episodic:report fix/fix-1 -->'), onOne[0]);
+    assert.ok(onOne[0].includes('fix-1-2') && onOne[0].includes('**Succeeded**'), onOne[0]);
   });
 
   it('run --watch: a signed Gitea delivery wakes the poll at once; a bad or missing signature is 401', async () => {
