@@ -41,11 +41,14 @@ test('deleting the parent’s spec deletes its running child: episode stopped, s
     rmSync(join(dir, 'planner.yaml'));
     await waitFor(
       'the child let go',
-      () => !existsSync(join(stateDir, 'created/default/planner-a.yaml')) && !readStatus(dir, 'planner-a'),
+      // The release removes the document, the status and the mailbox one after another: wait for all three.
+      () =>
+        !existsSync(join(stateDir, 'created/default/planner-a.yaml')) &&
+        !readStatus(dir, 'planner-a') &&
+        !existsSync(join(stateDir, 'mailboxes/default/planner-a')),
       30_000,
     );
     assert.equal(readStatus(dir, 'planner'), undefined, 'the parent is gone too');
-    assert.ok(!existsSync(join(stateDir, 'mailboxes/default/planner-a')), 'the child’s mailbox is gone');
     await assertAllDead(pidsIn(pidFile), 'the child’s episode');
   } finally {
     run.child.kill('SIGINT');
