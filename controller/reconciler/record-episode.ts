@@ -98,9 +98,14 @@ export function adoptUnknownEpisode(
   return {
     ...status,
     // A number past those on record: the episodes between ran (a skipWhen check's number is no episode).
-    episodes: Math.max(status.episodes, episode.number - (status.skippedSteps ?? 0)),
+    episodes: episodesRan(status, episode.number),
     currentEpisode: { number: episode.number, startedAt: episode.startedAt ?? now },
   };
+}
+
+/** Episodes that ran an agent by episode number n: numbers count skipWhen checks too, which are no episode. */
+function episodesRan(status: AgentTaskStatus, n: number): number {
+  return Math.max(status.episodes, n - (status.skippedSteps ?? 0));
 }
 
 /** "; 1 episode ran, 3 steps skipped": episode numbers count skipWhen checks too, so the end says what ran. */
@@ -127,7 +132,7 @@ export function recordEpisode(
   const counters = {
     ...prev,
     // completion.minEpisodes counts the episodes of the step in a pipeline.
-    episodes: stepRecord(prev)?.episodes ?? Math.max(prev.episodes, n - (prev.skippedSteps ?? 0)),
+    episodes: stepRecord(prev)?.episodes ?? episodesRan(prev, n),
     workspaceChanges: prev.workspaceChanges + (changed ? 1 : 0),
   };
   if (completion.signals) counters.testOnlyEpisodes = countTestOnly(prev.testOnlyEpisodes ?? 0, result);
