@@ -1,0 +1,15 @@
+// How long something took or has been going, as every CLI table shows it (live table, `get`, triggers).
+
+/** `1m05s`, `2h03m`, `42s`: to the second. */
+export function formatElapsed(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+/** The time between two RFC 3339 stamps, or '' when either is missing or unreadable. */
+export function durationBetween(start: string | undefined, end: string | undefined): string {
+  const ms = Date.parse(end ?? '') - Date.parse(start ?? '');
+  return Number.isNaN(ms) ? '' : formatElapsed(ms);
+}
