@@ -8,8 +8,13 @@ export function formatElapsed(ms: number): string {
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
-/** The time between two RFC 3339 stamps, or '' when either is missing or unreadable. */
+/** The time between two RFC 3339 stamps (formatDuration), or '' when either is missing or unreadable. */
 export function durationBetween(start: string | undefined, end: string | undefined): string {
   const ms = Date.parse(end ?? '') - Date.parse(start ?? '');
-  return Number.isNaN(ms) ? '' : formatElapsed(ms);
+  return Number.isNaN(ms) ? '' : formatDuration(ms);
+}
+
+/** An episode's length: tenths of a second under ten seconds ("0.4s", "9.9s"), then as formatElapsed. */
+export function formatDuration(ms: number): string {
+  return ms < 9950 ? `${(Math.max(0, ms) / 1000).toFixed(1)}s` : formatElapsed(ms);
 }

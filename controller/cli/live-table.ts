@@ -98,7 +98,12 @@ export function renderTriggers(panel: TriggerPanel | undefined, now = Date.now()
 }
 
 /** The tasks fitted to what the triggers leave of the screen, then the triggers. */
-export function renderScreen(view: TaskView, panel: TriggerPanel | undefined, screen: Screen, now = Date.now()): string[] {
+export function renderScreen(
+  view: TaskView,
+  panel: TriggerPanel | undefined,
+  screen: Screen,
+  now = Date.now(),
+): string[] {
   const triggers = renderTriggers(panel, now);
   const rows = screen.rows ? Math.max(4, screen.rows - triggers.length) : undefined;
   const tasks = fitToScreen(renderView(view, now), screen.columns, rows);
@@ -149,7 +154,11 @@ export class LiveTable {
   private readonly screen: Screen;
   private readonly panel: () => TriggerPanel | undefined;
 
-  constructor(source: () => TaskView, screen: Screen = process.stdout, panel: () => TriggerPanel | undefined = () => undefined) {
+  constructor(
+    source: () => TaskView,
+    screen: Screen = process.stdout,
+    panel: () => TriggerPanel | undefined = () => undefined,
+  ) {
     this.source = source;
     this.screen = screen;
     this.panel = panel;

@@ -59,5 +59,7 @@ export function hookLines(lines: TriggerLine[], hooksUrl: string | undefined): s
   if (!hooksUrl) return [];
   const served = lines.filter((l) => takesDeliveries(l.trigger.spec));
   const urls = served.map((l) => `${hooksUrl}/${encodeURIComponent(l.trigger.namespace)}/${l.trigger.name}`);
-  return urls.length > 0 ? urls.map((u) => `hooks: POST ${printable(u)}`) : [`hooks: POST ${hooksUrl}/NAMESPACE/TRIGGER`];
+  return urls.length > 0
+    ? urls.map((u) => `hooks: POST ${printable(u)}`)
+    : [`hooks: POST ${hooksUrl}/NAMESPACE/TRIGGER`];
 }

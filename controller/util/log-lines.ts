@@ -6,7 +6,19 @@ export const LOG_FORMATS = ['text', 'json'] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** Fields whose value is worth a person's reading when a line has them, in this order. */
-const SHOWN = ['url', 'tasks', 'reason', 'tick', 'item', 'delivery', 'status', 'signal', 'failures', 'undecided', 'budget'];
+const SHOWN = [
+  'url',
+  'tasks',
+  'reason',
+  'tick',
+  'item',
+  'delivery',
+  'status',
+  'signal',
+  'failures',
+  'undecided',
+  'budget',
+];
 /** pino's levels that are not a plain "info". */
 const LEVEL_WORD: Record<string, string> = { warn: 'warning: ', error: 'error: ', fatal: 'fatal: ' };
 

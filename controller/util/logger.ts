@@ -19,9 +19,7 @@ export const REDACT_PATHS = [
   'headers.authorization',
 ];
 
-export function createLogger(
-  opts: { level?: string; file?: string; name?: string; format?: LogFormat } = {},
-): Logger {
+export function createLogger(opts: { level?: string; file?: string; name?: string; format?: LogFormat } = {}): Logger {
   if (opts.file) mkdirSync(dirname(opts.file), { recursive: true });
   const sink = pino.destination({ dest: opts.file ?? 2, sync: false });
   // text: the same records, each written as a line a person reads (util/log-lines.ts); redaction comes first.
