@@ -28,7 +28,7 @@ export function formatLogLine(record: Record<string, unknown>): string {
   const who = subject(record);
   const level = LEVEL_WORD[String(record.level)] ?? '';
   const details = [
-    ...(typeof record.costUSD === 'number' ? [`$${record.costUSD.toFixed(4)}`] : []),
+    ...(typeof record.costUSD === 'number' && record.costUSD > 0 ? [`$${record.costUSD.toFixed(4)}`] : []),
     ...SHOWN.filter((k) => isShown(record[k])).map((k) => `${k} ${String(record[k])}`),
     ...(record.err !== undefined ? [errorText(record.err)] : []),
   ];

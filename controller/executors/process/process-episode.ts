@@ -101,6 +101,13 @@ const DEFAULT_KILL_GRACE_MS = 5000;
 const MIN_VERIFY_TIMEOUT_MS = 60_000;
 
 /** Resolves once the agent runs (or could not be started: then `result` says why). */
+/** Where each process's argv comes from in the spec, for "cannot start" messages. */
+const COMMAND_FIELDS = {
+  agent: 'spec.agent.command',
+  verify: 'spec.completion.verify',
+  gate: "the gate's check or fix (spec.steps[].gates[])",
+} as const;
+
 export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<RunningEpisode> {
   const startedAt = Date.now();
   const killGraceMs = req.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
@@ -147,6 +154,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
       log,
       spool: spoolFiles(req.logFile, role),
       onOutput,
+      field: COMMAND_FIELDS[role],
     });
 
   const argv = req.promptVia === 'argument' ? [...req.argv, req.prompt] : req.argv;
