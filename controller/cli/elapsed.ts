@@ -1,11 +1,12 @@
 // How long something took or has been going, as every CLI table shows it (live table, `get`, triggers).
 
-/** `1m05s`, `2h03m`, `42s`: to the second. */
+/** `42s`, `1m05s`, `2h03m`, `30d01h`: to the second, two units at most. */
 export function formatElapsed(ms: number): string {
   const s = Math.max(0, Math.floor(ms / 1000));
   if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
-  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+  return `${Math.floor(s / 86_400)}d${String(Math.floor((s % 86_400) / 3600)).padStart(2, '0')}h`;
 }
 
 /** The time between two RFC 3339 stamps (formatDuration), or '' when either is missing or unreadable. */

@@ -21,6 +21,7 @@ test('DURATION: tenths under ten seconds, then minutes and hours; nothing withou
     [9_960, '9s'],
     [65_500, '1m05s'],
     [7_380_000, '2h03m'],
+    [30 * 86_400_000 + 3_700_000, '30d01h'],
   ];
   for (const [ms, shown] of cases) assert.equal(formatDuration(ms), shown, String(ms));
   assert.equal(durationBetween('2026-12-01T18:44:00Z', '2026-12-01T18:44:02.5Z'), '2.5s');

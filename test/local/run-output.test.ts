@@ -70,7 +70,9 @@ test('a command that is not on PATH: plain words and what to do, in the output, 
   assert.match(res.stdout, new RegExp(`^missing: .*${words.source}`, 'm'), 'under the final table');
   assert.doesNotMatch(res.stdout + res.stderr, /spawn claude-not-installed-xyz ENOENT/);
   assert.match(readStatus(dir, 'missing')?.status.message ?? '', words);
-  const record = JSON.parse(readFileSync(join(dir, '.episodic/logs/default/missing/episodes.jsonl'), 'utf8').split('\n')[0]);
+  const record = JSON.parse(
+    readFileSync(join(dir, '.episodic/logs/default/missing/episodes.jsonl'), 'utf8').split('\n')[0],
+  );
   assert.match(record.message, words);
   const get = await runCli(['get', 'missing', dir, '--episodes', '-o', 'wide']);
   assert.match(get.stdout, words);
