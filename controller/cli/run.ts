@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import { LiveTable } from './live-table.ts';
 import type { TriggerPanel } from './live-table.ts';
 import { nextSteps, nothingToRun } from './run-report.ts';
+import { invocation } from './invocation.ts';
 import { parseNumberOption, UsageError } from './options.ts';
 
 /** The state disk filled up: nothing more could be recorded. */
@@ -166,7 +167,7 @@ function report(end: LocalRunEnd, how: ReportHow): number {
   }
   if (how.live || how.format === 'text') {
     LiveTable.print(end.view, process.stdout, how.panel);
-    if (end.end === 'settled') process.stdout.write(`${nextSteps(how.dirArg, end.view).join('\n')}\n`);
+    if (end.end === 'settled') process.stdout.write(`${nextSteps(invocation(), how.dirArg, end.view).join('\n')}\n`);
   } else logFinalStatus(end.view, how.logger);
   if (end.end === 'interrupted') return 130;
   if (end.end === 'stateFull') {

@@ -9,7 +9,8 @@ import { durationBetween, formatDuration } from '../../controller/cli/elapsed.ts
 import { episodeTable, gatesCell, opsCell, taskStarted, taskTable } from '../../controller/cli/get-rows.ts';
 import { hookLines, lastCell, nextCell, sourceCell } from '../../controller/cli/live-triggers.ts';
 import { renderScreen } from '../../controller/cli/live-table.ts';
-import { nextSteps, nothingToRun, shellWord } from '../../controller/cli/run-report.ts';
+import { nextSteps, nothingToRun } from '../../controller/cli/run-report.ts';
+import { shellWord } from '../../controller/cli/invocation.ts';
 import { cannotStartMessage } from '../../controller/executors/process/cannot-start.ts';
 import { formatLogChunk, formatLogLine } from '../../controller/util/log-lines.ts';
 
@@ -201,12 +202,12 @@ test('run end: nothing to run only when triggers and no task; next steps pasteab
   assert.equal(shellWord("my dir's"), `'my dir'\\''s'`);
   const ok = { task: { name: 'a', namespace: 'default' }, status: { ...emptyStatus(), phase: 'Succeeded' as const } };
   const bad = { task: { name: 'b', namespace: 'team' }, status: { ...emptyStatus(), phase: 'Failed' as const } };
-  const lines = nextSteps('my specs', [ok, bad]);
+  const lines = nextSteps('episodic', 'my specs', [ok, bad]);
   assert.equal(lines[0], 'Next:');
   assert.match(lines[2], /^ {2}episodic get b 'my specs' -n team --episodes\s{3}/);
   assert.match(lines[3], /^ {2}episodic logs b 'my specs' -n team\s/);
-  assert.match(nextSteps('.', [ok])[1], /^ {2}episodic get\s{3}/);
-  assert.deepEqual(nextSteps('.', []), []);
+  assert.match(nextSteps('node_modules/.bin/episodic', '.', [ok])[1], /^ {2}node_modules\/\.bin\/episodic get\s{3}/);
+  assert.deepEqual(nextSteps('episodic', '.', []), []);
 });
 
 test('cannot start: plain words and what to do, by errno; Node words for the rest', () => {

@@ -119,10 +119,10 @@ test('the demo in tmux: one final table, then what to try next (get, logs, conso
   assert.deepEqual(
     next.slice(1, 5).map((l) => l.trim().split(/\s{3,}/)[0]),
     [
-      `episodic get ${dir}`,
-      `episodic get build-parser ${dir} --episodes`,
-      `episodic logs build-parser ${dir}`,
-      `episodic console ${dir}`,
+      `controller/cli/main.ts get ${dir}`,
+      `controller/cli/main.ts get build-parser ${dir} --episodes`,
+      `controller/cli/main.ts logs build-parser ${dir}`,
+      `controller/cli/main.ts console ${dir}`,
     ],
   );
 });
