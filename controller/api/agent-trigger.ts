@@ -241,6 +241,9 @@ const ReportedSchema = z.object({
   at: z.string().max(40).optional(),
 });
 
+/** status.lastError is cut to this (a forge's error text can be long). */
+export const TRIGGER_ERROR_MAX = 500;
+
 export const AgentTriggerStatusSchema = z.object({
   lastPollAt: z.string().optional(),
   nextPollAt: z.string().optional(),
@@ -249,7 +252,7 @@ export const AgentTriggerStatusSchema = z.object({
   tasksActive: z.number().int().nonnegative().default(0),
   tasksCreated: z.number().int().nonnegative().default(0),
   rateLimitedUntil: z.string().optional(),
-  lastError: z.string().max(500).optional(),
+  lastError: z.string().max(TRIGGER_ERROR_MAX).optional(),
   cursor: z.string().optional().describe('forge polls: the since= of the next poll'),
   cursorItems: z
     .array(z.string().max(200))

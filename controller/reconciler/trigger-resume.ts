@@ -3,7 +3,9 @@
 // episodic.dev/resume annotations on a cluster); from anyone else, nothing. Pure: the caller looks up the
 // commenter's permission and hands the request to the path the CLI uses.
 import type { Phase } from '../api/agent-task-status.ts';
+import type { ForgeComment } from '../api/forge-item.ts';
 import { RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
+import { ITEM_LABEL, type ItemSeen } from './trigger-items.ts';
 
 export const PERMISSION_ORDER = ['read', 'triage', 'write', 'maintain', 'admin'] as const;
 export type RepoPermission = (typeof PERMISSION_ORDER)[number];
@@ -25,6 +27,9 @@ export interface ResumeCommandInput {
 export type ResumeCommandDecision =
   | { kind: 'resume'; request: { token: string; by: string; episodes?: number } }
   | { kind: 'ignore'; why: string };
+
+/** What a permitted resume comment asks for: the request `episodic resume` makes. */
+export type ResumeRequest = Extract<ResumeCommandDecision, { kind: 'resume' }>['request'];
 
 const MAX_EPISODES = 10_000;
 
@@ -63,4 +68,29 @@ export function resumeAnnotations(request: { token: string; by: string; episodes
     [RESUME_BY_ANNOTATION]: request.by,
     [RESUME_EPISODES_ANNOTATION]: request.episodes === undefined ? null : String(request.episodes),
   };
+}
+
+/** The comments that are resume commands, and what is left for planning: a resume is not a request to run again. */
+export function splitResumeComments(
+  seen: ItemSeen[],
+  command: string | undefined,
+): { commands: ItemSeen[]; resumes: ForgeComment[] } {
+  if (!command) return { commands: seen, resumes: [] };
+  const resumes: ForgeComment[] = [];
+  const commands = seen.map((s) => {
+    resumes.push(...s.comments.filter((c) => parseResumeCommand(c.body, command)));
+    return { ...s, comments: s.comments.filter((c) => !parseResumeCommand(c.body, command)) };
+  });
+  return { commands, resumes };
+}
+
+/** TRIGGER-N, TRIGGER-N-2, …: the item's task with the highest run, the one a resume comment is for. */
+export function newestTask<T extends { name: string; labels: Readonly<Record<string, string>> }>(
+  tasks: readonly T[],
+  trigger: string,
+  item: number,
+): T | undefined {
+  const first = `${trigger}-${item}`;
+  const run = (t: T) => (t.name === first ? 1 : Number(t.name.slice(first.length + 1)) || 0);
+  return tasks.filter((t) => t.labels[ITEM_LABEL] === String(item)).sort((a, b) => run(b) - run(a))[0];
 }

@@ -2,6 +2,7 @@
 // Succeeded…), the trigger's next pass is now instead of at its next poll. Both modes feed it the phases
 // they see (local: after each reconcile pass; cluster: the AgentTask informer's updates).
 import { TRIGGER_LABEL } from '../../api/agent-trigger.ts';
+import { wakeOnPhase } from '../../reconciler/trigger-timing.ts';
 import type { TriggerTimers } from './local-triggers.ts';
 
 export class PhaseWakes {
@@ -18,15 +19,10 @@ export class PhaseWakes {
     const trigger = labels?.[TRIGGER_LABEL];
     if (!trigger) return;
     const key = `${namespace}/${name}`;
-    const known = this.phases.has(key);
-    const before = this.phases.get(key);
+    const before = { seen: this.phases.has(key), phase: this.phases.get(key) };
     this.phases.set(key, phase);
-    // First sight (a start, a new task) records only: the trigger's own pass reports it.
-    if (!known || before === phase) return;
     const triggerKey = `${namespace}/${trigger}`;
-    const spec = this.timers.trigger(triggerKey)?.spec;
-    // A webhook trigger's pass also creates the items it held back for a slot.
-    if (spec?.report || spec?.source.webhook) this.timers.wake(triggerKey);
+    if (wakeOnPhase(before, phase, this.timers.trigger(triggerKey)?.spec)) this.timers.wake(triggerKey);
   }
 
   forget(namespace: string, name: string): void {
