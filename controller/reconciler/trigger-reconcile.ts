@@ -7,7 +7,7 @@ import type { AgentTriggerStatus, ScheduleSource } from '../api/agent-trigger.ts
 import { TRIGGER_ERROR_MAX } from '../api/agent-trigger.ts';
 import { heldOverflowError } from './trigger-held.ts';
 import { forgeItems, type ItemsOutcome, webhookItems } from './trigger-item-pass.ts';
-import { activeAfter, type PlannedTask, triggerLimits } from './trigger-items.ts';
+import { activeAfter, triggerLimits } from './trigger-items.ts';
 import { reportPlan } from './trigger-report-plan.ts';
 import { decideSchedule, pastHistory, TICK_LABEL, tickMinute } from './trigger-schedule.ts';
 import { renderTaskSpec } from './trigger-template.ts';
@@ -59,14 +59,14 @@ function timerPass(f: TriggerFacts): TriggerDecision {
   if (schedule) return schedulePass(f, base, schedule);
   const forge = gitea ?? github;
   if (forge) {
-    if (!f.poll) return failedPass(f, { kind: 'other', message: 'the forge was not polled' });
-    const items = forgeItems(f, gitea ? 'gitea' : 'github', forge, f.poll);
+    if (!f.poll && f.stage !== 'reports') return failedPass(f, { kind: 'other', message: 'the forge was not polled' });
+    const items = f.poll && f.stage !== 'reports' ? forgeItems(f, gitea ? 'gitea' : 'github', forge, f.poll) : EMPTY;
     const target = { kind: forge.kind, resumePermission: forge.command?.minPermission };
     return withReports(f, base, items, target, after(forge.pollSeconds * 1000));
   }
   if (webhook) {
     // Held items (maxConcurrency) have no poll to bring them back: a freed slot takes them here.
-    const items = webhookItems(f, webhook, [], () => undefined);
+    const items = f.stage === 'reports' ? EMPTY : webhookItems(f, webhook, [], () => undefined);
     const target = { kind: 'issues' as const, resumePermission: webhook.command?.minPermission };
     return withReports(f, base, items, target, after(WEBHOOK_PASS_MS));
   }
@@ -112,7 +112,7 @@ interface ReportTarget {
   resumePermission?: string;
 }
 
-/** A poll's or a webhook pass's items, then spec.report for every task (the new ones too). */
+/** A poll's or a webhook pass's items; spec.report follows as the pass's second stage, over the tasks then. */
 function withReports(
   f: TriggerFacts,
   base: AgentTriggerStatus,
@@ -120,26 +120,25 @@ function withReports(
   target: ReportTarget,
   next: Date,
 ): TriggerDecision {
+  if (f.stage === 'reports') {
+    const reports = reportsFor(f, f.status, target);
+    if (reports.lookups.length > 0) return lookup(f, reports.lookups);
+    const actions: TriggerAction[] = [{ kind: 'record', status: reports.record }, ...reports.actions];
+    return { status: f.status, actions, nextPassAt: next, lookups: [], failures: 0 };
+  }
   if (items.lookups.length > 0) return lookup(f, items.lookups);
-  const reports = reportsFor(f, base, items.created, target);
-  if (reports.lookups.length > 0) return lookup(f, reports.lookups);
-  return finish(base, { ...items, record: { ...items.record, ...reports.record } }, next, reports.actions);
+  return { ...finish(base, items, next), reportsNext: !!f.trigger.spec.report };
 }
 
 /** spec.report: a report action per task whose item is behind; needs the token (its user writes the comments). */
-function reportsFor(
-  f: TriggerFacts,
-  base: AgentTriggerStatus,
-  created: PlannedTask[],
-  target: ReportTarget,
-): ItemsOutcome {
+function reportsFor(f: TriggerFacts, base: AgentTriggerStatus, target: ReportTarget): ItemsOutcome {
   if (!f.trigger.spec.report) return EMPTY;
   if (!f.forge) return { ...EMPTY, lookups: [{ kind: 'forge' }] };
   if (!f.forge.token)
     return { ...EMPTY, actions: [{ kind: 'fail', message: 'spec.report needs a token (tokenEnv or tokenSecretRef)' }] };
   const plan = reportPlan({
     trigger: f.trigger,
-    tasks: [...f.tasks, ...created.map((p) => ({ name: p.name, labels: p.labels }))],
+    tasks: f.tasks,
     status: base,
     kind: target.kind,
     resumePermission: target.resumePermission,
@@ -201,7 +200,7 @@ function reportOnlyPass(f: TriggerFacts): TriggerDecision {
   const target = forge
     ? { kind: forge.kind, resumePermission: forge.command?.minPermission }
     : { kind: 'issues' as const, resumePermission: spec.source.webhook?.command?.minPermission };
-  const reports = reportsFor(f, f.status, [], target);
+  const reports = reportsFor(f, f.status, target);
   if (reports.lookups.length > 0) return lookup(f, reports.lookups);
   const actions: TriggerAction[] = [{ kind: 'record', status: reports.record }, ...reports.actions];
   return { status: f.status, actions, lookups: [], failures: f.failures };

@@ -32,6 +32,11 @@ export interface TriggerFacts {
   jitter: number;
   /** Failed passes in a row before this one. */
   failures: number;
+  /**
+   * A timer pass's second stage: spec.report over the tasks as they are once the first stage's were created
+   * (listed again, so a new task's first phase is reported, not a guess).
+   */
+  stage?: 'reports';
   /** The pass failed (gathering facts or doing an action): only the backoff is decided. */
   failure?: TriggerFailure;
   tasks: TriggerTask[];
@@ -95,4 +100,6 @@ export interface TriggerDecision {
   lookups: TriggerLookup[];
   /** Failed passes in a row after this one. */
   failures: number;
+  /** Then the reports stage: the tasks listed again, reconcileTrigger asked with stage 'reports'. */
+  reportsNext?: boolean;
 }

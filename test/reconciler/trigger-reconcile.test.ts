@@ -185,7 +185,10 @@ const cases: Array<{ name: string; in: TriggerFacts; check: (d: TriggerDecision)
   },
   {
     name: 'schedule, a cron with no tick ahead: looked at again in an hour',
-    in: facts({ spec: schedule({ cron: '0 0 30 2 *' }), status: AgentTriggerStatusSchema.parse({ lastTick: NOW.toISOString() }) }),
+    in: facts({
+      spec: schedule({ cron: '0 0 30 2 *' }),
+      status: AgentTriggerStatusSchema.parse({ lastTick: NOW.toISOString() }),
+    }),
     check: (d) => assert.equal(after(d), SCHEDULE_IDLE_MS),
   },
   {
@@ -294,20 +297,29 @@ const cases: Array<{ name: string; in: TriggerFacts; check: (d: TriggerDecision)
     },
   },
   {
-    name: 'forge: spec.report without a token fails the pass after the items were recorded',
+    name: 'forge: spec.report follows the items as the second stage; without a token it fails the pass there',
     in: facts({ spec: gitea({}, { report: { comment: true } }), poll: listed(item(7)), forge: { token: false } }),
-    check: (d) => assert.deepEqual(kinds(d), ['create', 'record', 'fail']),
+    check: (d) => {
+      assert.deepEqual(kinds(d), ['create', 'record']);
+      assert.equal(d.reportsNext, true);
+      const stage = reconcileTrigger({
+        ...facts({ spec: gitea({}, { report: { comment: true } }) }),
+        stage: 'reports',
+        forge: { token: false },
+      });
+      assert.deepEqual(kinds(stage), ['record', 'fail']);
+    },
   },
   {
-    name: 'forge: spec.report — the new task and the running one get their comment and label; gone ones are pruned',
+    name: 'reports stage: each task behind gets its comment and label; gone ones are pruned; the items untouched',
     in: facts({
+      stage: 'reports',
       spec: gitea({}, { report: { comment: true, labels: { running: 'wip' } } }),
       poll: listed(item(8)),
       tasks: [task('t-7', 7, false, { phase: 'Running' })],
       status: AgentTriggerStatusSchema.parse({ reported: { 'gone-1': { label: 'wip' } } }),
     }),
     check: (d) => {
-      // maxConcurrency 1 holds item 8; the running task is reported.
       const reports = d.actions.flatMap((a) => (a.kind === 'report' ? [a.report] : []));
       assert.deepEqual(
         reports.map((r) => [r.task, r.key, r.actions.map((x) => x.kind)]),
@@ -320,8 +332,8 @@ const cases: Array<{ name: string; in: TriggerFacts; check: (d: TriggerDecision)
   {
     name: 'forge: a Succeeded task with changes — the item is read for the PR title before publishing',
     in: facts({
+      stage: 'reports',
       spec: gitea({}, { report: { pullRequest: {} }, template: GIT_TEMPLATE }),
-      poll: { kind: 'unchanged' },
       tasks: [task('t-7', 7, true, { phase: 'Succeeded', workspaceChanges: 2 })],
     }),
     check: (d) => assert.deepEqual(d.lookups, [{ kind: 'item', number: 7, pullRequest: false }]),

@@ -152,24 +152,39 @@ export class TriggerRunner {
         ...given,
       },
     };
-    let status: AgentTriggerStatus | undefined;
+    const done: { status?: AgentTriggerStatus } = {};
     try {
       await this.gather(trigger, g);
       const decision = await this.decide(trigger, g);
-      status = decision.status;
-      for (const action of decision.actions) {
-        const outcome = await this.perform(trigger, g, action);
-        if (status) status = recordOutcome(status, action, outcome);
+      done.status = decision.status;
+      await this.performAll(trigger, g, decision, done);
+      if (decision.reportsNext && done.status) {
+        // The reports stage: the tasks as they are now, the ones just created included.
+        g.facts = { ...g.facts, status: done.status, stage: 'reports', tasks: await this.tasks(trigger) };
+        await this.performAll(trigger, g, await this.decide(trigger, g), done);
       }
       this.countFailures(trigger, pass, decision);
-      return { status, next: decision.nextPassAt, now };
+      return { status: done.status, next: decision.nextPassAt, now };
     } catch (err) {
       // A delivery fails as it is (the hook answers 500 and the forge redelivers); passes back off.
       if (pass === 'delivery') throw err;
-      const failed = reconcileTrigger({ ...g.facts, status: status ?? g.facts.status, failure: failureOf(err) });
+      const failed = reconcileTrigger({ ...g.facts, status: done.status ?? g.facts.status, failure: failureOf(err) });
       for (const action of failed.actions) await this.perform(trigger, g, action);
       this.countFailures(trigger, pass, failed);
       return { status: failed.status, next: failed.nextPassAt, now };
+    }
+  }
+
+  /** The decision's actions in order, each one's outcome folded into the status as it is done. */
+  private async performAll(
+    trigger: RunnableTrigger,
+    g: Gathered,
+    decision: TriggerDecision,
+    done: { status?: AgentTriggerStatus },
+  ): Promise<void> {
+    for (const action of decision.actions) {
+      const outcome = await this.perform(trigger, g, action);
+      if (done.status) done.status = recordOutcome(done.status, action, outcome);
     }
   }
 
