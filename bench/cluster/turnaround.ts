@@ -7,13 +7,13 @@
 //                a finished episode's cost is on record before the next episode exists).
 import { episodeResult } from '../../controller/api/episode-result.ts';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
-import { podEpisode, TASK_LABEL } from '../../controller/cluster/names.ts';
+import { podEpisode, TASK_LABEL } from '../../controller/kube/names.ts';
 import { buildEpisodePod } from '../../controller/executors/cluster/episode-pod.ts';
 import { isFinishedPod } from '../../controller/executors/cluster/pod-outcome.ts';
 import { Informer, objectKey } from '../../controller/kube/informer.ts';
 import type { LooseObject as KubeObject } from '../../test/support/loose-object.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
-import { encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
+import { encodeTerminationMessage } from '../../controller/api/termination-message.ts';
 import type { Cluster } from '../../test/support/cluster.ts';
 import { createNamespace, FakeKubelet, startControllerProcess } from '../../test/support/kubelet.ts';
 import { createAll, deleteTasksThenPods, taskBody } from './support.ts';

@@ -13,6 +13,12 @@ export const EVENT_MESSAGE_MAX = 1024;
 /** Longest one-line summary of agent output (the head of an error, the tail of a final answer). */
 export const LINE_MAX = 300;
 
+/**
+ * Bytes of one log line the log views (`episodic logs`, -f, the console) hold, and parse as JSON: of a longer
+ * line only this much is kept, the rest is counted, and it is shown cut as text with its size.
+ */
+export const LOG_LINE_MAX_BYTES = 4 * 1024 * 1024;
+
 /** `text` if it fits in `max` characters, else its first max − 1 characters and an ellipsis. */
 export function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}${ELLIPSIS}`;

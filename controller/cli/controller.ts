@@ -3,8 +3,8 @@
 // @kubernetes/client-node and the cluster controller are imported only when this command runs: client-node
 // is heavy to load, and `episodic run` and every episode pod's runner never need it (bench/README.md).
 import type { Command } from 'commander';
-import type { EpisodeDefaults } from '../cluster/episode-defaults.ts';
-import { CLUSTER_DEFAULTS } from '../cluster/defaults.ts';
+import type { EpisodeDefaults } from '../kube/episode-defaults.ts';
+import { CLUSTER_DEFAULTS } from '../kube/cluster-defaults.ts';
 import { LEASE_NAME } from '../kube/leader-election.ts';
 import { createLogger } from '../util/logger.ts';
 import { parseNumberOption, UsageError } from './options.ts';
@@ -138,7 +138,7 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
   }
   let episodeDefaults: EpisodeDefaults | undefined;
   if (opts.episodeDefaults !== undefined) {
-    const { EpisodeDefaultsError, loadEpisodeDefaults } = await import('../cluster/episode-defaults.ts');
+    const { EpisodeDefaultsError, loadEpisodeDefaults } = await import('../kube/episode-defaults.ts');
     try {
       episodeDefaults = await loadEpisodeDefaults(opts.episodeDefaults);
     } catch (err) {

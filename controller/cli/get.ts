@@ -7,7 +7,7 @@ import { API_VERSION } from '../api/agent-task.ts';
 import { totalTokens } from '../api/bounds.ts';
 import { EPISODE_KIND } from '../api/episode-record.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
-import { EPISODE_LABEL, TASK_LABEL, episodePodName } from '../cluster/names.ts';
+import { EPISODE_LABEL, TASK_LABEL, episodePodName } from '../kube/names.ts';
 import { EPISODES_FILE, episodesPath, lastDeletedTaskDir, readRecords } from '../sinks/local/episode-records.ts';
 import { readLocalState, readStoredStatuses } from '../console/local-state.ts';
 import type { LocalState } from '../console/local-state.ts';

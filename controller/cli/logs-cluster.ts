@@ -3,7 +3,7 @@
 // episode while its pod runs. When the pod is gone, it says so and prints the last message its record kept.
 import { taskEpisodeRecords } from '../console/cluster-source.ts';
 import { isRunning, podGoneMessage, readPodLog } from '../console/pod-logs.ts';
-import { episodePodName, podEpisode, TASK_LABEL } from '../cluster/names.ts';
+import { episodePodName, podEpisode, TASK_LABEL } from '../kube/names.ts';
 import { loadKubeConfig } from '../kube/kube-config.ts';
 import { KubeClient } from '../kube/kube-client.ts';
 import type { Pod } from '../kube/objects.ts';

@@ -3,7 +3,6 @@
 import { createReadStream, existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { StringDecoder } from 'node:string_decoder';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { isTerminal } from '../api/agent-task.ts';
@@ -13,7 +12,7 @@ import { episodesPath, readRecords } from '../sinks/local/episode-records.ts';
 import { FileStatusStore } from '../sinks/local/file-status.ts';
 import { printable } from '../util/printable.ts';
 import { terminalColumns } from './live-table.ts';
-import { LogRenderer } from './log-render.ts';
+import { LogRenderer } from '../executors/output/log-render.ts';
 import { parseNumberOption, UsageError } from './options.ts';
 
 interface LogsOptions {
@@ -140,18 +139,13 @@ function rawSink(): Sink {
 function renderedSink(task: string): Sink {
   const width = terminalColumns() ?? 160;
   let renderer: LogRenderer | undefined;
-  let decoder = new StringDecoder('utf8');
   return {
     begin(episode, record) {
       process.stdout.write(`${episodeHeader(task, episode, record)}\n`);
       renderer = new LogRenderer((text) => process.stdout.write(text), width);
-      decoder = new StringDecoder('utf8');
     },
-    chunk: (data) => renderer?.push(decoder.write(data)),
-    end: () => {
-      renderer?.push(decoder.end());
-      renderer?.end();
-    },
+    chunk: (data) => renderer?.push(data),
+    end: () => renderer?.end(),
   };
 }
 

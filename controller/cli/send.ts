@@ -65,7 +65,7 @@ async function locally(name: string, dirArg: string, opts: SendOptions): Promise
 async function onCluster(name: string, opts: SendOptions): Promise<Target> {
   const { loadKubeConfig } = await import('../kube/kube-config.ts');
   const { KubeClient, isStatus } = await import('../kube/kube-client.ts');
-  const { taskPath } = await import('../cluster/names.ts');
+  const { taskPath } = await import('../kube/names.ts');
   const { KubeMailboxes } = await import('../sinks/cluster/mailboxes.ts');
   const client = await KubeClient.create(await loadKubeConfig(opts.kubeconfig), { userAgent: 'episodic-send' });
   try {

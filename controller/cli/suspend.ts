@@ -75,7 +75,7 @@ async function onCluster(name: string, namespace: string, kubeconfig: string, ho
   const { loadKubeConfig } = await import('../kube/kube-config.ts');
   const { KubeClient } = await import('../kube/kube-client.ts');
   const { setClusterHold } = await import('../sources/cluster/hold-annotations.ts');
-  const { taskPath } = await import('../cluster/names.ts');
+  const { taskPath } = await import('../kube/names.ts');
   const client = await KubeClient.create(await loadKubeConfig(kubeconfig), { userAgent: 'episodic-suspend' });
   try {
     const outcome = await setClusterHold(client, namespace, name, hold);

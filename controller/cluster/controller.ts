@@ -10,7 +10,7 @@ import { GROUP, PLURAL, VERSION } from '../api/agent-task.ts';
 import { BUDGET_PLURAL } from '../api/agent-budget.ts';
 import { Controller } from '../core/controller.ts';
 import { PodEpisodeExecutor } from '../executors/cluster/pod-executor.ts';
-import { TASK_LABEL } from './names.ts';
+import { TASK_LABEL } from '../kube/names.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { Informer } from '../kube/informer.ts';
 import type { WatchRestartCause } from '../kube/informer.ts';
@@ -38,8 +38,8 @@ import type { OpHandler, SpawnSendDeps } from '../ops/spawn-send.ts';
 import { KubeMailboxes } from '../sinks/cluster/mailboxes.ts';
 import { KubeMailboxWatch } from '../sinks/cluster/mailbox-watch.ts';
 import type { Clock } from '../core/clock.ts';
-import { CLUSTER_DEFAULTS } from './defaults.ts';
-import type { EpisodeDefaults } from './episode-defaults.ts';
+import { CLUSTER_DEFAULTS } from '../kube/cluster-defaults.ts';
+import type { EpisodeDefaults } from '../kube/episode-defaults.ts';
 import { ClusterOpsApplier } from '../ops/cluster-ops.ts';
 
 export interface ClusterControllerOptions {

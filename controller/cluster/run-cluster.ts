@@ -4,7 +4,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../kube/kube-config.ts';
 import { ClusterController, inClusterNamespace } from './controller.ts';
-import { CLUSTER_DEFAULTS } from './defaults.ts';
+import { CLUSTER_DEFAULTS } from '../kube/cluster-defaults.ts';
 import type { ClusterControllerOptions } from './controller.ts';
 
 export interface ClusterRunOptions extends Omit<ClusterControllerOptions, 'kubeConfig' | 'leaderElection'> {

@@ -9,7 +9,7 @@ import { AgentBudgetSpecSchema, AgentBudgetStatusSchema } from '../api/agent-bud
 import { EpisodeRecordSchema } from '../api/episode-record.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import { RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
-import { TASK_LABEL } from '../cluster/names.ts';
+import { TASK_LABEL } from '../kube/names.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { KubeClient } from '../kube/kube-client.ts';
 import type { CustomObject, Pod } from '../kube/objects.ts';

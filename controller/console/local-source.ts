@@ -8,7 +8,7 @@ import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import { episodeLogPath } from '../executors/local/episode-launcher.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { SuspendHold } from '../api/hold.ts';
-import { lockHolder } from '../local/state-lock.ts';
+import { lockHolder } from '../util/state-lock.ts';
 import { holdPath, readHold, setLocalHold } from '../sources/local/hold-files.ts';
 import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';

@@ -1,8 +1,8 @@
-// An episode's log as the console serves it, locally and on a cluster: one rendering path (cli/log-render.ts,
-// the same as `episodic logs`), plain text, bounded; or the bytes as they are when a person asks for them raw.
+// An episode's log as the console serves it, locally and on a cluster: one rendering path
+// (executors/output/log-render.ts, the same as `episodic logs`), plain text, bounded; or the bytes as they are
+// when a person asks for them raw.
 import { PassThrough, Transform } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
-import { LogRenderer } from '../cli/log-render.ts';
+import { LogRenderer } from '../executors/output/log-render.ts';
 
 const RENDER_WIDTH = 240;
 
@@ -23,19 +23,15 @@ export function logText(raw: boolean | undefined, maxBytes: number, where: strin
 
 /** Raw log bytes in, readable lines out (LogRenderer escapes every control character), cut at maxBytes. */
 export function renderedLog(maxBytes: number, where = 'kubectl logs'): Transform {
-  const decoder = new StringDecoder('utf8');
   let written = 0;
   let cut = false;
   const out = new Transform({
     transform(chunk: Buffer, _encoding, done) {
-      if (!cut) renderer.push(decoder.write(chunk));
+      if (!cut) renderer.push(chunk);
       done();
     },
     flush(done) {
-      if (!cut) {
-        renderer.push(decoder.end());
-        renderer.end();
-      }
+      if (!cut) renderer.end();
       done();
     },
   });

@@ -1,11 +1,11 @@
 // Episode logs on a cluster: the agent container's log, read through the pod log API (the apiserver proxies
-// it from the node's kubelet) and rendered readably (cli/log-render.ts) as plain text. Which pod, and whether
-// it still exists or still runs, comes from the controller's pod informer cache: only the log itself is read
-// from the apiserver. Bounded: the last TAIL_LINES lines, at most LIMIT_BYTES for a finished episode, at most
+// it from the node's kubelet) and rendered readably (executors/output/log-render.ts) as plain text. Which
+// pod, and whether it still exists or still runs, comes from the controller's pod informer cache: only the log
+// itself is read from the apiserver. Bounded: the last TAIL_LINES lines, at most LIMIT_BYTES for a finished episode, at most
 // MAX_STREAM_BYTES rendered per page, MAX_OPEN_STREAMS at once. Only the agent container's output is served:
 // never the pod's spec or env.
 import type { IncomingMessage } from 'node:http';
-import { EPISODE_LABEL, episodePodName, TASK_LABEL } from '../cluster/names.ts';
+import { EPISODE_LABEL, episodePodName, TASK_LABEL } from '../kube/names.ts';
 import { AGENT_CONTAINER } from '../executors/cluster/episode-pod.ts';
 import { isFinishedPod } from '../executors/cluster/pod-outcome.ts';
 import type { Informer } from '../kube/informer.ts';

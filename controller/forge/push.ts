@@ -1,9 +1,9 @@
 // Pushing a workspace's work to the forge and opening (or updating) its pull request. The token reaches git
-// through the runner's credential helper (runner/git-credentials.ts): never argv, a URL or git's output.
+// through the runner's credential helper (git/git-credentials.ts): never argv, a URL or git's output.
 import { execFile } from 'node:child_process';
 import { clip } from '../api/bounds.ts';
-import type { GitCredentials } from '../runner/git-credentials.ts';
-import { gitEnvironment, redactCredentials } from '../runner/git-credentials.ts';
+import type { GitCredentials } from '../git/git-credentials.ts';
+import { gitEnvironment, redactCredentials } from '../git/git-credentials.ts';
 import type { Forge, PullRequestInput, PullRequestRef } from './types.ts';
 import { ForgeRequestError, ForgeUnavailableError } from './types.ts';
 

@@ -12,17 +12,17 @@ import { checklistRule, startProcessEpisode } from '../executors/process/process
 import { readEpisodeConfig, readPrompt } from './episode-input.ts';
 import type { RunnerConfig } from './episode-input.ts';
 import { followFile } from './follow-file.ts';
-import { redactCredentials, takeGitCredentials } from './git-credentials.ts';
-import type { GitCredentials } from './git-credentials.ts';
-import { gitWorkspaceEnv, prepareGitWorkspace, pushGitWorkspace } from './git-workspace.ts';
-import type { GitWorkspace } from './git-workspace.ts';
+import { redactCredentials, takeGitCredentials } from '../git/git-credentials.ts';
+import type { GitCredentials } from '../git/git-credentials.ts';
+import { gitWorkspaceEnv, prepareGitWorkspace, pushGitWorkspace } from '../git/git-workspace.ts';
+import type { GitWorkspace } from '../git/git-workspace.ts';
 import { checkpointEpisode } from '../executors/evidence/checkpoint.ts';
 import { collectEvidence } from '../executors/evidence/collect.ts';
 import { checkSkipWhen, enforceScope, scopeBaseline } from '../executors/evidence/scope-guard.ts';
 import { snapshotReview } from '../executors/evidence/review.ts';
 import { snapshotWorkspace } from '../executors/evidence/workspace.ts';
 import { withPromptNote } from '../api/outputs.ts';
-import { encodeTerminationMessage } from './termination-message.ts';
+import { encodeTerminationMessage } from '../api/termination-message.ts';
 
 /** Exit code for a configuration the runner cannot use (like a CLI usage error). */
 export const EXIT_BAD_CONFIG = 2;

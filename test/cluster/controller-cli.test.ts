@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { formatDuration, parseDuration } from '../../controller/cli/controller.ts';
-import { CLUSTER_DEFAULTS } from '../../controller/cluster/defaults.ts';
+import { CLUSTER_DEFAULTS } from '../../controller/kube/cluster-defaults.ts';
 import { repoRoot, skipCluster } from '../support/cluster.ts';
 import type { Cluster } from '../support/cluster.ts';
 import { MAIN, NODE, clusterWithCrd, createNamespace, startControllerProcess } from '../support/kubelet.ts';

@@ -5,11 +5,11 @@ import { describe, it } from 'node:test';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import type { AgentTask } from '../../controller/api/agent-task.ts';
 import { EpisodeConfigSchema } from '../../controller/api/episode-config.ts';
-import { episodePodName, podEpisode } from '../../controller/cluster/names.ts';
+import { episodePodName, podEpisode } from '../../controller/kube/names.ts';
 import { buildEpisodePod as buildPod } from '../../controller/executors/cluster/episode-pod.ts';
 import type { EpisodePodInput } from '../../controller/executors/cluster/episode-pod.ts';
 import { observeDeletedPod, observePod } from '../../controller/executors/cluster/pod-outcome.ts';
-import { clusterSpec, parseEpisodeDefaults } from '../../controller/cluster/episode-defaults.ts';
+import { clusterSpec, parseEpisodeDefaults } from '../../controller/kube/episode-defaults.ts';
 import type { LooseObject as KubeObject } from '../support/loose-object.ts';
 
 // The assertions below read any field of the pod.

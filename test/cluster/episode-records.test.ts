@@ -10,7 +10,7 @@ import { episodeResult } from '../../controller/api/episode-result.ts';
 import type { EpisodeResultInput } from '../../controller/api/episode-result.ts';
 import type { LooseObject as KubeObject } from '../support/loose-object.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
-import { encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
+import { encodeTerminationMessage } from '../../controller/api/termination-message.ts';
 import { ensureCluster, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
 import {
   type FakeKubelet,

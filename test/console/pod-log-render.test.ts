@@ -34,3 +34,16 @@ test('cuts the text at its byte bound, with a note, and ignores what comes after
   assert.equal(lines.length, 11);
   assert.match(lines.at(-1) ?? '', /^--- cut at 1000 bytes: kubectl logs has the rest ---$/);
 });
+
+test('a 100 MB line without a newline until its end: cut, with its size, and the lines after it rendered', async () => {
+  const mib = Buffer.alloc(1024 * 1024, 'z');
+  const out = await render([
+    Buffer.from('first\n'),
+    ...Array.from({ length: 100 }, () => mib),
+    Buffer.from('\nlast\n'),
+  ]);
+  const lines = out.split('\n');
+  assert.equal(lines[0], 'first');
+  assert.match(lines[1] ?? '', /^z+… 104,857,600 bytes, cut$/);
+  assert.deepEqual(lines.slice(2), ['last', '']);
+});

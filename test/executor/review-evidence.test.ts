@@ -11,7 +11,7 @@ import { EPISODE_MESSAGE_MAX, REVIEW_EVIDENCE_BYTES } from '../../controller/api
 import { episodeResult } from '../../controller/api/episode-result.ts';
 import { collectReview, fitReview, snapshotReview } from '../../controller/executors/evidence/review.ts';
 import { flaggedItems, reviewEntries } from '../../controller/executors/evidence/review-entries.ts';
-import { decodeTerminationMessage, encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
+import { decodeTerminationMessage, encodeTerminationMessage } from '../../controller/api/termination-message.ts';
 
 test('reviewEntries: list items, headings with text under them, paragraphs; titles are no entries; a fenced block, blank lines and all, belongs to its entry', () => {
   const md = [

@@ -5,17 +5,19 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { LogRenderer } from '../../controller/cli/log-render.ts';
+import { LOG_LINE_MAX_BYTES } from '../../controller/api/bounds.ts';
+import { LogRenderer } from '../../controller/executors/output/log-render.ts';
 import { runCli, specDir } from '../support/local.ts';
 
 const REAL = join(import.meta.dirname, '../fixtures/agent-outputs/real');
 const RAW_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 
-/** Renders text fed in pieces of `piece` characters (a log read while it grows is cut anywhere). */
+/** Renders text fed in pieces of `piece` bytes (a log read while it grows is cut anywhere, in a character too). */
 function render(text: string, width = 100, piece = 7): string {
   let out = '';
   const renderer = new LogRenderer((t) => (out += t), width);
-  for (let i = 0; i < text.length; i += piece) renderer.push(text.slice(i, i + piece));
+  const bytes = Buffer.from(text);
+  for (let i = 0; i < bytes.length; i += piece) renderer.push(bytes.subarray(i, i + piece));
   renderer.end();
   return out;
 }
@@ -111,6 +113,20 @@ test('plain text and controller notes as they are; escape sequences from the age
   assert.doesNotMatch(out, RAW_CONTROL, JSON.stringify(out));
   assert.match(out, /plain \\x1b\]0;title\\x07 text/);
   assert.match(out, /red \\x1b\[31m!/);
+});
+
+test('a line past LOG_LINE_MAX_BYTES is shown as text, cut, with its size; one at the bound is parsed', () => {
+  const event = (text: string) => JSON.stringify({ type: 'assistant', message: { content: [{ type: 'text', text }] } });
+  const over = event('é'.repeat(LOG_LINE_MAX_BYTES / 2)); // a JSON line, its characters two bytes each
+  const fits = event('y'.repeat(LOG_LINE_MAX_BYTES - event('').length));
+  assert.equal(Buffer.byteLength(fits), LOG_LINE_MAX_BYTES);
+  const out = render(`before\r\n${over}\n${fits}\nafter`, 100, 64 * 1024 + 3).split('\n');
+  const size = Buffer.byteLength(over).toLocaleString('en-US');
+  assert.equal(out[0], 'before');
+  assert.match(out[1] ?? '', new RegExp(`^\\{"type":"assistant".*é… ${size} bytes, cut$`));
+  assert.ok((out[1]?.length ?? 0) <= 4000, `${out[1]?.length} characters`);
+  assert.match(out[2] ?? '', /^y{3998}…$/, 'parsed: the message, not its JSON');
+  assert.deepEqual(out.slice(3), ['after', '']);
 });
 
 test('episodic logs NAME DIR: a header per episode, rendered; --raw is the bytes; --dir still works', async () => {

@@ -7,7 +7,7 @@ import type { CreatedTasks, TaskOwner } from '../../controller/core/created-task
 import { KubeCreatedTasks } from '../../controller/sources/cluster/created-tasks.ts';
 import { LocalCreatedTasks, withCreatedTasks } from '../../controller/sources/local/created-tasks.ts';
 import type { LoadedSpecs } from '../../controller/sources/local/spec-files.ts';
-import { taskPath } from '../../controller/cluster/names.ts';
+import { taskPath } from '../../controller/kube/names.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { skipCluster } from '../support/cluster.ts';
 import { clusterWithCrd, createNamespace, testClient } from '../support/kubelet.ts';

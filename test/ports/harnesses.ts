@@ -11,14 +11,14 @@ import { EpisodeRecordSchema } from '../../controller/api/episode-record.ts';
 import type { EpisodeRecord } from '../../controller/api/episode-record.ts';
 import { EPISODE_CRD_FILE, EPISODE_CRD_NAME } from '../../controller/api/crd.ts';
 import type { DesiredTask, EpisodeExecutor, StatusSink, TaskSource } from '../../controller/core/ports.ts';
-import { episodePodName } from '../../controller/cluster/names.ts';
+import { episodePodName } from '../../controller/kube/names.ts';
 import { PodEpisodeExecutor } from '../../controller/executors/cluster/pod-executor.ts';
 import { ProcessEpisodeExecutor } from '../../controller/executors/local/process-executor.ts';
 import { EventRecorder } from '../../controller/kube/events.ts';
 import { Informer } from '../../controller/kube/informer.ts';
 import type { LooseObject as KubeObject } from '../support/loose-object.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
-import { encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
+import { encodeTerminationMessage } from '../../controller/api/termination-message.ts';
 import {
   EpisodeRecordWriter,
   episodesPath as clusterEpisodesPath,

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../controller/api/agent-task.ts';
-import { encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
+import { encodeTerminationMessage } from '../../controller/api/termination-message.ts';
 import { episodeResult } from '../../controller/api/episode-result.ts';
 import type { EpisodeResultInput } from '../../controller/api/episode-result.ts';
 import { effectiveSpec, stepSpec } from '../../controller/api/steps.ts';

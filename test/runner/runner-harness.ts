@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV } from '../../controller/api/episode-config.ts';
 import type { EpisodeResult } from '../../controller/api/episode-result.ts';
-import { decodeTerminationMessage } from '../../controller/runner/termination-message.ts';
+import { decodeTerminationMessage } from '../../controller/api/termination-message.ts';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const fakeClaude = [

@@ -5,8 +5,8 @@ import { clip, EPISODE_MESSAGE_MAX } from '../../api/bounds.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { episodeResult } from '../../api/episode-result.ts';
 import type { ObservedEpisode } from '../../reconciler/reconcile.ts';
-import { decodeTerminationMessage } from '../../runner/termination-message.ts';
-import { podEpisode } from '../../cluster/names.ts';
+import { decodeTerminationMessage } from '../../api/termination-message.ts';
+import { podEpisode } from '../../kube/names.ts';
 import { AGENT_CONTAINER } from './episode-pod.ts';
 import type { ContainerStatus, Pod, PodStatus, TerminatedState } from '../../kube/objects.ts';
 

@@ -5,8 +5,8 @@
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { ErrorClass } from '../../api/episode-result.ts';
 import { gitRefProblem, gitUrlProblem } from '../../api/agent-task.ts';
-import { prepareGitWorkspace, pushGitWorkspace } from '../../runner/git-workspace.ts';
-import type { GitStep, GitWorkspace } from '../../runner/git-workspace.ts';
+import { prepareGitWorkspace, pushGitWorkspace } from '../../git/git-workspace.ts';
+import type { GitStep, GitWorkspace } from '../../git/git-workspace.ts';
 
 export interface LocalGitSpec {
   url: string;

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { API_VERSION, GROUP, KIND, VERSION } from '../../api/agent-task.ts';
 import { DEFAULT_HISTORY_KEEP, EPISODE_KIND, EPISODE_PLURAL } from '../../api/episode-record.ts';
 import type { AgentEpisode, EpisodeRecord } from '../../api/episode-record.ts';
-import { EPISODE_LABEL, MANAGED_BY_LABEL, TASK_LABEL, episodePodName } from '../../cluster/names.ts';
+import { EPISODE_LABEL, MANAGED_BY_LABEL, TASK_LABEL, episodePodName } from '../../kube/names.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { CustomObject, KubeList, KubeObject } from '../../kube/objects.ts';
 import { KubeError, isStatus } from '../../kube/kube-client.ts';

@@ -7,7 +7,7 @@ import { markSent, oldestFirst, parseSentMarks, refusal, sentBefore, validNames 
 import type { Mailboxes, Message, SendOutcome, SentMarks } from '../../core/mailboxes.ts';
 import { isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
-import { TASK_LABEL } from '../../cluster/names.ts';
+import { TASK_LABEL } from '../../kube/names.ts';
 
 export const MAILBOX_LABEL = 'episodic.dev/mailbox';
 export const SENT_ANNOTATION = 'episodic.dev/sent';

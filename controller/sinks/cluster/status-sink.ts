@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import type { EpisodeRecord } from '../../api/episode-record.ts';
 import type { StatusSink } from '../../core/ports.ts';
-import { episodePodName } from '../../cluster/names.ts';
+import { episodePodName } from '../../kube/names.ts';
 import type { EventRecorder } from '../../kube/events.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { CustomObject } from '../../kube/objects.ts';

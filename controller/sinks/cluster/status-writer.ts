@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import { AgentTaskStatusSchema } from '../../api/agent-task.ts';
-import { taskPath } from '../../cluster/names.ts';
+import { taskPath } from '../../kube/names.ts';
 import { KubeError } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 import type { Lane } from '../../kube/rate-limiter.ts';

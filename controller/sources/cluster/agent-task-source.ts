@@ -10,9 +10,9 @@ import {
 } from '../../api/resume.ts';
 import type { ResumeRequest } from '../../api/resume.ts';
 import { holdOfAnnotations } from '../../api/hold.ts';
-import { clusterSpec } from '../../cluster/episode-defaults.ts';
-import { taskPath } from '../../cluster/names.ts';
-import type { EpisodeDefaults } from '../../cluster/episode-defaults.ts';
+import { clusterSpec } from '../../kube/episode-defaults.ts';
+import { taskPath } from '../../kube/names.ts';
+import type { EpisodeDefaults } from '../../kube/episode-defaults.ts';
 import type { ClusterTask, TaskSource } from '../../core/ports.ts';
 import { Finalizer } from '../../kube/finalizer.ts';
 import type { Informer } from '../../kube/informer.ts';

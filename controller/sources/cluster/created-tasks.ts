@@ -4,7 +4,7 @@
 import { API_VERSION, GROUP, PLURAL, VERSION } from '../../api/agent-task.ts';
 import { CreatedTaskStore, OWNER_LABELS, ownerOf } from '../../core/created-tasks.ts';
 import type { CreatedManifest, CreatedTask, CreateOutcome, TaskOwner } from '../../core/created-tasks.ts';
-import { taskPath } from '../../cluster/names.ts';
+import { taskPath } from '../../kube/names.ts';
 import { isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 

@@ -3,7 +3,7 @@
 import { API_VERSION } from '../../api/agent-task.ts';
 import { holdAnnotations } from '../../api/hold.ts';
 import type { SuspendHold } from '../../api/hold.ts';
-import { taskPath } from '../../cluster/names.ts';
+import { taskPath } from '../../kube/names.ts';
 import { isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 

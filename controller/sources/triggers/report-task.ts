@@ -3,7 +3,7 @@
 // the state to remember. The trigger loop performs the reports reconcileTrigger decided (performTaskReport);
 // reportTask decides and performs one task's report in one call.
 import type { AgentTaskStatus } from '../../api/agent-task-status.ts';
-import type { GitCredentials } from '../../runner/git-credentials.ts';
+import type { GitCredentials } from '../../git/git-credentials.ts';
 import {
   type ReportAction,
   type ReportedState,

@@ -6,7 +6,7 @@ import {
   decodeTerminationMessage,
   encodeTerminationMessage,
   MESSAGE_FLOOR,
-} from '../../controller/runner/termination-message.ts';
+} from '../../controller/api/termination-message.ts';
 
 const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 

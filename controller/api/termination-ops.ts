@@ -1,8 +1,8 @@
 // An episode's ops in the pod's 4 KiB termination message: they get OPS_TERMINATION_BUDGET bytes of JSON
 // (ops and rejections together). Ops are kept in order while they fit; the rest are rejected with one
 // message that says how many and from which op on, and the episode's other results stay intact.
-import type { EpisodeResult } from '../api/episode-result.ts';
-import type { Op, RejectedOp } from '../api/ops.ts';
+import type { EpisodeResult } from './episode-result.ts';
+import type { Op, RejectedOp } from './ops.ts';
 
 /** Rejections carried at most (the last one may be the budget's own). */
 const REJECTED_CARRIED_MAX = 3;

@@ -1,6 +1,6 @@
 // Outputs in the termination message (see termination-message.ts for the budget): the ones that fit, and a
 // note naming the ones left out for room beside what the episode's own note says.
-import { joinNotes } from '../api/outputs.ts';
+import { joinNotes } from './outputs.ts';
 
 /** The facts with the outputs kept, and a note naming the ones left out for room. */
 export function withOutputs(

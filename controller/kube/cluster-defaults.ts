@@ -1,8 +1,8 @@
 // The cluster controller's defaults, written once: `episodic controller`'s flags show and pass these, and
 // ClusterController falls back to them when started without (tests, embedders).
-import { RATE_LIMIT_DEFAULTS } from '../kube/kube-client.ts';
-import { WATCH_TIMEOUT_SECONDS } from '../kube/informer.ts';
-import { LEASE_DEFAULTS } from '../kube/leader-election.ts';
+import { RATE_LIMIT_DEFAULTS } from './kube-client.ts';
+import { WATCH_TIMEOUT_SECONDS } from './informer.ts';
+import { LEASE_DEFAULTS } from './leader-election.ts';
 
 export const CLUSTER_DEFAULTS = {
   /** Episode pods running at once, across all tasks. */

@@ -1,17 +1,19 @@
 // `episodic logs` for a person: an episode log (the agent's stdout as it printed it, `[stderr] ` lines and our
 // `--- episodic: … ---` notes) rendered readably — the agent's messages, one line per tool call, the result
 // with its cost — for Claude Code stream-json/json, Codex --json and Gemini CLI stream-json/json; plain text
-// as it is. Everything here is agent-written and untrusted: every line goes through printable().
-import { asNumber, asObject, asString, type JsonObject } from '../executors/output/json-fields.ts';
-import { createJsonLineParser, type JsonLineParser } from '../executors/output/json-lines.ts';
-import { printable } from '../util/printable.ts';
+// as it is. Everything here is agent-written and untrusted: every line goes through printable(). It streams:
+// a line past LOG_LINE_MAX_BYTES is never held or parsed whole, but shown cut as text, with its size.
+import { ELLIPSIS, LOG_LINE_MAX_BYTES } from '../../api/bounds.ts';
+import { printable } from '../../util/printable.ts';
+import { asNumber, asObject, asString, type JsonObject } from './json-fields.ts';
+import { createJsonLineParser, type JsonLineParser } from './json-lines.ts';
+import { type LogLine, LogLineSplitter } from './log-lines.ts';
 
-const MAX_DOCUMENT_CHARS = 4 * 1024 * 1024;
 /** A message line longer than this is cut: readable output, not a dump (--raw has the bytes). */
 const MAX_TEXT_LINE = 4000;
 
 export class LogRenderer {
-  private partial = '';
+  private readonly lines: LogLineSplitter;
   private readonly parser: JsonLineParser;
   /** Gemini streams its answer as deltas: joined into one message before it is shown. */
   private delta = '';
@@ -26,22 +28,32 @@ export class LogRenderer {
     this.width = width;
     this.parser = createJsonLineParser(
       { onValue: (v) => this.value(v), onText: (line) => this.text(line) },
-      MAX_DOCUMENT_CHARS,
+      LOG_LINE_MAX_BYTES,
     );
+    this.lines = new LogLineSplitter(LOG_LINE_MAX_BYTES, (line) => this.logLine(line));
   }
 
-  /** A piece of the log, cut anywhere: whole lines are rendered, the rest waits for the next piece or end(). */
-  push(chunk: string): void {
-    const lines = (this.partial + chunk).split('\n');
-    this.partial = lines.pop() ?? '';
-    for (const line of lines) this.parser.line(line.replace(/\r$/, ''));
+  /** A piece of the log's bytes, cut anywhere: whole lines are rendered, the rest waits for more or end(). */
+  push(chunk: Uint8Array): void {
+    this.lines.push(chunk);
   }
 
   end(): void {
-    if (this.partial) this.parser.line(this.partial);
-    this.partial = '';
+    this.lines.end();
     this.parser.end();
     this.flushDelta();
+  }
+
+  private logLine(line: LogLine): void {
+    if (!line.cut) {
+      this.parser.line(line.text);
+      return;
+    }
+    // Too long to parse: a document it was part of is given up (shown as text), the line shown as its head.
+    this.parser.end();
+    this.flushDelta();
+    const marker = `${ELLIPSIS} ${line.bytes.toLocaleString('en-US')} bytes, cut`;
+    this.write(`${this.fit(line.text, MAX_TEXT_LINE - marker.length, '')}${marker}\n`);
   }
 
   private text(line: string): void {
@@ -79,9 +91,15 @@ export class LogRenderer {
 
   /** One terminal line: escaped, then cut to `max` characters. */
   private emit(text: string, max: number): void {
-    const safe = printable(text.replace(/\t/g, '  '), MAX_TEXT_LINE * 2);
+    this.write(`${this.fit(text, max, ELLIPSIS)}\n`);
+  }
+
+  /** `text` escaped and, when it does not fit in `max` characters, cut and ended with `mark`. */
+  private fit(text: string, max: number, mark: string): string {
+    // Cut before escaping: what is shown of a long line is only its head.
+    const safe = printable(text.slice(0, MAX_TEXT_LINE * 2).replace(/\t/g, '  '), MAX_TEXT_LINE * 2);
     // One short of the width: a line that fills the terminal exactly wraps on some.
-    this.write(`${safe.length >= max ? `${safe.slice(0, Math.max(1, max - 2))}…` : safe}\n`);
+    return safe.length >= max ? `${safe.slice(0, Math.max(1, max - 2))}${mark}` : safe;
   }
 }
 

@@ -2,11 +2,11 @@
 // runner shortens the gates' output tails first, then leaves out outputs, then shortens the message until
 // the JSON fits, and the controller decodes whatever it finds there without ever throwing: a runner killed
 // mid-write or an image without our runner leaves garbage or nothing.
-import { clipStart, ELLIPSIS, EPISODE_MESSAGE_MAX, OPS_TERMINATION_BUDGET } from '../api/bounds.ts';
-import { TERMINATION_MESSAGE_LIMIT } from '../api/episode-config.ts';
-import { EpisodeResultSchema } from '../api/episode-result.ts';
-import type { EpisodeResult } from '../api/episode-result.ts';
-import { reviewCountsOnly } from '../api/review.ts';
+import { clipStart, ELLIPSIS, EPISODE_MESSAGE_MAX, OPS_TERMINATION_BUDGET } from './bounds.ts';
+import { TERMINATION_MESSAGE_LIMIT } from './episode-config.ts';
+import { EpisodeResultSchema } from './episode-result.ts';
+import type { EpisodeResult } from './episode-result.ts';
+import { reviewCountsOnly } from './review.ts';
 import { fitOpsToBudget, withoutOps } from './termination-ops.ts';
 import { withOutputs } from './termination-outputs.ts';
 

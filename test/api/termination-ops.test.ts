@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { OPS_TERMINATION_BUDGET } from '../../controller/api/bounds.ts';
 import { episodeResult } from '../../controller/api/episode-result.ts';
 import type { Op } from '../../controller/api/ops.ts';
-import { decodeTerminationMessage, encodeTerminationMessage } from '../../controller/runner/termination-message.ts';
+import { decodeTerminationMessage, encodeTerminationMessage } from '../../controller/api/termination-message.ts';
 
 const setOp = (i: number, size: number): Op => ({ op: 'set', key: `k${i}`, value: 'v'.repeat(size) });
 
