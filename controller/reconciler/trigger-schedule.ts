@@ -13,8 +13,13 @@ const MINUTE_MS = 60_000;
 /** Catching up over more missed ticks than this is not done (as CronJob): only the newest one runs. */
 const MAX_TICKS_SCANNED = 10_000;
 
+/** A tick as its task's TICK_LABEL holds it: minutes since the epoch. */
+export function tickMinute(tick: Date): string {
+  return String(Math.floor(tick.getTime() / MINUTE_MS));
+}
+
 export function tickName(trigger: string, tick: Date): string {
-  return `${trigger}-${Math.floor(tick.getTime() / MINUTE_MS)}`;
+  return `${trigger}-${tickMinute(tick)}`;
 }
 
 function cronOf(schedule: Pick<ScheduleSource, 'cron' | 'timeZone'>): Cron {
