@@ -134,7 +134,7 @@ test('a schedule keeps historyLimit finished tasks; Replace deletes the running 
     owner: { kind: 'AgentTrigger' as const, namespace: 'default', name: 'm' },
   });
   const names = async () => (await created.list(trigger('Forbid').owner)).map((c) => c.name).sort();
-  const minute = (m: number) => `m-${Date.parse('2026-01-01T00:00:00Z') / 60_000 + m}`;
+  const minute = (m: number) => `m-20260101-${String(m).padStart(4, '0')}`; // 00:0m UTC
   await runner.pass(trigger('Forbid')); // first sight: from now on
   for (let m = 1; m <= 4; m++) {
     clock.advance(60_000);
@@ -173,7 +173,7 @@ test('historyLimit: 1 keeps one finished task: the one that finished after its t
     owner: { kind: 'AgentTrigger' as const, namespace: 'default', name: 'm' },
   };
   const names = async () => (await created.list(trigger.owner)).map((c) => c.name).sort();
-  const minute = (m: number) => `m-${Date.parse('2026-01-01T00:00:00Z') / 60_000 + m}`;
+  const minute = (m: number) => `m-20260101-${String(m).padStart(4, '0')}`; // 00:0m UTC
   await runner.pass(trigger); // first sight
   for (let m = 1; m <= 2; m++) {
     clock.advance(60_000);

@@ -153,7 +153,7 @@ const cases: Array<{ name: string; in: TriggerFacts; check: (d: TriggerDecision)
     check: (d) => {
       assert.deepEqual(kinds(d), ['create', 'record']);
       const create = d.actions.find((a) => a.kind === 'create') as Extract<TriggerAction, { kind: 'create' }>;
-      assert.equal(create.name, `t-${MINUTE}`);
+      assert.equal(create.name, 't-20261125-1200');
       assert.equal(create.labels[TICK_LABEL], String(MINUTE));
       assert.equal(create.spec.prompt, 'Fix {{item.title}} 2026-11-25T12:00:00.000Z');
       assert.equal(record(d)?.lastTick, '2026-11-25T12:00:00.000Z');
@@ -168,7 +168,7 @@ const cases: Array<{ name: string; in: TriggerFacts; check: (d: TriggerDecision)
       tasks: [tickTask(MINUTE - 1, false)],
     }),
     check: (d) => {
-      assert.deepEqual(created(d), [`-t-${MINUTE - 1}`, `t-${MINUTE}`]);
+      assert.deepEqual(created(d), [`-t-${MINUTE - 1}`, 't-20261125-1200']);
       assert.equal(record(d)?.tasksActive, 1);
     },
   },
