@@ -1,132 +1,33 @@
 // Table tests of reconcileTrigger: for schedules, forge polls, webhook passes and deliveries, which items
 // become tasks, which are held, when the cursor moves, the lookups it asks for before deciding, the report
-// and resume actions, the backoff after a failure and when the next pass is due — with the clock and the
-// jitter as inputs.
+// actions and when the next pass is due — with the clock and the jitter as inputs. Issue 28's item rules:
+// trigger-reconcile-items.test.ts; the backoff and timers: trigger-timing.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { emptyStatus } from '../../controller/api/agent-task-status.ts';
-import type { AgentTaskStatus } from '../../controller/api/agent-task-status.ts';
-import type { AgentTriggerStatus, HeldItem } from '../../controller/api/agent-trigger.ts';
-import { AgentTriggerSpecSchema, AgentTriggerStatusSchema } from '../../controller/api/agent-trigger.ts';
-import type { ForgeComment, ForgeItem } from '../../controller/api/forge-item.ts';
-import { REPORT_MARKER_PREFIX } from '../../controller/api/forge-item.ts';
-import { ITEM_LABEL } from '../../controller/reconciler/trigger-items.ts';
-import type {
-  TriggerAction,
-  TriggerDecision,
-  TriggerFacts,
-  TriggerTask,
-} from '../../controller/reconciler/trigger-reconcile.ts';
-import { reconcileTrigger, recordOutcome } from '../../controller/reconciler/trigger-reconcile.ts';
+import { AgentTriggerStatusSchema } from '../../controller/api/agent-trigger.ts';
+import type { TriggerAction, TriggerDecision, TriggerFacts } from '../../controller/reconciler/trigger-reconcile.ts';
+import { reconcileTrigger } from '../../controller/reconciler/trigger-reconcile.ts';
 import { TICK_LABEL } from '../../controller/reconciler/trigger-schedule.ts';
+import { SCHEDULE_IDLE_MS } from '../../controller/reconciler/trigger-timing.ts';
 import {
-  FOLLOW_UP_MS,
-  MAX_BACKOFF_MS,
-  nextTimerDelay,
-  SCHEDULE_IDLE_MS,
-  wakeOnPhase,
-} from '../../controller/reconciler/trigger-timing.ts';
-
-const NOW = new Date('2026-11-25T12:00:30.000Z');
-const TEMPLATE = { spec: { prompt: 'Fix {{item.title}} {{tick}}', agent: { command: ['agent'] } } };
-const GIT_TEMPLATE = {
-  spec: { ...TEMPLATE.spec, workspace: { git: { url: 'http://forge/o/r.git', ref: 'main' } } },
-};
-
-const gitea = (over: Record<string, unknown> = {}, top: Record<string, unknown> = {}) =>
-  AgentTriggerSpecSchema.parse({
-    source: { gitea: { apiURL: 'http://forge', repo: 'o/r', labels: ['agent'], pollSeconds: 30, ...over } },
-    template: TEMPLATE,
-    ...top,
-  });
-const schedule = (over: Record<string, unknown> = {}, top: Record<string, unknown> = {}) =>
-  AgentTriggerSpecSchema.parse({ source: { schedule: { cron: '* * * * *', ...over } }, template: TEMPLATE, ...top });
-const webhook = (top: Record<string, unknown> = {}) =>
-  AgentTriggerSpecSchema.parse({
-    source: {
-      webhook: {
-        forge: 'gitea',
-        repo: 'o/r',
-        apiURL: 'http://forge',
-        labels: ['agent'],
-        secretEnv: 'S',
-        tokenEnv: 'T',
-      },
-    },
-    template: TEMPLATE,
-    ...top,
-  });
-
-const item = (number: number, over: Partial<ForgeItem> = {}): ForgeItem => ({
-  number,
-  title: `issue ${number}`,
-  body: 'body',
-  url: `http://forge/o/r/issues/${number}`,
-  author: 'alice',
-  authorIsBot: false,
-  labels: ['agent'],
-  open: true,
-  isPullRequest: false,
-  updatedAt: '2026-11-25T12:00:00Z',
-  ...over,
-});
-const comment = (id: number, itemNumber: number, body: string, author = 'bob'): ForgeComment => ({
-  id,
-  itemNumber,
-  author,
-  authorIsBot: false,
-  body,
-  createdAt: '2026-11-25T12:00:00Z',
-  updatedAt: '2026-11-25T12:00:00Z',
-});
-const listed = (...items: Array<ForgeItem | [ForgeItem, ForgeComment[]]>): TriggerFacts['poll'] => {
-  const pairs = items.map((i) => (Array.isArray(i) ? i : ([i, []] as [ForgeItem, ForgeComment[]])));
-  return {
-    kind: 'listed',
-    polled: pairs.map(([i]) => ({ item: i, fingerprint: `${i.number}:open` })),
-    seen: pairs.map(([i, comments]) => ({ item: i, comments })),
-  };
-};
-const task = (name: string, number: number, finished = false, status?: Partial<AgentTaskStatus>): TriggerTask => ({
-  namespace: 'default',
-  name,
-  labels: { [ITEM_LABEL]: String(number) },
-  finished,
-  ...(status ? { status: { ...emptyStatus(), ...status } } : {}),
-});
-const tickTask = (minute: number, finished = true): TriggerTask => ({
-  namespace: 'default',
-  name: `t-${minute}`,
-  labels: { [TICK_LABEL]: String(minute) },
-  finished,
-});
-const MINUTE = Math.floor(NOW.getTime() / 60_000);
-
-function facts(over: Partial<TriggerFacts> & { spec?: TriggerFacts['trigger']['spec'] } = {}): TriggerFacts {
-  const { spec, ...rest } = over;
-  return {
-    trigger: { name: 't', spec: spec ?? gitea() },
-    pass: 'timer',
-    status: AgentTriggerStatusSchema.parse({}),
-    now: NOW,
-    jitter: 1,
-    failures: 0,
-    tasks: [],
-    forge: { token: true },
-    canResume: true,
-    permissions: new Map(),
-    pullRequests: new Map(),
-    items: new Map(),
-    ...rest,
-  };
-}
-
-const kinds = (d: TriggerDecision) => d.actions.filter((a) => a.kind !== 'log').map((a) => a.kind);
-const created = (d: TriggerDecision) =>
-  d.actions.flatMap((a) => (a.kind === 'create' ? [a.name] : a.kind === 'delete' ? [`-${a.name}`] : []));
-const record = (d: TriggerDecision) =>
-  (d.actions.find((a) => a.kind === 'record') as Extract<TriggerAction, { kind: 'record' }> | undefined)?.status;
-const after = (d: TriggerDecision) => (d.nextPassAt?.getTime() ?? NaN) - NOW.getTime();
+  NOW,
+  GIT_TEMPLATE,
+  gitea,
+  schedule,
+  webhook,
+  item,
+  comment,
+  listed,
+  task,
+  tickTask,
+  MINUTE,
+  facts,
+  kinds,
+  created,
+  record,
+  after,
+  heldItem,
+} from './trigger-facts.ts';
 
 const cases: Array<{ name: string; in: TriggerFacts; check: (d: TriggerDecision) => void }> = [
   {
@@ -227,114 +128,6 @@ const cases: Array<{ name: string; in: TriggerFacts; check: (d: TriggerDecision)
     check: (d) => {
       assert.deepEqual(created(d), ['t-8']);
       assert.equal(record(d)?.itemsSeen, 0);
-    },
-  },
-  {
-    name: "forge: the token's own user's labelled issue makes a task (a personal token is the common set-up)",
-    in: facts({ poll: listed(item(9, { author: 'alice' })), status: AgentTriggerStatusSchema.parse({}) }),
-    check: (d) => assert.deepEqual(created(d), ['t-9']),
-  },
-  {
-    name: "forge: episodic's own report comment is no command: no permission asked, the item skipped for it",
-    in: facts({
-      spec: gitea({ labels: [], command: {} }),
-      poll: listed([item(3), [comment(50, 3, `${REPORT_MARKER_PREFIX}t/t-3 -->\n/episodic`, 'alice')]]),
-    }),
-    check: (d) => {
-      assert.deepEqual(d.lookups, []);
-      assert.deepEqual(created(d), []);
-      assert.deepEqual(record(d)?.itemsSkipped, { noCommand: 1 });
-    },
-  },
-  {
-    name: 'forge: items that get no task are counted by reason, added to the counts so far',
-    in: facts({
-      spec: gitea({ excludeAuthors: ['mallory'] }, { maxConcurrency: 5 }),
-      status: AgentTriggerStatusSchema.parse({ itemsSkipped: { closed: 2 } }),
-      poll: listed(
-        item(1, { open: false }),
-        item(2, { labels: [] }),
-        item(3, { authorIsBot: true }),
-        item(4, { author: 'mallory' }),
-        item(5),
-        item(6),
-      ),
-      tasks: [task('t-5', 5, true)],
-    }),
-    check: (d) => {
-      assert.deepEqual(created(d), ['t-6']);
-      assert.deepEqual(record(d)?.itemsSkipped, {
-        closed: 3,
-        labelsMissing: 1,
-        bot: 1,
-        excludedAuthor: 1,
-        taskExists: 1,
-      });
-    },
-  },
-  {
-    name: 'forge: a 304 replays the held items without counting their skips again',
-    in: facts({
-      poll: { kind: 'unchanged' },
-      heldSeen: [{ item: item(8), comments: [] }],
-      tasks: [task('t-8', 8, true)],
-      status: AgentTriggerStatusSchema.parse({ itemsSkipped: { closed: 1 } }),
-    }),
-    check: (d) => {
-      assert.deepEqual(created(d), []);
-      assert.equal(record(d) && 'itemsSkipped' in record(d)!, false);
-    },
-  },
-  {
-    name: 'forge: a commenter the token cannot read holds that item only — in itemsUndecided, the cursor stays',
-    in: facts({
-      spec: gitea({ command: {} }, { maxConcurrency: 5 }),
-      poll: listed([item(3, { labels: [] }), [comment(50, 3, '/episodic', 'carol')]], item(4)),
-      permissions: new Map([['carol', { unknown: "cannot read carol's permission: 403" }]]),
-    }),
-    check: (d) => {
-      assert.deepEqual(created(d), ['t-4'], 'the other item goes on');
-      assert.deepEqual(record(d)?.itemsUndecided, [{ number: 3, reason: "cannot read carol's permission: 403" }]);
-      assert.equal(record(d)?.cursor, undefined, 'polled again');
-      const rec = d.actions.find((a) => a.kind === 'record') as Extract<TriggerAction, { kind: 'record' }>;
-      assert.deepEqual(
-        rec.poll?.held.map((s) => s.item.number),
-        [3, 4],
-        'a 304 brings them back',
-      );
-      assert.ok(d.actions.some((a) => a.kind === 'log' && a.level === 'warn' && a.message === 'items wait'));
-    },
-  },
-  {
-    name: 'forge: once every item is decided, itemsUndecided is cleared and the cursor moves',
-    in: facts({
-      spec: gitea({ command: {} }),
-      status: AgentTriggerStatusSchema.parse({ itemsUndecided: [{ number: 3, reason: 'x' }] }),
-      poll: listed([item(3, { labels: [] }), [comment(50, 3, '/episodic', 'carol')]]),
-      permissions: new Map([['carol', 'write' as const]]),
-    }),
-    check: (d) => {
-      assert.deepEqual(created(d), ['t-3']);
-      const rec = record(d);
-      assert.ok(rec && 'itemsUndecided' in rec && rec.itemsUndecided === undefined);
-      assert.equal(rec?.cursor, '2026-11-25T12:00:00Z');
-    },
-  },
-  {
-    name: 'forge: a resume whose commenter cannot be read waits: nothing resumed, the item undecided',
-    in: facts({
-      spec: gitea({ labels: [], command: {} }),
-      poll: listed([item(3), [comment(51, 3, '/episodic resume', 'carol')]]),
-      tasks: [task('t-3', 3, true, { phase: 'NeedsReview' })],
-      permissions: new Map([['carol', { unknown: 'cannot read' }]]),
-    }),
-    check: (d) => {
-      assert.equal(
-        d.actions.some((a) => a.kind === 'resume'),
-        false,
-      );
-      assert.deepEqual(record(d)?.itemsUndecided, [{ number: 3, reason: 'cannot read' }]);
-      assert.equal(record(d)?.cursor, undefined);
     },
   },
   {
@@ -541,108 +334,4 @@ const cases: Array<{ name: string; in: TriggerFacts; check: (d: TriggerDecision)
   },
 ];
 
-function heldItem(number: number): HeldItem {
-  return {
-    number,
-    title: `issue ${number}`,
-    body: 'b',
-    url: `http://forge/o/r/issues/${number}`,
-    author: 'alice',
-    labels: ['agent'],
-  };
-}
-
 for (const c of cases) test(c.name, () => c.check(reconcileTrigger(c.in)));
-
-const forgeDown = { kind: 'forge', message: 'GET /user -> 503' } as const;
-const failures: Array<{ name: string; in: Partial<TriggerFacts>; afterMs: number; rateLimited?: string }> = [
-  { name: 'first forge failure: pollSeconds', in: { failure: forgeDown }, afterMs: 30_000 },
-  { name: 'second: doubled', in: { failure: forgeDown, failures: 1 }, afterMs: 60_000 },
-  { name: 'equal jitter: at least half', in: { failure: forgeDown, failures: 1, jitter: 0 }, afterMs: 30_000 },
-  { name: 'capped', in: { failure: forgeDown, failures: 20 }, afterMs: MAX_BACKOFF_MS },
-  {
-    name: 'not the forge (the apiserver, a file): 5 s',
-    in: { failure: { kind: 'other', message: 'EIO' } },
-    afterMs: 5_000,
-  },
-  {
-    name: 'a rate limit waits for its reset and says so',
-    in: { failure: { kind: 'rateLimited', resetAt: new Date(NOW.getTime() + 600_000), message: 'rate limit' } },
-    afterMs: 600_000,
-    rateLimited: new Date(NOW.getTime() + 600_000).toISOString(),
-  },
-  {
-    name: 'a reset already past still waits a second',
-    in: { failure: { kind: 'rateLimited', resetAt: new Date(NOW.getTime() - 5_000), message: 'rate limit' } },
-    afterMs: 1_000,
-    rateLimited: new Date(NOW.getTime() - 5_000).toISOString(),
-  },
-];
-for (const c of failures)
-  test(`failure: ${c.name}`, () => {
-    const d = reconcileTrigger(facts({ status: AgentTriggerStatusSchema.parse({ cursor: 'c' }), ...c.in }));
-    assert.equal(after(d), c.afterMs);
-    assert.equal(d.failures, (c.in.failures ?? 0) + 1);
-    assert.equal(d.status?.cursor, 'c', 'the cursor stays');
-    assert.equal(d.status?.lastError, c.in.failure?.message);
-    assert.equal(d.status?.rateLimitedUntil, c.rateLimited);
-    assert.equal(d.status?.nextPollAt, d.nextPassAt?.toISOString());
-  });
-
-test('failure: a long error is cut to the status bound', () => {
-  const d = reconcileTrigger(facts({ failure: { kind: 'other', message: 'x'.repeat(2000) } }));
-  assert.equal(d.status?.lastError?.length, 500);
-});
-
-test('a success after failures resets the count', () => {
-  assert.equal(reconcileTrigger(facts({ failures: 3, poll: listed() })).failures, 0);
-});
-
-test('recordOutcome: a created task counts, an existing one not; a report remembers its state and PR', () => {
-  const base: AgentTriggerStatus = AgentTriggerStatusSchema.parse({ tasksCreated: 2 });
-  const create: TriggerAction = { kind: 'create', name: 'x', spec: {}, labels: {} };
-  assert.equal(recordOutcome(base, create, { kind: 'created' }).tasksCreated, 3);
-  assert.equal(recordOutcome(base, create, { kind: 'exists' }).tasksCreated, 2);
-  const report: TriggerAction = {
-    kind: 'report',
-    report: {
-      task: 't-7',
-      number: 7,
-      key: 't/t-7',
-      item: { number: 7, title: '', isPullRequest: false },
-      actions: [],
-      next: { label: 'done' },
-    },
-  };
-  const pr = { number: 12, url: 'http://forge/o/r/pulls/12' };
-  const out = recordOutcome(base, report, { kind: 'reported', pullRequest: pr });
-  assert.deepEqual(out.reported, { 't-7': { label: 'done' } });
-  assert.deepEqual(out.pullRequests, { 't-7': pr });
-});
-
-test('timer delays: a pass never follows sooner than a second; a delivery-woken pass gets one follow-up', () => {
-  const at = (ms: number) => new Date(NOW.getTime() + ms);
-  const none = { wokenWhileRunning: false, followUp: false };
-  assert.deepEqual(nextTimerDelay(at(-5_000), NOW, none), { delayMs: 1_000, followUp: false });
-  assert.deepEqual(nextTimerDelay(at(30_000), NOW, none), { delayMs: 30_000, followUp: false });
-  assert.deepEqual(nextTimerDelay(at(30_000), NOW, { wokenWhileRunning: true, followUp: false }), {
-    delayMs: 0,
-    followUp: true,
-  });
-  assert.deepEqual(nextTimerDelay(at(30_000), NOW, { wokenWhileRunning: false, followUp: true }), {
-    delayMs: FOLLOW_UP_MS,
-    followUp: false,
-  });
-});
-
-test("phase wakes: a seen task's move wakes a reporting or webhook trigger, a schedule's on a finish; first sight does not", () => {
-  const reporting = { report: {}, source: {} };
-  assert.equal(wakeOnPhase({ seen: false }, 'Running', reporting), false);
-  assert.equal(wakeOnPhase({ seen: true, phase: 'Running' }, 'Running', reporting), false);
-  assert.equal(wakeOnPhase({ seen: true, phase: 'Pending' }, 'Running', reporting), true);
-  assert.equal(wakeOnPhase({ seen: true, phase: 'Running' }, 'Succeeded', { source: { webhook: {} } }), true);
-  assert.equal(wakeOnPhase({ seen: true, phase: 'Running' }, 'Succeeded', { source: {} }), false);
-  // historyLimit: a schedule's pass deletes the finished tasks past it as soon as one finishes.
-  assert.equal(wakeOnPhase({ seen: true, phase: 'Running' }, 'Succeeded', { source: { schedule: {} } }), true);
-  assert.equal(wakeOnPhase({ seen: true, phase: 'Pending' }, 'Running', { source: { schedule: {} } }), false);
-});
