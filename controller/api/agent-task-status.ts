@@ -105,6 +105,20 @@ export const StepStatusSchema = z.object({
     .describe('resume.grantedEpisodes when the step started: later grants add to its maxEpisodes'),
   gate: GateStateSchema.optional().describe('spec.steps[].gates: the step runs fix episodes for this gate'),
   outputs: OutputsStatusSchema.optional().describe("the latest value of each output this step's episodes published"),
+  forEach: z
+    .object({
+      total: z.number().int().nonnegative(),
+      created: z.number().int().nonnegative().describe('children made so far: items 0 to created-1'),
+      running: z.number().int().nonnegative(),
+      succeeded: z.number().int().nonnegative(),
+      failed: z.number().int().nonnegative(),
+    })
+    .optional()
+    .describe('a forEach step: how its items stand'),
+  items: z
+    .string()
+    .optional()
+    .describe('a forEach step: {{steps.NAME.items}}, a JSON array of phase and outputs per item'),
 });
 
 export const AgentTaskStatusSchema = z.object({

@@ -138,6 +138,15 @@ export const GitWorkspaceSchema = z.strictObject({
         const problem = gitRefProblem(ref);
         if (problem) ctx.addIssue({ code: 'custom', message: problem });
       }),
+    from: z
+      .string()
+      .max(255)
+      .optional()
+      .superRefine((ref, ctx) => {
+        const problem = ref === undefined ? undefined : gitRefProblem(ref);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .describe('the branch a new ref starts from (default: the remote default branch); fan-out children get it'),
     secretRef: z.strictObject({ name: z.string().min(1) }).optional(),
   }),
 });

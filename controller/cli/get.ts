@@ -12,6 +12,7 @@ import { EPISODES_FILE, episodesPath, lastDeletedTaskDir, readRecords } from '..
 import { readLocalState, readStoredStatuses } from '../console/local-state.ts';
 import type { LocalState } from '../console/local-state.ts';
 import { gateSummary, getSteps, stepTable } from './get-steps.ts';
+import { childrenTable } from './get-children.ts';
 import { isStackTask, stackDepth, stackLines } from './get-stack.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
@@ -158,6 +159,9 @@ export async function getCommand(
   // One stack task: its top frames under the row.
   const stack = name !== undefined ? stackLines(items[0].task.spec, items[0].status) : [];
   if (stack.length > 0) process.stdout.write(`\n${stack.join('\n')}\n`);
+  // One task: the tasks it created (spawn, forEach) under it.
+  const children = name !== undefined ? childrenTable(items[0].task, state.items) : '';
+  if (children) process.stdout.write(`\n${children}\n`);
   return 0;
 }
 

@@ -1,0 +1,77 @@
+// Fan-out steps end to end with `episodic run` (issue 32 §1): a planner step publishes six items, a forEach
+// step makes one child task per item (never more than maxConcurrency running, read from the children's
+// episode records), one child fails and {atLeast: 5} lets the step succeed; the next step reads
+// {{steps.each.items}}, and `episodic get` shows the children under their parent.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { readRecords, episodesPath } from '../../controller/sinks/local/episode-records.ts';
+import { FAKE_CLAUDE, NODE, readStatus, recordedPrompts, runCli, specDir } from '../support/local.ts';
+
+const ITEMS = JSON.stringify(Array.from({ length: 6 }, (_, i) => ({ pkg: `pkg-${i}` })));
+
+test('six items from a planner, maxConcurrency 2, one failing under atLeast 5: the step succeeds', async () => {
+  const record = 'runs.jsonl';
+  const dir = specDir([
+    {
+      name: 'mig',
+      spec: {
+        prompt: undefined,
+        agent: { command: [NODE, FAKE_CLAUDE], output: 'claude' },
+        limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30 },
+        steps: [
+          { name: 'plan', prompt: 'plan the migration' },
+          {
+            name: 'each',
+            prompt: 'migrate {{item.pkg}} (item {{item.index}})',
+            limits: { maxEpisodes: 1 },
+            forEach: { fromOutput: 'steps.plan.outputs.items', maxConcurrency: 2, failurePolicy: { atLeast: 5 } },
+          },
+          { name: 'report', prompt: 'report on {{steps.each.items}}' },
+        ],
+      },
+      script: {
+        record,
+        default: { mode: 'success', delayMs: 400 },
+        tasks: { mig: { mode: 'success', outputs: { items: ITEMS } }, 'mig-each-3': { mode: 'fail' } },
+      },
+    },
+  ]);
+  const run = await runCli(['run', dir], { timeoutMs: 120_000 });
+  // The failed child is a task that did not succeed: `run` says so in its exit code.
+  assert.equal(run.code, 1, run.stderr);
+
+  const parent = readStatus(dir, 'mig')?.status;
+  assert.equal(parent?.phase, 'Succeeded', parent?.message);
+  assert.equal(parent?.steps?.[1]?.phase, 'Succeeded');
+  assert.deepEqual(parent?.steps?.[1]?.forEach, { total: 6, created: 6, running: 0, succeeded: 5, failed: 1 });
+
+  const names = Array.from({ length: 6 }, (_, i) => `mig-each-${i}`);
+  const stateDir = join(dir, '.episodic');
+  const spans: Array<{ name: string; start: number; end: number }> = [];
+  for (const name of names) {
+    const status = readStatus(dir, name)?.status;
+    assert.equal(status?.phase, name === 'mig-each-3' ? 'NeedsReview' : 'Succeeded', `${name}: ${status?.message}`);
+    const records = await readRecords(episodesPath(stateDir, 'default', name));
+    assert.equal(records.length, 1, name);
+    spans.push({ name, start: Date.parse(records[0].startedAt ?? ''), end: Date.parse(records[0].finishedAt ?? '') });
+  }
+  // At every episode's start, how many children's episodes had started and not yet finished.
+  const most = Math.max(...spans.map((s) => spans.filter((o) => o.start <= s.start && o.end > s.start).length));
+  assert.ok(most <= 2, `at most 2 children ran at once, saw ${most}`);
+  assert.equal(most, 2, 'two ran at once (maxConcurrency is used)');
+
+  const prompts = recordedPrompts(join(dir, 'ws', 'mig', record));
+  for (let i = 0; i < 6; i++) assert.ok(prompts.includes(`migrate pkg-${i} (item ${i})`), `the prompt of item ${i}`);
+  const report = prompts.find((p) => p.startsWith('report on '));
+  const items = JSON.parse(report?.slice('report on '.length) ?? '[]');
+  assert.deepEqual(
+    items.map((e: { task: string; phase: string }) => `${e.task} ${e.phase}`),
+    names.map((n) => `${n} ${n === 'mig-each-3' ? 'NeedsReview' : 'Succeeded'}`),
+  );
+
+  const get = await runCli(['get', 'mig', dir]);
+  assert.equal(get.code, 0, get.stderr);
+  assert.match(get.stdout, /Children \(6\):/);
+  for (const name of names) assert.match(get.stdout, new RegExp(`${name}\\s+(Succeeded|NeedsReview)`));
+});
