@@ -34,11 +34,7 @@ export const ForEachSchema = z
     if ((f.items === undefined) === (f.fromOutput === undefined))
       ctx.addIssue({ code: 'custom', path: ['items'], message: 'exactly one of items or fromOutput is required' });
   })
-  .meta({
-    'x-kubernetes-validations': [
-      { rule: 'has(self.items) != has(self.fromOutput)', message: 'exactly one of items or fromOutput is required' },
-    ],
-  })
+  // No CEL rule: the apiserver's CEL sees no field `items` here (its elements preserve unknown fields).
   .describe('a fan-out step: one child task per item (TASK-STEP-INDEX), the step waits for them');
 
 export type ForEach = z.infer<typeof ForEachSchema>;
