@@ -3,10 +3,12 @@
 // episode records), one child fails and {atLeast: 5} lets the step succeed; the next step reads
 // {{steps.each.items}}, and `episodic get` shows the children under their parent.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { readRecords, episodesPath } from '../../controller/sinks/local/episode-records.ts';
-import { FAKE_CLAUDE, NODE, readStatus, recordedPrompts, runCli, specDir } from '../support/local.ts';
+import { FAKE_CLAUDE, NODE, readStatus, recordedPrompts, runCli, specDir, tempDir } from '../support/local.ts';
 
 const ITEMS = JSON.stringify(Array.from({ length: 6 }, (_, i) => ({ pkg: `pkg-${i}` })));
 
@@ -74,4 +76,61 @@ test('six items from a planner, maxConcurrency 2, one failing under atLeast 5: t
   assert.equal(get.code, 0, get.stderr);
   assert.match(get.stdout, /Children \(6\):/);
   for (const name of names) assert.match(get.stdout, new RegExp(`${name}\\s+(Succeeded|NeedsReview)`));
+});
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], {
+    cwd,
+    encoding: 'utf8',
+  }).trim();
+}
+
+test('a git workspace: each child works on episodic/TASK/STEP-INDEX in its own clone, all from the parent branch’s commit', async () => {
+  const dir = tempDir();
+  const bare = join(dir, 'origin.git');
+  git(dir, 'init', '--quiet', '--bare', '--initial-branch=main', bare);
+  const seed = join(dir, 'seed');
+  git(dir, 'clone', '--quiet', bare, seed);
+  const tasks = Object.fromEntries(
+    [0, 1, 2].map((i) => [`mig-each-${i}`, { mode: 'success', writeFiles: { [`item-${i}.txt`]: `${i}` } }]),
+  );
+  writeFileSync(join(seed, '.fake-agent.json'), JSON.stringify({ tasks }));
+  git(seed, 'add', '.');
+  git(seed, 'commit', '--quiet', '-m', 'seed');
+  git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main');
+  // The parent's branch is ahead of the default one: children start from it, not from main.
+  writeFileSync(join(seed, 'dev.txt'), 'dev');
+  git(seed, 'add', '.');
+  git(seed, 'commit', '--quiet', '-m', 'dev');
+  git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/dev');
+  const start = git(bare, 'rev-parse', 'dev');
+  specDir(
+    [
+      {
+        name: 'mig',
+        spec: {
+          prompt: undefined,
+          workspace: { git: { url: 'origin.git', ref: 'dev' } },
+          steps: [{ name: 'each', prompt: 'do {{item}}', forEach: { items: ['a', 'b', 'c'], maxConcurrency: 3 } }],
+        },
+      },
+    ],
+    { dir },
+  );
+  const run = await runCli(['run', dir], { timeoutMs: 120_000 });
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(readStatus(dir, 'mig')?.status.phase, 'Succeeded');
+  for (const i of [0, 1, 2]) {
+    const branch = `episodic/mig/each-${i}`;
+    assert.equal(git(bare, 'rev-parse', `${branch}~1`), start, `${branch} starts at dev's commit`);
+    assert.equal(git(bare, 'show', `${branch}:item-${i}.txt`), `${i}`, `item ${i}'s work is on its branch`);
+    assert.equal(
+      git(bare, 'ls-tree', '--name-only', branch)
+        .split('\n')
+        .filter((f) => f.startsWith('item-')).length,
+      1,
+    );
+    assert.ok(existsSync(join(dir, `.episodic/workspaces/default/mig-each-${i}/.git`)), 'its own clone');
+  }
+  assert.equal(git(bare, 'rev-parse', 'dev'), start, 'the parent branch is untouched');
 });
