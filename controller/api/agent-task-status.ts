@@ -1,5 +1,6 @@
 // The status half of the AgentTask contract (episodic.dev/v1alpha1): phases, outcomes and what the controller
 // records about a task. agent-task.ts re-exports all of it, so importers keep one home for the contract.
+import { AttemptsStatusSchema } from './attempts.ts';
 import { z } from 'zod';
 import { BreakerStatusSchema, ProgressStatusSchema } from './leash.ts';
 import { AuditEntrySchema, ResumeStatusSchema } from './resume.ts';
@@ -169,6 +170,15 @@ export const AgentTaskStatusSchema = z.object({
   // What needs a person (issue 19 §6): kept from each episode's evidence by reconciler/review.ts.
   review: ReviewStatusSchema.optional().describe('what needs a person: [!] items, new DISCOVERY.md / IDEAS.md entries'),
   ...SPAWN_STATUS_FIELDS,
+  // Evidence totals best-of-N compares attempts by (reconciler/attempts-select.ts).
+  changedLines: z.number().int().nonnegative().optional().describe('lines inserted and deleted over all episodes'),
+  outOfScopeEpisodes: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('episodes that changed paths outside the scope'),
+  attempts: AttemptsStatusSchema.optional().describe('spec.attempts: each attempt with its evidence, cost and branch'),
 });
 
 export type AgentTaskStatus = z.infer<typeof AgentTaskStatusSchema>;

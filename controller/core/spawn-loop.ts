@@ -202,6 +202,12 @@ export class SpawnLoop<T extends DesiredTask> {
         ),
         outputs: status?.outputs,
         lastMessage: status?.lastEpisode?.message,
+        evidence: status && {
+          changedLines: status.changedLines,
+          outOfScope: (status.outOfScopeEpisodes ?? 0) > 0,
+          gatesPassed: !status.steps?.some((s) => s.gate),
+          finishedAt: status.lastEpisode?.finishedAt,
+        },
       });
     }
     return out;

@@ -37,6 +37,7 @@ import type { Action, Events, StopReason } from './actions.ts';
 import type { ObservedEpisode, ReconcileInput, ReconcileResult } from './types.ts';
 import { MAILBOX_RESYNC_MS, spawnHold, spawnInterrupt, withDelivery } from './spawn-decide.ts';
 import { fanOutDecision } from './fan-out-decide.ts';
+import { tallyEvidence } from './attempts.ts';
 
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 
@@ -70,6 +71,7 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     status = ops.status;
     events.push(...ops.events);
     status = withReviewFacts(status, given.episode ?? ended, ended.number);
+    status = tallyEvidence(status, ended.result);
   }
 
   const held = auditHold(status, input.hold, input.spec?.suspend ?? false, input.now);
