@@ -28,10 +28,6 @@ export const AttemptsSchema = z
           .describe("the judge's command (default: the task's agent)"),
       })
       .optional(),
-    keepLosers: z
-      .boolean()
-      .default(false)
-      .describe('keep the losing attempts as tasks (default: deleted once a winner is chosen)'),
   })
   .describe('best-of-N: N attempts of the task in parallel, the best one is its result');
 
