@@ -8,6 +8,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { readRecords, episodesPath } from '../../controller/sinks/local/episode-records.ts';
+import { startConsoleCli } from '../support/browser.ts';
 import { FAKE_CLAUDE, NODE, readStatus, recordedPrompts, runCli, specDir, tempDir } from '../support/local.ts';
 
 const ITEMS = JSON.stringify(Array.from({ length: 6 }, (_, i) => ({ pkg: `pkg-${i}` })));
@@ -76,6 +77,21 @@ test('six items from a planner, maxConcurrency 2, one failing under atLeast 5: t
   assert.equal(get.code, 0, get.stderr);
   assert.match(get.stdout, /Children \(6\):/);
   for (const name of names) assert.match(get.stdout, new RegExp(`${name}\\s+(Succeeded|NeedsReview)`));
+
+  // The console's task page gets them too (its detail API, which the page renders as "Children").
+  const server = await startConsoleCli(dir);
+  try {
+    const detail = (await (await fetch(`${server.url}/api/tasks/default/mig`)).json()) as {
+      children?: Array<{ name: string; phase: string }>;
+    };
+    assert.deepEqual(
+      detail.children?.map((c) => `${c.name} ${c.phase}`),
+      names.map((n) => `${n} ${n === 'mig-each-3' ? 'NeedsReview' : 'Succeeded'}`),
+    );
+  } finally {
+    server.child.kill('SIGINT');
+    await server.exited;
+  }
 });
 
 function git(cwd: string, ...args: string[]): string {
