@@ -11,6 +11,7 @@ import { EPISODES_FILE, episodesPath, lastDeletedTaskDir, readRecords } from '..
 import { readEpisodes, readLocalState, readStoredStatuses } from '../console/local-state.ts';
 import type { LocalState } from '../console/local-state.ts';
 import { getSteps, stepTable } from './get-steps.ts';
+import { childrenTable } from './get-children.ts';
 import { stackLines } from './get-stack.ts';
 import { episodeTable, taskStarted, taskTable } from './get-rows.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
@@ -162,6 +163,9 @@ export async function getCommand(
   // One stack task: its top frames under the row.
   const stack = name !== undefined ? stackLines(items[0].task.spec, items[0].status) : [];
   if (stack.length > 0) process.stdout.write(`\n${stack.join('\n')}\n`);
+  // One task: the tasks it created (spawn, forEach) under it.
+  const children = name !== undefined ? childrenTable(items[0].task, state.items) : '';
+  if (children) process.stdout.write(`\n${children}\n`);
   return 0;
 }
 
