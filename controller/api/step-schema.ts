@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { duplicateGateNames, GATES_MAX, gateSchema } from './gates.ts';
 import { ScopeSchema, SkipWhenSchema } from './scope.ts';
+import { SandboxSchema } from './sandbox.ts';
 
 export const STEPS_MAX = 32;
 /** Limits a step may set; maxCostUSD and maxTokens are the task's, over all its steps. */
@@ -73,6 +74,7 @@ export function stepSchema<A extends Shape, C extends Shape, L extends Shape>(pa
       // skipWhen and scope (README "skipWhen", "Scope").
       skipWhen: SkipWhenSchema.optional(),
       scope: ScopeSchema.optional().describe("replaces the task's scope for this step's episodes"),
+      sandbox: SandboxSchema.optional().describe("replaces the task's sandbox for this step's episodes"),
     })
     .superRefine((step, ctx) => {
       if ((step.prompt === undefined) === (step.promptFile === undefined))
