@@ -1,0 +1,144 @@
+// Issue 30 §4, locally: a hostile stand-in agent (test/agents/hostile-sandbox.mjs) under `episodic run`, sandboxed
+// by bubblewrap, tries the controller user's ~/.ssh key, the spec and state directories, another task's workspace,
+// the controller's environment through /proc, a write outside its workspace, a loopback port that is not the
+// gateway, CONNECT to a listed and a non-listed host:port, and leaving a daemon. Each fails (the gateway and the
+// listed host work), the episode is recorded, nothing it read leaks; unsandboxed, the same agent gets the reads.
+import assert from 'node:assert/strict';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { NODE, REPO, readStatus, runCli, specDir, tempDir } from '../support/local.ts';
+
+const HOSTILE = join(REPO, 'test/agents/hostile-sandbox.mjs');
+const KEY = `ssh-ed25519-KEYCANARY-${process.pid}`;
+const OTHER_SECRET = `OTHERCANARY-${process.pid}`;
+const ENV_CANARY = `ENVCANARY${process.pid}x`;
+const DAEMON_TAG = `4242.${process.pid}`;
+
+type Report = Record<string, { ok: boolean; got?: string; error?: string }>;
+
+function listen(server: Server | ReturnType<typeof createHttpServer>): Promise<number> {
+  return new Promise((ready) => server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port)));
+}
+
+/** Every file under dir, as text. */
+function allText(dir: string): string {
+  if (!existsSync(dir)) return '';
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => readFileSync(join(e.parentPath, e.name), 'latin1'))
+    .join('\n');
+}
+
+function daemonsAlive(): number {
+  return readdirSync('/proc').filter((p) => {
+    try {
+      return /^\d+$/.test(p) && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(DAEMON_TAG);
+    } catch {
+      return false;
+    }
+  }).length;
+}
+
+describe('local sandbox: a hostile agent reaches its workspace and the gateway, nothing else', () => {
+  const servers: Array<{ close(): void }> = [];
+  let ports: { loopback: number; allowed: number; gateway: number };
+  const home = tempDir('episodic-home-');
+  before(async () => {
+    mkdirSync(join(home, '.ssh'), { recursive: true });
+    writeFileSync(join(home, '.ssh', 'id_ed25519'), KEY, { mode: 0o600 });
+    const echo = () => createServer((s) => s.on('data', (d) => s.end(`echo ${d}`)));
+    const loopback = echo();
+    const allowed = echo();
+    const gateway = createHttpServer((_req, res) => res.end('gateway pong\n'));
+    servers.push(loopback, allowed, gateway);
+    ports = { loopback: await listen(loopback), allowed: await listen(allowed), gateway: await listen(gateway) };
+  });
+  after(() => {
+    for (const s of servers) s.close();
+  });
+
+  async function runProbe(sandbox: Record<string, unknown> | undefined) {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'ws', 'other'), { recursive: true });
+    writeFileSync(join(dir, 'ws', 'other', 'secret.txt'), OTHER_SECRET);
+    const env = {
+      HOSTILE_HOST_HOME: home,
+      HOSTILE_SPEC_DIR: dir,
+      HOSTILE_OTHER_WS: join(dir, 'ws', 'other'),
+      HOSTILE_CANARY_REVERSED: [...ENV_CANARY].reverse().join(''),
+      HOSTILE_LOOPBACK_PORT: String(ports.loopback),
+      HOSTILE_ALLOWED: `127.0.0.1:${ports.allowed}`,
+      HOSTILE_DENIED: `127.0.0.1:${ports.loopback}`,
+      HOSTILE_DAEMON_TAG: DAEMON_TAG,
+      ANTHROPIC_BASE_URL: `http://127.0.0.1:${ports.gateway}`,
+    };
+    const spec = {
+      agent: {
+        command: [NODE, HOSTILE, 'probe'],
+        output: 'text',
+        env: Object.entries(env).map(([name, value]) => ({ name, value })),
+      },
+      limits: { maxEpisodes: 1, episodeTimeoutSeconds: 60 },
+      ...(sandbox ? { sandbox } : {}),
+    };
+    specDir([{ name: 'probe', spec }], { dir });
+    const res = await runCli(['run', dir], {
+      timeoutMs: 120_000,
+      env: { HOME: home, EPISODIC_TEST_CANARY: ENV_CANARY },
+    });
+    const report = JSON.parse(readFileSync(join(dir, 'ws', 'probe', 'report.json'), 'utf8')) as Report;
+    return { dir, res, report };
+  }
+
+  it('sandboxed: every read, write and connection fails but the gateway and the listed host; nothing leaks', async () => {
+    const { dir, res, report } = await runProbe({ allowHosts: [`127.0.0.1:${ports.allowed}`] });
+    const log = res.stdout + res.stderr;
+    assert.equal(res.code, 0, log);
+    for (const denied of ['sshKey', 'specFile', 'stateDir', 'otherWorkspace', 'controllerEnviron', 'ownEnv'])
+      assert.equal(report[denied].ok, false, `${denied}: ${JSON.stringify(report[denied])}`);
+    // The spec directory's path inside is on the sandbox's private /tmp: a write there never reaches the host.
+    assert.equal(existsSync(join(dir, 'escaped.txt')), false, 'nothing written outside the workspace');
+    assert.equal(report.writeUsr.ok, false);
+    assert.equal(report.loopback.ok, false, `a host loopback port: ${JSON.stringify(report.loopback)}`);
+    assert.deepEqual(report.gateway, { ok: true, got: 'gateway pong\n' }, 'the gateway through the relay');
+    assert.equal(report.proxyAllowed.ok, true, JSON.stringify(report.proxyAllowed));
+    assert.match(report.proxyAllowed.got ?? '', /echo ping/);
+    assert.equal(report.proxyDenied.ok, false);
+    assert.match(report.proxyDenied.error ?? '', /403/);
+    assert.equal(daemonsAlive(), 0, 'no daemon outlives the episode');
+
+    const status = readStatus(dir, 'probe');
+    assert.equal(status?.status.phase, 'Succeeded', log);
+    const records = readFileSync(join(dir, '.episodic', 'logs', 'default', 'probe', 'episodes.jsonl'), 'utf8');
+    const record = JSON.parse(records.trim().split('\n')[0]);
+    assert.deepEqual(record.sandbox, { network: 'gateway', resources: 'none' });
+    const published = [log, allText(join(dir, '.episodic'))].join('\n');
+    for (const secret of [KEY, OTHER_SECRET, ENV_CANARY]) assert.ok(!published.includes(secret), secret);
+    assert.match(
+      allText(join(dir, '.episodic', 'logs')),
+      /sandbox proxy refused: 127\.0\.0\.1:\d+ is not in allowHosts/,
+    );
+  });
+
+  it('unsandboxed, the same agent gets every read (so the test above can fail)', async () => {
+    const { dir, res, report } = await runProbe(undefined);
+    assert.equal(res.code, 0, res.stdout + res.stderr);
+    assert.equal(existsSync(join(dir, 'escaped.txt')), true, 'unsandboxed, the write lands on the host');
+    for (const got of [
+      'sshKey',
+      'specFile',
+      'stateDir',
+      'otherWorkspace',
+      'controllerEnviron',
+      'writeOutside',
+      'loopback',
+    ])
+      assert.equal(report[got].ok, true, `${got}: ${JSON.stringify(report[got])}`);
+    assert.equal(report.sshKey.got, KEY);
+    assert.equal(report.otherWorkspace.got, OTHER_SECRET);
+  });
+});
