@@ -142,3 +142,50 @@ describe('local sandbox: a hostile agent reaches its workspace and the gateway, 
     assert.equal(report.otherWorkspace.got, OTHER_SECRET);
   });
 });
+
+describe('local sandbox: resources end their own episode (cgroup v1 here), the controller carries on', () => {
+  it('a fork bomb and a 10 GiB allocation each fail with reason ResourceLimit; a bounded task beside them succeeds', async () => {
+    const task = (name: string, mode: string, resources: Record<string, number>) => ({
+      name,
+      spec: {
+        agent: { command: [NODE, HOSTILE, mode], output: 'text' },
+        limits: { maxEpisodes: 1, episodeTimeoutSeconds: 60 },
+        sandbox: { network: 'none', resources },
+      },
+    });
+    const calm = {
+      name: 'calm',
+      spec: {
+        agent: { command: ['/bin/sh', '-c', 'echo "<promise>COMPLETE</promise>"'], output: 'text' },
+        limits: { maxEpisodes: 1 },
+        sandbox: { network: 'none', resources: { pids: 32, memoryMiB: 128, cpu: 0.5 } },
+      },
+    };
+    const dir = specDir([task('bomb', 'forkbomb', { pids: 64 }), task('hog', 'alloc', { memoryMiB: 256 }), calm]);
+    const res = await runCli(['run', dir], { timeoutMs: 120_000 });
+    const log = res.stdout + res.stderr;
+    const record = (name: string) =>
+      JSON.parse(
+        readFileSync(join(dir, '.episodic', 'logs', 'default', name, 'episodes.jsonl'), 'utf8').split('\n')[0],
+      );
+    for (const [name, hit] of [
+      ['bomb', 'pids'],
+      ['hog', 'memory'],
+    ]) {
+      const r = record(name);
+      assert.equal(r.outcome, 'failed', `${name}: ${JSON.stringify(r)}\n${log}`);
+      assert.match(r.message, /sandbox: the episode hit its .*ResourceLimit/);
+      assert.deepEqual(r.sandbox, { network: 'none', resources: 'cgroup-v1', limitHit: hit });
+      assert.equal(readStatus(dir, name)?.status.lastEpisode?.outcome, 'failed');
+    }
+    // The episode's reason is in its event (a log line locally): "episode 1 failed (ResourceLimit)".
+    assert.equal(log.match(/episode 1 failed \(ResourceLimit\)/g)?.length, 2, log);
+    assert.equal(readStatus(dir, 'calm')?.status.phase, 'Succeeded', log);
+    assert.deepEqual(record('calm').sandbox, { network: 'none', resources: 'cgroup-v1' });
+    const groups = ['pids', 'memory'].flatMap((c) => {
+      const d = `/sys/fs/cgroup/${c}/episodic`;
+      return existsSync(d) ? readdirSync(d).filter((g) => g.startsWith('default.')) : [];
+    });
+    assert.ok(!groups.some((g) => /^default\.(bomb|hog|calm)\./.test(g)), `groups removed: ${groups.join(',')}`);
+  });
+});
