@@ -87,6 +87,14 @@ export const SandboxSchema = z
       .default([])
       .describe('host paths the agent sees (read-only by default)'),
     resources: SandboxResourcesSchema.default({}),
+    runtimeClassName: z
+      .string()
+      .min(1)
+      .max(253)
+      .optional()
+      .describe(
+        "cluster: the pods' RuntimeClass (gVisor runsc, Kata); default the chart's sandbox.defaultRuntimeClass",
+      ),
   })
   .superRefine((box, ctx) => {
     if (box.network !== 'gateway' && box.allowHosts.length > 0)
