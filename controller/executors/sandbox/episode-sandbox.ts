@@ -104,10 +104,11 @@ export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbo
   };
 }
 
-/** The relay: this Node and its script (relay.ts beside this file from source, dist/sandbox-relay.js built). */
+/** The relay: this Node and its script, bundled (dist/sandbox-relay.js: ~2x quicker to start) or from source. */
 function relayCommand(routes: ReturnType<typeof gatewayRoutes>): { command: string[]; programs: string[] } {
-  const source = fileURLToPath(new URL('./relay.ts', import.meta.url));
-  const script = existsSync(source) ? source : fileURLToPath(new URL('../sandbox-relay.js', import.meta.url));
+  const candidates = ['../sandbox-relay.js', '../../../dist/sandbox-relay.js', './relay.ts'];
+  const scripts = candidates.map((c) => fileURLToPath(new URL(c, import.meta.url)));
+  const script = scripts.find((s) => existsSync(s)) ?? (scripts.at(-1) as string);
   return { command: [process.execPath, script, ...relayArgs(routes), '--'], programs: [process.execPath, script] };
 }
 
