@@ -124,6 +124,20 @@ describe('local sandbox: a hostile agent reaches its workspace and the gateway, 
     );
   });
 
+  it('network none: loopback only (no gateway, no proxy); open: the host network, the filesystem rules still hold', async () => {
+    const none = await runProbe({ network: 'none' });
+    assert.equal(none.res.code, 0, none.res.stdout + none.res.stderr);
+    assert.equal(none.report.gateway.ok, false, JSON.stringify(none.report.gateway));
+    assert.equal(none.report.loopback.ok, false);
+    assert.equal(none.report.proxyAllowed.ok, false, 'no proxy under none');
+    const open = await runProbe({ network: 'open' });
+    assert.equal(open.res.code, 0, open.res.stdout + open.res.stderr);
+    assert.equal(open.report.loopback.ok, true, 'the host loopback is reachable under open');
+    assert.deepEqual(open.report.gateway, { ok: true, got: 'gateway pong\n' }, 'directly, no relay');
+    for (const denied of ['sshKey', 'specFile', 'stateDir', 'otherWorkspace', 'controllerEnviron'])
+      assert.equal(open.report[denied].ok, false, denied);
+  });
+
   it('unsandboxed, the same agent gets every read (so the test above can fail)', async () => {
     const { dir, res, report } = await runProbe(undefined);
     assert.equal(res.code, 0, res.stdout + res.stderr);

@@ -212,7 +212,11 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
   };
 
   const result = run()
-    .catch((err: unknown) => internalError(err, startedAt))
+    .catch(async (err: unknown) => {
+      unwatch();
+      await req.sandbox?.close().catch(() => []); // its sockets and group, after a bug of ours too
+      return internalError(err, startedAt);
+    })
     .then(async (r) => {
       await current.release(); // after an internal error too
       await log.close();
