@@ -6,6 +6,7 @@ import { AgentTaskStatusSchema } from './agent-task-status.ts';
 import { BreakerSpecSchema, ProgressSpecSchema } from './leash.ts';
 import { ResumeSpecSchema } from './resume.ts';
 import { ScopeSchema } from './scope.ts';
+import { SandboxSchema } from './sandbox.ts';
 import { OPS_SPEC_FIELDS } from './ops-status.ts';
 import { SPAWN_LIMIT_FIELDS, SPAWN_SPEC_FIELDS } from './spawn-fields.ts';
 import { duplicateStepNames, overTask, STEP_LIMITS_MASK, STEPS_MAX, stepSchema } from './step-schema.ts';
@@ -261,6 +262,8 @@ export const AgentTaskSpecSchema = z
     scope: ScopeSchema.optional(),
     // Best-of-N (api/attempts.ts).
     attempts: AttemptsSchema.optional(),
+    // sandbox (README "Sandbox"); a step's replaces it.
+    sandbox: SandboxSchema.optional(),
     ...OPS_SPEC_FIELDS,
     ...SPAWN_SPEC_FIELDS,
   })

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { duplicateGateNames, GATES_MAX, gateSchema } from './gates.ts';
 import { ForEachSchema } from './for-each.ts';
 import { ScopeSchema, SkipWhenSchema } from './scope.ts';
+import { SandboxSchema } from './sandbox.ts';
 
 export const STEPS_MAX = 32;
 /** Limits a step may set; maxCostUSD and maxTokens are the task's, over all its steps. */
@@ -76,6 +77,7 @@ export function stepSchema<A extends Shape, C extends Shape, L extends Shape>(pa
       scope: ScopeSchema.optional().describe("replaces the task's scope for this step's episodes"),
       // Fan-out (api/for-each.ts): the step's prompt is each child's, with {{item}} filled in.
       forEach: ForEachSchema.optional(),
+      sandbox: SandboxSchema.optional().describe("replaces the task's sandbox for this step's episodes"),
     })
     .superRefine((step, ctx) => {
       if ((step.prompt === undefined) === (step.promptFile === undefined))

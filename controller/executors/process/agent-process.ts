@@ -15,8 +15,10 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface ProcessOptions {
   cwd: string;
-  /** Added to the controller's environment. */
+  /** Added to the controller's environment (the whole environment with extendEnv false). */
   env: Record<string, string>;
+  /** Default true; false for a sandboxed process, which inherits nothing of the controller's. */
+  extendEnv?: boolean;
   /** Becomes stdin; /dev/null without it. */
   stdinFile?: string;
   timeoutMs: number;
@@ -42,6 +44,8 @@ interface StartedProcess {
   /** Never rejects; resolves once the process and all its descendants are gone and its output is logged. */
   exit: Promise<ProcessEnd>;
   cancel(): void;
+  /** Kills the whole tree without calling it cancelled (a sandbox bound was hit). */
+  stop(): void;
   /** After exit and the notes about it: waits until the log has it all, then removes the spool files. */
   release(): Promise<void>;
 }
@@ -81,7 +85,7 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
     child = execa(file, args, {
       cwd: o.cwd,
       env: o.env,
-      extendEnv: true,
+      extendEnv: o.extendEnv ?? true,
       detached: true, // leads its own process group, so the group can be signalled as a whole
       buffer: false, // never hold the output in memory: a chatty agent can print gigabytes
       reject: false,
@@ -102,7 +106,7 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
       (r) => spawnFailure(r.code ?? 'ESPAWN', cannotStart(r.cause ?? r.shortMessage, r.code ?? 'ESPAWN')),
       (err: unknown) => spawnFailure(errorCode(err), cannotStart(err)),
     );
-    return { exit, cancel() {}, release };
+    return { exit, cancel() {}, stop() {}, release };
   }
   const pidStartTime = readPidStartTime(pid);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
@@ -151,6 +155,9 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
       cancelled = true;
       void killTree();
     },
+    stop() {
+      if (!ended) void killTree();
+    },
     release,
   };
 }
@@ -193,7 +200,7 @@ function removeSpool(spool: { stdout: string; stderr: string }): void {
 }
 
 function notSpawned(code: string, message: string, release: () => Promise<void>): StartedProcess {
-  return { exit: Promise.resolve(spawnFailure(code, message)), cancel() {}, release };
+  return { exit: Promise.resolve(spawnFailure(code, message)), cancel() {}, stop() {}, release };
 }
 
 function spawnFailure(code: string, message: string): ProcessEnd {
