@@ -67,7 +67,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   const live = opts.table !== false && process.stdout.isTTY === true;
   // On a terminal the table owns the screen, so logs go to a file beside the state.
   const logger = createLogger({ level: opts.logLevel, file: live ? join(stateDir, 'controller.log') : undefined });
-  let consoleServer: { url: string; close(): Promise<void> } | undefined;
+  let consoleServer: Awaited<ReturnType<typeof startConsoleFor>> | undefined;
   try {
     consoleServer = opts.console === undefined ? undefined : await startConsoleFor(dir, stateDir, opts.console, logger);
   } catch (err) {
@@ -90,7 +90,12 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
       hooksAddr: opts.hooksAddr,
       metricsFile: opts.metricsFile,
       interrupt: interrupt.signal,
-      show: live ? (view) => new LiveTable(view) : undefined,
+      show: (view, changed) => {
+        // The console shows the controller's own statuses: no file read can miss a quick second write.
+        consoleServer?.follow(view, changed);
+        const table = live ? new LiveTable(view) : undefined;
+        return { stop: () => table?.stop() };
+      },
     });
     return report(end, { dir, live, logger });
   } catch (err) {

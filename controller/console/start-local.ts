@@ -5,11 +5,16 @@ import { TOKEN_ENV } from './security.ts';
 import { startConsole } from './server.ts';
 import type { RunningConsole } from './server.ts';
 
+export interface RunningLocalConsole extends RunningConsole {
+  /** `run --console`: show the controller's own statuses from now on (LocalConsoleSource.follow). */
+  follow: LocalConsoleSource['follow'];
+}
+
 export async function startLocalConsole(opts: {
   dir: string;
   stateDir: string;
   listen: string;
-}): Promise<RunningConsole> {
+}): Promise<RunningLocalConsole> {
   const source = new LocalConsoleSource(opts.dir, opts.stateDir);
   await source.start();
   const token = process.env[TOKEN_ENV] || undefined;
@@ -17,6 +22,7 @@ export async function startLocalConsole(opts: {
     const running = await startConsole({ listen: opts.listen, source, token, who: consoleUser(token !== undefined) });
     return {
       ...running,
+      follow: (view, changed) => source.follow(view, changed),
       close: async () => {
         await running.close();
         await source.close();

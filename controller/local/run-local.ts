@@ -38,8 +38,9 @@ export interface LocalRunOptions {
   metricsFile?: string;
   /** Aborted on SIGINT/SIGTERM (its reason: the signal): start nothing more, stop what runs. */
   interrupt: AbortSignal;
-  /** Shows the view while the run goes on (the CLI's live table); stopped once the run ends. */
-  show?: (view: () => LocalView) => { stop(): void };
+  /** Shows the view while the run goes on (the CLI's live table, the console); stopped once the run ends.
+   * `changed` calls its listener once, after the next reconcile pass (or within a second). */
+  show?: (view: () => LocalView, changed: (listener: () => void) => void) => { stop(): void };
 }
 
 export type LocalRunEnd =
@@ -117,7 +118,10 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
       followPhases(controller, new PhaseWakes(timers));
       watcher = await watchSpecs(controller, initial, opts, timers);
     }
-    const shown = opts.show?.(() => controller.view());
+    const shown = opts.show?.(
+      () => controller.view(),
+      (listener) => controller.onChange(listener),
+    );
     try {
       const end = await runUntilDone(controller, opts, initial.errors.length);
       // Without --watch no pass follows: the forge comments are brought up to how the tasks ended.

@@ -76,18 +76,44 @@ async function budgets(): Promise<HTMLElement> {
   );
 }
 
+type TasksEvent = Extract<ConsoleEvent, { type: 'tasks' }> & { seq: number };
+// The snapshot's event number: events at or below it are already in it. Until it comes, events wait.
+let snapshotSeq: number | undefined;
+let waiting: TasksEvent[] = [];
+
+function applyTasks(event: TasksEvent): void {
+  if (snapshotSeq === undefined) {
+    waiting.push(event);
+    return;
+  }
+  if (event.seq <= snapshotSeq) return;
+  for (const row of event.rows) rows.set(row.key, row);
+  if (!taskPage || event.rows.some((r) => r.key === taskPage?.key)) scheduleRender();
+  document.body.dataset.updates = String(Number(document.body.dataset.updates ?? 0) + 1);
+}
+
+/** Every row read again (at start and after a reconnect, when events may have been missed). */
+async function resync(): Promise<void> {
+  snapshotSeq = undefined;
+  const { items, seq } = await api<{ items: TaskRow[]; seq: number }>('/api/tasks');
+  rows.clear();
+  for (const row of items) rows.set(row.key, row);
+  snapshotSeq = seq;
+  const held = waiting;
+  waiting = [];
+  for (const event of held) applyTasks(event);
+  scheduleRender();
+}
+
 function connect(): void {
   const source = new EventSource('/api/events');
+  let hellos = 0;
   source.addEventListener('hello', () => {
     live.textContent = 'live';
     document.body.dataset.live = 'true';
+    if (hellos++ > 0) void resync();
   });
-  source.addEventListener('tasks', (e) => {
-    const event = JSON.parse((e as MessageEvent<string>).data) as Extract<ConsoleEvent, { type: 'tasks' }>;
-    for (const row of event.rows) rows.set(row.key, row);
-    if (!taskPage || event.rows.some((r) => r.key === taskPage?.key)) scheduleRender();
-    document.body.dataset.updates = String(Number(document.body.dataset.updates ?? 0) + 1);
-  });
+  source.addEventListener('tasks', (e) => applyTasks(JSON.parse((e as MessageEvent<string>).data) as TasksEvent));
   source.addEventListener('log', (e) => {
     const event = JSON.parse((e as MessageEvent<string>).data) as Extract<ConsoleEvent, { type: 'log' }>;
     if (taskPage?.key === event.key) taskPage.logGrew(event.episode);
@@ -100,8 +126,7 @@ function connect(): void {
 
 async function start(): Promise<void> {
   connect();
-  const { items } = await api<{ items: TaskRow[] }>('/api/tasks');
-  for (const row of items) rows.set(row.key, row);
+  await resync();
   window.addEventListener('hashchange', () => void show());
   await show();
 }
