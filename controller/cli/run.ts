@@ -69,7 +69,10 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   const logger = createLogger({ level: opts.logLevel, file: live ? join(stateDir, 'controller.log') : undefined });
   let consoleServer: Awaited<ReturnType<typeof startConsoleFor>> | undefined;
   try {
-    consoleServer = opts.console === undefined ? undefined : await startConsoleFor(dir, stateDir, opts.console, logger);
+    consoleServer =
+      opts.console === undefined
+        ? undefined
+        : await startConsoleFor(dir, stateDir, opts.console, logger, hooksBase(opts));
   } catch (err) {
     console.error(`episodic run: --console: ${(err as Error).message}`);
     return 2;
@@ -115,11 +118,17 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
 }
 
 /** The console over this run's state dir (loaded only when asked for). */
-async function startConsoleFor(dir: string, stateDir: string, listen: string, logger: Logger) {
+async function startConsoleFor(dir: string, stateDir: string, listen: string, logger: Logger, hooks?: string) {
   const { startLocalConsole } = await import('../console/start-local.ts');
-  const running = await startLocalConsole({ dir, stateDir, listen });
+  const running = await startLocalConsole({ dir, stateDir, listen, hooksBase: hooks });
   logger.info({ url: `${running.url}/` }, 'serving the console');
   return running;
+}
+
+/** Where hooks are served, for the console's Triggers page (a port chosen at random, :0, is not known here). */
+function hooksBase(opts: RunOptions): string | undefined {
+  if (!opts.watch || !opts.hooksAddr || /:0$/.test(opts.hooksAddr)) return undefined;
+  return `http://${opts.hooksAddr}`;
 }
 
 /** Says how the run ended (the final table, or a log line per task) and returns the exit code. */

@@ -13,7 +13,7 @@ export const INDEX_HTML = `<!doctype html>
 <script src="/assets/app.js" defer></script>
 </head>
 <body>
-<header><a href="#/" class="brand">episodic</a><nav><a href="#/">Fleet</a> <a href="#/budgets">Budgets</a></nav><span id="live" class="live">connecting…</span></header>
+<header><a href="#/" class="brand">episodic</a><nav><a href="#/">Fleet</a> <a href="#/triggers">Triggers</a> <a href="#/budgets">Budgets</a></nav><span id="live" class="live">connecting…</span></header>
 <main id="main"></main>
 </body>
 </html>
@@ -49,6 +49,16 @@ svg.cost { background: #fff; }
 tr.current td { background: #eef3fd; }
 pre.tail { margin: 0; max-height: 12em; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12px; }
 button.expand { font-size: 11px; }
+th.sortable { cursor: pointer; user-select: none; }
+td.labels { max-width: 22em; overflow: hidden; text-overflow: ellipsis; }
+td.labels .label, td.labels .more { display: inline-block; max-width: 14em; overflow: hidden; text-overflow: ellipsis; vertical-align: bottom; margin-right: .3em; padding: 0 .4em; border-radius: .6em; background: #eef0f3; font-size: 12px; }
+button.fold { border: none; background: none; padding: 0 .2em; font-size: 12px; }
+tr.group td { background: #eef0f3; font-weight: 600; }
+ul.tree { margin: .3em 0; padding-left: 1.4em; }
+ul.tree li { overflow-wrap: anywhere; }
+section.trigger.selected { outline: 2px solid #0b57d0; }
+table.facts { width: auto; max-width: 100%; }
+table.facts th { width: 12em; }
 `;
 
 const here = fileURLToPath(import.meta.url);

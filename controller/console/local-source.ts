@@ -14,7 +14,17 @@ import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { localEpisodeLog } from './local-logs.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
-import { readBudgets, readEpisodes, readLocalState, readStoredStatus, statusPath } from './local-state.ts';
+import { originOf } from './origin.ts';
+import { triggerView } from './trigger-views.ts';
+import type { TriggerView } from './trigger-views.ts';
+import {
+  firstEpisodeStart,
+  readBudgets,
+  readEpisodes,
+  readLocalState,
+  readStoredStatus,
+  statusPath,
+} from './local-state.ts';
 import { readTriggerStatus, readTriggerStatuses, triggerStatusDir } from './local-triggers.ts';
 import { gateLimitsOf, identityOfSpec, pullRequestOf, pullRequestsChanged, taskRow, triggerKeyOf } from './views.ts';
 import type {
@@ -46,7 +56,7 @@ export class LocalConsoleSource implements ConsoleSource {
   private started = false;
   private waitForState: NodeJS.Timeout | undefined;
   /** Each trigger's recorded status (STATE/triggers), for its tasks' PR links. */
-  private triggers = new Map<string, unknown>();
+  private triggerStatuses = new Map<string, unknown>();
   /** The serial chain every read of state runs on (see enqueue). */
   private work: Promise<void> = Promise.resolve();
   private reloadQueued = false;
@@ -55,10 +65,17 @@ export class LocalConsoleSource implements ConsoleSource {
   /** `run --console`: the controller's statuses are the rows (follow), compared by identity. */
   private followed = false;
   private readonly seenStatus = new Map<string, AgentTaskStatus>();
+  /** Each task's first episode start, once known (a later status no longer says it). */
+  private readonly firstStarts = new Map<string, string>();
+  private readonly firstStartAsked = new Set<string>();
 
-  constructor(dir: string, stateDir: string) {
+  /** `run --watch --hooks-addr`: where hooks are served ("http://host:port"), for each trigger's hook URL. */
+  private readonly hooksBase: string | undefined;
+
+  constructor(dir: string, stateDir: string, hooksBase?: string) {
     this.dir = dir;
     this.stateDir = stateDir;
+    this.hooksBase = hooksBase;
   }
 
   async start(): Promise<void> {
@@ -75,6 +92,7 @@ export class LocalConsoleSource implements ConsoleSource {
       this.waitForState.unref();
     }
     this.requestReload();
+    // The first reload only: what it queues after (first episode starts) comes once the page is served.
     await this.work;
   }
 
@@ -123,7 +141,25 @@ export class LocalConsoleSource implements ConsoleSource {
   private row(task: SpecTask, status: AgentTaskStatus): TaskRow {
     const id = identityOfSpec(task);
     const trigger = triggerKeyOf(id);
-    return taskRow(id, status, trigger ? pullRequestOf(this.triggers.get(trigger), task.name) : undefined);
+    const pullRequest = trigger ? pullRequestOf(this.triggerStatuses.get(trigger), task.name) : undefined;
+    const origin = originOf(task.namespace, task.labels, (key) => this.specs?.triggers?.get(key)?.spec);
+    const row = taskRow(id, status, { pullRequest, origin, firstStartedAt: this.firstStarts.get(task.key) });
+    if (row.startedAt) this.firstStarts.set(task.key, row.startedAt);
+    else if (status.episodes > 1) this.wantFirstStart(task);
+    return row;
+  }
+
+  /** More than one episode ran before this console saw the task: its start is read from its records, once. */
+  private wantFirstStart(task: SpecTask): void {
+    if (this.firstStartAsked.has(task.key)) return;
+    this.firstStartAsked.add(task.key);
+    this.enqueue(async () => {
+      const started = await firstEpisodeStart(this.stateDir, task.namespace, task.name);
+      const row = this.rowsByKey.get(task.key);
+      if (!started || !row) return;
+      this.firstStarts.set(task.key, started);
+      this.setRow({ ...row, startedAt: started });
+    });
   }
 
   private get statusRoot(): string {
@@ -137,7 +173,7 @@ export class LocalConsoleSource implements ConsoleSource {
     this.specs = state.specs;
     for (const task of followedTasks) if (!this.specs.tasks.has(task.key)) this.specs.tasks.set(task.key, task);
     this.watchTriggerRoot();
-    this.triggers = await readTriggerStatuses(this.stateDir);
+    this.triggerStatuses = await readTriggerStatuses(this.stateDir);
     // Following the controller, its statuses are newer than the files: only new tasks' rows come from here.
     for (const { task, status } of state.items)
       if (!this.followed || !this.rowsByKey.has(task.key)) this.setRow(this.row(task, status));
@@ -175,8 +211,8 @@ export class LocalConsoleSource implements ConsoleSource {
   private async triggerChanged(trigger: string): Promise<void> {
     const status = await readTriggerStatus(this.stateDir, trigger);
     if (status === undefined) return;
-    const before = this.triggers.get(trigger);
-    this.triggers.set(trigger, status);
+    const before = this.triggerStatuses.get(trigger);
+    this.triggerStatuses.set(trigger, status);
     if (!pullRequestsChanged(before, status)) return;
     for (const row of this.rowsByKey.values()) {
       const pullRequest = triggerKeyOf(row) === trigger ? pullRequestOf(status, row.name) : row.pullRequest;
@@ -300,6 +336,17 @@ export class LocalConsoleSource implements ConsoleSource {
       hold: readHold(holdPath(this.stateDir, namespace, name)),
       specSuspend: task.spec?.suspend === true,
     };
+  }
+
+  async triggers(): Promise<TriggerView[]> {
+    const rows = this.rows();
+    return [...(this.specs?.triggers?.values() ?? [])].map((t) =>
+      triggerView(
+        { ...t, spec: t.spec, status: this.triggerStatuses.get(t.key), problems: t.errors },
+        rows,
+        this.hooksBase,
+      ),
+    );
   }
 
   async budgets(): Promise<BudgetView[]> {

@@ -15,6 +15,7 @@ import {
   tokenRequiredMessage,
 } from './security.ts';
 import type { ConsoleEvent, ConsoleSource } from './views.ts';
+import { familyOf } from './family.ts';
 
 export interface ConsoleServerOptions {
   listen: string;
@@ -109,12 +110,14 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: R
   if (path === '/assets/app.js') return send(res, 200, 'text/javascript; charset=utf-8', ctx.script);
   if (path === '/assets/app.css') return send(res, 200, 'text/css; charset=utf-8', APP_CSS);
   if (path === '/api/tasks') return json(res, 200, { items: ctx.source.rows(), seq: ctx.counter.seq });
+  if (path === '/api/triggers') return json(res, 200, { items: await ctx.source.triggers() });
   if (path === '/api/budgets') return json(res, 200, { items: await ctx.source.budgets() });
   if (path === '/api/events') return events(req, res, ctx);
   const task = TASK_PATH.exec(path);
   if (task) {
     const detail = await ctx.source.detail(task[1] as string, task[2] as string);
-    return detail ? json(res, 200, detail) : json(res, 404, { error: 'no such task' });
+    if (!detail) return json(res, 404, { error: 'no such task' });
+    return json(res, 200, { ...detail, family: familyOf(ctx.source.rows(), detail.row.key) });
   }
   const log = LOG_PATH.exec(path);
   if (log) return serveLog(res, ctx, log[1] as string, log[2] as string, Number(log[3]), url.searchParams.has('raw'));

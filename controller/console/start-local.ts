@@ -14,8 +14,10 @@ export async function startLocalConsole(opts: {
   dir: string;
   stateDir: string;
   listen: string;
+  /** Where `run --hooks-addr` serves hooks ("http://host:port"), for the Triggers page. */
+  hooksBase?: string;
 }): Promise<RunningLocalConsole> {
-  const source = new LocalConsoleSource(opts.dir, opts.stateDir);
+  const source = new LocalConsoleSource(opts.dir, opts.stateDir, opts.hooksBase);
   await source.start();
   const token = process.env[TOKEN_ENV] || undefined;
   try {

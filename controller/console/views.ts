@@ -1,6 +1,9 @@
 // What the console serves: a row per task for the fleet, a task's detail, a budget's window. Built from the
 // status and a few spec fields only (limits, labels), never from the whole spec: its env values are secrets.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
+import { isTerminal } from '../api/agent-task-status.ts';
+import type { TaskOrigin } from './origin.ts';
+import type { TriggerView } from './trigger-views.ts';
 import type { AgentBudgetStatus } from '../api/agent-budget.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
@@ -28,6 +31,31 @@ export interface TaskRow {
   runningEpisode?: number;
   /** The pull request its trigger opened (status.pullRequests of the episodic.dev/trigger label's trigger). */
   pullRequest?: PullRequestLink;
+  /** Who made it: parent task, trigger, forge item, tick (origin.ts). */
+  parent?: string;
+  trigger?: string;
+  item?: { number: number; url?: string };
+  tick?: string;
+  /** When its first episode started (startedAtOf), and when its last one ended once the task is finished. */
+  startedAt?: string;
+  finishedAt?: string;
+}
+
+export interface RowExtras {
+  pullRequest?: PullRequestLink;
+  origin?: TaskOrigin;
+  /** The first episode's start when the status no longer says it (more than one episode ran). */
+  firstStartedAt?: string;
+}
+
+/** The task's start: its first episode's (from the status while it is the only one), else its first step's. */
+export function startedAtOf(status: AgentTaskStatus, known?: string): string | undefined {
+  if (known) return known;
+  if (status.episodes <= 1) {
+    const first = status.currentEpisode?.startedAt ?? status.lastEpisode?.startedAt;
+    if (first) return first;
+  }
+  return status.steps?.find((s) => s.startedAt)?.startedAt;
 }
 
 export interface PullRequestLink {
@@ -46,6 +74,20 @@ export interface TaskDetail {
   /** A person's suspend hold (api/hold.ts), and whether spec.suspend is set (which a hold cannot lift). */
   hold?: SuspendHold;
   specSuspend: boolean;
+  /** Added by the server from the fleet's rows: the parent and the children tree (family.ts). */
+  family?: Family;
+}
+
+export interface FamilyNode {
+  row: TaskRow;
+  children: FamilyNode[];
+}
+
+export interface Family {
+  parent?: TaskRow;
+  children: FamilyNode[];
+  /** Descendants not listed past family.ts's FAMILY_MAX. */
+  more: number;
 }
 
 export type GateLimits = Record<string, Record<string, number>>;
@@ -81,6 +123,8 @@ export interface TaskIdentity {
   labels?: Record<string, string>;
   maxEpisodes?: number;
   maxCostUSD?: number;
+  /** A cluster object's creationTimestamp: its start when no episode's is known. */
+  createdAt?: string;
 }
 
 export function identityOfSpec(task: SpecTask): TaskIdentity {
@@ -93,8 +137,9 @@ export function identityOfSpec(task: SpecTask): TaskIdentity {
   };
 }
 
-export function taskRow(id: TaskIdentity, status: AgentTaskStatus, pullRequest?: PullRequestLink): TaskRow {
+export function taskRow(id: TaskIdentity, status: AgentTaskStatus, extras: RowExtras = {}): TaskRow {
   const granted = status.resume?.grantedEpisodes ?? 0;
+  const { pullRequest, origin } = extras;
   return {
     key: `${id.namespace}/${id.name}`,
     namespace: id.namespace,
@@ -113,6 +158,9 @@ export function taskRow(id: TaskIdentity, status: AgentTaskStatus, pullRequest?:
     lastProgressAt: status.breaker?.lastProgressAt,
     runningEpisode: status.currentEpisode?.number,
     pullRequest,
+    ...origin,
+    startedAt: startedAtOf(status, extras.firstStartedAt) ?? id.createdAt,
+    finishedAt: isTerminal(status.phase) && !status.currentEpisode ? status.lastEpisode?.finishedAt : undefined,
   };
 }
 
@@ -152,6 +200,8 @@ export interface ConsoleSource {
   rows(): TaskRow[];
   detail(namespace: string, name: string): Promise<TaskDetail | undefined>;
   budgets(): Promise<BudgetView[]>;
+  /** Every AgentTrigger with its status and tasks (trigger-views.ts). */
+  triggers(): Promise<TriggerView[]>;
   /** The episode's log (a file locally, a pod's on a cluster), rendered, followed while it runs; `signal` ends it. */
   episodeLog(
     namespace: string,

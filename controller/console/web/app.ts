@@ -3,6 +3,7 @@ import { api, h, usd } from './dom.ts';
 import { renderFleet } from './fleet.ts';
 import type { FleetFilter } from './fleet.ts';
 import { TaskPage } from './task.ts';
+import { triggersPage } from './triggers.ts';
 import type { BudgetView, ConsoleEvent, TaskRow } from './types.ts';
 
 const main = document.getElementById('main') as HTMLElement;
@@ -25,17 +26,28 @@ async function show(): Promise<void> {
     await taskPage.refresh();
   } else if (page === 'budgets') {
     main.replaceChildren(await budgets());
+  } else if (page === 'triggers') {
+    main.replaceChildren(await triggersPage(ns && name ? `${ns}/${name}` : undefined));
+    if (ns && name) main.querySelector('.trigger.selected')?.scrollIntoView();
   } else renderFleetNow();
   document.body.dataset.rendered = page || 'fleet';
 }
 
 function renderFleetNow(): void {
+  // The search box is drawn anew with the table: typing goes on where it was.
+  const typing = document.activeElement as HTMLInputElement | null;
+  const caret = typing?.dataset.filter === 'search' ? typing.selectionStart : null;
   main.replaceChildren(
     renderFleet([...rows.values()], filter, (f) => {
       filter = f;
       renderFleetNow();
     }),
   );
+  if (caret !== null) {
+    const search = main.querySelector<HTMLInputElement>('input[data-filter=search]');
+    search?.focus();
+    search?.setSelectionRange(caret, caret);
+  }
   document.body.dataset.rendered = 'fleet';
 }
 
@@ -46,7 +58,7 @@ function scheduleRender(): void {
   requestAnimationFrame(() => {
     scheduled = false;
     if (taskPage) void taskPage.refresh();
-    else if (route()[0] !== 'budgets') renderFleetNow();
+    else if (route()[0] !== 'budgets' && route()[0] !== 'triggers') renderFleetNow();
   });
 }
 

@@ -4,6 +4,7 @@ import type { EpisodeRecord } from '../../api/episode-record.ts';
 import { api, append, externalLink, h, seconds, usd } from './dom.ts';
 import { episodeExtras, outputs, review, stack, steps } from './pipeline.ts';
 import { holdControls } from './hold.ts';
+import { originSection } from './family.ts';
 import type { TaskDetail } from './types.ts';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -166,6 +167,7 @@ export class TaskPage {
         holdControls(d, this.base, (text) => this.report(text)),
         h('p', { data: { testid: 'action-result' } }, this.actionResult),
       ),
+      originSection(d),
       ...[review(d), steps(d), outputs(d), stack(d)].filter((x) => x !== null),
       h('section', {}, h('h3', {}, 'Episodes'), this.timeline(d), costChart(d.episodes, r.maxCostUSD)),
       h('section', {}, h('h3', {}, `Episode ${this.selected ?? ''}`), ...this.episode(), this.rawToggle(), this.logEl),
