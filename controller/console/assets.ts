@@ -49,9 +49,10 @@ svg.cost { background: #fff; }
 tr.current td { background: #eef3fd; }
 pre.tail { margin: 0; max-height: 12em; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12px; }
 button.expand { font-size: 11px; }
+.scroll { overflow-x: auto; max-width: 100%; }
 th.sortable { cursor: pointer; user-select: none; }
-td.labels { max-width: 22em; overflow: hidden; text-overflow: ellipsis; }
-td.labels .label, td.labels .more { display: inline-block; max-width: 14em; overflow: hidden; text-overflow: ellipsis; vertical-align: bottom; margin-right: .3em; padding: 0 .4em; border-radius: .6em; background: #eef0f3; font-size: 12px; }
+td.labels { white-space: normal; min-width: 12em; max-width: 22em; }
+td.labels .label, td.labels .more { display: inline-block; max-width: 20em; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; vertical-align: bottom; margin-right: .3em; padding: 0 .4em; border-radius: .6em; background: #eef0f3; font-size: 12px; }
 button.fold { border: none; background: none; padding: 0 .2em; font-size: 12px; }
 tr.group td { background: #eef0f3; font-weight: 600; }
 ul.tree { margin: .3em 0; padding-left: 1.4em; }

@@ -63,7 +63,11 @@ export function renderFleet(rows: TaskRow[], filter: FleetFilter, onFilter: (f: 
     filters(rows, filter, onFilter),
     shown.length === 0
       ? h('p', { data: { testid: 'fleet-empty' } }, rows.length === 0 ? 'none' : 'none match')
-      : h('table', { data: { testid: 'fleet' } }, header(filter, onFilter), h('tbody', {}, ...body)),
+      : h(
+          'div',
+          { className: 'scroll' },
+          h('table', { data: { testid: 'fleet' } }, header(filter, onFilter), h('tbody', {}, ...body)),
+        ),
     pager(page, pages, shown.length, (p) => onFilter({ ...filter, page: p })),
   );
 }
