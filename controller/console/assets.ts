@@ -39,7 +39,11 @@ td.msg { white-space: normal; max-width: 32em; overflow-wrap: anywhere; }
 .mark { height: 28px; min-width: 10px; border-radius: 3px; cursor: pointer; border: 2px solid transparent; }
 .mark.selected { border-color: #1d232a; }
 .o-succeeded { background: #2e7d32; } .o-continue { background: #64b5f6; } .o-failed, .o-fatal { background: #d32f2f; }
-.o-transient, .o-usageLimit, .o-timeout { background: #f9a825; } .o-cancelled, .o-interrupted { background: #9e9e9e; }
+.o-gateFailed { background: repeating-linear-gradient(135deg, #ad1457, #ad1457 4px, #f06292 4px, #f06292 8px); }
+.o-retry { background: #f9a825; } .o-usageLimit { background: #6a1b9a; } .o-cancel { background: #757575; } .o-skipped { background: #cfd8dc; }
+.step-boundary { align-self: stretch; border-left: 2px dashed #1d232a; padding: 0 .3em; font-size: 11px; color: #1d232a; max-width: 10em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.legend { display: flex; flex-wrap: wrap; gap: .8em; font-size: 12px; margin-bottom: .4em; }
+.legend .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: .3em; vertical-align: middle; }
 .o-running { background: repeating-linear-gradient(45deg, #0b57d0, #0b57d0 4px, #64b5f6 4px, #64b5f6 8px); }
 pre.log { background: #111; color: #eee; padding: .8em; max-height: 32em; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
 section { background: #fff; padding: .6em 1em; margin-bottom: 1em; border-radius: 4px; }

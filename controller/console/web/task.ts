@@ -175,20 +175,41 @@ export class TaskPage {
     );
   }
 
+  /** One mark per episode coloured by its kind (kindOf), a named boundary wherever the step changes. */
   private timeline(d: TaskDetail): HTMLElement {
-    const marks = d.episodes.map((e) => this.mark(e.number, e.outcome, seconds(e.startedAt, e.finishedAt), e.costUSD));
+    const items: HTMLElement[] = [];
+    let step: string | undefined;
+    const boundary = (name: string | undefined) => {
+      if (name === undefined || name === step) return;
+      step = name;
+      items.push(h('div', { className: 'step-boundary', title: `step ${name} begins`, data: { step: name } }, name));
+    };
+    for (const e of d.episodes) {
+      boundary(e.step);
+      items.push(this.mark(e.number, kindOf(e), e.outcome, seconds(e.startedAt, e.finishedAt), e.costUSD));
+    }
     const running = d.status.currentEpisode;
-    if (running)
-      marks.push(this.mark(running.number, 'running', seconds(running.startedAt, new Date().toISOString()), 0));
-    return h('div', { className: 'timeline', data: { testid: 'timeline' } }, ...marks);
+    if (running) {
+      boundary(d.status.step?.name);
+      items.push(
+        this.mark(running.number, 'running', 'running', seconds(running.startedAt, new Date().toISOString()), 0),
+      );
+    }
+    return h(
+      'div',
+      {},
+      h('div', { className: 'timeline', data: { testid: 'timeline' } }, ...items),
+      items.length ? legend() : h('p', {}, 'none'),
+    );
   }
 
-  private mark(n: number, outcome: string, secs: number | undefined, cost: number): HTMLElement {
-    const title = `episode ${n}: ${outcome}${secs === undefined ? '' : `, ${secs.toFixed(1)} s`}, ${usd(cost)}`;
+  private mark(n: number, kind: string, outcome: string, secs: number | undefined, cost: number): HTMLElement {
+    const what = kind === outcome ? outcome : `${outcome}, ${KIND_WORDS[kind] ?? kind}`;
+    const title = `episode ${n}: ${what}${secs === undefined ? '' : `, ${secs.toFixed(1)} s`}, ${usd(cost)}`;
     const el = h('div', {
-      className: `mark o-${outcome}${n === this.selected ? ' selected' : ''}`,
+      className: `mark o-${kind}${n === this.selected ? ' selected' : ''}`,
       title,
-      data: { episode: String(n), outcome },
+      data: { episode: String(n), outcome, kind },
       onclick: () => {
         this.selectEpisode(n);
         this.render();
@@ -280,6 +301,41 @@ export class TaskPage {
       this.report(`resume refused: ${(err as Error).message}`);
     }
   }
+}
+
+const KIND_WORDS: Record<string, string> = {
+  gateFailed: 'a gate failed (a fix episode follows)',
+  retry: 'retried',
+  usageLimit: 'usage limit: waited',
+  cancel: 'cancelled',
+};
+
+/** What a mark's colour says: a failed gate over the outcome (the agent may have said "continue"), then the
+ * waits and retries and cancels, each its own colour; else the outcome itself. */
+export function kindOf(e: EpisodeRecord): string {
+  if (e.gates?.some((g) => g.exitCode !== 0)) return 'gateFailed';
+  if (e.outcome === 'transient' || e.outcome === 'timeout') return 'retry';
+  if (e.outcome === 'cancelled' || e.outcome === 'interrupted') return 'cancel';
+  return e.outcome;
+}
+
+const LEGEND: Array<[string, string]> = [
+  ['succeeded', 'succeeded'],
+  ['continue', 'continue'],
+  ['gateFailed', 'gate failed'],
+  ['retry', 'retry'],
+  ['usageLimit', 'usage limit'],
+  ['cancel', 'cancel'],
+  ['failed', 'failed'],
+  ['running', 'running'],
+];
+
+function legend(): HTMLElement {
+  return h(
+    'div',
+    { className: 'legend', data: { testid: 'legend' } },
+    ...LEGEND.map(([kind, words]) => h('span', {}, h('i', { className: `swatch o-${kind}` }), words)),
+  );
 }
 
 function audit(d: TaskDetail): HTMLElement {
