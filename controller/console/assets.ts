@@ -9,6 +9,7 @@ export const INDEX_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>episodic console</title>
+<link rel="icon" type="image/svg+xml" href="/assets/favicon.svg">
 <link rel="stylesheet" href="/assets/app.css">
 <script src="/assets/app.js" defer></script>
 </head>
@@ -17,6 +18,10 @@ export const INDEX_HTML = `<!doctype html>
 <main id="main"></main>
 </body>
 </html>
+`;
+
+/** The tab's icon: an "e" on the header's colour (served from /assets, as the CSP asks). */
+export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1d232a"/><text x="16" y="23" font-family="sans-serif" font-size="20" font-weight="700" fill="#64b5f6" text-anchor="middle">e</text></svg>
 `;
 
 export const APP_CSS = `

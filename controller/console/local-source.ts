@@ -14,17 +14,11 @@ import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { localEpisodeLog } from './local-logs.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
+import { FirstStarts } from './first-starts.ts';
 import { originOf } from './origin.ts';
 import { triggerView } from './trigger-views.ts';
 import type { TriggerView } from './trigger-views.ts';
-import {
-  firstEpisodeStart,
-  readBudgets,
-  readEpisodes,
-  readLocalState,
-  readStoredStatus,
-  statusPath,
-} from './local-state.ts';
+import { readBudgets, readEpisodes, readLocalState, readStoredStatus, statusPath } from './local-state.ts';
 import { readTriggerStatus, readTriggerStatuses, triggerStatusDir } from './local-triggers.ts';
 import { gateLimitsOf, identityOfSpec, pullRequestOf, pullRequestsChanged, taskRow, triggerKeyOf } from './views.ts';
 import type {
@@ -66,8 +60,7 @@ export class LocalConsoleSource implements ConsoleSource {
   private followed = false;
   private readonly seenStatus = new Map<string, AgentTaskStatus>();
   /** Each task's first episode start, once known (a later status no longer says it). */
-  private readonly firstStarts = new Map<string, string>();
-  private readonly firstStartAsked = new Set<string>();
+  private readonly firstStarts: FirstStarts;
 
   /** `run --watch --hooks-addr`: where hooks are served ("http://host:port"), for each trigger's hook URL. */
   private readonly hooksBase: string | undefined;
@@ -76,6 +69,10 @@ export class LocalConsoleSource implements ConsoleSource {
     this.dir = dir;
     this.stateDir = stateDir;
     this.hooksBase = hooksBase;
+    this.firstStarts = new FirstStarts(stateDir, (key, startedAt) => {
+      const row = this.rowsByKey.get(key);
+      if (row) this.setRow({ ...row, startedAt });
+    });
   }
 
   async start(): Promise<void> {
@@ -144,22 +141,8 @@ export class LocalConsoleSource implements ConsoleSource {
     const pullRequest = trigger ? pullRequestOf(this.triggerStatuses.get(trigger), task.name) : undefined;
     const origin = originOf(task.namespace, task.labels, (key) => this.specs?.triggers?.get(key)?.spec);
     const row = taskRow(id, status, { pullRequest, origin, firstStartedAt: this.firstStarts.get(task.key) });
-    if (row.startedAt) this.firstStarts.set(task.key, row.startedAt);
-    else if (status.episodes > 1) this.wantFirstStart(task);
+    this.firstStarts.seen(task, row.startedAt, status.episodes);
     return row;
-  }
-
-  /** More than one episode ran before this console saw the task: its start is read from its records, once. */
-  private wantFirstStart(task: SpecTask): void {
-    if (this.firstStartAsked.has(task.key)) return;
-    this.firstStartAsked.add(task.key);
-    this.enqueue(async () => {
-      const started = await firstEpisodeStart(this.stateDir, task.namespace, task.name);
-      const row = this.rowsByKey.get(task.key);
-      if (!started || !row) return;
-      this.firstStarts.set(task.key, started);
-      this.setRow({ ...row, startedAt: started });
-    });
   }
 
   private get statusRoot(): string {
@@ -403,6 +386,7 @@ export class LocalConsoleSource implements ConsoleSource {
     clearInterval(this.waitForState);
     clearTimeout(this.flushTimer);
     this.closed = true;
+    this.firstStarts.stop();
     for (const w of this.watchers.values()) w.close();
     this.watchers.clear();
   }

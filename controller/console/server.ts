@@ -3,7 +3,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { APP_CSS, appScript, INDEX_HTML } from './assets.ts';
+import { APP_CSS, appScript, FAVICON_SVG, INDEX_HTML } from './assets.ts';
 import {
   authorized,
   COOKIE,
@@ -109,6 +109,7 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: R
   if (path === '/') return send(res, 200, 'text/html; charset=utf-8', INDEX_HTML);
   if (path === '/assets/app.js') return send(res, 200, 'text/javascript; charset=utf-8', ctx.script);
   if (path === '/assets/app.css') return send(res, 200, 'text/css; charset=utf-8', APP_CSS);
+  if (path === '/assets/favicon.svg' || path === '/favicon.ico') return send(res, 200, 'image/svg+xml', FAVICON_SVG);
   if (path === '/api/tasks') return json(res, 200, { items: ctx.source.rows(), seq: ctx.counter.seq });
   if (path === '/api/triggers') return json(res, 200, { items: await ctx.source.triggers() });
   if (path === '/api/budgets') return json(res, 200, { items: await ctx.source.budgets() });

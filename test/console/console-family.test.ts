@@ -160,6 +160,12 @@ test('console: family tree and origin links, a sortable searchable groupable fle
       /Succeeded · 1 episodes · \$0\.2000/,
     );
     assert.match((await page.textContent('[data-testid=origin]')) ?? '', /made by a person/);
+    assert.equal(await page.textContent('[data-testid=audit]'), 'none');
+    const icon = await page.evaluate(async () => {
+      const res = await fetch((document.querySelector('link[rel=icon]') as HTMLLinkElement).href);
+      return `${res.status} ${res.headers.get('content-type')}`;
+    });
+    assert.equal(icon, '200 image/svg+xml');
     await atBothWidths(page, dir, 'console-task-family');
     await page.click('li[data-child="default/child-a"] > a');
     await page.waitForSelector('[data-testid=parent]');

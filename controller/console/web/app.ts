@@ -1,4 +1,4 @@
-// The console page: a hash router (#/, #/task/NS/NAME, #/budgets) over the JSON API, kept live by SSE.
+// The console page: a hash router (#/, #/task/NS/NAME, #/triggers, #/budgets) over the JSON API, kept live by SSE.
 import { api, h, usd } from './dom.ts';
 import { renderFleet } from './fleet.ts';
 import type { FleetFilter } from './fleet.ts';
@@ -64,6 +64,7 @@ function scheduleRender(): void {
 
 async function budgets(): Promise<HTMLElement> {
   const { items } = await api<{ items: BudgetView[] }>('/api/budgets');
+  if (items.length === 0) return h('p', { data: { testid: 'budgets' } }, 'none');
   const head = ['Budget', 'Window', 'Spent / limit', 'Frees at', 'Tasks held', 'Message'];
   return h(
     'table',

@@ -350,6 +350,7 @@ function audit(d: TaskDetail): HTMLElement {
       h('td', { className: 'msg' }, a.message),
     ),
   );
+  if (rows.length === 0) return h('p', { data: { testid: 'audit' } }, 'none');
   return h(
     'table',
     { data: { testid: 'audit' } },
