@@ -2,34 +2,12 @@
 // last error), its tasks (linked) and, when hooks are served, its hook URL. Built from the spec's source and
 // the recorded status only — never token or secret names' values. Item text is bounded here; the page escapes it.
 import { AgentTriggerStatusSchema, HELD_ITEMS_MAX } from '../api/agent-trigger.ts';
-import type { TaskRow } from './views.ts';
+import type { TaskRow, TriggerView } from './views.ts';
+
+export type { TriggerView } from './views.ts';
 
 /** Tasks listed per trigger; the rest are counted. */
 export const TRIGGER_TASKS_MAX = 50;
-
-export interface TriggerView {
-  key: string;
-  namespace: string;
-  name: string;
-  source: string;
-  suspended: boolean;
-  lastPollAt?: string;
-  nextPollAt?: string;
-  lastTick?: string;
-  itemsSeen: number;
-  tasksActive: number;
-  tasksCreated: number;
-  rateLimitedUntil?: string;
-  lastError?: string;
-  held: Array<{ number: number; title: string; url: string }>;
-  heldOverflow: number;
-  tasks: Array<{ key: string; namespace: string; name: string; phase: string }>;
-  moreTasks: number;
-  /** Where signed deliveries for it are taken, when this process serves hooks. */
-  hookUrl?: string;
-  /** The spec could not be read (a local file's errors). */
-  problems: string[];
-}
 
 type Loose = Record<string, unknown> | undefined;
 const str = (v: unknown) => (typeof v === 'string' ? v : '');

@@ -3,7 +3,6 @@
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { isTerminal } from '../api/agent-task-status.ts';
 import type { TaskOrigin } from './origin.ts';
-import type { TriggerView } from './trigger-views.ts';
 import type { AgentBudgetStatus } from '../api/agent-budget.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
@@ -185,6 +184,31 @@ export function pullRequestsChanged(before: unknown, after: unknown): boolean {
 export function pullRequestOf(triggerStatus: unknown, task: string): PullRequestLink | undefined {
   const parsed = PullRequestsSchema.safeParse(pullRequestsOf(triggerStatus));
   return parsed.success ? parsed.data?.[task] : undefined;
+}
+
+/** A trigger as the Triggers page shows it (built by trigger-views.ts). */
+export interface TriggerView {
+  key: string;
+  namespace: string;
+  name: string;
+  source: string;
+  suspended: boolean;
+  lastPollAt?: string;
+  nextPollAt?: string;
+  lastTick?: string;
+  itemsSeen: number;
+  tasksActive: number;
+  tasksCreated: number;
+  rateLimitedUntil?: string;
+  lastError?: string;
+  held: Array<{ number: number; title: string; url: string }>;
+  heldOverflow: number;
+  tasks: Array<{ key: string; namespace: string; name: string; phase: string }>;
+  moreTasks: number;
+  /** Where signed deliveries for it are taken, when this process serves hooks. */
+  hookUrl?: string;
+  /** The spec could not be read (a local file's errors). */
+  problems: string[];
 }
 
 export type ConsoleEvent =
