@@ -84,9 +84,12 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
     ? createLogger({ level: opts.logLevel, file: join(stateDir, 'controller.log') })
     : createLogger({ level: opts.logLevel, format });
   let extra: LiveExtra | undefined;
-  let consoleServer: { url: string; close(): Promise<void> } | undefined;
+  let consoleServer: Awaited<ReturnType<typeof startConsoleFor>> | undefined;
   try {
-    consoleServer = opts.console === undefined ? undefined : await startConsoleFor(dir, stateDir, opts.console, logger);
+    consoleServer =
+      opts.console === undefined
+        ? undefined
+        : await startConsoleFor(dir, stateDir, opts.console, logger, hooksBase(opts));
   } catch (err) {
     console.error(`episodic run: --console: ${(err as Error).message}`);
     return 2;
@@ -109,6 +112,8 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
       interrupt: interrupt.signal,
       show: (view, given) => {
         extra = given;
+        // The console shows the controller's own statuses: no file read can miss a quick second write.
+        consoleServer?.follow(view, given.changed);
         return live ? new LiveTable(view, process.stdout, () => panelOf(given, opts)) : { stop() {} };
       },
     });
@@ -133,11 +138,17 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
 }
 
 /** The console over this run's state dir (loaded only when asked for). */
-async function startConsoleFor(dir: string, stateDir: string, listen: string, logger: Logger) {
+async function startConsoleFor(dir: string, stateDir: string, listen: string, logger: Logger, hooks?: string) {
   const { startLocalConsole } = await import('../console/start-local.ts');
-  const running = await startLocalConsole({ dir, stateDir, listen });
+  const running = await startLocalConsole({ dir, stateDir, listen, hooksBase: hooks });
   logger.info({ url: `${running.url}/` }, 'serving the console');
   return running;
+}
+
+/** Where hooks are served, for the console's Triggers page (a port chosen at random, :0, is not known here). */
+function hooksBase(opts: RunOptions): string | undefined {
+  if (!opts.watch || !opts.hooksAddr || /:0$/.test(opts.hooksAddr)) return undefined;
+  return `http://${opts.hooksAddr}`;
 }
 
 /** The triggers for the table: as recorded when drawn. */

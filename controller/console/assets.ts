@@ -9,14 +9,19 @@ export const INDEX_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>episodic console</title>
+<link rel="icon" type="image/svg+xml" href="/assets/favicon.svg">
 <link rel="stylesheet" href="/assets/app.css">
 <script src="/assets/app.js" defer></script>
 </head>
 <body>
-<header><a href="#/" class="brand">episodic</a><nav><a href="#/">Fleet</a> <a href="#/budgets">Budgets</a></nav><span id="live" class="live">connecting…</span></header>
+<header><a href="#/" class="brand">episodic</a><nav><a href="#/">Fleet</a> <a href="#/triggers">Triggers</a> <a href="#/budgets">Budgets</a></nav><span id="live" class="live">connecting…</span></header>
 <main id="main"></main>
 </body>
 </html>
+`;
+
+/** The tab's icon: an "e" on the header's colour (served from /assets, as the CSP asks). */
+export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1d232a"/><text x="16" y="23" font-family="sans-serif" font-size="20" font-weight="700" fill="#64b5f6" text-anchor="middle">e</text></svg>
 `;
 
 export const APP_CSS = `
@@ -39,7 +44,11 @@ td.msg { white-space: normal; max-width: 32em; overflow-wrap: anywhere; }
 .mark { height: 28px; min-width: 10px; border-radius: 3px; cursor: pointer; border: 2px solid transparent; }
 .mark.selected { border-color: #1d232a; }
 .o-succeeded { background: #2e7d32; } .o-continue { background: #64b5f6; } .o-failed, .o-fatal { background: #d32f2f; }
-.o-transient, .o-usageLimit, .o-timeout { background: #f9a825; } .o-cancelled, .o-interrupted { background: #9e9e9e; }
+.o-gateFailed { background: repeating-linear-gradient(135deg, #ad1457, #ad1457 4px, #f06292 4px, #f06292 8px); }
+.o-retry { background: #f9a825; } .o-usageLimit { background: #6a1b9a; } .o-cancel { background: #757575; } .o-skipped { background: #cfd8dc; }
+.step-boundary { align-self: stretch; border-left: 2px dashed #1d232a; padding: 0 .3em; font-size: 11px; color: #1d232a; max-width: 10em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.legend { display: flex; flex-wrap: wrap; gap: .8em; font-size: 12px; margin-bottom: .4em; }
+.legend .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: .3em; vertical-align: middle; }
 .o-running { background: repeating-linear-gradient(45deg, #0b57d0, #0b57d0 4px, #64b5f6 4px, #64b5f6 8px); }
 pre.log { background: #111; color: #eee; padding: .8em; max-height: 32em; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
 section { background: #fff; padding: .6em 1em; margin-bottom: 1em; border-radius: 4px; }
@@ -49,6 +58,17 @@ svg.cost { background: #fff; }
 tr.current td { background: #eef3fd; }
 pre.tail { margin: 0; max-height: 12em; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12px; }
 button.expand { font-size: 11px; }
+.scroll { overflow-x: auto; max-width: 100%; }
+th.sortable { cursor: pointer; user-select: none; }
+td.labels { white-space: normal; min-width: 12em; max-width: 22em; }
+td.labels .label, td.labels .more { display: inline-block; max-width: 20em; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; vertical-align: bottom; margin-right: .3em; padding: 0 .4em; border-radius: .6em; background: #eef0f3; font-size: 12px; }
+button.fold { border: none; background: none; padding: 0 .2em; font-size: 12px; }
+tr.group td { background: #eef0f3; font-weight: 600; }
+ul.tree { margin: .3em 0; padding-left: 1.4em; }
+ul.tree li { overflow-wrap: anywhere; }
+section.trigger.selected { outline: 2px solid #0b57d0; }
+table.facts { width: auto; max-width: 100%; }
+table.facts th { width: 12em; }
 `;
 
 const here = fileURLToPath(import.meta.url);

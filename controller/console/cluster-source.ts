@@ -19,6 +19,9 @@ import type { EpisodeLog, LogRequest } from './log-text.ts';
 import { holdOfAnnotations } from '../api/hold.ts';
 import type { SuspendHold } from '../api/hold.ts';
 import { setClusterHold } from '../sources/cluster/hold-annotations.ts';
+import { originOf } from './origin.ts';
+import { triggerView } from './trigger-views.ts';
+import type { TriggerView } from './trigger-views.ts';
 import { childrenOf, gateLimitsOf, pullRequestOf, pullRequestsChanged, taskRow, triggerKeyOf } from './views.ts';
 import type {
   ActionOutcome,
@@ -76,7 +79,8 @@ export class ClusterConsoleSource implements ConsoleSource {
     const id = identityOf(obj);
     const trigger = triggerKeyOf(id);
     const status = trigger ? this.inputs.triggers?.get(trigger)?.status : undefined;
-    return taskRow(id, statusOf(obj), pullRequestOf(status, id.name));
+    const origin = originOf(id.namespace, id.labels, (key) => this.inputs.triggers?.get(key)?.spec);
+    return taskRow(id, statusOf(obj), { pullRequest: pullRequestOf(status, id.name), origin });
   }
 
   private queue(row: TaskRow): void {
@@ -111,6 +115,16 @@ export class ClusterConsoleSource implements ConsoleSource {
       specSuspend: (obj.spec as { suspend?: unknown } | undefined)?.suspend === true,
       children: childrenOf(this.rows(), namespace, name),
     };
+  }
+
+  async triggers(): Promise<TriggerView[]> {
+    const rows = this.rows();
+    return [...(this.inputs.triggers?.list() ?? [])].map((t) =>
+      triggerView(
+        { namespace: t.metadata.namespace ?? '', name: t.metadata.name, spec: t.spec, status: t.status },
+        rows,
+      ),
+    );
   }
 
   async budgets(): Promise<BudgetView[]> {
@@ -204,6 +218,7 @@ function identityOf(obj: CustomObject): TaskIdentity {
     namespace: obj.metadata.namespace ?? '',
     name: obj.metadata.name,
     labels: obj.metadata.labels,
+    createdAt: (obj.metadata as { creationTimestamp?: unknown }).creationTimestamp as string | undefined,
     maxEpisodes: num(limits?.maxEpisodes) ?? 20,
     maxCostUSD: num(limits?.maxCostUSD),
   };

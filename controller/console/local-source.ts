@@ -14,6 +14,10 @@ import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { localEpisodeLog } from './local-logs.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
+import { FirstStarts } from './first-starts.ts';
+import { originOf } from './origin.ts';
+import { triggerView } from './trigger-views.ts';
+import type { TriggerView } from './trigger-views.ts';
 import { readBudgets, readEpisodes, readLocalState, readStoredStatus, statusPath } from './local-state.ts';
 import { readTriggerStatus, readTriggerStatuses, triggerStatusDir } from './local-triggers.ts';
 import {
@@ -38,6 +42,9 @@ import type {
 // Changes within this window go out as one event: 100 status writes a second make 10 events, not 100.
 const COALESCE_MS = 100;
 
+/** The controller's own tasks and statuses (`run --console`). */
+export type FollowedView = Array<{ task: SpecTask; status: AgentTaskStatus }>;
+
 export class LocalConsoleSource implements ConsoleSource {
   private readonly dir: string;
   private readonly stateDir: string;
@@ -51,15 +58,33 @@ export class LocalConsoleSource implements ConsoleSource {
   private started = false;
   private waitForState: NodeJS.Timeout | undefined;
   /** Each trigger's recorded status (STATE/triggers), for its tasks' PR links. */
-  private triggers = new Map<string, unknown>();
+  private triggerStatuses = new Map<string, unknown>();
+  /** The serial chain every read of state runs on (see enqueue). */
+  private work: Promise<void> = Promise.resolve();
+  private reloadQueued = false;
+  /** Keys with a status read queued and not yet begun: a further write to them needs no second read. */
+  private readonly readQueued = new Set<string>();
+  /** `run --console`: the controller's statuses are the rows (follow), compared by identity. */
+  private followed = false;
+  private readonly seenStatus = new Map<string, AgentTaskStatus>();
+  /** Each task's first episode start, once known (a later status no longer says it). */
+  private readonly firstStarts: FirstStarts;
 
-  constructor(dir: string, stateDir: string) {
+  /** `run --watch --hooks-addr`: where hooks are served ("http://host:port"), for each trigger's hook URL. */
+  private readonly hooksBase: string | undefined;
+
+  constructor(dir: string, stateDir: string, hooksBase?: string) {
     this.dir = dir;
     this.stateDir = stateDir;
+    this.hooksBase = hooksBase;
+    this.firstStarts = new FirstStarts(stateDir, (key, startedAt) => {
+      const row = this.rowsByKey.get(key);
+      if (row) this.setRow({ ...row, startedAt });
+    });
   }
 
   async start(): Promise<void> {
-    await this.reload();
+    // Watching before the first read: a write between the two is seen (its read is queued after this one).
     if (existsSync(this.statusRoot)) this.watchStatus();
     else {
       // Started before any run: the status directory appears with the first one.
@@ -67,16 +92,65 @@ export class LocalConsoleSource implements ConsoleSource {
         if (!existsSync(this.statusRoot)) return;
         clearInterval(this.waitForState);
         this.watchStatus();
-        void this.reload();
+        this.requestReload();
       }, 500);
       this.waitForState.unref();
     }
+    this.requestReload();
+    // The first reload only: what it queues after (first episode starts) comes once the page is served.
+    await this.work;
+  }
+
+  /** `run --console`: rows come from the controller's own statuses (`view`), re-read after each of its passes;
+   * status files are no longer watched, so no file read can race a newer write. */
+  follow(view: () => FollowedView, changed: (listener: () => void) => void): void {
+    this.followed = true;
+    clearInterval(this.waitForState);
+    for (const [id, watcher] of this.watchers)
+      if (id.startsWith('status')) {
+        watcher.close();
+        this.watchers.delete(id);
+      }
+    const next = () => {
+      if (this.closed) return;
+      this.enqueue(() => this.syncFromView(view()));
+      changed(next);
+    };
+    next();
+  }
+
+  private async syncFromView(items: FollowedView): Promise<void> {
+    for (const { task, status } of items) {
+      if (this.seenStatus.get(task.key) === status) continue;
+      this.seenStatus.set(task.key, status);
+      if (this.specs && !this.specs.tasks.has(task.key)) this.specs.tasks.set(task.key, task);
+      this.setRow(this.row(task, status));
+    }
+  }
+
+  /** All reads of state run one after another, in the order their events came: a slow read of an older
+   * write can never land after a newer one (the stale fleet page of issue 31). */
+  private enqueue(job: () => Promise<void>): void {
+    this.work = this.work.then(job).catch(() => undefined);
+  }
+
+  private requestReload(): void {
+    if (this.reloadQueued) return;
+    this.reloadQueued = true;
+    this.enqueue(() => {
+      this.reloadQueued = false;
+      return this.reload();
+    });
   }
 
   private row(task: SpecTask, status: AgentTaskStatus): TaskRow {
     const id = identityOfSpec(task);
     const trigger = triggerKeyOf(id);
-    return taskRow(id, status, trigger ? pullRequestOf(this.triggers.get(trigger), task.name) : undefined);
+    const pullRequest = trigger ? pullRequestOf(this.triggerStatuses.get(trigger), task.name) : undefined;
+    const origin = originOf(task.namespace, task.labels, (key) => this.specs?.triggers?.get(key)?.spec);
+    const row = taskRow(id, status, { pullRequest, origin, firstStartedAt: this.firstStarts.get(task.key) });
+    this.firstStarts.seen(task, row.startedAt, status.episodes);
+    return row;
   }
 
   private get statusRoot(): string {
@@ -86,14 +160,21 @@ export class LocalConsoleSource implements ConsoleSource {
   /** Everything read again: at start, and when a status appears for a task the specs did not have. */
   private async reload(): Promise<void> {
     const state = await readLocalState(this.dir, this.stateDir);
+    const followedTasks = this.followed ? [...(this.specs?.tasks.values() ?? [])] : [];
     this.specs = state.specs;
+    for (const task of followedTasks) if (!this.specs.tasks.has(task.key)) this.specs.tasks.set(task.key, task);
     this.watchTriggerRoot();
-    this.triggers = await readTriggerStatuses(this.stateDir);
-    const fresh = new Map(state.items.map(({ task, status }) => [task.key, this.row(task, status)]));
-    for (const [key, row] of fresh) if (!sameRow(this.rowsByKey.get(key), row)) this.queue(row);
-    this.rowsByKey.clear();
-    for (const [key, row] of fresh) this.rowsByKey.set(key, row);
-    for (const row of fresh.values()) this.followLogs(row);
+    this.triggerStatuses = await readTriggerStatuses(this.stateDir);
+    // Following the controller, its statuses are newer than the files: only new tasks' rows come from here.
+    for (const { task, status } of state.items)
+      if (!this.followed || !this.rowsByKey.has(task.key)) this.setRow(this.row(task, status));
+  }
+
+  private setRow(row: TaskRow): void {
+    if (sameRow(this.rowsByKey.get(row.key), row)) return;
+    this.rowsByKey.set(row.key, row);
+    this.followLogs(row);
+    this.queue(row);
   }
 
   // fs.watch per directory, not chokidar: chokidar re-reads a directory's listing on every rename into it,
@@ -113,7 +194,7 @@ export class LocalConsoleSource implements ConsoleSource {
 
   private watchTriggers(ns: string): void {
     this.watchDir(join(triggerStatusDir(this.stateDir), ns), `triggers/${ns}`, (file) => {
-      if (file.endsWith('.json')) void this.triggerChanged(`${ns}/${file.slice(0, -'.json'.length)}`);
+      if (file.endsWith('.json')) this.enqueue(() => this.triggerChanged(`${ns}/${file.slice(0, -'.json'.length)}`));
     });
   }
 
@@ -121,8 +202,8 @@ export class LocalConsoleSource implements ConsoleSource {
   private async triggerChanged(trigger: string): Promise<void> {
     const status = await readTriggerStatus(this.stateDir, trigger);
     if (status === undefined) return;
-    const before = this.triggers.get(trigger);
-    this.triggers.set(trigger, status);
+    const before = this.triggerStatuses.get(trigger);
+    this.triggerStatuses.set(trigger, status);
     if (!pullRequestsChanged(before, status)) return;
     for (const row of this.rowsByKey.values()) {
       const pullRequest = triggerKeyOf(row) === trigger ? pullRequestOf(status, row.name) : row.pullRequest;
@@ -137,7 +218,7 @@ export class LocalConsoleSource implements ConsoleSource {
     const dir = join(this.statusRoot, ns);
     if (ns.endsWith('.tmp') || this.watchers.has(`status/${ns}`)) return;
     const changed = (file: string) => {
-      if (file.endsWith('.json')) void this.statusChanged(join(dir, file), ns, file.slice(0, -'.json'.length));
+      if (file.endsWith('.json')) this.statusWritten(join(dir, file), ns, file.slice(0, -'.json'.length));
     };
     this.watchDir(dir, `status/${ns}`, changed);
     // A namespace that appeared while running: what was written before its watcher started is read now.
@@ -181,17 +262,22 @@ export class LocalConsoleSource implements ConsoleSource {
     }
   }
 
-  private async statusChanged(path: string, namespace: string, name: string): Promise<void> {
+  /** A status file was written: it is read again, after every read queued before it. */
+  private statusWritten(path: string, namespace: string, name: string): void {
     const key = taskKey(namespace, name);
+    if (this.followed || this.readQueued.has(key)) return;
+    this.readQueued.add(key);
+    this.enqueue(async () => {
+      this.readQueued.delete(key);
+      await this.statusChanged(path, key);
+    });
+  }
+
+  private async statusChanged(path: string, key: string): Promise<void> {
     const task = this.specs?.tasks.get(key);
     if (!task) return this.reload();
     const record = await readStoredStatus(path);
-    if (!record) return;
-    const row = this.row(task, record.status);
-    if (sameRow(this.rowsByKey.get(key), row)) return;
-    this.rowsByKey.set(key, row);
-    this.followLogs(row);
-    this.queue(row);
+    if (record) this.setRow(this.row(task, record.status));
   }
 
   private logGrew(path: string, key: string, episode: number): void {
@@ -226,8 +312,10 @@ export class LocalConsoleSource implements ConsoleSource {
     const key = taskKey(namespace, name);
     const task = this.specs?.tasks.get(key);
     if (!task) return undefined;
-    const record = await readStoredStatus(statusPath(this.stateDir, namespace, name));
-    const status = record?.status ?? emptyStatus();
+    const status =
+      this.seenStatus.get(key) ??
+      (await readStoredStatus(statusPath(this.stateDir, namespace, name)))?.status ??
+      emptyStatus();
     const budgets = await this.budgets();
     const heldBy = budgets.filter((b) => b.status?.heldTasks.includes(name)).map((b) => `${b.namespace}/${b.name}`);
     return {
@@ -240,6 +328,17 @@ export class LocalConsoleSource implements ConsoleSource {
       specSuspend: task.spec?.suspend === true,
       children: childrenOf(this.rows(), namespace, name),
     };
+  }
+
+  async triggers(): Promise<TriggerView[]> {
+    const rows = this.rows();
+    return [...(this.specs?.triggers?.values() ?? [])].map((t) =>
+      triggerView(
+        { ...t, spec: t.spec, status: this.triggerStatuses.get(t.key), problems: t.errors },
+        rows,
+        this.hooksBase,
+      ),
+    );
   }
 
   async budgets(): Promise<BudgetView[]> {
@@ -296,6 +395,7 @@ export class LocalConsoleSource implements ConsoleSource {
     clearInterval(this.waitForState);
     clearTimeout(this.flushTimer);
     this.closed = true;
+    this.firstStarts.stop();
     for (const w of this.watchers.values()) w.close();
     this.watchers.clear();
   }

@@ -1,7 +1,8 @@
 // The local state as `episodic get` and the console read it: the spec directory's tasks joined with their
 // stored status (STATE/status), each task's episode records and the AgentBudgets' recorded windows.
 // Read-only: unlike FileStatusStore.readAll (the controller's start-up), it never removes a writer's temp files.
-import { readdir, readFile } from 'node:fs/promises';
+import { open, readdir, readFile } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
@@ -63,6 +64,30 @@ export async function readStoredStatus(path: string): Promise<StoredStatus | und
 export function statusPath(stateDir: string, namespace: string, name: string): string {
   return join(stateDir, 'status', namespace, `${name}.json`);
 }
+
+/** The first episode's start, from the first line of its records (the status keeps only the last one). */
+export async function firstEpisodeStart(
+  stateDir: string,
+  namespace: string,
+  name: string,
+): Promise<string | undefined> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(episodesPath(stateDir, namespace, name), 'r');
+    const buf = Buffer.alloc(FIRST_LINE_MAX);
+    const { bytesRead } = await handle.read(buf, 0, FIRST_LINE_MAX, 0);
+    const line = buf.subarray(0, bytesRead).toString('utf8').split('\n', 1)[0] ?? '';
+    const started = (JSON.parse(line) as { startedAt?: unknown }).startedAt;
+    return typeof started === 'string' ? started.slice(0, 64) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await handle?.close();
+  }
+}
+
+// A record line is a few KB at most (its strings are bounded): the first one fits in this.
+const FIRST_LINE_MAX = 64 * 1024;
 
 export function readEpisodes(stateDir: string, namespace: string, name: string): Promise<EpisodeRecord[]> {
   return readRecords(episodesPath(stateDir, namespace, name));

@@ -3,7 +3,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { APP_CSS, appScript, INDEX_HTML } from './assets.ts';
+import { APP_CSS, appScript, FAVICON_SVG, INDEX_HTML } from './assets.ts';
 import {
   authorized,
   COOKIE,
@@ -15,6 +15,7 @@ import {
   tokenRequiredMessage,
 } from './security.ts';
 import type { ConsoleEvent, ConsoleSource } from './views.ts';
+import { familyOf } from './family.ts';
 
 export interface ConsoleServerOptions {
   listen: string;
@@ -47,8 +48,11 @@ export async function startConsole(opts: ConsoleServerOptions): Promise<RunningC
   if (!loopback && !opts.token) throw new ConsoleRefused(tokenRequiredMessage(host));
   const script = await appScript();
   const streams = new Set<ServerResponse>();
+  // Each event is numbered and /api/tasks says the number its rows include: the page drops what is older.
+  const counter = { seq: 0 };
   const unsubscribe = opts.source.subscribe((event) => {
-    for (const res of streams) sendEvent(res, event);
+    counter.seq++;
+    for (const res of streams) sendEvent(res, { ...event, seq: counter.seq });
   });
   const server = createServer((req, res) => {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
@@ -57,7 +61,7 @@ export async function startConsole(opts: ConsoleServerOptions): Promise<RunningC
     if (url.pathname === '/login' && opts.token) return login(res, url, opts.token);
     if (!authorized(req, opts.token))
       return send(res, 401, 'text/plain', 'a bearer token is required (or /login?token=…)\n');
-    route(req, res, url, { ...opts, script, streams }).catch((err: unknown) => {
+    route(req, res, url, { ...opts, script, streams, counter }).catch((err: unknown) => {
       if (!res.headersSent) send(res, 500, 'text/plain', `${(err as Error).message}\n`);
       else res.end();
     });
@@ -88,6 +92,7 @@ export async function startConsole(opts: ConsoleServerOptions): Promise<RunningC
 interface RouteContext extends ConsoleServerOptions {
   script: string;
   streams: Set<ServerResponse>;
+  counter: { seq: number };
 }
 
 async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: RouteContext): Promise<void> {
@@ -104,13 +109,16 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: R
   if (path === '/') return send(res, 200, 'text/html; charset=utf-8', INDEX_HTML);
   if (path === '/assets/app.js') return send(res, 200, 'text/javascript; charset=utf-8', ctx.script);
   if (path === '/assets/app.css') return send(res, 200, 'text/css; charset=utf-8', APP_CSS);
-  if (path === '/api/tasks') return json(res, 200, { items: ctx.source.rows() });
+  if (path === '/assets/favicon.svg' || path === '/favicon.ico') return send(res, 200, 'image/svg+xml', FAVICON_SVG);
+  if (path === '/api/tasks') return json(res, 200, { items: ctx.source.rows(), seq: ctx.counter.seq });
+  if (path === '/api/triggers') return json(res, 200, { items: await ctx.source.triggers() });
   if (path === '/api/budgets') return json(res, 200, { items: await ctx.source.budgets() });
   if (path === '/api/events') return events(req, res, ctx);
   const task = TASK_PATH.exec(path);
   if (task) {
     const detail = await ctx.source.detail(task[1] as string, task[2] as string);
-    return detail ? json(res, 200, detail) : json(res, 404, { error: 'no such task' });
+    if (!detail) return json(res, 404, { error: 'no such task' });
+    return json(res, 200, { ...detail, family: familyOf(ctx.source.rows(), detail.row.key) });
   }
   const log = LOG_PATH.exec(path);
   if (log) return serveLog(res, ctx, log[1] as string, log[2] as string, Number(log[3]), url.searchParams.has('raw'));
@@ -142,7 +150,7 @@ function events(req: IncomingMessage, res: ServerResponse, ctx: RouteContext): v
   req.on('close', () => ctx.streams.delete(res));
 }
 
-function sendEvent(res: ServerResponse, event: ConsoleEvent): void {
+function sendEvent(res: ServerResponse, event: ConsoleEvent & { seq: number }): void {
   res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
 }
 

@@ -5,18 +5,26 @@ import { TOKEN_ENV } from './security.ts';
 import { startConsole } from './server.ts';
 import type { RunningConsole } from './server.ts';
 
+export interface RunningLocalConsole extends RunningConsole {
+  /** `run --console`: show the controller's own statuses from now on (LocalConsoleSource.follow). */
+  follow: LocalConsoleSource['follow'];
+}
+
 export async function startLocalConsole(opts: {
   dir: string;
   stateDir: string;
   listen: string;
-}): Promise<RunningConsole> {
-  const source = new LocalConsoleSource(opts.dir, opts.stateDir);
+  /** Where `run --hooks-addr` serves hooks ("http://host:port"), for the Triggers page. */
+  hooksBase?: string;
+}): Promise<RunningLocalConsole> {
+  const source = new LocalConsoleSource(opts.dir, opts.stateDir, opts.hooksBase);
   await source.start();
   const token = process.env[TOKEN_ENV] || undefined;
   try {
     const running = await startConsole({ listen: opts.listen, source, token, who: consoleUser(token !== undefined) });
     return {
       ...running,
+      follow: (view, changed) => source.follow(view, changed),
       close: async () => {
         await running.close();
         await source.close();

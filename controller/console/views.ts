@@ -1,6 +1,8 @@
 // What the console serves: a row per task for the fleet, a task's detail, a budget's window. Built from the
 // status and a few spec fields only (limits, labels), never from the whole spec: its env values are secrets.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
+import { isTerminal } from '../api/agent-task-status.ts';
+import type { TaskOrigin } from './origin.ts';
 import type { AgentBudgetStatus } from '../api/agent-budget.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
@@ -29,6 +31,31 @@ export interface TaskRow {
   runningEpisode?: number;
   /** The pull request its trigger opened (status.pullRequests of the episodic.dev/trigger label's trigger). */
   pullRequest?: PullRequestLink;
+  /** Who made it: parent task, trigger, forge item, tick (origin.ts). */
+  parent?: string;
+  trigger?: string;
+  item?: { number: number; url?: string };
+  tick?: string;
+  /** When its first episode started (startedAtOf), and when its last one ended once the task is finished. */
+  startedAt?: string;
+  finishedAt?: string;
+}
+
+export interface RowExtras {
+  pullRequest?: PullRequestLink;
+  origin?: TaskOrigin;
+  /** The first episode's start when the status no longer says it (more than one episode ran). */
+  firstStartedAt?: string;
+}
+
+/** The task's start: its first episode's (from the status while it is the only one), else its first step's. */
+export function startedAtOf(status: AgentTaskStatus, known?: string): string | undefined {
+  if (known) return known;
+  if (status.episodes <= 1) {
+    const first = status.currentEpisode?.startedAt ?? status.lastEpisode?.startedAt;
+    if (first) return first;
+  }
+  return status.steps?.find((s) => s.startedAt)?.startedAt;
 }
 
 export interface PullRequestLink {
@@ -49,6 +76,8 @@ export interface TaskDetail {
   specSuspend: boolean;
   /** The tasks it created (spawned children, a forEach step's items, best-of-N attempts), in name order. */
   children?: ChildRow[];
+  /** Added by the server from the fleet's rows: the parent and the children tree (family.ts). */
+  family?: Family;
 }
 
 export interface ChildRow {
@@ -64,6 +93,18 @@ export function childrenOf(rows: readonly TaskRow[], namespace: string, name: st
     .filter((r) => r.namespace === namespace && r.labels[OWNER_LABELS.AgentTask] === name)
     .sort((a, b) => a.name.localeCompare(b.name, undefined, { numeric: true }))
     .map((r) => ({ name: r.name, phase: r.phase, reason: r.reason, costUSD: r.costUSD }));
+}
+
+export interface FamilyNode {
+  row: TaskRow;
+  children: FamilyNode[];
+}
+
+export interface Family {
+  parent?: TaskRow;
+  children: FamilyNode[];
+  /** Descendants not listed past family.ts's FAMILY_MAX. */
+  more: number;
 }
 
 export type GateLimits = Record<string, Record<string, number>>;
@@ -99,6 +140,8 @@ export interface TaskIdentity {
   labels?: Record<string, string>;
   maxEpisodes?: number;
   maxCostUSD?: number;
+  /** A cluster object's creationTimestamp: its start when no episode's is known. */
+  createdAt?: string;
 }
 
 export function identityOfSpec(task: SpecTask): TaskIdentity {
@@ -111,8 +154,9 @@ export function identityOfSpec(task: SpecTask): TaskIdentity {
   };
 }
 
-export function taskRow(id: TaskIdentity, status: AgentTaskStatus, pullRequest?: PullRequestLink): TaskRow {
+export function taskRow(id: TaskIdentity, status: AgentTaskStatus, extras: RowExtras = {}): TaskRow {
   const granted = status.resume?.grantedEpisodes ?? 0;
+  const { pullRequest, origin } = extras;
   return {
     key: `${id.namespace}/${id.name}`,
     namespace: id.namespace,
@@ -131,6 +175,9 @@ export function taskRow(id: TaskIdentity, status: AgentTaskStatus, pullRequest?:
     lastProgressAt: status.breaker?.lastProgressAt,
     runningEpisode: status.currentEpisode?.number,
     pullRequest,
+    ...origin,
+    startedAt: startedAtOf(status, extras.firstStartedAt) ?? id.createdAt,
+    finishedAt: isTerminal(status.phase) && !status.currentEpisode ? status.lastEpisode?.finishedAt : undefined,
   };
 }
 
@@ -157,6 +204,31 @@ export function pullRequestOf(triggerStatus: unknown, task: string): PullRequest
   return parsed.success ? parsed.data?.[task] : undefined;
 }
 
+/** A trigger as the Triggers page shows it (built by trigger-views.ts). */
+export interface TriggerView {
+  key: string;
+  namespace: string;
+  name: string;
+  source: string;
+  suspended: boolean;
+  lastPollAt?: string;
+  nextPollAt?: string;
+  lastTick?: string;
+  itemsSeen: number;
+  tasksActive: number;
+  tasksCreated: number;
+  rateLimitedUntil?: string;
+  lastError?: string;
+  held: Array<{ number: number; title: string; url: string }>;
+  heldOverflow: number;
+  tasks: Array<{ key: string; namespace: string; name: string; phase: string }>;
+  moreTasks: number;
+  /** Where signed deliveries for it are taken, when this process serves hooks. */
+  hookUrl?: string;
+  /** The spec could not be read (a local file's errors). */
+  problems: string[];
+}
+
 export type ConsoleEvent =
   | { type: 'tasks'; rows: TaskRow[] }
   | { type: 'log'; key: string; episode: number; size: number };
@@ -170,6 +242,8 @@ export interface ConsoleSource {
   rows(): TaskRow[];
   detail(namespace: string, name: string): Promise<TaskDetail | undefined>;
   budgets(): Promise<BudgetView[]>;
+  /** Every AgentTrigger with its status and tasks (trigger-views.ts). */
+  triggers(): Promise<TriggerView[]>;
   /** The episode's log (a file locally, a pod's on a cluster), rendered, followed while it runs; `signal` ends it. */
   episodeLog(
     namespace: string,

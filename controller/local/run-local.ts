@@ -49,6 +49,8 @@ export interface LiveExtra {
   triggers: () => Array<{ trigger: RunnableTrigger; status?: AgentTriggerStatus }>;
   /** With --hooks-addr: where deliveries go (…/hooks/NAMESPACE/TRIGGER). */
   hooksUrl?: string;
+  /** Calls its listener once, after the next reconcile pass (or within a second): the console follows the view. */
+  changed: (listener: () => void) => void;
 }
 
 export type LocalRunEnd =
@@ -126,7 +128,7 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
       followPhases(controller, new PhaseWakes(timers));
       watcher = await watchSpecs(controller, initial, opts, timers);
     }
-    const shown = opts.show?.(() => controller.view(), liveExtra(opts, timers, initial, hooks));
+    const shown = opts.show?.(() => controller.view(), liveExtra(controller, opts, timers, initial, hooks));
     try {
       const end = await runUntilDone(controller, opts, initial.errors.length);
       const triggers = runnableTriggers(initial.triggers?.values() ?? []);
@@ -148,12 +150,19 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
 }
 
 /** The triggers as last set (with --watch, the timers follow spec edits) and their status files, read when drawn. */
-function liveExtra(opts: LocalRunOptions, timers: TriggerTimers | undefined, initial: LoadedSpecs, hooks?: HookServer) {
+function liveExtra(
+  controller: LocalController,
+  opts: LocalRunOptions,
+  timers: TriggerTimers | undefined,
+  initial: LoadedSpecs,
+  hooks?: HookServer,
+): LiveExtra {
   const store = new LocalTriggerStatus(opts.stateDir);
   const current = () => timers?.all() ?? runnableTriggers(initial.triggers?.values() ?? []);
   return {
     triggers: () => current().map((trigger) => ({ trigger, status: store.read(trigger.key) })),
     hooksUrl: hooks ? `${hooks.url}/hooks` : undefined,
+    changed: (listener) => controller.onChange(listener),
   };
 }
 

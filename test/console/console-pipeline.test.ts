@@ -123,6 +123,27 @@ test('console: a pipeline shows its steps, the gate state during a fix episode, 
     await plan.locator('[data-testid=expand]').click();
     assert.match((await plan.textContent()) ?? '', /a long value a long value .*END/);
 
+    // One mark per episode: episode 2's gate failed (its own colour, not its outcome's), steps named where they begin.
+    const timeline = await page.$$eval('[data-testid=timeline] > *', (els) =>
+      els.map((e) =>
+        (e as HTMLElement).dataset.step ? `| ${(e as HTMLElement).dataset.step}` : (e as HTMLElement).dataset.kind,
+      ),
+    );
+    assert.deepEqual(timeline, [
+      '| plan',
+      'succeeded',
+      '| implement',
+      'gateFailed',
+      'continue',
+      '| review',
+      'succeeded',
+    ]);
+    const hover = (await page.getAttribute('.mark[data-episode="2"]', 'title')) ?? '';
+    assert.match(hover, /^episode 2: succeeded, a gate failed \(a fix episode follows\), \d+\.\d s, \$0\.\d{4}$/);
+    const colours = await page.$$eval('.mark[data-episode="2"], .mark[data-episode="3"]', (els) =>
+      els.map((e) => getComputedStyle(e).backgroundImage + getComputedStyle(e).backgroundColor),
+    );
+    assert.notEqual(colours[0], colours[1], 'a failed gate and a continue look different');
     // Episode 2 built it and its test gate failed; the fix episode 3 made it pass.
     await page.click('[data-testid=timeline] .mark[data-episode="2"]');
     await page.waitForSelector('[data-testid=gate-runs] tr[data-gate=test][data-exit="1"]');

@@ -1,8 +1,9 @@
-// The console page: a hash router (#/, #/task/NS/NAME, #/budgets) over the JSON API, kept live by SSE.
+// The console page: a hash router (#/, #/task/NS/NAME, #/triggers, #/budgets) over the JSON API, kept live by SSE.
 import { api, h, usd } from './dom.ts';
 import { renderFleet } from './fleet.ts';
 import type { FleetFilter } from './fleet.ts';
 import { TaskPage } from './task.ts';
+import { triggersPage } from './triggers.ts';
 import type { BudgetView, ConsoleEvent, TaskRow } from './types.ts';
 
 const main = document.getElementById('main') as HTMLElement;
@@ -25,17 +26,28 @@ async function show(): Promise<void> {
     await taskPage.refresh();
   } else if (page === 'budgets') {
     main.replaceChildren(await budgets());
+  } else if (page === 'triggers') {
+    main.replaceChildren(await triggersPage(ns && name ? `${ns}/${name}` : undefined));
+    if (ns && name) main.querySelector('.trigger.selected')?.scrollIntoView();
   } else renderFleetNow();
   document.body.dataset.rendered = page || 'fleet';
 }
 
 function renderFleetNow(): void {
+  // The search box is drawn anew with the table: typing goes on where it was.
+  const typing = document.activeElement as HTMLInputElement | null;
+  const caret = typing?.dataset.filter === 'search' ? typing.selectionStart : null;
   main.replaceChildren(
     renderFleet([...rows.values()], filter, (f) => {
       filter = f;
       renderFleetNow();
     }),
   );
+  if (caret !== null) {
+    const search = main.querySelector<HTMLInputElement>('input[data-filter=search]');
+    search?.focus();
+    search?.setSelectionRange(caret, caret);
+  }
   document.body.dataset.rendered = 'fleet';
 }
 
@@ -46,12 +58,13 @@ function scheduleRender(): void {
   requestAnimationFrame(() => {
     scheduled = false;
     if (taskPage) void taskPage.refresh();
-    else if (route()[0] !== 'budgets') renderFleetNow();
+    else if (route()[0] !== 'budgets' && route()[0] !== 'triggers') renderFleetNow();
   });
 }
 
 async function budgets(): Promise<HTMLElement> {
   const { items } = await api<{ items: BudgetView[] }>('/api/budgets');
+  if (items.length === 0) return h('p', { data: { testid: 'budgets' } }, 'none');
   const head = ['Budget', 'Window', 'Spent / limit', 'Frees at', 'Tasks held', 'Message'];
   return h(
     'table',
@@ -76,18 +89,44 @@ async function budgets(): Promise<HTMLElement> {
   );
 }
 
+type TasksEvent = Extract<ConsoleEvent, { type: 'tasks' }> & { seq: number };
+// The snapshot's event number: events at or below it are already in it. Until it comes, events wait.
+let snapshotSeq: number | undefined;
+let waiting: TasksEvent[] = [];
+
+function applyTasks(event: TasksEvent): void {
+  if (snapshotSeq === undefined) {
+    waiting.push(event);
+    return;
+  }
+  if (event.seq <= snapshotSeq) return;
+  for (const row of event.rows) rows.set(row.key, row);
+  if (!taskPage || event.rows.some((r) => r.key === taskPage?.key)) scheduleRender();
+  document.body.dataset.updates = String(Number(document.body.dataset.updates ?? 0) + 1);
+}
+
+/** Every row read again (at start and after a reconnect, when events may have been missed). */
+async function resync(): Promise<void> {
+  snapshotSeq = undefined;
+  const { items, seq } = await api<{ items: TaskRow[]; seq: number }>('/api/tasks');
+  rows.clear();
+  for (const row of items) rows.set(row.key, row);
+  snapshotSeq = seq;
+  const held = waiting;
+  waiting = [];
+  for (const event of held) applyTasks(event);
+  scheduleRender();
+}
+
 function connect(): void {
   const source = new EventSource('/api/events');
+  let hellos = 0;
   source.addEventListener('hello', () => {
     live.textContent = 'live';
     document.body.dataset.live = 'true';
+    if (hellos++ > 0) void resync();
   });
-  source.addEventListener('tasks', (e) => {
-    const event = JSON.parse((e as MessageEvent<string>).data) as Extract<ConsoleEvent, { type: 'tasks' }>;
-    for (const row of event.rows) rows.set(row.key, row);
-    if (!taskPage || event.rows.some((r) => r.key === taskPage?.key)) scheduleRender();
-    document.body.dataset.updates = String(Number(document.body.dataset.updates ?? 0) + 1);
-  });
+  source.addEventListener('tasks', (e) => applyTasks(JSON.parse((e as MessageEvent<string>).data) as TasksEvent));
   source.addEventListener('log', (e) => {
     const event = JSON.parse((e as MessageEvent<string>).data) as Extract<ConsoleEvent, { type: 'log' }>;
     if (taskPage?.key === event.key) taskPage.logGrew(event.episode);
@@ -100,8 +139,7 @@ function connect(): void {
 
 async function start(): Promise<void> {
   connect();
-  const { items } = await api<{ items: TaskRow[] }>('/api/tasks');
-  for (const row of items) rows.set(row.key, row);
+  await resync();
   window.addEventListener('hashchange', () => void show());
   await show();
 }

@@ -2,8 +2,9 @@
 // episode's evidence and log (the running one followed live), the breaker, the audit trail, Resume and Suspend.
 import type { EpisodeRecord } from '../../api/episode-record.ts';
 import { api, append, externalLink, h, seconds, usd } from './dom.ts';
-import { children, episodeExtras, outputs, review, stack, steps } from './pipeline.ts';
+import { episodeExtras, outputs, review, stack, steps } from './pipeline.ts';
 import { holdControls } from './hold.ts';
+import { originSection } from './family.ts';
 import type { TaskDetail } from './types.ts';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -166,27 +167,49 @@ export class TaskPage {
         holdControls(d, this.base, (text) => this.report(text)),
         h('p', { data: { testid: 'action-result' } }, this.actionResult),
       ),
-      ...[review(d), steps(d), outputs(d), stack(d), children(d, r.namespace)].filter((x) => x !== null),
+      originSection(d),
+      ...[review(d), steps(d), outputs(d), stack(d)].filter((x) => x !== null),
       h('section', {}, h('h3', {}, 'Episodes'), this.timeline(d), costChart(d.episodes, r.maxCostUSD)),
       h('section', {}, h('h3', {}, `Episode ${this.selected ?? ''}`), ...this.episode(), this.rawToggle(), this.logEl),
       h('section', {}, h('h3', {}, 'Audit trail'), audit(d)),
     );
   }
 
+  /** One mark per episode coloured by its kind (kindOf), a named boundary wherever the step changes. */
   private timeline(d: TaskDetail): HTMLElement {
-    const marks = d.episodes.map((e) => this.mark(e.number, e.outcome, seconds(e.startedAt, e.finishedAt), e.costUSD));
+    const items: HTMLElement[] = [];
+    let step: string | undefined;
+    const boundary = (name: string | undefined) => {
+      if (name === undefined || name === step) return;
+      step = name;
+      items.push(h('div', { className: 'step-boundary', title: `step ${name} begins`, data: { step: name } }, name));
+    };
+    for (const e of d.episodes) {
+      boundary(e.step);
+      items.push(this.mark(e.number, kindOf(e), e.outcome, seconds(e.startedAt, e.finishedAt), e.costUSD));
+    }
     const running = d.status.currentEpisode;
-    if (running)
-      marks.push(this.mark(running.number, 'running', seconds(running.startedAt, new Date().toISOString()), 0));
-    return h('div', { className: 'timeline', data: { testid: 'timeline' } }, ...marks);
+    if (running) {
+      boundary(d.status.step?.name);
+      items.push(
+        this.mark(running.number, 'running', 'running', seconds(running.startedAt, new Date().toISOString()), 0),
+      );
+    }
+    return h(
+      'div',
+      {},
+      h('div', { className: 'timeline', data: { testid: 'timeline' } }, ...items),
+      items.length ? legend() : h('p', {}, 'none'),
+    );
   }
 
-  private mark(n: number, outcome: string, secs: number | undefined, cost: number): HTMLElement {
-    const title = `episode ${n}: ${outcome}${secs === undefined ? '' : `, ${secs.toFixed(1)} s`}, ${usd(cost)}`;
+  private mark(n: number, kind: string, outcome: string, secs: number | undefined, cost: number): HTMLElement {
+    const what = kind === outcome ? outcome : `${outcome}, ${KIND_WORDS[kind] ?? kind}`;
+    const title = `episode ${n}: ${what}${secs === undefined ? '' : `, ${secs.toFixed(1)} s`}, ${usd(cost)}`;
     const el = h('div', {
-      className: `mark o-${outcome}${n === this.selected ? ' selected' : ''}`,
+      className: `mark o-${kind}${n === this.selected ? ' selected' : ''}`,
       title,
-      data: { episode: String(n), outcome },
+      data: { episode: String(n), outcome, kind },
       onclick: () => {
         this.selectEpisode(n);
         this.render();
@@ -280,6 +303,41 @@ export class TaskPage {
   }
 }
 
+const KIND_WORDS: Record<string, string> = {
+  gateFailed: 'a gate failed (a fix episode follows)',
+  retry: 'retried',
+  usageLimit: 'usage limit: waited',
+  cancel: 'cancelled',
+};
+
+/** What a mark's colour says: a failed gate over the outcome (the agent may have said "continue"), then the
+ * waits and retries and cancels, each its own colour; else the outcome itself. */
+export function kindOf(e: EpisodeRecord): string {
+  if (e.gates?.some((g) => g.exitCode !== 0)) return 'gateFailed';
+  if (e.outcome === 'transient' || e.outcome === 'timeout') return 'retry';
+  if (e.outcome === 'cancelled' || e.outcome === 'interrupted') return 'cancel';
+  return e.outcome;
+}
+
+const LEGEND: Array<[string, string]> = [
+  ['succeeded', 'succeeded'],
+  ['continue', 'continue'],
+  ['gateFailed', 'gate failed'],
+  ['retry', 'retry'],
+  ['usageLimit', 'usage limit'],
+  ['cancel', 'cancel'],
+  ['failed', 'failed'],
+  ['running', 'running'],
+];
+
+function legend(): HTMLElement {
+  return h(
+    'div',
+    { className: 'legend', data: { testid: 'legend' } },
+    ...LEGEND.map(([kind, words]) => h('span', {}, h('i', { className: `swatch o-${kind}` }), words)),
+  );
+}
+
 function audit(d: TaskDetail): HTMLElement {
   const rows = (d.status.audit ?? []).map((a) =>
     h(
@@ -292,6 +350,7 @@ function audit(d: TaskDetail): HTMLElement {
       h('td', { className: 'msg' }, a.message),
     ),
   );
+  if (rows.length === 0) return h('p', { data: { testid: 'audit' } }, 'none');
   return h(
     'table',
     { data: { testid: 'audit' } },
