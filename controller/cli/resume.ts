@@ -2,7 +2,7 @@
 // state directory (a running `episodic run` picks it up, or the next one does); with --kubeconfig it sets
 // the episodic.dev/resume annotation. Neither edits the spec: the controller records the handled token.
 import { randomUUID } from 'node:crypto';
-import { join, resolve } from 'node:path';
+import { resolveStateDir } from '../util/state-layout.ts';
 import type { Command } from 'commander';
 import { API_VERSION, KIND } from '../api/agent-task.ts';
 import { MAX_GRANT, RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
@@ -61,7 +61,7 @@ async function resumeLocally(
   opts: ResumeOptions,
   request: { token: string; by: string; episodes?: number },
 ): Promise<number> {
-  const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
+  const stateDir = resolveStateDir(dirArg, opts.stateDir);
   const outcome = requestLocalResume(stateDir, opts.namespace, name, request);
   if (!outcome.ok) {
     console.error(`episodic resume: ${outcome.message}`);

@@ -2,7 +2,7 @@
 // controller loop. This file only wires them and answers what `episodic run` asks.
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { emptyStatus, isTerminal } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
@@ -11,6 +11,7 @@ import type { StoreFullError } from '../core/ports.ts';
 import { Controller } from '../core/controller.ts';
 import { ProcessEpisodeExecutor } from '../executors/local/process-executor.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
+import { controllerIdPath } from '../util/state-layout.ts';
 import { LocalBudgetStore } from '../sinks/local/budget-store.ts';
 import { FileStatusSink } from '../sinks/local/file-status-sink.ts';
 import type { StoredStatus } from '../sinks/local/file-status.ts';
@@ -237,7 +238,7 @@ export class LocalController {
  * never match the processes of another state directory (or anything else).
  */
 function stateId(stateDir: string): string {
-  const file = join(stateDir, 'id');
+  const file = controllerIdPath(stateDir);
   try {
     const id = readFileSync(file, 'utf8').trim();
     if (/^[0-9a-f-]{36}$/.test(id)) return id;

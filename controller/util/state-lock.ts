@@ -2,7 +2,7 @@
 // (kill -9) is stale and taken over, so a crash never needs manual cleanup.
 import { readFileSync } from 'node:fs';
 import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { lockPath } from './state-layout.ts';
 
 export class StateLockError extends Error {}
 
@@ -13,7 +13,7 @@ export interface StateLock {
 
 export async function acquireStateLock(stateDir: string): Promise<StateLock> {
   await mkdir(stateDir, { recursive: true });
-  const path = join(stateDir, 'lock');
+  const path = lockPath(stateDir);
   for (let attempt = 0; attempt < 3; attempt++) {
     // The pid is written to a private file first and linked into place: the lock never exists without its
     // owner, so a second controller starting at the same instant cannot take an empty lock for a stale one.
@@ -50,7 +50,7 @@ export async function acquireStateLock(stateDir: string): Promise<StateLock> {
 export function lockHolder(stateDir: string): number | undefined {
   let text = '';
   try {
-    text = readFileSync(join(stateDir, 'lock'), 'utf8');
+    text = readFileSync(lockPath(stateDir), 'utf8');
   } catch {
     return undefined;
   }

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { AgentTaskStatusSchema } from '../../api/agent-task.ts';
 import { describeIssues } from '../../api/validate.ts';
 import { StoreFullError } from '../../core/ports.ts';
+import { statusDir, statusPath } from '../../util/state-layout.ts';
 
 export const StoredStatusSchema = z.object({
   namespace: z.string(),
@@ -25,12 +26,15 @@ export type StoredStatus = z.infer<typeof StoredStatusSchema>;
 export class FileStatusStore {
   readonly root: string;
 
+  private readonly stateDir: string;
+
   constructor(stateDir: string) {
-    this.root = join(stateDir, 'status');
+    this.stateDir = stateDir;
+    this.root = statusDir(stateDir);
   }
 
   pathFor(namespace: string, name: string): string {
-    return join(this.root, namespace, `${name}.json`);
+    return statusPath(this.stateDir, namespace, name);
   }
 
   /** `durable: false` for what a restart recomputes or a power loss makes moot (see writeFileAtomic). */

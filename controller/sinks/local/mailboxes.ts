@@ -29,14 +29,15 @@ import {
 } from '../../core/mailboxes.ts';
 import type { Mailboxes, SendOutcome, SentMarks } from '../../core/mailboxes.ts';
 import type { Message } from '../../api/spawn-fields.ts';
+import { mailboxDir } from '../../util/state-layout.ts';
 
 const MARKS = '.marks';
 
 export class LocalMailboxes implements Mailboxes {
-  private readonly root: string;
+  private readonly stateDir: string;
 
   constructor(stateDir: string) {
-    this.root = join(stateDir, 'mailboxes');
+    this.stateDir = stateDir;
   }
 
   async send(namespace: string, to: string, message: Message): Promise<SendOutcome> {
@@ -92,7 +93,7 @@ export class LocalMailboxes implements Mailboxes {
   }
 
   private dir(namespace: string, task: string): string {
-    return join(this.root, namespace, task);
+    return mailboxDir(this.stateDir, namespace, task);
   }
 }
 

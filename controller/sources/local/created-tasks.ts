@@ -14,7 +14,8 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { createdDir, createdSpecPath } from '../../util/state-layout.ts';
 import { CreatedTaskStore, ownerOf } from '../../core/created-tasks.ts';
 import type { CreatedManifest, CreatedTask, CreateOutcome, TaskOwner } from '../../core/created-tasks.ts';
 import { isSpecFileName, parseSpecText } from './spec-files.ts';
@@ -22,10 +23,6 @@ import type { LoadedSpecs, ParsedFile, SpecTask } from './spec-files.ts';
 
 /** The annotation naming the file a created spec's relative paths resolve against (its owner's). */
 export const SPEC_FILE_ANNOTATION = 'episodic.dev/spec-file';
-
-export function createdDir(stateDir: string): string {
-  return join(stateDir, 'created');
-}
 
 export interface LocalCreatedTasksOptions {
   stateDir: string;
@@ -50,19 +47,20 @@ export class LocalCreatedTasks extends CreatedTaskStore {
   protected async write(owner: TaskOwner, manifest: CreatedManifest): Promise<CreateOutcome> {
     if (owner.file) manifest.metadata.annotations = { [SPEC_FILE_ANNOTATION]: owner.file };
     const { name } = manifest.metadata;
-    const dir = join(createdDir(this.opts.stateDir), owner.namespace);
+    const file = createdSpecPath(this.opts.stateDir, owner.namespace, name);
+    const dir = dirname(file);
     mkdirSync(dir, { recursive: true });
     const temp = join(dir, `.${name}.${randomUUID()}.tmp`);
     writeFileSync(temp, `${JSON.stringify(manifest, null, 2)}\n`, { flush: true });
     try {
-      linkSync(temp, join(dir, `${name}.yaml`));
+      linkSync(temp, file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       return { result: 'exists' };
     } finally {
       unlinkSync(temp);
     }
-    parseCreated(join(dir, `${name}.yaml`)); // read once now: the trigger's next pass lists it unparsed
+    parseCreated(file); // read once now: the trigger's next pass lists it unparsed
     this.opts.onChange?.();
     return { result: 'created' };
   }
@@ -78,7 +76,7 @@ export class LocalCreatedTasks extends CreatedTaskStore {
   }
 
   protected async remove(namespace: string, name: string): Promise<boolean> {
-    const file = join(createdDir(this.opts.stateDir), namespace, `${name}.yaml`);
+    const file = createdSpecPath(this.opts.stateDir, namespace, name);
     if (!existsSync(file)) return false;
     rmSync(file, { force: true });
     return true;
@@ -97,7 +95,7 @@ export class LocalCreatedTasks extends CreatedTaskStore {
   }
 
   private read(namespace: string, name: string): CreatedTask | undefined {
-    const task = parseCreated(join(createdDir(this.opts.stateDir), namespace, `${name}.yaml`))?.tasks[0];
+    const task = parseCreated(createdSpecPath(this.opts.stateDir, namespace, name))?.tasks[0];
     const owner = ownerOf(task?.labels);
     if (!task || !owner) return undefined;
     const spec = (task.manifest.spec ?? {}) as Record<string, unknown>;

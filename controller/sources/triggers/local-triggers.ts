@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { AgentTriggerStatus } from '../../api/agent-trigger.ts';
 import { AgentTriggerStatusSchema, TRIGGER_KIND } from '../../api/agent-trigger.ts';
 import type { Clock, Timer } from '../../core/clock.ts';
+import { triggerStatusDir } from '../../util/state-layout.ts';
 import type { SpecTrigger } from '../local/spec-files.ts';
 import type { RunnableTrigger, TriggerRunner, TriggerStatusStore } from './trigger-runner.ts';
 
@@ -13,7 +14,7 @@ export class LocalTriggerStatus implements TriggerStatusStore {
   private readonly dir: string;
 
   constructor(stateDir: string) {
-    this.dir = join(stateDir, 'triggers');
+    this.dir = triggerStatusDir(stateDir);
   }
 
   private file(key: string): string {
