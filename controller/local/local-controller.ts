@@ -1,7 +1,7 @@
 // Local mode: a spec directory (source), processes (executor) and status files (sink) under the one
 // controller loop. This file only wires them and answers what `episodic run` asks.
 import { randomUUID } from 'node:crypto';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { emptyStatus, isTerminal } from '../api/agent-task.ts';
@@ -11,6 +11,7 @@ import type { StoreFullError } from '../core/ports.ts';
 import { Controller } from '../core/controller.ts';
 import { ProcessEpisodeExecutor } from '../executors/local/process-executor.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
+import { writeFileAtomicSync } from '../util/atomic-write.ts';
 import { controllerIdPath } from '../util/state-layout.ts';
 import { LocalBudgetStore } from '../sinks/local/budget-store.ts';
 import { FileStatusSink } from '../sinks/local/file-status-sink.ts';
@@ -246,7 +247,7 @@ function stateId(stateDir: string): string {
     // first run in this directory
   }
   const id = randomUUID();
-  mkdirSync(stateDir, { recursive: true });
-  writeFileSync(file, `${id}\n`, { mode: 0o644 });
+  // Whole or not at all: a torn id would be replaced by a new one, and the old episodes' markers lost.
+  writeFileAtomicSync(file, `${id}\n`, { flush: true });
   return id;
 }

@@ -1,7 +1,8 @@
 // The blackboard locally: STATE/blackboard/NAMESPACE.json, replaced atomically (write, then rename) so a
 // kill -9 leaves the old board or the new one, its applied-marker always with its entries.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { blackboardDir, blackboardPath } from '../util/state-layout.ts';
+import { readFileSync } from 'node:fs';
+import { writeFileAtomicSync } from '../util/atomic-write.ts';
+import { blackboardPath } from '../util/state-layout.ts';
 import type { Blackboard } from './blackboard.ts';
 
 export function readLocalBlackboard(stateDir: string, namespace: string): Blackboard {
@@ -15,11 +16,7 @@ export function readLocalBlackboard(stateDir: string, namespace: string): Blackb
 
 /** Synchronous on purpose: two tasks' passes never interleave a read and a write of one board. */
 export function writeLocalBlackboard(stateDir: string, namespace: string, board: Blackboard): void {
-  const file = blackboardPath(stateDir, namespace);
-  mkdirSync(blackboardDir(stateDir), { recursive: true });
-  const tmp = `${file}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(board, null, 2)}\n`, { mode: 0o600 });
-  renameSync(tmp, file);
+  writeFileAtomicSync(blackboardPath(stateDir, namespace), `${JSON.stringify(board, null, 2)}\n`, { mode: 0o600 });
 }
 
 /** Read, change, write in one synchronous step. */

@@ -8,7 +8,8 @@ import { AgentBudgetStatusSchema } from '../../api/agent-budget.ts';
 import type { AgentBudgetStatus } from '../../api/agent-budget.ts';
 import type { BudgetStore, DesiredBudget } from '../../core/budget-book.ts';
 import type { LoadedSpecs } from '../../sources/local/spec-files.ts';
-import { storeFullError, writeFileAtomic } from './file-status.ts';
+import { writeFileAtomic } from '../../util/atomic-write.ts';
+import { storeFullError } from './file-status.ts';
 
 interface LocalBudget extends DesiredBudget {
   specHash: string;

@@ -2,19 +2,9 @@
 // the user's spec directory. The controller reads them with the spec directory (user's tasks win a name
 // clash), so they run, show in `episodic get` and are deleted like any task. A document is made by a hard
 // link of a finished temporary file: it appears whole or not at all, and never overwrites one (idempotent).
-import { randomUUID } from 'node:crypto';
-import {
-  existsSync,
-  linkSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { createFileOnce } from '../../util/atomic-write.ts';
 import { createdDir, createdSpecPath } from '../../util/state-layout.ts';
 import { CreatedTaskStore, ownerOf } from '../../core/created-tasks.ts';
 import type { CreatedManifest, CreatedTask, CreateOutcome, TaskOwner } from '../../core/created-tasks.ts';
@@ -48,18 +38,7 @@ export class LocalCreatedTasks extends CreatedTaskStore {
     if (owner.file) manifest.metadata.annotations = { [SPEC_FILE_ANNOTATION]: owner.file };
     const { name } = manifest.metadata;
     const file = createdSpecPath(this.opts.stateDir, owner.namespace, name);
-    const dir = dirname(file);
-    mkdirSync(dir, { recursive: true });
-    const temp = join(dir, `.${name}.${randomUUID()}.tmp`);
-    writeFileSync(temp, `${JSON.stringify(manifest, null, 2)}\n`, { flush: true });
-    try {
-      linkSync(temp, file);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      return { result: 'exists' };
-    } finally {
-      unlinkSync(temp);
-    }
+    if (createFileOnce(file, `${JSON.stringify(manifest, null, 2)}\n`) === 'exists') return { result: 'exists' };
     parseCreated(file); // read once now: the trigger's next pass lists it unparsed
     this.opts.onChange?.();
     return { result: 'created' };
