@@ -2,7 +2,7 @@
 // file, rename); the controller polls the directory and hands each task's request to the loop, which
 // handles a token once (status.resume.handledToken). The spec file is never touched.
 import { readFileSync } from 'node:fs';
-import { parseResumeRequest } from '../../api/resume.ts';
+import { parseResumeRequest, resumeRefusal } from '../../api/resume.ts';
 import type { ResumeRequest } from '../../api/resume.ts';
 import { StoredStatusSchema } from '../../sinks/local/file-status.ts';
 import { StateFilePoller } from './state-file-poller.ts';
@@ -41,12 +41,8 @@ export function requestLocalResume(
   }
   if (!status) return { ok: false, missing: true, message: `no task ${namespace}/${name} on record in ${stateDir}` };
   const { phase, reason } = status;
-  if (phase !== 'NeedsReview')
-    return {
-      ok: false,
-      missing: false,
-      message: `${namespace}/${name} is ${phase ?? 'Pending'}${reason ? ` (${reason})` : ''}: only a NeedsReview task can be resumed`,
-    };
+  const refused = resumeRefusal(`${namespace}/${name}`, phase, reason);
+  if (refused) return { ok: false, missing: false, message: refused };
   return { ok: true, path: writeResumeRequest(stateDir, namespace, name, request), reason };
 }
 
