@@ -79,6 +79,12 @@ export const RESUME_EPISODES_ANNOTATION = 'episodic.dev/resume-episodes';
 export const RESUME_BY_ANNOTATION = 'episodic.dev/resume-by';
 export const MAX_GRANT = 10_000;
 
+/** Why a task cannot be resumed by a person (only a NeedsReview task can), or undefined when it can. */
+export function resumeRefusal(key: string, phase: string | undefined, reason: string | undefined): string | undefined {
+  if (phase === 'NeedsReview') return undefined;
+  return `${key} is ${phase ?? 'Pending'}${reason ? ` (${reason})` : ''}: only a NeedsReview task can be resumed`;
+}
+
 const TOKEN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 /**

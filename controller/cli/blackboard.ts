@@ -1,7 +1,7 @@
 // `episodic blackboard get|set|del`: a person reads and writes the namespace blackboard that agent ops
 // set/del write (locally STATE/blackboard/NS.json, with --kubeconfig the ConfigMap episodic-blackboard).
 // Same bounds as the ops; last writer wins.
-import { join, resolve } from 'node:path';
+import { resolveStateDir } from '../util/state-layout.ts';
 import type { Command } from 'commander';
 import { BLACKBOARD_KEYS_MAX, BLACKBOARD_VALUE_MAX } from '../api/bounds.ts';
 import { BlackboardKeySchema } from '../api/ops.ts';
@@ -105,7 +105,7 @@ async function changeCommand(
 }
 
 function stateDirOf(dir: string, opts: BoardOptions): string {
-  return resolve(opts.stateDir ?? join(resolve(dir), '.episodic'));
+  return resolveStateDir(dir, opts.stateDir);
 }
 
 async function readBoard(dir: string, opts: BoardOptions): Promise<Blackboard> {

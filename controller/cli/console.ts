@@ -1,5 +1,6 @@
 // `episodic console [DIR]`: the web console over the local state, beside a running `episodic run` or after it.
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { resolveStateDir } from '../util/state-layout.ts';
 import type { Command } from 'commander';
 
 interface ConsoleOptions {
@@ -25,7 +26,7 @@ export function registerConsole(program: Command): void {
 
 async function consoleCommand(dirArg: string, opts: ConsoleOptions): Promise<number> {
   const dir = resolve(dirArg);
-  const stateDir = resolve(opts.stateDir ?? join(dir, '.episodic'));
+  const stateDir = resolveStateDir(dir, opts.stateDir);
   const { startLocalConsole } = await import('../console/start-local.ts');
   const { ConsoleRefused } = await import('../console/server.ts');
   let running: Awaited<ReturnType<typeof startLocalConsole>>;

@@ -1,6 +1,7 @@
 // A pipeline task's steps for `episodic get`: the GATE column (the gate the current step is fixing, fix
 // episodes used of its maxFixEpisodes) and `episodic get NAME [DIR] --steps`, one row per step.
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { resolveStateDir } from '../util/state-layout.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { stepGates } from '../api/steps.ts';
 import { readLocalState } from '../console/local-state.ts';
@@ -54,7 +55,7 @@ export async function getSteps(
   const dir = resolve(dirArg);
   let items: Awaited<ReturnType<typeof readLocalState>>['items'];
   try {
-    ({ items } = await readLocalState(dir, resolve(opts.stateDir ?? join(dir, '.episodic'))));
+    ({ items } = await readLocalState(dir, resolveStateDir(dir, opts.stateDir)));
   } catch (err) {
     console.error(`episodic get: ${(err as Error).message}`);
     return 2;

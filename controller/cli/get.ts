@@ -2,12 +2,13 @@
 // --episodes` lists a task's episode records, like `kubectl get ae -l episodic.dev/task=NAME`.
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { EPISODES_FILE, episodesPath, resolveStateDir } from '../util/state-layout.ts';
 import type { Command } from 'commander';
 import { API_VERSION } from '../api/agent-task.ts';
 import { EPISODE_KIND } from '../api/episode-record.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import { EPISODE_LABEL, TASK_LABEL, episodePodName } from '../kube/names.ts';
-import { EPISODES_FILE, episodesPath, lastDeletedTaskDir, readRecords } from '../sinks/local/episode-records.ts';
+import { lastDeletedTaskDir, readRecords } from '../sinks/local/episode-records.ts';
 import { readEpisodes, readLocalState, readStoredStatuses } from '../console/local-state.ts';
 import type { LocalState } from '../console/local-state.ts';
 import { getSteps, stepTable } from './get-steps.ts';
@@ -116,7 +117,7 @@ export async function getCommand(
   const dir = resolve(dirArg);
   let state: LocalState;
   try {
-    state = await readLocalState(dir, resolve(opts.stateDir ?? join(dir, '.episodic')));
+    state = await readLocalState(dir, resolveStateDir(dir, opts.stateDir));
   } catch (err) {
     console.error(`episodic get: ${(err as Error).message}`);
     return 2;
@@ -140,7 +141,7 @@ export async function getCommand(
     return 0;
   }
   const wide = opts.output === 'wide';
-  const stateDir = resolve(opts.stateDir ?? join(dir, '.episodic'));
+  const stateDir = resolveStateDir(dir, opts.stateDir);
   const inputs = await Promise.all(
     items.map(async ({ task, status }) => ({
       namespace: task.namespace,
@@ -172,7 +173,7 @@ export async function getCommand(
 /** `get NAME [DIR] --episodes`: the task's records, oldest first; -o json|yaml as AgentEpisode objects. */
 async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Promise<number> {
   if (!validOutput(opts.output)) return 2;
-  const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
+  const stateDir = resolveStateDir(dirArg, opts.stateDir);
   const path = episodesPath(stateDir, opts.namespace, name);
   const records = await readRecords(path);
   if (records.length === 0) {
@@ -201,7 +202,7 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
 
 /** The task's stored status, or undefined after saying on stderr that there is none. */
 async function storedStatusOf(name: string, dirArg: string, opts: GetOptions): Promise<AgentTaskStatus | undefined> {
-  const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
+  const stateDir = resolveStateDir(dirArg, opts.stateDir);
   const records = await readStoredStatuses(stateDir);
   const status = records.find((r) => r.namespace === opts.namespace && r.name === name)?.status;
   if (!status) console.error(`episodic get: no task ${opts.namespace}/${name} on record in ${stateDir}`);

@@ -2,14 +2,14 @@
 // Rendered for a person by default (log-render.ts), the log's bytes as they are with --raw.
 import { createReadStream, existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { isTerminal } from '../api/agent-task.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
-import { episodeLogPath } from '../executors/local/episode-launcher.ts';
 import { episodeHeader, LogRenderer } from '../executors/output/log-render.ts';
-import { episodesPath, readRecords } from '../sinks/local/episode-records.ts';
+import { readRecords } from '../sinks/local/episode-records.ts';
+import { episodeLogPath, episodeOfLogFile, episodesPath, resolveStateDir, taskLogsDir } from '../util/state-layout.ts';
 import { FileStatusStore } from '../sinks/local/file-status.ts';
 import { terminalColumns } from './live-table.ts';
 import { parseNumberOption, UsageError } from './options.ts';
@@ -68,10 +68,10 @@ async function logsCommand(name: string, dirArg: string | undefined, opts: LogsO
   try {
     if (dirArg !== undefined && opts.dir !== undefined && resolve(dirArg) !== resolve(opts.dir))
       throw new UsageError(`two directories given: ${dirArg} and --dir ${opts.dir}`);
-    stateDir = resolve(opts.stateDir ?? join(dirArg ?? opts.dir ?? '.', '.episodic'));
+    stateDir = resolveStateDir(dirArg ?? opts.dir ?? '.', opts.stateDir);
     episode = opts.episode
       ? parseNumberOption('--episode', opts.episode, { integer: true, min: 1 })
-      : await latestEpisode(join(stateDir, 'logs', opts.namespace, name));
+      : await latestEpisode(taskLogsDir(stateDir, opts.namespace, name));
   } catch (err) {
     console.error(`episodic logs: ${(err as Error).message}`);
     return 2;
@@ -150,10 +150,7 @@ function renderedSink(task: string): Sink {
 
 async function latestEpisode(dir: string): Promise<number> {
   const files = await readdir(dir).catch(() => [] as string[]);
-  const numbers = files
-    .map((f) => /^episode-(\d+)\.log$/.exec(f)?.[1])
-    .filter(Boolean)
-    .map(Number);
+  const numbers = files.flatMap((f) => episodeOfLogFile(f) ?? []);
   if (numbers.length === 0) throw new Error(`no episode logs in ${dir}`);
   return Math.max(...numbers);
 }

@@ -2,10 +2,11 @@
 // state directory (a running `episodic run` picks it up, or the next one does); with --kubeconfig it sets
 // the episodic.dev/resume annotation. Neither edits the spec: the controller records the handled token.
 import { randomUUID } from 'node:crypto';
-import { join, resolve } from 'node:path';
+import { resolveStateDir } from '../util/state-layout.ts';
 import type { Command } from 'commander';
 import { API_VERSION, KIND } from '../api/agent-task.ts';
-import { MAX_GRANT, RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
+import { MAX_GRANT, RESUME_ANNOTATION } from '../api/resume.ts';
+import { resumeAnnotations } from '../reconciler/trigger-resume.ts';
 import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import { parseNumberOption, UsageError } from './options.ts';
 import { userName } from './task-target.ts';
@@ -61,7 +62,7 @@ async function resumeLocally(
   opts: ResumeOptions,
   request: { token: string; by: string; episodes?: number },
 ): Promise<number> {
-  const stateDir = resolve(opts.stateDir ?? join(resolve(dirArg), '.episodic'));
+  const stateDir = resolveStateDir(dirArg, opts.stateDir);
   const outcome = requestLocalResume(stateDir, opts.namespace, name, request);
   if (!outcome.ok) {
     console.error(`episodic resume: ${outcome.message}`);
@@ -86,11 +87,7 @@ async function resumeOnCluster(
     const kc = await loadKubeConfig(kubeconfig);
     const api = KubernetesObjectApi.makeApiClient(kc);
     // A merge patch of three annotations: nothing else of the object is sent, so nothing else changes.
-    const annotations: Record<string, string | null> = {
-      [RESUME_ANNOTATION]: request.token,
-      [RESUME_BY_ANNOTATION]: request.by,
-      [RESUME_EPISODES_ANNOTATION]: request.episodes === undefined ? null : String(request.episodes),
-    };
+    const annotations = resumeAnnotations(request);
     const body = { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace, annotations } };
     await api.patch(body as never, undefined, undefined, 'episodic-resume', undefined, PatchStrategy.MergePatch);
   } catch (err) {

@@ -2,7 +2,8 @@
 // Exit codes: 0 all Succeeded, 1 otherwise, 2 invalid usage, 3 the state disk is full, 130 interrupted by
 // SIGINT/SIGTERM.
 import { existsSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { controllerLogPath, resolveStateDir } from '../util/state-layout.ts';
 import type { Command } from 'commander';
 import { runLocal, StateDirUnavailable } from '../local/run-local.ts';
 import type { LiveExtra, LocalRunEnd, LocalView } from '../local/run-local.ts';
@@ -76,12 +77,12 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
     console.error(`episodic run: ${(err as Error).message}`);
     return 2;
   }
-  const stateDir = resolve(opts.stateDir ?? join(dir, '.episodic'));
+  const stateDir = resolveStateDir(dir, opts.stateDir);
   const live = opts.table !== false && process.stdout.isTTY === true;
   const format = opts.logFormat as LogFormat;
   // On a terminal the table owns the screen, so logs go to a file beside the state (JSON: for machines).
   const logger = live
-    ? createLogger({ level: opts.logLevel, file: join(stateDir, 'controller.log') })
+    ? createLogger({ level: opts.logLevel, file: controllerLogPath(stateDir) })
     : createLogger({ level: opts.logLevel, format });
   let extra: LiveExtra | undefined;
   let consoleServer: Awaited<ReturnType<typeof startConsoleFor>> | undefined;

@@ -1,7 +1,8 @@
 // What `episodic send`, `suspend`/`unsuspend` and `resume` share: who is asking, and (locally) which task of
 // the spec directory, or the tasks other tasks created, a name means.
 import { userInfo } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { resolveStateDir } from '../util/state-layout.ts';
 import type { SpecTask } from '../sources/local/spec-files.ts';
 
 /** The person at the keyboard, for the audit trail; `fallback` where the system cannot say. */
@@ -30,7 +31,7 @@ export async function findLocalTask(
   const { loadSpecDir } = await import('../sources/local/spec-files.ts');
   const { withCreatedTasks } = await import('../sources/local/created-tasks.ts');
   const dir = resolve(dirArg);
-  const stateDir = resolve(stateDirArg ?? join(dir, '.episodic'));
+  const stateDir = resolveStateDir(dir, stateDirArg);
   const task = withCreatedTasks(await loadSpecDir(dir), stateDir).tasks.get(`${namespace}/${name}`);
   return { dir, stateDir, task };
 }

@@ -8,7 +8,8 @@ import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { AgentBudgetSpecSchema, AgentBudgetStatusSchema } from '../api/agent-budget.ts';
 import { EpisodeRecordSchema } from '../api/episode-record.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
-import { RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
+import { resumeRefusal } from '../api/resume.ts';
+import { resumeAnnotations } from '../reconciler/trigger-resume.ts';
 import { TASK_LABEL } from '../kube/names.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { KubeClient } from '../kube/kube-client.ts';
@@ -157,19 +158,11 @@ export class ClusterConsoleSource implements ConsoleSource {
     const obj = this.inputs.tasks.get(`${namespace}/${name}`);
     if (!obj) return { ok: false, status: 404, message: `AgentTask ${namespace}/${name} not found` };
     const { phase, reason } = statusOf(obj);
-    if (phase !== 'NeedsReview')
-      return {
-        ok: false,
-        status: 409,
-        message: `${namespace}/${name} is ${phase ?? 'Pending'}${reason ? ` (${reason})` : ''}: only a NeedsReview task can be resumed`,
-      };
+    const refused = resumeRefusal(`${namespace}/${name}`, phase, reason);
+    if (refused) return { ok: false, status: 409, message: refused };
     const token = randomUUID();
     // The same three annotations `episodic resume --kubeconfig` sets: nothing else of the object changes.
-    const annotations = {
-      [RESUME_ANNOTATION]: token,
-      [RESUME_BY_ANNOTATION]: by,
-      [RESUME_EPISODES_ANNOTATION]: episodes === undefined ? null : String(episodes),
-    };
+    const annotations = resumeAnnotations({ token, by, episodes });
     await this.inputs.client.mergePatch(`/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}/${name}`, {
       apiVersion: API_VERSION,
       metadata: { annotations },

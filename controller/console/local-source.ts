@@ -5,11 +5,10 @@ import type { FSWatcher } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
-import { episodeLogPath } from '../executors/local/episode-launcher.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { SuspendHold } from '../api/hold.ts';
 import { lockHolder } from '../util/state-lock.ts';
-import { holdPath, readHold, setLocalHold } from '../sources/local/hold-files.ts';
+import { readHold, setLocalHold } from '../sources/local/hold-files.ts';
 import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { localEpisodeLog } from './local-logs.ts';
@@ -18,8 +17,17 @@ import { FirstStarts } from './first-starts.ts';
 import { originOf } from './origin.ts';
 import { triggerView } from './trigger-views.ts';
 import type { TriggerView } from './trigger-views.ts';
-import { readBudgets, readEpisodes, readLocalState, readStoredStatus, statusPath } from './local-state.ts';
-import { readTriggerStatus, readTriggerStatuses, triggerStatusDir } from './local-triggers.ts';
+import { readBudgets, readEpisodes, readLocalState, readStoredStatus } from './local-state.ts';
+import { readTriggerStatus, readTriggerStatuses } from './local-triggers.ts';
+import {
+  episodeLogPath,
+  episodeOfLogFile,
+  holdPath,
+  statusDir,
+  statusPath,
+  taskLogsDir,
+  triggerStatusDir,
+} from '../util/state-layout.ts';
 import {
   childrenOf,
   gateLimitsOf,
@@ -154,7 +162,7 @@ export class LocalConsoleSource implements ConsoleSource {
   }
 
   private get statusRoot(): string {
-    return join(this.stateDir, 'status');
+    return statusDir(this.stateDir);
   }
 
   /** Everything read again: at start, and when a status appears for a task the specs did not have. */
@@ -233,10 +241,10 @@ export class LocalConsoleSource implements ConsoleSource {
       this.watchers.delete(id);
       return;
     }
-    const dir = join(this.stateDir, 'logs', row.namespace, row.name);
+    const dir = taskLogsDir(this.stateDir, row.namespace, row.name);
     this.watchDir(dir, id, (file) => {
-      const log = /^episode-(\d+)\.log$/.exec(file);
-      if (log) this.logGrew(join(dir, file), row.key, Number(log[1]));
+      const episode = episodeOfLogFile(file);
+      if (episode !== undefined) this.logGrew(join(dir, file), row.key, episode);
     });
     // The first episode's log directory may come a moment after the status that says it runs.
     if (!this.watchers.has(id) && !this.closed)

@@ -9,7 +9,8 @@ import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { AgentBudgetStatusSchema } from '../api/agent-budget.ts';
 import type { AgentBudgetStatus } from '../api/agent-budget.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
-import { episodesPath, readRecords } from '../sinks/local/episode-records.ts';
+import { readRecords } from '../sinks/local/episode-records.ts';
+import { budgetPath, episodesPath, statusDir } from '../util/state-layout.ts';
 import { StoredStatusSchema } from '../sinks/local/file-status.ts';
 import type { StoredStatus } from '../sinks/local/file-status.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
@@ -41,7 +42,7 @@ export async function readLocalState(dir: string, stateDir: string): Promise<Loc
 
 /** Every readable status file under STATE/status; a file mid-rename or unreadable is skipped. */
 export async function readStoredStatuses(stateDir: string): Promise<StoredStatus[]> {
-  const root = join(stateDir, 'status');
+  const root = statusDir(stateDir);
   const out: StoredStatus[] = [];
   for (const ns of await readdir(root).catch(() => [] as string[])) {
     for (const file of await readdir(join(root, ns)).catch(() => [] as string[])) {
@@ -59,10 +60,6 @@ export async function readStoredStatus(path: string): Promise<StoredStatus | und
   } catch {
     return undefined;
   }
-}
-
-export function statusPath(stateDir: string, namespace: string, name: string): string {
-  return join(stateDir, 'status', namespace, `${name}.json`);
 }
 
 /** The first episode's start, from the first line of its records (the status keeps only the last one). */
@@ -105,7 +102,7 @@ export interface LocalBudgetView {
 export async function readBudgets(specs: LoadedSpecs, stateDir: string): Promise<LocalBudgetView[]> {
   const out: LocalBudgetView[] = [];
   for (const b of specs.budgets.values()) {
-    const path = join(stateDir, 'budgets', b.namespace, `${b.name}.json`);
+    const path = budgetPath(stateDir, b.namespace, b.name);
     const raw = await readFile(path, 'utf8').catch(() => undefined);
     let status: AgentBudgetStatus | undefined;
     try {

@@ -2,10 +2,7 @@
 // read for the console's PR links. Read-only; an unreadable file is skipped.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-
-export function triggerStatusDir(stateDir: string): string {
-  return join(stateDir, 'triggers');
-}
+import { triggerStatusDir, triggerStatusPath } from '../util/state-layout.ts';
 
 /** Every trigger's status as written, by "namespace/name" (parsed where it is used: pullRequestOf). */
 export async function readTriggerStatuses(stateDir: string): Promise<Map<string, unknown>> {
@@ -27,7 +24,7 @@ export async function readTriggerStatuses(stateDir: string): Promise<Map<string,
 export async function readTriggerStatus(stateDir: string, key: string): Promise<unknown> {
   const [ns, name] = key.split('/');
   try {
-    return JSON.parse(await readFile(join(triggerStatusDir(stateDir), ns as string, `${name}.json`), 'utf8'));
+    return JSON.parse(await readFile(triggerStatusPath(stateDir, ns as string, name as string), 'utf8'));
   } catch {
     return undefined;
   }

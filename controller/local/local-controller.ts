@@ -2,8 +2,8 @@
 // controller loop. This file only wires them and answers what `episodic run` asks.
 import type { TaskOwner } from '../core/created-tasks.ts';
 import { randomUUID } from 'node:crypto';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { emptyStatus, isTerminal } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
@@ -12,6 +12,8 @@ import type { StoreFullError } from '../core/ports.ts';
 import { Controller } from '../core/controller.ts';
 import { ProcessEpisodeExecutor } from '../executors/local/process-executor.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
+import { writeFileAtomicSync } from '../util/atomic-write.ts';
+import { controllerIdPath } from '../util/state-layout.ts';
 import { LocalBudgetStore } from '../sinks/local/budget-store.ts';
 import { FileStatusSink } from '../sinks/local/file-status-sink.ts';
 import type { StoredStatus } from '../sinks/local/file-status.ts';
@@ -243,7 +245,7 @@ export class LocalController {
  * never match the processes of another state directory (or anything else).
  */
 function stateId(stateDir: string): string {
-  const file = join(stateDir, 'id');
+  const file = controllerIdPath(stateDir);
   try {
     const id = readFileSync(file, 'utf8').trim();
     if (/^[0-9a-f-]{36}$/.test(id)) return id;
@@ -251,8 +253,8 @@ function stateId(stateDir: string): string {
     // first run in this directory
   }
   const id = randomUUID();
-  mkdirSync(stateDir, { recursive: true });
-  writeFileSync(file, `${id}\n`, { mode: 0o644 });
+  // Whole or not at all: a torn id would be replaced by a new one, and the old episodes' markers lost.
+  writeFileAtomicSync(file, `${id}\n`, { flush: true });
   return id;
 }
 

@@ -1,16 +1,13 @@
 // The blackboard locally: STATE/blackboard/NAMESPACE.json, replaced atomically (write, then rename) so a
 // kill -9 leaves the old board or the new one, its applied-marker always with its entries.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { writeFileAtomicSync } from '../util/atomic-write.ts';
+import { blackboardPath } from '../util/state-layout.ts';
 import type { Blackboard } from './blackboard.ts';
-
-export function blackboardFile(stateDir: string, namespace: string): string {
-  return join(stateDir, 'blackboard', `${namespace}.json`);
-}
 
 export function readLocalBlackboard(stateDir: string, namespace: string): Blackboard {
   try {
-    const parsed = JSON.parse(readFileSync(blackboardFile(stateDir, namespace), 'utf8')) as Partial<Blackboard>;
+    const parsed = JSON.parse(readFileSync(blackboardPath(stateDir, namespace), 'utf8')) as Partial<Blackboard>;
     return { entries: parsed.entries ?? {}, applied: parsed.applied ?? {} };
   } catch {
     return { entries: {}, applied: {} };
@@ -19,11 +16,7 @@ export function readLocalBlackboard(stateDir: string, namespace: string): Blackb
 
 /** Synchronous on purpose: two tasks' passes never interleave a read and a write of one board. */
 export function writeLocalBlackboard(stateDir: string, namespace: string, board: Blackboard): void {
-  const file = blackboardFile(stateDir, namespace);
-  mkdirSync(join(stateDir, 'blackboard'), { recursive: true });
-  const tmp = `${file}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(board, null, 2)}\n`, { mode: 0o600 });
-  renameSync(tmp, file);
+  writeFileAtomicSync(blackboardPath(stateDir, namespace), `${JSON.stringify(board, null, 2)}\n`, { mode: 0o600 });
 }
 
 /** Read, change, write in one synchronous step. */

@@ -1,10 +1,12 @@
 // Copies a growing file to a stream, like `tail -f`: the episode executor writes the agent's output to a
-// log file, and in a pod that output must also reach stdout so `kubectl logs` shows it live.
-import { open } from 'node:fs/promises';
+// log file, and in a pod that output must also reach stdout so `kubectl logs` shows it live. The reading is
+// util/file-tail.ts's; this adds waiting for the file to appear and a write that a closed stdout cannot hang.
+import { access } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { FileTail } from '../util/file-tail.ts';
 
+// How often to look for a log file that does not exist yet.
 const POLL_MS = 100;
-const CHUNK_BYTES = 64 * 1024;
 
 export interface FileFollower {
   /** Copy what is left, then stop. */
@@ -14,41 +16,35 @@ export interface FileFollower {
 /** Copy `file` from byte `fromByte` on (an appended-to log starts at its old size). */
 export function followFile(file: string, out: NodeJS.WritableStream, fromByte = 0): FileFollower {
   let stopping = false;
+  let tail: FileTail | undefined;
   const done = (async () => {
-    const buffer = Buffer.alloc(CHUNK_BYTES);
-    let position = fromByte;
-    const handle = await waitForFile(file, () => stopping);
-    if (!handle) return;
-    try {
-      for (;;) {
-        const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
-        if (bytesRead > 0) {
-          position += bytesRead;
-          await write(out, Buffer.from(buffer.subarray(0, bytesRead)));
-          continue;
-        }
-        if (stopping) return; // at end of file after stop(): everything is copied
-        await sleep(POLL_MS);
-      }
-    } finally {
-      await handle.close();
-    }
+    if (!(await waitForFile(file, () => stopping))) return;
+    tail = new FileTail(file, fromByte);
+    if (stopping) tail.stop(); // stop() came while waiting: copy what the file holds, then end
+    for await (const chunk of tail) await write(out, chunk as Buffer);
   })().catch(() => {}); // losing the live copy must never fail the episode: the log file still has it
 
   return {
     async stop() {
       stopping = true;
+      tail?.stop();
       await done;
     },
   };
 }
 
-async function waitForFile(file: string, stopped: () => boolean) {
+async function waitForFile(file: string, stopped: () => boolean): Promise<boolean> {
   for (;;) {
     try {
-      return await open(file, 'r');
+      await access(file);
+      return true;
     } catch {
-      if (stopped()) return undefined;
+      // stop() may have come while this look was under way: one more look decides.
+      if (stopped())
+        return access(file).then(
+          () => true,
+          () => false,
+        );
       await sleep(POLL_MS);
     }
   }

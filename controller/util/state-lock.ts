@@ -1,8 +1,9 @@
 // One controller per state directory. The lock file holds the owner's pid; a lock whose owner is dead
 // (kill -9) is stale and taken over, so a crash never needs manual cleanup.
 import { readFileSync } from 'node:fs';
-import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, readFile, unlink } from 'node:fs/promises';
+import { createFileOnce } from './atomic-write.ts';
+import { lockPath } from './state-layout.ts';
 
 export class StateLockError extends Error {}
 
@@ -13,35 +14,23 @@ export interface StateLock {
 
 export async function acquireStateLock(stateDir: string): Promise<StateLock> {
   await mkdir(stateDir, { recursive: true });
-  const path = join(stateDir, 'lock');
+  const path = lockPath(stateDir);
   for (let attempt = 0; attempt < 3; attempt++) {
     // The pid is written to a private file first and linked into place: the lock never exists without its
     // owner, so a second controller starting at the same instant cannot take an empty lock for a stale one.
-    const tmp = `${path}.${process.pid}.tmp`;
-    try {
-      const handle = await open(tmp, 'w');
-      await handle.writeFile(`${process.pid}\n`);
-      await handle.sync();
-      await handle.close();
-      try {
-        await link(tmp, path);
-      } finally {
-        await unlink(tmp).catch(() => undefined);
-      }
+    if (createFileOnce(path, `${process.pid}\n`) === 'created') {
       return {
         path,
         release: async () => {
           if ((await ownerOf(path)) === process.pid) await unlink(path).catch(() => undefined);
         },
       };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const owner = await ownerOf(path);
-      if (owner !== undefined && owner !== process.pid && isAlive(owner)) {
-        throw new StateLockError(`state directory ${stateDir} is in use by another episodic controller (pid ${owner})`);
-      }
-      await unlink(path).catch(() => undefined); // stale: its owner is gone
     }
+    const owner = await ownerOf(path);
+    if (owner !== undefined && owner !== process.pid && isAlive(owner)) {
+      throw new StateLockError(`state directory ${stateDir} is in use by another episodic controller (pid ${owner})`);
+    }
+    await unlink(path).catch(() => undefined); // stale: its owner is gone
   }
   throw new StateLockError(`could not lock ${path}`);
 }
@@ -50,7 +39,7 @@ export async function acquireStateLock(stateDir: string): Promise<StateLock> {
 export function lockHolder(stateDir: string): number | undefined {
   let text = '';
   try {
-    text = readFileSync(join(stateDir, 'lock'), 'utf8');
+    text = readFileSync(lockPath(stateDir), 'utf8');
   } catch {
     return undefined;
   }

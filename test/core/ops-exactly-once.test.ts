@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
 import type { DesiredTask } from '../../controller/core/ports.ts';
-import { blackboardFile } from '../../controller/ops/local-blackboard.ts';
+import { blackboardPath } from '../../controller/util/state-layout.ts';
 import { LocalOpsApplier } from '../../controller/ops/local-ops.ts';
 import { reconcile } from '../../controller/reconciler/reconcile.ts';
 import { tempDir } from '../support/local.ts';
@@ -48,11 +48,11 @@ test('ops applied, controller killed before recording it: the restart applies th
   await applier.apply(task('a'), apply.episode, apply.ops); // before the kill
   await applier.apply(task('b'), 1, [{ op: 'set', key: 'k', value: 'from-b' }]); // a later writer
   await applier.apply(task('a'), apply.episode, apply.ops); // after the restart: the same episode again
-  const board = JSON.parse(readFileSync(blackboardFile(state, 'default'), 'utf8'));
+  const board = JSON.parse(readFileSync(blackboardPath(state, 'default'), 'utf8'));
   assert.deepEqual(board, { entries: { k: 'from-b' }, applied: { a: 2, b: 1 } });
 
   await applier.apply(task('a'), 3, [{ op: 'del', key: 'k' }]); // the next episode of a applies
-  assert.deepEqual(JSON.parse(readFileSync(blackboardFile(state, 'default'), 'utf8')).entries, {});
+  assert.deepEqual(JSON.parse(readFileSync(blackboardPath(state, 'default'), 'utf8')).entries, {});
 });
 
 test('the blackboard is bounded: a new key past the cap is rejected, an existing key may still change', async () => {

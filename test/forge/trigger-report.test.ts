@@ -17,7 +17,8 @@ import { type ReportWorkspace, reportTask } from '../../controller/sources/trigg
 import { handleResumeComment, localResumeRequester } from '../../controller/sources/triggers/resume-command.ts';
 import { type Forge, reportMarker } from '../../controller/forge/types.ts';
 import type { ReportedState } from '../../controller/reconciler/trigger-report.ts';
-import { readResumeRequest, resumeRequestPath } from '../../controller/sources/local/resume-requests.ts';
+import { readResumeRequest } from '../../controller/sources/local/resume-requests.ts';
+import { resumeRequestPath } from '../../controller/util/state-layout.ts';
 import { type Gitea, type GiteaAccount, gitAuthEnv, startGitea } from '../support/gitea.ts';
 import { GitHubStandin } from '../support/github-standin.ts';
 

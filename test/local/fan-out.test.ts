@@ -7,7 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { readRecords, episodesPath } from '../../controller/sinks/local/episode-records.ts';
+import { readRecords } from '../../controller/sinks/local/episode-records.ts';
+import { episodesPath } from '../../controller/util/state-layout.ts';
 import { startConsoleCli } from '../support/browser.ts';
 import { FAKE_CLAUDE, NODE, readStatus, recordedPrompts, runCli, specDir, tempDir } from '../support/local.ts';
 

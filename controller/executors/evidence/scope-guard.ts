@@ -10,10 +10,11 @@ import { scopeFacts, scopeViolations, skipWhenPath, skipWhenVerdict } from '../.
 import { isInside } from '../../util/paths.ts';
 import { readChecklist } from './checklist.ts';
 import { excludePathspecs } from './workspace.ts';
+import { DEFAULT_STATE_DIR_NAME } from '../../util/state-layout.ts';
 
 const GIT_TIMEOUT_MS = 30_000;
 const WALK_CAP = 10_000;
-const SKIP = new Set(['.git', 'node_modules', '.episodic']);
+const SKIP = new Set(['.git', 'node_modules', DEFAULT_STATE_DIR_NAME]);
 // git's empty tree: the base of a repository without a commit yet.
 const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 

@@ -8,9 +8,10 @@ import { readdir, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { WorkspaceEvidence } from '../../api/leash.ts';
 import { readHead } from '../../git/repo-files.ts';
+import { DEFAULT_STATE_DIR_NAME } from '../../util/state-layout.ts';
 
 const WALK_CAP = 10_000;
-const SKIP = new Set(['.git', 'node_modules', '.episodic']);
+const SKIP = new Set(['.git', 'node_modules', DEFAULT_STATE_DIR_NAME]);
 const GIT_TIMEOUT_MS = 10_000;
 
 /** `status`: `git status --porcelain=v1 -z`, '' for a clean tree. */

@@ -1,6 +1,6 @@
 // Turns a StartEpisode action into a running process: workspace, prompt, env, log file.
 // Anything that stops the episode from starting becomes an EpisodeResult, never an exception.
-import { dirname, join } from 'node:path';
+import { episodeLogPath, promptScratchPath } from '../../util/state-layout.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
 import { currentStep, stepEnv, stepField, stepGates } from '../../api/steps.ts';
 import { episodeResult } from '../../api/episode-result.ts';
@@ -56,15 +56,6 @@ export interface LaunchedEpisode {
   cancel(reason: StopReason): void;
   /** The prepared workspace; undefined when it could not be prepared. */
   workspace?: string;
-}
-
-/** The task's prompt scratch file (promptVia stdin/file): the prompt of its current episode. */
-export function promptScratchFile(logFile: string): string {
-  return join(dirname(logFile), '.prompt.md');
-}
-
-export function episodeLogPath(stateDir: string, namespace: string, name: string, number: number): string {
-  return join(stateDir, 'logs', namespace, name, `episode-${number}.log`);
 }
 
 export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode> {
@@ -147,8 +138,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     timeoutMs: spec.limits.episodeTimeoutSeconds * 1000,
     killGraceMs: req.killGraceMs,
     logFile,
-    // One task runs one episode at a time: its episodes share one prompt scratch file.
-    promptFile: promptScratchFile(logFile),
+    promptFile: promptScratchPath(req.stateDir, req.namespace, req.name),
     marker: req.marker,
     verify: spec.completion.verify,
     onExitZero: spec.completion.onExitZero,

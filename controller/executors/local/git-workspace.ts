@@ -7,7 +7,7 @@ import type { ErrorClass } from '../../api/episode-result.ts';
 import { gitRefProblem, gitUrlProblem } from '../../api/agent-task.ts';
 import { prepareGitWorkspace, pushGitWorkspace } from '../../git/git-workspace.ts';
 import type { GitStep, GitWorkspace } from '../../git/git-workspace.ts';
-import { stateWorkspaceDir } from './workspace.ts';
+import { stateWorkspaceDir } from '../../util/state-layout.ts';
 
 export interface LocalGitSpec {
   url: string;

@@ -10,7 +10,8 @@ import { effectiveSpec } from '../../api/steps.ts';
 import { TerminalError } from '../../core/ports.ts';
 import type { EpisodeExecutor, RecordedStatus, SpecFileTask, UpstreamOutputs } from '../../core/ports.ts';
 import { checkpointLocalEpisode } from './episode-checkpoint.ts';
-import { episodeLogPath, launchEpisode, promptScratchFile } from './episode-launcher.ts';
+import { launchEpisode } from './episode-launcher.ts';
+import { episodeLogPath, promptScratchPath } from '../../util/state-layout.ts';
 import type { LaunchedEpisode } from './episode-launcher.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
 import { effectiveSkipWhen } from '../../reconciler/scope.ts';
@@ -78,7 +79,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
           ...analyzerOptions(spec?.agent, completion),
           command: spec?.agent.command,
           // An echo of the prompt in the log is no claim (promptVia argument keeps no copy of it).
-          prompt: readIfPresent(promptScratchFile(logFile)),
+          prompt: readIfPresent(promptScratchPath(this.opts.stateDir, record.namespace, record.name)),
         },
         verify: completion.verify,
         onExitZero: completion.onExitZero,

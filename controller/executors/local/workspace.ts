@@ -8,6 +8,7 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { closest } from '../../api/validate.ts';
 import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import { isInside } from '../../util/paths.ts';
+import { stateWorkspaceDir, workspacesDir } from '../../util/state-layout.ts';
 
 export class WorkspaceError extends Error {}
 
@@ -23,11 +24,6 @@ export interface CreatedIn {
   namespace: string;
 }
 
-/** STATE/workspaces/NAMESPACE/NAME: a git workspace's clone, and a created task's default directory. */
-export function stateWorkspaceDir(stateDir: string, namespace: string, name: string): string {
-  return join(stateDir, 'workspaces', namespace, name);
-}
-
 /**
  * The default is ws/NAME beside the spec file; a created task's is under the state dir, so the spec
  * directory (a GitOps checkout, say) never fills with agents' work.
@@ -40,7 +36,7 @@ export function localWorkspace(
 ): LocalWorkspace {
   if (spec.workspace === undefined && created) {
     const dir = stateWorkspaceDir(created.stateDir, created.namespace, name);
-    return { ws: dir, dir, root: join(created.stateDir, 'workspaces') };
+    return { ws: dir, dir, root: workspacesDir(created.stateDir) };
   }
   const ws = spec.workspace ?? join('ws', name);
   if (typeof ws === 'string') return { ws, dir: resolve(dirname(specFile), ws) };

@@ -5,7 +5,7 @@
 import { closeSync, constants, existsSync, openSync, rmSync, statfsSync } from 'node:fs';
 import type { ResultPromise } from 'execa';
 import type { EpisodeLog, OutputListener } from './episode-log.ts';
-import { FileTail } from './file-tail.ts';
+import { FileTail } from '../../util/file-tail.ts';
 import type { ProcessExit } from '../output/types.ts';
 import { killProcessTree, pidCursor, readPidStartTime } from './process-tree.ts';
 import { cannotStartMessage } from './cannot-start.ts';

@@ -1,13 +1,15 @@
 // AgentBudgets locally: their specs come from the spec directory, their status (ledger included) lives in
 // STATE/budgets/NAMESPACE/NAME.json, written atomically like task status, so window spend survives a restart.
 import { readFile, readdir } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { budgetPath, budgetsDir } from '../../util/state-layout.ts';
 import type { Logger } from 'pino';
 import { AgentBudgetStatusSchema } from '../../api/agent-budget.ts';
 import type { AgentBudgetStatus } from '../../api/agent-budget.ts';
 import type { BudgetStore, DesiredBudget } from '../../core/budget-book.ts';
 import type { LoadedSpecs } from '../../sources/local/spec-files.ts';
-import { storeFullError, writeFileAtomic } from './file-status.ts';
+import { writeFileAtomic } from '../../util/atomic-write.ts';
+import { storeFullError } from './file-status.ts';
 
 interface LocalBudget extends DesiredBudget {
   specHash: string;
@@ -20,13 +22,16 @@ export class LocalBudgetStore implements BudgetStore {
   private readonly listeners: Array<(key: string) => void> = [];
   private readonly logger: Logger;
 
+  private readonly stateDir: string;
+
   constructor(stateDir: string, logger: Logger) {
-    this.root = join(stateDir, 'budgets');
+    this.stateDir = stateDir;
+    this.root = budgetsDir(stateDir);
     this.logger = logger;
   }
 
   pathFor(namespace: string, name: string): string {
-    return join(this.root, namespace, `${name}.json`);
+    return budgetPath(this.stateDir, namespace, name);
   }
 
   /** Reads every recorded budget status; a file that does not parse is logged and left alone (its budget starts a new ledger). */
@@ -91,7 +96,7 @@ export class LocalBudgetStore implements BudgetStore {
     };
     await writeFileAtomic(this.pathFor(budget.namespace, budget.name), `${JSON.stringify(record, null, 2)}\n`).catch(
       (err: unknown) => {
-        throw storeFullError(err, dirname(this.root)) ?? err; // a full disk is said once, by the status sink
+        throw storeFullError(err, this.stateDir) ?? err; // a full disk is said once, by the status sink
       },
     );
   }

@@ -19,33 +19,21 @@ import { dirname, join } from 'node:path';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import { EpisodeRecordSchema, episodeRecordOf } from '../../api/episode-record.ts';
 import type { EpisodeRecord } from '../../api/episode-record.ts';
+import { deletedTaskDir, deletedTaskRoot, taskLogsDir } from '../../util/state-layout.ts';
 
-export const EPISODES_FILE = 'episodes.jsonl';
 // The tail read at start: far more than one record (a message is at most 1,000 characters).
 const TAIL_BYTES = 64 * 1024;
 
-export function episodesPath(stateDir: string, namespace: string, name: string): string {
-  return join(stateDir, 'logs', namespace, name, EPISODES_FILE);
-}
-
-/**
- * Where a deleted task's logs and records are kept: STATE/deleted/NAMESPACE/NAME/TIME, one directory per
- * deletion (a task may be created and deleted again under the same name). Kept until removed by hand.
- */
-export function deletedTaskDir(stateDir: string, namespace: string, name: string, at: Date): string {
-  return join(stateDir, 'deleted', namespace, name, at.toISOString().replace(/:/g, '-'));
-}
-
-/** The newest kept directory of a deleted task, if any. */
+/** The newest kept directory of a deleted task (kept until removed by hand), if any. */
 export function lastDeletedTaskDir(stateDir: string, namespace: string, name: string): string | undefined {
-  const dir = join(stateDir, 'deleted', namespace, name);
+  const dir = deletedTaskRoot(stateDir, namespace, name);
   const times = existsSync(dir) ? readdirSync(dir).sort() : [];
   return times.length > 0 ? join(dir, times[times.length - 1] as string) : undefined;
 }
 
 /** Moves the task's logs directory (episode logs, episodes.jsonl) to its deletedTaskDir; undefined: none. */
 export function keepDeletedTaskLogs(stateDir: string, namespace: string, name: string, at: Date): string | undefined {
-  const logs = dirname(episodesPath(stateDir, namespace, name));
+  const logs = taskLogsDir(stateDir, namespace, name);
   if (!existsSync(logs)) return undefined;
   const kept = deletedTaskDir(stateDir, namespace, name, at);
   mkdirSync(dirname(kept), { recursive: true });

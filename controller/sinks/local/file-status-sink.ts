@@ -7,10 +7,9 @@ import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import type { EpisodeRecord } from '../../api/episode-record.ts';
 import type { StoreFullError } from '../../core/ports.ts';
 import type { SpecFileTask, StatusSink } from '../../core/ports.ts';
-import { resumeRequestPath } from '../../sources/local/resume-requests.ts';
-import { holdPath } from '../../sources/local/hold-files.ts';
 import { logEvent } from '../event-log.ts';
-import { appendRecord, episodesPath, keepDeletedTaskLogs, recoverRecords } from './episode-records.ts';
+import { appendRecord, keepDeletedTaskLogs, recoverRecords } from './episode-records.ts';
+import { episodesPath, holdPath, resumeRequestPath } from '../../util/state-layout.ts';
 import { FileStatusStore, storeFullError } from './file-status.ts';
 import type { StoredStatus } from './file-status.ts';
 

@@ -2,15 +2,16 @@
 // atomically (temp file + fsync + rename + directory fsync) so a kill -9 leaves the old or the new
 // version, never half of one.
 import { clip, LINE_MAX } from '../../api/bounds.ts';
-import { closeSync, existsSync, fsync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../../util/atomic-write.ts';
+import type { WriteOptions } from '../../util/atomic-write.ts';
 import { removeQuietly } from '../../util/fs.ts';
-import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { AgentTaskStatusSchema } from '../../api/agent-task.ts';
 import { describeIssues } from '../../api/validate.ts';
 import { StoreFullError } from '../../core/ports.ts';
+import { statusDir, statusPath } from '../../util/state-layout.ts';
 
 export const StoredStatusSchema = z.object({
   namespace: z.string(),
@@ -25,12 +26,15 @@ export type StoredStatus = z.infer<typeof StoredStatusSchema>;
 export class FileStatusStore {
   readonly root: string;
 
+  private readonly stateDir: string;
+
   constructor(stateDir: string) {
-    this.root = join(stateDir, 'status');
+    this.stateDir = stateDir;
+    this.root = statusDir(stateDir);
   }
 
   pathFor(namespace: string, name: string): string {
-    return join(this.root, namespace, `${name}.json`);
+    return statusPath(this.stateDir, namespace, name);
   }
 
   /** `durable: false` for what a restart recomputes or a power loss makes moot (see writeFileAtomic). */
@@ -73,94 +77,6 @@ export class FileStatusStore {
       }
     }
     return { records, errors, unreadable };
-  }
-}
-
-export interface WriteOptions {
-  durable?: boolean;
-  /**
-   * Called once the new version is in place (renamed over the old, its data fsynced), before the directory
-   * fsync: from then on any process, e.g. a restarted controller, reads it. Only a power loss could still
-   * lose the rename, and it would take down whatever `onVisible` started as well.
-   */
-  onVisible?: () => void;
-}
-
-/**
- * Writes `path` as a whole or not at all: temp file + rename. `durable` fsyncs the file before the rename
- * and the directory after it, so the write itself survives a power loss. Without it the file is still
- * fsynced when it replaces an existing one (else a power loss could leave an empty file where the old,
- * recorded one was); only the rename may then be lost, which leaves the old version.
- * Small writes are synchronous (cheaper than a trip through the thread pool); only the fsyncs go there.
- */
-export async function writeFileAtomic(path: string, data: string, opts: WriteOptions = {}): Promise<void> {
-  const durable = opts.durable ?? true;
-  const dir = dirname(path);
-  const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-  let fd: number;
-  try {
-    fd = openSync(tmp, 'w', 0o644);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    mkdirSync(dir, { recursive: true });
-    fd = openSync(tmp, 'w', 0o644);
-  }
-  try {
-    writeSync(fd, data);
-    if (durable || existsSync(path)) await fsyncAsync(fd);
-  } catch (err) {
-    closeSync(fd);
-    removeQuietly(tmp);
-    throw err;
-  }
-  closeSync(fd);
-  try {
-    renameSync(tmp, path);
-  } catch (err) {
-    removeQuietly(tmp);
-    throw err;
-  }
-  opts.onVisible?.();
-  // The rename itself must survive a power loss too: fsync the directory entry.
-  if (durable) await syncDirectory(dir);
-}
-
-const fsyncAsync = promisify(fsync);
-const dirSyncs = new Map<string, { running: Promise<void>; next?: Promise<void> }>();
-
-/**
- * fsync a directory; callers that arrive while one runs share the next one (group commit): it starts after
- * their rename, so it covers them, and a burst of status writes costs two directory fsyncs, not one each.
- */
-function syncDirectory(dir: string): Promise<void> {
-  const state = dirSyncs.get(dir);
-  if (state) {
-    state.next ??= state.running
-      .then(
-        () => undefined,
-        () => undefined,
-      )
-      .then(() => {
-        state.running = state.next as Promise<void>;
-        state.next = undefined;
-        return fsyncDir(dir);
-      });
-    return state.next;
-  }
-  const running = fsyncDir(dir).finally(() => {
-    const s = dirSyncs.get(dir);
-    if (s && s.running === running && !s.next) dirSyncs.delete(dir);
-  });
-  dirSyncs.set(dir, { running });
-  return running;
-}
-
-async function fsyncDir(dir: string): Promise<void> {
-  const fd = openSync(dir, 'r');
-  try {
-    await fsyncAsync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 

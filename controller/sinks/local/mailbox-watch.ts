@@ -9,6 +9,7 @@ import type { FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { TASK_NAME } from '../../core/mailboxes.ts';
 import type { MailboxEvents } from '../../core/mailboxes.ts';
+import { mailboxesDir } from '../../util/state-layout.ts';
 
 export class LocalMailboxWatch implements MailboxEvents {
   private readonly root: string;
@@ -18,7 +19,7 @@ export class LocalMailboxWatch implements MailboxEvents {
   private running = false;
 
   constructor(stateDir: string) {
-    this.root = join(stateDir, 'mailboxes');
+    this.root = mailboxesDir(stateDir);
   }
 
   subscribe(onArrival: (key: string) => void): void {

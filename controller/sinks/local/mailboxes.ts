@@ -5,18 +5,7 @@
 // written right after the message in the same turn (no other pass runs between; a crash between the two
 // leaves the message, which is "exists" too).
 import { clip, QUOTED_NAME_MAX } from '../../api/bounds.ts';
-import { randomUUID } from 'node:crypto';
-import {
-  existsSync,
-  linkSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   MESSAGE_ID,
@@ -29,14 +18,16 @@ import {
 } from '../../core/mailboxes.ts';
 import type { Mailboxes, SendOutcome, SentMarks } from '../../core/mailboxes.ts';
 import type { Message } from '../../api/spawn-fields.ts';
+import { createFileOnce, writeFileAtomicSync } from '../../util/atomic-write.ts';
+import { mailboxDir } from '../../util/state-layout.ts';
 
 const MARKS = '.marks';
 
 export class LocalMailboxes implements Mailboxes {
-  private readonly root: string;
+  private readonly stateDir: string;
 
   constructor(stateDir: string) {
-    this.root = join(stateDir, 'mailboxes');
+    this.stateDir = stateDir;
   }
 
   async send(namespace: string, to: string, message: Message): Promise<SendOutcome> {
@@ -49,19 +40,9 @@ export class LocalMailboxes implements Mailboxes {
     if (sentBefore(marks, message)) return { result: 'exists' };
     const why = refusal(await this.read(namespace, to), message);
     if (why) return { result: 'refused', message: why };
-    mkdirSync(dir, { recursive: true });
-    const temp = join(dir, `.${randomUUID()}.tmp`);
-    writeFileSync(temp, JSON.stringify(message), { flush: true });
-    try {
-      linkSync(temp, file);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      return { result: 'exists' };
-    } finally {
-      unlinkSync(temp);
-    }
+    if (createFileOnce(file, JSON.stringify(message)) === 'exists') return { result: 'exists' };
     const marked = markSent(marks, message);
-    if (marked) writeAtomically(join(dir, MARKS), JSON.stringify(marked));
+    if (marked) writeFileAtomicSync(join(dir, MARKS), JSON.stringify(marked), { flush: true });
     return { result: 'sent' };
   }
 
@@ -92,17 +73,11 @@ export class LocalMailboxes implements Mailboxes {
   }
 
   private dir(namespace: string, task: string): string {
-    return join(this.root, namespace, task);
+    return mailboxDir(this.stateDir, namespace, task);
   }
 }
 
 function readMarks(dir: string): SentMarks {
   const file = join(dir, MARKS);
   return parseSentMarks(existsSync(file) ? readFileSync(file, 'utf8') : undefined);
-}
-
-function writeAtomically(file: string, text: string): void {
-  const temp = `${file}.${randomUUID()}.tmp`;
-  writeFileSync(temp, text, { flush: true });
-  renameSync(temp, file);
 }

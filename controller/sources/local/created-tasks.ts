@@ -2,19 +2,10 @@
 // the user's spec directory. The controller reads them with the spec directory (user's tasks win a name
 // clash), so they run, show in `episodic get` and are deleted like any task. A document is made by a hard
 // link of a finished temporary file: it appears whole or not at all, and never overwrites one (idempotent).
-import { randomUUID } from 'node:crypto';
-import {
-  existsSync,
-  linkSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { createFileOnce } from '../../util/atomic-write.ts';
+import { createdDir, createdSpecPath } from '../../util/state-layout.ts';
 import { CreatedTaskStore, ownerOf } from '../../core/created-tasks.ts';
 import type { CreatedManifest, CreatedTask, CreateOutcome, TaskOwner } from '../../core/created-tasks.ts';
 import { isSpecFileName, parseSpecText } from './spec-files.ts';
@@ -22,10 +13,6 @@ import type { LoadedSpecs, ParsedFile, SpecTask } from './spec-files.ts';
 
 /** The annotation naming the file a created spec's relative paths resolve against (its owner's). */
 export const SPEC_FILE_ANNOTATION = 'episodic.dev/spec-file';
-
-export function createdDir(stateDir: string): string {
-  return join(stateDir, 'created');
-}
 
 export interface LocalCreatedTasksOptions {
   stateDir: string;
@@ -50,19 +37,9 @@ export class LocalCreatedTasks extends CreatedTaskStore {
   protected async write(owner: TaskOwner, manifest: CreatedManifest): Promise<CreateOutcome> {
     if (owner.file) manifest.metadata.annotations = { [SPEC_FILE_ANNOTATION]: owner.file };
     const { name } = manifest.metadata;
-    const dir = join(createdDir(this.opts.stateDir), owner.namespace);
-    mkdirSync(dir, { recursive: true });
-    const temp = join(dir, `.${name}.${randomUUID()}.tmp`);
-    writeFileSync(temp, `${JSON.stringify(manifest, null, 2)}\n`, { flush: true });
-    try {
-      linkSync(temp, join(dir, `${name}.yaml`));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      return { result: 'exists' };
-    } finally {
-      unlinkSync(temp);
-    }
-    parseCreated(join(dir, `${name}.yaml`)); // read once now: the trigger's next pass lists it unparsed
+    const file = createdSpecPath(this.opts.stateDir, owner.namespace, name);
+    if (createFileOnce(file, `${JSON.stringify(manifest, null, 2)}\n`) === 'exists') return { result: 'exists' };
+    parseCreated(file); // read once now: the trigger's next pass lists it unparsed
     this.opts.onChange?.();
     return { result: 'created' };
   }
@@ -78,7 +55,7 @@ export class LocalCreatedTasks extends CreatedTaskStore {
   }
 
   protected async remove(namespace: string, name: string): Promise<boolean> {
-    const file = join(createdDir(this.opts.stateDir), namespace, `${name}.yaml`);
+    const file = createdSpecPath(this.opts.stateDir, namespace, name);
     if (!existsSync(file)) return false;
     rmSync(file, { force: true });
     return true;
@@ -97,7 +74,7 @@ export class LocalCreatedTasks extends CreatedTaskStore {
   }
 
   private read(namespace: string, name: string): CreatedTask | undefined {
-    const task = parseCreated(join(createdDir(this.opts.stateDir), namespace, `${name}.yaml`))?.tasks[0];
+    const task = parseCreated(createdSpecPath(this.opts.stateDir, namespace, name))?.tasks[0];
     const owner = ownerOf(task?.labels);
     if (!task || !owner) return undefined;
     const spec = (task.manifest.spec ?? {}) as Record<string, unknown>;

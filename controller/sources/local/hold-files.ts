@@ -2,23 +2,15 @@
 // atomically, beside the resume requests (resume-requests.ts); the controller polls the directory. A lifted
 // hold stays as `{"suspended": false, "by": …}` so the audit trail can say who lifted it. Spec files are
 // never touched.
-import { join } from 'node:path';
 import { parseHold } from '../../api/hold.ts';
 import type { SuspendHold } from '../../api/hold.ts';
 import { StateFilePoller } from './state-file-poller.ts';
-import { readStateFile, stateFilePath, writeStateFile } from './state-file.ts';
-
-export function holdDir(stateDir: string): string {
-  return join(stateDir, 'suspend');
-}
-
-export function holdPath(stateDir: string, namespace: string, name: string): string {
-  return stateFilePath(holdDir(stateDir), namespace, name);
-}
+import { holdDir, holdPath } from '../../util/state-layout.ts';
+import { readStateFile, writeStateFile } from './state-file.ts';
 
 /** Writes the hold atomically: a reader sees the old file or the new one, never half of one. */
 export function writeHold(stateDir: string, namespace: string, name: string, hold: SuspendHold): string {
-  return writeStateFile(holdDir(stateDir), namespace, name, { ...hold, at: new Date().toISOString() });
+  return writeStateFile(holdPath(stateDir, namespace, name), { ...hold, at: new Date().toISOString() });
 }
 
 /** Reads one hold file; a file that is not one is reported by `onError` and yields nothing. */

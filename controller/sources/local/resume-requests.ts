@@ -2,20 +2,12 @@
 // file, rename); the controller polls the directory and hands each task's request to the loop, which
 // handles a token once (status.resume.handledToken). The spec file is never touched.
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { parseResumeRequest } from '../../api/resume.ts';
+import { parseResumeRequest, resumeRefusal } from '../../api/resume.ts';
 import type { ResumeRequest } from '../../api/resume.ts';
 import { StoredStatusSchema } from '../../sinks/local/file-status.ts';
 import { StateFilePoller } from './state-file-poller.ts';
-import { readStateFile, stateFilePath, writeStateFile } from './state-file.ts';
-
-export function resumeDir(stateDir: string): string {
-  return join(stateDir, 'resume');
-}
-
-export function resumeRequestPath(stateDir: string, namespace: string, name: string): string {
-  return stateFilePath(resumeDir(stateDir), namespace, name);
-}
+import { resumeDir, resumeRequestPath, statusPath } from '../../util/state-layout.ts';
+import { readStateFile, writeStateFile } from './state-file.ts';
 
 /** Writes the request atomically: a reader sees the old file or the new one, never half of one. */
 export function writeResumeRequest(
@@ -24,7 +16,10 @@ export function writeResumeRequest(
   name: string,
   request: { token: string; by: string; episodes?: number },
 ): string {
-  return writeStateFile(resumeDir(stateDir), namespace, name, { ...request, requestedAt: new Date().toISOString() });
+  return writeStateFile(resumeRequestPath(stateDir, namespace, name), {
+    ...request,
+    requestedAt: new Date().toISOString(),
+  });
 }
 
 export type LocalResumeOutcome =
@@ -40,20 +35,14 @@ export function requestLocalResume(
 ): LocalResumeOutcome {
   let status: ReturnType<typeof StoredStatusSchema.parse>['status'] | undefined;
   try {
-    status = StoredStatusSchema.parse(
-      JSON.parse(readFileSync(join(stateDir, 'status', namespace, `${name}.json`), 'utf8')),
-    ).status;
+    status = StoredStatusSchema.parse(JSON.parse(readFileSync(statusPath(stateDir, namespace, name), 'utf8'))).status;
   } catch {
     status = undefined;
   }
   if (!status) return { ok: false, missing: true, message: `no task ${namespace}/${name} on record in ${stateDir}` };
   const { phase, reason } = status;
-  if (phase !== 'NeedsReview')
-    return {
-      ok: false,
-      missing: false,
-      message: `${namespace}/${name} is ${phase ?? 'Pending'}${reason ? ` (${reason})` : ''}: only a NeedsReview task can be resumed`,
-    };
+  const refused = resumeRefusal(`${namespace}/${name}`, phase, reason);
+  if (refused) return { ok: false, missing: false, message: refused };
   return { ok: true, path: writeResumeRequest(stateDir, namespace, name, request), reason };
 }
 

@@ -1,23 +1,14 @@
 // One per-task state file (DIR/NAMESPACE/NAME.json: resume requests, suspend holds), written atomically
 // and read with a size cap; state-file-poller.ts follows the directory.
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, statSync } from 'node:fs';
+import { writeFileAtomicSync } from '../../util/atomic-write.ts';
 
 // A state file is a few fields: anything larger is not one of ours.
 const MAX_BYTES = 4096;
 
-export function stateFilePath(dir: string, namespace: string, name: string): string {
-  return join(dir, namespace, `${name}.json`);
-}
-
 /** Writes `body` atomically (temp file, rename): a reader sees the old file or the new one, never half of one. */
-export function writeStateFile(dir: string, namespace: string, name: string, body: object): string {
-  const path = stateFilePath(dir, namespace, name);
-  mkdirSync(join(dir, namespace), { recursive: true });
-  const tmp = `${path}.${randomUUID()}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(body)}\n`, { mode: 0o644 });
-  renameSync(tmp, path);
+export function writeStateFile(path: string, body: object): string {
+  writeFileAtomicSync(path, `${JSON.stringify(body)}\n`);
   return path;
 }
 

@@ -1,12 +1,14 @@
 // Local mode's triggers: their status in STATE/triggers/NAMESPACE/NAME.json (written whole by a rename, so a
 // kill never leaves half a file), tokens from the environment variable the spec names, and a timer per
 // trigger while `run --watch` follows the spec directory. Plain `run` makes one pass of each trigger first.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentTriggerStatus } from '../../api/agent-trigger.ts';
 import { AgentTriggerStatusSchema, TRIGGER_KIND } from '../../api/agent-trigger.ts';
 import type { Clock, Timer } from '../../core/clock.ts';
 import { nextTimerDelay } from '../../reconciler/trigger-timing.ts';
+import { writeFileAtomicSync } from '../../util/atomic-write.ts';
+import { triggerStatusDir } from '../../util/state-layout.ts';
 import type { SpecTrigger } from '../local/spec-files.ts';
 import type { RunnableTrigger, TriggerRunner, TriggerStatusStore } from './trigger-runner.ts';
 
@@ -14,7 +16,7 @@ export class LocalTriggerStatus implements TriggerStatusStore {
   private readonly dir: string;
 
   constructor(stateDir: string) {
-    this.dir = join(stateDir, 'triggers');
+    this.dir = triggerStatusDir(stateDir);
   }
 
   private file(key: string): string {
@@ -33,9 +35,7 @@ export class LocalTriggerStatus implements TriggerStatusStore {
 
   async write(key: string, status: AgentTriggerStatus): Promise<void> {
     const file = this.file(key);
-    mkdirSync(join(file, '..'), { recursive: true });
-    writeFileSync(`${file}.tmp`, `${JSON.stringify(status, null, 2)}\n`);
-    renameSync(`${file}.tmp`, file);
+    writeFileAtomicSync(file, `${JSON.stringify(status, null, 2)}\n`);
   }
 }
 

@@ -1,6 +1,6 @@
-// A growing file read as a stream, like `tail -f`. An agent writes its output straight into a spool file,
-// which keeps the bytes whatever happens to the controller; the controller follows the file here, for the
-// episode log and the live analysis. New bytes are noticed through inotify (fs.watch), or by polling where
+// A growing file read as a stream, like `tail -f`, the one file follower: an agent writes its output straight
+// into a spool file, which keeps the bytes whatever happens to the controller, and the controller follows it
+// for the episode log and the live analysis; in a pod the runner follows the episode log to stdout. New bytes are noticed through inotify (fs.watch), or by polling where
 // it is not available; a paused reader leaves them on disk (backpressure costs no memory).
 import { watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
@@ -25,10 +25,11 @@ export class FileTail extends Readable {
   private timer?: NodeJS.Timeout;
   private readonly buffer = Buffer.allocUnsafe(CHUNK_BYTES);
 
-  /** `file` must exist. */
-  constructor(file: string) {
+  /** `file` must exist; reading starts at byte `from` (an appended-to log at its old size). */
+  constructor(file: string, from = 0) {
     super({ highWaterMark: CHUNK_BYTES });
     this.file = file;
+    this.position = from;
     try {
       this.watcher = watch(file, { persistent: false }, () => this.poke());
       this.watcher.on('error', () => this.pollInstead());
