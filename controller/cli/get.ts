@@ -16,6 +16,7 @@ import { isStackTask, stackDepth, stackLines } from './get-stack.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { printable } from '../util/printable.ts';
+import { hasOps, opsCell, opsRejectedLines } from './get-ops.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { reviewCount } from '../api/review.ts';
 import { reviewWords } from '../reconciler/review.ts';
@@ -190,6 +191,7 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
   // SCORE (and -o wide SIGNALS) only for a task with completion.signals, whose records carry a score.
   const scored = records.some((r) => r.completionScore !== undefined);
   const piped = records.some((r) => r.step !== undefined);
+  const withOps = hasOps(records);
   const header = [
     'EPISODE',
     ...(piped ? ['STEP'] : []),
@@ -199,6 +201,7 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
     'FINISHED',
     'REASON',
     ...(scored ? ['SCORE'] : []),
+    ...(withOps ? ['OPS'] : []),
     ...(wide ? [...(scored ? ['SIGNALS'] : []), 'TOKENS', 'COMMIT', 'CHANGES', 'CHECKLIST', 'MESSAGE'] : []),
   ];
   const rows = records.map((r) => {
@@ -213,6 +216,7 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
       r.finishedAt?.replace(/\.\d+Z$/, 'Z') ?? '',
       r.reason ?? '',
       ...(scored ? [r.completionScore === undefined ? '' : String(r.completionScore)] : []),
+      ...(withOps ? [opsCell(r)] : []),
       ...(wide
         ? [
             ...(scored ? [r.completionSignals?.join(',') ?? ''] : []),
@@ -231,7 +235,8 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
         : []),
     ];
   });
-  process.stdout.write(`${formatTable(header, rows)}\n`);
+  const rejected = opsRejectedLines(records);
+  process.stdout.write(`${formatTable(header, rows)}\n${rejected.length > 0 ? `\n${rejected.join('\n')}\n` : ''}`);
   return 0;
 }
 
