@@ -1,5 +1,6 @@
 // The AgentTask contract (episodic.dev/v1alpha1). This zod schema is the single source of truth:
 // TypeScript types, defaults, validation messages and the CRD's OpenAPI schema all come from it.
+import { outputRefProblems } from './output-refs.ts';
 import { z } from 'zod';
 import { AgentTaskStatusSchema } from './agent-task-status.ts';
 import { BreakerSpecSchema, ProgressSpecSchema } from './leash.ts';
@@ -282,6 +283,7 @@ export const AgentTaskSpecSchema = z
     if (prompts !== 1) ctx.addIssue({ code: 'custom', path: ['prompt'], message: PROMPT_RULE });
     for (const dup of duplicateStepNames(spec.steps ?? []))
       ctx.addIssue({ code: 'custom', path: ['steps', dup.index, 'name'], message: dup.message });
+    for (const ref of outputRefProblems(spec).errors) ctx.addIssue({ code: 'custom', ...ref });
   })
   .meta({
     'x-kubernetes-validations': [
