@@ -1,5 +1,6 @@
 // Local mode: a spec directory (source), processes (executor) and status files (sink) under the one
 // controller loop. This file only wires them and answers what `episodic run` asks.
+import { secretEnvNames } from '../api/agent-env.ts';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -163,6 +164,7 @@ export class LocalController {
       this.holds.scan();
     }
     this.budgets.set(loaded);
+    this.executor?.withholdEnv(secretEnvNames([...(loaded.triggers?.values() ?? [])].map((t) => t.spec)));
     this.userSpecs = loaded;
     this.source.set(withCreatedTasks(loaded, this.opts.stateDir));
     if (this.started) return;

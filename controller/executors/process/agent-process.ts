@@ -14,7 +14,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface ProcessOptions {
   cwd: string;
-  /** Added to the controller's environment. */
+  /** The process's whole environment (process-episode.ts builds it from the controller's). */
   env: Record<string, string>;
   /** Becomes stdin; /dev/null without it. */
   stdinFile?: string;
@@ -68,7 +68,7 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
     child = execa(file, args, {
       cwd: o.cwd,
       env: o.env,
-      extendEnv: true,
+      extendEnv: false,
       detached: true, // leads its own process group, so the group can be signalled as a whole
       buffer: false, // never hold the output in memory: a chatty agent can print gigabytes
       reject: false,
