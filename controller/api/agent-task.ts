@@ -1,6 +1,7 @@
 // The AgentTask contract (episodic.dev/v1alpha1). This zod schema is the single source of truth:
 // TypeScript types, defaults, validation messages and the CRD's OpenAPI schema all come from it.
 import { AttemptsSchema } from './attempts.ts';
+import { outputRefProblems } from './output-refs.ts';
 import { z } from 'zod';
 import { AgentTaskStatusSchema } from './agent-task-status.ts';
 import { BreakerSpecSchema, ProgressSpecSchema } from './leash.ts';
@@ -306,6 +307,7 @@ export const AgentTaskSpecSchema = z
       });
     if (spec.attempts?.select === 'judge' && !spec.attempts.judge)
       ctx.addIssue({ code: 'custom', path: ['attempts', 'judge'], message: 'select: judge needs judge.prompt' });
+    for (const ref of outputRefProblems(spec).errors) ctx.addIssue({ code: 'custom', ...ref });
   })
   .meta({
     'x-kubernetes-validations': [

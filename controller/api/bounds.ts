@@ -107,6 +107,8 @@ export const OPS_FILE_MAX = 256 * 1024;
 export const OPS_PER_EPISODE_MAX = 32;
 /** Rejected-op messages kept per episode (the rest are counted in the last one). */
 export const OPS_REJECTED_MAX = 8;
+/** Longest words about one op a status or record keeps ("spawn NAME (rejected)"). */
+export const OP_WORDS_MAX = 80;
 /** Longest rejected-op message, in characters. */
 export const OP_REJECTION_MAX = 200;
 /** Frames in one push (and in a spawn's stack). */

@@ -2,7 +2,7 @@
 // reconciler keeps for ops (the stack as it stands, an ended episode's ops not yet applied). Kept in one
 // block so other features' fields merge around it.
 import { z } from 'zod';
-import { FRAME_PROMPT_MAX, FRAMES_PER_PUSH_MAX, STACK_DEPTH_MAX } from './bounds.ts';
+import { FRAME_PROMPT_MAX, FRAMES_PER_PUSH_MAX, OP_WORDS_MAX, STACK_DEPTH_MAX } from './bounds.ts';
 import { FrameSchema, OpSchema } from './ops.ts';
 
 // The CRD types spec.stack's frames as strings: its CEL prompt rule cannot see a list of untyped (union) items.
@@ -46,6 +46,6 @@ export const OPS_STATUS_FIELDS = {
 };
 
 export const OPS_LAST_EPISODE_FIELDS = {
-  ops: z.array(z.string().max(80)).max(32).optional().describe('the ops the episode gave, e.g. "set plan"'),
+  ops: z.array(z.string().max(OP_WORDS_MAX)).max(32).optional().describe('the ops the episode gave, e.g. "set plan"'),
   opsRejected: z.string().max(1000).optional().describe('the ops refused, and why'),
 };

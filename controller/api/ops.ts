@@ -131,6 +131,13 @@ export const RejectedOpSchema = z.object({
 });
 export type RejectedOp = z.infer<typeof RejectedOpSchema>;
 
+/** An op refused while applying (a full blackboard, maxChildren reached): `index` is its place in the ops applied. */
+export interface ApplyRejection {
+  index: number;
+  op: OpName;
+  message: string;
+}
+
 export interface ParsedOps {
   ops: Op[];
   rejected: RejectedOp[];

@@ -2,6 +2,9 @@
 import type { z } from 'zod';
 import { AgentTaskSpecSchema, AgentTaskStatusSchema, MetadataSchema } from './agent-task.ts';
 import type { AgentTaskSpec } from './agent-task.ts';
+import { splitWords } from './argv-words.ts';
+import { clip } from './bounds.ts';
+import { closest } from './validate-words.ts';
 
 export function formatIssuePath(path: ReadonlyArray<PropertyKey>, prefix: string): string {
   let out = prefix;
@@ -9,16 +12,44 @@ export function formatIssuePath(path: ReadonlyArray<PropertyKey>, prefix: string
   return out || '(root)';
 }
 
-/** One line per problem, each naming the field; an unknown field says which known one it may mean. */
-export function describeIssues(error: z.ZodError, prefix: string, schema?: z.ZodType): string[] {
+/**
+ * One line per problem, each naming the field; an unknown field says which known one it may mean, and a
+ * string where a list belongs (given `raw`, the input) how to write it as one.
+ */
+export function describeIssues(error: z.ZodError, prefix: string, schema?: z.ZodType, raw?: unknown): string[] {
   return error.issues.flatMap((issue) => {
-    if (issue.code !== 'unrecognized_keys') return [`${formatIssuePath(issue.path, prefix)}: ${issue.message}`];
+    if (issue.code !== 'unrecognized_keys')
+      return [`${formatIssuePath(issue.path, prefix)}: ${issue.message}${listHint(issue, raw)}`];
     const known = schema ? knownKeys(schema, issue.path) : [];
     return issue.keys.map((key) => {
       const near = closest(key, known);
       return `${formatIssuePath([...issue.path, key], prefix)}: unknown field${near ? ` (did you mean "${near}"?)` : ''}`;
     });
   });
+}
+
+/** Fields that hold argv: a string given there is split into words for the hint. */
+const ARGV_FIELDS = new Set(['command', 'check', 'fix', 'verify']);
+
+/** "; give it as a list: [\"npm\",\"test\"]" for a string where a list is expected; '' otherwise. */
+export function listHint(issue: z.core.$ZodIssue, raw: unknown): string {
+  if (issue.code !== 'invalid_type' || issue.expected !== 'array') return '';
+  const value = valueAt(raw, issue.path);
+  if (typeof value !== 'string') return '';
+  const argv = ARGV_FIELDS.has(String(issue.path.at(-1)));
+  const list = argv ? splitWords(value) : [value];
+  return `; give it as a list: ${clip(JSON.stringify(list), HINT_MAX)}`;
+}
+
+const HINT_MAX = 200;
+
+function valueAt(raw: unknown, path: ReadonlyArray<PropertyKey>): unknown {
+  let node = raw;
+  for (const part of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<PropertyKey, unknown>)[part];
+  }
+  return node;
 }
 
 /** The fields an object in `schema` at `path` accepts (through defaults, optionals, arrays and unions). */
@@ -55,32 +86,6 @@ function shapesAt(node: unknown, path: ReadonlyArray<PropertyKey>): Array<Record
   }
 }
 
-/** The known key a typo most likely meant, if any is close enough. */
-export function closest(key: string, known: string[]): string | undefined {
-  let best: { key: string; d: number } | undefined;
-  for (const k of known) {
-    const [a, b] = [key.toLowerCase(), k.toLowerCase()];
-    // Same letters in another case, a shortened name ("noProgress"), or a couple of typed-wrong letters.
-    const d = a === b ? 0 : a.length >= 4 && (b.startsWith(a) || a.startsWith(b)) ? 1 : editDistance(a, b);
-    if (d <= Math.max(2, Math.floor(k.length / 4)) && (!best || d < best.d)) best = { key: k, d };
-  }
-  return best?.key;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0];
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const next = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = row[j];
-      row[j] = next;
-    }
-  }
-  return row[b.length];
-}
-
 export type SpecValidation = { ok: true; spec: AgentTaskSpec } | { ok: false; errors: string[] };
 
 /** Validates and defaults a spec as written by a user (locally or on the cluster). */
@@ -88,7 +93,7 @@ export function validateSpec(raw: unknown): SpecValidation {
   const parsed = AgentTaskSpecSchema.safeParse(raw ?? {});
   return parsed.success
     ? { ok: true, spec: parsed.data }
-    : { ok: false, errors: describeIssues(parsed.error, 'spec', AgentTaskSpecSchema) };
+    : { ok: false, errors: describeIssues(parsed.error, 'spec', AgentTaskSpecSchema, raw ?? {}) };
 }
 
 export function validateMetadata(

@@ -1,5 +1,6 @@
 // The rows of `episodic get` and `episodic get NAME --episodes`, the same from the local state and from a
 // cluster: pure functions of a task (spec, labels, status) or of its episode records.
+import { opsCell } from './get-ops.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { totalTokens } from '../api/bounds.ts';
 import { TRIGGER_LABEL } from '../api/agent-trigger.ts';
@@ -84,14 +85,6 @@ export function gatesCell(gates: readonly GateRun[] | undefined): string {
   const failed = gates.filter((g) => g.exitCode !== 0);
   const passed = `${gates.length - failed.length} passed`;
   return failed.length === 0 ? passed : `${passed}, ${failed.length} failed: ${failed.map((g) => g.name).join(',')}`;
-}
-
-/** OPS: "3 applied", "1 applied, 2 rejected" (opsRejected names each refusal, "; " between them). */
-export function opsCell(record: Pick<EpisodeRecord, 'ops' | 'opsRejected'>): string {
-  const applied = record.ops?.length ?? 0;
-  const rejected = record.opsRejected ? record.opsRejected.split('; ').length : 0;
-  if (applied === 0 && rejected === 0) return '';
-  return rejected === 0 ? `${applied} applied` : `${applied} applied, ${rejected} rejected`;
 }
 
 /** What the workspace shows of the episode's changes (-o wide CHANGES). */

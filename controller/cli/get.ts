@@ -18,6 +18,7 @@ import { episodeTable, taskStarted, taskTable } from './get-rows.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { printable } from '../util/printable.ts';
+import { opsRejectedLines } from './get-ops.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { reviewCount } from '../api/review.ts';
 import { reviewWords } from '../reconciler/review.ts';
@@ -196,7 +197,8 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
     return 0;
   }
   const { header, rows } = episodeTable(records, opts.output === 'wide');
-  process.stdout.write(`${formatTable(header, rows)}\n`);
+  const rejected = opsRejectedLines(records);
+  process.stdout.write(`${formatTable(header, rows)}\n${rejected.length > 0 ? `\n${rejected.join('\n')}\n` : ''}`);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
+import type { ApplyRejection } from '../api/ops.ts';
 import { statusProblems } from '../api/validate.ts';
 import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
@@ -22,7 +23,7 @@ import type { Clock } from './clock.ts';
 import type { MailboxEvents } from './mailboxes.ts';
 import { StoreFullError, TerminalError } from './ports.ts';
 import type { DesiredTask, EpisodeExecutor, OpsApplier, StatusSink, TaskSource, UpstreamOutputs } from './ports.ts';
-import { countEpisodeOps, performApplyOps } from './ops-loop.ts';
+import { applyOpsThenRecord, countEpisodeOps, opsFollow } from './ops-loop.ts';
 import { WorkQueue } from './work-queue.ts';
 import type { SpawnLoop } from './spawn-loop.ts';
 
@@ -73,7 +74,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   private totalSpent = 0;
   private readonly phases = new Map<string, Phase>();
   /** Task key → the newest episode whose ops this controller applied (ReconcileInput.opsApplied). */
-  private readonly opsApplied = new Map<string, number>();
+  private readonly opsApplied = new Map<string, { episode: number; refused: ApplyRejection[] }>();
   private reserved = 0;
   private stopping = false;
   private listeners: Array<() => void> = [];
@@ -262,7 +263,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       startToRetry: this.pendingStarts.get(key),
       resumeRequest: task.resumeRequest,
       hold: task.hold,
-      opsApplied: this.opsApplied.get(key),
+      opsApplied: this.opsApplied.get(key)?.episode,
+      opsRefused: this.opsApplied.get(key)?.refused,
       ...this.dependencies(task),
       capacity: !this.stopping && this.opts.executor.runningCount() + this.reserved < this.opts.maxConcurrent,
       globalBudget:
@@ -279,11 +281,15 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   private async perform(task: T, status: AgentTaskStatus, actions: readonly Action[]): Promise<void> {
     const { executor, sink } = this.opts;
     let startDetails: Record<string, unknown> = {};
+    // An episode whose ops this pass applies is recorded after them, with those refused (ops-loop.ts).
+    const held = actions.find((a) => a.type === 'RecordEpisode' && opsFollow(actions, a.record.number));
     for (const a of actions) {
-      if (a.type === 'RecordEpisode') await sink.recordEpisode(task, a.record);
-      else if (a.type === 'ApplyOps') {
-        await performApplyOps({ ...this.opts, applier: this.opts.ops }, task, a);
-        this.opsApplied.set(task.key, a.episode);
+      if (a.type === 'RecordEpisode') {
+        if (a !== held) await sink.recordEpisode(task, a.record);
+      } else if (a.type === 'ApplyOps') {
+        const record = held?.type === 'RecordEpisode' ? held.record : undefined;
+        const refused = await applyOpsThenRecord({ ...this.opts, applier: this.opts.ops }, task, a, record);
+        this.opsApplied.set(task.key, { episode: a.episode, refused });
       } else if (a.type === 'RecordEvent') {
         const details = a.afterStart ? { ...a.details, ...startDetails } : (a.details ?? {});
         sink.event(task, a.eventType, a.reason, a.message, details);

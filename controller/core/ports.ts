@@ -4,7 +4,7 @@
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { Outputs } from '../api/outputs.ts';
-import type { Op } from '../api/ops.ts';
+import type { ApplyRejection, Op } from '../api/ops.ts';
 import type { ResumeRequest } from '../api/resume.ts';
 import type { SuspendHold } from '../api/hold.ts';
 import type { CustomObject } from '../kube/objects.ts';
@@ -126,8 +126,8 @@ export interface OpsApplier<T extends DesiredTask = DesiredTask> {
 }
 
 export interface AppliedOps {
-  /** Ops refused while applying (a full blackboard, no handler for the op): said in an Event. */
-  rejected: Array<{ op: Op['op']; message: string }>;
+  /** Ops refused while applying (a full blackboard, no handler for the op): in an Event, the status and the record. */
+  rejected: ApplyRejection[];
 }
 
 /**

@@ -1,6 +1,7 @@
 // Local mode: a spec directory (source), processes (executor) and status files (sink) under the one
 // controller loop. This file only wires them and answers what `episodic run` asks.
 import type { TaskOwner } from '../core/created-tasks.ts';
+import { secretEnvNames } from '../api/agent-env.ts';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -171,6 +172,7 @@ export class LocalController {
       this.holds.scan();
     }
     this.budgets.set(loaded);
+    this.executor?.withholdEnv(secretEnvNames([...(loaded.triggers?.values() ?? [])].map((t) => t.spec)));
     this.userSpecs = loaded;
     this.source.set(withCreatedTasks(loaded, this.opts.stateDir));
     if (this.started) return;

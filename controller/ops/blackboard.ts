@@ -27,11 +27,12 @@ export function applyToBoard(
   if ((board.applied[task] ?? 0) >= episode) return undefined;
   const entries = { ...board.entries };
   const rejected: AppliedOps['rejected'] = [];
-  for (const op of ops) {
+  for (const [index, op] of ops.entries()) {
     if (op.op === 'del') delete entries[op.key];
-    else if (!Object.hasOwn(entries, op.key) && Object.keys(entries).length >= BLACKBOARD_KEYS_MAX)
-      rejected.push({ op: 'set', message: `set ${op.key}: the blackboard holds ${BLACKBOARD_KEYS_MAX} keys already` });
-    else entries[op.key] = op.value;
+    else if (!Object.hasOwn(entries, op.key) && Object.keys(entries).length >= BLACKBOARD_KEYS_MAX) {
+      const message = `set ${op.key}: the blackboard holds ${BLACKBOARD_KEYS_MAX} keys already`;
+      rejected.push({ index, op: 'set', message });
+    } else entries[op.key] = op.value;
   }
   return { board: { entries, applied: { ...board.applied, [task]: episode } }, rejected };
 }

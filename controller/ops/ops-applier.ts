@@ -25,7 +25,8 @@ export class BoardAndHandlersApplier<T extends DesiredTask> implements OpsApplie
   }
 
   async apply(task: T, episode: number, ops: readonly Op[]): Promise<AppliedOps> {
-    const board = ops.filter(isBlackboardOp);
+    const at = placesOf(ops, isBlackboardOp);
+    const board = at.map((i) => ops[i]).filter(isBlackboardOp);
     const refused =
       board.length > 0
         ? await this.update(task.namespace, (b) => {
@@ -33,7 +34,9 @@ export class BoardAndHandlersApplier<T extends DesiredTask> implements OpsApplie
             return applied && { board: applied.board, value: applied.rejected };
           })
         : [];
-    return { rejected: [...(refused ?? []), ...(await applyByHandlers(this.handlers, task, episode, ops))] };
+    const onBoard = (refused ?? []).map((r) => ({ ...r, index: at[r.index] ?? r.index }));
+    const others = await applyByHandlers(this.handlers, task, episode, ops);
+    return { rejected: [...onBoard, ...others].sort((a, b) => a.index - b.index) };
   }
 }
 
@@ -48,9 +51,18 @@ export async function applyByHandlers<T extends DesiredTask>(
   const kinds = [...new Set(ops.filter((o) => !isBlackboardOp(o)).map((o) => o.op))];
   for (const kind of kinds) {
     const handler = handlers[kind];
-    const mine = ops.filter((o) => o.op === kind);
-    if (handler) rejected.push(...(await handler(task, episode, mine)).rejected);
-    else rejected.push(...mine.map((o) => ({ op: o.op, message: `${o.op}: not supported by this controller yet` })));
+    const at = placesOf(ops, (o) => o.op === kind);
+    const mine = at.map((i) => ops[i] as Op);
+    // A handler numbers its rejections among the ops it was given; the applier's caller, among all of them.
+    const refused = handler
+      ? (await handler(task, episode, mine)).rejected
+      : mine.map((o, index) => ({ index, op: o.op, message: `${o.op}: not supported by this controller yet` }));
+    rejected.push(...refused.map((r) => ({ ...r, index: at[r.index] ?? r.index })));
   }
-  return rejected;
+  return rejected.sort((a, b) => a.index - b.index);
+}
+
+/** The places in `ops` of the ops that `pick` picks. */
+function placesOf(ops: readonly Op[], pick: (op: Op) => boolean): number[] {
+  return ops.flatMap((o, i) => (pick(o) ? [i] : []));
 }

@@ -3,7 +3,6 @@
 // (task, episode): a child has a deterministic name and a message a deterministic id, so ops applied again
 // after a kill -9 make nothing twice. An op that may not apply is rejected with a message, never thrown.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
-import type { OpOf } from '../api/ops.ts';
 import type { Clock } from '../core/clock.ts';
 import type { CreatedTasks, TaskOwner } from '../core/created-tasks.ts';
 import type { Mailboxes } from '../core/mailboxes.ts';
@@ -30,18 +29,20 @@ export interface SpawnSendDeps<T extends DesiredTask> {
 export function spawnHandler<T extends DesiredTask>(deps: SpawnSendDeps<T>): OpHandler<T> {
   return async (task, _episode, ops) => {
     const rejected: Rejection[] = [];
-    if (!task.spec) return { rejected: ops.map((o) => ({ op: o.op, message: `${o.op}: the task has no valid spec` })) };
+    if (!task.spec)
+      return { rejected: ops.map((o, index) => ({ index, op: o.op, message: `${o.op}: the task has no valid spec` })) };
     const owner = deps.ownerOf(task);
-    for (const op of ops.filter((o): o is OpOf<'spawn'> => o.op === 'spawn')) {
+    for (const [index, op] of ops.entries()) {
+      if (op.op !== 'spawn') continue;
       const children = (await deps.created.list(owner)).map((c) => c.name);
       const plan = planChild({ name: task.name, spec: task.spec, labels: task.labels, children }, op);
       if (!plan.ok) {
-        rejected.push({ op: 'spawn', message: plan.message });
+        rejected.push({ index, op: 'spawn', message: plan.message });
         continue;
       }
       if (plan.existing) continue;
       const made = await deps.created.create(owner, plan.name, plan.spec, plan.labels);
-      if (made.result === 'taken') rejected.push({ op: 'spawn', message: `spawn ${op.name}: ${made.message}` });
+      if (made.result === 'taken') rejected.push({ index, op: 'spawn', message: `spawn ${op.name}: ${made.message}` });
     }
     return { rejected };
   };
@@ -56,14 +57,17 @@ export function sendHandler<T extends DesiredTask>(deps: SpawnSendDeps<T>): OpHa
     const rejected: Rejection[] = [];
     const last = deps.status?.(task)?.lastEpisode;
     const at = (last?.number === episode && last.finishedAt) || deps.clock.now().toISOString();
-    for (const [index, op] of ops.filter((o): o is OpOf<'send'> => o.op === 'send').entries()) {
+    let sends = -1;
+    for (const [index, op] of ops.entries()) {
+      if (op.op !== 'send') continue;
+      sends++;
       if (!deps.taskExists(task.namespace, op.to)) {
-        rejected.push({ op: 'send', message: `send to ${op.to}: no such task in namespace ${task.namespace}` });
+        rejected.push({ index, op: 'send', message: `send to ${op.to}: no such task in namespace ${task.namespace}` });
         continue;
       }
-      const id = `${task.name}.${episode}.${index}`;
+      const id = `${task.name}.${episode}.${sends}`;
       const sent = await deps.mailboxes.send(task.namespace, op.to, { id, from: task.name, at, text: op.message });
-      if (sent.result === 'refused') rejected.push({ op: 'send', message: `send to ${op.to}: ${sent.message}` });
+      if (sent.result === 'refused') rejected.push({ index, op: 'send', message: `send to ${op.to}: ${sent.message}` });
     }
     return { rejected };
   };

@@ -5,10 +5,18 @@
 // episode) a no-op, so a controller killed between applying and recording it applies them once.
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { isTerminal } from '../api/agent-task.ts';
-import { clip, EPISODE_MESSAGE_MAX, SLEEP_SECONDS_MAX, STACK_DEPTH_MAX } from '../api/bounds.ts';
+import {
+  clip,
+  EPISODE_MESSAGE_MAX,
+  OP_REJECTION_MAX,
+  OP_WORDS_MAX,
+  OPS_REJECTED_MAX,
+  SLEEP_SECONDS_MAX,
+  STACK_DEPTH_MAX,
+} from '../api/bounds.ts';
 import { agentSecrets, redact } from '../api/redaction.ts';
 import { rejectionWords } from '../api/ops.ts';
-import type { Frame, Op, OpOf, RejectedOp } from '../api/ops.ts';
+import type { ApplyRejection, Frame, Op, OpOf, RejectedOp } from '../api/ops.ts';
 import { stackStatus } from './stack.ts';
 import { normal, warning } from './actions.ts';
 import type { Action, Events } from './actions.ts';
@@ -144,12 +152,57 @@ function sleepOp(
   return { ...status, phase: 'Waiting', reason: 'Sleeping', message, nextEpisodeAt: at };
 }
 
-/** Pending ops the loop reports applied leave the status. */
-export function settleOps(status: AgentTaskStatus, opsApplied: number | undefined): AgentTaskStatus {
+/** Pending ops the loop reports applied leave the status; those it refused are named in status.lastEpisode. */
+export function settleOps(
+  status: AgentTaskStatus,
+  opsApplied: number | undefined,
+  refused: readonly ApplyRejection[] = [],
+  spec?: AgentTaskSpec,
+): AgentTaskStatus {
   const pending = status.pendingOps;
   if (!pending || opsApplied === undefined || opsApplied < pending.episode) return status;
-  return { ...status, pendingOps: undefined };
+  const last = status.lastEpisode;
+  const said =
+    last?.number === pending.episode && opsApplied === pending.episode
+      ? { ...last, ...withApplyRejections(last, pending.ops, refused, agentSecrets(spec)) }
+      : last;
+  return { ...status, lastEpisode: said, pendingOps: undefined };
 }
+
+type OpsFields = { ops?: string[]; opsRejected?: string };
+
+/**
+ * An episode's ops as applied (its status.lastEpisode, its record): each op refused while applying is marked
+ * "(rejected)" in `ops` and its reason added to `opsRejected`. `pending` are the ops applied, which `refused`
+ * numbers; they are the episode's set/del/spawn/send ops, in the order `ops` lists them among the others.
+ */
+export function withApplyRejections<F extends OpsFields>(
+  fields: F,
+  pending: readonly Op[],
+  refused: readonly ApplyRejection[],
+  secrets: readonly string[],
+): F {
+  const known = refused.filter((r) => pending[r.index]?.op === r.op);
+  if (known.length === 0) return fields;
+  const marked = new Set(known.map((r) => r.index));
+  let external = -1;
+  const ops = fields.ops?.map((w) => {
+    if (!EXTERNAL_WORD.test(w)) return w;
+    external++;
+    return marked.has(external) ? `${clip(w, OP_WORDS_MAX - REJECTED_MARK.length)}${REJECTED_MARK}` : w;
+  });
+  const shown = known.length > OPS_REJECTED_MAX ? known.slice(0, OPS_REJECTED_MAX - 1) : known;
+  const more = known.length - shown.length;
+  // The count of those not shown survives the clipping: it says the list is not whole.
+  const tail = more > 0 ? `; ${more} more ops refused while applying` : '';
+  const reasons = redact(shown.map((r) => clip(r.message, OP_REJECTION_MAX)).join('; '), secrets);
+  const said = [fields.opsRejected, reasons].filter(Boolean).join('; ');
+  return { ...fields, ...(ops ? { ops } : {}), opsRejected: `${clip(said, EPISODE_MESSAGE_MAX - tail.length)}${tail}` };
+}
+
+/** opWords of an op applied outside the status (set, del, spawn, send). */
+const EXTERNAL_WORD = /^(set|del|spawn|send) /;
+const REJECTED_MARK = ' (rejected)';
 
 /** ApplyOps for pending ops (again after a restart: applying is idempotent), unless the task is being deleted. */
 export function opsToApply(status: AgentTaskStatus, input: Pick<ReconcileInput, 'deleted'>): Action[] {

@@ -52,7 +52,7 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
   let status: AgentTaskStatus = structuredClone(input.status);
 
   status = adoptUnknownEpisode(status, input.episode, now);
-  status = settleOps(status, input.opsApplied);
+  status = settleOps(status, input.opsApplied, input.opsRefused, input.spec);
   const ended = endedEpisode(input.episode, input.stopRequested, input.deleted);
   if (ended && status.currentEpisode?.number === ended.number) {
     // Judged by the rules of the step it ran in; a met completion rule may move the task to the next step.

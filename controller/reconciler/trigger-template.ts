@@ -1,6 +1,7 @@
 // A trigger's template becomes a task spec. Item text is untrusted (anyone can open an issue): it is
 // bounded and filled into prompts only — prompt and steps[].prompt — never into argv, env names or values,
 // paths, labels or the task's name, which come from the template and the item's number alone.
+import { posix } from 'node:path';
 import type { AgentTaskSpec } from '../api/agent-task.ts';
 import { ITEM_TEXT_MAX } from '../api/agent-trigger.ts';
 import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
@@ -50,4 +51,28 @@ export function renderTaskSpec(template: AgentTaskSpec, vars: TemplateVars): Rec
   if (spec.prompt !== undefined) spec.prompt = fillPrompt(spec.prompt, values);
   for (const step of spec.steps ?? []) if (step.prompt !== undefined) step.prompt = fillPrompt(step.prompt, values);
   return spec as unknown as Record<string, unknown>;
+}
+
+/** An argv entry written as a path relative to its file: ./x or ../x (a bare word stays a program name or an argument). */
+const RELATIVE = /^\.\.?\//;
+
+/**
+ * Locally, a template's argv paths written relative (./agent.mjs, ../agents/x.mjs) are relative to the
+ * trigger's file, as a reader of that file expects; a created task runs elsewhere (its workspace under the
+ * state dir), so they are made absolute against `dir` (absolute). Agent, verify and gate commands alike.
+ */
+export function commandPathsFrom(template: AgentTaskSpec, dir: string): AgentTaskSpec {
+  const fix = (argv: string[] | undefined) => argv?.map((a) => (RELATIVE.test(a) ? posix.resolve(dir, a) : a));
+  const spec = structuredClone(template);
+  spec.agent.command = fix(spec.agent.command) ?? spec.agent.command;
+  if (spec.completion.verify) spec.completion.verify = fix(spec.completion.verify);
+  for (const step of spec.steps ?? []) {
+    if (step.agent?.command) step.agent.command = fix(step.agent.command);
+    if (step.completion?.verify) step.completion.verify = fix(step.completion.verify);
+    for (const gate of step.gates ?? []) {
+      gate.check = fix(gate.check) ?? gate.check;
+      if (gate.fix) gate.fix = fix(gate.fix);
+    }
+  }
+  return spec;
 }

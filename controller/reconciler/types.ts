@@ -1,6 +1,7 @@
 // What goes into the pure reconciler and what comes out of it.
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
+import type { ApplyRejection } from '../api/ops.ts';
 import type { ResumeRequest } from '../api/resume.ts';
 import type { SuspendHold } from '../api/hold.ts';
 import type { Action, StopReason } from './actions.ts';
@@ -81,6 +82,8 @@ export interface ReconcileInput {
   budgets?: readonly BudgetFacts[];
   /** Agent ops: the newest episode whose ApplyOps this controller carried out (in memory; lost on a restart). */
   opsApplied?: number;
+  /** The ops of episode `opsApplied` refused while applying them (maxChildren reached, a full blackboard). */
+  opsRefused?: readonly ApplyRejection[];
   /** spawn/send: the task's children and mailbox (spawn-decide.ts); undefined when the loop does not gather them. */
   spawn?: SpawnFacts;
   now: Date;

@@ -179,6 +179,19 @@ describe('cluster controller: spawned children and mailboxes', { skip: skipClust
     });
     assert.match(events, /maxChildren 1 reached/);
     assert.match(events, /maxEpisodes 100 is above the parent's 5/);
+    // The status and the AgentEpisode say which ops were refused while applying, and why (issue 28).
+    const given = ['spawn rich (rejected)', 'spawn w', 'spawn x (rejected)', 'send peer'];
+    const why = /^spawn rich: limits.maxEpisodes 100 is above the parent's 5; spawn x: maxChildren 1 reached$/;
+    const chief = await waitForTask(client, ns, 'chief', (st) => st.lastEpisode?.opsRejected !== undefined);
+    const last = (chief.status as { lastEpisode?: { ops?: string[]; opsRejected?: string } }).lastEpisode;
+    assert.deepEqual(last?.ops, given);
+    assert.match(last?.opsRejected ?? '', why);
+    const record = await waitFor('the AgentEpisode', async () => {
+      const out = await kubectl(['get', 'agentepisodes', 'chief-ep-1', '-n', ns, '-o', 'json']).catch(() => '');
+      return out ? (JSON.parse(out) as { record: { ops?: string[]; opsRejected?: string } }).record : undefined;
+    });
+    assert.deepEqual(record.ops, given);
+    assert.match(record.opsRejected ?? '', why);
     assert.equal(await getTask(client, ns, 'chief-x'), undefined);
     const cm = JSON.parse(await kubectl(['get', 'configmap', mailboxName('peer'), '-n', ns, '-o', 'json'])) as {
       data: Record<string, string>;

@@ -181,10 +181,14 @@ test('console: markup in an output value, a gate output and an outputs note show
 test('console: a context stack task shows its stack depth and, per episode, the ops it gave and those rejected', async () => {
   const op = (v: unknown) => `@op ${JSON.stringify(v)}`;
   const plan = ['plan the work', op({ op: 'push', frames: ['part A'] }), op({ op: 'set', key: 'plan', value: 'v1' })];
-  const ship = ['ship it', '@raw {"op":"spawn","name":"../escape","prompt":"x"}'];
+  const rich = op({ op: 'spawn', name: 'rich', prompt: 'x', limits: { maxEpisodes: 100 } });
+  const ship = ['ship it', '@raw {"op":"spawn","name":"../escape","prompt":"x"}', rich];
   const agent = { command: [NODE, join(REPO, 'test/agents/ops-agent.mjs')], output: 'text' };
   const dir = specDir([
-    { name: 'stacky', spec: { prompt: undefined, stack: [plan.join('\n'), ship.join('\n')], agent } },
+    {
+      name: 'stacky',
+      spec: { prompt: undefined, stack: [plan.join('\n'), ship.join('\n')], agent, limits: { maxEpisodes: 5 } },
+    },
   ]);
   const res = await runCli(['run', dir]);
   assert.equal(res.code, 0, res.stdout + res.stderr);
@@ -199,8 +203,10 @@ test('console: a context stack task shows its stack depth and, per episode, the 
       await page.waitForSelector('[data-testid=ops-rejected]');
       assert.match(
         (await page.textContent('[data-testid=ops-rejected]')) ?? '',
-        /^ops rejected: line 1: spawn: name: must be a lowercase DNS label/,
+        /^ops rejected: line 1: spawn: name: must be a lowercase DNS label.*; spawn rich: limits.maxEpisodes 100 is above the parent's 5$/,
       );
+      // Refused while applying (issue 28): the op given is marked, not shown as applied.
+      assert.equal(await page.textContent('[data-testid=ops]'), 'ops: spawn rich (rejected)');
     },
     '[data-testid=stack]',
   );

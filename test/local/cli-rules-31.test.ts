@@ -6,7 +6,8 @@ import { AgentTriggerSpecSchema } from '../../controller/api/agent-trigger.ts';
 import { emptyStatus } from '../../controller/api/agent-task.ts';
 import { EpisodeRecordSchema } from '../../controller/api/episode-record.ts';
 import { durationBetween, formatDuration } from '../../controller/cli/elapsed.ts';
-import { episodeTable, gatesCell, opsCell, taskStarted, taskTable } from '../../controller/cli/get-rows.ts';
+import { episodeTable, gatesCell, taskStarted, taskTable } from '../../controller/cli/get-rows.ts';
+import { opsCell } from '../../controller/cli/get-ops.ts';
 import { hookLines, lastCell, nextCell, sourceCell } from '../../controller/cli/live-triggers.ts';
 import { renderScreen } from '../../controller/cli/live-table.ts';
 import { nextSteps, nothingToRun } from '../../controller/cli/run-report.ts';
@@ -53,6 +54,10 @@ test('OPS: applied from the record ops, rejected from opsRejected (one per "; ")
     [{ ops: ['set plan', 'push 2'] }, '2 applied'],
     [{ opsRejected: 'line 3: unknown op "rm"' }, '0 applied, 1 rejected'],
     [{ ops: ['send boss'], opsRejected: 'line 1: bad key; line 4: spawn limit reached' }, '1 applied, 2 rejected'],
+    [
+      { ops: ['spawn a', 'spawn b (rejected)'], opsRejected: 'spawn b: limit; 3 more ops refused' },
+      '1 applied, 1 rejected',
+    ],
   ];
   for (const [record, shown] of cases) assert.equal(opsCell(record), shown, JSON.stringify(record));
 });

@@ -114,4 +114,35 @@ test('local: a hostile planner (a path as a name, raised limits, a spawn storm, 
   const events = res.stdout + res.stderr;
   assert.match(events, /maxEpisodes 1000 is above the parent's 5/);
   assert.match(events, /maxChildren 3 reached/);
+  // Refused while applying, yet given: the record, the status and `get --episodes` say which and why (issue 28).
+  type Rec = { number: number; ops?: string[]; opsRejected?: string };
+  const [first] = lines<Rec>(join(dir, '.episodic', 'logs', 'default', 'evil', 'episodes.jsonl'));
+  assert.deepEqual(first?.ops?.slice(0, 5), [
+    'spawn rich (rejected)',
+    'spawn s0',
+    'spawn s1',
+    'spawn s2',
+    'spawn s3 (rejected)',
+  ]);
+  assert.equal(first?.ops?.filter((w) => w.endsWith(' (rejected)')).length, 10);
+  assert.match(
+    first?.opsRejected ?? '',
+    /^line 1: spawn: name: .*; spawn rich: limits.maxEpisodes 1000 is above the parent's 5; spawn s3: maxChildren 3 reached;/,
+  );
+  assert.match(first?.opsRejected ?? '', /; 3 more ops refused while applying$/);
+  const last = readStatus(dir, 'evil')?.status.lastEpisode;
+  assert.deepEqual(last?.ops, first?.ops);
+  assert.equal(last?.opsRejected, first?.opsRejected);
+  const get = await runCli(['get', 'evil', dir, '--episodes']);
+  assert.match(get.stdout, /OPS/);
+  assert.match(get.stdout, /\b3 applied, 10 rejected\b/);
+  assert.match(get.stdout, /episode 1: ops rejected: line 1: spawn: name: .*spawn s3: maxChildren 3 reached/);
+  assert.ok(!(get.stdout + JSON.stringify(first)).includes('sk-SECRET'));
 });
+
+function lines<T>(file: string): T[] {
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as T);
+}

@@ -116,4 +116,12 @@ test('the schedule example runs offline: the tick due after an hour down becomes
   const tick = `${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}T${hhmm.slice(0, 2)}:${hhmm.slice(2)}:00.000Z`;
   const notes = join(dir, '.episodic/workspaces/default', task, 'NOTES.md');
   assert.match(readFileSync(notes, 'utf8'), new RegExp(`tick of ${tick}`));
+  // ./agents/notes-agent.mjs is relative to the trigger's file: a state dir elsewhere changes nothing (issue 28).
+  const state = join(tempDir(), 'state');
+  mkdirSync(join(state, 'triggers/default'), { recursive: true });
+  writeFileSync(join(state, 'triggers/default/nightly-notes.json'), JSON.stringify({ lastTick: hourAgo }));
+  const elsewhere = await runCli(['run', dir, '--no-table', '--state-dir', state]);
+  assert.equal(elsewhere.code, 0, elsewhere.stdout + elsewhere.stderr);
+  const [again] = readdirSync(join(state, 'created/default')).map((f) => f.replace(/\.yaml$/, ''));
+  assert.match(readFileSync(join(state, 'workspaces/default', again, 'NOTES.md'), 'utf8'), /tick of /);
 });

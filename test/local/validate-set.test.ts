@@ -247,3 +247,54 @@ test("a gate's fix and check are checked as an agent command is, with the step's
   assert.equal(s?.reason, 'GateFailed', s?.message);
   assert.match(s?.message ?? '', /gate lint .*cannot start episodic-no-such-gate-xyz/);
 });
+
+test('validate and run: an output reference to no step is an error naming file and field, an undeclared key a warning, a gate check string a list hint (issue 28)', async () => {
+  const dir = tempDir();
+  const steps = (ref: string, check: unknown = ['true']) => [
+    { name: 'plan', prompt: 'Publish <output name="MODULE">…</output>' },
+    { name: 'build', prompt: `Module: ${ref}`, gates: [{ name: 'test', check }] },
+  ];
+  const bad = write(
+    dir,
+    'bad.yaml',
+    { name: 'pipe', spec: { prompt: undefined, steps: steps('{{steps.planning.outputs.MODULE}}') } },
+    { name: 'gate', spec: { prompt: undefined, steps: steps('{{steps.plan.outputs.MODULE}}', 'npm test') } },
+  );
+  const res = await runCli(['validate', bad]);
+  assert.equal(res.code, 2, res.stderr);
+  assert.match(
+    res.stderr,
+    /bad\.yaml \(document 1\): AgentTask default\/pipe: spec\.steps\[1\]\.prompt: \{\{steps\.planning\.outputs\.MODULE\}\}: no step "planning" \(spec\.steps has plan, build\); did you mean "plan"\?/,
+  );
+  assert.match(
+    res.stderr,
+    /bad\.yaml \(document 2\): AgentTask default\/gate: spec\.steps\[1\]\.gates\[0\]\.check: .*expected array, received string; give it as a list: \["npm","test"\]/,
+  );
+
+  const warnDir = tempDir();
+  write(warnDir, 'warn.yaml', {
+    name: 'pipe',
+    spec: { prompt: undefined, steps: steps('{{steps.plan.outputs.MODUL}}') },
+  });
+  const warned = await runCli(['validate', warnDir]);
+  assert.equal(warned.code, 0, warned.stderr);
+  assert.match(
+    warned.stderr,
+    /^warning: .*warn\.yaml: AgentTask default\/pipe: spec\.steps\[1\]\.prompt: \{\{steps\.plan\.outputs\.MODUL\}\}: step "plan"'s prompt never asks for MODUL.*did you mean MODULE\?/m,
+  );
+
+  // run refuses the task the same way, before any episode.
+  const runDir = tempDir();
+  write(runDir, 'bad.yaml', {
+    name: 'pipe',
+    spec: { prompt: undefined, steps: steps('{{steps.planning.outputs.MODULE}}') },
+  });
+  const ran = await runCli(['run', runDir]);
+  const status = readStatus(runDir, 'pipe')?.status;
+  assert.equal(status?.reason, 'InvalidSpec', ran.stdout + ran.stderr);
+  assert.match(
+    status?.message ?? '',
+    /spec\.steps\[1\]\.prompt: \{\{steps\.planning\.outputs\.MODULE\}\}: no step "planning"/,
+  );
+  assert.equal(status?.episodes, 0);
+});

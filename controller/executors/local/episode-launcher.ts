@@ -1,6 +1,7 @@
 // Turns a StartEpisode action into a running process: workspace, prompt, env, log file.
 // Anything that stops the episode from starting becomes an EpisodeResult, never an exception.
 import { episodeLogPath, promptScratchPath } from '../../util/state-layout.ts';
+import { agentBaseEnv } from '../../api/agent-env.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
 import { currentStep, stepEnv, stepField, stepGates } from '../../api/steps.ts';
 import { episodeResult } from '../../api/episode-result.ts';
@@ -45,6 +46,8 @@ export interface LaunchRequest {
   bwrap?: string;
   /** Runs once the workspace exists, before the agent starts (e.g. a snapshot for evidence). */
   beforeSpawn?: (workspace: string) => Promise<void>;
+  /** Variables of the controller's environment specs name as secrets: kept from the agent (api/agent-env.ts). */
+  withheldEnv?: ReadonlySet<string>;
 }
 
 export interface LaunchedEpisode {
@@ -134,6 +137,11 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     promptVia: spec.agent.promptVia,
     prompt,
     env,
+    baseEnv: agentBaseEnv(
+      process.env,
+      req.withheldEnv ?? new Set(),
+      spec.agent.env.map((e) => e.name),
+    ),
     cwd: workspace,
     timeoutMs: spec.limits.episodeTimeoutSeconds * 1000,
     killGraceMs: req.killGraceMs,

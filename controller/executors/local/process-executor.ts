@@ -47,8 +47,15 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
   /** Git workspaces the last checkpoint left clean, by directory: the next snapshot needs no `git status`. */
   private readonly settled = new Map<string, SettledTree>();
 
+  /** Variables specs name as secrets (a trigger's tokenEnv…): no agent inherits them (api/agent-env.ts). */
+  private withheldEnv: ReadonlySet<string> = new Set();
+
   constructor(opts: ProcessExecutorOptions) {
     this.opts = opts;
+  }
+
+  withholdEnv(names: ReadonlySet<string>): void {
+    this.withheldEnv = names;
   }
 
   markerFor(namespace: string, name: string, episode: number): string {
@@ -150,6 +157,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       bwrap: this.opts.bwrap,
       marker: this.markerFor(task.namespace, task.name, number),
       skipWhen: effectiveSkipWhen(task.spec, status),
+      withheldEnv: this.withheldEnv,
       beforeSpawn: async (workspace) => {
         const settled = this.settled.get(workspace);
         this.settled.delete(workspace); // taken once: a failed episode leaves it unknown

@@ -5,7 +5,7 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
-import { closest } from '../../api/validate.ts';
+import { closest } from '../../api/validate-words.ts';
 import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import { isInside } from '../../util/paths.ts';
 import { stateWorkspaceDir, workspacesDir } from '../../util/state-layout.ts';

@@ -15,10 +15,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface ProcessOptions {
   cwd: string;
-  /** Added to the controller's environment (the whole environment with extendEnv false). */
+  /** The process's whole environment (process-episode.ts builds it from the controller's). */
   env: Record<string, string>;
-  /** Default true; false for a sandboxed process, which inherits nothing of the controller's. */
-  extendEnv?: boolean;
   /** Becomes stdin; /dev/null without it. */
   stdinFile?: string;
   timeoutMs: number;
@@ -85,7 +83,7 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
     child = execa(file, args, {
       cwd: o.cwd,
       env: o.env,
-      extendEnv: o.extendEnv ?? true,
+      extendEnv: false,
       detached: true, // leads its own process group, so the group can be signalled as a whole
       buffer: false, // never hold the output in memory: a chatty agent can print gigabytes
       reject: false,

@@ -44,8 +44,10 @@ export interface ProcessEpisodeRequest {
   promptVia: PromptVia;
   /** The rendered prompt text. */
   prompt: string;
-  /** Extra environment (spec.agent.env, resolved); added on top of process.env and the EPISODIC_* vars. */
+  /** Extra environment (spec.agent.env, resolved); added on top of baseEnv and the EPISODIC_* vars. */
   env?: Record<string, string>;
+  /** What of the controller's environment the processes inherit (api/agent-env.ts); default: all of it. */
+  baseEnv?: Record<string, string>;
   /** The workspace directory; must exist. */
   cwd: string;
   timeoutMs: number;
@@ -131,6 +133,8 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     const promptFile = req.promptVia === 'argument' ? undefined : writePromptFile(req);
     // After spec.agent.env: where ops and outputs go is ours to say, not the spec's.
     env = {
+      // A sandboxed episode inherits nothing of the controller's environment (README "Sandbox").
+      ...(req.sandbox ? {} : (req.baseEnv ?? inheritedEnv())),
       ...episodeEnv(req, promptFile),
       [TREE_MARKER_ENV]: marker,
       [OPS_ENV]: opsFile,
@@ -155,7 +159,6 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     return startProcess(execa, wrapped?.argv ?? argv, {
       cwd: req.cwd,
       env: wrapped?.env ?? env,
-      extendEnv: !wrapped,
       stdinFile: stdin,
       timeoutMs,
       killGraceMs,
@@ -276,6 +279,10 @@ function writePromptFile(req: ProcessEpisodeRequest): string {
   const promptFile = join(dir, `${name}.prompt.md`);
   writeFileSync(promptFile, req.prompt, { mode: 0o600 });
   return promptFile;
+}
+
+function inheritedEnv(): Record<string, string> {
+  return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
 }
 
 function episodeEnv(req: ProcessEpisodeRequest, promptFile: string | undefined): Record<string, string> {

@@ -13,6 +13,9 @@ import {
   workspaceProblem,
 } from '../../executors/local/workspace.ts';
 import { stepSpec } from '../../api/steps.ts';
+import { splitWords } from '../../api/argv-words.ts';
+import { outputRefProblems } from '../../api/output-refs.ts';
+import { formatIssuePath } from '../../api/validate.ts';
 import { cycleMessage, cycleThrough } from '../../reconciler/dependencies.ts';
 import { dependsOnAsWritten } from './spec-files.ts';
 import type { SpecTask } from './spec-files.ts';
@@ -48,6 +51,7 @@ export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) =>
     for (const w of agentCommandWarnings(spec, workspace)) warn(w);
     for (const w of stepAgentCommandWarnings(spec, workspace)) warn(w);
     for (const w of gateCommandWarnings(spec, workspace)) warn(w);
+    for (const w of outputRefProblems(spec).warnings) warn(`${formatIssuePath(w.path, 'spec')}: ${w.message}`);
     const tasks = byNamespace.get(t.namespace) as Map<string, SpecTask>;
     const cycle = cycleThrough(t.name, (name) => {
       const dep = tasks.get(name);
@@ -159,30 +163,6 @@ function isExecutable(file: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** A shell-like split of "node -e 'console.log(1)' --flag": quotes group, a backslash escapes; nothing is expanded. */
-function splitWords(text: string): string[] {
-  const words: string[] = [];
-  let word: string | undefined;
-  let quote: string | undefined;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (quote) {
-      if (c === quote) quote = undefined;
-      else if (c === '\\' && quote === '"' && i + 1 < text.length) word += text[++i];
-      else word += c;
-    } else if (c === "'" || c === '"') {
-      quote = c;
-      word ??= '';
-    } else if (c === '\\' && i + 1 < text.length) word = (word ?? '') + text[++i];
-    else if (/\s/.test(c)) {
-      if (word !== undefined) words.push(word);
-      word = undefined;
-    } else word = (word ?? '') + c;
-  }
-  if (word !== undefined) words.push(word);
-  return words;
 }
 
 /**

@@ -2,7 +2,8 @@
 // kill never leaves half a file), tokens from the environment variable the spec names, and a timer per
 // trigger while `run --watch` follows the spec directory. Plain `run` makes one pass of each trigger first.
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { commandPathsFrom } from '../../reconciler/trigger-template.ts';
 import type { AgentTriggerStatus } from '../../api/agent-trigger.ts';
 import { AgentTriggerStatusSchema, TRIGGER_KIND } from '../../api/agent-trigger.ts';
 import type { Clock, Timer } from '../../core/clock.ts';
@@ -48,7 +49,10 @@ export function runnableTriggers(triggers: Iterable<SpecTrigger>): RunnableTrigg
             key: t.key,
             namespace: t.namespace,
             name: t.name,
-            spec: t.spec,
+            spec: {
+              ...t.spec,
+              template: { ...t.spec.template, spec: commandPathsFrom(t.spec.template.spec, dirname(resolve(t.file))) },
+            },
             owner: { kind: TRIGGER_KIND, namespace: t.namespace, name: t.name, file: t.file },
           },
         ]
