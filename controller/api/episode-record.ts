@@ -12,6 +12,7 @@ import {
   OUTPUTS_MAX_KEYS,
   OUTPUTS_NOTE_MAX,
 } from './bounds.ts';
+import { GatewayMeteredSchema } from './episode-result.ts';
 import type { EpisodeResult } from './episode-result.ts';
 import { EvidenceSchema } from './leash.ts';
 import { GateRunSchema } from './gates.ts';
@@ -84,6 +85,9 @@ export const EpisodeRecordSchema = z.object({
   gates: z.array(GateRunSchema).max(8).optional().describe('spec.steps[].gates: the gates run after the agent'),
   ...OUTPUTS_RECORD_FIELDS,
   ...OPS_LAST_EPISODE_FIELDS,
+  gateway: GatewayMeteredSchema.optional().describe(
+    "what the model gateway metered (status and budgets count it); costUSD and tokens above are the agent's own report",
+  ),
 });
 
 export type EpisodeRecord = z.infer<typeof EpisodeRecordSchema>;
@@ -136,5 +140,6 @@ export function episodeRecordOf(
     message: message === undefined ? undefined : clip(message, EPISODE_MESSAGE_MAX),
     ...(result?.outputs ? { outputs: result.outputs } : {}),
     ...(result?.outputsNote ? { outputsNote: result.outputsNote } : {}),
+    ...(result?.gateway ? { gateway: result.gateway } : {}),
   });
 }

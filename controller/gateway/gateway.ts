@@ -162,6 +162,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     server.once('error', reject);
     server.listen(opts.port ?? 0, opts.host, () => resolve());
   });
+  // The gateway serves episodes; it never keeps the controller's process alive by itself.
+  server.unref();
   const { port } = server.address() as AddressInfo;
   const url = `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}`;
   return {

@@ -39,6 +39,8 @@ export interface LaunchRequest {
   skipWhen?: SkipWhen;
   /** The outputs of the tasks in dependsOn, for {{tasks.NAME.outputs.KEY}}. */
   upstream?: Record<string, Outputs | undefined>;
+  /** spec.agent.credentials: the gateway's token and URL for the agent, or why it cannot have them. */
+  gateway?: { ok: true; env: Record<string, string>; unset: string[] } | { ok: false; message: string };
   /** Runs once the workspace exists, before the agent starts (e.g. a snapshot for evidence). */
   beforeSpawn?: (workspace: string) => Promise<void>;
 }
@@ -72,6 +74,8 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     result: Promise.resolve(episodeResult({ exitCode: null, errorClass, message })),
     cancel: () => undefined,
   });
+  if (req.gateway && !req.gateway.ok)
+    return failed(`${req.specFile}: AgentTask ${req.namespace}/${req.name}: ${req.gateway.message}`);
   let workspace: string;
   let template: string;
   try {
@@ -117,6 +121,8 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     if (e.value !== undefined) env[e.name] = e.value;
   }
   Object.assign(env, stepEnv(step));
+  // After spec.agent.env: behind the gateway the key variables are the gateway's token, never a real key.
+  if (req.gateway?.ok) Object.assign(env, req.gateway.env);
   const logFile = episodeLogPath(req.stateDir, req.namespace, req.name, req.number);
   const running = await startProcessEpisode({
     namespace: req.namespace,
@@ -127,6 +133,7 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     promptVia: spec.agent.promptVia,
     prompt,
     env,
+    unsetEnv: req.gateway?.ok ? req.gateway.unset : undefined,
     cwd: workspace,
     timeoutMs: spec.limits.episodeTimeoutSeconds * 1000,
     killGraceMs: req.killGraceMs,

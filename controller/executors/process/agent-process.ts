@@ -16,6 +16,8 @@ interface ProcessOptions {
   cwd: string;
   /** Added to the controller's environment. */
   env: Record<string, string>;
+  /** Not inherited from the controller's environment (the rest is). */
+  unsetEnv?: readonly string[];
   /** Becomes stdin; /dev/null without it. */
   stdinFile?: string;
   timeoutMs: number;
@@ -67,8 +69,8 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
   try {
     child = execa(file, args, {
       cwd: o.cwd,
-      env: o.env,
-      extendEnv: true,
+      env: o.unsetEnv?.length ? { ...inherited(o.unsetEnv), ...o.env } : o.env,
+      extendEnv: !o.unsetEnv?.length,
       detached: true, // leads its own process group, so the group can be signalled as a whole
       buffer: false, // never hold the output in memory: a chatty agent can print gigabytes
       reject: false,
@@ -198,4 +200,11 @@ export function errorCode(err: unknown, otherwise = 'ESPAWN'): string {
 
 export function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** The controller's environment without `unset`: what the process inherits when some of it must not reach it. */
+function inherited(unset: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !unset.includes(k)) out[k] = v;
+  return out;
 }

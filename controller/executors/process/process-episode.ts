@@ -43,6 +43,8 @@ export interface ProcessEpisodeRequest {
   prompt: string;
   /** Extra environment (spec.agent.env, resolved); added on top of process.env and the EPISODIC_* vars. */
   env?: Record<string, string>;
+  /** Variables of the controller's environment the episode's processes must not inherit (provider keys behind the gateway). */
+  unsetEnv?: readonly string[];
   /** The workspace directory; must exist. */
   cwd: string;
   timeoutMs: number;
@@ -140,6 +142,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     startProcess(execa, argv, {
       cwd: req.cwd,
       env,
+      unsetEnv: req.unsetEnv,
       stdinFile: stdin,
       timeoutMs,
       killGraceMs,
