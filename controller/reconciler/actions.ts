@@ -25,7 +25,12 @@ export type Action =
   /** Agent ops with effects outside the status (blackboard, spawn, send): idempotent per (task, episode). */
   | { type: 'ApplyOps'; episode: number; ops: Op[] }
   /** leash: what the episode may spend through the gateway (spend-cap.ts); a retried start has none. */
-  | { type: 'StartEpisode'; number: number; leash?: EpisodeLeash };
+  | { type: 'StartEpisode'; number: number; leash?: EpisodeLeash }
+  /** Child tasks the task owns (a forEach step's items): created through CreatedTasks, idempotent by name. */
+  | {
+      type: 'CreateTasks';
+      tasks: Array<{ name: string; spec: Record<string, unknown>; labels: Record<string, string> }>;
+    };
 
 export type Events = Extract<Action, { type: 'RecordEvent' }>[];
 

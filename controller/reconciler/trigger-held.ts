@@ -1,7 +1,7 @@
 // Webhook items held back by maxConcurrency: a webhook source has no poll to see them again, so the trigger
 // remembers them in its status (bounded) and plans them beside the next delivery or on its next pass.
 // Pure: which of the held and newly delivered items become tasks now, in item order, and which stay held.
-import type { HeldItem, ItemsSkipped } from '../api/agent-trigger.ts';
+import type { AgentTriggerStatus, HeldItem, ItemsSkipped } from '../api/agent-trigger.ts';
 import { HELD_ITEMS_MAX, ITEM_TEXT_MAX } from '../api/agent-trigger.ts';
 import type { Permission } from '../api/agent-trigger.ts';
 import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
@@ -83,5 +83,23 @@ export function planWithHeld(input: PlanItemsInput & { held: HeldItem[] }): Held
     held: waiting.slice(0, HELD_ITEMS_MAX).map(toHeld),
     overflow: Math.max(0, waiting.length - HELD_ITEMS_MAX),
     skipped: countSkips(judged),
+  };
+}
+
+/** lastError while items were dropped past the held cap (until the held backlog drains). */
+export function heldOverflowError(status: Pick<AgentTriggerStatus, 'heldOverflow'>): string | undefined {
+  const n = status.heldOverflow ?? 0;
+  return n > 0 ? `${n} webhook item(s) held back past the cap were dropped: deliver them again` : undefined;
+}
+
+/** The held fields of status after a plan: what still waits, and the loss counted until the backlog drains. */
+export function heldStatus(
+  status: Pick<AgentTriggerStatus, 'heldOverflow'>,
+  plan: HeldPlan,
+): Pick<AgentTriggerStatus, 'heldItems' | 'heldOverflow'> {
+  const waiting = plan.held.length > 0;
+  return {
+    heldItems: waiting ? plan.held : undefined,
+    heldOverflow: waiting ? (status.heldOverflow ?? 0) + plan.overflow || undefined : undefined,
   };
 }

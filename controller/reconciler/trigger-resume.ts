@@ -4,7 +4,9 @@
 // commenter's permission and hands the request to the path the CLI uses.
 import { cleanName } from '../api/bounds.ts';
 import type { Phase } from '../api/agent-task-status.ts';
+import type { ForgeComment } from '../api/forge-item.ts';
 import { RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
+import type { ItemSeen } from './trigger-items.ts';
 
 export const PERMISSION_ORDER = ['read', 'triage', 'write', 'maintain', 'admin'] as const;
 export type RepoPermission = (typeof PERMISSION_ORDER)[number];
@@ -28,6 +30,9 @@ export type ResumeCommandDecision =
   | { kind: 'ignore'; why: string }
   /** It would resume if the commenter is permitted, which could not be read: it waits, asked again next pass. */
   | { kind: 'undecided'; why: string };
+
+/** What a permitted resume comment asks for: the request `episodic resume` makes. */
+export type ResumeRequest = Extract<ResumeCommandDecision, { kind: 'resume' }>['request'];
 
 const MAX_EPISODES = 10_000;
 
@@ -68,4 +73,18 @@ export function resumeAnnotations(request: { token: string; by: string; episodes
     [RESUME_BY_ANNOTATION]: request.by,
     [RESUME_EPISODES_ANNOTATION]: request.episodes === undefined ? null : String(request.episodes),
   };
+}
+
+/** The comments that are resume commands, and what is left for planning: a resume is not a request to run again. */
+export function splitResumeComments(
+  seen: ItemSeen[],
+  command: string | undefined,
+): { commands: ItemSeen[]; resumes: ForgeComment[] } {
+  if (!command) return { commands: seen, resumes: [] };
+  const resumes: ForgeComment[] = [];
+  const commands = seen.map((s) => {
+    resumes.push(...s.comments.filter((c) => parseResumeCommand(c.body, command)));
+    return { ...s, comments: s.comments.filter((c) => !parseResumeCommand(c.body, command)) };
+  });
+  return { commands, resumes };
 }

@@ -1,8 +1,10 @@
 // Schedule triggers as pure rules over an injected "now": which tick is due, the task it becomes
-// (TRIGGER-<tick>, the tick in minutes since the epoch as CronJob names its Jobs), what concurrencyPolicy
-// does with tasks still running, and which finished ones historyLimit deletes. croner does the calendar
-// (time zones, DST: a tick in a skipped hour runs once after the jump, a repeated hour runs once).
+// (TRIGGER-YYYYMMDD-HHMM, its tick in UTC: deterministic, so a restart never makes a tick twice), what
+// concurrencyPolicy does with tasks still running, and which finished ones historyLimit deletes. croner does
+// the calendar (time zones, DST: a tick in a skipped hour runs once after the jump, a repeated hour runs once).
+import { createHash } from 'node:crypto';
 import { Cron } from 'croner';
+import { DNS_LABEL_MAX } from '../api/agent-task.ts';
 import type { ScheduleSource } from '../api/agent-trigger.ts';
 import { isTerminal, type Phase } from '../api/agent-task-status.ts';
 import type { ExistingTask } from './trigger-items.ts';
@@ -13,8 +15,32 @@ const MINUTE_MS = 60_000;
 /** Catching up over more missed ticks than this is not done (as CronJob): only the newest one runs. */
 const MAX_TICKS_SCANNED = 10_000;
 
+/** A tick as its task's TICK_LABEL holds it: minutes since the epoch. */
+export function tickMinute(tick: Date): string {
+  return String(Math.floor(tick.getTime() / MINUTE_MS));
+}
+
+/** A tick as a schedule task's name ends: its minute in UTC, 20261201-1844 (whatever schedule.timeZone is). */
+export function tickStamp(tick: Date): string {
+  const two = (n: number) => String(n).padStart(2, '0');
+  const day = `${tick.getUTCFullYear()}${two(tick.getUTCMonth() + 1)}${two(tick.getUTCDate())}`;
+  return `${day}-${two(tick.getUTCHours())}${two(tick.getUTCMinutes())}`;
+}
+
+/** Hex digits of the trigger name's digest in a cut name: two long triggers sharing a prefix stay apart. */
+const CUT_DIGEST_LENGTH = 4;
+
+/**
+ * The one name rule of a schedule's task: TRIGGER-20261201-1844, the tick in UTC, a DNS label of at most 63
+ * characters. A trigger name too long for that (TRIGGER_NAME_MAX is 50) is cut and followed by a digest of it.
+ */
 export function tickName(trigger: string, tick: Date): string {
-  return `${trigger}-${Math.floor(tick.getTime() / MINUTE_MS)}`;
+  const stamp = tickStamp(tick);
+  const name = `${trigger}-${stamp}`;
+  if (name.length <= DNS_LABEL_MAX) return name;
+  const digest = createHash('sha256').update(trigger).digest('hex').slice(0, CUT_DIGEST_LENGTH);
+  const room = DNS_LABEL_MAX - stamp.length - CUT_DIGEST_LENGTH - 2;
+  return `${trigger.slice(0, room)}-${digest}-${stamp}`;
 }
 
 function cronOf(schedule: Pick<ScheduleSource, 'cron' | 'timeZone'>): Cron {
@@ -68,7 +94,9 @@ export function decideSchedule(input: {
   const { tick } = due;
   const name = tickName(input.trigger, tick);
   const skip = (reason: string): ScheduleDecision => ({ action: 'skip', tick, reason, next });
-  if (input.existing.some((t) => t.name === name)) return skip('its task exists');
+  // By its label too: a task made under the old name rule (TRIGGER-<minutes since the epoch>) is the same tick.
+  const minute = tickMinute(tick);
+  if (input.existing.some((t) => t.name === name || t.labels[TICK_LABEL] === minute)) return skip('its task exists');
   const late = (now.getTime() - tick.getTime()) / 1000;
   if (schedule.startingDeadlineSeconds !== undefined && late > schedule.startingDeadlineSeconds)
     return skip(`missed by ${Math.round(late)} s, past startingDeadlineSeconds`);

@@ -1,5 +1,6 @@
 // A node:test reporter beside `spec`: once the run ends, the ten slowest test files and their durations
-// (each file's own summary: the wall time of its process), so the next slowdown is seen before it fails.
+// (each file's own summary: the wall time of its process) and each suite's total, so the next slowdown is
+// seen before it fails.
 //   node --test --test-reporter=spec --test-reporter-destination=stdout \
 //     --test-reporter=./scripts/test-reporters/slowest.ts --test-reporter-destination=FILE ...
 import path from 'node:path';
@@ -21,6 +22,19 @@ export function slowestTable(files: readonly FileDuration[], cwd = process.cwd()
   return `slowest ${rows.length} of ${files.length} test files (wall time of each file's process):\n${lines.join('\n')}\n`;
 }
 
+/** Each suite's time: the files' durations summed by their folder (test/real-agents, test/gitea…), largest first. */
+export function suitesTable(files: readonly FileDuration[], cwd = process.cwd()): string {
+  const sums = new Map<string, { ms: number; count: number }>();
+  for (const f of files) {
+    const dir = path.dirname(path.relative(cwd, f.file));
+    const sum = sums.get(dir) ?? { ms: 0, count: 0 };
+    sums.set(dir, { ms: sum.ms + f.ms, count: sum.count + 1 });
+  }
+  const rows = [...sums].sort((a, b) => b[1].ms - a[1].ms);
+  const lines = rows.map(([dir, s]) => `${(s.ms / 1000).toFixed(1).padStart(8)} s  ${dir} (${s.count} files)`);
+  return `time per suite (sum of its files' wall times; files run two at a time):\n${lines.join('\n')}\n`;
+}
+
 interface SummaryEvent {
   type: string;
   data: { file?: string; duration_ms: number; counts: { failed: number; cancelled: number } };
@@ -35,4 +49,5 @@ export default async function* slowest(source: AsyncIterable<SummaryEvent>): Asy
     files.push({ file, ms, failed: counts.failed + counts.cancelled > 0 });
   }
   yield slowestTable(files);
+  yield suitesTable(files);
 }

@@ -33,7 +33,7 @@ import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 
 const TRIGGER_CRD = path.join(import.meta.dirname, '..', '..', 'crds', 'episodic.dev_agenttriggers.yaml');
 const TICK = new Date('2026-01-01T02:00:00Z'); // 03:00 in Berlin
-const TICK_TASK = `yearly-${TICK.getTime() / 60_000}`;
+const TICK_TASK = 'yearly-20260101-0200'; // its tick in UTC
 
 interface Obj {
   metadata: {

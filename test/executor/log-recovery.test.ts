@@ -153,6 +153,19 @@ test('spool files a dead controller left are folded into the log: the whole outp
   assert.deepEqual([again.how, again.result.costUSD], ['result', whole.result.costUSD]);
 });
 
+test('a large stdout spool is folded whole before the stderr spool (two read streams would interleave)', async () => {
+  const file = join(dir, 'episode-folded-large.log');
+  const output = fixture('codex-exec-success.jsonl');
+  const big = `${'{"type":"noise"}\n'.repeat(60_000)}${output}`; // ~1 MiB: many read chunks
+  writeFileSync(file, '');
+  writeFileSync(`${file}.agent-stdout`, big);
+  writeFileSync(`${file}.agent-stderr`, 'late warning\n');
+  await recoverEpisodeFromLog(file, { analyzer: { format: 'auto', promise: 'COMPLETE' }, onExitZero: false });
+  const log = readFileSync(file, 'utf8');
+  assert.ok(log.includes(big), 'the stdout spool is contiguous in the log');
+  assert.ok(log.endsWith('[stderr] late warning\n'));
+});
+
 test('spool files without a log: the log is made from them', async () => {
   const file = join(dir, 'episode-spool-only.log');
   writeFileSync(`${file}.agent-stdout`, fixture('claude-stream-success.jsonl'));

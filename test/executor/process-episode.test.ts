@@ -263,6 +263,17 @@ describe('verify', () => {
     assert.match(readFileSync(t.box.logFile, 'utf8'), /tests failing/);
   });
 
+  test("a failing verify's message names its last stderr line, though stdout printed after it", async () => {
+    const script = [
+      "console.error('why: the build is red');",
+      "setTimeout(() => { console.log('summary line on stdout'); process.exit(4); }, 50);",
+    ].join('\n');
+    const result = await (await startProcessEpisode(request(t.box, { verify: [process.execPath, '-e', script] })))
+      .result;
+    assert.equal(result.verifyExitCode, 4);
+    assert.match(result.message ?? '', /verify exited 4: why: the build is red/);
+  });
+
   test('does not run without a completion claim; runs after exit 0 when onExitZero', async () => {
     const noClaim = await (await startProcessEpisode(request(t.box, { verify, env: { FAKE_AGENT_MODE: 'continue' } })))
       .result;

@@ -5,9 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AgentTriggerSpecSchema } from '../../controller/api/agent-trigger.ts';
 import { parsePull } from '../../controller/forge/shapes.ts';
-import type { Forge } from '../../controller/forge/types.ts';
-import type { ForgeItem } from '../../controller/api/forge-item.ts';
-import { prBranchProblem, refusalComment, withItemBranch } from '../../controller/sources/triggers/trigger-reports.ts';
+import { itemBranch, prBranchProblem, refusalComment } from '../../controller/reconciler/trigger-report-plan.ts';
 
 const REPO = 'acme/app';
 const pull = (head: Record<string, unknown> | undefined) =>
@@ -28,18 +26,6 @@ const trigger = {
 };
 const rendered = { prompt: 'p', workspace: { git: { url: 'http://forge/acme/app.git', ref: 'main' } } };
 
-/** A forge that only answers getPullRequest, and counts the calls. */
-function forgeWith(item: ForgeItem): Forge & { calls: number } {
-  const forge = {
-    calls: 0,
-    getPullRequest: async () => {
-      forge.calls++;
-      return item;
-    },
-  };
-  return forge as unknown as Forge & { calls: number };
-}
-
 describe('a PR item’s branch', () => {
   it('reads where the head lives: its repo, "" when the fork is gone, nothing when not sent', () => {
     assert.equal(pull({ ref: 'feature', repo: { full_name: 'bob/app' } }).headRepo, 'bob/app');
@@ -47,24 +33,25 @@ describe('a PR item’s branch', () => {
     assert.equal(pull({ ref: 'feature' }).headRepo, undefined);
   });
 
-  it('is the PR’s own branch when it is in the trigger’s repo (names compared as the forge does)', async () => {
-    const forge = forgeWith(pull({ ref: 'feature', repo: { full_name: 'Acme/App' } }));
+  it('is the PR’s own branch when it is in the trigger’s repo (names compared as the forge does)', () => {
     const listed = pull(undefined); // an issue list's entry carries no head: the PR is read
-    const item = await withItemBranch(rendered, trigger, listed, forge);
+    assert.deepEqual(itemBranch(rendered, trigger, listed, undefined, true), { needPull: 5 });
+    const read = pull({ ref: 'feature', repo: { full_name: 'Acme/App' } });
+    const item = itemBranch(rendered, trigger, listed, read, true);
     assert.ok('spec' in item);
     assert.deepEqual(item.spec.workspace, { git: { url: 'http://forge/acme/app.git', ref: 'feature' } });
-    assert.equal(forge.calls, 1);
+    assert.deepEqual(itemBranch(rendered, trigger, listed, undefined, false), {
+      refused: "the PR's branch is unknown without a forge client",
+    });
   });
 
-  it('a fork’s branch is refused: no spec, so no task and no push to the base repo', async () => {
+  it('a fork’s branch is refused: no spec, so no task and no push to the base repo', () => {
     const fork = pull({ ref: 'feature', repo: { full_name: 'bob/app' } });
-    const forge = forgeWith(fork);
-    const item = await withItemBranch(rendered, trigger, fork, forge); // a webhook's item carries the head
+    const item = itemBranch(rendered, trigger, fork, undefined, true); // a webhook's item carries the head: no read
     assert.deepEqual(item, {
       refused: "cannot push to a fork's branch (the PR's head is in bob/app, not acme/app)",
     });
-    assert.equal(forge.calls, 0);
-    const listed = await withItemBranch(rendered, trigger, pull(undefined), forge);
+    const listed = itemBranch(rendered, trigger, pull(undefined), fork, true);
     assert.deepEqual(listed, item, 'the same when the PR is read');
   });
 

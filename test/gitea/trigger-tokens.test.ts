@@ -13,7 +13,7 @@ import { AgentTriggerSpecSchema } from '../../controller/api/agent-trigger.ts';
 import { ManualClock } from '../../controller/core/clock.ts';
 import { LocalCreatedTasks } from '../../controller/sources/local/created-tasks.ts';
 import { LocalTriggerStatus } from '../../controller/sources/triggers/local-triggers.ts';
-import type { ResumeRequest } from '../../controller/sources/triggers/resume-comments.ts';
+import type { ResumeRequest } from '../../controller/reconciler/trigger-resume.ts';
 import { TriggerRunner } from '../../controller/sources/triggers/trigger-runner.ts';
 import { type Gitea, type GiteaAccount, startGitea } from '../support/gitea.ts';
 import { tempDir } from '../support/local.ts';

@@ -30,7 +30,7 @@ spec:
 `;
 // 03:00 in Berlin on 1 January 2026 is 02:00 UTC.
 const TICK = new Date('2026-01-01T02:00:00Z');
-const TASK = `yearly-${TICK.getTime() / 60_000}`;
+const TASK = 'yearly-20260101-0200';
 
 function triggerStatus(dir: string): Record<string, unknown> {
   return JSON.parse(readFileSync(join(dir, '.episodic/triggers/default/yearly.json'), 'utf8'));
@@ -40,7 +40,7 @@ function createdTasks(dir: string): string[] {
   return readdirSync(join(dir, '.episodic/created/default')).filter((f) => f.endsWith('.yaml'));
 }
 
-test('a schedule: the missed tick runs once as TRIGGER-<minute>; a second run and a lost status add nothing', async () => {
+test('a schedule: the missed tick runs once as TRIGGER-YYYYMMDD-HHMM (UTC); a second run and a lost status add nothing', async () => {
   const dir = tempDir();
   writeFileSync(join(dir, 'yearly.yaml'), TRIGGER);
   // The trigger was last handled before the 2026 tick: as if the controller had been down since.
@@ -110,9 +110,10 @@ test('the schedule example runs offline: the tick due after an hour down becomes
   const res = await runCli(['run', dir, '--no-table']);
   assert.equal(res.code, 0, res.stderr);
   const [task] = readdirSync(join(dir, '.episodic/created/default')).map((f) => f.replace(/\.yaml$/, ''));
-  assert.match(task, /^nightly-notes-\d+$/);
+  const [, day, hhmm] = /^nightly-notes-(\d{8})-(\d{4})$/.exec(task) ?? [];
+  assert.ok(day && hhmm, task);
   assert.equal(readStatus(dir, task)?.status.phase, 'Succeeded');
-  const tick = new Date(Number(task.split('-').at(-1)) * 60_000).toISOString();
+  const tick = `${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}T${hhmm.slice(0, 2)}:${hhmm.slice(2)}:00.000Z`;
   const notes = join(dir, '.episodic/workspaces/default', task, 'NOTES.md');
   assert.match(readFileSync(notes, 'utf8'), new RegExp(`tick of ${tick}`));
 });

@@ -93,8 +93,8 @@ test('there are captures of every CLI in every format', () => {
   assert.ok(captures.length >= 150, `only ${captures.length} captures`);
 });
 
-// The real-agent suites run only the main format's every scenario (cases.ts suiteCases): the other formats'
-// failures are proven here, so the pinned version of each CLI must have them all.
+// The real-agent suites run one scenario per distinct behaviour (cases.ts liveScenarios): every other scenario
+// in every format is proven here, so the pinned version of each CLI must have them all.
 test('every scenario in every format of each pinned CLI version is captured', () => {
   for (const { name, version } of AGENT_CLIS) {
     const have = new Set(captures.filter((c) => c.cli === name).map((c) => `${c.format}.${c.scenario}`));

@@ -1,8 +1,9 @@
-// The cases the real-agent suites run: every scenario of the stand-in server in every output format of a
-// CLI, subscriber logins for Claude's usage limits, and the set-up mistakes (SETUP_VARIANTS).
+// The scenarios of the real-agent suites: every scenario of the stand-in server, subscriber logins for
+// Claude's usage limits and the set-up mistakes (SETUP_VARIANTS); the suites run one per distinct behaviour.
 import type { CliName } from '../../scripts/agent-clis/clis.ts';
 import { SCENARIOS } from '../model-server/scenarios.ts';
 import { FORMATS, SETUP_VARIANTS, type SetupVariant } from './agents.ts';
+import { expectedClass, expectedOutcome } from './expectations.ts';
 import { taskName } from './support.ts';
 
 export interface Case {
@@ -30,18 +31,34 @@ export function makeCase(cli: CliName, format: string, scenario: string): Case {
   return { cli, format, scenario, urlName: `${variant ? 'ok' : scenario}.${cli}-${name}`, variant, name };
 }
 
-/** The main structured format gets every scenario; the other formats the success path. */
+/** The main structured format gets the live scenarios; the other formats the success path. */
 export const MAIN_FORMAT: Record<CliName, string> = { claude: 'stream-json', codex: 'json', gemini: 'stream-json' };
 
+/** Scenarios run live even when another shares their behaviour: the suites count their requests (no CLI retries). */
+const REQUEST_COUNTED = ['overloaded', 'ratelimit', 'server500', 'auth401'];
+
 /**
- * The cases of both real-agent suites (local and runner): every scenario in the main structured format, the
- * success path (tokens, cost, the promise) in the others. Each CLI start costs seconds of CPU, so every
- * scenario in every format is proven offline instead: test/output/real-captures.test.ts classifies the
- * captures of these same CLI versions (capture.ts) through each format's parser.
+ * The scenarios run live: one per distinct behaviour the controller must show (outcome, error class and the
+ * kind of reset), the first in scenariosOf's order, plus REQUEST_COUNTED. Every scenario in every format is
+ * proven offline: test/output/real-captures.test.ts classifies the captures of these same CLI versions.
+ */
+export function liveScenarios(cli: CliName): string[] {
+  const seen = new Set<string>();
+  return scenariosOf(cli).filter((s) => {
+    const key = JSON.stringify([expectedOutcome(cli, s), expectedClass(cli, s)]);
+    const fresh = !seen.has(key);
+    seen.add(key);
+    return fresh || REQUEST_COUNTED.includes(s);
+  });
+}
+
+/**
+ * The cases of both real-agent suites (local and runner): the live scenarios in the main structured format,
+ * the success path (tokens, cost, the promise) in the others. Each CLI start costs seconds of CPU.
  */
 export function suiteCases(cli: CliName): Case[] {
   const others = FORMATS[cli].filter((f) => f !== MAIN_FORMAT[cli]).map((f) => makeCase(cli, f, 'ok'));
-  return [...scenariosOf(cli).map((s) => makeCase(cli, MAIN_FORMAT[cli], s)), ...others];
+  return [...liveScenarios(cli).map((s) => makeCase(cli, MAIN_FORMAT[cli], s)), ...others];
 }
 
 /** Cases that only end by episodic's timeout: keep their timeout short. */

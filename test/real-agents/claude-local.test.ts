@@ -1,4 +1,4 @@
-// Real Claude Code under `episodic run`: every scenario in text, json and stream-json (see local-suite.ts).
+// Real Claude Code under `episodic run`: one scenario per outcome in stream-json, the success path in text and json (see local-suite.ts).
 import { defineLocalSuite } from './local-suite.ts';
 
 defineLocalSuite({ cli: 'claude', concurrency: 3 });

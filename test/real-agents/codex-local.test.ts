@@ -1,4 +1,4 @@
-// Real Codex under `episodic run`: every scenario, plain and --json (see local-suite.ts). The agent runs in
+// Real Codex under `episodic run`: one scenario per outcome in --json, the success path in plain (see local-suite.ts). The agent runs in
 // Tokyo and the controller in UTC: codex prints "try again at 7:13 AM" in its own zone, which the spec
 // names in completion.resetTimeZone.
 import { defineLocalSuite } from './local-suite.ts';

@@ -1,6 +1,7 @@
 // `episodic run` with a real CLI as the agent: one spec directory with a task per case (cases.ts suiteCases:
-// every scenario in the main format, the success path in the others), one controller run with bounded parallelism, then each task's status, its end
-// event and `episodic logs` against what the README's outcome table promises.
+// one scenario per distinct behaviour in the main format, the success path in the others), one controller run
+// with bounded parallelism, then each task's status, its end event and `episodic logs` against what the
+// README's outcome table promises.
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
 import path from 'node:path';

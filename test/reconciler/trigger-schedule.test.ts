@@ -2,9 +2,9 @@
 // only, startingDeadlineSeconds, concurrencyPolicy, maxTotal, historyLimit; and template rendering.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
+import { AgentTaskSpecSchema, DNS_LABEL_MAX, DNS_LABEL_PATTERN } from '../../controller/api/agent-task.ts';
 import type { Phase } from '../../controller/api/agent-task-status.ts';
-import { ScheduleSourceSchema, validateTriggerSpec } from '../../controller/api/agent-trigger.ts';
+import { ScheduleSourceSchema, TRIGGER_NAME_MAX, validateTriggerSpec } from '../../controller/api/agent-trigger.ts';
 import {
   decideSchedule,
   newestDueTick,
@@ -39,10 +39,27 @@ test('a restart after downtime runs only the newest missed tick, and names it by
   const due = newestDueTick(hourly, new Date('2026-11-25T08:30:00Z'), new Date('2026-11-25T12:10:00Z'));
   assert.equal(iso(due?.tick), '2026-11-25T12:00:00.000Z');
   assert.equal(due?.missed, 3);
-  assert.equal(
-    tickName('nightly', new Date('2026-11-25T12:00:00Z')),
-    `nightly-${Date.parse('2026-11-25T12:00:00Z') / 60_000}`,
-  );
+  assert.equal(tickName('nightly', new Date('2026-11-25T12:00:00Z')), 'nightly-20261125-1200');
+});
+
+test('tickName: the tick in UTC to the minute, deterministic, a DNS label of at most 63 characters', () => {
+  const long = 'a'.repeat(TRIGGER_NAME_MAX);
+  const other = `${'a'.repeat(TRIGGER_NAME_MAX - 1)}b`;
+  const cases: Array<[string, string, Date, string]> = [
+    ['UTC, zero-padded', 'every-minute', new Date('2026-12-01T18:44:59.999Z'), 'every-minute-20261201-1844'],
+    ['midnight, January', 'n', new Date('2027-01-01T00:00:00Z'), 'n-20270101-0000'],
+    ['an offset time is named in UTC', 'berlin', new Date('2026-01-01T03:00:00+01:00'), 'berlin-20260101-0200'],
+    ['49 characters still fit whole', 'b'.repeat(49), new Date('2026-12-01T18:44Z'), `${'b'.repeat(49)}-20261201-1844`],
+    ['50 are cut and get a digest', long, new Date('2026-12-01T18:44Z'), `${'a'.repeat(44)}-160b-20261201-1844`],
+  ];
+  for (const [why, trigger, tick, want] of cases) {
+    const name = tickName(trigger, tick);
+    assert.equal(name, want, why);
+    assert.ok(name.length <= DNS_LABEL_MAX && new RegExp(DNS_LABEL_PATTERN).test(name), `${why}: ${name}`);
+    assert.equal(tickName(trigger, new Date(tick)), name, `${why}: deterministic`);
+  }
+  const tick = new Date('2026-12-01T18:44Z');
+  assert.notEqual(tickName(long, tick), tickName(other, tick), 'two cut names sharing a prefix stay apart');
 });
 
 const running = (name: string, finished = false): ExistingTask => ({ name, finished, labels: {} });
@@ -67,6 +84,10 @@ test('decideSchedule: wait, create, exists, deadline, Forbid, Replace, Allow wit
   assert.equal(created.action, 'create');
   assert.equal(created.action === 'create' && created.name, tickTask);
   assert.equal(decide({ existing: [running(tickTask, true)] }).action, 'skip', 'exists');
+  // Made under the old name rule (minutes since the epoch), found by its tick label: not made again.
+  const minute = String(Date.parse('2026-11-25T12:00:00Z') / 60_000);
+  const oldName = { name: `n-${minute}`, finished: true, labels: { [TICK_LABEL]: minute } };
+  assert.equal(decide({ existing: [oldName] }).action, 'skip', 'exists under its old name');
   assert.equal(decide({}, schedule('0 * * * *', 'UTC', { startingDeadlineSeconds: 10 })).action, 'skip');
   assert.equal(decide({}, schedule('0 * * * *', 'UTC', { startingDeadlineSeconds: 60 })).action, 'create');
   assert.equal(decide({ existing: [running('n-1')] }).action, 'skip', 'Forbid is the default');

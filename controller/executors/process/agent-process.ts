@@ -2,12 +2,13 @@
 // own process group, its output written into spool files it holds open (so a result printed while the
 // controller is stopped or killed is on disk), followed into the episode log, its whole tree killed on timeout
 // or cancel.
-import { closeSync, constants, openSync, rmSync, statfsSync } from 'node:fs';
+import { closeSync, constants, existsSync, openSync, rmSync, statfsSync } from 'node:fs';
 import type { ResultPromise } from 'execa';
 import type { EpisodeLog, OutputListener } from './episode-log.ts';
 import { FileTail } from './file-tail.ts';
 import type { ProcessExit } from '../output/types.ts';
 import { killProcessTree, pidCursor, readPidStartTime } from './process-tree.ts';
+import { cannotStartMessage } from './cannot-start.ts';
 
 // setTimeout overflows above 2^31-1 ms and would fire immediately.
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -27,6 +28,8 @@ interface ProcessOptions {
   /** Where the process writes its output (see spoolFiles). */
   spool: { stdout: string; stderr: string };
   onOutput: OutputListener;
+  /** The spec field the argv comes from, named in a "cannot start" message (spec.agent.command…). */
+  field: string;
 }
 
 export interface ProcessEnd extends ProcessExit {
@@ -52,8 +55,18 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
     // With no room for the log, the spool files hold what it could not (and keep the disk as full as it is).
     if (!o.log.noRoom) removeSpool(o.spool);
   };
+  // Node's errno in plain words with what to do (cannot-start.ts); a missing cwd is an ENOENT too, so it is looked at.
+  const cannotStart = (err: unknown, code = errorCode(err)) =>
+    cannotStartMessage({
+      file,
+      code,
+      detail: errorText(err),
+      field: o.field,
+      cwd: o.cwd,
+      cwdExists: existsSync(o.cwd),
+    });
   // Reported like a missing command: a configuration error that retrying cannot fix.
-  if (file === undefined) return notSpawned('ENOENT', 'cannot start (empty command): empty argv', release);
+  if (file === undefined) return notSpawned('ENOENT', cannotStart('empty argv', 'ENOENT'), release);
   let fds: { stdout: number; stderr: number };
   try {
     fds = openSpool(o.spool);
@@ -80,7 +93,7 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
       stderr: descriptor(fds.stderr),
     });
   } catch (err) {
-    return notSpawned(errorCode(err), `cannot start ${file}: ${errorText(err)}`, release);
+    return notSpawned(errorCode(err), cannotStart(err), release);
   } finally {
     closeSync(fds.stdout); // the child has its own copies
     closeSync(fds.stderr);
@@ -88,12 +101,8 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
   const pid = child.pid;
   if (pid === undefined) {
     const exit = child.then(
-      (r) =>
-        spawnFailure(
-          r.code ?? 'ESPAWN',
-          `cannot start ${file}: ${r.cause instanceof Error ? r.cause.message : r.shortMessage}`,
-        ),
-      (err: unknown) => spawnFailure(errorCode(err), `cannot start ${file}: ${errorText(err)}`),
+      (r) => spawnFailure(r.code ?? 'ESPAWN', cannotStart(r.cause ?? r.shortMessage, r.code ?? 'ESPAWN')),
+      (err: unknown) => spawnFailure(errorCode(err), cannotStart(err)),
     );
     return { exit, cancel() {}, release };
   }

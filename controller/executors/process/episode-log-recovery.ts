@@ -149,8 +149,10 @@ async function foldSpool(logFile: string): Promise<void> {
   if (existsSync(spool.stdout) || existsSync(spool.stderr)) {
     const log = new EpisodeLog(logFile);
     log.note(`\n${NOTE_PREFIX}${FOLDED}${NOTE_SUFFIX}\n`);
+    // One spool after the other: the two files' read streams would interleave in whatever order the disk answers.
     const [stdout, stderr] = [spool.stdout, spool.stderr].map((f) => (existsSync(f) ? createReadStream(f) : empty()));
-    await log.follow(stdout, stderr, () => {})();
+    await log.follow(stdout, empty(), () => {})();
+    await log.follow(empty(), stderr, () => {})();
     await log.close();
     if (log.noRoom) return; // the spool files stay: they hold what the log could not
   }

@@ -103,6 +103,13 @@ const DEFAULT_KILL_GRACE_MS = 5000;
 const MIN_VERIFY_TIMEOUT_MS = 60_000;
 
 /** Resolves once the agent runs (or could not be started: then `result` says why). */
+/** Where each process's argv comes from in the spec, for "cannot start" messages. */
+const COMMAND_FIELDS = {
+  agent: 'spec.agent.command',
+  verify: 'spec.completion.verify',
+  gate: "the gate's check or fix (spec.steps[].gates[])",
+} as const;
+
 export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<RunningEpisode> {
   const startedAt = Date.now();
   const killGraceMs = req.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
@@ -150,6 +157,7 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
       log,
       spool: spoolFiles(req.logFile, role),
       onOutput,
+      field: COMMAND_FIELDS[role],
     });
 
   const argv = req.promptVia === 'argument' ? [...req.argv, req.prompt] : req.argv;
@@ -173,10 +181,11 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     const claimsDone = completionClaim(claimFacts(exit, analysis), claimRules(req)) !== undefined;
     if (claimsDone && req.verify && req.verify.length > 0 && !cancelled && !exit.timedOut) {
       const verifyTimeoutMs = Math.max(req.timeoutMs - (Date.now() - startedAt), MIN_VERIFY_TIMEOUT_MS);
-      const tail = createByteTail(4096); // for the last line of its output in the message
+      // One tail per stream, for the last line in the message: the pipes' chunks arrive in no fixed order.
+      const tails = { stdout: createByteTail(4096), stderr: createByteTail(4096) };
       log.note(`\n--- episodic: verify ${JSON.stringify(req.verify)} ---\n`);
-      current = start('verify', req.verify, undefined, verifyTimeoutMs, (chunk) => tail.push(chunk));
-      verify = describeVerify(await current.exit, tail.text(), verifyTimeoutMs);
+      current = start('verify', req.verify, undefined, verifyTimeoutMs, (chunk, stream) => tails[stream].push(chunk));
+      verify = describeVerify(await current.exit, tails.stderr.text(), tails.stdout.text(), verifyTimeoutMs);
       log.note(`\n--- episodic: ${verify.note ?? 'verify passed'} ---\n`); // on a line of its own, whatever verify printed last
       await current.release();
     }
@@ -256,13 +265,14 @@ interface VerifyOutcome {
   note?: string;
 }
 
-function describeVerify(exit: ProcessEnd, outputTail: string, timeoutMs: number): VerifyOutcome {
+/** A failed verify's message ends with its last stderr line (where a check says why), else its last stdout line. */
+function describeVerify(exit: ProcessEnd, stderrTail: string, stdoutTail: string, timeoutMs: number): VerifyOutcome {
   if (exit.spawnErrorMessage) return { exitCode: null, note: `verify failed: ${exit.spawnErrorMessage}` };
   if (exit.timedOut) return { exitCode: null, note: `verify timed out after ${seconds(timeoutMs)}` };
   if (exit.cancelled) return { exitCode: exit.exitCode, note: 'verify cancelled' };
   if (exit.exitCode === 0) return { exitCode: 0 };
   const how = exit.exitCode === null ? `was killed by ${exit.signal ?? 'a signal'}` : `exited ${exit.exitCode}`;
-  const last = lastLine(outputTail);
+  const last = lastLine(stderrTail) || lastLine(stdoutTail);
   return { exitCode: exit.exitCode, note: `verify ${how}${last ? `: ${last}` : ''}` };
 }
 

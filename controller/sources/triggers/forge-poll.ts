@@ -3,23 +3,16 @@
 // live in it). Efficiency: GitHub asks the same URL with If-None-Match, so nothing new is one request
 // answered 304; Gitea sends no ETag on issue lists, so the poll narrows with since= (inclusive to the
 // second: what was handled at exactly the cursor, by fingerprint, is dropped). Comments for commands come
-// from one repo-wide list since the cursor, read only when some item changed.
+// from one repo-wide list since the cursor, read only when some item changed. What the poll saw is a fact for
+// reconcileTrigger; the cursor's rules are reconciler/trigger-cursor.ts's.
 import { createHash } from 'node:crypto';
 import type { AgentTriggerStatus, ForgeSource } from '../../api/agent-trigger.ts';
 import { openForge } from '../../forge/open-forge.ts';
 import type { Forge, ForgeRequestCounter } from '../../forge/types.ts';
-import type { ForgeComment, ForgeItem, ForgeKind, PermissionAnswer } from '../../api/forge-item.ts';
-import { ForgeRateLimitedError, readPermission } from '../../forge/types.ts';
-import { isCommand, isExcluded, type ItemSeen } from '../../reconciler/trigger-items.ts';
-
-export interface PolledItem {
-  item: ForgeItem;
-  /** Number, state, comment count and labels: a change within updated_at's one second still shows. */
-  fingerprint: string;
-}
-
-/** What a poll saw: the items changed since the cursor (oldest update first), or nothing (GitHub's 304). */
-export type Poll = { kind: 'unchanged' } | { kind: 'listed'; polled: PolledItem[]; seen: ItemSeen[] };
+import type { ForgeComment, ForgeItem, ForgeKind } from '../../api/forge-item.ts';
+import { ForgeRateLimitedError, ForgeRequestError, ForgeUnavailableError } from '../../forge/types.ts';
+import { newSinceCursor, type Poll } from '../../reconciler/trigger-cursor.ts';
+import type { TriggerFailure } from '../../reconciler/trigger-timing.ts';
 
 /** One Forge per trigger, replaced when its forge, server, repo or token changes. */
 export class TriggerForges {
@@ -54,11 +47,10 @@ export async function pollForge(forge: Forge, source: ForgeSource, status: Agent
   const listed = await forge.listItems({ kind: source.kind, labels, since: status.cursor });
   if (listed.kind === 'rateLimited') throw new ForgeRateLimitedError(`${forge.kind} rate limit`, listed.resetAt);
   if (listed.kind === 'unchanged') return listed;
-  const atCursor = new Set(status.cursorItems ?? []);
-  const polled = listed.entries
-    .map((item) => ({ item, fingerprint: fingerprint(item) }))
-    .filter((p) => !(p.item.updatedAt === status.cursor && atCursor.has(p.fingerprint)))
-    .sort((a, b) => a.item.updatedAt.localeCompare(b.item.updatedAt));
+  const polled = newSinceCursor(
+    status,
+    listed.entries.map((item) => ({ item, fingerprint: fingerprint(item) })),
+  );
   const comments = source.command && polled.length > 0 ? await newComments(forge, status.cursor) : [];
   const seen = polled.map((p) => ({
     item: p.item,
@@ -67,33 +59,12 @@ export async function pollForge(forge: Forge, source: ForgeSource, status: Agent
   return { kind: 'listed', polled, seen };
 }
 
-/** The cursor after a poll whose items were all handled: the newest updatedAt, and what was seen at it. */
-export function advanceCursor(status: AgentTriggerStatus, polled: PolledItem[]): void {
-  const newest = polled.at(-1)?.item.updatedAt;
-  if (!newest) return;
-  const sameSecond = polled.filter((p) => p.item.updatedAt === newest).map((p) => p.fingerprint);
-  const before = newest === status.cursor ? (status.cursorItems ?? []) : [];
-  status.cursorItems = [...before, ...sameSecond].slice(-200);
-  status.cursor = newest;
-}
-
-/**
- * Permissions of the authors of command comments only: one request per author per poll. A lookup that
- * fails is that author's answer (readPermission: `unknown`, with why): it holds the items needing it, not the pass.
- */
-export async function commandPermissions(
-  forge: Forge,
-  source: ForgeSource,
-  seen: ItemSeen[],
-): Promise<Map<string, PermissionAnswer>> {
-  const out = new Map<string, PermissionAnswer>();
-  const text = source.command?.text;
-  if (!text) return out;
-  for (const s of seen)
-    for (const c of s.comments)
-      if (isCommand(c.body, text) && !isExcluded(c.author, c.authorIsBot, source) && !out.has(c.author))
-        out.set(c.author, await readPermission(forge, c.author));
-  return out;
+/** What a failed pass observed, for reconcileTrigger's backoff: the forge's rate limit, the forge, or anything else. */
+export function failureOf(err: unknown): TriggerFailure {
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof ForgeRateLimitedError) return { kind: 'rateLimited', resetAt: err.resetAt, message };
+  if (err instanceof ForgeUnavailableError || err instanceof ForgeRequestError) return { kind: 'forge', message };
+  return { kind: 'other', message };
 }
 
 async function newComments(forge: Forge, since: string | undefined): Promise<ForgeComment[]> {

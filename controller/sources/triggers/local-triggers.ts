@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { AgentTriggerStatus } from '../../api/agent-trigger.ts';
 import { AgentTriggerStatusSchema, TRIGGER_KIND } from '../../api/agent-trigger.ts';
 import type { Clock, Timer } from '../../core/clock.ts';
+import { nextTimerDelay } from '../../reconciler/trigger-timing.ts';
 import type { SpecTrigger } from '../local/spec-files.ts';
 import type { RunnableTrigger, TriggerRunner, TriggerStatusStore } from './trigger-runner.ts';
 
@@ -71,8 +72,6 @@ interface TimerEntry {
   followUp?: boolean;
 }
 
-const FOLLOW_UP_MS = 3_000;
-
 /** Runs each trigger's passes on its own timer; set() follows spec changes, stop() ends them all. */
 export class TriggerTimers {
   private readonly runner: TriggerRunner;
@@ -111,13 +110,17 @@ export class TriggerTimers {
       entry.running = true;
       const next = await this.runner.pass(entry.trigger).finally(() => (entry.running = false));
       if (this.stopped || this.timers.get(entry.trigger.key) !== entry) return;
-      const woken = entry.wokenWhileRunning === true;
-      const followUp = entry.followUp === true;
+      const wake = { wokenWhileRunning: entry.wokenWhileRunning === true, followUp: entry.followUp === true };
+      const { delayMs, followUp } = nextTimerDelay(next, this.clock.now(), wake);
       entry.wokenWhileRunning = false;
-      entry.followUp = woken;
-      const due = Math.max(1000, next.getTime() - this.clock.now().getTime());
-      this.arm(entry, woken ? 0 : followUp ? Math.min(FOLLOW_UP_MS, due) : due);
+      entry.followUp = followUp;
+      this.arm(entry, delayMs);
     }, delayMs);
+  }
+
+  /** Every trigger as last set. */
+  all(): RunnableTrigger[] {
+    return [...this.timers.values()].map((e) => e.trigger);
   }
 
   /** The trigger of that key, as last set. */

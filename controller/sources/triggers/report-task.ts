@@ -1,6 +1,7 @@
 // The carrier of a trigger's report (issue 21 §2): performs the actions reconciler/trigger-report.ts decides
 // through a Forge — the one marked comment, the label swap, the push and its pull request — and hands back
-// the state to remember. reportTask is the entry point the trigger loop calls once per task per pass.
+// the state to remember. The trigger loop performs the reports reconcileTrigger decided (performTaskReport);
+// reportTask decides and performs one task's report in one call.
 import type { AgentTaskStatus } from '../../api/agent-task-status.ts';
 import type { GitCredentials } from '../../git/git-credentials.ts';
 import {
@@ -10,6 +11,7 @@ import {
   type ReportSpec,
   reportActions,
 } from '../../reconciler/trigger-report.ts';
+import type { TaskReport } from '../../reconciler/trigger-report-plan.ts';
 import { publishWork, pushBranch } from '../../forge/push.ts';
 import type { Forge } from '../../forge/types.ts';
 
@@ -62,7 +64,19 @@ export async function reportTask(input: ReportTaskInput): Promise<{ next: Report
   return { next, done };
 }
 
-async function perform(input: ReportTaskInput, action: ReportAction): Promise<ReportDone> {
+/** Where an action is performed: the forge, the item, the comment's key and, for a publish, where the work is. */
+type PerformInput = Pick<ReportTaskInput, 'forge' | 'item' | 'task' | 'key' | 'workspace' | 'pushed'>;
+
+/** The trigger loop's report of one task, as reconciler/trigger-report-plan.ts decided it: its actions, in order. */
+export async function performTaskReport(forge: Forge, report: TaskReport): Promise<ReportDone[]> {
+  const pushed = report.defaultBase === undefined ? undefined : { defaultBase: report.defaultBase };
+  const input = { forge, item: report.item, task: report.task, key: report.key, pushed };
+  const done: ReportDone[] = [];
+  for (const action of report.actions) done.push(await perform(input, action));
+  return done;
+}
+
+async function perform(input: PerformInput, action: ReportAction): Promise<ReportDone> {
   const { forge, item } = input;
   if (action.kind === 'comment') {
     const ref = await forge.upsertReport(item.number, input.key ?? input.task, action.body);
@@ -75,10 +89,7 @@ async function perform(input: ReportTaskInput, action: ReportAction): Promise<Re
   return publish(input, action);
 }
 
-async function publish(
-  input: ReportTaskInput,
-  action: Extract<ReportAction, { kind: 'publish' }>,
-): Promise<ReportDone> {
+async function publish(input: PerformInput, action: Extract<ReportAction, { kind: 'publish' }>): Promise<ReportDone> {
   if (!input.workspace) return publishPushed(input, action);
   const ws = input.workspace;
   const push = { workspace: ws.workspace, remoteUrl: ws.remoteUrl, credentials: ws.credentials, branch: action.branch };
@@ -100,7 +111,7 @@ async function publish(
 
 /** The branch is on the forge already (the episodes pushed it): wait until its API sees it, then the PR. */
 async function publishPushed(
-  input: ReportTaskInput,
+  input: PerformInput,
   action: Extract<ReportAction, { kind: 'publish' }>,
 ): Promise<ReportDone> {
   const { forge } = input;

@@ -1,7 +1,8 @@
 // POST /hooks/NAMESPACE/TRIGGER for both modes: which trigger a delivery is for, its secret (local: the
 // environment variable; cluster: the Secret key), and what a verified delivery does. A `source.webhook`
-// trigger gets the delivered item judged like a poll result (TriggerRunner.itemsArrived); a forge source
-// with `webhook:` only has its poll woken, so the poll reads the forge and a forged payload describes nothing.
+// trigger gets the delivered item judged like a poll result (TriggerRunner.itemsArrived, reconcileTrigger's
+// delivery pass); a forge source with `webhook:` only has its poll woken, so the poll reads the forge and a
+// forged payload describes nothing.
 // Verifying, replay and the HTTP answers are forge/hook-server.ts's.
 import type { Logger } from 'pino';
 import type { Permission, WebhookSource } from '../../api/agent-trigger.ts';
@@ -9,7 +10,7 @@ import { type HookDelivery, type HookServer, type HookTarget, startHookServer } 
 import type { ForgeKind } from '../../api/forge-item.ts';
 import { parseAddress } from '../../metrics/server.ts';
 import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
-import { isCommand, isExcluded } from '../../reconciler/trigger-items.ts';
+import { commenterToAsk, otherRepository } from '../../reconciler/trigger-item-pass.ts';
 import type { RunnableTrigger, TriggerDeps, TriggerRunner } from './trigger-runner.ts';
 
 export interface TriggerHookOptions {
@@ -55,44 +56,40 @@ export function triggerHookHandlers(opts: TriggerHookOptions) {
     if (!trigger) throw new Error('the trigger is gone');
     const source = trigger.spec.source.webhook;
     if (!source) return opts.wake(key);
-    if (source.repo && d.repo?.toLowerCase() !== source.repo.toLowerCase()) {
+    if (otherRepository(source, d.repo)) {
       opts.log.info({ trigger: key, delivery: d.deliveryId }, 'webhook delivery for another repository: ignored');
       return;
     }
-    const permission = await commenterPermission(source, d, trigger.namespace, opts);
+    const commenter = commenterToAsk(source, d.comment);
+    const permissions = new Map<string, Permission | undefined>();
+    if (commenter) permissions.set(commenter, await commenterPermission(source, commenter, trigger.namespace, opts));
     const seen = [{ item: d.item, comments: d.comment ? [d.comment] : [] }];
-    await opts.runner.itemsArrived(trigger, seen, source, (user) =>
-      user === d.comment?.author ? permission : undefined,
-    );
+    await opts.runner.itemsArrived(trigger, seen, permissions);
     // spec.report: the trigger's pass reports the new task now, as a poll that created it would.
     if (trigger.spec.report) opts.wake(key);
   };
   return { resolve, onItem };
 }
 
-/** The commenter's permission, asked of the forge only for a command comment that may trigger. */
+/** The commenter's permission, asked of the forge only for a command comment that may trigger (commenterToAsk). */
 async function commenterPermission(
   source: WebhookSource,
-  d: HookDelivery,
+  author: string,
   namespace: string,
   opts: TriggerHookOptions,
 ): Promise<Permission | undefined> {
-  const comment = d.comment;
-  if (!source.command || !source.repo || !comment) return undefined;
-  if (!isCommand(comment.body, source.command.text) || isExcluded(comment.author, comment.authorIsBot, source))
-    return undefined;
   const token = await opts.secret(source, namespace);
   if (!token) throw new Error('the token for permission checks is not set');
   // The forge clients (Octokit) load only when a command needs them: hooks start fast.
   const { openForge } = await import('../../forge/open-forge.ts');
   const forge = openForge({
     forge: source.forge,
-    repo: source.repo,
+    repo: source.repo as string,
     apiURL: source.apiURL,
     token,
     metrics: opts.counters,
   });
-  return forge.permission(comment.author);
+  return forge.permission(author);
 }
 
 /** "PORT" or ":PORT" binds the loopback; deliveries from elsewhere need the host said (0.0.0.0:PORT). */

@@ -1,33 +1,34 @@
-// One pass of a trigger — a schedule's due tick or a forge poll — turned into created tasks through the one
-// CreatedTasks port (local: spec documents under the state dir; cluster: AgentTasks with an ownerReference),
-// and its status. The rules are the pure ones of reconciler/trigger-*.ts; this file does the I/O around them.
-// Names are deterministic, so a second pass, a restart or a lost status never creates a task twice.
-import { clip, TRIGGER_ERROR_MAX } from '../../api/bounds.ts';
+// The trigger loop of both modes, in the shape of core/controller.ts: each pass gathers the facts (the
+// trigger's status and tasks, what the forge or a webhook shows), asks the pure reconcileTrigger
+// (reconciler/trigger-reconcile.ts) what to do, gathers what it asks for, performs the actions in order and
+// writes the status. Every rule — which items become tasks, which are held, the cursor, the backoff, the next
+// pass — is the reconciler's. Tasks are created through the one CreatedTasks port (local: spec documents
+// under the state dir; cluster: AgentTasks with an ownerReference); their names are deterministic, so a
+// second pass, a restart or a lost status never creates a task twice.
 import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../../api/agent-task-status.ts';
-import type { AgentTriggerSpec, AgentTriggerStatus, ForgeSource, ScheduleSource } from '../../api/agent-trigger.ts';
+import type { AgentTriggerSpec, AgentTriggerStatus } from '../../api/agent-trigger.ts';
 import { AgentTriggerStatusSchema } from '../../api/agent-trigger.ts';
+import type { ForgeKind, PermissionAnswer } from '../../api/forge-item.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { CreatedTasks, TaskOwner } from '../../core/created-tasks.ts';
+import { type Forge, readPermission } from '../../forge/types.ts';
 import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
-import type { Forge } from '../../forge/types.ts';
-import type { ForgeComment, ForgeKind } from '../../api/forge-item.ts';
-import { ForgeRateLimitedError, ForgeRequestError, ForgeUnavailableError } from '../../forge/types.ts';
-import type { ExistingTask, ItemRules, ItemSeen, PermissionOf } from '../../reconciler/trigger-items.ts';
-import { activeAfter, addSkips, planItems, pollWaits, triggerLimits } from '../../reconciler/trigger-items.ts';
-import { decideSchedule, pastHistory, TICK_LABEL } from '../../reconciler/trigger-schedule.ts';
-import { itemReportKey } from '../../reconciler/trigger-report.ts';
-import { renderTaskSpec } from '../../reconciler/trigger-template.ts';
-import { advanceCursor, commandPermissions, pollForge, TriggerForges } from './forge-poll.ts';
-import { handleResumes, type ResumeRequest, splitResumeComments } from './resume-comments.ts';
-import {
-  type ReportSource,
-  refusalComment,
-  reportTarget,
-  reportTriggerTasks,
-  withItemBranch,
-} from './trigger-reports.ts';
-import { createWebhookItems, heldOverflowError, type WebhookPlanPort } from './webhook-items.ts';
+import type { ItemSeen } from '../../reconciler/trigger-items.ts';
+import type {
+  ActionOutcome,
+  TriggerAction,
+  TriggerDecision,
+  TriggerFacts,
+  TriggerLookup,
+  TriggerPass,
+} from '../../reconciler/trigger-reconcile.ts';
+import { MAX_LOOKUP_ROUNDS, reconcileTrigger, recordOutcome } from '../../reconciler/trigger-reconcile.ts';
+import type { ResumeRequest } from '../../reconciler/trigger-resume.ts';
+import { afterStatusWriteFailed } from '../../reconciler/trigger-timing.ts';
+import { failureOf, pollForge, TriggerForges } from './forge-poll.ts';
+import { performTaskReport } from './report-task.ts';
+import { type ReportSource, reportTarget } from './trigger-reports.ts';
 
 export interface RunnableTrigger {
   key: string;
@@ -48,6 +49,8 @@ export interface TriggerDeps {
   finished(namespace: string, name: string): boolean;
   status: TriggerStatusStore;
   clock: Clock;
+  /** In [0, 1]: the backoff's jitter (Math.random unless a test fixes it). */
+  random?: () => number;
   /** Resolves a token or secret: local reads the environment variable the spec names. */
   secret(
     source: { tokenEnv?: string; tokenSecretRef?: { name: string; key: string } },
@@ -61,13 +64,19 @@ export interface TriggerDeps {
   logger: Logger;
 }
 
-/** Backoff after a failed poll doubles from pollSeconds up to this. */
-const MAX_BACKOFF_MS = 15 * 60_000;
-const RETRY_MS = 5_000;
+/** The facts of one pass as the runner fills them in, with the forge client the lookups go through. */
+interface Gathered {
+  facts: TriggerFacts & {
+    permissions: Map<string, PermissionAnswer>;
+    pullRequests: Map<number, Awaited<ReturnType<Forge['getPullRequest']>>>;
+    items: Map<number, Awaited<ReturnType<Forge['getItem']>>>;
+  };
+  forge?: Forge;
+}
 
 export class TriggerRunner {
   private readonly deps: TriggerDeps;
-  /** Consecutive failed polls per trigger: the backoff. */
+  /** Consecutive failed passes per trigger: the backoff's attempt. */
   private readonly failures = new Map<string, number>();
   /** One Forge per trigger: GitHub's ETags and the token's login live in it. */
   private readonly forges = new TriggerForges();
@@ -82,152 +91,238 @@ export class TriggerRunner {
 
   /** One pass; returns when the next one is due. Never throws: a failure is in status and backs off. */
   pass(trigger: RunnableTrigger): Promise<Date> {
-    return this.inTurn(trigger.key, () => this.passNow(trigger));
-  }
-
-  private async passNow(trigger: RunnableTrigger): Promise<Date> {
-    const now = this.deps.clock.now();
-    const before = AgentTriggerStatusSchema.parse(this.deps.status.read(trigger.key) ?? {});
-    const status: AgentTriggerStatus = { ...before, lastPollAt: now.toISOString() };
-    let next: Date;
-    try {
-      if (trigger.spec.suspend) next = new Date(now.getTime() + 60_000);
-      else if (trigger.spec.source.schedule)
-        next = await this.schedulePass(trigger, trigger.spec.source.schedule, status, now);
-      else if (trigger.spec.source.gitea)
-        next = await this.forgePass(trigger, 'gitea', trigger.spec.source.gitea, status, now);
-      else if (trigger.spec.source.github)
-        next = await this.forgePass(trigger, 'github', trigger.spec.source.github, status, now);
-      else if (trigger.spec.source.webhook) next = await this.webhookPass(trigger, status, now);
-      else throw new Error('no source');
-      this.failures.delete(trigger.key);
-      status.lastError = heldOverflowError(status);
-      status.rateLimitedUntil = undefined;
-    } catch (err) {
-      next = this.backoff(trigger, err, status, now);
-    }
-    status.nextPollAt = next.toISOString();
-    try {
-      await this.deps.status.write(trigger.key, status);
-    } catch (err) {
-      // Passes run on timers: a refused status write (apiserver busy, an older CRD) must not escape them.
-      this.deps.logger.warn({ trigger: trigger.key, err: (err as Error).message }, 'writing trigger status failed');
-      return new Date(Math.min(next.getTime(), now.getTime() + RETRY_MS));
-    }
-    return next;
-  }
-
-  private backoff(trigger: RunnableTrigger, err: unknown, status: AgentTriggerStatus, now: Date): Date {
-    const n = (this.failures.get(trigger.key) ?? 0) + 1;
-    this.failures.set(trigger.key, n);
-    status.lastError = clip((err as Error).message, TRIGGER_ERROR_MAX);
-    this.deps.logger.warn({ trigger: trigger.key, err: status.lastError, failures: n }, 'trigger pass failed');
-    // A rate limit waits for the forge's reset, not a guess.
-    if (err instanceof ForgeRateLimitedError) {
-      status.rateLimitedUntil = err.resetAt.toISOString();
-      return new Date(Math.max(err.resetAt.getTime(), now.getTime() + 1000));
-    }
-    status.rateLimitedUntil = undefined;
-    // A forge failing (down, or refusing the token) waits a poll interval; anything else (the apiserver busy,
-    // a file) is retried sooner.
-    const forgeFailed = err instanceof ForgeUnavailableError || err instanceof ForgeRequestError;
-    const source = trigger.spec.source.gitea ?? trigger.spec.source.github;
-    const base = forgeFailed ? (source?.pollSeconds ?? 60) * 1000 : RETRY_MS;
-    return new Date(now.getTime() + Math.min(base * 2 ** (n - 1), MAX_BACKOFF_MS));
-  }
-
-  private async existing(trigger: RunnableTrigger): Promise<ExistingTask[]> {
-    const tasks = await this.deps.created.list(trigger.owner);
-    return tasks.map((t) => ({ name: t.name, labels: t.labels, finished: this.deps.finished(t.namespace, t.name) }));
-  }
-
-  private async schedulePass(
-    trigger: RunnableTrigger,
-    schedule: ScheduleSource,
-    status: AgentTriggerStatus,
-    now: Date,
-  ): Promise<Date> {
-    const existing = await this.existing(trigger);
-    // First sight: ticks count from now on (no backfill); after that from the newest handled tick.
-    const lastTick = status.lastTick ? new Date(status.lastTick) : now;
-    status.lastTick ??= now.toISOString();
-    const decision = decideSchedule({
-      trigger: trigger.name,
-      schedule,
-      lastTick,
-      now,
-      existing,
-      ...triggerLimits(trigger.spec, status.tasksCreated, existing),
+    return this.inTurn(trigger.key, async () => {
+      const { status, next, now } = await this.run(trigger, 'timer', {});
+      const due = next ?? now;
+      try {
+        if (status) await this.deps.status.write(trigger.key, status);
+      } catch (err) {
+        // Passes run on timers: a refused status write (apiserver busy, an older CRD) must not escape them.
+        this.warnWrite(trigger, err);
+        return afterStatusWriteFailed(due, now);
+      }
+      return due;
     });
-    if (decision.action !== 'wait') status.lastTick = decision.tick.toISOString();
-    if (decision.action === 'skip')
-      this.deps.logger.info({ trigger: trigger.key, tick: decision.tick }, decision.reason);
-    if (decision.action === 'create') {
-      const minute = String(Math.floor(decision.tick.getTime() / 60_000));
-      const spec = renderTaskSpec(trigger.spec.template.spec, { tick: decision.tick.toISOString() });
-      // Replace: the running tasks go first (deleted, as a person deleting them would), then the new one.
-      for (const name of decision.replace) await this.deps.created.delete(trigger.owner, name);
-      await this.create(trigger, decision.name, spec, { [TICK_LABEL]: minute }, status);
-    }
-    status.tasksActive = activeAfter(await this.pruneHistory(trigger, schedule), 0);
-    return decision.next ?? new Date(now.getTime() + 3_600_000);
-  }
-
-  /** Deletes the finished tasks past historyLimit; returns the tasks left. */
-  private async pruneHistory(trigger: RunnableTrigger, schedule: ScheduleSource): Promise<ExistingTask[]> {
-    const existing = await this.existing(trigger);
-    const past = new Set(pastHistory(existing, schedule.historyLimit));
-    for (const name of past) {
-      await this.deps.created.delete(trigger.owner, name);
-      this.deps.logger.info({ trigger: trigger.key, task: name }, 'deleted a finished task past historyLimit');
-    }
-    return existing.filter((t) => !past.has(t.name));
-  }
-
-  /** A webhook source has nothing to poll: its pass counts the active tasks (deliveries create them) and reports. */
-  private async webhookPass(trigger: RunnableTrigger, status: AgentTriggerStatus, now: Date): Promise<Date> {
-    const source = trigger.spec.source.webhook;
-    // Held items (maxConcurrency) have no poll to bring them back: a freed slot takes them here.
-    if (source) await createWebhookItems(this.webhookPort, trigger, [], source, () => undefined, status);
-    await this.reportAll(trigger, status);
-    return new Date(now.getTime() + 60_000);
   }
 
   /**
-   * Items a webhook delivered, judged like a poll result (planItems: the same rules, the same names, so a
-   * delivery, a poll and a restart agree on one task per item). Throws when a task cannot be written: the
-   * delivery then fails and the forge may redeliver it. A suspended trigger creates nothing.
+   * Items a webhook delivered, judged like a poll result (the same rules, the same names, so a delivery, a
+   * poll and a restart agree on one task per item); `permissions`: the commenter's, as the hook looked it up.
+   * Throws when a task cannot be written: the delivery then fails and the forge may redeliver it.
    */
   itemsArrived(
     trigger: RunnableTrigger,
     seen: ItemSeen[],
-    rules: ItemRules,
-    permissionOf: PermissionOf,
+    permissions: ReadonlyMap<string, PermissionAnswer>,
   ): Promise<void> {
     return this.inTurn(trigger.key, async () => {
-      if (trigger.spec.suspend) return this.deps.logger.info({ trigger: trigger.key }, 'suspended: delivery ignored');
-      const status = AgentTriggerStatusSchema.parse(this.deps.status.read(trigger.key) ?? {});
-      await createWebhookItems(this.webhookPort, trigger, seen, rules, permissionOf, status);
-      status.itemsSeen = (status.itemsSeen ?? 0) + seen.length;
-      status.lastError = heldOverflowError(status) ?? status.lastError;
-      await this.deps.status.write(trigger.key, status);
+      const { status } = await this.run(trigger, 'delivery', { delivered: seen, permissions: new Map(permissions) });
+      if (status) await this.deps.status.write(trigger.key, status);
     });
   }
 
-  private readonly webhookPort: WebhookPlanPort = {
-    existing: (trigger) => this.existing(trigger),
-    log: (fields, message) => this.deps.logger.info(fields, message),
-    // spec.report: the item's work goes to its branch, as a poll's would (the forge only when reporting).
-    createAll: async (trigger, create, status) => {
-      const forge = create.length > 0 ? await this.reportForge(trigger) : undefined;
-      for (const p of create) {
-        const rendered = renderTaskSpec(trigger.spec.template.spec, { item: p.item, comment: p.comment });
-        const item = await withItemBranch(rendered, trigger, p.item, forge?.forge);
-        if ('refused' in item && forge) await this.refuse(trigger, forge, p.item.number, p.name, item.refused);
-        else if ('spec' in item) await this.create(trigger, p.name, item.spec, p.labels, status);
+  /** Reports only (no poll): `run` calls it once its tasks settled, so the comments show how they ended. */
+  reportPass(trigger: RunnableTrigger): Promise<void> {
+    return this.inTurn(trigger.key, async () => {
+      const { status } = await this.run(trigger, 'report', {});
+      if (status) await this.deps.status.write(trigger.key, status).catch((err) => this.warnWrite(trigger, err));
+    });
+  }
+
+  /** Gathers, decides (gathering what the decision asks for), performs; a failure is decided on too. */
+  private async run(
+    trigger: RunnableTrigger,
+    pass: TriggerPass,
+    given: Partial<Gathered['facts']>,
+  ): Promise<{ status?: AgentTriggerStatus; next?: Date; now: Date }> {
+    const now = this.deps.clock.now();
+    const g: Gathered = {
+      facts: {
+        trigger,
+        pass,
+        status: AgentTriggerStatusSchema.parse(this.deps.status.read(trigger.key) ?? {}),
+        now,
+        jitter: (this.deps.random ?? Math.random)(),
+        failures: this.failures.get(trigger.key) ?? 0,
+        tasks: [],
+        canResume: this.deps.requestResume !== undefined,
+        permissions: new Map(),
+        pullRequests: new Map(),
+        items: new Map(),
+        ...given,
+      },
+    };
+    const done: { status?: AgentTriggerStatus } = {};
+    try {
+      await this.gather(trigger, g);
+      const decision = await this.decide(trigger, g);
+      done.status = decision.status;
+      await this.performAll(trigger, g, decision, done);
+      if (decision.reportsNext && done.status) {
+        // The reports stage: the tasks as they are now, the ones just created included.
+        g.facts = { ...g.facts, status: done.status, stage: 'reports', tasks: await this.tasks(trigger) };
+        await this.performAll(trigger, g, await this.decide(trigger, g), done);
       }
-    },
-  };
+      this.countFailures(trigger, pass, decision);
+      return { status: done.status, next: decision.nextPassAt, now };
+    } catch (err) {
+      // A delivery fails as it is (the hook answers 500 and the forge redelivers); passes back off.
+      if (pass === 'delivery') throw err;
+      const failed = reconcileTrigger({ ...g.facts, status: done.status ?? g.facts.status, failure: failureOf(err) });
+      for (const action of failed.actions) await this.perform(trigger, g, action);
+      this.countFailures(trigger, pass, failed);
+      return { status: failed.status, next: failed.nextPassAt, now };
+    }
+  }
+
+  /** The decision's actions in order, each one's outcome folded into the status as it is done. */
+  private async performAll(
+    trigger: RunnableTrigger,
+    g: Gathered,
+    decision: TriggerDecision,
+    done: { status?: AgentTriggerStatus },
+  ): Promise<void> {
+    for (const action of decision.actions) {
+      const outcome = await this.perform(trigger, g, action);
+      if (done.status) done.status = recordOutcome(done.status, action, outcome);
+    }
+  }
+
+  /** reconcileTrigger, again after each round of the lookups it asks for. */
+  private async decide(trigger: RunnableTrigger, g: Gathered): Promise<TriggerDecision> {
+    let decision = reconcileTrigger(g.facts);
+    for (let round = 1; decision.lookups.length > 0; round++) {
+      if (round > MAX_LOOKUP_ROUNDS) throw new Error('the trigger pass kept asking for facts');
+      for (const lookup of decision.lookups) await this.lookUp(trigger, g, lookup);
+      decision = reconcileTrigger(g.facts);
+    }
+    return decision;
+  }
+
+  private countFailures(trigger: RunnableTrigger, pass: TriggerPass, decision: TriggerDecision): void {
+    if (pass !== 'timer') return;
+    if (decision.failures > 0) this.failures.set(trigger.key, decision.failures);
+    else this.failures.delete(trigger.key);
+  }
+
+  /** The facts every pass starts from: a forge source's poll (one request when nothing changed), then the tasks. */
+  private async gather(trigger: RunnableTrigger, g: Gathered): Promise<void> {
+    const { spec } = trigger;
+    const source = spec.source.gitea ?? spec.source.github;
+    if (g.facts.pass === 'timer' && source && !spec.suspend) {
+      const forge = await this.openForge(trigger, g, spec.source.gitea ? 'gitea' : 'github', source);
+      g.facts.poll = await pollForge(forge, source, g.facts.status);
+      g.facts.heldSeen = this.held.get(trigger.key) ?? [];
+    }
+    g.facts.tasks = await this.tasks(trigger);
+  }
+
+  private async lookUp(trigger: RunnableTrigger, g: Gathered, lookup: TriggerLookup): Promise<void> {
+    if (lookup.kind === 'forge') {
+      // spec.report through the trigger's report target: a forge source's, or a webhook's.
+      const target = reportTarget(trigger.spec);
+      if (!target) throw new Error('the trigger has no forge to report to');
+      await this.openForge(trigger, g, target.kind, target.source);
+      return;
+    }
+    const forge = g.forge;
+    if (!forge) throw new Error(`a ${lookup.kind} lookup needs the forge`);
+    // A lookup the token may not make (Gitea: another user's role needs a repo admin) is an answer, not a throw.
+    if (lookup.kind === 'permission') g.facts.permissions.set(lookup.user, await readPermission(forge, lookup.user));
+    else if (lookup.kind === 'pullRequest')
+      g.facts.pullRequests.set(lookup.number, await forge.getPullRequest(lookup.number));
+    else {
+      const item = lookup.pullRequest ? await forge.getPullRequest(lookup.number) : await forge.getItem(lookup.number);
+      g.facts.items.set(lookup.number, item);
+    }
+  }
+
+  private async perform(trigger: RunnableTrigger, g: Gathered, action: TriggerAction): Promise<ActionOutcome> {
+    const { created, logger } = this.deps;
+    switch (action.kind) {
+      case 'log':
+        logger[action.level]({ trigger: trigger.key, ...action.fields }, action.message);
+        break;
+      case 'resume':
+        await this.deps.requestResume?.(action.namespace, action.name, action.request);
+        break;
+      case 'delete':
+        await created.delete(trigger.owner, action.name);
+        break;
+      case 'create':
+        return this.create(trigger, action);
+      case 'refuse':
+        await this.forgeFor(g, action.kind).upsertReport(action.number, action.key, action.body);
+        break;
+      case 'record':
+        if (action.poll?.held.length) this.held.set(trigger.key, action.poll.held);
+        else if (action.poll) this.held.delete(trigger.key);
+        break;
+      case 'report': {
+        const done = await performTaskReport(this.forgeFor(g, action.kind), action.report);
+        const pr = done.find((d) => d.kind === 'publish' && d.pullRequest);
+        const pullRequest = pr?.kind === 'publish' && pr.pullRequest;
+        return {
+          kind: 'reported',
+          ...(pullRequest ? { pullRequest: { number: pullRequest.number, url: pullRequest.url } } : {}),
+        };
+      }
+      case 'fail':
+        throw new Error(action.message);
+    }
+    return { kind: 'done' };
+  }
+
+  private async create(
+    trigger: RunnableTrigger,
+    action: Extract<TriggerAction, { kind: 'create' }>,
+  ): Promise<ActionOutcome> {
+    const out = await this.deps.created.create(trigger.owner, action.name, action.spec, action.labels);
+    if (out.result === 'taken') throw new Error(`task ${out.message}`);
+    if (out.result !== 'created') return { kind: 'exists' };
+    this.deps.counters?.taskCreated(trigger.namespace, trigger.name);
+    this.deps.logger.info({ trigger: trigger.key, task: action.name }, 'trigger created a task');
+    return { kind: 'created' };
+  }
+
+  /** The trigger's tasks as facts: whether each finished, and its status as recorded. */
+  private async tasks(trigger: RunnableTrigger): Promise<TriggerFacts['tasks']> {
+    const tasks = await this.deps.created.list(trigger.owner);
+    return tasks.map((t) => ({
+      namespace: t.namespace,
+      name: t.name,
+      labels: t.labels,
+      finished: this.deps.finished(t.namespace, t.name),
+      status: this.deps.taskStatus?.(t.namespace, t.name),
+    }));
+  }
+
+  /** The trigger's Forge (kept across passes) for this pass, and whether it has a token. */
+  private async openForge(
+    trigger: RunnableTrigger,
+    g: Gathered,
+    kind: ForgeKind,
+    source: ReportSource,
+  ): Promise<Forge> {
+    const token = await this.deps.secret(source, trigger.namespace);
+    if ((source.tokenEnv || source.tokenSecretRef) && !token)
+      throw new Error(
+        `the token is not set (${source.tokenEnv ? `environment variable ${source.tokenEnv}` : 'Secret'})`,
+      );
+    const opts = { metrics: this.deps.counters, now: () => this.deps.clock.now() };
+    g.forge = this.forges.open(trigger.key, kind, source, token, opts);
+    g.facts.forge = { token: !!token };
+    return g.forge;
+  }
+
+  private forgeFor(g: Gathered, action: string): Forge {
+    if (!g.forge) throw new Error(`a ${action} action needs the forge`);
+    return g.forge;
+  }
+
+  private warnWrite(trigger: RunnableTrigger, err: unknown): void {
+    this.deps.logger.warn({ trigger: trigger.key, err: (err as Error).message }, 'writing trigger status failed');
+  }
 
   private inTurn<T>(key: string, work: () => Promise<T>): Promise<T> {
     const run = (this.turns.get(key) ?? Promise.resolve()).then(work, work);
@@ -235,172 +330,5 @@ export class TriggerRunner {
     this.turns.set(key, settled);
     void settled.then(() => this.turns.get(key) === settled && this.turns.delete(key));
     return run;
-  }
-
-  private async forgePass(
-    trigger: RunnableTrigger,
-    kind: ForgeKind,
-    source: ForgeSource,
-    status: AgentTriggerStatus,
-    now: Date,
-  ): Promise<Date> {
-    const forge = await this.forgeOf(trigger, kind, source);
-    // Loops are prevented by the marker on episodic's own comments (judgeItem), not by excluding the token's user.
-    const poll = await pollForge(forge.forge, source, status);
-    // Nothing new (GitHub's 304): only items held back last time may have room now.
-    const polled = poll.kind === 'listed' ? poll.polled : [];
-    const looked = poll.kind === 'listed' ? poll.seen : (this.held.get(trigger.key) ?? []);
-    const { commands: seen, resumes } = splitResumeComments(looked, source.command?.text);
-    const waitingResumes = await this.resume(trigger, forge.forge, source, resumes);
-    const permissions = await commandPermissions(forge.forge, source, seen);
-    const existing = await this.existing(trigger);
-    const plan = planItems({
-      trigger: trigger.name,
-      seen,
-      existing,
-      rules: source,
-      permissionOf: (u) => permissions.get(u),
-      ...triggerLimits(trigger.spec, status.tasksCreated, existing),
-    });
-    const waits = pollWaits(plan, waitingResumes);
-    status.itemsUndecided = waits.undecided;
-    if (waits.undecided) this.deps.logger.warn({ trigger: trigger.key, undecided: waits.undecided }, 'items wait');
-    if (poll.kind === 'listed') status.itemsSkipped = addSkips(status.itemsSkipped, plan.skipped);
-    for (const p of plan.create) {
-      const rendered = renderTaskSpec(trigger.spec.template.spec, { item: p.item, comment: p.comment });
-      const item = await withItemBranch(rendered, trigger, p.item, forge.forge);
-      if ('refused' in item) await this.refuse(trigger, forge, p.item.number, p.name, item.refused);
-      else await this.create(trigger, p.name, item.spec, p.labels, status);
-    }
-    if (waits.hold) this.held.set(trigger.key, looked);
-    else this.held.delete(trigger.key);
-    status.itemsSeen = (status.itemsSeen ?? 0) + polled.length;
-    status.tasksActive = activeAfter(existing, plan.create.length);
-    // Held and undecided items are polled again: the cursor moves only when everything seen was handled.
-    if (!waits.hold) advanceCursor(status, polled);
-    await this.report(trigger, forge, source, status);
-    return new Date(now.getTime() + source.pollSeconds * 1000);
-  }
-
-  /** An item that gets no task: a warning, and the reason in its report comment (one, edited in place). */
-  private async refuse(
-    trigger: RunnableTrigger,
-    forge: { forge: Forge; token: boolean },
-    number: number,
-    task: string,
-    reason: string,
-  ): Promise<void> {
-    this.deps.logger.warn({ trigger: trigger.key, item: number, reason }, 'item refused: no task');
-    if (!trigger.spec.report?.comment || !forge.token) return;
-    await forge.forge.upsertReport(number, itemReportKey(trigger.name, number), refusalComment(task, reason));
-  }
-
-  /**
-   * No poll: `run` calls it once its tasks settled, so the comments show how they ended and a schedule keeps
-   * only historyLimit finished tasks (the one that just finished counts).
-   */
-  async reportPass(trigger: RunnableTrigger): Promise<void> {
-    const schedule = trigger.spec.source.schedule;
-    if (schedule) {
-      const pruned = this.inTurn(trigger.key, () => this.pruneHistory(trigger, schedule));
-      await pruned.catch((err: Error) =>
-        this.deps.logger.warn({ trigger: trigger.key, err: err.message }, 'pruning failed'),
-      );
-      return;
-    }
-    if (!trigger.spec.report) return;
-    const status = AgentTriggerStatusSchema.parse(this.deps.status.read(trigger.key) ?? {});
-    try {
-      await this.reportAll(trigger, status);
-    } catch (err) {
-      this.deps.logger.warn({ trigger: trigger.key, err: (err as Error).message }, 'reporting back failed');
-    }
-    await this.deps.status.write(trigger.key, status).catch((err: Error) => {
-      this.deps.logger.warn({ trigger: trigger.key, err: err.message }, 'writing trigger status failed');
-    });
-  }
-
-  /** The Forge spec.report writes through, whatever the source; undefined without spec.report. */
-  private async reportForge(trigger: RunnableTrigger): Promise<{ forge: Forge; token: boolean } | undefined> {
-    const target = trigger.spec.report ? reportTarget(trigger.spec) : undefined;
-    return target && this.forgeOf(trigger, target.kind, target.source);
-  }
-
-  /** spec.report through the trigger's report target (reportTarget): a forge source's, or a webhook's. */
-  private async reportAll(trigger: RunnableTrigger, status: AgentTriggerStatus): Promise<void> {
-    const target = trigger.spec.report ? reportTarget(trigger.spec) : undefined;
-    if (!target) return;
-    await this.report(trigger, await this.forgeOf(trigger, target.kind, target.source), target.source, status);
-  }
-
-  /** spec.report for every task of the trigger; needs the token (its user writes the comments). */
-  private async report(
-    trigger: RunnableTrigger,
-    forge: { forge: Forge; token: boolean },
-    source: ReportSource,
-    status: AgentTriggerStatus,
-  ): Promise<void> {
-    if (!trigger.spec.report) return;
-    if (!forge.token) throw new Error('spec.report needs a token (tokenEnv or tokenSecretRef)');
-    await reportTriggerTasks({
-      forge: forge.forge,
-      trigger,
-      source,
-      tasks: await this.deps.created.list(trigger.owner),
-      status,
-      taskStatus: (namespace, name) => this.deps.taskStatus?.(namespace, name),
-      now: () => this.deps.clock.now(),
-    });
-  }
-
-  /** The permitted resume comments carried out; returns the items whose resume waits (handleResumes). */
-  private async resume(trigger: RunnableTrigger, forge: Forge, source: ForgeSource, resumes: ForgeComment[]) {
-    const request = this.deps.requestResume;
-    if (resumes.length === 0 || !request) return [];
-    return handleResumes(resumes, {
-      trigger: trigger.name,
-      forge,
-      source,
-      tasks: await this.deps.created.list(trigger.owner),
-      taskStatus: (namespace, name) => this.deps.taskStatus?.(namespace, name),
-      request,
-      log: (fields, message) => this.deps.logger.info({ trigger: trigger.key, ...fields }, message),
-    });
-  }
-
-  /** The trigger's Forge (kept across passes), with whether it has a token. */
-  private async forgeOf(
-    trigger: RunnableTrigger,
-    kind: ForgeKind,
-    source: ReportSource,
-  ): Promise<{ forge: Forge; token: boolean }> {
-    const token = await this.deps.secret(source, trigger.namespace);
-    if ((source.tokenEnv || source.tokenSecretRef) && !token)
-      throw new Error(
-        `the token is not set (${source.tokenEnv ? `environment variable ${source.tokenEnv}` : 'Secret'})`,
-      );
-    const metrics = this.deps.counters;
-    const forge = this.forges.open(trigger.key, kind, source, token, { metrics, now: () => this.deps.clock.now() });
-    return { forge, token: !!token };
-  }
-
-  private async create(
-    trigger: RunnableTrigger,
-    name: string,
-    spec: Record<string, unknown>,
-    labels: Record<string, string>,
-    status: AgentTriggerStatus,
-  ): Promise<void> {
-    const out = await this.deps.created.create(trigger.owner, name, spec, {
-      ...trigger.spec.template.labels,
-      ...labels,
-    });
-    if (out.result === 'created') {
-      status.tasksCreated = (status.tasksCreated ?? 0) + 1;
-      this.deps.counters?.taskCreated(trigger.namespace, trigger.name);
-      this.deps.logger.info({ trigger: trigger.key, task: name }, 'trigger created a task');
-    } else if (out.result === 'taken') {
-      throw new Error(`task ${out.message}`);
-    }
   }
 }
