@@ -9,6 +9,8 @@ const LAYERS = [
   { name: 'clients', dirs: ['kube', 'forge', 'metrics', 'git'] },
   // The pure rules: facts in, decisions out; schemas and clients' types only, never a loop.
   { name: 'reconciler', dirs: ['reconciler'] },
+  // The model gateway: a proxy that carries out the pure spend rule request by request; no loop, no mode.
+  { name: 'gateway', dirs: ['gateway'] },
   // The one controller loop and its ports: it calls reconcile() and knows no mode.
   { name: 'core', dirs: ['core'] },
   // Each mode's implementations of the ports, and the op appliers they share.

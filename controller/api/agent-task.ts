@@ -82,6 +82,13 @@ export const AgentSchema = z.strictObject({
   env: z.array(EnvVarSchema).default([]),
   envFrom: z.array(EnvFromSchema).optional().describe('cluster mode only'),
   pricing: PricingSchema.optional(),
+  credentials: z
+    .string()
+    .min(1)
+    .max(253)
+    .regex(/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be the name of an AgentCredentials (lowercase)')
+    .optional()
+    .describe('the AgentCredentials the agent reaches its model through (the gateway): it gets a token, never a key'),
   image: z.string().min(1).optional().describe('cluster mode: the agent image (required there)'),
   imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).optional(),
   resources: z

@@ -5,9 +5,17 @@
 // do not know how to translate.
 import { z } from 'zod';
 import { stringify } from 'yaml';
+import {
+  budgetPrinterColumns,
+  credentialsPrinterColumns,
+  episodePrinterColumns,
+  printerColumns,
+  triggerPrinterColumns,
+} from './crd-columns.ts';
 import { AgentTaskSchema, DNS_LABEL_MAX, DNS_LABEL_PATTERN, GROUP, KIND, PLURAL, VERSION } from './agent-task.ts';
 import { AgentEpisodeSchema, EPISODE_KIND, EPISODE_PLURAL } from './episode-record.ts';
 import { AgentBudgetSchema, BUDGET_KIND, BUDGET_PLURAL } from './agent-budget.ts';
+import { AgentCredentialsSchema, CREDENTIALS_KIND, CREDENTIALS_PLURAL } from './agent-credentials.ts';
 import { AgentTriggerSchema, TRIGGER_KIND, TRIGGER_NAME_MAX, TRIGGER_PLURAL } from './agent-trigger.ts';
 
 export const CRD_NAME = `${PLURAL}.${GROUP}`;
@@ -24,6 +32,10 @@ const BUDGET_CRD_HEADER = '# Generated from controller/api/agent-budget.ts by `e
 export const TRIGGER_CRD_NAME = `${TRIGGER_PLURAL}.${GROUP}`;
 export const TRIGGER_CRD_FILE = `crds/${GROUP}_${TRIGGER_PLURAL}.yaml`;
 const TRIGGER_CRD_HEADER = '# Generated from controller/api/agent-trigger.ts by `episodic crd`. Do not edit.\n';
+
+export const CREDENTIALS_CRD_NAME = `${CREDENTIALS_PLURAL}.${GROUP}`;
+export const CREDENTIALS_CRD_FILE = `crds/${GROUP}_${CREDENTIALS_PLURAL}.yaml`;
+const CREDENTIALS_CRD_HEADER = '# Generated from controller/api/agent-credentials.ts by `episodic crd`. Do not edit.\n';
 
 type Json = Record<string, unknown>;
 
@@ -225,55 +237,6 @@ function agentTriggerOpenApiSchema(): Json {
   );
 }
 
-const triggerPrinterColumns = [
-  { name: 'Active', type: 'integer', jsonPath: '.status.tasksActive' },
-  { name: 'Created', type: 'integer', jsonPath: '.status.tasksCreated' },
-  { name: 'Last Poll', type: 'date', jsonPath: '.status.lastPollAt' },
-  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-  { name: 'Next Poll', type: 'string', jsonPath: '.status.nextPollAt', priority: 1 },
-  { name: 'Error', type: 'string', jsonPath: '.status.lastError', priority: 1 },
-];
-
-const budgetPrinterColumns = [
-  { name: 'Window', type: 'string', jsonPath: '.spec.window' },
-  { name: 'Spent', type: 'number', jsonPath: '.status.spentUSD' },
-  { name: 'Limit', type: 'number', jsonPath: '.spec.limitUSD' },
-  { name: 'Remaining', type: 'number', jsonPath: '.status.remainingUSD' },
-  { name: 'Held', type: 'integer', jsonPath: '.status.tasksHeld' },
-  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-  { name: 'Frees At', type: 'string', jsonPath: '.status.windowFreesAt', priority: 1 },
-];
-
-const printerColumns = [
-  { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
-  { name: 'Episodes', type: 'integer', jsonPath: '.status.episodes' },
-  { name: 'Cost', type: 'number', jsonPath: '.status.costUSD' },
-  { name: 'Reason', type: 'string', jsonPath: '.status.reason' },
-  { name: 'Step', type: 'string', jsonPath: '.status.step.summary' },
-  { name: 'Progress', type: 'string', jsonPath: '.status.progress.summary' },
-  // A spawned child names its parent (the label the controller sets with the ownerReference).
-  { name: 'Parent', type: 'string', jsonPath: String.raw`.metadata.labels.episodic\.dev/parent` },
-  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-  // priority 1: only with `kubectl get -o wide`.
-  { name: 'Last Outcome', type: 'string', jsonPath: '.status.lastEpisode.outcome', priority: 1 },
-  // A string, not a date: kubectl renders future dates as "<invalid>".
-  { name: 'Next Episode', type: 'string', jsonPath: '.status.nextEpisodeAt', priority: 1 },
-];
-
-const episodePrinterColumns = [
-  { name: 'Task', type: 'string', jsonPath: '.record.task' },
-  { name: 'Episode', type: 'integer', jsonPath: '.record.number' },
-  { name: 'Outcome', type: 'string', jsonPath: '.record.outcome' },
-  { name: 'Cost', type: 'number', jsonPath: '.record.costUSD' },
-  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-  { name: 'Score', type: 'integer', jsonPath: '.record.completionScore', priority: 1 },
-  { name: 'Exit', type: 'integer', jsonPath: '.record.exitCode', priority: 1 },
-  { name: 'Reason', type: 'string', jsonPath: '.record.reason', priority: 1 },
-  { name: 'Commit', type: 'string', jsonPath: '.record.evidence.workspace.commit', priority: 1 },
-  { name: 'Message', type: 'string', jsonPath: '.record.message', priority: 1 },
-  { name: 'Step', type: 'string', jsonPath: '.record.step', priority: 1 },
-];
-
 interface CrdInput {
   kind: string;
   plural: string;
@@ -362,29 +325,42 @@ function agentTriggerCrd(): object {
   });
 }
 
-function agentTriggerCrdYaml(): string {
-  return TRIGGER_CRD_HEADER + stringify(agentTriggerCrd(), { lineWidth: 0 });
-}
-
-function agentBudgetCrdYaml(): string {
-  return BUDGET_CRD_HEADER + stringify(agentBudgetCrd(), { lineWidth: 0 });
-}
-
 // lineWidth 0: no folding, so diffs of the checked-in files stay one line per change.
-function agentTaskCrdYaml(): string {
-  return CRD_HEADER + stringify(agentTaskCrd(), { lineWidth: 0 });
-}
+const yamlOf = (header: string, make: () => object) => () => header + stringify(make(), { lineWidth: 0 });
 
-function agentEpisodeCrdYaml(): string {
-  return EPISODE_CRD_HEADER + stringify(agentEpisodeCrd(), { lineWidth: 0 });
+function agentCredentialsCrd(): object {
+  const schema = openApiSchema(
+    AgentCredentialsSchema,
+    "AgentCredentials: the model provider and upstream a task's agent reaches through the gateway, the credentials the controller holds for it (never the agent), and what its models cost.",
+    {
+      spec: 'Provider, upstream, credentials (Secret keys) and pricing.',
+      status: "Each credential's state and use; never a key. Written by the controller.",
+    },
+    ['spec'],
+    [nameIsDnsLabel],
+  );
+  return crd({
+    kind: CREDENTIALS_KIND,
+    plural: CREDENTIALS_PLURAL,
+    shortName: 'acr',
+    categories: ['episodic'],
+    subresources: { status: {} },
+    columns: credentialsPrinterColumns,
+    schema,
+  });
 }
 
 /** Every CRD of episodic: its checked-in file and its generated YAML. */
 export const CRDS: ReadonlyArray<{ name: string; file: string; yaml: () => string }> = [
-  { name: CRD_NAME, file: CRD_FILE, yaml: agentTaskCrdYaml },
-  { name: EPISODE_CRD_NAME, file: EPISODE_CRD_FILE, yaml: agentEpisodeCrdYaml },
-  { name: BUDGET_CRD_NAME, file: BUDGET_CRD_FILE, yaml: agentBudgetCrdYaml },
-  { name: TRIGGER_CRD_NAME, file: TRIGGER_CRD_FILE, yaml: agentTriggerCrdYaml },
+  { name: CRD_NAME, file: CRD_FILE, yaml: yamlOf(CRD_HEADER, agentTaskCrd) },
+  { name: EPISODE_CRD_NAME, file: EPISODE_CRD_FILE, yaml: yamlOf(EPISODE_CRD_HEADER, agentEpisodeCrd) },
+  { name: BUDGET_CRD_NAME, file: BUDGET_CRD_FILE, yaml: yamlOf(BUDGET_CRD_HEADER, agentBudgetCrd) },
+  { name: TRIGGER_CRD_NAME, file: TRIGGER_CRD_FILE, yaml: yamlOf(TRIGGER_CRD_HEADER, agentTriggerCrd) },
+  {
+    name: CREDENTIALS_CRD_NAME,
+    file: CREDENTIALS_CRD_FILE,
+    yaml: yamlOf(CREDENTIALS_CRD_HEADER, agentCredentialsCrd),
+  },
 ];
 
 /** What `episodic crd` prints: every CRD, one YAML document each. */

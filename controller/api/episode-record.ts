@@ -12,6 +12,7 @@ import {
   OUTPUTS_MAX_KEYS,
   OUTPUTS_NOTE_MAX,
 } from './bounds.ts';
+import { GatewayMeteredSchema } from './episode-result.ts';
 import type { EpisodeResult } from './episode-result.ts';
 import { EvidenceSchema } from './leash.ts';
 import { GateRunSchema } from './gates.ts';
@@ -86,6 +87,9 @@ export const EpisodeRecordSchema = z.object({
   ...OUTPUTS_RECORD_FIELDS,
   ...OPS_LAST_EPISODE_FIELDS,
   sandbox: SandboxRunSchema.optional().describe('spec.sandbox: network, how resources were bounded, a bound hit'),
+  gateway: GatewayMeteredSchema.optional().describe(
+    "what the model gateway metered (status and budgets count it); costUSD and tokens above are the agent's own report",
+  ),
 });
 
 export type EpisodeRecord = z.infer<typeof EpisodeRecordSchema>;
@@ -139,5 +143,6 @@ export function episodeRecordOf(
     ...(result?.outputs ? { outputs: result.outputs } : {}),
     ...(result?.outputsNote ? { outputsNote: result.outputsNote } : {}),
     ...(result?.sandbox ? { sandbox: result.sandbox } : {}),
+    ...(result?.gateway ? { gateway: result.gateway } : {}),
   });
 }

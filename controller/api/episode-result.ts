@@ -16,6 +16,21 @@ const OUTPUTS_RESULT_FIELDS = {
   outputsNote: z.string().max(OUTPUTS_NOTE_MAX).optional(),
 };
 
+/** What the model gateway metered of the episode (issue 29): the figure status and budgets count when present. */
+export const GatewayMeteredSchema = z.object({
+  requests: z.number().int().nonnegative(),
+  tokens: z.object({
+    input: z.number().int().nonnegative(),
+    output: z.number().int().nonnegative(),
+    cacheRead: z.number().int().nonnegative(),
+    cacheWrite: z.number().int().nonnegative(),
+  }),
+  costUSD: z.number().nonnegative(),
+  /** The gateway refused a request for lack of budget: which budget, in its words. */
+  refused: z.string().max(EPISODE_MESSAGE_MAX).optional(),
+});
+export type GatewayMetered = z.infer<typeof GatewayMeteredSchema>;
+
 // contextTooLong: the request did not fit the model's context window. Its own class because what it means
 // is the spec's choice (completion.contextTooLong): fatal by default, or an ordinary failure.
 export const ERROR_CLASSES = ['none', 'transient', 'usageLimit', 'fatal', 'contextTooLong'] as const;
@@ -69,6 +84,7 @@ export const EpisodeResultSchema = z.object({
   ...OUTPUTS_RESULT_FIELDS,
   /** spec.sandbox: how the episode was confined, and a resource bound it hit. */
   sandbox: SandboxRunSchema.optional(),
+  gateway: GatewayMeteredSchema.optional(),
 });
 
 export type EpisodeResult = z.infer<typeof EpisodeResultSchema>;
@@ -79,4 +95,9 @@ export function episodeResult(partial: EpisodeResultInput): EpisodeResult {
   const message = partial.message;
   const fitted = message === undefined ? undefined : clip(message, EPISODE_MESSAGE_MAX);
   return EpisodeResultSchema.parse(fitted === message ? partial : { ...partial, message: fitted });
+}
+
+/** What the episode spent as status and budgets count it: the gateway's meter when it ran behind one, else the agent's report. */
+export function spentBy(result: EpisodeResult): { costUSD: number; tokens: EpisodeResult['tokens'] } {
+  return result.gateway ? { costUSD: result.gateway.costUSD, tokens: result.gateway.tokens } : result;
 }

@@ -300,7 +300,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
         await executor.stop(task, a.number, a.reason);
       } else {
         this.pendingStarts.set(task.key, a.number);
-        startDetails = await executor.start(task, a.number, status, this.upstreamOutputs(task));
+        startDetails = await executor.start(task, a.number, status, this.upstreamOutputs(task), a.leash);
         this.pendingStarts.delete(task.key);
       }
     }

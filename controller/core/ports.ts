@@ -1,6 +1,7 @@
 // The three ports the one controller loop runs over. Local mode implements them with a spec directory,
 // processes and status files; cluster mode with an AgentTask informer, Pods and the /status subresource.
 // Each mode's source, executor and sink share types through this file only, never by importing each other.
+import type { EpisodeLeash } from '../api/episode-leash.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { Outputs } from '../api/outputs.ts';
@@ -80,7 +81,14 @@ export interface EpisodeExecutor<T extends DesiredTask = DesiredTask> {
    * Starts episode `number`, whose start is already on record. Returns log fields about it (a pid, a pod).
    * Throws only for errors worth retrying; an episode that cannot run is reported by observe().
    */
-  start(task: T, number: number, status: AgentTaskStatus, upstream?: UpstreamOutputs): Promise<Record<string, unknown>>;
+  start(
+    task: T,
+    number: number,
+    status: AgentTaskStatus,
+    upstream?: UpstreamOutputs,
+    /** What the episode may spend through the model gateway (tasks with spec.agent.credentials). */
+    leash?: EpisodeLeash,
+  ): Promise<Record<string, unknown>>;
   /** Stops the episode; its end is reported by observe(). Idempotent. */
   stop(task: T, number: number, reason: StopReason): Promise<void>;
   /** After a reconcile whose status is written: housekeeping (cluster: old pods, finalizer). */

@@ -12,6 +12,7 @@ import type { Clock } from '../core/clock.ts';
 import type { StoreFullError } from '../core/ports.ts';
 import { Controller } from '../core/controller.ts';
 import { ProcessEpisodeExecutor } from '../executors/local/process-executor.ts';
+import { LocalGatewayBinding } from '../executors/local/gateway-binding.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { writeFileAtomicSync } from '../util/atomic-write.ts';
 import { controllerIdPath } from '../util/state-layout.ts';
@@ -68,12 +69,18 @@ export class LocalController {
   private readonly mailboxWatch: LocalMailboxWatch;
   /** The user's specs as last set: created tasks are merged over them again when one is added or removed. */
   private userSpecs: LoadedSpecs | undefined;
+  /** The model gateway, started with the first episode of a task with spec.agent.credentials. */
+  private readonly gateway: LocalGatewayBinding;
 
   constructor(opts: LocalControllerOptions) {
     this.opts = opts;
     this.sink = new FileStatusSink(opts.stateDir, opts.logger);
     this.budgets = new LocalBudgetStore(opts.stateDir, opts.logger);
     this.source = new SpecDirSource();
+    this.gateway = new LocalGatewayBinding({
+      lookup: () => this.userSpecs?.credentials?.values() ?? [],
+      log: opts.logger,
+    });
     this.mailboxes = new LocalMailboxes(opts.stateDir);
     this.mailboxWatch = new LocalMailboxWatch(opts.stateDir);
     this.created = new LocalCreatedTasks({
@@ -120,6 +127,7 @@ export class LocalController {
       stateId: stateId(this.opts.stateDir),
       logger: this.opts.logger,
       killGraceMs: this.opts.killGraceMs,
+      gateway: this.gateway,
     });
     await this.executor.recover(records, specs?.tasks);
     const deletedTasks = specs ? this.deletedWhileStopped(records, specs) : [];
@@ -189,6 +197,7 @@ export class LocalController {
     this.mailboxWatch.stop();
     this.holds.stop();
     await this.loop?.shutdown();
+    await this.gateway.close();
   }
 
   /** Calls listener once, after the next reconcile pass (or within a second). */
@@ -227,6 +236,7 @@ export class LocalController {
     this.executor?.cancelAll();
     while ((this.executor?.runningCount() ?? 0) > 0) await loop.nextChange();
     loop.halt();
+    await this.gateway.close();
   }
 
   view(): Array<{ task: SpecTask; status: AgentTaskStatus }> {

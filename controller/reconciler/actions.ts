@@ -2,6 +2,7 @@
 // module can build its actions without importing the reconciler's input types (types.ts imports those rules).
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { Op } from '../api/ops.ts';
+import type { EpisodeLeash } from '../api/episode-leash.ts';
 
 /** `deleted`: cancelled because the task's spec was deleted (the record and the log say so). */
 export type StopReason = 'cancelled' | 'deleted' | 'timeout';
@@ -23,7 +24,8 @@ export type Action =
   | { type: 'StopEpisode'; number: number; reason: StopReason }
   /** Agent ops with effects outside the status (blackboard, spawn, send): idempotent per (task, episode). */
   | { type: 'ApplyOps'; episode: number; ops: Op[] }
-  | { type: 'StartEpisode'; number: number }
+  /** leash: what the episode may spend through the gateway (spend-cap.ts); a retried start has none. */
+  | { type: 'StartEpisode'; number: number; leash?: EpisodeLeash }
   /** Child tasks the task owns (a forEach step's items): created through CreatedTasks, idempotent by name. */
   | {
       type: 'CreateTasks';

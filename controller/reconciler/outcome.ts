@@ -40,6 +40,8 @@ export function completionClaim(end: ClaimFacts, rules: ClaimRules): CompletionC
 
 export function classifyOutcome(result: EpisodeResult, completion: AgentTaskSpec['completion']): ClassifiedOutcome {
   // Order matters: how the episode ended beats what it printed.
+  // Stopped by the gateway for lack of budget: neither a failure nor transient; the cap rule stops the task.
+  if (result.gateway?.refused) return { outcome: 'cancelled', reason: 'BudgetExceeded' };
   if (result.cancelled) return { outcome: 'cancelled', reason: 'Cancelled' };
   if (result.interrupted) return { outcome: 'interrupted', reason: 'Interrupted' };
   if (result.timedOut) return { outcome: 'timeout', reason: 'EpisodeTimeout' };

@@ -7,6 +7,8 @@ import { episodeNumbersUsed, isTerminal } from '../api/agent-task.ts';
 import { clip, STATUS_MESSAGE_MAX, totalTokens } from '../api/bounds.ts';
 import { effectiveSpec } from '../api/steps.ts';
 import { reopenBreaker } from './breaker.ts';
+import { spendCapReached, episodeLeash } from './spend-cap.ts';
+import type { EpisodeLeash } from '../api/episode-leash.ts';
 import { BUDGET_HOLD_REASONS, budgetHold, judgeBudgets } from './budget.ts';
 import { conditionsFor } from './conditions.ts';
 import { judgeGates } from './gates.ts';
@@ -305,11 +307,15 @@ function beforeStart(status: AgentTaskStatus, spec: AgentTaskSpec, input: Reconc
     const message = `applying the ops of episode ${status.pendingOps.episode}`;
     return { status: set('Pending', 'ApplyingOps', message), actions: [] };
   }
-  return start(withDelivery(status, episodeNumbersUsed(status) + 1, input.spawn), spec, input.now);
+  // Only an agent behind the gateway is held to its leash request by request.
+  const leash = spec.agent.credentials
+    ? episodeLeash(status, spec.limits, input.budgets, input.spawn?.caps)
+    : undefined;
+  return start(withDelivery(status, episodeNumbersUsed(status) + 1, input.spawn), spec, input.now, leash);
 }
 
 /** The next episode: on record as running, then started, then announced. */
-function start(status: AgentTaskStatus, spec: AgentTaskSpec, now: Date): Decision {
+function start(status: AgentTaskStatus, spec: AgentTaskSpec, now: Date, leash?: EpisodeLeash): Decision {
   const number = episodeNumbersUsed(status) + 1;
   const counted = startStepEpisode(status, now);
   const words = episodeWords(counted, number, spec.limits.maxEpisodes);
@@ -322,7 +328,7 @@ function start(status: AgentTaskStatus, spec: AgentTaskSpec, now: Date): Decisio
       nextEpisodeAt: undefined,
     },
     actions: [
-      { type: 'StartEpisode', number },
+      leash ? { type: 'StartEpisode', number, leash } : { type: 'StartEpisode', number },
       { ...started, details: { episode: number }, afterStart: true },
     ],
     requeueAfterMs: spec.limits.episodeTimeoutSeconds * 1000 + DEADLINE_GRACE_MS,
@@ -335,14 +341,9 @@ function capReached(
   spec: AgentTaskSpec,
   global: ReconcileInput['globalBudget'],
 ): { reason: string; message: string } | undefined {
-  const { maxCostUSD, maxTokens, maxEpisodes } = spec.limits;
-  if (maxCostUSD !== undefined && status.costUSD >= maxCostUSD) {
-    return { reason: 'BudgetExceeded', message: `spent $${status.costUSD.toFixed(4)} of maxCostUSD $${maxCostUSD}` };
-  }
-  const tokens = totalTokens(status.tokens);
-  if (maxTokens !== undefined && tokens >= maxTokens) {
-    return { reason: 'BudgetExceeded', message: `used ${tokens} of maxTokens ${maxTokens}` };
-  }
+  const { maxEpisodes } = spec.limits;
+  const spent = spendCapReached({ costUSD: status.costUSD, tokens: totalTokens(status.tokens) }, spec.limits);
+  if (spent) return { reason: 'BudgetExceeded', message: spent };
   const allSpent = global ? global.othersSpentUSD + status.costUSD : 0;
   if (global && allSpent >= global.limitUSD) {
     return {

@@ -2,7 +2,7 @@
 import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { DEFAULT_SPEC, isTerminal } from '../api/agent-task.ts';
 import { addTokens, clip, EPISODE_MESSAGE_MAX, roundUSD } from '../api/bounds.ts';
-import { episodeResult } from '../api/episode-result.ts';
+import { episodeResult, spentBy } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { backoffMs } from './backoff.ts';
 import { progressWords, stepBreaker } from './breaker.ts';
@@ -64,7 +64,12 @@ function endedAsObserved(
     return {
       ...episode,
       state: 'finished',
-      result: { ...result, costUSD: episode.result?.costUSD ?? 0, tokens: episode.result?.tokens ?? result.tokens },
+      result: {
+        ...result,
+        costUSD: episode.result?.costUSD ?? 0,
+        tokens: episode.result?.tokens ?? result.tokens,
+        ...(episode.result?.gateway ? { gateway: episode.result.gateway } : {}),
+      },
     };
   }
   if (episode.state === 'finished') return episode.result ? episode : undefined;
@@ -146,15 +151,15 @@ export function recordEpisode(
     progress: evidence?.checklist ? progressStatus(evidence.checklist) : prev.progress,
     currentEpisode: undefined,
     nextEpisodeAt: undefined,
-    costUSD: roundUSD(prev.costUSD + result.costUSD),
-    tokens: addTokens(prev.tokens, result.tokens),
+    costUSD: roundUSD(prev.costUSD + spentBy(result).costUSD),
+    tokens: addTokens(prev.tokens, spentBy(result).tokens),
     lastEpisode: {
       number: n,
       outcome,
       exitCode: result.exitCode,
       startedAt: episode.startedAt ?? prev.currentEpisode?.startedAt,
       finishedAt: episode.finishedAt ?? now.toISOString(),
-      costUSD: result.costUSD,
+      costUSD: spentBy(result).costUSD,
       message: result.message,
       ...(judged.score ? { completionScore: judged.score.score, completionSignals: judged.score.signals } : {}),
     },
@@ -256,6 +261,16 @@ export function recordEpisode(
       events.push(warning('EpisodeInterrupted', status.message as string));
       break;
     case 'cancelled':
+      if (reason === 'BudgetExceeded') {
+        // The gateway refused for lack of budget: the cap rule stops the task on the next pass.
+        setPhase(
+          'Pending',
+          reason,
+          `episode ${n} stopped at the gateway: ${result.gateway?.refused ?? 'budget exhausted'}`,
+        );
+        events.push(warning('BudgetExceeded', status.message as string));
+        break;
+      }
       setPhase('Pending', 'Cancelled', `episode ${n} was cancelled`);
       events.push(normal('EpisodeCancelled', status.message as string));
       break;

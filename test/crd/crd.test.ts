@@ -11,6 +11,8 @@ import {
   BUDGET_CRD_NAME,
   CRDS,
   TRIGGER_CRD_FILE,
+  CREDENTIALS_CRD_FILE,
+  CREDENTIALS_CRD_NAME,
   TRIGGER_CRD_NAME,
   CRD_FILE,
   CRD_NAME,
@@ -57,7 +59,7 @@ describe('CRD generation', () => {
   it('the checked-in manifests equal the generated ones', async () => {
     assert.deepEqual(
       CRDS.map((c) => c.file),
-      [CRD_FILE, EPISODE_CRD_FILE, BUDGET_CRD_FILE, TRIGGER_CRD_FILE],
+      [CRD_FILE, EPISODE_CRD_FILE, BUDGET_CRD_FILE, TRIGGER_CRD_FILE, CREDENTIALS_CRD_FILE],
     );
     for (const crd of CRDS) {
       const checkedIn = await readFile(path.join(repoRoot, crd.file), 'utf8');
@@ -72,7 +74,7 @@ describe('CRD generation', () => {
     assert.equal(printed, allCrdsYaml());
     assert.deepEqual(
       printed.split(/^---$/m).map((doc) => /^ {2}name: (\S+)$/m.exec(doc)?.[1]),
-      [CRD_NAME, EPISODE_CRD_NAME, BUDGET_CRD_NAME, TRIGGER_CRD_NAME],
+      [CRD_NAME, EPISODE_CRD_NAME, BUDGET_CRD_NAME, TRIGGER_CRD_NAME, CREDENTIALS_CRD_NAME],
     );
   });
 

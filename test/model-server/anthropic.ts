@@ -1,6 +1,6 @@
 // The Anthropic Messages API as Claude Code calls it: POST /v1/messages, streaming (SSE) or JSON.
 import { json, type Reply } from './reply.ts';
-import { DONE_TEXT, MORE_TEXT, USAGE, resetInSeconds, type Scenario } from './scenarios.ts';
+import { DONE_TEXT, MORE_TEXT, TOOL_LOOP_USAGE, USAGE, resetInSeconds, type Scenario } from './scenarios.ts';
 
 function error(
   status: number,
@@ -96,6 +96,8 @@ export function anthropicReply(
     case 'usage3d':
     case 'usagenoreset':
       return usageLimit(scenario, requestId, nowSeconds);
+    case 'toolloop':
+      return toolCall(model, body.stream === true, requestId);
     default:
       break;
   }
@@ -160,6 +162,59 @@ export function anthropicReply(
         data: {
           type: 'message_delta',
           delta: { stop_reason: 'end_turn', stop_sequence: null },
+          usage: { output_tokens: u.output },
+        },
+      },
+      { event: 'message_stop', data: { type: 'message_stop' } },
+    ],
+  };
+}
+
+/** toolloop: a call of a read-only tool (Glob needs no permission), every time: the CLI never ends by itself. */
+function toolCall(model: string, stream: boolean, requestId: string): Reply {
+  const u = TOOL_LOOP_USAGE;
+  const id = `msg_${requestId}`;
+  const tool = { type: 'tool_use', id: `toolu_${requestId}`, name: 'Glob', input: { pattern: '*.md' } };
+  const usage = { input_tokens: u.input, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 };
+  const message = {
+    id,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage,
+  };
+  if (!stream)
+    return json(
+      200,
+      { ...message, content: [tool], stop_reason: 'tool_use', usage: { ...usage, output_tokens: u.output } },
+      { 'request-id': requestId },
+    );
+  return {
+    kind: 'sse',
+    headers: { 'request-id': requestId },
+    events: [
+      { event: 'message_start', data: { type: 'message_start', message } },
+      {
+        event: 'content_block_start',
+        data: { type: 'content_block_start', index: 0, content_block: { ...tool, input: {} } },
+      },
+      {
+        event: 'content_block_delta',
+        data: {
+          type: 'content_block_delta',
+          index: 0,
+          delta: { type: 'input_json_delta', partial_json: JSON.stringify(tool.input) },
+        },
+      },
+      { event: 'content_block_stop', data: { type: 'content_block_stop', index: 0 } },
+      {
+        event: 'message_delta',
+        data: {
+          type: 'message_delta',
+          delta: { stop_reason: 'tool_use', stop_sequence: null },
           usage: { output_tokens: u.output },
         },
       },

@@ -20,7 +20,15 @@ export const SCENARIOS = [
   'hang',
   'drop',
 ] as const;
-export type Scenario = (typeof SCENARIOS)[number];
+/**
+ * Scenarios no suite runs in every format: `toolloop` answers every Anthropic request with a tool call, so a
+ * CLI loops until something stops it (the gateway's hard stop); it spends TOOL_LOOP_USAGE a request.
+ */
+export const EXTRA_SCENARIOS = ['toolloop'] as const;
+export type Scenario = (typeof SCENARIOS)[number] | (typeof EXTRA_SCENARIOS)[number];
+
+/** Usage of one toolloop answer: at $3/$20 per MTok (input/output) that is $0.05 a request. */
+export const TOOL_LOOP_USAGE = { input: 10_000, output: 1000 } as const;
 
 export const PROMISE = 'DONE';
 export const DONE_TEXT = `All steps are finished and checked. <promise>${PROMISE}</promise>`;
@@ -48,5 +56,5 @@ export function resetInSeconds(scenario: Scenario): number | undefined {
  */
 export function parseScenario(name: string): Scenario | undefined {
   const bare = name.replace(/^oauth-/, '').replace(/\..*$/, '');
-  return (SCENARIOS as readonly string[]).includes(bare) ? (bare as Scenario) : undefined;
+  return ([...SCENARIOS, ...EXTRA_SCENARIOS] as readonly string[]).includes(bare) ? (bare as Scenario) : undefined;
 }

@@ -18,6 +18,10 @@ export interface RecordedRequest {
   scenarioName: string;
   api: 'anthropic' | 'openai' | 'gemini' | 'unknown';
   status: number | 'stream';
+  /** The credential the request carried (x-api-key, a bearer token or x-goog-api-key): the gateway tests check it. */
+  credential?: string;
+  /** The request's own headers, lower-case (the gateway tests check what was stripped). */
+  headers: Record<string, string | string[] | undefined>;
 }
 
 export interface ModelServer {
@@ -84,6 +88,12 @@ function route(
   };
 }
 
+function credentialOf(req: IncomingMessage): string | undefined {
+  const h = req.headers;
+  const bearer = /^Bearer\s+(\S+)$/i.exec(String(h.authorization ?? ''))?.[1];
+  return (h['x-api-key'] as string | undefined) ?? bearer ?? (h['x-goog-api-key'] as string | undefined);
+}
+
 export async function startModelServer(opts: ModelServerOptions = {}): Promise<ModelServer> {
   const now = opts.now ?? (() => Math.floor(Date.now() / 1000));
   const requests: RecordedRequest[] = [];
@@ -98,7 +108,16 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
     const method = req.method ?? 'GET';
     const path = m?.[2] ?? url.pathname;
     if (!m || !scenario) {
-      requests.push({ method, path, query: url.search, scenarioName: m?.[1] ?? '', api: 'unknown', status: 404 });
+      requests.push({
+        method,
+        path,
+        query: url.search,
+        scenarioName: m?.[1] ?? '',
+        api: 'unknown',
+        status: 404,
+        credential: credentialOf(req),
+        headers: req.headers,
+      });
       send(res, json(404, { error: { message: `no scenario in ${url.pathname}; use /s/<scenario>/…` } }));
       return;
     }
@@ -111,6 +130,8 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
       scenarioName: m[1],
       api,
       status: reply.kind === 'json' ? reply.status : 'stream',
+      credential: credentialOf(req),
+      headers: req.headers,
     });
     send(res, reply);
   };

@@ -44,6 +44,8 @@ export interface LaunchRequest {
   upstream?: Record<string, Outputs | undefined>;
   /** spec.sandbox: the bubblewrap binary (default /usr/bin/bwrap). */
   bwrap?: string;
+  /** spec.agent.credentials: the gateway's token and URL for the agent, or why it cannot have them. */
+  gateway?: { ok: true; env: Record<string, string>; unset: string[] } | { ok: false; message: string };
   /** Runs once the workspace exists, before the agent starts (e.g. a snapshot for evidence). */
   beforeSpawn?: (workspace: string) => Promise<void>;
   /** Variables of the controller's environment specs name as secrets: kept from the agent (api/agent-env.ts). */
@@ -70,6 +72,8 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     result: Promise.resolve(episodeResult({ exitCode: null, errorClass, message })),
     cancel: () => undefined,
   });
+  if (req.gateway && !req.gateway.ok)
+    return failed(`${req.specFile}: AgentTask ${req.namespace}/${req.name}: ${req.gateway.message}`);
   let workspace: string;
   let template: string;
   try {
@@ -115,6 +119,11 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     if (e.value !== undefined) env[e.name] = e.value;
   }
   Object.assign(env, stepEnv(step));
+  // After spec.agent.env: behind the gateway the key variables are the gateway's token, never a real key.
+  if (req.gateway?.ok) Object.assign(env, req.gateway.env);
+  // Behind the gateway the provider keys stay with the controller, even when the spec names them.
+  const unset = new Set(req.gateway?.ok ? req.gateway.unset : []);
+  const withheld = new Set([...(req.withheldEnv ?? []), ...unset]);
   const logFile = episodeLogPath(req.stateDir, req.namespace, req.name, req.number);
   let sandbox: EpisodeSandbox | undefined;
   if (spec.sandbox?.enabled) {
@@ -139,8 +148,8 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     env,
     baseEnv: agentBaseEnv(
       process.env,
-      req.withheldEnv ?? new Set(),
-      spec.agent.env.map((e) => e.name),
+      withheld,
+      spec.agent.env.map((e) => e.name).filter((n) => !unset.has(n)),
     ),
     cwd: workspace,
     timeoutMs: spec.limits.episodeTimeoutSeconds * 1000,

@@ -25,6 +25,9 @@ import { analyzerOptions } from '../output/analyzer-options.ts';
 import { recoverEpisodeFromLog } from '../process/episode-log-recovery.ts';
 import { killMarkedProcesses } from '../process/process-tree.ts';
 import { opsFilePath, withOpsFrom } from '../process/ops-file.ts';
+import type { EpisodeLeash } from '../../api/episode-leash.ts';
+import { episodeLeash } from '../../reconciler/spend-cap.ts';
+import type { GrantOpening, LocalGatewayBinding } from './gateway-binding.ts';
 
 export interface ProcessExecutorOptions {
   /** The spec directory: workspaces must stay inside it. */
@@ -36,7 +39,12 @@ export interface ProcessExecutorOptions {
   killGraceMs?: number;
   /** spec.sandbox: the bubblewrap binary (default /usr/bin/bwrap). */
   bwrap?: string;
+  /** The model gateway for tasks with spec.agent.credentials (absent: such a task's episode cannot start). */
+  gateway?: LocalGatewayBinding;
 }
+
+/** After the gateway refused for lack of budget, the agent has this long to end by itself before it is stopped. */
+export const REFUSED_GRACE_MS = 1000;
 
 export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
   private readonly opts: ProcessExecutorOptions;
@@ -133,6 +141,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
     number: number,
     status: AgentTaskStatus,
     upstream?: UpstreamOutputs,
+    leash?: EpisodeLeash,
   ): Promise<Record<string, unknown>> {
     if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
     // In a pipeline, the current step's prompt, agent, completion and limits.
@@ -141,7 +150,14 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
     let scoped: ScopeBaseline | undefined;
     let reviewBefore: ReviewSnapshot | undefined;
     const snapshot = { exclude: [this.opts.stateDir] };
+    let refusedTimer: NodeJS.Timeout | undefined;
+    const grant = spec.agent.credentials
+      ? await this.openGrant(task, number, spec, status, leash, () => {
+          refusedTimer ??= setTimeout(() => this.running.get(task.key)?.cancel('cancelled'), REFUSED_GRACE_MS);
+        })
+      : undefined;
     const episode = await launchEpisode({
+      gateway: grant,
       root: this.opts.root,
       stateDir: this.opts.stateDir,
       specFile: task.file,
@@ -168,11 +184,12 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
     });
     this.running.set(task.key, episode);
     void episode.result.then(async (ended) => {
+      clearTimeout(refusedTimer);
       const workspace = episode.workspace;
-      let result = ended;
+      let result = grant?.ok ? { ...ended, gateway: grant.close() } : ended;
       if (workspace) {
         const end = { workspace, stateDir: this.opts.stateDir, task, spec, number, logger: this.opts.logger };
-        const settled = await checkpointLocalEpisode(ended, { ...end, before, scoped, reviewBefore }).catch(
+        const settled = await checkpointLocalEpisode(result, { ...end, before, scoped, reviewBefore }).catch(
           () => undefined,
         );
         if (settled) result = settled.result;
@@ -189,6 +206,29 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       this.notify(task.key);
     });
     return { agentPid: episode.pid };
+  }
+
+  /** The gateway's grant for the episode; without a gateway, why the task cannot run. */
+  private async openGrant(
+    task: SpecFileTask,
+    number: number,
+    spec: AgentTaskSpec,
+    status: AgentTaskStatus,
+    leash: EpisodeLeash | undefined,
+    onRefused: () => void,
+  ): Promise<GrantOpening> {
+    const credentials = spec.agent.credentials as string;
+    if (!this.opts.gateway)
+      return { ok: false, message: 'spec.agent.credentials: this controller runs no model gateway' };
+    return this.opts.gateway.open({
+      namespace: task.namespace,
+      task: task.name,
+      episode: number,
+      credentials,
+      // A retried start has no leash of its own: the task's own caps, from its status.
+      leash: leash ?? episodeLeash(status, spec.limits),
+      onRefused,
+    });
   }
 
   async stop(task: SpecFileTask, number: number, reason: StopReason): Promise<void> {

@@ -1,6 +1,5 @@
 // Desired state from a directory of Kubernetes YAML: every AgentTask document in DIR/*.yaml|*.yml
 // (top level only, like `kubectl apply -f DIR`). Spec files are read, never written.
-import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, lstatSync, openSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import type { Dirent } from 'node:fs';
 import { readdir } from 'node:fs/promises';
@@ -15,6 +14,14 @@ import type { AgentBudgetSpec } from '../../api/agent-budget.ts';
 import { TRIGGER_KIND, triggerNameProblem, validateTriggerSpec } from '../../api/agent-trigger.ts';
 import type { AgentTriggerSpec } from '../../api/agent-trigger.ts';
 import { yamlLib } from '../../util/yaml-lib.ts';
+import { hashSpec } from '../../util/stable-hash.ts';
+
+export { hashSpec };
+import { CREDENTIALS_KIND } from '../../api/agent-credentials.ts';
+import { credentialsDocument } from './credentials-files.ts';
+import type { SpecCredentials } from './credentials-files.ts';
+
+export type { SpecCredentials };
 
 export interface SpecTask {
   key: string;
@@ -64,6 +71,7 @@ export interface ParsedFile {
   ignored: string[];
   budgets?: SpecBudget[];
   triggers?: SpecTrigger[];
+  credentials?: SpecCredentials[];
 }
 
 /** dependsOn as written, even when the spec is invalid: the dependents index and the cycle check need it. */
@@ -106,6 +114,12 @@ export function parseSpecText(file: string, text: string, opts: { writtenAsJson?
       parseTrigger(manifest, where, file, out);
       return;
     }
+    if (manifest.kind === CREDENTIALS_KIND) {
+      const meta = objectMetadata(manifest, where, out);
+      if (meta)
+        (out.credentials ??= []).push(credentialsDocument(meta, manifest, where, file, hashSpec(manifest.spec)));
+      return;
+    }
     if (manifest.kind !== KIND) {
       const problem = kindProblem(manifest);
       if (problem) out.errors.push(`${where}: ${problem}`);
@@ -135,11 +149,11 @@ export function parseSpecText(file: string, text: string, opts: { writtenAsJson?
 function kindProblem(manifest: Record<string, unknown>): string | undefined {
   const kind = manifest.kind;
   if (kind === undefined || kind === null || kind === '')
-    return `kind: missing (expected ${KIND}, ${BUDGET_KIND} or ${TRIGGER_KIND}; a document of another kind is ignored)`;
+    return `kind: missing (expected ${KIND}, ${BUDGET_KIND}, ${TRIGGER_KIND} or ${CREDENTIALS_KIND}; a document of another kind is ignored)`;
   if (typeof kind !== 'string') return `kind: expected a string, got ${JSON.stringify(kind)}`;
   const group = API_VERSION.split('/')[0];
   if (typeof manifest.apiVersion === 'string' && manifest.apiVersion.startsWith(`${group}/`)) {
-    const near = closest(kind, [KIND, BUDGET_KIND, TRIGGER_KIND]);
+    const near = closest(kind, [KIND, BUDGET_KIND, TRIGGER_KIND, CREDENTIALS_KIND]);
     return `kind: ${group} has no kind "${kind}"${near ? ` (did you mean "${near}"?)` : ''}`;
   }
   return undefined;
@@ -253,6 +267,8 @@ export interface LoadedSpecs {
   budgets: Map<string, SpecBudget>;
   /** AgentTrigger documents (absent: none; older callers build LoadedSpecs without them). */
   triggers?: Map<string, SpecTrigger>;
+  /** AgentCredentials documents (absent: none). */
+  credentials?: Map<string, SpecCredentials>;
   /** All problems, one line each, naming file and field. */
   errors: string[];
   ignored: string[];
@@ -334,7 +350,17 @@ function specFileKind(rootReal: string, root: string, e: Dirent): 'file' | 'outs
 
 export function mergeParsed(files: string[], parsed: ParsedFile[]): LoadedSpecs {
   const triggers = new Map<string, SpecTrigger>();
-  const out: LoadedSpecs = { tasks: new Map(), budgets: new Map(), triggers, errors: [], ignored: [], files, parsed };
+  const credentials = new Map<string, SpecCredentials>();
+  const out: LoadedSpecs = {
+    tasks: new Map(),
+    budgets: new Map(),
+    triggers,
+    credentials,
+    errors: [],
+    ignored: [],
+    files,
+    parsed,
+  };
   for (const p of parsed) {
     out.errors.push(...p.errors);
     out.ignored.push(...p.ignored);
@@ -347,38 +373,27 @@ export function mergeParsed(files: string[], parsed: ParsedFile[]): LoadedSpecs 
       out.tasks.set(t.key, t);
       out.errors.push(...t.errors);
     }
-    for (const b of p.budgets ?? []) {
-      const first = out.budgets.get(b.key);
-      if (first) {
-        out.errors.push(`${b.file}: AgentBudget ${b.key} is already defined in ${first.file}; this copy is ignored`);
-        continue;
-      }
-      out.budgets.set(b.key, b);
-      out.errors.push(...b.errors);
-    }
-    for (const t of p.triggers ?? []) {
-      const first = triggers.get(t.key);
-      if (first) {
-        out.errors.push(`${t.file}: AgentTrigger ${t.key} is already defined in ${first.file}; this copy is ignored`);
-        continue;
-      }
-      triggers.set(t.key, t);
-      out.errors.push(...t.errors);
-    }
+    mergeKind(out.budgets, p.budgets, 'AgentBudget', out.errors);
+    mergeKind(triggers, p.triggers, 'AgentTrigger', out.errors);
+    mergeKind(credentials, p.credentials, 'AgentCredentials', out.errors);
   }
   return out;
 }
 
-/** Stable across key order, so reformatting a file is not an edit. */
-export function hashSpec(spec: unknown): string {
-  return createHash('sha256').update(stableJson(spec)).digest('hex').slice(0, 16);
-}
-
-function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
+/** The first document of a kind under a key wins; a later copy is an error. */
+function mergeKind<T extends { key: string; file: string; errors: string[] }>(
+  into: Map<string, T>,
+  items: readonly T[] | undefined,
+  kind: string,
+  errors: string[],
+): void {
+  for (const item of items ?? []) {
+    const first = into.get(item.key);
+    if (first) {
+      errors.push(`${item.file}: ${kind} ${item.key} is already defined in ${first.file}; this copy is ignored`);
+      continue;
+    }
+    into.set(item.key, item);
+    errors.push(...item.errors);
   }
-  return JSON.stringify(value) ?? 'null';
 }

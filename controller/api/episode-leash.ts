@@ -1,0 +1,16 @@
+// What an episode may spend through the model gateway, fixed when it starts (reconciler/spend-cap.ts makes
+// and judges it): a StartEpisode action carries it to the executor, which hands it to the gateway.
+
+/** Something other than the task's own cap that limits an episode's spend: what was left of it at the start. */
+export interface LeftOver {
+  /** "AgentBudget team-week", "maxCostUSD 5 of parent (its family's cap)". */
+  what: string;
+  usd?: number;
+  tokens?: number;
+}
+
+export interface EpisodeLeash {
+  /** The task's spend before this episode (USD; input + output tokens), and its caps. */
+  task: { costUSD: number; tokens: number; maxCostUSD?: number; maxTokens?: number };
+  others: LeftOver[];
+}

@@ -1,0 +1,218 @@
+// The model gateway (issue 29): a streaming reverse proxy between an episode's agent and its model API. The
+// agent holds only a capability token; the gateway checks it, checks what the episode may still spend,
+// swaps the token for the real credential, forwards the request to the fixed upstream (undici) and streams
+// the answer back as its bytes arrive, reading usage from them as they pass. Bodies are never logged.
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { Transform } from 'node:stream';
+import type { Logger } from 'pino';
+import { Agent, request } from 'undici';
+import { addTokens, roundUSD, totalTokens } from '../api/bounds.ts';
+import { pricingFor } from '../api/agent-credentials.ts';
+import { costFromTokens } from '../api/pricing.ts';
+import { judgeRequest } from '../reconciler/spend-cap.ts';
+import { Grants } from './grants.ts';
+import type { Grant } from './grants.ts';
+import {
+  budgetRefusal,
+  checkTarget,
+  downstreamHeaders,
+  plainRefusal,
+  tokenCandidates,
+  upstreamHeaders,
+} from './request-policy.ts';
+import type { Refusal } from './request-policy.ts';
+import { UsageMeter } from './usage.ts';
+import type { Usage } from './usage.ts';
+
+export interface GatewayOptions {
+  /** 127.0.0.1 locally. */
+  host: string;
+  /** 0: a random free port. */
+  port?: number;
+  log: Logger;
+  /** A request body larger than this is refused (413) before anything is forwarded. */
+  maxRequestBytes?: number;
+  /** A request (answer included) taking longer than this is cut. */
+  requestTimeoutMs?: number;
+  /** Called after each forwarded request with what it was metered at (metrics). */
+  onUsage?: (grant: Grant, usage: Usage, costUSD: number, status: number) => void;
+}
+
+export const DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 15 * 60_000;
+
+/** Where an episode's agent is pointed: the gateway's URL and the task's prefix (the token must match it). */
+export function taskPrefix(namespace: string, task: string): string {
+  return `/t/${encodeURIComponent(namespace)}/${encodeURIComponent(task)}`;
+}
+
+export interface Gateway {
+  url: string;
+  grants: Grants;
+  /** The base URL for one task's agent (ANTHROPIC_BASE_URL and the like). */
+  baseUrl(namespace: string, task: string): string;
+  close(): Promise<void>;
+}
+
+const UNKNOWN_TOKEN =
+  'episodic gateway: unknown or expired token (each episode has its own, valid only while it runs and only for its task)';
+
+export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
+  const grants = new Grants();
+  const maxBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
+  const timeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const agent = new Agent({ headersTimeout: timeoutMs, bodyTimeout: 5 * 60_000, connections: 256 });
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      opts.log.warn({ err: (err as Error).message }, 'gateway request failed');
+      if (!res.headersSent) send(res, plainRefusal(502, 'episodic gateway: the upstream request failed'));
+      else res.destroy();
+    });
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = req.url ?? '/';
+    const grant = tokenCandidates(req.headers, raw)
+      .map((t) => grants.get(t))
+      .find((g) => g !== undefined);
+    const prefix = grant && taskPrefix(grant.namespace, grant.task);
+    if (!grant || !prefix || !raw.startsWith(`${prefix}/`)) return refuse(req, res, plainRefusal(401, UNKNOWN_TOKEN));
+    const method = req.method ?? 'GET';
+    const target = checkTarget(grant.provider, method, raw.slice(prefix.length));
+    if (!target.ok) return refuse(req, res, plainRefusal(target.status, target.message));
+    if (method !== 'POST' && method !== 'GET')
+      return refuse(req, res, plainRefusal(405, `episodic gateway: ${method} is not forwarded`));
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > maxBytes) return refuse(req, res, tooLarge(maxBytes));
+    const verdict = judgeRequest(grant.leash, {
+      costUSD: grant.metered.costUSD,
+      tokens: totalTokens(grant.metered.tokens),
+    });
+    if (verdict.kind === 'refuse') {
+      if (!grant.metered.refused) {
+        grant.metered.refused = verdict.message;
+        grant.onRefused?.(verdict.message);
+      }
+      return refuse(req, res, budgetRefusal(grant.provider, verdict.message));
+    }
+    await forward(req, res, grant, `${grant.upstream}${target.path}${target.query}`, method);
+  }
+
+  async function forward(req: IncomingMessage, res: ServerResponse, grant: Grant, url: string, method: string) {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new Error('request timed out')), timeoutMs);
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort(new Error('the agent went away'));
+    });
+    let overflow = false;
+    const limited = req.pipe(byteLimit(maxBytes, () => (overflow = true)));
+    grant.metered.inFlight++;
+    let meter: UsageMeter | undefined;
+    let status = 0;
+    try {
+      const upstream = await request(url, {
+        method: method as 'POST' | 'GET',
+        headers: upstreamHeaders(grant.provider, req.headers, grant.credential.value),
+        body: method === 'POST' ? limited : undefined,
+        signal: abort.signal,
+        dispatcher: agent,
+      }).catch((err: unknown) => {
+        if (overflow) return undefined;
+        throw err;
+      });
+      if (!upstream) return refuse(req, res, tooLarge(maxBytes));
+      status = upstream.statusCode;
+      const headers = downstreamHeaders(upstream.headers);
+      res.writeHead(status, headers);
+      res.flushHeaders();
+      meter = new UsageMeter(grant.provider, String(upstream.headers['content-type'] ?? ''), modelOf(url));
+      for await (const chunk of upstream.body) {
+        meter.push(chunk);
+        if (!res.write(chunk)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+        if (res.destroyed) break;
+      }
+      res.end();
+    } finally {
+      clearTimeout(timer);
+      grant.metered.inFlight--;
+      // What passed is charged, whether the answer ended or was cut short.
+      if (meter) charge(grant, meter.done(), status);
+    }
+  }
+
+  function charge(grant: Grant, usage: Usage, status: number): void {
+    const price = pricingFor(grant.pricing, usage.model);
+    const cost = price ? costFromTokens(usage, price) : 0;
+    const m = grant.metered;
+    m.requests++;
+    m.tokens = addTokens(m.tokens, usage);
+    m.costUSD = roundUSD(m.costUSD + cost);
+    opts.onUsage?.(grant, usage, cost, status);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, opts.host, () => resolve());
+  });
+  // The gateway serves episodes; it never keeps the controller's process alive by itself.
+  server.unref();
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}`;
+  return {
+    url,
+    grants,
+    baseUrl: (namespace, task) => `${url}${taskPrefix(namespace, task)}`,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await agent.close();
+    },
+  };
+}
+
+/** A refusal: the request's body is drained, never forwarded, and the connection closed after the answer. */
+function refuse(req: IncomingMessage, res: ServerResponse, refusal: Refusal): void {
+  req.unpipe();
+  req.resume();
+  send(res, refusal, true);
+}
+
+function send(res: ServerResponse, refusal: Refusal, close = false): void {
+  res.writeHead(refusal.status, {
+    ...refusal.headers,
+    'content-length': Buffer.byteLength(refusal.body),
+    ...(close ? { connection: 'close' } : {}),
+  });
+  res.end(refusal.body);
+}
+
+function tooLarge(max: number): Refusal {
+  return plainRefusal(413, `episodic gateway: the request body is over ${max} bytes`);
+}
+
+/** Fails the stream (and so the upstream request) once more than `max` bytes went through it. */
+function byteLimit(max: number, onOverflow: () => void): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      seen += chunk.length;
+      if (seen > max) {
+        onOverflow();
+        done(new Error('request body too large'));
+      } else done(null, chunk);
+    },
+  });
+}
+
+/** Gemini names the model in the path; the others in the answer. */
+function modelOf(url: string): string | undefined {
+  return /\/models\/([A-Za-z0-9._-]+):/.exec(url)?.[1];
+}

@@ -1,0 +1,80 @@
+// Capability tokens: one per episode, issued when it starts and revoked when it ends. A token names the task
+// and episode it was issued for, the upstream and credential it may use, and the leash on its spend; what
+// the gateway metered on it is kept here until the episode's end collects it.
+import { createHash, randomBytes } from 'node:crypto';
+import type { TokenCounts } from '../api/bounds.ts';
+import type { EpisodeLeash } from '../api/episode-leash.ts';
+import type { Pricing } from '../api/pricing.ts';
+import type { Provider } from './usage.ts';
+
+/** 256 random bits, base64url: unguessable, and distinctive in the agent's environment. */
+export const TOKEN_BYTES = 32;
+export const TOKEN_PREFIX = 'episodic-gw-';
+
+export interface GrantSpec {
+  namespace: string;
+  task: string;
+  episode: number;
+  provider: Provider;
+  /** The fixed base URL requests go to: a request chooses a path below it, never a host. */
+  upstream: string;
+  /** The credential's name (for logs and metrics) and its value (never logged). */
+  credential: { name: string; value: string };
+  pricing: Readonly<Record<string, Pricing>>;
+  leash: EpisodeLeash;
+  /** Called once, when the gateway first refuses a request because nothing is left. */
+  onRefused?: (message: string) => void;
+}
+
+/** What the gateway counted of one episode. */
+export interface Metered {
+  requests: number;
+  tokens: TokenCounts;
+  costUSD: number;
+  /** The budget refusal, when the gateway refused a request for lack of budget. */
+  refused?: string;
+  /** Requests forwarded and not finished yet. */
+  inFlight: number;
+}
+
+export interface Grant extends GrantSpec {
+  metered: Metered;
+}
+
+const hash = (token: string) => createHash('sha256').update(token).digest('base64url');
+
+export function newMetered(): Metered {
+  return { requests: 0, tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, costUSD: 0, inFlight: 0 };
+}
+
+export class Grants {
+  // Keyed by the token's hash: a lookup's timing says nothing about the tokens held.
+  private readonly byHash = new Map<string, Grant>();
+  private readonly random: (n: number) => Buffer;
+
+  constructor(random: (n: number) => Buffer = randomBytes) {
+    this.random = random;
+  }
+
+  issue(spec: GrantSpec): string {
+    const token = `${TOKEN_PREFIX}${this.random(TOKEN_BYTES).toString('base64url')}`;
+    this.byHash.set(hash(token), { ...spec, metered: newMetered() });
+    return token;
+  }
+
+  get(token: string): Grant | undefined {
+    return this.byHash.get(hash(token));
+  }
+
+  /** The episode ended: its token is dead from now on; returns what was metered on it. */
+  revoke(token: string): Metered | undefined {
+    const key = hash(token);
+    const grant = this.byHash.get(key);
+    this.byHash.delete(key);
+    return grant?.metered;
+  }
+
+  get size(): number {
+    return this.byHash.size;
+  }
+}
