@@ -126,3 +126,23 @@ export function queuePositions(entries: readonly QueueEntry[], journal?: QueueJo
   for (const e of oldestFirst(entries)) if (!out.has(e.key)) out.set(e.key, out.size + (journal ? 0 : 1));
   return out;
 }
+
+/** {{integrate.conflicts}}: the conflicting files and their markers, or the failing gate and its output. */
+export function conflictsText(j: QueueJournal): string {
+  if (j.why === 'gate')
+    return `The queue gate "${j.gate ?? '?'}" failed after the rebase. Its output:\n${j.output ?? ''}`;
+  return `These files conflict: ${(j.conflicts ?? []).join(', ')}\n${j.output ?? ''}`;
+}
+
+const RESOLVE_PROMPT = [
+  'The merge queue is rebasing your branch {{branch}} onto {{into}} and needs you.',
+  '{{integrate.conflicts}}',
+  'Edit the files in this directory so that both changes are kept and no conflict markers remain, and make the',
+  "queue's gates pass. Do not run git commands: the queue commits and continues the rebase itself.",
+].join('\n');
+
+/** The resolution episode's prompt. */
+export function resolutionPrompt(j: QueueJournal, branch: string, into: string): string {
+  const vars: Record<string, string> = { branch, into, 'integrate.conflicts': conflictsText(j) };
+  return RESOLVE_PROMPT.replace(/\{\{([a-z.]+)\}\}/g, (m, name: string) => vars[name] ?? m);
+}
