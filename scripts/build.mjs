@@ -63,6 +63,17 @@ try {
     target: 'es2022',
     logLevel: 'warning',
   });
+  // The sandbox's relay (controller/executors/sandbox/relay.ts): started by path inside a sandbox, node built-ins only.
+  await build({
+    absWorkingDir: repo,
+    entryPoints: ['controller/executors/sandbox/relay.ts'],
+    outfile: join(dist, 'sandbox-relay.js'),
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node22',
+    logLevel: 'warning',
+  });
   mkdirSync(join(dist, 'console'), { recursive: true });
   renameSync(join(staging, 'console', 'app.js'), join(dist, 'console', 'app.js'));
   rmSync(join(staging, 'console'), { recursive: true });

@@ -325,7 +325,24 @@ export function cliArgv(opts: BenchOptions, args: string[], profileName: string)
   const prof = opts.cpuProfDir
     ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${profileName}.cpuprofile`]
     : [];
-  return [NODE, ...launcherFlags(opts.cli), ...prof, opts.cli, ...args];
+  return [NODE, ...launcherFlags(opts.cli), ...prof, opts.cli, ...args, ...jsonLogs(opts.cli, args)];
+}
+
+const knowsLogFormat = new Map<string, boolean>();
+
+/**
+ * `run` logs JSON lines for the LogTail only with --log-format json (text is the default off a terminal); a
+ * --cli tree from before the flag logs JSON anyway and would refuse it.
+ */
+function jsonLogs(cli: string, args: string[]): string[] {
+  if (args[0] !== 'run' || args.includes('--log-format')) return [];
+  let known = knowsLogFormat.get(cli);
+  if (known === undefined) {
+    const help = execFileSync(NODE, [...launcherFlags(cli), cli, 'run', '--help'], { encoding: 'utf8' });
+    known = help.includes('--log-format');
+    knowsLogFormat.set(cli, known);
+  }
+  return known ? ['--log-format', 'json'] : [];
 }
 
 /** The node flags a launcher asks for in its shebang (`#!/usr/bin/env -S node FLAGS`), as it runs when installed. */

@@ -1,5 +1,6 @@
 // The status half of the AgentTask contract (episodic.dev/v1alpha1): phases, outcomes and what the controller
 // records about a task. agent-task.ts re-exports all of it, so importers keep one home for the contract.
+import { AttemptsStatusSchema } from './attempts.ts';
 import { z } from 'zod';
 import { BreakerStatusSchema, ProgressStatusSchema } from './leash.ts';
 import { AuditEntrySchema, ResumeStatusSchema } from './resume.ts';
@@ -106,6 +107,20 @@ export const StepStatusSchema = z.object({
     .describe('resume.grantedEpisodes when the step started: later grants add to its maxEpisodes'),
   gate: GateStateSchema.optional().describe('spec.steps[].gates: the step runs fix episodes for this gate'),
   outputs: OutputsStatusSchema.optional().describe("the latest value of each output this step's episodes published"),
+  forEach: z
+    .object({
+      total: z.number().int().nonnegative(),
+      created: z.number().int().nonnegative().describe('children made so far: items 0 to created-1'),
+      running: z.number().int().nonnegative(),
+      succeeded: z.number().int().nonnegative(),
+      failed: z.number().int().nonnegative(),
+    })
+    .optional()
+    .describe('a forEach step: how its items stand'),
+  items: z
+    .string()
+    .optional()
+    .describe('a forEach step: {{steps.NAME.items}}, a JSON array of phase and outputs per item'),
 });
 
 export const AgentTaskStatusSchema = z.object({
@@ -157,6 +172,15 @@ export const AgentTaskStatusSchema = z.object({
   integrate: IntegrateStatusSchema.optional().describe('spec.integrate: where the task is in its merge queue'),
   review: ReviewStatusSchema.optional().describe('what needs a person: [!] items, new DISCOVERY.md / IDEAS.md entries'),
   ...SPAWN_STATUS_FIELDS,
+  // Evidence totals best-of-N compares attempts by (reconciler/attempts-select.ts).
+  changedLines: z.number().int().nonnegative().optional().describe('lines inserted and deleted over all episodes'),
+  outOfScopeEpisodes: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('episodes that changed paths outside the scope'),
+  attempts: AttemptsStatusSchema.optional().describe('spec.attempts: each attempt with its evidence, cost and branch'),
 });
 
 export type AgentTaskStatus = z.infer<typeof AgentTaskStatusSchema>;

@@ -1,11 +1,13 @@
 // The AgentTask contract (episodic.dev/v1alpha1). This zod schema is the single source of truth:
 // TypeScript types, defaults, validation messages and the CRD's OpenAPI schema all come from it.
+import { AttemptsSchema } from './attempts.ts';
 import { z } from 'zod';
 import { AgentTaskStatusSchema } from './agent-task-status.ts';
 import { BreakerSpecSchema, ProgressSpecSchema } from './leash.ts';
 import { ResumeSpecSchema } from './resume.ts';
 import { ScopeSchema } from './scope.ts';
 import { integrateSchema } from './integrate.ts';
+import { SandboxSchema } from './sandbox.ts';
 import { OPS_SPEC_FIELDS } from './ops-status.ts';
 import { SPAWN_LIMIT_FIELDS, SPAWN_SPEC_FIELDS } from './spawn-fields.ts';
 import { duplicateStepNames, overTask, STEP_LIMITS_MASK, STEPS_MAX, stepSchema } from './step-schema.ts';
@@ -148,6 +150,15 @@ export const GitWorkspaceSchema = z.strictObject({
         const problem = gitRefProblem(ref);
         if (problem) ctx.addIssue({ code: 'custom', message: problem });
       }),
+    from: z
+      .string()
+      .max(255)
+      .optional()
+      .superRefine((ref, ctx) => {
+        const problem = ref === undefined ? undefined : gitRefProblem(ref);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .describe('the branch a new ref starts from (default: the remote default branch); fan-out children get it'),
     secretRef: z.strictObject({ name: z.string().min(1) }).optional(),
   }),
 });
@@ -262,6 +273,10 @@ export const AgentTaskSpecSchema = z
     integrate: integrateSchema(dnsLabel, gitBranch)
       .optional()
       .describe('a merge queue: once the task succeeds, its branch is rebased onto `into`, gated and fast-forwarded'),
+    // Best-of-N (api/attempts.ts).
+    attempts: AttemptsSchema.optional(),
+    // sandbox (README "Sandbox"); a step's replaces it.
+    sandbox: SandboxSchema.optional(),
     ...OPS_SPEC_FIELDS,
     ...SPAWN_SPEC_FIELDS,
   })
@@ -306,6 +321,15 @@ export const AgentTaskSpecSchema = z
     if (prompts !== 1) ctx.addIssue({ code: 'custom', path: ['prompt'], message: PROMPT_RULE });
     for (const dup of duplicateStepNames(spec.steps ?? []))
       ctx.addIssue({ code: 'custom', path: ['steps', dup.index, 'name'], message: dup.message });
+    const ws = spec.workspace;
+    if (spec.attempts && !(ws && typeof ws === 'object' && 'git' in ws))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['attempts'],
+        message: 'attempts need a git workspace (each on its own branch)',
+      });
+    if (spec.attempts?.select === 'judge' && !spec.attempts.judge)
+      ctx.addIssue({ code: 'custom', path: ['attempts', 'judge'], message: 'select: judge needs judge.prompt' });
   })
   .meta({
     'x-kubernetes-validations': [

@@ -16,6 +16,7 @@ import type { EpisodeResult } from './episode-result.ts';
 import { EvidenceSchema } from './leash.ts';
 import { GateRunSchema } from './gates.ts';
 import { OPS_LAST_EPISODE_FIELDS } from './ops-status.ts';
+import { SandboxRunSchema } from './sandbox.ts';
 
 // Outputs (api/outputs.ts), bounded as an episode publishes them: at most 16 keys of C identifiers.
 const OUTPUTS_RECORD_FIELDS = {
@@ -84,6 +85,7 @@ export const EpisodeRecordSchema = z.object({
   gates: z.array(GateRunSchema).max(8).optional().describe('spec.steps[].gates: the gates run after the agent'),
   ...OUTPUTS_RECORD_FIELDS,
   ...OPS_LAST_EPISODE_FIELDS,
+  sandbox: SandboxRunSchema.optional().describe('spec.sandbox: network, how resources were bounded, a bound hit'),
 });
 
 export type EpisodeRecord = z.infer<typeof EpisodeRecordSchema>;
@@ -136,5 +138,6 @@ export function episodeRecordOf(
     message: message === undefined ? undefined : clip(message, EPISODE_MESSAGE_MAX),
     ...(result?.outputs ? { outputs: result.outputs } : {}),
     ...(result?.outputsNote ? { outputsNote: result.outputsNote } : {}),
+    ...(result?.sandbox ? { sandbox: result.sandbox } : {}),
   });
 }

@@ -7,6 +7,7 @@ import { OpSchema, RejectedOpSchema } from './ops.ts';
 import { GateRunSchema } from './gates.ts';
 import { PipelineResultFields } from './scope.ts';
 import { OUTPUTS_NOTE_MAX } from './bounds.ts';
+import { SandboxRunSchema } from './sandbox.ts';
 
 // Outputs (api/outputs.ts): what the episode published, bounded, and what of it (or of its prompt's output
 // references) went missing. Kept apart so other result fields can be added beside it without conflicts.
@@ -66,6 +67,8 @@ export const EpisodeResultSchema = z.object({
   // skipWhen and scope: what the executor found and did (api/scope.ts).
   ...PipelineResultFields,
   ...OUTPUTS_RESULT_FIELDS,
+  /** spec.sandbox: how the episode was confined, and a resource bound it hit. */
+  sandbox: SandboxRunSchema.optional(),
 });
 
 export type EpisodeResult = z.infer<typeof EpisodeResultSchema>;

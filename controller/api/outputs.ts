@@ -133,25 +133,34 @@ export function joinNotes(...notes: Array<string | undefined>): string | undefin
 /** The outputs a prompt may read: earlier steps' of this task, and those of the tasks it depends on. */
 export interface OutputScope {
   steps?: Record<string, Outputs | undefined>;
+  /** {{steps.NAME.items}} of forEach steps. */
+  items?: Record<string, string | undefined>;
   tasks?: Record<string, Outputs | undefined>;
 }
 
 /** The scope of an episode's prompt: every step's outputs on its task's status, and the dependencies'. */
 export function outputScope(
-  steps: ReadonlyArray<{ name: string; outputs?: Outputs }> | undefined,
+  steps: ReadonlyArray<{ name: string; outputs?: Outputs; items?: string }> | undefined,
   tasks: Record<string, Outputs | undefined> | undefined,
 ): OutputScope {
   const byStep = Object.fromEntries((steps ?? []).filter((s) => s.outputs).map((s) => [s.name, s.outputs]));
-  return { steps: byStep, tasks: { ...tasks } };
+  const items = Object.fromEntries((steps ?? []).filter((s) => s.items).map((s) => [s.name, s.items]));
+  return { steps: byStep, tasks: { ...tasks }, ...(Object.keys(items).length > 0 ? { items } : {}) };
 }
 
 const REFERENCE = /^(steps|tasks)\.(.+)\.outputs\.([A-Za-z_][A-Za-z0-9_]*)$/;
+const ITEMS = /^steps\.(.+)\.items$/;
 
 /**
  * A placeholder's value when it names an output: the value, or '' and `known: false` for one not published
  * (or a task not in dependsOn); undefined when the placeholder is not an output reference.
  */
 export function lookupOutput(placeholder: string, scope: OutputScope): { value: string; known: boolean } | undefined {
+  const items = ITEMS.exec(placeholder);
+  if (items) {
+    const value = scope.items && Object.hasOwn(scope.items, items[1]) ? scope.items[items[1]] : undefined;
+    return { value: value ?? '', known: value !== undefined };
+  }
   const m = REFERENCE.exec(placeholder);
   if (!m) return undefined;
   const [, kind, name, key] = m;

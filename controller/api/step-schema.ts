@@ -2,7 +2,9 @@
 // by agent-task.ts. Nothing here imports agent-task.ts, so the schema and the task's type form no cycle.
 import { z } from 'zod';
 import { duplicateGateNames, GATES_MAX, gateSchema } from './gates.ts';
+import { ForEachSchema } from './for-each.ts';
 import { ScopeSchema, SkipWhenSchema } from './scope.ts';
+import { SandboxSchema } from './sandbox.ts';
 
 export const STEPS_MAX = 32;
 /** Limits a step may set; maxCostUSD and maxTokens are the task's, over all its steps. */
@@ -73,10 +75,21 @@ export function stepSchema<A extends Shape, C extends Shape, L extends Shape>(pa
       // skipWhen and scope (README "skipWhen", "Scope").
       skipWhen: SkipWhenSchema.optional(),
       scope: ScopeSchema.optional().describe("replaces the task's scope for this step's episodes"),
+      // Fan-out (api/for-each.ts): the step's prompt is each child's, with {{item}} filled in.
+      forEach: ForEachSchema.optional(),
+      sandbox: SandboxSchema.optional().describe("replaces the task's sandbox for this step's episodes"),
     })
     .superRefine((step, ctx) => {
       if ((step.prompt === undefined) === (step.promptFile === undefined))
         ctx.addIssue({ code: 'custom', path: ['prompt'], message: PROMPT_RULE });
+      if (step.forEach && step.prompt === undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['forEach'],
+          message: 'a forEach step needs prompt (each child gets it)',
+        });
+      if (step.forEach && step.gates?.length)
+        ctx.addIssue({ code: 'custom', path: ['gates'], message: 'a forEach step runs no episode of its own to gate' });
       for (const dup of duplicateGateNames(step.gates ?? []))
         ctx.addIssue({ code: 'custom', path: ['gates', dup.index, 'name'], message: dup.message });
     })

@@ -46,6 +46,7 @@ export function stepSpec(spec: AgentTaskSpec, index: number): AgentTaskSpec {
     completion: overTask(spec.completion, step.completion),
     limits: overTask(spec.limits, step.limits),
     scope: step.scope ?? spec.scope,
+    sandbox: step.sandbox ?? spec.sandbox,
   };
 }
 
@@ -66,6 +67,7 @@ export function stepDigest(spec: AgentTaskSpec, index: number): string {
     completion: eff.completion,
     limits: Object.fromEntries(STEP_LIMIT_FIELDS.map((k) => [k, eff.limits[k]])),
     gates: spec.steps?.[index - 1]?.gates,
+    sandbox: eff.sandbox,
   };
   return createHash('sha256').update(canonicalJson(def)).digest('hex').slice(0, 16);
 }

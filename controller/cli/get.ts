@@ -4,15 +4,16 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { API_VERSION } from '../api/agent-task.ts';
-import { totalTokens } from '../api/bounds.ts';
 import { EPISODE_KIND } from '../api/episode-record.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import { EPISODE_LABEL, TASK_LABEL, episodePodName } from '../kube/names.ts';
 import { EPISODES_FILE, episodesPath, lastDeletedTaskDir, readRecords } from '../sinks/local/episode-records.ts';
-import { readLocalState, readStoredStatuses } from '../console/local-state.ts';
+import { readEpisodes, readLocalState, readStoredStatuses } from '../console/local-state.ts';
 import type { LocalState } from '../console/local-state.ts';
-import { gateSummary, getSteps, stepTable } from './get-steps.ts';
-import { isStackTask, stackDepth, stackLines } from './get-stack.ts';
+import { getSteps, stepTable } from './get-steps.ts';
+import { childrenTable } from './get-children.ts';
+import { stackLines } from './get-stack.ts';
+import { episodeTable, taskStarted, taskTable } from './get-rows.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { printable } from '../util/printable.ts';
@@ -28,6 +29,8 @@ interface GetOptions {
   audit?: boolean;
   review?: boolean;
   namespace: string;
+  kubeconfig?: string;
+  allNamespaces?: boolean;
 }
 
 export function registerGet(program: Command): void {
@@ -47,7 +50,13 @@ export function registerGet(program: Command): void {
       "what needs a person: the plan's [!] items, new DISCOVERY.md / IDEAS.md entries (status.review)",
     )
     .option('-n, --namespace <ns>', 'namespace of NAME, with --episodes, --audit or --review', 'default')
+    .option('--kubeconfig <path>', 'the AgentTasks (or with --episodes, the AgentEpisodes) of this cluster instead')
+    .option('-A, --all-namespaces', 'with --kubeconfig: the tasks of every namespace')
     .action(async (first: string | undefined, second: string | undefined, opts: GetOptions) => {
+      if (opts.kubeconfig !== undefined) {
+        process.exitCode = await onCluster(first, opts);
+        return;
+      }
       const flag = opts.audit ? '--audit' : opts.review ? '--review' : '--episodes';
       if ((opts.episodes || opts.audit || opts.review) && first === undefined) {
         console.error(`episodic get: ${flag} needs the task: episodic get NAME [DIR] ${flag}`);
@@ -68,6 +77,22 @@ export function registerGet(program: Command): void {
         process.exitCode = await getCommand(named ? '.' : (first ?? '.'), opts, named ? first : undefined);
       }
     });
+}
+
+/** `get [NAME] --kubeconfig P [--episodes]`: the same tables from the cluster (loaded only then). */
+async function onCluster(name: string | undefined, opts: GetOptions): Promise<number> {
+  if (!validOutput(opts.output)) return 2;
+  const localOnly = opts.steps ? '--steps' : opts.audit ? '--audit' : opts.review ? '--review' : undefined;
+  if (localOnly) {
+    console.error(
+      `episodic get: ${localOnly} reads the local state; on a cluster: kubectl get at ${name ?? 'NAME'} -o yaml`,
+    );
+    return 2;
+  }
+  if (opts.episodes && name === undefined) return usage('--episodes');
+  const { getEpisodesOnCluster, getTasksOnCluster } = await import('./get-cluster.ts');
+  const cluster = { ...opts, kubeconfig: opts.kubeconfig as string };
+  return opts.episodes ? getEpisodesOnCluster(name as string, cluster) : getTasksOnCluster(cluster, name);
 }
 
 function usage(flag: string): number {
@@ -115,49 +140,32 @@ export async function getCommand(
     return 0;
   }
   const wide = opts.output === 'wide';
-  // STEP ("2/4 implement") only when a task is a pipeline (spec.steps).
-  const piped = items.some(({ task, status }) => task.spec?.steps || status.step);
-  // GATE ("test 1/3": fix episodes used of maxFixEpisodes) only while some step is fixing a gate.
-  const gated = items.some(({ task, status }) => gateSummary(task.spec, status) !== '');
-  // STACK (its depth) only when a task has a context stack (spec.stack).
-  const stacked = items.some(({ task, status }) => isStackTask(task.spec, status));
-  const header = [
-    'NAMESPACE',
-    'NAME',
-    'PHASE',
-    'EPISODES',
-    'COST',
-    'REASON',
-    ...(piped ? ['STEP'] : []),
-    ...(gated ? ['GATE'] : []),
-    ...(stacked ? ['STACK'] : []),
-    'PROGRESS',
-    ...(wide ? ['LAST OUTCOME', 'NEXT EPISODE'] : []),
-    'MESSAGE',
-  ];
-  const rows = items.map(({ task, status }) => [
-    task.namespace,
-    task.name,
-    status.phase ?? 'Pending',
-    String(status.episodes),
-    `$${status.costUSD.toFixed(4)}`,
-    status.reason ?? '',
-    ...(piped ? [status.step?.summary ?? ''] : []),
-    ...(gated ? [gateSummary(task.spec, status)] : []),
-    ...(stacked ? [stackDepth(task.spec, status)] : []),
-    status.progress?.summary ?? '',
-    ...(wide ? [status.lastEpisode?.outcome ?? '', status.nextEpisodeAt ?? ''] : []),
-    status.message ?? '',
-  ]);
+  const stateDir = resolve(opts.stateDir ?? join(dir, '.episodic'));
+  const inputs = await Promise.all(
+    items.map(async ({ task, status }) => ({
+      namespace: task.namespace,
+      name: task.name,
+      spec: task.spec,
+      labels: task.labels,
+      status,
+      // The first record is read only for -o wide's STARTED.
+      started: wide ? taskStarted((await readEpisodes(stateDir, task.namespace, task.name))[0], status) : undefined,
+    })),
+  );
+  const { header, rows } = taskTable(inputs, wide);
   // Why each task is where it is, in one line a terminal shows whole; -o wide gives the message uncut.
   const fitted = wide ? rows : fitLastColumn(header, rows, terminalColumns());
   if (rows.length === 0) console.error(`No AgentTasks found in ${dir}.`);
   else process.stdout.write(`${formatTable(header, fitted)}\n`);
   // One pipeline task: its steps under the row (as `--steps` lists them).
-  if (name !== undefined && piped) process.stdout.write(`\n${stepTable(items[0].task.spec, items[0].status)}\n`);
+  if (name !== undefined && (items[0].task.spec?.steps || items[0].status.step))
+    process.stdout.write(`\n${stepTable(items[0].task.spec, items[0].status)}\n`);
   // One stack task: its top frames under the row.
   const stack = name !== undefined ? stackLines(items[0].task.spec, items[0].status) : [];
   if (stack.length > 0) process.stdout.write(`\n${stack.join('\n')}\n`);
+  // One task: the tasks it created (spawn, forEach) under it.
+  const children = name !== undefined ? childrenTable(items[0].task, state.items) : '';
+  if (children) process.stdout.write(`\n${children}\n`);
   return 0;
 }
 
@@ -186,51 +194,7 @@ async function getEpisodes(name: string, dirArg: string, opts: GetOptions): Prom
     console.error(`No episode records for ${opts.namespace}/${name} yet (${path}).`);
     return 0;
   }
-  const wide = opts.output === 'wide';
-  // SCORE (and -o wide SIGNALS) only for a task with completion.signals, whose records carry a score.
-  const scored = records.some((r) => r.completionScore !== undefined);
-  const piped = records.some((r) => r.step !== undefined);
-  const header = [
-    'EPISODE',
-    ...(piped ? ['STEP'] : []),
-    'OUTCOME',
-    'EXIT',
-    'COST',
-    'FINISHED',
-    'REASON',
-    ...(scored ? ['SCORE'] : []),
-    ...(wide ? [...(scored ? ['SIGNALS'] : []), 'TOKENS', 'COMMIT', 'CHANGES', 'CHECKLIST', 'MESSAGE'] : []),
-  ];
-  const rows = records.map((r) => {
-    const ws = r.evidence?.workspace;
-    const checklist = r.evidence?.checklist;
-    return [
-      String(r.number),
-      ...(piped ? [r.step ?? ''] : []),
-      r.outcome,
-      r.exitCode === null ? '' : String(r.exitCode),
-      `$${r.costUSD.toFixed(4)}`,
-      r.finishedAt?.replace(/\.\d+Z$/, 'Z') ?? '',
-      r.reason ?? '',
-      ...(scored ? [r.completionScore === undefined ? '' : String(r.completionScore)] : []),
-      ...(wide
-        ? [
-            ...(scored ? [r.completionSignals?.join(',') ?? ''] : []),
-            String(totalTokens(r.tokens)),
-            ws?.commit?.slice(0, 12) ?? '',
-            ws
-              ? ws.filesChanged !== undefined
-                ? `${ws.filesChanged} files +${ws.insertions ?? 0} -${ws.deletions ?? 0}`
-                : ws.changed
-                  ? 'changed'
-                  : 'none'
-              : '',
-            checklist ? `${checklist.done}/${checklist.total}` : '',
-            r.message ?? '',
-          ]
-        : []),
-    ];
-  });
+  const { header, rows } = episodeTable(records, opts.output === 'wide');
   process.stdout.write(`${formatTable(header, rows)}\n`);
   return 0;
 }

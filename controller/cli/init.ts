@@ -3,8 +3,9 @@
 // and in the task's workspace PROMPT.md and PLAN.md (RalphSharp's markers). Never overwrites a file.
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { basename, delimiter, dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
+import { invocation, shellWord } from './invocation.ts';
 import { DNS_LABEL_MAX, DNS_LABEL_PATTERN } from '../api/agent-task.ts';
 import { printable } from '../util/printable.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
@@ -207,17 +208,4 @@ function nameFrom(text: string): string {
     .slice(0, DNS_LABEL_MAX)
     .replace(/^-+|-+$/g, '');
   return name || 'task';
-}
-
-/** How this episodic was started, so the printed command works as it is: `episodic` only when on PATH. */
-function invocation(): string {
-  const script = process.argv[1] ?? 'episodic';
-  const onPath = (process.env.PATH ?? '').split(delimiter).some((d) => d && resolve(d) === dirname(script));
-  if (onPath) return basename(script);
-  const rel = relative(process.cwd(), script);
-  return shellWord(rel.startsWith('..') ? script : rel.includes('/') ? rel : `./${rel}`);
-}
-
-function shellWord(word: string): string {
-  return /^[\w./@%+=:,-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`;
 }

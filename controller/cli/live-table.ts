@@ -5,6 +5,9 @@ import { effectiveSpec } from '../api/steps.ts';
 import { countedEpisodes } from '../reconciler/steps.ts';
 import type { SpecTask } from '../sources/local/spec-files.ts';
 import { printable } from '../util/printable.ts';
+import { formatElapsed } from './elapsed.ts';
+import { hookLines, TRIGGER_COLUMNS, triggerRows } from './live-triggers.ts';
+import type { TriggerLine } from './live-triggers.ts';
 
 export type TaskView = Array<{ task: SpecTask; status: AgentTaskStatus }>;
 
@@ -22,13 +25,7 @@ const COLUMNS = [
   'REASON',
 ];
 
-/** `1m05s`, `2h03m`, `42s`: how long something has been going, to the second. */
-export function formatElapsed(ms: number): string {
-  const s = Math.max(0, Math.floor(ms / 1000));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
-  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
-}
+export { formatElapsed } from './elapsed.ts';
 
 /** STEP ("2/3 implement") only when a task is a pipeline, as in `episodic get`. */
 function hasSteps(view: TaskView): boolean {
@@ -82,8 +79,35 @@ export function formatTable(header: string[], rowsIn: string[][]): string {
   return [line(header), ...rows.map(line)].join('\n');
 }
 
+/** Beside the tasks: the run's triggers (as recorded when drawn) and where webhook deliveries go. */
+export interface TriggerPanel {
+  triggers: TriggerLine[];
+  watching: boolean;
+  hooksUrl?: string;
+}
+
 export function renderView(view: TaskView, now = Date.now()): string[] {
   return [...formatTable(columnsFor(view), renderRows(view, now)).split('\n'), renderTotals(view)];
+}
+
+/** The trigger table and hook URLs under the tasks; none without triggers. */
+export function renderTriggers(panel: TriggerPanel | undefined, now = Date.now()): string[] {
+  if (!panel || panel.triggers.length === 0) return [];
+  const rows = triggerRows(panel.triggers, panel.watching, now);
+  return ['', ...formatTable(TRIGGER_COLUMNS, rows).split('\n'), ...hookLines(panel.triggers, panel.hooksUrl)];
+}
+
+/** The tasks fitted to what the triggers leave of the screen, then the triggers. */
+export function renderScreen(
+  view: TaskView,
+  panel: TriggerPanel | undefined,
+  screen: Screen,
+  now = Date.now(),
+): string[] {
+  const triggers = renderTriggers(panel, now);
+  const rows = screen.rows ? Math.max(4, screen.rows - triggers.length) : undefined;
+  const tasks = fitToScreen(renderView(view, now), screen.columns, rows);
+  return [...tasks, ...fitToScreen(triggers, screen.columns)];
 }
 
 /** Lines that fit the screen: each cut to one row (a wrapped line would break the count of lines to redraw). */
@@ -128,21 +152,28 @@ export class LiveTable {
   private lines = 0;
   private readonly source: () => TaskView;
   private readonly screen: Screen;
+  private readonly panel: () => TriggerPanel | undefined;
 
-  constructor(source: () => TaskView, screen: Screen = process.stdout) {
+  constructor(
+    source: () => TaskView,
+    screen: Screen = process.stdout,
+    panel: () => TriggerPanel | undefined = () => undefined,
+  ) {
     this.source = source;
     this.screen = screen;
+    this.panel = panel;
     this.timer = setInterval(() => this.draw(), 500);
     this.timer.unref();
     this.draw();
   }
 
   /** The final view, and for each task that did not succeed, why (its message), one line each. */
-  static print(view: TaskView, screen: Screen = process.stdout): void {
+  static print(view: TaskView, screen: Screen = process.stdout, panel?: TriggerPanel): void {
     const why = view
       .filter(({ status }) => status.phase !== 'Succeeded' && status.message)
       .map(({ task, status }) => `${task.name}: ${printable(status.message ?? '')}`);
-    screen.write(`${fitToScreen([...renderView(view), ...why], screen.columns).join('\n')}\n`);
+    const lines = [...renderView(view), ...why, ...renderTriggers(panel)];
+    screen.write(`${fitToScreen(lines, screen.columns).join('\n')}\n`);
   }
 
   stop(): void {
@@ -155,7 +186,7 @@ export class LiveTable {
    * top-left corner: tmux (scroll-on-clear) keeps a copy of a screen cleared that way in its scrollback.
    */
   private draw(): void {
-    const lines = fitToScreen(renderView(this.source()), this.screen.columns, this.screen.rows);
+    const lines = renderScreen(this.source(), this.panel(), this.screen);
     const up = this.lines > 0 ? `\r\x1b[${this.lines}A` : '';
     this.screen.write(`${up}${lines.map((l) => `${l}\x1b[K\n`).join('')}\x1b[J`);
     this.lines = lines.length;

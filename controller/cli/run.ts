@@ -5,10 +5,15 @@ import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { runLocal, StateDirUnavailable } from '../local/run-local.ts';
-import type { LocalRunEnd, LocalView } from '../local/run-local.ts';
+import type { LiveExtra, LocalRunEnd, LocalView } from '../local/run-local.ts';
 import { createLogger } from '../util/logger.ts';
+import { LOG_FORMATS } from '../util/log-lines.ts';
+import type { LogFormat } from '../util/log-lines.ts';
 import type { Logger } from 'pino';
 import { LiveTable } from './live-table.ts';
+import type { TriggerPanel } from './live-table.ts';
+import { nextSteps, nothingToRun } from './run-report.ts';
+import { invocation } from './invocation.ts';
 import { parseNumberOption, UsageError } from './options.ts';
 
 /** The state disk filled up: nothing more could be recorded. */
@@ -23,6 +28,7 @@ export interface RunOptions {
   hooksAddr?: string;
   metricsFile?: string;
   logLevel: string;
+  logFormat: string;
   table?: boolean;
   console?: string;
 }
@@ -40,7 +46,12 @@ export function registerRun(program: Command): void {
     .option('--hooks-addr <host:port>', 'with --watch: serve POST /hooks/NAMESPACE/TRIGGER (signed webhook deliveries)')
     .option('--metrics-file <path>', 'write Prometheus text metrics here on exit (textfile collector)')
     .option('--log-level <level>', 'trace, debug, info, warn, error', 'info')
-    .option('--no-table', 'JSON logs even on a terminal')
+    .option('--no-table', 'event lines (see --log-format) instead of the live table, even on a terminal')
+    .option(
+      '--log-format <format>',
+      'off the terminal table: text (a line per event, then the summary) or json (JSON lines for machines)',
+      'text',
+    )
     .option(
       '--console <host:port>',
       'serve the web console here while running (beyond localhost needs EPISODIC_CONSOLE_TOKEN)',
@@ -56,6 +67,8 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   let budgetUSD: number | undefined;
   try {
     if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`${dirArg}: not a directory`);
+    if (!(LOG_FORMATS as readonly string[]).includes(opts.logFormat))
+      throw new UsageError(`--log-format: "${opts.logFormat}" is not one of ${LOG_FORMATS.join(', ')}`);
     maxConcurrent = parseNumberOption('--max-concurrent', opts.maxConcurrent, { integer: true, min: 1 });
     budgetUSD =
       opts.budgetUsd === undefined ? undefined : parseNumberOption('--budget-usd', opts.budgetUsd, { min: 0 });
@@ -65,8 +78,12 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   }
   const stateDir = resolve(opts.stateDir ?? join(dir, '.episodic'));
   const live = opts.table !== false && process.stdout.isTTY === true;
-  // On a terminal the table owns the screen, so logs go to a file beside the state.
-  const logger = createLogger({ level: opts.logLevel, file: live ? join(stateDir, 'controller.log') : undefined });
+  const format = opts.logFormat as LogFormat;
+  // On a terminal the table owns the screen, so logs go to a file beside the state (JSON: for machines).
+  const logger = live
+    ? createLogger({ level: opts.logLevel, file: join(stateDir, 'controller.log') })
+    : createLogger({ level: opts.logLevel, format });
+  let extra: LiveExtra | undefined;
   let consoleServer: { url: string; close(): Promise<void> } | undefined;
   try {
     consoleServer = opts.console === undefined ? undefined : await startConsoleFor(dir, stateDir, opts.console, logger);
@@ -90,9 +107,15 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
       hooksAddr: opts.hooksAddr,
       metricsFile: opts.metricsFile,
       interrupt: interrupt.signal,
-      show: live ? (view) => new LiveTable(view) : undefined,
+      show: (view, given) => {
+        extra = given;
+        return live ? new LiveTable(view, process.stdout, () => panelOf(given, opts)) : { stop() {} };
+      },
     });
-    return report(end, { dir, live, logger });
+    // The event lines are out before the summary that follows them (one pipe may carry both).
+    await new Promise<void>((r) => logger.flush(() => r()));
+    const how = { dirArg, dir, live, logger, format, panel: extra && panelOf(extra, opts) };
+    return report(end, how);
   } catch (err) {
     if (!(err instanceof StateDirUnavailable)) throw err;
     if (err.why)
@@ -117,14 +140,35 @@ async function startConsoleFor(dir: string, stateDir: string, listen: string, lo
   return running;
 }
 
-/** Says how the run ended (the final table, or a log line per task) and returns the exit code. */
-function report(end: LocalRunEnd, how: { dir: string; live: boolean; logger: Logger }): number {
+/** The triggers for the table: as recorded when drawn. */
+function panelOf(extra: LiveExtra, opts: RunOptions): TriggerPanel {
+  return { triggers: extra.triggers(), watching: opts.watch === true, hooksUrl: extra.hooksUrl };
+}
+
+interface ReportHow {
+  dirArg: string;
+  dir: string;
+  live: boolean;
+  logger: Logger;
+  format: LogFormat;
+  panel?: TriggerPanel;
+}
+
+/** Says how the run ended (the final table, or for json a log line per task) and returns the exit code. */
+function report(end: LocalRunEnd, how: ReportHow): number {
   if (end.end === 'noTasks') {
     console.error(`episodic run: ${end.problem} found in ${how.dir}`);
     return 1;
   }
-  if (how.live) LiveTable.print(end.view);
-  else logFinalStatus(end.view, how.logger);
+  const idle = end.end === 'settled' ? nothingToRun(end.view.length, end.triggers) : undefined;
+  if (idle) {
+    process.stdout.write(`episodic run: ${idle}\n`);
+    return 0;
+  }
+  if (how.live || how.format === 'text') {
+    LiveTable.print(end.view, process.stdout, how.panel);
+    if (end.end === 'settled') process.stdout.write(`${nextSteps(invocation(), how.dirArg, end.view).join('\n')}\n`);
+  } else logFinalStatus(end.view, how.logger);
   if (end.end === 'interrupted') return 130;
   if (end.end === 'stateFull') {
     console.error(

@@ -1,6 +1,7 @@
 // Cluster mode: informers on AgentTasks, episode Pods and AgentBudgets feed the one controller loop
 // (core/controller.ts). With leader election only the lease holder runs the loop; standbys keep their
 // caches warm so a take-over starts at once.
+import type { TaskOwner } from '../core/created-tasks.ts';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -351,7 +352,7 @@ export class ClusterController {
     const deps: SpawnSendDeps<ClusterTask> = {
       created: new KubeCreatedTasks(this.client),
       mailboxes: new KubeMailboxes(this.client),
-      ownerOf: (t) => ({ kind: 'AgentTask', namespace: t.namespace, name: t.name, uid: t.object.metadata.uid }),
+      ownerOf: clusterOwner,
       taskExists: (namespace, name) => this.source.get(`${namespace}/${name}`) !== undefined,
       status: (t) => this.sink.read(t),
       clock: systemClock,
@@ -375,7 +376,12 @@ export class ClusterController {
       workers: this.opts.workers ?? CLUSTER_DEFAULTS.workers,
       metrics: this.metrics,
       ops: new ClusterOpsApplier(this.client, this.spawnAndSend()),
-      spawn: new SpawnLoop({ source: this.source, sink: this.sink, mailboxes: new KubeMailboxes(this.client) }),
+      spawn: new SpawnLoop({
+        source: this.source,
+        sink: this.sink,
+        mailboxes: new KubeMailboxes(this.client),
+        created: { store: new KubeCreatedTasks(this.client), ownerOf: clusterOwner },
+      }),
       mailboxEvents: this.mailboxWatch,
       clock: this.opts.clock,
     });
@@ -402,4 +408,9 @@ export function inClusterNamespace(): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A cluster task as the owner of the tasks it creates: its uid goes into their ownerReference. */
+function clusterOwner(t: ClusterTask): TaskOwner {
+  return { kind: 'AgentTask', namespace: t.namespace, name: t.name, uid: t.object.metadata.uid };
 }

@@ -19,7 +19,7 @@ import type { EpisodeLog, LogRequest } from './log-text.ts';
 import { holdOfAnnotations } from '../api/hold.ts';
 import type { SuspendHold } from '../api/hold.ts';
 import { setClusterHold } from '../sources/cluster/hold-annotations.ts';
-import { gateLimitsOf, pullRequestOf, pullRequestsChanged, taskRow, triggerKeyOf } from './views.ts';
+import { childrenOf, gateLimitsOf, pullRequestOf, pullRequestsChanged, taskRow, triggerKeyOf } from './views.ts';
 import type {
   ActionOutcome,
   BudgetView,
@@ -109,6 +109,7 @@ export class ClusterConsoleSource implements ConsoleSource {
       gateLimits: gateLimitsOf(obj.spec),
       hold: holdOfAnnotations(obj.metadata.annotations as Record<string, string> | undefined),
       specSuspend: (obj.spec as { suspend?: unknown } | undefined)?.suspend === true,
+      children: childrenOf(this.rows(), namespace, name),
     };
   }
 

@@ -16,7 +16,15 @@ import { localEpisodeLog } from './local-logs.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
 import { readBudgets, readEpisodes, readLocalState, readStoredStatus, statusPath } from './local-state.ts';
 import { readTriggerStatus, readTriggerStatuses, triggerStatusDir } from './local-triggers.ts';
-import { gateLimitsOf, identityOfSpec, pullRequestOf, pullRequestsChanged, taskRow, triggerKeyOf } from './views.ts';
+import {
+  childrenOf,
+  gateLimitsOf,
+  identityOfSpec,
+  pullRequestOf,
+  pullRequestsChanged,
+  taskRow,
+  triggerKeyOf,
+} from './views.ts';
 import type {
   ActionOutcome,
   BudgetView,
@@ -230,6 +238,7 @@ export class LocalConsoleSource implements ConsoleSource {
       gateLimits: gateLimitsOf(task.spec),
       hold: readHold(holdPath(this.stateDir, namespace, name)),
       specSuspend: task.spec?.suspend === true,
+      children: childrenOf(this.rows(), namespace, name),
     };
   }
 

@@ -8,6 +8,7 @@ import type { SpecTask } from '../sources/local/spec-files.ts';
 import { DEFAULT_MAX_FIX_EPISODES } from '../api/gates.ts';
 import type { SuspendHold } from '../api/hold.ts';
 import { AgentTriggerStatusSchema, TRIGGER_LABEL } from '../api/agent-trigger.ts';
+import { OWNER_LABELS } from '../api/spawn-fields.ts';
 
 export interface TaskRow {
   key: string;
@@ -46,6 +47,23 @@ export interface TaskDetail {
   /** A person's suspend hold (api/hold.ts), and whether spec.suspend is set (which a hold cannot lift). */
   hold?: SuspendHold;
   specSuspend: boolean;
+  /** The tasks it created (spawned children, a forEach step's items, best-of-N attempts), in name order. */
+  children?: ChildRow[];
+}
+
+export interface ChildRow {
+  name: string;
+  phase: string;
+  reason?: string;
+  costUSD: number;
+}
+
+/** The rows whose parent label names the task: its children, numbers in order (each-2 before each-10). */
+export function childrenOf(rows: readonly TaskRow[], namespace: string, name: string): ChildRow[] {
+  return rows
+    .filter((r) => r.namespace === namespace && r.labels[OWNER_LABELS.AgentTask] === name)
+    .sort((a, b) => a.name.localeCompare(b.name, undefined, { numeric: true }))
+    .map((r) => ({ name: r.name, phase: r.phase, reason: r.reason, costUSD: r.costUSD }));
 }
 
 export type GateLimits = Record<string, Record<string, number>>;

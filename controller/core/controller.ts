@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { statusProblems } from '../api/validate.ts';
+import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { cycleThrough, dependencyFact } from '../reconciler/dependencies.ts';
 import type { DependencyFact } from '../reconciler/dependencies.ts';
@@ -249,6 +250,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     return {
       namespace: task.namespace,
       name: task.name,
+      labels: task.labels,
       generation: task.generation,
       spec: task.spec,
       specError: task.specError,
@@ -285,6 +287,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       } else if (a.type === 'RecordEvent') {
         const details = a.afterStart ? { ...a.details, ...startDetails } : (a.details ?? {});
         sink.event(task, a.eventType, a.reason, a.message, details);
+      } else if (a.type === 'CreateTasks') {
+        await this.createTasks(task, a.tasks);
       } else if (a.type === 'StopEpisode') {
         this.stops.set(task.key, { number: a.number, reason: a.reason });
         await executor.stop(task, a.number, a.reason);
@@ -294,6 +298,13 @@ export class Controller<T extends DesiredTask = DesiredTask> {
         this.pendingStarts.delete(task.key);
       }
     }
+  }
+
+  /** A forEach step's children, through the one created-tasks mechanism; a name another task has is said. */
+  private async createTasks(task: T, tasks: Extract<Action, { type: 'CreateTasks' }>['tasks']): Promise<void> {
+    const refused = (await this.opts.spawn?.createTasks(task, tasks)) ?? tasks.map((t) => `${t.name}: not supported`);
+    if (refused.length > 0)
+      this.opts.sink.event(task, 'Warning', 'ChildrenRefused', clip(refused.join('; '), EVENT_MESSAGE_MAX), {});
   }
 
   /** What the pass means for the queue: a requeue, the slot waiters, the dependents. */

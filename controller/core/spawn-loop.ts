@@ -6,6 +6,7 @@
 import { isTerminal } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { OWNER_LABELS } from '../api/spawn-fields.ts';
+import type { CreatedTasks, TaskOwner } from './created-tasks.ts';
 import type { Mailboxes } from './mailboxes.ts';
 import type { DesiredTask, StatusSink, TaskSource } from './ports.ts';
 import { renderChildren, treeCost } from '../reconciler/children.ts';
@@ -28,11 +29,36 @@ export class SpawnLoop<T extends DesiredTask> {
   /** Tasks whose latest pass left an episode running: a sibling's parallel pass sees a start before its write. */
   private readonly running = new Set<string>();
 
-  constructor(opts: { source: TaskSource<T>; sink: StatusSink<T>; mailboxes: Mailboxes }) {
+  private readonly created: { store: CreatedTasks; ownerOf: (task: T) => TaskOwner } | undefined;
+
+  constructor(opts: {
+    source: TaskSource<T>;
+    sink: StatusSink<T>;
+    mailboxes: Mailboxes;
+    /** Where a forEach step's children are made: the store spawn ops use, and the task as their owner. */
+    created?: { store: CreatedTasks; ownerOf: (task: T) => TaskOwner };
+  }) {
     this.source = opts.source;
     this.sink = opts.sink;
     this.mailboxes = opts.mailboxes;
+    this.created = opts.created;
     opts.source.subscribe((key) => this.index && this.reindex(key));
+  }
+
+  /** Creates the tasks a pass planned as this task's children (idempotent by name); what was refused, in words. */
+  async createTasks(
+    task: T,
+    tasks: ReadonlyArray<{ name: string; spec: Record<string, unknown>; labels: Record<string, string> }>,
+  ): Promise<string[]> {
+    const created = this.created;
+    if (!created) return tasks.map((t) => `${t.name}: this controller does not create tasks`);
+    const owner = created.ownerOf(task);
+    const refused: string[] = [];
+    for (const t of tasks) {
+      const made = await created.store.create(owner, t.name, t.spec, t.labels);
+      if (made.result === 'taken') refused.push(made.message);
+    }
+    return refused;
   }
 
   /**
@@ -176,6 +202,12 @@ export class SpawnLoop<T extends DesiredTask> {
         ),
         outputs: status?.outputs,
         lastMessage: status?.lastEpisode?.message,
+        evidence: status && {
+          changedLines: status.changedLines,
+          outOfScope: (status.outOfScopeEpisodes ?? 0) > 0,
+          gatesPassed: !status.steps?.some((s) => s.gate),
+          finishedAt: status.lastEpisode?.finishedAt,
+        },
       });
     }
     return out;

@@ -14,6 +14,8 @@ export interface GitWorkspace {
   url: string;
   /** A branch name (refs/heads/ is optional); created on the remote by the first push if missing. */
   ref: string;
+  /** The branch a ref missing on the remote starts from (a fan-out child's parent branch); default: the remote's HEAD. */
+  from?: string;
   dir: string;
   credentials?: GitCredentials;
   /** Progress lines for humans (stderr in the pod); already redacted. */
@@ -38,8 +40,9 @@ export async function prepareGitWorkspace(ws: GitWorkspace): Promise<GitStep> {
       if (remoteHasRef) {
         await git(w, ['clone', '--quiet', '--branch', branch, '--single-branch', '--', url, ws.dir]);
       } else {
-        // A new branch (or an empty repository): start it from the default branch; the first push creates it.
-        await git(w, ['clone', '--quiet', '--', url, ws.dir]);
+        // A new branch (or an empty repository): start it from `from` or the default branch; the first push creates it.
+        const from = ws.from ? branchName(ws.from) : undefined;
+        await git(w, ['clone', '--quiet', ...(from ? ['--branch', from] : []), '--', url, ws.dir]);
         await git(w, ['checkout', '--quiet', '-b', branch], { cwd: ws.dir });
       }
       return { ok: true };

@@ -40,6 +40,23 @@ export const EpisodeDefaultsSchema = z.strictObject({
   podAnnotations: stringMap.optional(),
   /** Added to every episode pod unless the task sets a variable of the same name (API keys as secretKeyRef). */
   env: z.array(EnvVarSchema).optional(),
+  /** spec.sandbox on a cluster (the chart's sandbox.*): see executors/cluster/network-policy.ts. */
+  sandbox: z
+    .strictObject({
+      /** runtimeClassName of sandboxed tasks' pods that name none. */
+      runtimeClassName: z.string().min(1).optional(),
+      /** Refuse tasks without spec.sandbox.enabled. */
+      enforce: z.boolean().optional(),
+      /** The model gateway's pods, the one egress a sandboxed pod has besides DNS and allowCIDRs. */
+      gateway: z
+        .strictObject({
+          namespace: z.string().min(1).optional(),
+          podLabels: stringMap,
+          port: z.number().int().min(1).max(65535),
+        })
+        .optional(),
+    })
+    .optional(),
 });
 
 export type EpisodeDefaults = z.infer<typeof EpisodeDefaultsSchema>;

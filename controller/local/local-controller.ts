@@ -1,5 +1,6 @@
 // Local mode: a spec directory (source), processes (executor) and status files (sink) under the one
 // controller loop. This file only wires them and answers what `episodic run` asks.
+import type { TaskOwner } from '../core/created-tasks.ts';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -100,7 +101,7 @@ export class LocalController {
     const deps: SpawnSendDeps<LocalTask> = {
       created: this.created,
       mailboxes: this.mailboxes,
-      ownerOf: (t) => ({ kind: 'AgentTask', namespace: t.namespace, name: t.name, file: t.file }),
+      ownerOf: localOwner,
       taskExists: (namespace, name) => this.source.get(`${namespace}/${name}`) !== undefined,
       status: (t) => this.sink.read(t),
       clock: this.opts.clock ?? systemClock,
@@ -136,7 +137,12 @@ export class LocalController {
       metrics: this.opts.metrics,
       deletedTasks,
       ops: new LocalOpsApplier<LocalTask>(this.opts.stateDir, this.spawnAndSend()),
-      spawn: new SpawnLoop<LocalTask>({ source: this.source, sink: this.sink, mailboxes: this.mailboxes }),
+      spawn: new SpawnLoop<LocalTask>({
+        source: this.source,
+        sink: this.sink,
+        mailboxes: this.mailboxes,
+        created: { store: this.created, ownerOf: localOwner },
+      }),
       mailboxEvents: this.mailboxWatch,
     });
   }
@@ -287,4 +293,9 @@ function stateId(stateDir: string): string {
   mkdirSync(stateDir, { recursive: true });
   writeFileSync(file, `${id}\n`, { mode: 0o644 });
   return id;
+}
+
+/** A local task as the owner of the tasks it creates: its spec file resolves their relative paths. */
+function localOwner(t: LocalTask): TaskOwner {
+  return { kind: 'AgentTask', namespace: t.namespace, name: t.name, file: t.file };
 }

@@ -6,6 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
+import type { AgentTriggerStatus } from '../api/agent-trigger.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import type { RunningServer } from '../metrics/server.ts';
 import { checkSpecSet, withoutFailedChecks } from '../sources/local/spec-checks.ts';
@@ -18,6 +19,7 @@ import type { StateLock } from '../util/state-lock.ts';
 import { systemClock } from '../core/clock.ts';
 import { envSecret, LocalTriggerStatus, runnableTriggers, TriggerTimers } from '../sources/triggers/local-triggers.ts';
 import { TriggerRunner } from '../sources/triggers/trigger-runner.ts';
+import type { RunnableTrigger } from '../sources/triggers/trigger-runner.ts';
 import type { HookServer } from '../forge/hook-server.ts';
 import { PhaseWakes } from '../sources/triggers/phase-wakes.ts';
 import { localResumeRequester } from '../sources/triggers/resume-command.ts';
@@ -39,14 +41,21 @@ export interface LocalRunOptions {
   /** Aborted on SIGINT/SIGTERM (its reason: the signal): start nothing more, stop what runs. */
   interrupt: AbortSignal;
   /** Shows the view while the run goes on (the CLI's live table); stopped once the run ends. */
-  show?: (view: () => LocalView) => { stop(): void };
+  show?: (view: () => LocalView, extra: LiveExtra) => { stop(): void };
+}
+
+/** What the live table shows beside the tasks: each valid trigger with its recorded status, the hooks' URL. */
+export interface LiveExtra {
+  triggers: () => Array<{ trigger: RunnableTrigger; status?: AgentTriggerStatus }>;
+  /** With --hooks-addr: where deliveries go (…/hooks/NAMESPACE/TRIGGER). */
+  hooksUrl?: string;
 }
 
 export type LocalRunEnd =
   | { end: 'noTasks'; problem: string }
   | { end: 'interrupted'; view: LocalView }
   | { end: 'stateFull'; message: string; view: LocalView }
-  | { end: 'settled'; view: LocalView; specErrors: number };
+  | { end: 'settled'; view: LocalView; specErrors: number; triggers: number };
 
 /** The state dir cannot be locked: another controller holds it (`inUse`) or it cannot be written (`why`). */
 export class StateDirUnavailable extends Error {
@@ -117,12 +126,13 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
       followPhases(controller, new PhaseWakes(timers));
       watcher = await watchSpecs(controller, initial, opts, timers);
     }
-    const shown = opts.show?.(() => controller.view());
+    const shown = opts.show?.(() => controller.view(), liveExtra(opts, timers, initial, hooks));
     try {
       const end = await runUntilDone(controller, opts, initial.errors.length);
+      const triggers = runnableTriggers(initial.triggers?.values() ?? []);
       // Without --watch no pass follows: the forge comments are brought up to how the tasks ended.
-      if (!opts.watch) for (const t of runnableTriggers(initial.triggers?.values() ?? [])) await runner.reportPass(t);
-      return end;
+      if (!opts.watch) for (const t of triggers) await runner.reportPass(t);
+      return end.end === 'settled' ? { ...end, triggers: triggers.length } : end;
     } finally {
       shown?.stop();
     }
@@ -135,6 +145,16 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
     if (opts.metricsFile && metrics) await writeFile(opts.metricsFile, await metrics.text());
     await lock.release();
   }
+}
+
+/** The triggers as last set (with --watch, the timers follow spec edits) and their status files, read when drawn. */
+function liveExtra(opts: LocalRunOptions, timers: TriggerTimers | undefined, initial: LoadedSpecs, hooks?: HookServer) {
+  const store = new LocalTriggerStatus(opts.stateDir);
+  const current = () => timers?.all() ?? runnableTriggers(initial.triggers?.values() ?? []);
+  return {
+    triggers: () => current().map((trigger) => ({ trigger, status: store.read(trigger.key) })),
+    hooksUrl: hooks ? `${hooks.url}/hooks` : undefined,
+  };
 }
 
 /** Specs first: recovery reads an episode's log with its task's output settings. */
@@ -241,7 +261,7 @@ async function runUntilDone(controller: LocalController, opts: LocalRunOptions, 
     await controller.abandon();
     return { end: 'stateFull', message: full.message, view: controller.view() } as const;
   }
-  return { end: 'settled', view: controller.view(), specErrors } as const;
+  return { end: 'settled', view: controller.view(), specErrors, triggers: 0 } as const;
 }
 
 async function lockStateDir(stateDir: string): Promise<StateLock> {

@@ -23,7 +23,12 @@ export type Action =
   | { type: 'StopEpisode'; number: number; reason: StopReason }
   /** Agent ops with effects outside the status (blackboard, spawn, send): idempotent per (task, episode). */
   | { type: 'ApplyOps'; episode: number; ops: Op[] }
-  | { type: 'StartEpisode'; number: number };
+  | { type: 'StartEpisode'; number: number }
+  /** Child tasks the task owns (a forEach step's items): created through CreatedTasks, idempotent by name. */
+  | {
+      type: 'CreateTasks';
+      tasks: Array<{ name: string; spec: Record<string, unknown>; labels: Record<string, string> }>;
+    };
 
 export type Events = Extract<Action, { type: 'RecordEvent' }>[];
 

@@ -15,6 +15,8 @@ export interface ChildView {
   /** Named results the child reported, if any. */
   outputs?: Readonly<Record<string, string>>;
   lastMessage?: string;
+  /** What best-of-N compares attempts by (attempts-select.ts). */
+  evidence?: { changedLines?: number; outOfScope?: boolean; gatesPassed?: boolean; finishedAt?: string };
 }
 
 /** Characters of each child's last message and of each output value in {{children}}. */

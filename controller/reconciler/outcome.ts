@@ -43,6 +43,8 @@ export function classifyOutcome(result: EpisodeResult, completion: AgentTaskSpec
   if (result.cancelled) return { outcome: 'cancelled', reason: 'Cancelled' };
   if (result.interrupted) return { outcome: 'interrupted', reason: 'Interrupted' };
   if (result.timedOut) return { outcome: 'timeout', reason: 'EpisodeTimeout' };
+  // The sandbox killed it for a bound of spec.sandbox.resources: whatever it printed after.
+  if (result.sandbox?.limitHit) return { outcome: 'failed', reason: 'ResourceLimit' };
   if (result.errorClass === 'usageLimit') return { outcome: 'usageLimit', reason: 'UsageLimit' };
   if (result.errorClass === 'fatal') return { outcome: 'fatal', reason: 'FatalError' };
   if (result.errorClass === 'contextTooLong') {

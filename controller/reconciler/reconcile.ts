@@ -36,6 +36,8 @@ import { DEADLINE_GRACE_MS } from './types.ts';
 import type { Action, Events, StopReason } from './actions.ts';
 import type { ObservedEpisode, ReconcileInput, ReconcileResult } from './types.ts';
 import { MAILBOX_RESYNC_MS, spawnHold, spawnInterrupt, withDelivery } from './spawn-decide.ts';
+import { fanOutDecision } from './fan-out-decide.ts';
+import { tallyEvidence } from './attempts.ts';
 
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 
@@ -69,6 +71,7 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     status = ops.status;
     events.push(...ops.events);
     status = withReviewFacts(status, given.episode ?? ended, ended.number);
+    status = tallyEvidence(status, ended.result);
   }
 
   const held = auditHold(status, input.hold, input.spec?.suspend ?? false, input.now);
@@ -266,6 +269,9 @@ function beforeStart(status: AgentTaskStatus, spec: AgentTaskSpec, input: Reconc
   if (deps.kind === 'pending') {
     return { status: set('Waiting', 'DependenciesPending', `waiting for ${deps.waitingOn.join(', ')}`), actions: [] };
   }
+  // A forEach step runs children instead of an episode (fan-out.ts).
+  const fanOut = fanOutDecision(status, input);
+  if (fanOut) return fanOut;
   const cap = capReached(status, spec, input.globalBudget);
   if (cap) {
     const event = warning(cap.reason !== 'MaxEpisodesReached' ? 'BudgetExceeded' : 'MaxEpisodesReached', cap.message);

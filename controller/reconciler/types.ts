@@ -48,6 +48,8 @@ export interface ObservedEpisode {
 export interface ReconcileInput {
   namespace: string;
   name: string;
+  /** The task's labels: children it makes inherit them (spawn.ts). */
+  labels?: Readonly<Record<string, string>>;
   generation: number;
   /** Undefined when the spec does not validate; specError then says why. */
   spec?: AgentTaskSpec;

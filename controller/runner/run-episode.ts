@@ -86,6 +86,7 @@ async function runConfiguredEpisode(
   const git: GitWorkspace | undefined = config.git && {
     url: config.git.url,
     ref: config.git.ref,
+    from: config.git.from,
     dir: config.workspaceDir,
     credentials,
     log: opts.log,

@@ -4,6 +4,8 @@ import { dirname } from 'node:path';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import { REDACTED, redact } from '../api/redaction.ts';
+import { formatLogChunk } from './log-lines.ts';
+import type { LogFormat } from './log-lines.ts';
 
 export const REDACT_PATHS = [
   'env',
@@ -17,9 +19,14 @@ export const REDACT_PATHS = [
   'headers.authorization',
 ];
 
-export function createLogger(opts: { level?: string; file?: string; name?: string } = {}): Logger {
+export function createLogger(opts: { level?: string; file?: string; name?: string; format?: LogFormat } = {}): Logger {
   if (opts.file) mkdirSync(dirname(opts.file), { recursive: true });
-  const destination = pino.destination({ dest: opts.file ?? 2, sync: false });
+  const sink = pino.destination({ dest: opts.file ?? 2, sync: false });
+  // text: the same records, each written as a line a person reads (util/log-lines.ts); redaction comes first.
+  const destination =
+    opts.format === 'text'
+      ? { write: (chunk: string) => sink.write(formatLogChunk(chunk)), flush: (cb: () => void) => sink.flush(cb) }
+      : sink;
   return pino(
     {
       name: opts.name ?? 'episodic',

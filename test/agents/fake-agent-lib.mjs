@@ -57,6 +57,9 @@ export function chooseStep(argv) {
   }
   const episode = process.env.EPISODIC_EPISODE;
   if (script.episodes && episode !== undefined && script.episodes[episode]) fromScript = script.episodes[episode];
+  // One workspace shared by several tasks (a fan-out's children): a step per task, by $EPISODIC_TASK.
+  const task = process.env.EPISODIC_TASK;
+  if (script.tasks && task !== undefined && Object.hasOwn(script.tasks, task)) fromScript = script.tasks[task];
 
   const step = { mode: 'success', ...fromScript, ...stepFromEnv() };
   const flagMode = flag(argv, 'fake-mode');

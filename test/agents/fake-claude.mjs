@@ -12,6 +12,7 @@
 //        { "episodes": { "1": {"mode": "transient"}, "2": {"mode": "success"} },  // by $EPISODIC_EPISODE
 //          "steps": [ {"mode": "continue"}, {"mode": "success"} ],  // by run count; the last one repeats
 //          "succeedAfter": 3,         // continue on runs 1-2, success from run 3 on
+//          "tasks": { "mig-each-3": {"mode": "fail"} },   // by $EPISODIC_TASK (over episodes)
 //          "default": {"mode": "continue"},
 //          "counterFile": ".fake-agent-runs",   // where runs are counted (only with steps/succeedAfter)
 //          "record": "runs.jsonl" }             // like FAKE_AGENT_RECORD

@@ -172,7 +172,19 @@ describe('a Gitea trigger in local mode (real Gitea)', () => {
     const port = await freePort();
     const child = spawn(
       NODE,
-      [CLI, 'run', hookDir, '--watch', '--no-table', '--hooks-addr', `127.0.0.1:${port}`, '--log-level', 'debug'],
+      [
+        CLI,
+        'run',
+        hookDir,
+        '--watch',
+        '--no-table',
+        '--log-format',
+        'json',
+        '--hooks-addr',
+        `127.0.0.1:${port}`,
+        '--log-level',
+        'debug',
+      ],
       {
         env: { ...process.env, TEST_GITEA_TOKEN: gitea.adminToken, TEST_HOOK_SECRET: 'hook-secret' },
         stdio: ['ignore', 'ignore', 'pipe'],
@@ -242,10 +254,14 @@ spec:
       `${webhookTrigger('hooked', 'TEST_HOOK_SECRET')}---\n${webhookTrigger('unhooked', 'TEST_OTHER_SECRET')}`,
     );
     const port = await freePort();
-    const child = spawn(NODE, [CLI, 'run', hookDir, '--watch', '--no-table', '--hooks-addr', String(port)], {
-      env: { ...process.env, TEST_HOOK_SECRET: 'hook-secret', TEST_OTHER_SECRET: 'other-secret' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      NODE,
+      [CLI, 'run', hookDir, '--watch', '--no-table', '--log-format', 'json', '--hooks-addr', String(port)],
+      {
+        env: { ...process.env, TEST_HOOK_SECRET: 'hook-secret', TEST_OTHER_SECRET: 'other-secret' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise((r) => child.on('exit', r));

@@ -69,7 +69,7 @@ spec:
   });
 
   it('NeedsReview → the comment says how → a reader cannot resume, alice can → Succeeded', async () => {
-    const child = spawn(NODE, [CLI, 'run', dir, '--watch', '--no-table'], {
+    const child = spawn(NODE, [CLI, 'run', dir, '--watch', '--no-table', '--log-format', 'json'], {
       env: { ...process.env, TEST_GITEA_TOKEN: gitea.adminToken },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

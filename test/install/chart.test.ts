@@ -50,6 +50,9 @@ const EVERYTHING = {
     { env: 'ANTHROPIC_API_KEY', secretName: 'agent-keys', secretKey: 'anthropic' },
     { env: 'OPENAI_API_KEY', secretName: 'agent-keys', secretKey: 'openai', optional: false },
   ],
+  'sandbox.defaultRuntimeClass': 'gvisor',
+  'sandbox.enforce': true,
+  'sandbox.gateway': { namespace: 'gw', podLabels: { app: 'gateway' }, port: 8080 },
 };
 
 const VALUE_SETS: Record<string, Record<string, unknown>> = {
@@ -87,6 +90,7 @@ const CONTROLLER_RULES = [
     resources: ['configmaps'],
     verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
   },
+  { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['create', 'patch', 'delete'] },
 ];
 
 describe('helm chart', () => {
@@ -362,6 +366,11 @@ describe('helm chart', () => {
         },
         { name: 'OPENAI_API_KEY', valueFrom: { secretKeyRef: { name: 'agent-keys', key: 'openai', optional: false } } },
       ],
+      sandbox: {
+        runtimeClassName: 'gvisor',
+        enforce: true,
+        gateway: { namespace: 'gw', podLabels: { app: 'gateway' }, port: 8080 },
+      },
     });
     const c = controllerContainer(objects);
     assert.ok(c.args.includes('--episode-defaults=/etc/episodic/episode-defaults.yaml'));

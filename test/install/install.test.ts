@@ -143,6 +143,8 @@ function controllerNeeds(ns: string | undefined): Check[] {
     // Agent ops: the blackboard ConfigMap per namespace and each task's mailbox ConfigMap (list/watch: the
     // mailbox informer; RBAC cannot narrow them to its label selector, and get was cluster-wide already).
     ...['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'].map((v) => yes(v, 'configmaps')),
+    // spec.sandbox: each sandboxed task's NetworkPolicy.
+    ...['create', 'patch', 'delete'].map((v) => yes(v, 'networkpolicies.networking.k8s.io')),
   ];
 }
 

@@ -42,7 +42,7 @@ interface Started {
 /** `npx episodic ARGS` in its own process group (like a script's background job), once its agent runs. */
 async function npxRun(dir: string): Promise<Started> {
   const env = { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` };
-  const npm = spawn('npx', ['--no-install', 'episodic', 'run', dir], {
+  const npm = spawn('npx', ['--no-install', 'episodic', 'run', dir, '--log-format', 'json'], {
     cwd: REPO,
     env,
     detached: true,

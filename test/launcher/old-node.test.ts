@@ -126,7 +126,10 @@ describe('a fresh clone, started by the system Node 20: node_modules/.bin/episod
 
   it('runs the CLI under the project Node, and a SIGTERM to the launcher alone stops it gracefully (exit 130)', async () => {
     const dir = specDir('sleep 600');
-    const launcher = spawn('node_modules/.bin/episodic', ['run', dir], { cwd: clone, env: SYSTEM_ENV });
+    const launcher = spawn('node_modules/.bin/episodic', ['run', dir, '--log-format', 'json'], {
+      cwd: clone,
+      env: SYSTEM_ENV,
+    });
     leftovers.push(() => launcher.kill('SIGKILL'));
     let output = '';
     launcher.stdout.on('data', (d: Buffer) => (output += d.toString()));
@@ -144,7 +147,10 @@ describe('a fresh clone, started by the system Node 20: node_modules/.bin/episod
 
   it('the launcher killed outright: its orphaned CLI stops on its own and kills its agent', async () => {
     const dir = specDir('sleep 600');
-    const launcher = spawn('node_modules/.bin/episodic', ['run', dir], { cwd: clone, env: SYSTEM_ENV });
+    const launcher = spawn('node_modules/.bin/episodic', ['run', dir, '--log-format', 'json'], {
+      cwd: clone,
+      env: SYSTEM_ENV,
+    });
     let output = '';
     launcher.stdout.on('data', (d: Buffer) => (output += d.toString()));
     launcher.stderr.on('data', (d: Buffer) => (output += d.toString()));

@@ -79,15 +79,30 @@ test('records: one line per finished episode, with outcome, spend and evidence; 
   const table = await runCli(['get', 'work', dir, '--episodes']);
   assert.equal(table.code, 0, table.stderr);
   const [header, ...rows] = table.stdout.trim().split('\n');
-  assert.deepEqual(header.split(/\s{2,}/), ['EPISODE', 'OUTCOME', 'EXIT', 'COST', 'FINISHED', 'REASON']);
+  assert.deepEqual(header.split(/\s{2,}/), [
+    'EPISODE',
+    'OUTCOME',
+    'EXIT',
+    'DURATION',
+    'COST',
+    'OPS',
+    'FINISHED',
+    'REASON',
+  ]);
   assert.deepEqual(
-    rows.map((r) => r.split(/\s+/).slice(0, 4)),
+    rows.map((r) =>
+      r
+        .split(/\s+/)
+        .filter((_, i) => i !== 3)
+        .slice(0, 4),
+    ),
     [
       ['1', 'failed', '1', '$0.0000'],
       ['2', 'continue', '0', '$0.2000'],
       ['3', 'succeeded', '0', '$0.3000'],
     ],
   );
+  for (const r of rows) assert.match(r.split(/\s+/)[3], /^\d+\.\ds$/, 'DURATION of each episode');
   const wide = await runCli(['get', 'work', dir, '--episodes', '-o', 'wide']);
   assert.match(wide.stdout, /CHECKLIST\s+MESSAGE/);
   const row2 = wide.stdout.split('\n')[2].split(/\s{2,}/);

@@ -23,7 +23,7 @@ const freeBig = () => { for (const f of [bigLog, bigLog + '.agent-stdout', bigLo
 const phase = (name) => { try { return JSON.parse(readFileSync(join(state, 'status/default', name + '.json'), 'utf8')).status.phase; } catch { return undefined; } };
 const until = async (what, probe, ms = 30000) => { const end = Date.now() + ms; while (!probe()) { if (Date.now() > end) throw new Error('timed out: ' + what); await new Promise((r) => setTimeout(r, 50)); } };
 const run = (args) => new Promise((done) => {
-  const child = spawn(node, [cli, ...args, '--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(node, [cli, ...args, '--state-dir', state, '--log-format', 'json'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   child.on('exit', (code) => done({ code, stderr }));
@@ -36,7 +36,7 @@ if (mode === 'once') {
   report.second = await run(['run', dir]);
   cpSync(state, join(out, 'second'), { recursive: true });
 } else {
-  const child = spawn(node, [cli, 'run', dir, '--watch', '--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(node, [cli, 'run', dir, '--watch', '--state-dir', state, '--log-format', 'json'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const exited = new Promise((r) => child.on('exit', (code) => r(code)));

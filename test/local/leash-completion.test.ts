@@ -96,9 +96,9 @@ test('leash: completion.signals finishes on three test-only episodes; each score
   );
   const table = await runCli(['get', 'saturated', dir, '--episodes']);
   assert.equal(table.code, 0, table.stderr);
-  assert.match(table.stdout, /EPISODE\s+OUTCOME\s+EXIT\s+COST\s+FINISHED\s+REASON\s+SCORE\n/);
-  assert.match(table.stdout, /\n3\s+continue\s+0\s+\S+\s+\S+\s+50\s*\n/);
-  assert.match(table.stdout, /\n4\s+succeeded\s+0\s+\S+\s+\S+\s+SignalsScore\s+100\s*\n/);
+  assert.match(table.stdout, /EPISODE\s+OUTCOME\s+EXIT\s+DURATION\s+COST\s+OPS\s+FINISHED\s+REASON\s+SCORE\n/);
+  assert.match(table.stdout, /\n3\s+continue\s+0\s+\d+\.\ds\s+\S+\s+\S+\s+50\s*\n/);
+  assert.match(table.stdout, /\n4\s+succeeded\s+0\s+\d+\.\ds\s+\S+\s+\S+\s+SignalsScore\s+100\s*\n/);
   const wide = await runCli(['get', 'saturated', dir, '--episodes', '-o', 'wide']);
   assert.match(wide.stdout, /SCORE\s+SIGNALS\s+TOKENS/);
   assert.match(wide.stdout, /100\s+testOnly\+100/);

@@ -111,5 +111,8 @@ test('leash: ticking PLAN.md finishes the task when the checklist is complete', 
   assert.equal(s?.episodes, 3);
   assert.deepEqual(s?.progress, { done: 3, total: 3, inProgress: 0, failed: 0, skipped: 0, summary: '3/3' });
   const table = await runCli(['get', dir]);
-  assert.match(table.stdout, /REASON\s+PROGRESS\s+MESSAGE\n.*planned\s+Succeeded\s+3\s+\S+\s+ChecklistComplete\s+3\/3/);
+  assert.match(
+    table.stdout,
+    /REASON\s+PROGRESS\s+PARENT\s+MESSAGE\n.*planned\s+Succeeded\s+3\s+\S+\s+ChecklistComplete\s+3\/3/,
+  );
 });

@@ -175,7 +175,7 @@ test('plain get shows why each task is where it is, cut to the terminal width; -
   assert.equal(run.code, 1, run.stderr);
   const get = await runCli(['get', dir], { env: { COLUMNS: '120' } });
   const [header, row] = get.stdout.trimEnd().split('\n');
-  assert.match(header, /PROGRESS\s+MESSAGE$/);
+  assert.match(header, /PROGRESS\s+PARENT\s+MESSAGE$/);
   assert.match(row, /stuck\s+Skipped\s+1\s+\S+\s+ConsecutiveFailures\s+\S.*…$/);
   assert.ok(row.length <= 119, `${row.length}: ${row}`);
   const wide = await runCli(['get', dir, '-o', 'wide'], { env: { COLUMNS: '120' } });

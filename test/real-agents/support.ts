@@ -10,6 +10,7 @@ import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV } from '../../controller/api/epi
 import type { EpisodeResult } from '../../controller/api/episode-result.ts';
 import { decodeTerminationMessage } from '../../controller/api/termination-message.ts';
 import { AGENT_CLIS, cacheRoot, installedBin, type CliName } from '../../scripts/agent-clis/clis.ts';
+import { withJsonLogs } from '../support/local.ts';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLI = path.join(REPO, 'controller/cli/main.ts');
@@ -113,13 +114,13 @@ export function episodic(
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      [CLI, ...args],
+      [CLI, ...withJsonLogs(args)],
       { cwd: REPO, env, maxBuffer: 256 * 1024 * 1024 },
       (err, stdout, stderr) => {
         clearTimeout(guard);
         const e = err as (NodeJS.ErrnoException & { code?: number | string }) | null;
         const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
-        // Not on a terminal the controller logs pino JSON lines (to stderr).
+        // With --log-format json the controller logs pino JSON lines (to stderr).
         resolve({
           code,
           stdout,

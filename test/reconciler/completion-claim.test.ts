@@ -108,3 +108,20 @@ test('completion claim: the outcome starts from it; a score is left to judgeEpis
     reason: 'VerifyFailed',
   });
 });
+
+test('outcome: a sandbox bound hit fails the episode with reason ResourceLimit, whatever it printed', () => {
+  const completion = AgentTaskSpecSchema.parse({ prompt: 'p', agent: { command: ['a'] } }).completion;
+  const sandbox = { network: 'none', resources: 'cgroup-v1' } as const;
+  for (const limitHit of ['memory', 'pids'] as const)
+    assert.deepEqual(
+      classifyOutcome(
+        episodeResult({ exitCode: 0, completion: 'promise', sandbox: { ...sandbox, limitHit } }),
+        completion,
+      ),
+      { outcome: 'failed', reason: 'ResourceLimit' },
+    );
+  assert.deepEqual(classifyOutcome(episodeResult({ exitCode: 0, completion: 'promise', sandbox }), completion), {
+    outcome: 'succeeded',
+    reason: 'PromiseDetected',
+  });
+});

@@ -148,6 +148,7 @@ function steps(actions: Action[]): string[] {
     if (a.type === 'RecordEvent') return `event ${a.reason}${a.afterStart ? ' (after start)' : ''}`;
     if (a.type === 'RecordEpisode') return `record ${a.record.number} (${a.record.reason ?? 'no reason'})`;
     if (a.type === 'ApplyOps') return `ApplyOps ${a.episode}`;
+    if (a.type === 'CreateTasks') return `CreateTasks ${a.tasks.length}`;
     return `${a.type} ${a.number}`;
   });
 }

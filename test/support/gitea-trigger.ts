@@ -84,7 +84,7 @@ export function watchRun(
   statusFile: string,
   args: string[] = [],
 ): WatchingRun {
-  const child = spawn(NODE, [CLI, 'run', dir, '--watch', '--no-table', ...args], {
+  const child = spawn(NODE, [CLI, 'run', dir, '--watch', '--no-table', '--log-format', 'json', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

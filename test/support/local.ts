@@ -64,6 +64,14 @@ export interface CliResult {
   stderr: string;
 }
 
+/**
+ * `run`'s log as the tests read it: JSON lines (`--log-format json`) unless a test names a format (text, the
+ * default off a terminal, is what a test of the text lines asks for).
+ */
+export function withJsonLogs(args: string[]): string[] {
+  return args[0] === 'run' && !args.includes('--log-format') ? [...args, '--log-format', 'json'] : args;
+}
+
 export function runCli(
   args: string[],
   opts: { cwd?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
@@ -71,7 +79,7 @@ export function runCli(
   return new Promise((done) => {
     execFile(
       NODE,
-      [CLI, ...args],
+      [CLI, ...withJsonLogs(args)],
       {
         cwd: opts.cwd ?? REPO,
         timeout: opts.timeoutMs ?? 60_000,
@@ -92,7 +100,11 @@ export function startCli(
   opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
 ): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   const env = { ...process.env, ...opts.env };
-  const child = spawn(NODE, [CLI, ...args], { cwd: opts.cwd ?? REPO, stdio: ['ignore', 'pipe', 'pipe'], env });
+  const child = spawn(NODE, [CLI, ...withJsonLogs(args)], {
+    cwd: opts.cwd ?? REPO,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env,
+  });
   let output = '';
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));

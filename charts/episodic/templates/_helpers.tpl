@@ -73,5 +73,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | 
 {{- end }}
 {{- $_ := set $d "env" $env }}
 {{- end }}
+{{- $s := dict }}
+{{- $sv := .Values.sandbox | default dict }}
+{{- if $sv.defaultRuntimeClass }}{{ $_ := set $s "runtimeClassName" $sv.defaultRuntimeClass }}{{ end }}
+{{- if $sv.enforce }}{{ $_ := set $s "enforce" true }}{{ end }}
+{{- if $sv.gateway }}{{ $_ := set $s "gateway" $sv.gateway }}{{ end }}
+{{- if $s }}{{ $_ := set $d "sandbox" $s }}{{ end }}
 {{- if $d }}{{ toYaml $d }}{{ end }}
 {{- end }}

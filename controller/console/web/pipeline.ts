@@ -80,6 +80,28 @@ export function outputs(d: TaskDetail): HTMLElement | null {
   return h('section', {}, h('h3', {}, 'Outputs'), table('outputs', ['step', 'key', 'value'], rows));
 }
 
+/** The tasks this one created (spawn, forEach items, best-of-N attempts), each a link to its page. */
+export function children(d: TaskDetail, namespace: string): HTMLElement | null {
+  const kids = d.children ?? [];
+  if (!kids.length) return null;
+  const rows = kids.map((c) =>
+    h(
+      'tr',
+      { data: { child: c.name } },
+      h('td', {}, h('a', { route: `task/${namespace}/${c.name}` }, c.name)),
+      h('td', { className: `phase-${c.phase}` }, c.phase),
+      h('td', {}, c.reason ?? ''),
+      h('td', {}, usd(c.costUSD)),
+    ),
+  );
+  return h(
+    'section',
+    {},
+    h('h3', {}, `Children (${kids.length})`),
+    table('children', ['task', 'phase', 'reason', 'cost'], rows),
+  );
+}
+
 /** status.stack (agent ops): its depth and top frames; an ended episode's ops still to apply. */
 export function stack(d: TaskDetail): HTMLElement | null {
   const st = d.status.stack;

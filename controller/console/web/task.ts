@@ -2,7 +2,7 @@
 // episode's evidence and log (the running one followed live), the breaker, the audit trail, Resume and Suspend.
 import type { EpisodeRecord } from '../../api/episode-record.ts';
 import { api, append, externalLink, h, seconds, usd } from './dom.ts';
-import { episodeExtras, outputs, review, stack, steps } from './pipeline.ts';
+import { children, episodeExtras, outputs, review, stack, steps } from './pipeline.ts';
 import { holdControls } from './hold.ts';
 import type { TaskDetail } from './types.ts';
 
@@ -166,7 +166,7 @@ export class TaskPage {
         holdControls(d, this.base, (text) => this.report(text)),
         h('p', { data: { testid: 'action-result' } }, this.actionResult),
       ),
-      ...[review(d), steps(d), outputs(d), stack(d)].filter((x) => x !== null),
+      ...[review(d), steps(d), outputs(d), stack(d), children(d, r.namespace)].filter((x) => x !== null),
       h('section', {}, h('h3', {}, 'Episodes'), this.timeline(d), costChart(d.episodes, r.maxCostUSD)),
       h('section', {}, h('h3', {}, `Episode ${this.selected ?? ''}`), ...this.episode(), this.rawToggle(), this.logEl),
       h('section', {}, h('h3', {}, 'Audit trail'), audit(d)),

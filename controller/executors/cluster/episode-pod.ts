@@ -163,7 +163,8 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
     workingDir: POD_WORKSPACE,
     env,
     envFrom: envFrom.length > 0 ? envFrom : undefined,
-    resources: passedThrough<Container['resources']>(spec.agent.resources ?? defaults.resources),
+    resources:
+      sandboxResources(spec) ?? passedThrough<Container['resources']>(spec.agent.resources ?? defaults.resources),
     terminationMessagePath: TERMINATION_LOG,
     terminationMessagePolicy: 'File',
     securityContext: {
@@ -213,6 +214,10 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
       // Agents get no API credentials unless a service account is named on purpose.
       automountServiceAccountToken: serviceAccountName ? undefined : false,
       priorityClassName: defaults.priorityClassName,
+      // spec.sandbox: gVisor, Kata… when the task or the chart names a RuntimeClass.
+      runtimeClassName: spec.sandbox?.enabled
+        ? (spec.sandbox.runtimeClassName ?? defaults.sandbox?.runtimeClassName)
+        : undefined,
       imagePullSecrets: defaults.imagePullSecrets,
       nodeSelector: defaults.nodeSelector,
       tolerations: passedThrough<PodSpec['tolerations']>(defaults.tolerations),
@@ -225,6 +230,16 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
       volumes: [workspace.volume, { name: 'home', emptyDir: {} }, { name: 'tmp', emptyDir: {} }],
     }),
   };
+}
+
+/** spec.sandbox.resources as the container's requests = limits (pids are the node's podPidsLimit, not a pod's). */
+function sandboxResources(spec: AgentTaskSpec): Container['resources'] | undefined {
+  const r = spec.sandbox?.enabled ? spec.sandbox.resources : undefined;
+  if (!r || (r.memoryMiB === undefined && r.cpu === undefined)) return undefined;
+  const bound: Record<string, string> = {};
+  if (r.memoryMiB !== undefined) bound.memory = `${r.memoryMiB}Mi`;
+  if (r.cpu !== undefined) bound.cpu = `${Math.round(r.cpu * 1000)}m`;
+  return { requests: { ...bound }, limits: { ...bound } };
 }
 
 /**

@@ -20,6 +20,8 @@ import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts'
 import type { ClusterTask } from '../../core/ports.ts';
 import { episodePodName, podEpisode, TASK_LABEL } from '../../kube/names.ts';
 import { buildEpisodePod } from './episode-pod.ts';
+import { buildNetworkPolicy, enforceProblem, networkPolicyName } from './network-policy.ts';
+import type { Sandbox } from '../../api/sandbox.ts';
 import { isFinishedPod, isRunningPod, observeDeletedPod, observePod } from './pod-outcome.ts';
 import { clusterPromptVars } from '../../ops/cluster-prompt.ts';
 
@@ -108,6 +110,13 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     // In a pipeline, the current step's prompt, agent, completion and limits.
     const spec = effectiveSpec(task.spec, status);
     const stack = spec.stack ? (status.stack?.frames ?? spec.stack) : undefined;
+    const refusal = enforceProblem(spec.sandbox, this.opts.episodeDefaults?.sandbox);
+    if (refusal) {
+      this.refused.set(task.key, { number, message: refusal });
+      this.notify(task.key);
+      return {};
+    }
+    if (spec.sandbox?.enabled) await this.ensurePolicy(task, spec.sandbox);
     const pod = buildEpisodePod({
       stack,
       more: await clusterPromptVars(this.opts.client, task.namespace, spec, stack),
@@ -179,6 +188,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
 
   async forget(key: string): Promise<void> {
     this.refused.delete(key);
+    await this.deletePolicy(key);
     await Promise.all(this.opts.pods.byIndex('task', key).map((pod) => this.deletePod(pod, 'work')));
   }
 
@@ -197,6 +207,41 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
 
   subscribe(onChange: (key: string) => void): void {
     this.listeners.push(onChange);
+  }
+
+  /** The task's NetworkPolicy as its sandbox says, before its pod exists (a pod never runs unfenced). */
+  private async ensurePolicy(task: ClusterTask, sandbox: Sandbox): Promise<void> {
+    const uid = task.object.metadata.uid as string;
+    const policy = buildNetworkPolicy(
+      { name: task.name, namespace: task.namespace, uid },
+      sandbox,
+      this.opts.episodeDefaults?.sandbox,
+    );
+    const path = `/apis/networking.k8s.io/v1/namespaces/${task.namespace}/networkpolicies`;
+    try {
+      await this.opts.client.create(path, policy, 'work');
+    } catch (err) {
+      if (!isStatus(err, 409)) throw err;
+      const { ownerReferences, labels } = policy.metadata;
+      await this.opts.client.mergePatch(
+        `${path}/${policy.metadata.name}`,
+        { metadata: { ownerReferences, labels }, spec: policy.spec },
+        'work',
+      );
+    }
+  }
+
+  /** With its task: the garbage collector would too, but a cluster may run none (and it would wait). */
+  private async deletePolicy(key: string): Promise<void> {
+    const [namespace, name] = key.split('/');
+    const path = `/apis/networking.k8s.io/v1/namespaces/${namespace}/networkpolicies/${networkPolicyName(name)}`;
+    try {
+      await this.opts.client.delete(path, undefined, 'bookkeeping');
+    } catch (err) {
+      // Never in the way of forgetting a task: an unsandboxed task has none, an older RBAC may not allow it.
+      if (!isStatus(err, 404))
+        this.opts.log.warn({ task: key, err: (err as Error).message }, 'cannot delete the sandbox NetworkPolicy');
+    }
   }
 
   private podsOf(task: ClusterTask): Pod[] {
@@ -257,5 +302,9 @@ function ownerUid(pod: Pod): string | undefined {
 /** Pod creates the API server will refuse again if retried: invalid specs and PodSecurity rejections. */
 function isRefusal(err: unknown): boolean {
   if (!(err instanceof KubeError)) return false;
-  return err.status === 400 || err.status === 422 || (err.status === 403 && /PodSecurity/i.test(err.message));
+  return (
+    err.status === 400 ||
+    err.status === 422 ||
+    (err.status === 403 && /PodSecurity|RuntimeClass .* not found/i.test(err.message))
+  );
 }

@@ -17,6 +17,8 @@ import { GitWorkspaceError, prepareLocalGitWorkspace } from './git-workspace.ts'
 import { prepareWorkspace, readPromptTemplate, WorkspaceError } from './workspace.ts';
 import { opsPromptVars } from '../../ops/local-prompt.ts';
 import { stackPromptTemplate } from '../../reconciler/stack.ts';
+import { prepareSandbox } from '../sandbox/episode-sandbox.ts';
+import type { EpisodeSandbox } from '../sandbox/episode-sandbox.ts';
 
 export interface LaunchRequest {
   root: string;
@@ -39,6 +41,8 @@ export interface LaunchRequest {
   skipWhen?: SkipWhen;
   /** The outputs of the tasks in dependsOn, for {{tasks.NAME.outputs.KEY}}. */
   upstream?: Record<string, Outputs | undefined>;
+  /** spec.sandbox: the bubblewrap binary (default /usr/bin/bwrap). */
+  bwrap?: string;
   /** Runs once the workspace exists, before the agent starts (e.g. a snapshot for evidence). */
   beforeSpawn?: (workspace: string) => Promise<void>;
 }
@@ -118,7 +122,19 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
   }
   Object.assign(env, stepEnv(step));
   const logFile = episodeLogPath(req.stateDir, req.namespace, req.name, req.number);
+  let sandbox: EpisodeSandbox | undefined;
+  if (spec.sandbox?.enabled) {
+    try {
+      const box = { sandbox: spec.sandbox, stateDir: req.stateDir, workspace, env, bwrap: req.bwrap };
+      sandbox = await prepareSandbox({ ...box, namespace: req.namespace, name: req.name });
+    } catch (err) {
+      // Never a run without the sandbox: the task fails to start, saying what to install or enable.
+      return failed(`${req.specFile}: AgentTask ${req.namespace}/${req.name}: ${(err as Error).message}`);
+    }
+  }
   const running = await startProcessEpisode({
+    sandbox,
+    sandboxResources: spec.sandbox?.resources,
     namespace: req.namespace,
     name: req.name,
     episode: req.number,

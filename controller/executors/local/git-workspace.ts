@@ -12,6 +12,7 @@ import { stateWorkspaceDir } from './workspace.ts';
 export interface LocalGitSpec {
   url: string;
   ref: string;
+  from?: string;
 }
 
 export class GitWorkspaceError extends Error {
@@ -38,11 +39,12 @@ function workspaceOf(
   specFile: string,
   git: LocalGitSpec,
 ): GitWorkspace {
-  const problem = gitUrlProblem(git.url) ?? gitRefProblem(git.ref);
+  const problem = gitUrlProblem(git.url) ?? gitRefProblem(git.ref) ?? (git.from ? gitRefProblem(git.from) : undefined);
   if (problem) throw new GitWorkspaceError(`spec.workspace.git: ${problem}`, 'fatal');
   return {
     url: resolveGitUrl(git.url, specFile),
     ref: git.ref,
+    from: git.from,
     dir: stateWorkspaceDir(stateDir, namespace, name),
     log: () => undefined, // failures come back as the step's message, into the episode's result
   };

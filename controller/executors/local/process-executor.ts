@@ -33,6 +33,8 @@ export interface ProcessExecutorOptions {
   stateId: string;
   logger: Logger;
   killGraceMs?: number;
+  /** spec.sandbox: the bubblewrap binary (default /usr/bin/bwrap). */
+  bwrap?: string;
 }
 
 export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
@@ -144,6 +146,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       upstream,
       promptVars: task.promptVars,
       killGraceMs: this.opts.killGraceMs,
+      bwrap: this.opts.bwrap,
       marker: this.markerFor(task.namespace, task.name, number),
       skipWhen: effectiveSkipWhen(task.spec, status),
       beforeSpawn: async (workspace) => {

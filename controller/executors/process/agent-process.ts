@@ -2,20 +2,23 @@
 // own process group, its output written into spool files it holds open (so a result printed while the
 // controller is stopped or killed is on disk), followed into the episode log, its whole tree killed on timeout
 // or cancel.
-import { closeSync, constants, openSync, rmSync, statfsSync } from 'node:fs';
+import { closeSync, constants, existsSync, openSync, rmSync, statfsSync } from 'node:fs';
 import type { ResultPromise } from 'execa';
 import type { EpisodeLog, OutputListener } from './episode-log.ts';
 import { FileTail } from './file-tail.ts';
 import type { ProcessExit } from '../output/types.ts';
 import { killProcessTree, pidCursor, readPidStartTime } from './process-tree.ts';
+import { cannotStartMessage } from './cannot-start.ts';
 
 // setTimeout overflows above 2^31-1 ms and would fire immediately.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface ProcessOptions {
   cwd: string;
-  /** Added to the controller's environment. */
+  /** Added to the controller's environment (the whole environment with extendEnv false). */
   env: Record<string, string>;
+  /** Default true; false for a sandboxed process, which inherits nothing of the controller's. */
+  extendEnv?: boolean;
   /** Becomes stdin; /dev/null without it. */
   stdinFile?: string;
   timeoutMs: number;
@@ -25,6 +28,8 @@ interface ProcessOptions {
   /** Where the process writes its output (see spoolFiles). */
   spool: { stdout: string; stderr: string };
   onOutput: OutputListener;
+  /** The spec field the argv comes from, named in a "cannot start" message (spec.agent.command…). */
+  field: string;
 }
 
 export interface ProcessEnd extends ProcessExit {
@@ -39,6 +44,8 @@ interface StartedProcess {
   /** Never rejects; resolves once the process and all its descendants are gone and its output is logged. */
   exit: Promise<ProcessEnd>;
   cancel(): void;
+  /** Kills the whole tree without calling it cancelled (a sandbox bound was hit). */
+  stop(): void;
   /** After exit and the notes about it: waits until the log has it all, then removes the spool files. */
   release(): Promise<void>;
 }
@@ -50,8 +57,18 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
     // With no room for the log, the spool files hold what it could not (and keep the disk as full as it is).
     if (!o.log.noRoom) removeSpool(o.spool);
   };
+  // Node's errno in plain words with what to do (cannot-start.ts); a missing cwd is an ENOENT too, so it is looked at.
+  const cannotStart = (err: unknown, code = errorCode(err)) =>
+    cannotStartMessage({
+      file,
+      code,
+      detail: errorText(err),
+      field: o.field,
+      cwd: o.cwd,
+      cwdExists: existsSync(o.cwd),
+    });
   // Reported like a missing command: a configuration error that retrying cannot fix.
-  if (file === undefined) return notSpawned('ENOENT', 'cannot start (empty command): empty argv', release);
+  if (file === undefined) return notSpawned('ENOENT', cannotStart('empty argv', 'ENOENT'), release);
   let fds: { stdout: number; stderr: number };
   try {
     fds = openSpool(o.spool);
@@ -68,7 +85,7 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
     child = execa(file, args, {
       cwd: o.cwd,
       env: o.env,
-      extendEnv: true,
+      extendEnv: o.extendEnv ?? true,
       detached: true, // leads its own process group, so the group can be signalled as a whole
       buffer: false, // never hold the output in memory: a chatty agent can print gigabytes
       reject: false,
@@ -78,7 +95,7 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
       stderr: descriptor(fds.stderr),
     });
   } catch (err) {
-    return notSpawned(errorCode(err), `cannot start ${file}: ${errorText(err)}`, release);
+    return notSpawned(errorCode(err), cannotStart(err), release);
   } finally {
     closeSync(fds.stdout); // the child has its own copies
     closeSync(fds.stderr);
@@ -86,14 +103,10 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
   const pid = child.pid;
   if (pid === undefined) {
     const exit = child.then(
-      (r) =>
-        spawnFailure(
-          r.code ?? 'ESPAWN',
-          `cannot start ${file}: ${r.cause instanceof Error ? r.cause.message : r.shortMessage}`,
-        ),
-      (err: unknown) => spawnFailure(errorCode(err), `cannot start ${file}: ${errorText(err)}`),
+      (r) => spawnFailure(r.code ?? 'ESPAWN', cannotStart(r.cause ?? r.shortMessage, r.code ?? 'ESPAWN')),
+      (err: unknown) => spawnFailure(errorCode(err), cannotStart(err)),
     );
-    return { exit, cancel() {}, release };
+    return { exit, cancel() {}, stop() {}, release };
   }
   const pidStartTime = readPidStartTime(pid);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
@@ -142,6 +155,9 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
       cancelled = true;
       void killTree();
     },
+    stop() {
+      if (!ended) void killTree();
+    },
     release,
   };
 }
@@ -184,7 +200,7 @@ function removeSpool(spool: { stdout: string; stderr: string }): void {
 }
 
 function notSpawned(code: string, message: string, release: () => Promise<void>): StartedProcess {
-  return { exit: Promise.resolve(spawnFailure(code, message)), cancel() {}, release };
+  return { exit: Promise.resolve(spawnFailure(code, message)), cancel() {}, stop() {}, release };
 }
 
 function spawnFailure(code: string, message: string): ProcessEnd {

@@ -27,6 +27,9 @@ import { clearOutputsFile, episodeOutputs, outputsFileFor } from './outputs-file
 import { errorCode, errorText, noRoomOn, startProcess } from './agent-process.ts';
 import type { ProcessEnd } from './agent-process.ts';
 import { OPS_ENV, opsFilePath, prepareOpsFile, withOpsFrom } from './ops-file.ts';
+import type { SandboxResources } from '../../api/sandbox.ts';
+import { limitMessage, watchLimits } from '../sandbox/episode-sandbox.ts';
+import type { EpisodeSandbox } from '../sandbox/episode-sandbox.ts';
 
 export type PromptVia = 'stdin' | 'argument' | 'file';
 
@@ -74,6 +77,10 @@ export interface ProcessEpisodeRequest {
    * task (rewritten in place, see rewriteInPlace in util/fs.ts). Default: episode-N.prompt.md by the log.
    */
   promptFile?: string;
+  /** spec.sandbox (local): every process of the episode runs wrapped in bubblewrap (sandbox/episode-sandbox.ts). */
+  sandbox?: EpisodeSandbox;
+  /** spec.sandbox.resources, for the message of a bound hit. */
+  sandboxResources?: SandboxResources;
   /**
    * TREE_MARKER_ENV of every process of the episode, agent and verify (default: a new random one): what a
    * restarted controller looks for to kill what a crashed one left running.
@@ -101,6 +108,13 @@ const DEFAULT_KILL_GRACE_MS = 5000;
 const MIN_VERIFY_TIMEOUT_MS = 60_000;
 
 /** Resolves once the agent runs (or could not be started: then `result` says why). */
+/** Where each process's argv comes from in the spec, for "cannot start" messages. */
+const COMMAND_FIELDS = {
+  agent: 'spec.agent.command',
+  verify: 'spec.completion.verify',
+  gate: "the gate's check or fix (spec.steps[].gates[])",
+} as const;
+
 export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<RunningEpisode> {
   const startedAt = Date.now();
   const killGraceMs = req.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
@@ -136,10 +150,12 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     stdin: string | undefined,
     timeoutMs: number,
     onOutput: OutputListener,
-  ) =>
-    startProcess(execa, argv, {
+  ) => {
+    const wrapped = req.sandbox?.wrap(argv, env);
+    return startProcess(execa, wrapped?.argv ?? argv, {
       cwd: req.cwd,
-      env,
+      env: wrapped?.env ?? env,
+      extendEnv: !wrapped,
       stdinFile: stdin,
       timeoutMs,
       killGraceMs,
@@ -147,13 +163,16 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
       log,
       spool: spoolFiles(req.logFile, role),
       onOutput,
+      field: COMMAND_FIELDS[role],
     });
+  };
 
   const argv = req.promptVia === 'argument' ? [...req.argv, req.prompt] : req.argv;
   let current = start('agent', argv, stdinFile, req.timeoutMs, (chunk, stream) => analyzer.write(chunk, stream));
   let cancelled = false;
   let cancelWhy: string | undefined;
   let finished = false;
+  const unwatch = req.sandbox ? watchLimits(req.sandbox, () => current.stop()) : () => undefined;
 
   const run = async (): Promise<EpisodeResult> => {
     const exit = await current.exit;
@@ -198,11 +217,15 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
     const durationMs = Date.now() - startedAt;
     const built = buildResult({ req, exit, analysis, verify, cancelled, cancelWhy, noRoom, durationMs });
     const published = await episodeOutputs(analysis.outputs, outputsFile);
-    return { ...(gates ? { ...built, gates } : built), ...published };
+    return withSandbox({ ...(gates ? { ...built, gates } : built), ...published }, req, log, unwatch);
   };
 
   const result = run()
-    .catch((err: unknown) => internalError(err, startedAt))
+    .catch(async (err: unknown) => {
+      unwatch();
+      await req.sandbox?.close().catch(() => []); // its sockets and group, after a bug of ours too
+      return internalError(err, startedAt);
+    })
     .then(async (r) => {
       await current.release(); // after an internal error too
       await log.close();
@@ -223,6 +246,24 @@ export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<R
       current.cancel();
     },
   };
+}
+
+/** The sandbox's part of the result: how it confined the episode, a bound it hit, what its proxy refused. */
+async function withSandbox(
+  r: EpisodeResult,
+  req: ProcessEpisodeRequest,
+  log: EpisodeLog,
+  unwatch: () => void,
+): Promise<EpisodeResult> {
+  unwatch();
+  if (!req.sandbox) return r;
+  const refused = await req.sandbox.close();
+  for (const why of refused.slice(0, 20)) log.note(`\n--- episodic: sandbox proxy refused: ${why} ---\n`);
+  const run = req.sandbox.run();
+  if (!run.limitHit) return { ...r, sandbox: run };
+  const message = limitMessage(run.limitHit, req.sandboxResources ?? {});
+  log.note(`\n--- episodic: ${message} ---\n`);
+  return { ...r, sandbox: run, message };
 }
 
 /** Next to the log, not in the workspace: the agent must not commit it or mistake it for project files. */

@@ -118,6 +118,11 @@ export class TriggerTimers {
     }, delayMs);
   }
 
+  /** Every trigger as last set. */
+  all(): RunnableTrigger[] {
+    return [...this.timers.values()].map((e) => e.trigger);
+  }
+
   /** The trigger of that key, as last set. */
   trigger(key: string): RunnableTrigger | undefined {
     return this.timers.get(key)?.trigger;

@@ -1,0 +1,102 @@
+// bench/sandbox: the start-up a sandbox adds to an episode (issue 30 §5; goal p50 ≤ 15 ms added). The same
+// trivial episode (/bin/true through startProcessEpisode, as the local controller runs one) unsandboxed and
+// under each sandbox shape, interleaved round by round in one run, so the machine's load hits all alike.
+// Also the relay's RSS (network gateway: a Node relay inside). Usage: node bench/sandbox/run.ts [--rounds N]
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SandboxSchema } from '../../controller/api/sandbox.ts';
+import { prepareSandbox } from '../../controller/executors/sandbox/episode-sandbox.ts';
+import { startProcessEpisode } from '../../controller/executors/process/process-episode.ts';
+import type { ProcessEpisodeRequest } from '../../controller/executors/process/process-episode.ts';
+import { removeDir, tempDir } from '../local/lib.ts';
+import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
+import { analyzerOptions } from '../../controller/executors/output/analyzer-options.ts';
+
+const SPEC = AgentTaskSpecSchema.parse({ prompt: 'x', agent: { command: ['/bin/true'], output: 'text' } });
+
+const at = process.argv.indexOf('--rounds');
+const ROUNDS = at > 0 ? Number(process.argv[at + 1]) : 40;
+const dir = tempDir('episodic-bench-sandbox-');
+const stateDir = join(dir, '.episodic');
+const workspace = join(dir, 'ws');
+mkdirSync(workspace, { recursive: true });
+
+const SHAPES = {
+  none: { network: 'none' },
+  'none + cgroup v1 bounds': { network: 'none', resources: { memoryMiB: 512, pids: 256, cpu: 1 } },
+  'gateway (relay)': { network: 'gateway' },
+  open: { network: 'open' },
+} as const;
+type Shape = 'plain' | keyof typeof SHAPES;
+const GATEWAY_ENV = { ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/v1' };
+
+function request(n: number, argv: string[], env: Record<string, string>): ProcessEpisodeRequest {
+  return {
+    namespace: 'default',
+    name: 'bench',
+    episode: n,
+    maxEpisodes: 1_000_000,
+    argv,
+    promptVia: 'argument',
+    prompt: 'x',
+    env,
+    cwd: workspace,
+    timeoutMs: 60_000,
+    logFile: join(stateDir, 'logs', `episode-${n}.log`),
+    onExitZero: true,
+    analyzer: analyzerOptions(SPEC.agent, SPEC.completion),
+  };
+}
+
+let n = 0;
+/** ms from the request to the episode's result: set-up, start, the agent's run and the end. */
+async function episode(shape: Shape, argv = ['/bin/true']): Promise<{ ms: number; log: string }> {
+  n += 1;
+  const env = shape === 'gateway (relay)' ? GATEWAY_ENV : {};
+  const started = performance.now();
+  const sandbox =
+    shape === 'plain'
+      ? undefined
+      : await prepareSandbox({
+          sandbox: SandboxSchema.parse(SHAPES[shape]),
+          stateDir,
+          namespace: 'default',
+          name: 'bench',
+          workspace,
+          env,
+        });
+  const run = await startProcessEpisode({ ...request(n, argv, env), sandbox });
+  const result = await run.result;
+  const ms = performance.now() - started;
+  if (result.exitCode !== 0) throw new Error(`${shape}: episode ${n} exited ${result.exitCode}: ${result.message}`);
+  return { ms, log: readFileSync(join(stateDir, 'logs', `episode-${n}.log`), 'utf8') };
+}
+
+function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+}
+
+const shapes: Shape[] = ['plain', ...(Object.keys(SHAPES) as Shape[])];
+const times = new Map<Shape, number[]>(shapes.map((s) => [s, []]));
+for (const s of shapes) await episode(s); // warm-up: the probe, the modules, the page cache
+for (let r = 0; r < ROUNDS; r++) for (const s of shapes) times.get(s)?.push((await episode(s)).ms);
+
+// The relay's RSS, read by the agent inside: the relay is its parent.
+const rss = await episode('gateway (relay)', ['/bin/sh', '-c', 'grep VmRSS /proc/$PPID/status; true']);
+const relayKiB = Number(/VmRSS:\s+(\d+) kB/.exec(rss.log)?.[1]);
+
+const plain = times.get('plain') ?? [];
+const rows = shapes.map((s) => {
+  const xs = times.get(s) ?? [];
+  const added =
+    s === 'plain'
+      ? ''
+      : `${(quantile(xs, 0.5) - quantile(plain, 0.5)).toFixed(1)} / ${(quantile(xs, 0.99) - quantile(plain, 0.99)).toFixed(1)}`;
+  return `| ${s} | ${quantile(xs, 0.5).toFixed(1)} | ${quantile(xs, 0.99).toFixed(1)} | ${added} |`;
+});
+console.log(`bench/sandbox: ${ROUNDS} rounds, /bin/true as the agent, ms from request to result\n`);
+console.log('| shape | p50 | p99 | added p50 / p99 |\n| --- | --- | --- | --- |');
+console.log(rows.join('\n'));
+console.log(`\nrelay RSS: ${(relayKiB / 1024).toFixed(1)} MiB`);
+removeDir(dir, process.argv.includes('--keep'));

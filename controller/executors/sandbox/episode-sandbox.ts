@@ -1,0 +1,176 @@
+// A sandboxed episode's set-up (README "Sandbox"): probes bubblewrap, makes the task's $HOME, the resource
+// group and (network: gateway) the bridge; wraps each process of the episode (agent, verify, gates) in bwrap.
+// The rules are in bwrap-argv.ts, gateway-routes.ts, install-dirs.ts and resources.ts; this gathers facts.
+import { randomUUID } from 'node:crypto';
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync } from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ResourceLimit, Sandbox, SandboxRun } from '../../api/sandbox.ts';
+import { isInside } from '../../util/paths.ts';
+import { bwrapArgv } from './bwrap-argv.ts';
+import { openGatewayBridge } from './gateway-bridge.ts';
+import type { GatewayBridge } from './gateway-bridge.ts';
+import { gatewayRoutes, relayArgs } from './gateway-routes.ts';
+import { installDirs, programsOf } from './install-dirs.ts';
+import { BWRAP, probeSandbox } from './preflight.ts';
+import { episodeGroup } from './resources.ts';
+import type { EpisodeGroup } from './resources.ts';
+
+/** The environment variables whose files the episode writes or reads outside its workspace. */
+const FILE_VARIABLES = { rw: ['EPISODIC_OPS', 'EPISODIC_OUTPUTS'], ro: ['EPISODIC_PROMPT_FILE'] };
+const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+export class SandboxError extends Error {}
+
+export interface EpisodeSandbox {
+  /** The argv and (whole) environment a process of the episode is started with. */
+  wrap(argv: string[], env: Record<string, string>): { argv: string[]; env: Record<string, string> };
+  /** A bound of spec.sandbox.resources the episode hit so far. */
+  limitHit(): ResourceLimit | undefined;
+  /** What the result and the record say. */
+  run(): SandboxRun;
+  /** After the episode: the group removed, the bridge closed. Refusals of the proxy, for the log. */
+  close(): Promise<string[]>;
+}
+
+export interface SandboxRequest {
+  sandbox: Sandbox;
+  stateDir: string;
+  namespace: string;
+  name: string;
+  workspace: string;
+  /** spec.agent.env resolved (the gateway endpoints are read from it). */
+  env: Record<string, string>;
+  bwrap?: string;
+}
+
+/** The task's own $HOME: kept between its episodes, never another task's. */
+export function sandboxHome(stateDir: string, namespace: string, name: string): string {
+  return join(stateDir, 'sandbox', namespace, name, 'home');
+}
+
+export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbox> {
+  const bwrap = req.bwrap ?? BWRAP;
+  const problem = await probeSandbox(bwrap);
+  if (problem) throw new SandboxError(problem);
+  const mounts = req.sandbox.mounts;
+  for (const [i, m] of mounts.entries())
+    if (isInside(m.path, req.stateDir) || isInside(req.stateDir, m.path))
+      throw new SandboxError(`spec.sandbox.mounts[${i}].path: ${m.path} is or holds the state directory`);
+  const home = sandboxHome(req.stateDir, req.namespace, req.name);
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  const network = req.sandbox.network;
+  const routes = gatewayRoutes(req.env, req.sandbox.allowHosts);
+  const relayed = network === 'gateway' && (routes.upstreams.length > 0 || routes.proxyPort !== undefined);
+  const bridge: GatewayBridge | undefined = relayed ? await openGatewayBridge(routes) : undefined;
+  const group: EpisodeGroup = episodeGroup(`${req.namespace}.${req.name}.${randomUUID()}`, req.sandbox.resources);
+  const relay = relayed ? relayCommand(routes) : undefined;
+  let hit: ResourceLimit | undefined;
+  return {
+    wrap(argv, env) {
+      const inside = network === 'gateway' ? { ...env, ...routes.env } : { ...env };
+      const files = filesOf(inside);
+      const programs = [...programsOf(argv), ...(relay?.programs ?? [])];
+      const bins = programs.map((p) => resolveProgram(p, inside.PATH ?? process.env.PATH ?? DEFAULT_PATH));
+      const readOnly = [...installDirs(bins), ...files.ro, ...mounts.filter((m) => m.readOnly).map((m) => m.path)];
+      const readWrite = [...files.rw, ...mounts.filter((m) => !m.readOnly).map((m) => m.path)];
+      const binDirs = bins.filter((b) => b.named.includes('/')).map((b) => dirname(b.named));
+      Object.assign(inside, { HOME: home, TMPDIR: '/tmp' });
+      inside.PATH = env.PATH ?? [...new Set(binDirs), DEFAULT_PATH].join(':');
+      const plan = {
+        network,
+        workspace: req.workspace,
+        home,
+        readOnly: [...new Set(readOnly)],
+        readWrite: [...new Set(readWrite)],
+        rootLinks: rootLinks(),
+        socketDir: bridge?.socketDir,
+        env: inside,
+        command: relay ? [...relay.command, ...argv] : argv,
+      };
+      return { argv: [...group.prefix, ...bwrapArgv(bwrap, plan)], env: { PATH: process.env.PATH ?? DEFAULT_PATH } };
+    },
+    limitHit: () => {
+      hit ??= group.hit();
+      return hit;
+    },
+    run: () => ({ network, resources: group.how, ...(hit ? { limitHit: hit } : {}) }),
+    async close() {
+      hit ??= group.hit();
+      group.remove();
+      await bridge?.close();
+      return bridge?.refused ?? [];
+    },
+  };
+}
+
+/** The relay: this Node and its script, bundled (dist/sandbox-relay.js: ~2x quicker to start) or from source. */
+function relayCommand(routes: ReturnType<typeof gatewayRoutes>): { command: string[]; programs: string[] } {
+  const candidates = ['../sandbox-relay.js', '../../../dist/sandbox-relay.js', './relay.ts'];
+  const scripts = candidates.map((c) => fileURLToPath(new URL(c, import.meta.url)));
+  const script = scripts.find((s) => existsSync(s)) ?? (scripts.at(-1) as string);
+  return { command: [process.execPath, script, ...relayArgs(routes), '--'], programs: [process.execPath, script] };
+}
+
+/** The files named by the episode's variables, made to exist so they can be mounted. */
+function filesOf(env: Record<string, string>): { ro: string[]; rw: string[] } {
+  const pick = (names: string[], create: boolean) =>
+    names.flatMap((n) => {
+      const file = env[n];
+      if (!file) return [];
+      if (create && !existsSync(file)) closeSync(openSync(file, 'a', 0o600));
+      return existsSync(file) ? [file] : [];
+    });
+  return { rw: pick(FILE_VARIABLES.rw, true), ro: pick(FILE_VARIABLES.ro, false) };
+}
+
+function resolveProgram(program: string, path: string): { named: string; resolved: string } {
+  const named = program.includes('/')
+    ? program
+    : (path
+        .split(delimiter)
+        .map((dir) => join(dir, program))
+        .find((f) => existsSync(f)) ?? program);
+  try {
+    return { named, resolved: realpathSync(named) };
+  } catch {
+    return { named, resolved: named };
+  }
+}
+
+let links: Record<string, string> | undefined;
+/** /bin, /lib… that are symlinks on this host (merged /usr), read once. */
+function rootLinks(): Record<string, string> {
+  if (links) return links;
+  const out: Record<string, string> = {};
+  for (const name of ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32']) {
+    try {
+      if (lstatSync(`/${name}`).isSymbolicLink()) out[name] = readlinkSync(`/${name}`);
+    } catch {
+      // absent on this host
+    }
+  }
+  links = out;
+  return out;
+}
+
+const LIMIT_POLL_MS = 250;
+
+/** Polls the group's counters while the episode runs: a bound hit ends it (stop kills the current tree). */
+export function watchLimits(sandbox: EpisodeSandbox, stop: () => void): () => void {
+  const timer = setInterval(() => {
+    if (sandbox.limitHit()) {
+      clearInterval(timer);
+      stop();
+    }
+  }, LIMIT_POLL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/** The episode's message when a bound was hit: which one, and that its processes were killed. */
+export function limitMessage(hit: ResourceLimit, resources: Sandbox['resources']): string {
+  const bound =
+    hit === 'memory' ? `memory bound (${resources.memoryMiB} MiB)` : `process bound (${resources.pids} pids)`;
+  return `sandbox: the episode hit its ${bound}; its processes were killed (ResourceLimit)`;
+}

@@ -1,0 +1,188 @@
+// Best-of-N attempts (issue 32 §2) in a pass, pure: the task runs no episode of its own; its N attempts are
+// child tasks (TASK-attempt-N, made by spawn's planChild rules) of the task's own spec on their own branches
+// from the same commit; once all ended, evidence or a judge child (TASK-judge) picks the winner, whose branch
+// and outputs become the task's. The attempts are the task's family: its maxCostUSD counts all of them.
+import { TERMINAL_PHASES } from '../api/agent-task.ts';
+import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
+import { clip } from '../api/bounds.ts';
+import type { AttemptStatus, AttemptsStatus } from '../api/attempts.ts';
+import { JUDGE_EVIDENCE_MAX } from '../api/attempts.ts';
+import type { EpisodeResult } from '../api/episode-result.ts';
+import { normal, warning } from './actions.ts';
+import type { Action, Events } from './actions.ts';
+import type { ChildView } from './children.ts';
+import { isTerminal } from './children.ts';
+import { bestByEvidence, judgeVerdict } from './attempts-select.ts';
+import { planChild } from './spawn.ts';
+
+export interface AttemptsInput {
+  task: string;
+  labels?: Readonly<Record<string, string>>;
+  spec: AgentTaskSpec;
+  status: AgentTaskStatus;
+  children: readonly ChildView[];
+  create: boolean;
+}
+
+export interface AttemptsPass {
+  status: AgentTaskStatus;
+  actions: Action[];
+  events: Events;
+}
+
+type Made = Extract<Action, { type: 'CreateTasks' }>['tasks'][number];
+
+export const attemptName = (task: string, n: number) => `${task}-attempt-${n}`;
+export const judgeName = (task: string) => `${task}-judge`;
+export const attemptBranch = (task: string, n: number) => `episodic/${task}/attempt-${n}`;
+
+/** The candidates as the children show them. */
+export function candidatesOf(task: string, count: number, children: readonly ChildView[]): AttemptStatus[] {
+  const byName = new Map(children.map((c) => [c.name, c]));
+  return Array.from({ length: count }, (_, i) => {
+    const number = i + 1;
+    const c = byName.get(attemptName(task, number));
+    return {
+      number,
+      task: attemptName(task, number),
+      branch: attemptBranch(task, number),
+      phase: c?.phase,
+      gatesPassed: c?.evidence?.gatesPassed,
+      insideScope: c ? !c.evidence?.outOfScope : undefined,
+      changedLines: c?.evidence?.changedLines,
+      costUSD: c?.costUSD ?? 0,
+      finishedAt: c?.evidence?.finishedAt,
+    };
+  });
+}
+
+const ended = (phase: string | undefined) => (TERMINAL_PHASES as readonly string[]).includes(phase ?? '');
+
+export function attemptsPass(input: AttemptsInput): AttemptsPass | undefined {
+  const { spec, status, task } = input;
+  const attempts = spec.attempts;
+  if (!attempts) return undefined;
+  const seen = new Set(input.children.map((c) => c.name));
+  const candidates = candidatesOf(task, attempts.count, input.children);
+  const missing = candidates.filter((c) => !seen.has(c.task));
+  const open = candidates.filter((c) => !ended(c.phase)).length;
+  if (missing.length > 0 || open > 0) {
+    const made = input.create ? missing.map((c) => planAttempt(input, c.number)) : [];
+    const refused = made.find((m): m is string => typeof m === 'string');
+    if (refused) return fail(status, 'AttemptsInvalid', refused);
+    const message = `${open} of ${attempts.count} attempts running`;
+    const next = withAttempts(status, { phase: 'Running', candidates });
+    const actions: Action[] = made.length > 0 ? [{ type: 'CreateTasks', tasks: made as Made[] }] : [];
+    return { status: { ...next, phase: 'Waiting', reason: 'AttemptsRunning', message }, actions, events: [] };
+  }
+  if (!candidates.some((c) => c.phase === 'Succeeded')) {
+    const next = withAttempts(status, { phase: 'NoneSucceeded', candidates });
+    return fail(next, 'NoAttemptSucceeded', `none of the ${attempts.count} attempts succeeded`);
+  }
+  if (attempts.select === 'judge' && attempts.judge) return judged(input, candidates);
+  return choose(status, candidates, bestByEvidence(candidates) as AttemptStatus, input.children, 'evidence');
+}
+
+/** select: judge: the judge child is made, waited for, and its verdict used when it names a candidate. */
+function judged(input: AttemptsInput, candidates: AttemptStatus[]): AttemptsPass {
+  const name = judgeName(input.task);
+  const judge = input.children.find((c) => c.name === name);
+  if (!judge || !isTerminal(judge)) {
+    const plan = judge || !input.create ? undefined : planJudge(input, candidates);
+    if (typeof plan === 'string') return fail(input.status, 'AttemptsInvalid', plan);
+    const next = withAttempts(input.status, { phase: 'Judging', candidates });
+    const message = `all ${candidates.length} attempts ended; the judge ${name} is choosing`;
+    const actions: Action[] = plan ? [{ type: 'CreateTasks', tasks: [plan] }] : [];
+    return { status: { ...next, phase: 'Waiting', reason: 'AttemptsJudging', message }, actions, events: [] };
+  }
+  const verdict = judgeVerdict(judge.outputs?.winner, candidates);
+  if (verdict.ok) return choose(input.status, candidates, candidates[verdict.number - 1], input.children, 'judge');
+  const best = bestByEvidence(candidates) as AttemptStatus;
+  return choose(input.status, candidates, best, input.children, 'evidence', `${verdict.why}; evidence chose instead`);
+}
+
+function choose(
+  status: AgentTaskStatus,
+  candidates: AttemptStatus[],
+  winner: AttemptStatus,
+  children: readonly ChildView[],
+  by: 'evidence' | 'judge',
+  fallback?: string,
+): AttemptsPass {
+  const outputs = { ...children.find((c) => c.name === winner.task)?.outputs, branch: winner.branch ?? '' };
+  const why = fallback ? ` (${fallback})` : '';
+  const message = `attempt ${winner.number} of ${candidates.length} won by ${by}${why}: branch ${winner.branch}`;
+  const attempts: AttemptsStatus = {
+    phase: 'Chosen',
+    candidates,
+    winner: winner.number,
+    selectedBy: by,
+    ...(fallback ? { judgeFallback: fallback } : {}),
+  };
+  const ok = winner.phase === 'Succeeded';
+  const next: AgentTaskStatus = {
+    ...withAttempts(status, attempts),
+    phase: ok ? 'Succeeded' : 'Failed',
+    reason: 'AttemptChosen',
+    message,
+    outputs,
+  };
+  const events = [fallback ? warning('AttemptChosen', message) : normal('AttemptChosen', message)];
+  return { status: next, actions: [], events };
+}
+
+function withAttempts(status: AgentTaskStatus, attempts: AttemptsStatus): AgentTaskStatus {
+  return { ...status, attempts };
+}
+
+function fail(status: AgentTaskStatus, reason: string, message: string): AttemptsPass {
+  const text = clip(message, 1000);
+  return {
+    status: { ...status, phase: 'Failed', reason, message: text },
+    actions: [],
+    events: [warning('TaskFailed', text)],
+  };
+}
+
+/** Attempt N: the task's own spec without attempts, on episodic/TASK/attempt-N from the task's branch. */
+function planAttempt(input: AttemptsInput, n: number): Made | string {
+  const { attempts: _, ...own } = input.spec;
+  const plan = planChild(
+    { name: input.task, spec: input.spec, labels: input.labels, children: [] },
+    { op: 'spawn', name: `attempt-${n}`, prompt: 'attempt' },
+  );
+  if (!plan.ok) return `attempt ${n}: ${plan.message}`;
+  const ws = input.spec.workspace;
+  if (!ws || typeof ws !== 'object' || !('git' in ws)) return 'attempts need a git workspace';
+  const workspace = { git: { ...ws.git, ref: attemptBranch(input.task, n), from: ws.git.from ?? ws.git.ref } };
+  return { name: plan.name, spec: { ...own, workspace, limits: plan.spec.limits }, labels: plan.labels };
+}
+
+/** The judge: one child with the judge's prompt, {{attempts}} the candidates' evidence (bounded). */
+function planJudge(input: AttemptsInput, candidates: AttemptStatus[]): Made | string {
+  const judge = input.spec.attempts?.judge;
+  const evidence = clip(candidates.map((c) => JSON.stringify(c)).join('\n'), JUDGE_EVIDENCE_MAX);
+  const prompt = (judge?.prompt ?? '').replace(/\{\{\s*attempts\s*\}\}/g, evidence);
+  const agent = { ...input.spec.agent, command: judge?.agent?.command ?? input.spec.agent.command };
+  const spec = { ...input.spec, agent, workspace: undefined, attempts: undefined };
+  const plan = planChild(
+    { name: input.task, spec, labels: input.labels, children: [] },
+    { op: 'spawn', name: 'judge', prompt },
+  );
+  if (!plan.ok) return `judge: ${plan.message}`;
+  const { workspace: _w, ...rest } = plan.spec;
+  return { name: plan.name, spec: rest, labels: plan.labels };
+}
+
+/** An ended episode's evidence added to the task's totals: changed lines, and whether it left its scope. */
+export function tallyEvidence(status: AgentTaskStatus, result: EpisodeResult | undefined): AgentTaskStatus {
+  const ws = result?.evidence?.workspace;
+  const lines = (ws?.insertions ?? 0) + (ws?.deletions ?? 0);
+  const out = (result?.scope?.count ?? 0) > 0 ? 1 : 0;
+  if (!ws && !out) return status;
+  return {
+    ...status,
+    changedLines: (status.changedLines ?? 0) + lines,
+    ...(out || status.outOfScopeEpisodes ? { outOfScopeEpisodes: (status.outOfScopeEpisodes ?? 0) + out } : {}),
+  };
+}

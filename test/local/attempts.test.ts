@@ -1,0 +1,140 @@
+// Best-of-N end to end with `episodic run`, real git and the stand-in agent (issue 32 §2): three attempts of a
+// gated pipeline on their own branches from the same commit; one fails its gate, two pass with different diff
+// sizes. evidence → the smaller passing one wins; a judge writing 2 → attempt 2; a judge writing garbage →
+// evidence, and the status says so.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { FAKE_CLAUDE, NODE, readStatus, runCli, specDir, tempDir } from '../support/local.ts';
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], {
+    cwd,
+    encoding: 'utf8',
+  }).trim();
+}
+
+const lines = (n: number) => Array.from({ length: n }, (_, i) => `line ${i}`).join('\n');
+
+/** A repository whose agent script makes attempt 1 fail the gate, attempt 2 write 30 lines, attempt 3 write 5. */
+function repoWithAttempts(): { dir: string; bare: string; start: string } {
+  const dir = tempDir();
+  const bare = join(dir, 'origin.git');
+  git(dir, 'init', '--quiet', '--bare', '--initial-branch=main', bare);
+  const seed = join(dir, 'seed');
+  git(dir, 'clone', '--quiet', bare, seed);
+  const tasks: Record<string, unknown> = {
+    't-attempt-1': { mode: 'success', writeFiles: { 'bad.txt': 'breaks the gate' } },
+    't-attempt-2': { mode: 'success', writeFiles: { 'work.txt': lines(30) } },
+    't-attempt-3': { mode: 'success', writeFiles: { 'work.txt': lines(5) } },
+  };
+  writeFileSync(join(seed, '.fake-agent.json'), JSON.stringify({ tasks }));
+  git(seed, 'add', '.');
+  git(seed, 'commit', '--quiet', '-m', 'seed');
+  git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main');
+  return { dir, bare, start: git(bare, 'rev-parse', 'main') };
+}
+
+function bestOf3(dir: string, attempts: Record<string, unknown>, judgeScript?: string): void {
+  specDir(
+    [
+      {
+        name: 't',
+        spec: {
+          prompt: undefined,
+          workspace: { git: { url: 'origin.git', ref: 'main' } },
+          limits: { maxEpisodes: 3, episodeTimeoutSeconds: 30, maxCostUSD: 5 },
+          steps: [
+            {
+              name: 'work',
+              prompt: 'do the work',
+              gates: [
+                {
+                  name: 'no-bad',
+                  check: [NODE, '-e', "process.exit(require('fs').existsSync('bad.txt') ? 1 : 0)"],
+                  maxFixEpisodes: 1,
+                },
+              ],
+            },
+          ],
+          attempts: { count: 3, ...attempts },
+        },
+      },
+    ],
+    { dir },
+  );
+  // The judge's workspace is its own directory: its script goes there.
+  if (judgeScript) {
+    const ws = join(dir, '.episodic/workspaces/default/t-judge');
+    execFileSync('mkdir', ['-p', ws]);
+    writeFileSync(join(ws, '.fake-agent.json'), judgeScript);
+  }
+}
+
+const judgeAgent = {
+  prompt: 'Pick the best:\n{{attempts}}\nWrite <output name="winner">N</output>.',
+  agent: { command: [NODE, FAKE_CLAUDE] },
+};
+
+test('best-of-3 by evidence: the gate-failing attempt loses, the smaller passing one wins; every attempt on record', async () => {
+  const { dir, bare, start } = repoWithAttempts();
+  bestOf3(dir, { select: 'evidence' });
+  const run = await runCli(['run', dir], { timeoutMs: 150_000 });
+  const status = readStatus(dir, 't')?.status;
+  assert.equal(status?.phase, 'Succeeded', `${status?.message}\n${run.stderr.slice(-2000)}`);
+  assert.equal(status?.attempts?.winner, 3);
+  assert.equal(status?.attempts?.selectedBy, 'evidence');
+  assert.equal(status?.outputs?.branch, 'episodic/t/attempt-3');
+  assert.match(status?.message ?? '', /attempt 3 of 3 won by evidence: branch episodic\/t\/attempt-3/);
+  const byNumber = status?.attempts?.candidates ?? [];
+  assert.deepEqual(
+    byNumber.map((c) => [c.number, c.phase, c.gatesPassed, c.changedLines]),
+    [
+      [1, 'Failed', false, 1], // GateFailed: fewer lines, but its gate failed
+      [2, 'Succeeded', true, 30],
+      [3, 'Succeeded', true, 5],
+    ],
+  );
+  for (const c of byNumber) {
+    assert.ok(c.costUSD > 0, `attempt ${c.number}'s cost is counted`);
+    assert.equal(git(bare, 'merge-base', start, `episodic/t/attempt-${c.number}`), start, 'from the same commit');
+  }
+  assert.equal(git(bare, 'show', 'episodic/t/attempt-3:work.txt'), lines(5));
+});
+
+test('best-of-3 with a judge: the judge writing 2 makes attempt 2 the winner', async () => {
+  const { dir } = repoWithAttempts();
+  bestOf3(
+    dir,
+    { select: 'judge', judge: judgeAgent },
+    JSON.stringify({ default: { mode: 'success', outputs: { winner: '2' } } }),
+  );
+  await runCli(['run', dir], { timeoutMs: 150_000 });
+  const status = readStatus(dir, 't')?.status;
+  assert.equal(status?.phase, 'Succeeded', status?.message);
+  assert.equal(status?.attempts?.winner, 2);
+  assert.equal(status?.attempts?.selectedBy, 'judge');
+  assert.equal(status?.attempts?.judgeFallback, undefined);
+  assert.equal(status?.outputs?.branch, 'episodic/t/attempt-2');
+  assert.equal(readStatus(dir, 't-judge')?.status.phase, 'Succeeded');
+});
+
+test('best-of-3 with a judge writing garbage: evidence chooses, and the status says why', async () => {
+  const { dir } = repoWithAttempts();
+  bestOf3(
+    dir,
+    { select: 'judge', judge: judgeAgent },
+    JSON.stringify({ default: { mode: 'success', outputs: { winner: 'the second one, surely' } } }),
+  );
+  await runCli(['run', dir], { timeoutMs: 150_000 });
+  const status = readStatus(dir, 't')?.status;
+  assert.equal(status?.attempts?.winner, 3);
+  assert.equal(status?.attempts?.selectedBy, 'evidence');
+  assert.match(status?.attempts?.judgeFallback ?? '', /is no attempt's number/);
+  assert.match(
+    status?.message ?? '',
+    /won by evidence \(the judge's winner "the second one, surely" is no attempt's number; evidence chose instead\)/,
+  );
+});
