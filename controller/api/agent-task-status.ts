@@ -8,6 +8,7 @@ import { SPAWN_STATUS_FIELDS } from './spawn-fields.ts';
 import { GateStateSchema } from './gates.ts';
 import { OPS_LAST_EPISODE_FIELDS, OPS_STATUS_FIELDS } from './ops-status.ts';
 import { ReviewStatusSchema } from './review.ts';
+import { IntegrateStatusSchema } from './integrate.ts';
 
 export const PHASES = [
   'Pending',
@@ -168,6 +169,7 @@ export const AgentTaskStatusSchema = z.object({
   ),
   ...OPS_STATUS_FIELDS,
   // What needs a person (issue 19 §6): kept from each episode's evidence by reconciler/review.ts.
+  integrate: IntegrateStatusSchema.optional().describe('spec.integrate: where the task is in its merge queue'),
   review: ReviewStatusSchema.optional().describe('what needs a person: [!] items, new DISCOVERY.md / IDEAS.md entries'),
   ...SPAWN_STATUS_FIELDS,
   // Evidence totals best-of-N compares attempts by (reconciler/attempts-select.ts).

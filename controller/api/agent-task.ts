@@ -7,6 +7,7 @@ import { AgentTaskStatusSchema } from './agent-task-status.ts';
 import { BreakerSpecSchema, ProgressSpecSchema } from './leash.ts';
 import { ResumeSpecSchema } from './resume.ts';
 import { ScopeSchema } from './scope.ts';
+import { integrateSchema } from './integrate.ts';
 import { SandboxSchema } from './sandbox.ts';
 import { OPS_SPEC_FIELDS } from './ops-status.ts';
 import { SPAWN_LIMIT_FIELDS, SPAWN_SPEC_FIELDS } from './spawn-fields.ts';
@@ -129,6 +130,15 @@ export function gitRefProblem(ref: string): string | undefined {
   }
   return undefined;
 }
+
+const gitBranch = z
+  .string()
+  .min(1)
+  .max(255)
+  .superRefine((ref, ctx) => {
+    const problem = gitRefProblem(ref);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
 
 export const GitWorkspaceSchema = z.strictObject({
   git: z.strictObject({
@@ -268,6 +278,9 @@ export const AgentTaskSpecSchema = z
       }),
     // scope (README "Scope"); a step's replaces it.
     scope: ScopeSchema.optional(),
+    integrate: integrateSchema(dnsLabel, gitBranch)
+      .optional()
+      .describe('a merge queue: once the task succeeds, its branch is rebased onto `into`, gated and fast-forwarded'),
     // Best-of-N (api/attempts.ts).
     attempts: AttemptsSchema.optional(),
     // sandbox (README "Sandbox"); a step's replaces it.
@@ -299,6 +312,17 @@ export const AgentTaskSpecSchema = z
           message: 'a checklist completion needs progress.checklist (the plan file)',
         });
         break;
+      }
+    }
+    if (spec.integrate && !(spec.workspace && typeof spec.workspace === 'object' && 'git' in spec.workspace)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['integrate'],
+        message: 'needs a git workspace (workspace.git): the branch to integrate',
+      });
+    } else if (spec.integrate && typeof spec.workspace === 'object' && 'git' in spec.workspace) {
+      if (spec.workspace.git.ref.replace(/^refs\/heads\//, '') === spec.integrate.into.replace(/^refs\/heads\//, '')) {
+        ctx.addIssue({ code: 'custom', path: ['integrate', 'into'], message: 'must differ from workspace.git.ref' });
       }
     }
     const prompts = [spec.prompt, spec.promptFile, spec.steps, spec.stack].filter((p) => p !== undefined).length;

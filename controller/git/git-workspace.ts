@@ -125,7 +125,7 @@ function withoutUserinfo(ws: GitWorkspace): { url: string; credentials?: GitCred
   return { url: parsed.toString(), credentials: ws.credentials ?? fromUrl };
 }
 
-class GitError extends Error {
+export class GitError extends Error {
   readonly stderr: string;
   readonly code: number | string | undefined;
   constructor(message: string, stderr: string, code: number | string | undefined) {
@@ -135,11 +135,20 @@ class GitError extends Error {
   }
 }
 
-function git(
-  ws: GitWorkspace,
+let gitProcesses = 0;
+
+/** git processes this process has started (bench/merge-queue counts them per integration). */
+export function gitProcessCount(): number {
+  return gitProcesses;
+}
+
+/** One git command, argv only; exit codes in allowExit resolve, others reject with the stderr kept. */
+export function git(
+  ws: Pick<GitWorkspace, 'credentials'>,
   args: string[],
   opts: { cwd?: string; allowExit?: number[]; env?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<{ code: number; stdout: string }> {
+  gitProcesses++;
   return new Promise((resolve, reject) => {
     const child = execFile(
       'git',

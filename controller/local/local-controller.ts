@@ -33,6 +33,8 @@ import { sendHandler, spawnHandler } from '../ops/spawn-send.ts';
 import type { OpHandler, SpawnSendDeps } from '../ops/spawn-send.ts';
 import { LocalMailboxes } from '../sinks/local/mailboxes.ts';
 import { LocalMailboxWatch } from '../sinks/local/mailbox-watch.ts';
+import { MergeQueueLoop } from '../executors/local/merge-queue.ts';
+import type { QueueTask } from '../executors/local/merge-queue.ts';
 
 export interface LocalControllerOptions {
   dir: string;
@@ -60,6 +62,8 @@ export class LocalController {
   private executor: ProcessEpisodeExecutor | undefined;
   private loop: Controller<LocalTask> | undefined;
   private started = false;
+  private mergeQueue: MergeQueueLoop | undefined;
+  private stopped = false;
   private readonly requests: ResumeRequestPoller;
   private readonly holds: HoldPoller;
   /** Tasks the system creates (spawned children, triggers' tasks): read with the user's specs. */
@@ -187,12 +191,46 @@ export class LocalController {
     this.started = true;
     this.mailboxWatch.start();
     loop.start();
+    this.startMergeQueue(loop);
     this.requests.start(REQUEST_POLL_MS);
     this.holds.start(REQUEST_POLL_MS);
   }
 
+  /** spec.integrate: after every pass (or each second) the merge queues take their next steps. */
+  private startMergeQueue(loop: Controller<LocalTask>): void {
+    const queue = new MergeQueueLoop({
+      stateDir: this.opts.stateDir,
+      logger: this.opts.logger,
+      clock: this.opts.clock ?? systemClock,
+      metrics: this.opts.metrics?.mergeQueue,
+      writeStatus: async (key, status) => {
+        const task = this.source.get(key);
+        if (task) await this.sink.write(task, status, { beforeStart: false });
+      },
+    });
+    this.mergeQueue = queue;
+    const tick = (): void => {
+      if (this.stopped) return;
+      queue.scan(this.queueTasks());
+      void loop.nextChange().then(tick);
+    };
+    tick();
+  }
+
+  private queueTasks(): QueueTask[] {
+    const out: QueueTask[] = [];
+    for (const task of this.source.list()) {
+      const status = this.sink.read(task);
+      if (task.spec?.integrate && status && !task.deleting)
+        out.push({ key: task.key, file: task.file, spec: task.spec, status });
+    }
+    return out;
+  }
+
   /** Stop starting episodes, stop running ones and wait until their ends are recorded. */
   async shutdown(): Promise<void> {
+    this.stopped = true;
+    await this.mergeQueue?.stop();
     this.requests.stop();
     this.mailboxWatch.stop();
     this.holds.stop();
@@ -216,7 +254,8 @@ export class LocalController {
   }
 
   settled(): boolean {
-    return this.requireLoop().settled();
+    if (this.mergeQueue) this.mergeQueue.scan(this.queueTasks());
+    return this.requireLoop().settled() && (this.mergeQueue?.idle() ?? true);
   }
 
   /** Set while the state disk has no room for a status write (see FileStatusSink.full). */

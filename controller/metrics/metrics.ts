@@ -7,6 +7,7 @@ import { PHASES } from '../api/agent-task.ts';
 import { BudgetMetrics } from './budget-metrics.ts';
 import { LeashMetrics } from './leash-metrics.ts';
 import { ResumeMetrics } from './resume-metrics.ts';
+import { MergeQueueMetrics } from './merge-queue-metrics.ts';
 
 export const EVENT_LOOP_PRECISION_MS = 100;
 
@@ -81,6 +82,7 @@ export class EpisodicMetrics {
   readonly triggers = new TriggerMetrics(this.registry);
   /** AgentBudget spend, remaining and held tasks. */
   readonly budgets = new BudgetMetrics(this.registry);
+  readonly mergeQueue = new MergeQueueMetrics(this.registry);
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     // The event-loop lag histogram samples with a libuv timer: prom-client's default 10 ms would wake an

@@ -24,7 +24,7 @@ export class GitWorkspaceError extends Error {
 }
 
 /** A relative path is a repository beside the spec file; URLs and scp-like `host:path` stay as written. */
-function resolveGitUrl(url: string, specFile: string): string {
+export function resolveGitUrl(url: string, specFile: string): string {
   const hasScheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(url);
   const colon = url.indexOf(':');
   const slash = url.indexOf('/');

@@ -1,0 +1,117 @@
+// The merge queue's git steps (executors/local/merge-queue.ts carries them out): one clone per queue, a
+// branch rebased onto `into` there, and `into` fast-forwarded on the remote by a plain push, which git
+// refuses unless it is a fast-forward, so `into` never moves backwards. argv only, no shell, no hooks.
+import { existsSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { git, GitError } from './git-workspace.ts';
+
+const NO_CREDENTIALS = {};
+// Rebased commits keep their authors; the queue is their committer.
+const COMMITTER = {
+  GIT_COMMITTER_NAME: 'episodic merge queue',
+  GIT_COMMITTER_EMAIL: 'merge-queue@episodic.invalid',
+  GIT_AUTHOR_NAME: 'episodic merge queue',
+  GIT_AUTHOR_EMAIL: 'merge-queue@episodic.invalid',
+  GIT_EDITOR: 'true',
+};
+const MARKER = /^(<{7}|>{7})( |$)/m;
+const INTO_REF = 'refs/mq/into';
+const SRC_REF = 'refs/mq/src';
+
+function run(dir: string, args: string[], allowExit?: number[]) {
+  return git(NO_CREDENTIALS, args, { cwd: dir, allowExit, env: COMMITTER });
+}
+
+export async function ensureClone(dir: string, url: string): Promise<void> {
+  if (existsSync(join(dir, '.git'))) return;
+  await rm(dir, { recursive: true, force: true }); // a clone killed half-way
+  await git(NO_CREDENTIALS, ['clone', '--quiet', '--', url, dir]);
+}
+
+/** After a kill -9: no rebase in progress, no stale lock (the state lock says no other writer runs), a clean tree. */
+export async function cleanClone(dir: string): Promise<void> {
+  for (const lock of ['index.lock', 'HEAD.lock', 'refs/mq/into.lock', 'refs/mq/src.lock']) {
+    await rm(join(dir, '.git', lock), { force: true });
+  }
+  if (existsSync(join(dir, '.git', 'rebase-merge')) || existsSync(join(dir, '.git', 'rebase-apply'))) {
+    await run(dir, ['rebase', '--abort'], [1, 128]);
+  }
+  await run(dir, ['reset', '--quiet', '--hard'], [128]);
+  await run(dir, ['clean', '-fdxq']);
+}
+
+export type RebaseResult = { ok: true } | { ok: false; files: string[]; markers: string };
+
+/** Fetch `into` and `branch` and rebase the branch's commits onto `into` (detached: no branch of ours moves). */
+export async function rebaseBranch(dir: string, into: string, branch: string): Promise<RebaseResult> {
+  await run(dir, [
+    'fetch',
+    '--quiet',
+    '--no-tags',
+    'origin',
+    `+refs/heads/${into}:${INTO_REF}`,
+    `+refs/heads/${branch}:${SRC_REF}`,
+  ]);
+  const res = await run(dir, ['rebase', '--quiet', INTO_REF, SRC_REF], [1]);
+  return res.code === 0 ? { ok: true } : conflicts(dir);
+}
+
+async function conflicts(dir: string): Promise<RebaseResult> {
+  const out = await run(dir, ['diff', '--name-only', '--diff-filter=U', '-z']);
+  const files = out.stdout.split('\0').filter((f) => f.length > 0);
+  return { ok: false, files, markers: await markerText(dir, files) };
+}
+
+/** The conflicted files' text (bounded): what a resolution episode sees in {{integrate.conflicts}}. */
+async function markerText(dir: string, files: readonly string[], max = 8000): Promise<string> {
+  let text = '';
+  for (const f of files) {
+    const body = await readFile(join(dir, f), 'utf8').catch(() => '');
+    text += `--- ${f}\n${body}\n`;
+    if (text.length > max) return `${text.slice(0, max)}\n…`;
+  }
+  return text;
+}
+
+/** After a resolution episode: stage everything and go on with the rebase; conflicts again if markers remain. */
+export async function continueRebase(dir: string, files: readonly string[]): Promise<RebaseResult> {
+  for (const f of files) {
+    const body = await readFile(join(dir, f), 'utf8').catch(() => '');
+    if (MARKER.test(body)) return { ok: false, files: [...files], markers: await markerText(dir, files) };
+  }
+  await run(dir, ['add', '--all']);
+  const res = await run(dir, ['rebase', '--continue'], [1]);
+  return res.code === 0 ? { ok: true } : conflicts(dir);
+}
+
+/** After a gate's resolution episode: its changes become one more commit on top of the rebased branch. */
+export async function commitAll(dir: string, message: string): Promise<void> {
+  await run(dir, ['add', '--all']);
+  await run(dir, ['commit', '--quiet', '--no-verify', '-m', message], [1]);
+}
+
+/** The detached HEAD's commit, read from .git/HEAD: no process. */
+export async function headCommit(dir: string): Promise<string> {
+  const head = (await readFile(join(dir, '.git', 'HEAD'), 'utf8')).trim();
+  if (/^[0-9a-f]{40,64}$/.test(head)) return head;
+  return (await run(dir, ['rev-parse', 'HEAD'])).stdout.trim();
+}
+
+/** Fast-forward `into` on the remote to `commit`; 'rejected' when `into` moved meanwhile (not a fast-forward). */
+export async function pushInto(dir: string, commit: string, into: string): Promise<'pushed' | 'rejected'> {
+  try {
+    await run(dir, ['push', '--quiet', 'origin', `${commit}:refs/heads/${into}`]);
+    return 'pushed';
+  } catch (err) {
+    if (err instanceof GitError && /rejected|non-fast-forward|fetch first/i.test(err.stderr)) return 'rejected';
+    throw err;
+  }
+}
+
+/** Whether `into` on the remote already contains `commit` (a push that landed before a kill -9). */
+export async function intoContains(dir: string, into: string, commit: string): Promise<boolean> {
+  await run(dir, ['fetch', '--quiet', '--no-tags', 'origin', `+refs/heads/${into}:${INTO_REF}`]);
+  const res = await run(dir, ['merge-base', '--is-ancestor', commit, INTO_REF], [1, 128]);
+  return res.code === 0;
+}

@@ -1,0 +1,148 @@
+// The merge queue's rules (issue 32 §3), pure: facts about one queue (its waiting tasks, its journal, whether
+// the controller just restarted, whether `into` already has the rebased commit) in, the next git step out;
+// and each step's outcome in, the next journal out. executors/local/merge-queue.ts gathers, writes the journal
+// atomically before each step and carries them out, so a kill -9 anywhere resumes from the journal.
+
+/** Where the one integration in flight is; written to the journal before the step runs. */
+export type QueueStage = 'rebase' | 'resolve' | 'gate' | 'push' | 'done' | 'review';
+
+export interface QueueJournal {
+  key: string;
+  stage: QueueStage;
+  /** Rebases tried (a rejected push rebases again). */
+  attempts: number;
+  /** Resolution episodes run. */
+  episodes: number;
+  /** The rebased commit about to be pushed (stage push), so a restart can tell whether the push happened. */
+  rebased?: string;
+  why?: 'conflict' | 'gate';
+  conflicts?: string[];
+  gate?: string;
+  output?: string;
+}
+
+export interface QueueEntry {
+  key: string;
+  /** When the task succeeded: the queue's order. */
+  enqueuedAt: string;
+}
+
+export interface QueueFacts {
+  entries: readonly QueueEntry[];
+  journal?: QueueJournal;
+  /** The first pass since the controller started: the clone may hold a half-done rebase or a stale lock. */
+  recovering: boolean;
+  /** Journal at stage push: `into` on the remote already contains the rebased commit. */
+  intoHasRebased?: boolean;
+  /** The journal task's onConflict.episodes. */
+  maxEpisodes: number;
+}
+
+export type QueueAction =
+  | { type: 'clean' }
+  | { type: 'begin'; key: string }
+  | { type: 'rebase' }
+  | { type: 'resolve' }
+  | { type: 'gate' }
+  | { type: 'push' }
+  | { type: 'finish'; key: string; result: 'integrated' | 'needsReview' };
+
+/** A push rejected this many times (into kept moving under us) is left for a person. */
+export const QUEUE_ATTEMPTS_MAX = 5;
+
+/** The next steps of one queue; empty when it has nothing to do. */
+export function decideQueue(facts: QueueFacts): QueueAction[] {
+  const j = facts.journal;
+  if (!j) {
+    const next = oldestFirst(facts.entries)[0];
+    return next ? [{ type: 'begin', key: next.key }] : [];
+  }
+  if (j.stage === 'done' || (j.stage === 'push' && facts.intoHasRebased)) {
+    return [{ type: 'finish', key: j.key, result: 'integrated' }];
+  }
+  if (j.stage === 'review') return [{ type: 'finish', key: j.key, result: 'needsReview' }];
+  const clean: QueueAction[] = facts.recovering ? [{ type: 'clean' }] : [];
+  if (j.stage === 'push') return [...clean, { type: 'push' }];
+  // A half-done rebase, resolution or gate run is not trusted after a restart: the rebase is done again.
+  if (facts.recovering || j.stage === 'rebase') return [...clean, { type: 'rebase' }];
+  if (j.stage === 'resolve') {
+    return j.episodes < facts.maxEpisodes
+      ? [{ type: 'resolve' }]
+      : [{ type: 'finish', key: j.key, result: 'needsReview' }];
+  }
+  return [{ type: 'gate' }];
+}
+
+export type StepOutcome =
+  | { step: 'rebase'; kind: 'clean' }
+  | { step: 'rebase' | 'resolve'; kind: 'conflict'; files: string[]; output?: string }
+  | { step: 'resolve'; kind: 'resolved' }
+  | { step: 'gate'; kind: 'passed'; rebased: string }
+  | { step: 'gate'; kind: 'failed'; gate: string; output: string }
+  | { step: 'push'; kind: 'pushed' }
+  | { step: 'push'; kind: 'rejected' };
+
+/** The journal after a step's outcome (what the loop writes before the next step). */
+export function afterStep(j: QueueJournal, outcome: StepOutcome): QueueJournal {
+  const base = { key: j.key, attempts: j.attempts, episodes: j.episodes };
+  switch (outcome.kind) {
+    case 'clean':
+      return { ...base, stage: 'gate' };
+    case 'conflict': {
+      const episodes = outcome.step === 'resolve' ? j.episodes + 1 : j.episodes;
+      return { ...base, episodes, stage: 'resolve', why: 'conflict', conflicts: outcome.files, output: outcome.output };
+    }
+    case 'resolved':
+      return { ...base, episodes: j.episodes + 1, stage: 'gate' };
+    case 'passed':
+      return { ...base, stage: 'push', rebased: outcome.rebased };
+    case 'failed':
+      return { ...base, stage: 'resolve', why: 'gate', gate: outcome.gate, output: outcome.output };
+    case 'pushed':
+      return { ...base, stage: 'done', rebased: j.rebased };
+    case 'rejected':
+      return j.attempts + 1 >= QUEUE_ATTEMPTS_MAX
+        ? { ...base, stage: 'review', why: 'conflict' }
+        : { ...base, attempts: j.attempts + 1, stage: 'rebase' };
+  }
+}
+
+/** The journal a task's integration starts with. */
+export function beginJournal(key: string): QueueJournal {
+  return { key, stage: 'rebase', attempts: 1, episodes: 0 };
+}
+
+/** Oldest first; the key breaks ties so every pass picks the same task. */
+export function oldestFirst(entries: readonly QueueEntry[]): QueueEntry[] {
+  return [...entries].sort((a, b) =>
+    a.enqueuedAt === b.enqueuedAt ? (a.key < b.key ? -1 : 1) : a.enqueuedAt < b.enqueuedAt ? -1 : 1,
+  );
+}
+
+/** Each waiting task's position: 0 for the one integrating, then 1, 2… in the order they will go. */
+export function queuePositions(entries: readonly QueueEntry[], journal?: QueueJournal): Map<string, number> {
+  const out = new Map<string, number>();
+  if (journal) out.set(journal.key, 0);
+  for (const e of oldestFirst(entries)) if (!out.has(e.key)) out.set(e.key, out.size + (journal ? 0 : 1));
+  return out;
+}
+
+/** {{integrate.conflicts}}: the conflicting files and their markers, or the failing gate and its output. */
+export function conflictsText(j: QueueJournal): string {
+  if (j.why === 'gate')
+    return `The queue gate "${j.gate ?? '?'}" failed after the rebase. Its output:\n${j.output ?? ''}`;
+  return `These files conflict: ${(j.conflicts ?? []).join(', ')}\n${j.output ?? ''}`;
+}
+
+const RESOLVE_PROMPT = [
+  'The merge queue is rebasing your branch {{branch}} onto {{into}} and needs you.',
+  '{{integrate.conflicts}}',
+  'Edit the files in this directory so that both changes are kept and no conflict markers remain, and make the',
+  "queue's gates pass. Do not run git commands: the queue commits and continues the rebase itself.",
+].join('\n');
+
+/** The resolution episode's prompt. */
+export function resolutionPrompt(j: QueueJournal, branch: string, into: string): string {
+  const vars: Record<string, string> = { branch, into, 'integrate.conflicts': conflictsText(j) };
+  return RESOLVE_PROMPT.replace(/\{\{([a-z.]+)\}\}/g, (m, name: string) => vars[name] ?? m);
+}

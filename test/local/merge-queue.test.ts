@@ -1,0 +1,185 @@
+// spec.integrate end to end with real git and the real controller (`episodic run`): six branches through one
+// queue with a conflict resolved by a resolution episode, a queue gate failing after a rebase, and kill -9
+// during a rebase and during the push, each finishing after a restart with nothing lost or applied twice.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { NODE, readStatus, REPO, runCli, specDir, startCli, tempDir } from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
+
+const AGENT = join(REPO, 'test/agents/merge-agent.mjs');
+const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
+
+/** origin.git with main holding shared.txt (60 numbered lines). */
+function origin(dir: string): string {
+  const bare = join(dir, 'origin.git');
+  git(dir, 'init', '--quiet', '--bare', '-b', 'main', bare);
+  const seed = join(dir, 'seed');
+  git(dir, 'clone', '--quiet', bare, seed);
+  writeFileSync(join(seed, 'shared.txt'), `${Array.from({ length: 60 }, (_, i) => `line ${i + 1}`).join('\n')}\n`);
+  git(seed, 'add', '.');
+  git(seed, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '--quiet', '-m', 'seed');
+  git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main');
+  return bare;
+}
+
+function task(name: string, env: Record<string, string>, integrate: Record<string, unknown> = {}) {
+  return {
+    name,
+    spec: {
+      agent: {
+        command: [NODE, AGENT],
+        output: 'text',
+        env: Object.entries(env).map(([n, value]) => ({ name: n, value })),
+      },
+      completion: { onExitZero: true },
+      workspace: { git: { url: 'origin.git', ref: `work/${name}` } },
+      integrate: { into: 'main', queue: 'q', ...integrate },
+    },
+  };
+}
+
+function assertLinear(bare: string, commits: number) {
+  assert.equal(git(bare, 'rev-list', '--merges', 'main'), '', 'no merge commits on main');
+  assert.equal(git(bare, 'rev-list', '--count', 'main'), String(commits));
+}
+
+function assertNoLeftovers(dir: string) {
+  const q = join(dir, '.episodic/merge-queue/q');
+  assert.equal(existsSync(join(q, 'journal.json')), false, 'no journal left');
+  for (const f of ['index.lock', 'rebase-merge', 'rebase-apply'])
+    assert.equal(existsSync(join(q, 'clone/.git', f)), false, f);
+  assert.equal(git(join(q, 'clone'), 'status', '--porcelain'), '', 'clean clone');
+}
+
+const lineEdit = (line: number, text: string) => ({
+  MERGE_AGENT_FILE: 'shared.txt',
+  MERGE_AGENT_LINE: String(line),
+  MERGE_AGENT_TEXT: text,
+});
+
+test('merge queue: six branches, two editing the same line, all integrated with one resolution episode, linear', async () => {
+  const dir = tempDir();
+  const bare = origin(dir);
+  const tasks = [1, 2, 3, 4].map((i) => task(`t${i}`, lineEdit(i * 10, `edit by t${i}`)));
+  tasks.push(task('t5', lineEdit(50, 'edit by t5')), task('t6', lineEdit(50, 'edit by t6')));
+  specDir(tasks, { dir });
+  const res = await runCli(['run', dir], { timeoutMs: 120_000 });
+  assert.equal(res.code, 0, res.stderr);
+  const main = git(bare, 'show', 'main:shared.txt');
+  for (let i = 1; i <= 6; i++) {
+    assert.equal(main.split('\n').filter((l) => l === `edit by t${i}`).length, 1, `t${i}'s change once on main`);
+    const st = readStatus(dir, `t${i}`)?.status;
+    assert.equal(st?.integrate?.result, 'integrated', `t${i}: ${JSON.stringify(st?.integrate)}`);
+    assert.equal(st?.phase, 'Succeeded');
+  }
+  assert.doesNotMatch(main, /<<<<<<<|>>>>>>>|=======/);
+  const episodes = [1, 2, 3, 4, 5, 6].map((i) => readStatus(dir, `t${i}`)?.status.integrate?.episodes ?? 0);
+  assert.equal(
+    episodes.reduce((a, b) => a + b, 0),
+    1,
+    `one resolution episode: ${episodes}`,
+  );
+  assert.equal(readdirSync(join(dir, '.episodic/merge-queue/q/episodes')).length, 1);
+  assertLinear(bare, 7);
+  assertNoLeftovers(dir);
+});
+
+test('merge queue: a gate failing after a clean rebase starts a resolution episode that fixes it', async () => {
+  const dir = tempDir();
+  const bare = origin(dir);
+  // Passes with a.txt or b.txt alone; both need both.txt, which only a resolution episode writes.
+  const gate = {
+    name: 'pair',
+    check: [NODE, '-e', "const f=require('fs').existsSync;process.exit(f('a.txt')&&f('b.txt')&&!f('both.txt')?1:0)"],
+  };
+  const env = (file: string) => ({ MERGE_AGENT_NEW_FILE: file, MERGE_AGENT_ON_GATE: 'both.txt' });
+  specDir([task('ta', env('a.txt'), { gates: [gate] }), task('tb', env('b.txt'), { gates: [gate] })], { dir });
+  const res = await runCli(['run', dir], { timeoutMs: 120_000 });
+  assert.equal(res.code, 0, res.stderr);
+  const files = git(bare, 'ls-tree', '--name-only', 'main').split('\n');
+  assert.deepEqual(files.sort(), ['a.txt', 'b.txt', 'both.txt', 'shared.txt']);
+  const [a, b] = ['ta', 'tb'].map((n) => readStatus(dir, n)?.status.integrate);
+  assert.equal(a?.result, 'integrated');
+  assert.equal(b?.result, 'integrated');
+  assert.equal((a?.episodes ?? 0) + (b?.episodes ?? 0), 1, 'the second one needed one resolution episode');
+  assertLinear(bare, 4); // seed, a, b, the resolution's commit
+  assertNoLeftovers(dir);
+});
+
+test('merge queue: a conflict left unresolved after onConflict.episodes is NeedsReview naming the file', async () => {
+  const dir = tempDir();
+  origin(dir);
+  const none = { onConflict: { episodes: 0 } };
+  specDir([task('u1', lineEdit(5, 'one'), none), task('u2', lineEdit(5, 'two'), none)], { dir });
+  const res = await runCli(['run', dir], { timeoutMs: 120_000 });
+  assert.equal(res.code, 1, 'a task needs review');
+  const st = ['u1', 'u2'].map((n) => readStatus(dir, n)?.status);
+  assert.deepEqual(st.map((s) => s?.integrate?.result).sort(), ['integrated', 'needsReview']);
+  const review = st.find((s) => s?.integrate?.result === 'needsReview');
+  assert.equal(review?.phase, 'NeedsReview');
+  assert.match(review?.message ?? '', /conflicts in shared\.txt/);
+  assert.deepEqual(review?.integrate?.conflicts, ['shared.txt']);
+  assertNoLeftovers(dir);
+});
+
+async function killedAndRestarted(dir: string, marker: string, after: () => void) {
+  const run = startCli(['run', dir]);
+  await waitFor('the pause', () => existsSync(marker) && readFileSync(marker, 'utf8') !== '', 90_000);
+  run.child.kill('SIGKILL');
+  await run.exited;
+  after();
+  const res = await runCli(['run', dir], { timeoutMs: 120_000 });
+  assert.equal(res.code, 0, res.stderr);
+}
+
+function readFileText(file: string): string {
+  return readFileSync(file, 'utf8');
+}
+
+test('merge queue: kill -9 during a rebase (stopped at a conflict, its episode running) → finished once after a restart', async () => {
+  const dir = tempDir();
+  const bare = origin(dir);
+  const block = join(dir, 'block');
+  writeFileSync(block, '');
+  const env = (i: number) => ({ ...lineEdit(7, `k${i}`), MERGE_AGENT_BLOCK: block });
+  specDir([task('k1', env(1)), task('k2', env(2))], { dir });
+  await killedAndRestarted(dir, block, () => process.kill(Number(readFileText(block)), 'SIGKILL'));
+  const main = git(bare, 'show', 'main:shared.txt').split('\n');
+  for (const t of ['k1', 'k2']) assert.equal(main.filter((l) => l === t).length, 1, `${t} once`);
+  assertLinear(bare, 3);
+  assertNoLeftovers(dir);
+});
+
+test('merge queue: kill -9 after the push landed, before the controller heard → integrated, not pushed twice', async () => {
+  const dir = tempDir();
+  const bare = origin(dir);
+  const mark = join(dir, 'pushed');
+  // A receive-pack that lands the push, then holds the connection until the controller is gone.
+  const wrapper = join(dir, 'slow-receive-pack');
+  writeFileSync(
+    wrapper,
+    `#!/bin/sh\ngit-receive-pack "$@"\necho landed > ${mark}\nwhile [ ! -f ${mark}.go ]; do sleep 0.05; done\n`,
+  );
+  chmodSync(wrapper, 0o755);
+  const clone = join(dir, '.episodic/merge-queue/q/clone');
+  mkdirSync(join(dir, '.episodic/merge-queue/q'), { recursive: true });
+  git(dir, 'clone', '--quiet', bare, clone);
+  git(clone, 'config', 'remote.origin.receivepack', wrapper);
+  specDir([task('p1', lineEdit(3, 'p1'))], { dir });
+  await killedAndRestarted(dir, mark, () => {
+    git(clone, 'config', '--unset', 'remote.origin.receivepack');
+    writeFileSync(`${mark}.go`, '');
+  });
+  assert.equal(
+    git(bare, 'show', 'main:shared.txt')
+      .split('\n')
+      .filter((l) => l === 'p1').length,
+    1,
+  );
+  assert.equal(readStatus(dir, 'p1')?.status.integrate?.result, 'integrated');
+  assertLinear(bare, 2);
+  assertNoLeftovers(dir);
+});
