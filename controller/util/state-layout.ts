@@ -12,6 +12,8 @@
 //   STATE/created/NS/NAME.yaml              a created task's spec (triggers, spawned children)
 //   STATE/budgets/NS/NAME.json              an AgentBudget's status
 //   STATE/blackboard/NS.json                a namespace's blackboard
+//   STATE/sandbox/NS/NAME/home/             a sandboxed task's own $HOME, kept between its episodes
+//   STATE/merge-queue/QUEUE/                a merge queue's clone, journal, resolution logs
 import { join, resolve } from 'node:path';
 
 /** The state directory's name inside the spec directory when --state-dir is not given. */
@@ -83,3 +85,8 @@ export const budgetPath = (stateDir: string, namespace: string, name: string): s
 export const blackboardDir = (stateDir: string): string => join(stateDir, 'blackboard');
 export const blackboardPath = (stateDir: string, namespace: string): string =>
   join(blackboardDir(stateDir), `${namespace}.json`);
+
+export const sandboxHomePath = (stateDir: string, namespace: string, name: string): string =>
+  join(stateDir, 'sandbox', namespace, name, 'home');
+
+export const mergeQueueDir = (stateDir: string, queue: string): string => join(stateDir, 'merge-queue', queue);

@@ -3,6 +3,7 @@
 // the next step and carries it out in the queue's clone (STATE/merge-queue/QUEUE/clone). The journal
 // (STATE/merge-queue/QUEUE/journal.json, written atomically before each step) is how a kill -9 at any point
 // resumes: the first pass after a start cleans the clone and redoes the unfinished step.
+import { mergeQueueDir } from '../../util/state-layout.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -21,7 +22,7 @@ import {
   resolutionPrompt,
 } from '../../reconciler/merge-queue.ts';
 import type { QueueAction, QueueEntry, QueueJournal, StepOutcome } from '../../reconciler/merge-queue.ts';
-import { writeFileAtomic } from '../../sinks/local/file-status.ts';
+import { writeFileAtomic } from '../../util/atomic-write.ts';
 import { removeQuietly } from '../../util/fs.ts';
 import { resolveGitUrl } from './git-workspace.ts';
 import { runQueueGates, runResolutionEpisode } from './merge-queue-steps.ts';
@@ -91,7 +92,7 @@ export class MergeQueueLoop {
   }
 
   private dir(queue: string): string {
-    return join(this.opts.stateDir, 'merge-queue', queue);
+    return mergeQueueDir(this.opts.stateDir, queue);
   }
 
   private readJournal(queue: string): QueueJournal | undefined {

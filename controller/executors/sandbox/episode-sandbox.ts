@@ -1,6 +1,7 @@
 // A sandboxed episode's set-up (README "Sandbox"): probes bubblewrap, makes the task's $HOME, the resource
 // group and (network: gateway) the bridge; wraps each process of the episode (agent, verify, gates) in bwrap.
 // The rules are in bwrap-argv.ts, gateway-routes.ts, install-dirs.ts and resources.ts; this gathers facts.
+import { sandboxHomePath } from '../../util/state-layout.ts';
 import { randomUUID } from 'node:crypto';
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
@@ -46,7 +47,7 @@ export interface SandboxRequest {
 
 /** The task's own $HOME: kept between its episodes, never another task's. */
 export function sandboxHome(stateDir: string, namespace: string, name: string): string {
-  return join(stateDir, 'sandbox', namespace, name, 'home');
+  return sandboxHomePath(stateDir, namespace, name);
 }
 
 export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbox> {
