@@ -98,7 +98,7 @@ export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbo
     run: () => ({ network, resources: group.how, ...(hit ? { limitHit: hit } : {}) }),
     async close() {
       hit ??= group.hit();
-      group.remove();
+      await group.remove();
       await bridge?.close();
       return bridge?.refused ?? [];
     },

@@ -56,7 +56,8 @@ export interface EpisodeGroup {
   /** Put before bwrap's argv. */
   prefix: string[];
   hit(): ResourceLimit | undefined;
-  remove(): void;
+  /** The group's directories removed, once what is left in them is killed and reaped. */
+  remove(): Promise<void>;
 }
 
 function controllersOf(r: SandboxResources): Controller[] {
@@ -66,14 +67,14 @@ function controllersOf(r: SandboxResources): Controller[] {
 /** A group for one episode (named uniquely by `name`), or rlimits when the hierarchy cannot be written. */
 export function episodeGroup(name: string, r: SandboxResources, root = CGROUP_V1_ROOT): EpisodeGroup {
   const controllers = controllersOf(r);
-  if (controllers.length === 0) return { how: 'none', prefix: [], hit: () => undefined, remove() {} };
+  if (controllers.length === 0) return { how: 'none', prefix: [], hit: () => undefined, remove: async () => {} };
   const dirs = new Map(controllers.map((c) => [c, join(root, c, 'episodic', name)]));
   try {
     for (const dir of dirs.values()) mkdirSync(dir, { recursive: true });
     for (const s of cgroupSettings(r)) writeFileSync(join(dirs.get(s.controller) as string, s.file), s.value);
   } catch {
-    removeDirs([...dirs.values()]);
-    return { how: 'rlimit', prefix: ['prlimit', ...rlimitArgs(r), '--'], hit: () => undefined, remove() {} };
+    for (const dir of dirs.values()) tryRmdir(dir);
+    return { how: 'rlimit', prefix: ['prlimit', ...rlimitArgs(r), '--'], hit: () => undefined, remove: async () => {} };
   }
   const read = (c: Controller, file: string, counter: string) => {
     const dir = dirs.get(c);
@@ -96,12 +97,41 @@ export function episodeGroup(name: string, r: SandboxResources, root = CGROUP_V1
   };
 }
 
-function removeDirs(dirs: string[]): void {
+// A killed process stays in its group until it is reaped: rmdir is retried this often, this far apart.
+const REMOVE_TRIES = 40;
+const REMOVE_EVERY_MS = 25;
+
+async function removeDirs(dirs: string[]): Promise<void> {
   for (const dir of dirs) {
+    for (let i = 0; i < REMOVE_TRIES && !tryRmdir(dir); i++) {
+      killMembers(dir); // a process that outlived the episode's kill (a fork bomb's late children)
+      await new Promise((r) => setTimeout(r, REMOVE_EVERY_MS));
+    }
+  }
+}
+
+/** True once the directory is gone (or never was). */
+function tryRmdir(dir: string): boolean {
+  try {
+    rmdirSync(dir);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
+
+function killMembers(dir: string): void {
+  let pids: number[] = [];
+  try {
+    pids = readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+  } catch {
+    return;
+  }
+  for (const pid of pids) {
     try {
-      rmdirSync(dir);
+      process.kill(pid, 'SIGKILL');
     } catch {
-      // still has processes (killed, not yet reaped) or never made: the next start of this name replaces it
+      // gone already
     }
   }
 }
