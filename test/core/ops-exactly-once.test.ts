@@ -64,7 +64,8 @@ test('the blackboard is bounded: a new key past the cap is rejected, an existing
     { op: 'set', key: 'k0', value: 'changed' },
     { op: 'set', key: 'new', value: 'v' },
   ]);
-  assert.deepEqual(more.rejected, [{ op: 'set', message: 'set new: the blackboard holds 128 keys already' }]);
+  // The second op given (index 1) is the one refused.
+  assert.deepEqual(more.rejected, [{ index: 1, op: 'set', message: 'set new: the blackboard holds 128 keys already' }]);
   const spawn = await applier.apply(task('a'), 3, [{ op: 'spawn', name: 'w', prompt: 'p' }]);
   assert.match(spawn.rejected[0]?.message ?? '', /spawn: not supported by this controller yet/);
 });

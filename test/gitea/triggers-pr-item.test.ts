@@ -125,8 +125,9 @@ describe('a Gitea PR trigger pushes to the PR’s own branch (real Gitea, local 
       writeFiles: { 'REVIEWED.md': 'done\n' },
     });
     const res = await runCli(['run', forkDir, '--no-table'], { env: triggerRunEnv(forkDir, gitea, OWNER) });
-    // No task at all: `run` says so and exits 1.
-    assert.equal(res.code, 1, res.stderr);
+    // No task at all: `run` says there was nothing to run and exits 0 (issue 31); the refusal is on the PR.
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stdout, /nothing to run; 1 trigger is served only with --watch/);
     assert.match(res.stderr, /item refused: no task/);
     const comments = (await gitea.listComments(OWNER, base, forkPr.number)).filter((c) =>
       c.body.startsWith(`<!-- episodic:report fk/fk-${forkPr.number} -->`),
