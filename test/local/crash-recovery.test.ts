@@ -13,6 +13,7 @@ const read = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : 
 
 interface Run {
   env: Record<string, string>;
+  pid: number;
 }
 const runsIn = (file: string): Run[] =>
   read(file)
@@ -131,6 +132,14 @@ function killPointReached(dir: string, kind: KillPoint, output: string): boolean
   return current !== undefined && read(logOf(dir, 'loop', current)).includes('"type":"result"');
 }
 
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
 /** mulberry32: the kill points are random but the same on every run of the test. */
 function seeded(seed: number): () => number {
   let a = seed;
@@ -165,6 +174,7 @@ test('ten kill -9s at random points: no episode lost or run twice, spend never b
   );
   const random = seeded(12);
   let recovered = 0;
+  let crashed = false;
   const count = (text: string) => text.split('its end is read from its log').length - 1;
   for (let kill = 0; kill < 10; kill++) {
     const run = startCli(['run', dir]);
@@ -176,6 +186,15 @@ test('ten kill -9s at random points: no episode lost or run twice, spend never b
     await sleep(Math.floor(random() * KILL_DELAY_MS[kind]));
     run.child.kill('SIGKILL');
     await run.exited;
+    // The first mid-work kill takes the agent too, as a machine crash would: an interrupted episode whatever
+    // the machine's speed (a slow restart lets a surviving agent answer before its tree is killed).
+    const current = readStatus(dir, 'loop')?.status.currentEpisode?.number;
+    if (kind === 'running' && !crashed && current !== undefined) {
+      crashed = true;
+      const ofCurrent = () => existsSync(record) && runsIn(record).find((r) => r.env.EPISODIC_EPISODE === `${current}`);
+      const agent = await waitFor(`episode ${current}'s agent started`, () => ofCurrent() || undefined);
+      killQuietly(agent.pid);
+    }
     recovered += count(run.output());
   }
   const last = await runCli(['run', dir]);
