@@ -12,6 +12,7 @@ import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { cycleThrough, dependencyFact } from '../reconciler/dependencies.ts';
 import type { DependencyFact } from '../reconciler/dependencies.ts';
+import type { CredentialsPaused } from '../reconciler/credentials-hold.ts';
 import { reconcile } from '../reconciler/reconcile.ts';
 import type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from '../reconciler/reconcile.ts';
 import { mailboxCameUp } from '../reconciler/mail.ts';
@@ -44,6 +45,8 @@ export interface ControllerOptions<T extends DesiredTask> {
   clock?: Clock;
   /** In [0, 1): backoff jitter. */
   random?: () => number;
+  /** spec.agent.credentials: whether every credential of the task's pool is paused (a usage limit), until when. */
+  credentialsPaused?: (task: T) => CredentialsPaused | undefined;
   /**
    * Tasks on record that their source no longer has (deleting), e.g. a spec deleted while no controller
    * ran: reconciled once at start() like any deleted task, so their episodes are recorded before release.
@@ -272,6 +275,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
           ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: spentByOthers }
           : undefined,
       budgets: pass.deleted ? undefined : this.budgetBook?.facts(task, pass.before, pass.now),
+      credentialsPaused: pass.deleted ? undefined : this.opts.credentialsPaused?.(task),
       now: pass.now,
       jitter: (this.opts.random ?? Math.random)(),
     };
