@@ -169,7 +169,15 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         });
         if (!upstream) return refuse(req, res, tooLarge(maxBytes));
         const answer = await readAnswer(upstream);
-        const signal = classifyAnswer(grant.provider, answer.status, upstream.headers, answer.errorText, now());
+        const secrets = grant.credentials.map((c) => c.value);
+        const signal = classifyAnswer(
+          grant.provider,
+          answer.status,
+          upstream.headers,
+          answer.errorText,
+          now(),
+          secrets,
+        );
         grant.pool?.answered(choice.name, signal, seenLimits(upstream.headers, now()), now());
         opts.onAnswer?.(grant, choice.name, answer.status);
         held = answer;

@@ -2,6 +2,7 @@
 // (anthropic-ratelimit-*, x-ratelimit-*, retry-after), and whether an error answer is worth another
 // credential within the same request (a 429 rate limit, a 529 or 503 overload) or a usage limit that pauses
 // the credential until its reset (Claude's 5-hour window, Codex's usage_limit_reached, Gemini's daily quota).
+import { redact } from '../api/redaction.ts';
 import type { SeenLimits } from '../reconciler/credential-governor.ts';
 import type { Provider } from './usage.ts';
 
@@ -149,11 +150,23 @@ function usageLimitReset(
   return delay !== undefined && delay > QUOTA_RETRY_MS ? new Date(now.getTime() + delay) : undefined;
 }
 
-/** What an answer (its status, headers and, for an error, its first MAX_ERROR_BODY_BYTES) means for its credential. */
-export function classifyAnswer(provider: Provider, status: number, h: Headers, errorBody: string, now: Date): Signal {
+/**
+ * What an answer (its status, headers and, for an error, its first MAX_ERROR_BODY_BYTES) means for its
+ * credential; `secrets`: the pool's values, never kept in the error.
+ */
+export function classifyAnswer(
+  provider: Provider,
+  status: number,
+  h: Headers,
+  errorBody: string,
+  now: Date,
+  secrets: readonly string[] = [],
+): Signal {
   if (status < 400) return { kind: 'ok' };
   const body = parse(errorBody);
-  const e = errorOf(body);
+  // The error is kept in status: whatever the provider echoed, no key of the pool's (nor any key-like word).
+  const raw = errorOf(body);
+  const e = { type: redact(raw.type, secrets), message: redact(raw.message, secrets) };
   const reset = usageLimitReset(provider, status, h, body, now);
   if (reset !== undefined)
     return {

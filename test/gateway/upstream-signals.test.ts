@@ -70,6 +70,15 @@ describe('classifyAnswer: what an answer means for its credential', () => {
       if (s.kind === 'usage-limit' || s.kind === 'retry') assert.ok(s.error.length > 0 && s.error.length <= 500);
     });
 
+  it('the error kept for status holds no key the provider echoed, nor any key-like word', () => {
+    const body = JSON.stringify({
+      type: 'error',
+      error: { type: 'rate_limit_error', message: 'slow down, my-pool-value-123456 and sk-proj-abcdefghijkl' },
+    });
+    const s = classifyAnswer('anthropic', 429, {}, body, now, ['my-pool-value-123456']);
+    assert.equal(s.kind === 'retry' && s.error, '429 rate_limit_error: slow down, [redacted] and [redacted]');
+  });
+
   it('an error body that is not JSON is classified by its status alone', () => {
     assert.equal(classifyAnswer('anthropic', 529, {}, '<html>', now).kind, 'retry');
     assert.equal(classifyAnswer('anthropic', 503, {}, 'upstream connect error', now).kind, 'other');
