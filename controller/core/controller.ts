@@ -47,6 +47,8 @@ export interface ControllerOptions<T extends DesiredTask> {
   random?: () => number;
   /** spec.agent.credentials: whether every credential of the task's pool is paused (a usage limit), until when. */
   credentialsPaused?: (task: T) => CredentialsPaused | undefined;
+  /** A pool's pauses changed (namespace, AgentCredentials name): its tasks are looked at again, all at once. */
+  credentialEvents?: { subscribe(fn: (namespace: string, name: string) => void): void };
   /**
    * Tasks on record that their source no longer has (deleting), e.g. a spec deleted while no controller
    * ran: reconciled once at start() like any deleted task, so their episodes are recorded before release.
@@ -113,6 +115,10 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       // otherwise queue behind all of them, and status would lag far behind what happened.
       this.queue.addFirst(key);
       this.wakeSlotWaiters();
+    });
+    opts.credentialEvents?.subscribe((ns, name) => {
+      for (const t of opts.source.list())
+        if (t.namespace === ns && t.spec?.agent.credentials === name) this.queue.add(t.key);
     });
     // A message for a task the source does not have (yet) waits in its mailbox for the task's first pass.
     opts.mailboxEvents?.subscribe((key) => opts.source.get(key) && this.queue.add(key));

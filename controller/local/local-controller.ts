@@ -160,6 +160,7 @@ export class LocalController {
       }),
       mailboxEvents: this.mailboxWatch,
       credentialsPaused: (task) => this.credentialsPaused(task),
+      credentialEvents: this.gateway.pauses,
     });
   }
 

@@ -162,8 +162,12 @@ describe('a credential pool behind the gateway', () => {
     use('both');
     server.keyScenarios.set(KEY_A, 'usage');
     server.keyScenarios.set(KEY_B, 'usage');
+    const woken: string[] = [];
+    binding.pauses.subscribe((ns, name) => woken.push(`${ns}/${name}`));
     const g = await open('both');
     const limited = await ask(g);
+    // The controller loop listens: every task of the pool is looked at again as soon as a pause begins.
+    assert.ok(woken.includes('default/claude-pool'));
     assert.equal(limited.status, 429);
     assert.equal(limited.headers.get('anthropic-ratelimit-unified-status'), 'rejected');
     const until = binding.pausedUntil('default', 'claude-pool');

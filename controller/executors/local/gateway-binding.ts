@@ -65,6 +65,7 @@ export class LocalGatewayBinding {
   private readonly store: LocalCredentialsStatus;
   /** One pool per AgentCredentials (namespace/name), made when it is first used or asked about. */
   private readonly pools = new Map<string, CredentialPool>();
+  private readonly pauseListeners: Array<(namespace: string, name: string) => void> = [];
 
   constructor(opts: LocalGatewayOptions) {
     this.opts = opts;
@@ -133,12 +134,21 @@ export class LocalGatewayBinding {
     return doc?.spec ? this.poolOf(doc).pausedUntil(this.now()) : undefined;
   }
 
+  /** A pool's pauses changed: the tasks using it are looked at again (the controller loop subscribes). */
+  readonly pauses = {
+    subscribe: (fn: (namespace: string, name: string) => void) => void this.pauseListeners.push(fn),
+  };
+
   private poolOf(doc: SpecCredentials): CredentialPool {
     const members = (doc.spec?.credentials ?? []).map((c) => ({ name: c.name, limits: c.limits }));
     let pool = this.pools.get(doc.key);
     if (pool) pool.update(members);
     else {
-      pool = new CredentialPool(members, this.store.read(doc.namespace, doc.name), () => this.persist(doc));
+      const paused = () => {
+        this.persist(doc);
+        for (const fn of this.pauseListeners) fn(doc.namespace, doc.name);
+      };
+      pool = new CredentialPool(members, this.store.read(doc.namespace, doc.name), paused);
       this.pools.set(doc.key, pool);
       this.opts.metrics?.setPaused(doc.key, doc.name, pool.status(this.now()));
     }
