@@ -17,7 +17,7 @@ const HYBRID = [
 // A systemd host: v2 only, at /sys/fs/cgroup.
 const UNIFIED = '29 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate';
 // Older distributions mount cpu and cpuacct together.
-const JOINED = '31 30 0:28 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n' + HYBRID.split('\n')[2];
+const JOINED = `31 30 0:28 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n${HYBRID.split('\n')[2]}`;
 const all = () => true;
 const none = () => false;
 
