@@ -87,10 +87,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   let extra: LiveExtra | undefined;
   let consoleServer: Awaited<ReturnType<typeof startConsoleFor>> | undefined;
   try {
-    consoleServer =
-      opts.console === undefined
-        ? undefined
-        : await startConsoleFor(dir, stateDir, opts.console, logger);
+    consoleServer = opts.console === undefined ? undefined : await startConsoleFor(dir, stateDir, opts.console, logger);
   } catch (err) {
     console.error(`episodic run: --console: ${(err as Error).message}`);
     return 2;

@@ -74,6 +74,7 @@ table.facts th { width: 12em; }
 .chart { margin: .6em 0; max-width: 100%; overflow: hidden; }
 .chart h4 { margin: .2em 0; font-size: 13px; }
 .chart p.axes { margin: 0; font-size: 11px; color: #5f6368; }
+td.whole .value > span:first-child { display: block; }
 ul.files { margin: 0; padding-left: 1.2em; max-height: 14em; overflow: auto; }
 ul.files li, ul.files code { overflow-wrap: anywhere; }
 `;

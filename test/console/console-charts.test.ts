@@ -11,14 +11,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { writeLocalBlackboard } from '../../controller/ops/local-blackboard.ts';
 import { LocalMailboxes } from '../../controller/sinks/local/mailboxes.ts';
-import {
-  consoleUrlOf,
-  HOSTILE,
-  launchBrowser,
-  screenshot,
-  startConsoleCli,
-  watchedPage,
-} from '../support/browser.ts';
+import { consoleUrlOf, HOSTILE, launchBrowser, screenshot, startConsoleCli, watchedPage } from '../support/browser.ts';
 import { assertLayoutClean } from '../support/layout.ts';
 import { FAKE_CLAUDE, NODE, readStatus, runCli, startCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
@@ -197,7 +190,12 @@ test('console: the Triggers page shows the hook URL with the port --hooks-addr 1
     const shown = await waitFor('the hook URL', async () => {
       await page.reload();
       await page.waitForSelector('section.trigger');
-      return (await page.locator('[data-testid=hook-url]').textContent().catch(() => null)) ?? undefined;
+      return (
+        (await page
+          .locator('[data-testid=hook-url]')
+          .textContent()
+          .catch(() => null)) ?? undefined
+      );
     });
     const m = /^http:\/\/127\.0\.0\.1:(\d+)\/hooks\/default\/pushes$/.exec(shown);
     assert.ok(m, shown);

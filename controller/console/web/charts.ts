@@ -58,7 +58,7 @@ function capLabelHook(label: string, cap: number): uPlot.Hooks.Arrays['draw'] {
       ctx.fillStyle = RED;
       ctx.font = `${Math.round(12 * uPlot.pxRatio)}px system-ui, sans-serif`;
       ctx.textAlign = 'right';
-      ctx.fillText(label, u.bbox.left + u.bbox.width - 4, y - 4 * uPlot.pxRatio);
+      ctx.fillText(label, u.bbox.left + u.bbox.width - 4, y - 7 * uPlot.pxRatio);
       ctx.restore();
     },
   ];
@@ -176,7 +176,8 @@ export function budgetChart(charts: Charts, b: BudgetSpend, slot: 'hour' | 'day'
     {
       series,
       scales: {
-        x: { time: true, range: (_u, min, max) => [min - size / 2, max + size / 2] },
+        // From the data, not uPlot's guess: one slot alone would otherwise span years.
+        x: { time: true, range: () => [(xs[0] ?? 0) - size / 2, (xs.at(-1) ?? 0) + size / 2] },
         y: { range: (_u, _m, max) => [0, Math.max(max, b.limitUSD ?? 0) * 1.1 || 1] },
       },
       axes: [{ label: `time (per ${slot})` }, { label: 'spend (USD)', values: moneyAxis, size: 60 }],
