@@ -85,7 +85,7 @@ export function parseShortstat(out: string): { filesChanged: number; insertions:
 export function parseNumstat(out: string): ReturnType<typeof parseShortstat> & { files: string[] } {
   const stat = { filesChanged: 0, insertions: 0, deletions: 0, files: [] as string[] };
   for (const record of out.split('\0')) {
-    const m = /^(\d+|-)\t(\d+|-)\t([^]*)$/.exec(record);
+    const m = /^(\d+|-)\t(\d+|-)\t(.*)$/s.exec(record);
     if (!m) continue;
     stat.filesChanged++;
     stat.insertions += Number(m[1]) || 0;
