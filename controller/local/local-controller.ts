@@ -84,6 +84,7 @@ export class LocalController {
     this.gateway = new LocalGatewayBinding({
       lookup: () => this.userSpecs?.credentials?.values() ?? [],
       log: opts.logger,
+      stateDir: opts.stateDir,
     });
     this.mailboxes = new LocalMailboxes(opts.stateDir);
     this.mailboxWatch = new LocalMailboxWatch(opts.stateDir);

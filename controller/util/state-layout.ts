@@ -13,6 +13,7 @@
 //   STATE/budgets/NS/NAME.json              an AgentBudget's status
 //   STATE/blackboard/NS.json                a namespace's blackboard
 //   STATE/sandbox/NS/NAME/home/             a sandboxed task's own $HOME, kept between its episodes
+//   STATE/gateway/codex/NS/NAME/            a task's CODEX_HOME behind the model gateway (its config.toml)
 //   STATE/merge-queue/QUEUE/                a merge queue's clone, journal, resolution logs
 import { join, resolve } from 'node:path';
 
@@ -88,5 +89,8 @@ export const blackboardPath = (stateDir: string, namespace: string): string =>
 
 export const sandboxHomePath = (stateDir: string, namespace: string, name: string): string =>
   join(stateDir, 'sandbox', namespace, name, 'home');
+
+export const gatewayCodexHomePath = (stateDir: string, namespace: string, name: string): string =>
+  join(stateDir, 'gateway', 'codex', namespace, name);
 
 export const mergeQueueDir = (stateDir: string, queue: string): string => join(stateDir, 'merge-queue', queue);

@@ -80,7 +80,10 @@ function route(
   if (method === 'POST' && gemini) {
     const [, model, call] = gemini;
     if (call === 'countTokens') return { api: 'gemini', reply: json(200, { totalTokens: 1400 }) };
-    return { api: 'gemini', reply: geminiReply(scenario, decodeURIComponent(model), call === 'streamGenerateContent') };
+    return {
+      api: 'gemini',
+      reply: geminiReply(scenario, decodeURIComponent(model), call === 'streamGenerateContent', requestId),
+    };
   }
   return {
     api: 'unknown',
