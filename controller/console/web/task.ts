@@ -186,7 +186,7 @@ export class TaskPage {
     };
     for (const e of d.episodes) {
       boundary(e.step);
-      items.push(this.mark(e.number, kindOf(e), e.outcome, seconds(e.startedAt, e.finishedAt), e.costUSD));
+      items.push(this.mark(e.number, kindOf(e), e.outcome, seconds(e.startedAt, e.finishedAt), spentUSD(e)));
     }
     const running = d.status.currentEpisode;
     if (running) {
@@ -234,7 +234,7 @@ export class TaskPage {
         `${e.outcome}${e.reason ? ` (${e.reason})` : ''}${e.exitCode === null ? '' : `, exit ${e.exitCode}`}`,
       ],
       ['duration', `${seconds(e.startedAt, e.finishedAt)?.toFixed(1) ?? '?'} s`],
-      ['cost', usd(e.costUSD)],
+      ['cost', usd(spentUSD(e))],
       [
         'files changed',
         ws
@@ -368,7 +368,7 @@ function costChart(episodes: EpisodeRecord[], cap: number | undefined): Element 
   svg.setAttribute('width', String(W));
   svg.setAttribute('height', String(H));
   let sum = 0;
-  const points = episodes.map((e) => (sum += e.costUSD));
+  const points = episodes.map((e) => (sum += spentUSD(e)));
   const top = Math.max(cap ?? 0, sum, 1e-9);
   const x = (i: number) => (points.length <= 1 ? 0 : (i / (points.length - 1)) * (W - 10)) + 5;
   const y = (v: number) => H - 5 - (v / top) * (H - 20);
@@ -397,4 +397,9 @@ function costChart(episodes: EpisodeRecord[], cap: number | undefined): Element 
   label.textContent = `cumulative ${usd(sum)}${cap ? ` of ${usd(cap)} cap` : ''}`;
   svg.append(label);
   return svg;
+}
+
+/** What an episode counted for: the gateway's meter when it ran behind one (api/episode-record.ts countedUSD; not imported: the page has no zod). */
+function spentUSD(e: Pick<EpisodeRecord, 'costUSD' | 'gateway'>): number {
+  return e.gateway?.costUSD ?? e.costUSD;
 }
