@@ -22,6 +22,8 @@ export interface RecordedRequest {
   credential?: string;
   /** The request's own headers, lower-case (the gateway tests check what was stripped). */
   headers: Record<string, string | string[] | undefined>;
+  /** The whole body arrived: false when the sender cut the request short (the gateway's size limit). */
+  complete: boolean;
 }
 
 export interface ModelServer {
@@ -120,6 +122,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
         status: 404,
         credential: credentialOf(req),
         headers: req.headers,
+        complete: req.complete,
       });
       send(res, json(404, { error: { message: `no scenario in ${url.pathname}; use /s/<scenario>/…` } }));
       return;
@@ -135,6 +138,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
       status: reply.kind === 'json' ? reply.status : 'stream',
       credential: credentialOf(req),
       headers: req.headers,
+      complete: req.complete,
     });
     send(res, reply);
   };
