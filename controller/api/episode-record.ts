@@ -14,6 +14,7 @@ import {
 } from './bounds.ts';
 import { GatewayMeteredSchema } from './episode-result.ts';
 import type { EpisodeResult } from './episode-result.ts';
+import { meterDisagreement } from './meter-disagreement.ts';
 import { EvidenceSchema } from './leash.ts';
 import { GateRunSchema } from './gates.ts';
 import { OPS_LAST_EPISODE_FIELDS } from './ops-status.ts';
@@ -130,7 +131,8 @@ export function episodeRecordOf(
     completion: result?.completion,
     startedAt: last.startedAt,
     finishedAt: last.finishedAt,
-    costUSD: last.costUSD ?? result?.costUSD ?? 0,
+    // Behind the gateway the status counted its meter; the record keeps the agent's own report beside it.
+    costUSD: result?.gateway ? result.costUSD : (last.costUSD ?? result?.costUSD ?? 0),
     tokens: result?.tokens,
     evidence: result?.evidence,
     completionScore: last.completionScore,
@@ -143,6 +145,18 @@ export function episodeRecordOf(
     ...(result?.outputs ? { outputs: result.outputs } : {}),
     ...(result?.outputsNote ? { outputsNote: result.outputsNote } : {}),
     ...(result?.sandbox ? { sandbox: result.sandbox } : {}),
-    ...(result?.gateway ? { gateway: result.gateway } : {}),
+    ...(result?.gateway ? { gateway: gatewayWithNote(result) } : {}),
   });
+}
+
+/** What the episode counted for: the gateway's meter when it ran behind one, else the agent's own report. */
+export function countedUSD(record: Pick<EpisodeRecord, 'costUSD' | 'gateway'>): number {
+  return record.gateway?.costUSD ?? record.costUSD;
+}
+
+/** The gateway's figures, with a note when the agent's own report is far from them. */
+function gatewayWithNote(result: EpisodeResult): EpisodeResult['gateway'] {
+  const gateway = result.gateway;
+  const note = gateway && meterDisagreement(result, gateway);
+  return note && gateway ? { ...gateway, disagreement: note } : gateway;
 }

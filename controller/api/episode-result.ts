@@ -28,6 +28,8 @@ export const GatewayMeteredSchema = z.object({
   costUSD: z.number().nonnegative(),
   /** The gateway refused a request for lack of budget: which budget, in its words. */
   refused: z.string().max(EPISODE_MESSAGE_MAX).optional(),
+  /** In the record: the agent's own report and this are far apart (api/meter-disagreement.ts). */
+  disagreement: z.string().max(EPISODE_MESSAGE_MAX).optional(),
 });
 export type GatewayMetered = z.infer<typeof GatewayMeteredSchema>;
 

@@ -4,6 +4,7 @@ import { opsCell } from './get-ops.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { totalTokens } from '../api/bounds.ts';
 import { TRIGGER_LABEL } from '../api/agent-trigger.ts';
+import { countedUSD } from '../api/episode-record.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { GateRun } from '../api/gates.ts';
 import { OWNER_LABELS } from '../api/spawn-fields.ts';
@@ -122,7 +123,7 @@ export function episodeTable(records: EpisodeRecord[], wide: boolean): { header:
       r.outcome,
       r.exitCode === null ? '' : String(r.exitCode),
       durationBetween(r.startedAt, r.finishedAt),
-      `$${r.costUSD.toFixed(4)}`,
+      `$${countedUSD(r).toFixed(4)}`,
       ...(piped ? [gatesCell(r.gates)] : []),
       opsCell(r),
       shortTime(r.finishedAt),

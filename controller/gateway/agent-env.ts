@@ -15,10 +15,23 @@ export const PROVIDER_KEY_VARS = [
   'GOOGLE_GENAI_API_KEY',
 ] as const;
 
-/** The gateway's URL for the task, as the provider's CLI wants it (OpenAI's base URL includes /v1). */
-export function agentGatewayEnv(provider: Provider, taskBaseUrl: string, token: string): Record<string, string> {
+/**
+ * The gateway's URL for the task, as the provider's CLI wants it (OpenAI's base URL includes /v1). Codex reads
+ * neither variable for its URL: `codexHome` is the episode's CODEX_HOME, whose config.toml names the gateway.
+ */
+export function agentGatewayEnv(
+  provider: Provider,
+  taskBaseUrl: string,
+  token: string,
+  codexHome?: string,
+): Record<string, string> {
   if (provider === 'anthropic') return { ANTHROPIC_BASE_URL: taskBaseUrl, ANTHROPIC_API_KEY: token };
   if (provider === 'openai')
-    return { OPENAI_BASE_URL: `${taskBaseUrl}/v1`, OPENAI_API_KEY: token, CODEX_API_KEY: token };
+    return {
+      OPENAI_BASE_URL: `${taskBaseUrl}/v1`,
+      OPENAI_API_KEY: token,
+      CODEX_API_KEY: token,
+      ...(codexHome ? { CODEX_HOME: codexHome } : {}),
+    };
   return { GOOGLE_GEMINI_BASE_URL: taskBaseUrl, GEMINI_API_KEY: token };
 }

@@ -14,6 +14,7 @@
 //   STATE/blackboard/NS.json                a namespace's blackboard
 //   STATE/sandbox/NS/NAME/home/             a sandboxed task's own $HOME, kept between its episodes
 //   STATE/credentials/NS/NAME.json          an AgentCredentials' status: its credentials' pauses and totals
+//   STATE/gateway/codex/NS/NAME/            a task's CODEX_HOME behind the model gateway (its config.toml)
 //   STATE/merge-queue/QUEUE/                a merge queue's clone, journal, resolution logs
 import { join, resolve } from 'node:path';
 
@@ -92,5 +93,8 @@ export const blackboardPath = (stateDir: string, namespace: string): string =>
 
 export const sandboxHomePath = (stateDir: string, namespace: string, name: string): string =>
   join(stateDir, 'sandbox', namespace, name, 'home');
+
+export const gatewayCodexHomePath = (stateDir: string, namespace: string, name: string): string =>
+  join(stateDir, 'gateway', 'codex', namespace, name);
 
 export const mergeQueueDir = (stateDir: string, queue: string): string => join(stateDir, 'merge-queue', queue);

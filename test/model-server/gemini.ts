@@ -1,7 +1,7 @@
 // The Gemini API as Gemini CLI calls it: POST /v1beta/models/<model>:streamGenerateContent?alt=sse and
 // :generateContent (JSON). Errors are google.rpc.Status documents.
 import { json, type Reply } from './reply.ts';
-import { DONE_TEXT, MORE_TEXT, USAGE, type Scenario } from './scenarios.ts';
+import { DONE_TEXT, MORE_TEXT, TOOL_LOOP_USAGE, USAGE, type Scenario } from './scenarios.ts';
 
 function status(code: number, statusName: string, message: string, details: unknown[] = []): Reply {
   return json(code, { error: { code, message, status: statusName, details } });
@@ -44,7 +44,7 @@ function perDayQuota(model: string): Reply {
   );
 }
 
-export function geminiReply(scenario: Scenario, model: string, stream: boolean): Reply {
+export function geminiReply(scenario: Scenario, model: string, stream: boolean, requestId = ''): Reply {
   switch (scenario) {
     case 'overloaded':
       return status(503, 'UNAVAILABLE', 'The model is overloaded. Please try again later.');
@@ -102,6 +102,7 @@ export function geminiReply(scenario: Scenario, model: string, stream: boolean):
     default:
       break;
   }
+  if (scenario === 'toolloop') return toolCall(model, stream, requestId);
   const text = scenario === 'more' ? MORE_TEXT : DONE_TEXT;
   const u = USAGE.gemini;
   const usageMetadata = {
@@ -126,4 +127,27 @@ export function geminiReply(scenario: Scenario, model: string, stream: boolean):
     kind: 'sse',
     events: [{ data: chunk(text.slice(0, half), false) }, { data: chunk(text.slice(half), true) }],
   };
+}
+
+/**
+ * toolloop: a call of the read-only glob tool, every time: gemini never ends by itself. The pattern differs
+ * per request: gemini's loop detection stops a run after a few identical calls.
+ */
+function toolCall(model: string, stream: boolean, requestId: string): Reply {
+  const u = TOOL_LOOP_USAGE;
+  const body = {
+    candidates: [
+      {
+        content: {
+          parts: [{ functionCall: { name: 'glob', args: { pattern: `${requestId || 'step'}/*.md` } } }],
+          role: 'model',
+        },
+        index: 0,
+        finishReason: 'STOP',
+      },
+    ],
+    usageMetadata: { promptTokenCount: u.input, candidatesTokenCount: u.output, totalTokenCount: u.input + u.output },
+    modelVersion: model,
+  };
+  return stream ? { kind: 'sse', events: [{ data: body }] } : json(200, body);
 }

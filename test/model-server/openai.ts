@@ -1,6 +1,6 @@
 // The OpenAI Responses API as Codex calls it: POST /v1/responses with stream: true (SSE).
 import { json, type Reply, type SseEvent } from './reply.ts';
-import { DONE_TEXT, MORE_TEXT, USAGE, resetInSeconds, type Scenario } from './scenarios.ts';
+import { DONE_TEXT, MORE_TEXT, TOOL_LOOP_USAGE, USAGE, resetInSeconds, type Scenario } from './scenarios.ts';
 
 function error(
   status: number,
@@ -115,6 +115,7 @@ export function openaiReply(
       drop: scenario === 'drop',
     };
   }
+  if (scenario === 'toolloop') return toolCall(created, events, requestId);
   const text = scenario === 'more' ? MORE_TEXT : DONE_TEXT;
   const itemId = `msg_${requestId}`;
   const done = {
@@ -144,4 +145,28 @@ export function openaiReply(
     event('response.completed', { response: { ...created, status: 'completed', output: [done], usage } }),
   );
   return { kind: 'sse', headers: { 'x-request-id': requestId }, events };
+}
+
+/** toolloop: a call of codex's exec_command with a harmless command, every time: codex never ends by itself. */
+function toolCall(created: Record<string, unknown>, events: SseEvent[], requestId: string): Reply {
+  const item = {
+    id: `fc_${requestId}`,
+    type: 'function_call',
+    status: 'completed',
+    call_id: `call_${requestId}`,
+    name: 'exec_command',
+    arguments: JSON.stringify({ cmd: 'echo step' }),
+  };
+  const usage = {
+    input_tokens: TOOL_LOOP_USAGE.input,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: TOOL_LOOP_USAGE.output,
+    total_tokens: TOOL_LOOP_USAGE.input + TOOL_LOOP_USAGE.output,
+  };
+  const tail: SseEvent[] = [
+    { type: 'response.output_item.added', output_index: 0, item: { ...item, status: 'in_progress' } },
+    { type: 'response.output_item.done', output_index: 0, item },
+    { type: 'response.completed', response: { ...created, status: 'completed', output: [item], usage } },
+  ].map((data, i) => ({ event: data.type, data: { ...data, sequence_number: i + 1 } }));
+  return { kind: 'sse', headers: { 'x-request-id': requestId }, events: [...events, ...tail] };
 }

@@ -21,8 +21,9 @@ export const SCENARIOS = [
   'drop',
 ] as const;
 /**
- * Scenarios no suite runs in every format: `toolloop` answers every Anthropic request with a tool call, so a
- * CLI loops until something stops it (the gateway's hard stop); it spends TOOL_LOOP_USAGE a request.
+ * Scenarios no suite runs in every format: `toolloop` answers every request with a call of a read-only tool
+ * (Claude's Glob, Codex's exec_command, Gemini's glob), so a CLI loops until something stops it (the
+ * gateway's hard stop); it spends TOOL_LOOP_USAGE a request, in every API.
  */
 export const EXTRA_SCENARIOS = ['toolloop'] as const;
 export type Scenario = (typeof SCENARIOS)[number] | (typeof EXTRA_SCENARIOS)[number];

@@ -22,6 +22,8 @@ export interface RecordedRequest {
   credential?: string;
   /** The request's own headers, lower-case (the gateway tests check what was stripped). */
   headers: Record<string, string | string[] | undefined>;
+  /** The whole body arrived: false when the sender cut the request short (the gateway's size limit). */
+  complete: boolean;
 }
 
 export interface ModelServer {
@@ -82,7 +84,10 @@ function route(
   if (method === 'POST' && gemini) {
     const [, model, call] = gemini;
     if (call === 'countTokens') return { api: 'gemini', reply: json(200, { totalTokens: 1400 }) };
-    return { api: 'gemini', reply: geminiReply(scenario, decodeURIComponent(model), call === 'streamGenerateContent') };
+    return {
+      api: 'gemini',
+      reply: geminiReply(scenario, decodeURIComponent(model), call === 'streamGenerateContent', requestId),
+    };
   }
   return {
     api: 'unknown',
@@ -121,6 +126,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
         status: 404,
         credential: credentialOf(req),
         headers: req.headers,
+        complete: req.complete,
       });
       send(res, json(404, { error: { message: `no scenario in ${url.pathname}; use /s/<scenario>/…` } }));
       return;
@@ -136,6 +142,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
       status: reply.kind === 'json' ? reply.status : 'stream',
       credential: credentialOf(req),
       headers: req.headers,
+      complete: req.complete,
     });
     send(res, reply);
   };

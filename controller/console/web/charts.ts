@@ -5,6 +5,7 @@ import uPlot from 'uplot';
 import type { EpisodeRecord } from '../../api/episode-record.ts';
 import type { LedgerBucket } from '../../api/agent-budget.ts';
 import { h, seconds, usd } from './dom.ts';
+import { spentUSD } from './spend.ts';
 
 const BLUE = '#0b57d0';
 const RED = '#b3261e';
@@ -71,7 +72,7 @@ export function costChart(charts: Charts, episodes: EpisodeRecord[], cap: number
   const ys: number[] = [];
   let sum = 0;
   for (const e of ended) {
-    sum += e.costUSD;
+    sum += spentUSD(e);
     xs.push(Date.parse(e.finishedAt as string) / 1000);
     ys.push(sum);
   }

@@ -9,6 +9,7 @@ import type { TaskDetail } from './types.ts';
 import { Charts, costChart, durationChart } from './charts.ts';
 import { changedFiles } from './files.ts';
 import { boardSection } from './board.ts';
+import { spentUSD } from './spend.ts';
 
 export class TaskPage {
   readonly root = h('div', { data: { testid: 'task' } });
@@ -197,7 +198,7 @@ export class TaskPage {
     };
     for (const e of d.episodes) {
       boundary(e.step);
-      items.push(this.mark(e.number, kindOf(e), e.outcome, seconds(e.startedAt, e.finishedAt), e.costUSD));
+      items.push(this.mark(e.number, kindOf(e), e.outcome, seconds(e.startedAt, e.finishedAt), spentUSD(e)));
     }
     const running = d.status.currentEpisode;
     if (running) {
@@ -245,7 +246,7 @@ export class TaskPage {
         `${e.outcome}${e.reason ? ` (${e.reason})` : ''}${e.exitCode === null ? '' : `, exit ${e.exitCode}`}`,
       ],
       ['duration', `${seconds(e.startedAt, e.finishedAt)?.toFixed(1) ?? '?'} s`],
-      ['cost', usd(e.costUSD)],
+      ['cost', usd(spentUSD(e))],
       [
         'files changed',
         ws

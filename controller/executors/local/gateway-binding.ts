@@ -3,6 +3,8 @@
 // from the controller's environment (credentials[].env; credentialValue), a pool's pauses are kept under the
 // state directory, and the agent gets a token of its own and the
 // gateway's URL instead of any provider key of the controller's.
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { upstreamOf } from '../../api/agent-credentials.ts';
 import type { Credential } from '../../api/agent-credentials.ts';
@@ -14,9 +16,12 @@ import { LocalCredentialsStatus } from '../../sinks/local/credentials-status.ts'
 import type { EpisodeLeash } from '../../api/episode-leash.ts';
 import type { GatewayMetered } from '../../api/episode-result.ts';
 import { agentGatewayEnv, PROVIDER_KEY_VARS } from '../../gateway/agent-env.ts';
+import { codexGatewayConfig } from '../../gateway/codex-config.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import type { Gateway } from '../../gateway/gateway.ts';
 import type { SpecCredentials } from '../../sources/local/credentials-files.ts';
+import { writeFileAtomicSync } from '../../util/atomic-write.ts';
+import { gatewayCodexHomePath } from '../../util/state-layout.ts';
 
 export interface OpenedGrant {
   ok: true;
@@ -38,6 +43,8 @@ export interface GrantRequest {
   credentials: string;
   leash: EpisodeLeash;
   onRefused: (message: string) => void;
+  /** spec.agent.env's values: where the user's own CODEX_HOME is (an openai provider's episode). */
+  agentEnv?: Readonly<Record<string, string>>;
 }
 
 /** Where a credential's value comes from locally: the controller's environment (cluster mode reads a Secret). */
@@ -111,9 +118,11 @@ export class LocalGatewayBinding {
     const credentialVars = all.flatMap((c) =>
       (c.spec?.credentials ?? []).map((x) => x.env).filter((e) => e !== undefined),
     );
+    const base = gateway.baseUrl(req.namespace, req.task);
+    const codexHome = doc.spec.provider === 'openai' ? this.writeCodexHome(req, `${base}/v1`) : undefined;
     return {
       ok: true,
-      env: agentGatewayEnv(doc.spec.provider, gateway.baseUrl(req.namespace, req.task), token),
+      env: agentGatewayEnv(doc.spec.provider, base, token, codexHome),
       unset: [...new Set([...PROVIDER_KEY_VARS, ...credentialVars])],
       close: () => {
         const m = gateway.grants.revoke(token);
@@ -166,6 +175,18 @@ export class LocalGatewayBinding {
     const status = pool.status(now, missing);
     this.store.write(doc.namespace, doc.name, status, now);
     this.opts.metrics?.setPaused(doc.key, doc.name, status);
+  }
+
+  /** The task's CODEX_HOME: the user's config.toml with the gateway as its provider (codex-config.ts). */
+  private writeCodexHome(req: GrantRequest, baseUrl: string): string | undefined {
+    const home = gatewayCodexHomePath(this.opts.stateDir, req.namespace, req.task);
+    const env = { ...this.env, ...req.agentEnv };
+    const own = env.CODEX_HOME ?? (env.HOME ? join(env.HOME, '.codex') : undefined);
+    const userConfig = own && own !== home ? join(own, 'config.toml') : undefined;
+    const user = userConfig && existsSync(userConfig) ? readFileSync(userConfig, 'utf8') : '';
+    mkdirSync(home, { recursive: true, mode: 0o700 });
+    writeFileAtomicSync(join(home, 'config.toml'), codexGatewayConfig(baseUrl, user));
+    return home;
   }
 
   private async start(): Promise<Gateway> {

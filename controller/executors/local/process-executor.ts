@@ -228,6 +228,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       // A retried start has no leash of its own: the task's own caps, from its status.
       leash: leash ?? episodeLeash(status, spec.limits),
       onRefused,
+      agentEnv: Object.fromEntries(spec.agent.env.flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]]))),
     });
   }
 

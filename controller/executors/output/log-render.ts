@@ -4,6 +4,7 @@
 // as it is. Everything here is agent-written and untrusted: every line goes through printable(). It streams:
 // a line past LOG_LINE_MAX_BYTES is never held or parsed whole, but shown cut as text, with its size.
 import { ELLIPSIS, LOG_LINE_MAX_BYTES } from '../../api/bounds.ts';
+import { countedUSD } from '../../api/episode-record.ts';
 import type { EpisodeRecord } from '../../api/episode-record.ts';
 import { printable } from '../../util/printable.ts';
 import { asNumber, asObject, asString, type JsonObject } from './json-fields.ts';
@@ -249,7 +250,7 @@ export function episodeHeader(task: string, episode: number, record: EpisodeReco
     ? [
         record.outcome,
         record.exitCode === null ? undefined : `exit ${record.exitCode}`,
-        `$${record.costUSD.toFixed(4)}`,
+        `$${countedUSD(record).toFixed(4)}`,
         record.finishedAt ? `finished ${record.finishedAt.replace(/\.\d+Z$/, 'Z')}` : undefined,
       ].filter(Boolean)
     : ['no record yet (running, or ended without one)'];

@@ -1,0 +1,161 @@
+// bench/gateway: what the model gateway adds to a request (issue 29 §5). The same Anthropic SSE answers, short
+// (~1 KB) and 1 MiB, straight from a stand-in model server and through the real gateway, with 1 and 200
+// streams at once; each process on its own (upstream.ts, serve.ts, this client). Per request: time to first
+// body byte and to the end; added latency is gateway minus direct at p50/p99, measured in the same run with
+// the two interleaved block by block. The gateway's CPU time and RSS come from its own process.
+// Usage: node bench/gateway/run.ts [--quick]
+import { fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+
+const HERE = import.meta.dirname;
+const QUICK = process.argv.includes('--quick');
+const GOALS = { p50AddedMs: 1, p99AddedMs: 5, ttfbAddedMs: 1 };
+const BODY = JSON.stringify({ model: 'claude-bench', stream: true, max_tokens: 1024, messages: [] });
+
+interface Stats {
+  cpu: { user: number; system: number };
+  rss: number;
+  maxRss: number;
+}
+interface Sample {
+  ttfb: number;
+  total: number;
+}
+interface Case {
+  size: 'short' | 'big';
+  concurrency: number;
+  /** Requests per block; blocks alternate direct and gateway. */
+  perBlock: number;
+  blocks: number;
+}
+
+const CASES: Case[] = [
+  { size: 'short', concurrency: 1, perBlock: QUICK ? 100 : 250, blocks: 4 },
+  { size: 'big', concurrency: 1, perBlock: QUICK ? 10 : 25, blocks: 4 },
+  { size: 'short', concurrency: 200, perBlock: QUICK ? 400 : 2000, blocks: 4 },
+  { size: 'big', concurrency: 200, perBlock: QUICK ? 200 : 400, blocks: 4 },
+];
+
+function child(script: string, args: string[]): Promise<{ proc: ChildProcess; first: Record<string, unknown> }> {
+  const proc = fork(join(HERE, script), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return once(proc, 'message').then(([first]) => ({ proc, first: first as Record<string, unknown> }));
+}
+
+async function stats(proc: ChildProcess): Promise<Stats> {
+  proc.send('stats');
+  const [m] = (await once(proc, 'message')) as [{ stats: Stats }];
+  return m.stats;
+}
+
+const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 60_000, pipelining: 1 });
+
+async function one(url: string, token: string): Promise<Sample> {
+  const t0 = performance.now();
+  const res = await request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': token, 'anthropic-version': '2023-06-01' },
+    body: BODY,
+    dispatcher,
+  });
+  if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${await res.body.text()}`);
+  let ttfb = -1;
+  for await (const _ of res.body) if (ttfb < 0) ttfb = performance.now() - t0;
+  return { ttfb, total: performance.now() - t0 };
+}
+
+async function block(url: string, token: string, n: number, concurrency: number): Promise<Sample[]> {
+  const out: Sample[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < n) {
+      next++;
+      out.push(await one(url, token));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+  return out;
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number;
+};
+const ms = (x: number) => `${x.toFixed(2)} ms`;
+
+async function main(): Promise<void> {
+  const up = await child('upstream.ts', []);
+  const upstream = up.first.url as string;
+  const gw = await child('serve.ts', [upstream]);
+  const grants = gw.first.grants as Record<string, { url: string; token: string }>;
+  const rows: string[][] = [];
+  const verdicts: string[] = [];
+  try {
+    for (const c of CASES) {
+      const direct = `${upstream}/${c.size}/v1/messages`;
+      const through = `${(grants[c.size] as { url: string }).url}/v1/messages`;
+      const token = (grants[c.size] as { token: string }).token;
+      // Warm both paths: connections open, JIT warm.
+      await block(direct, 'x', Math.min(c.perBlock, 200), c.concurrency);
+      await block(through, token, Math.min(c.perBlock, 200), c.concurrency);
+      const d: Sample[] = [];
+      const g: Sample[] = [];
+      let gwCpuUs = 0;
+      let gwMs = 0;
+      for (let b = 0; b < c.blocks; b++) {
+        d.push(...(await block(direct, 'x', c.perBlock, c.concurrency)));
+        const before = await stats(gw.proc);
+        const t0 = performance.now();
+        g.push(...(await block(through, token, c.perBlock, c.concurrency)));
+        gwMs += performance.now() - t0;
+        const after = await stats(gw.proc);
+        gwCpuUs += after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system;
+      }
+      const s = await stats(gw.proc);
+      const tot = (xs: Sample[]) => xs.map((x) => x.total);
+      const fb = (xs: Sample[]) => xs.map((x) => x.ttfb);
+      const added50 = pct(tot(g), 50) - pct(tot(d), 50);
+      const added99 = pct(tot(g), 99) - pct(tot(d), 99);
+      const ttfbAdded = pct(fb(g), 50) - pct(fb(d), 50);
+      const name = `${c.size === 'short' ? 'short (~1 KB)' : '1 MiB'}, ${c.concurrency} stream${c.concurrency > 1 ? 's' : ''}`;
+      rows.push([
+        name,
+        String(g.length),
+        `${ms(pct(tot(d), 50))} / ${ms(pct(tot(d), 99))}`,
+        `${ms(pct(tot(g), 50))} / ${ms(pct(tot(g), 99))}`,
+        `${ms(added50)} (${(pct(tot(g), 50) / pct(tot(d), 50)).toFixed(2)}x)`,
+        `${ms(added99)} (${(pct(tot(g), 99) / pct(tot(d), 99)).toFixed(2)}x)`,
+        `${ms(pct(fb(d), 50))} → ${ms(pct(fb(g), 50))} (${ms(ttfbAdded)})`,
+        `${(gwCpuUs / g.length).toFixed(0)} µs, ${((gwCpuUs / 1000 / gwMs) * 100).toFixed(0)} %`,
+        `${(s.rss / 1024 / 1024).toFixed(0)} MiB (max ${(s.maxRss / 1024).toFixed(0)} MiB)`,
+      ]);
+      const ok = (v: number, goal: number) => (v < goal ? 'met' : 'NOT met');
+      verdicts.push(
+        `${name}: p50 added ${ms(added50)} (goal < ${GOALS.p50AddedMs} ms: ${ok(added50, GOALS.p50AddedMs)}), p99 added ${ms(added99)} (goal < ${GOALS.p99AddedMs} ms: ${ok(added99, GOALS.p99AddedMs)}), TTFB added ${ms(ttfbAdded)} (goal within ${GOALS.ttfbAddedMs} ms: ${ok(Math.abs(ttfbAdded), GOALS.ttfbAddedMs)})`,
+      );
+    }
+  } finally {
+    gw.proc.disconnect();
+    up.proc.disconnect();
+    await dispatcher.close();
+  }
+  const head = [
+    'case',
+    'requests',
+    'direct p50 / p99',
+    'gateway p50 / p99',
+    'p50 added',
+    'p99 added',
+    'TTFB p50 direct → gateway',
+    'gateway CPU per request, busy',
+    'gateway RSS',
+  ];
+  console.log(`| ${head.join(' | ')} |\n| ${head.map(() => '---').join(' | ')} |`);
+  for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+  console.log('');
+  for (const v of verdicts) console.log(v);
+}
+
+await main();
