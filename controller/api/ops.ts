@@ -110,8 +110,32 @@ export const SleepOpSchema = z
     message: 'exactly one of seconds or until is required',
   });
 
-export const OP_NAMES = ['push', 'spawn', 'send', 'set', 'del', 'sleep'] as const;
-export type OpName = (typeof OP_NAMES)[number];
+/**
+ * Every op kind and where its effect lives, declared once: `status` ops change the task's status with the
+ * episode's end (exactly once by construction); `blackboard` ops go to the namespace's board; `handler` ops
+ * to the mode's handler for that kind. The last two wait in status.pendingOps until applied.
+ */
+export const OP_KINDS = {
+  push: { home: 'status' },
+  spawn: { home: 'handler' },
+  send: { home: 'handler' },
+  set: { home: 'blackboard' },
+  del: { home: 'blackboard' },
+  sleep: { home: 'status' },
+} as const satisfies Record<string, { home: OpHome }>;
+export type OpHome = 'status' | 'blackboard' | 'handler';
+export type OpName = keyof typeof OP_KINDS;
+export const OP_NAMES = Object.keys(OP_KINDS) as OpName[];
+/** The kinds whose effects live in `home`. */
+export type OpNameAt<H extends OpHome> = { [K in OpName]: (typeof OP_KINDS)[K]['home'] extends H ? K : never }[OpName];
+
+function kindsAt(pick: (home: OpHome) => boolean): ReadonlySet<OpName> {
+  return new Set(OP_NAMES.filter((name) => pick(OP_KINDS[name].home)));
+}
+/** Ops applied in the status itself, with the episode's end. */
+export const STATUS_OPS = kindsAt((home) => home === 'status');
+/** Ops whose effects live outside the task's status: they wait in pendingOps for an ApplyOps action. */
+export const EXTERNAL_OPS = kindsAt((home) => home !== 'status');
 
 export const OpSchema = z.discriminatedUnion('op', [
   PushOpSchema,
@@ -123,6 +147,14 @@ export const OpSchema = z.discriminatedUnion('op', [
 ]);
 export type Op = z.infer<typeof OpSchema>;
 export type OpOf<N extends OpName> = Extract<Op, { op: N }>;
+// The schemas and the table name the same kinds (a kind added to one and not the other fails typecheck).
+const sameKinds: [Op['op'], OpName] extends [OpName, Op['op']] ? true : never = true;
+void sameKinds;
+
+export type BlackboardOp = OpOf<OpNameAt<'blackboard'>>;
+export function isBlackboardOp(op: Op): op is BlackboardOp {
+  return OP_KINDS[op.op].home === 'blackboard';
+}
 
 /** A line that was not applied, and why (never quoting the payload: it may hold a secret). */
 export const RejectedOpSchema = z.object({

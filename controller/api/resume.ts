@@ -65,6 +65,13 @@ export const AuditEntrySchema = z.object({
 export type ResumeStatus = z.infer<typeof ResumeStatusSchema>;
 export type AuditEntry = z.infer<typeof AuditEntrySchema>;
 
+/** What a resume request says when it is made (CLI, console, a forge comment), in either mode. */
+export interface NewResumeRequest {
+  token: string;
+  by: string;
+  episodes?: number;
+}
+
 /** A person's request to resume a task; `error` when it could not be read (still handled once, and said why). */
 export interface ResumeRequest {
   token: string;
@@ -120,4 +127,26 @@ export function parseResumeRequest(
     };
   }
   return { token: text, by, episodes };
+}
+
+/** A request as a cluster carries it: the merge-patch annotations (null removes a grant an earlier request left). */
+export function resumeAnnotations(request: NewResumeRequest): Record<string, string | null> {
+  return {
+    [RESUME_ANNOTATION]: request.token,
+    [RESUME_BY_ANNOTATION]: request.by,
+    [RESUME_EPISODES_ANNOTATION]: request.episodes === undefined ? null : String(request.episodes),
+  };
+}
+
+/** The request a task's annotations carry (`kubectl annotate` works too); undefined when there is no token. */
+export function resumeRequestOfAnnotations(annotations: Record<string, string> | undefined): ResumeRequest | undefined {
+  const token = annotations?.[RESUME_ANNOTATION];
+  if (token === undefined) return undefined;
+  const where = {
+    token: `annotation ${RESUME_ANNOTATION}`,
+    episodes: `annotation ${RESUME_EPISODES_ANNOTATION}`,
+    by: `annotation ${RESUME_BY_ANNOTATION}`,
+  };
+  const by = annotations?.[RESUME_BY_ANNOTATION] ?? 'annotation';
+  return parseResumeRequest({ token, by, episodes: annotations?.[RESUME_EPISODES_ANNOTATION] }, where);
 }

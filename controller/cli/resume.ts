@@ -4,9 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { resolveStateDir } from '../util/state-layout.ts';
 import type { Command } from 'commander';
-import { API_VERSION, KIND } from '../api/agent-task.ts';
 import { MAX_GRANT, RESUME_ANNOTATION } from '../api/resume.ts';
-import { resumeAnnotations } from '../reconciler/trigger-resume.ts';
+import type { NewResumeRequest } from '../api/resume.ts';
 import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import { parseNumberOption, UsageError } from './options.ts';
 import { userName } from './task-target.ts';
@@ -60,7 +59,7 @@ async function resumeLocally(
   name: string,
   dirArg: string,
   opts: ResumeOptions,
-  request: { token: string; by: string; episodes?: number },
+  request: NewResumeRequest,
 ): Promise<number> {
   const stateDir = resolveStateDir(dirArg, opts.stateDir);
   const outcome = requestLocalResume(stateDir, opts.namespace, name, request);
@@ -79,22 +78,21 @@ async function resumeOnCluster(
   name: string,
   namespace: string,
   kubeconfig: string,
-  request: { token: string; by: string; episodes?: number },
+  request: NewResumeRequest,
 ): Promise<number> {
   const { loadKubeConfig } = await import('../kube/kube-config.ts');
-  const { KubernetesObjectApi, PatchStrategy } = await import('@kubernetes/client-node');
+  const { KubeClient, isStatus } = await import('../kube/kube-client.ts');
+  const { requestClusterResume } = await import('../sources/cluster/resume-annotations.ts');
+  let client: Awaited<ReturnType<typeof KubeClient.create>> | undefined;
   try {
-    const kc = await loadKubeConfig(kubeconfig);
-    const api = KubernetesObjectApi.makeApiClient(kc);
-    // A merge patch of three annotations: nothing else of the object is sent, so nothing else changes.
-    const annotations = resumeAnnotations(request);
-    const body = { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace, annotations } };
-    await api.patch(body as never, undefined, undefined, 'episodic-resume', undefined, PatchStrategy.MergePatch);
+    client = await KubeClient.create(await loadKubeConfig(kubeconfig), { userAgent: 'episodic-resume' });
+    await requestClusterResume(client, namespace, name, request);
   } catch (err) {
-    const e = err as { code?: number; body?: unknown; message?: string };
-    const detail = e.code === 404 ? `AgentTask ${namespace}/${name} not found` : (e.message ?? String(err));
+    const detail = isStatus(err, 404) ? `AgentTask ${namespace}/${name} not found` : (err as Error).message;
     console.error(`episodic resume: ${detail}`);
     return 1;
+  } finally {
+    client?.close();
   }
   const grant = request.episodes ? `, ${request.episodes} more episodes` : '';
   console.log(

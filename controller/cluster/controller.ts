@@ -32,10 +32,8 @@ import type { HookServer } from '../forge/hook-server.ts';
 import { KubeCreatedTasks } from '../sources/cluster/created-tasks.ts';
 import { deletingOwnedTasks } from '../core/owned-tasks.ts';
 import { SpawnLoop } from '../core/spawn-loop.ts';
-import { systemClock } from '../core/clock.ts';
 import type { ClusterTask } from '../core/ports.ts';
-import { sendHandler, spawnHandler } from '../ops/spawn-send.ts';
-import type { OpHandler, SpawnSendDeps } from '../ops/spawn-send.ts';
+import { spawnAndSend } from '../ops/spawn-send.ts';
 import { KubeMailboxes } from '../sinks/cluster/mailboxes.ts';
 import { KubeMailboxWatch } from '../sinks/cluster/mailbox-watch.ts';
 import type { Clock } from '../core/clock.ts';
@@ -372,19 +370,6 @@ export class ClusterController {
     return true;
   }
 
-  /** The spawn and send ops' handlers: children as owned AgentTasks, mailboxes as ConfigMaps. */
-  private spawnAndSend(): { spawn: OpHandler<ClusterTask>; send: OpHandler<ClusterTask> } {
-    const deps: SpawnSendDeps<ClusterTask> = {
-      created: new KubeCreatedTasks(this.client),
-      mailboxes: new KubeMailboxes(this.client),
-      ownerOf: clusterOwner,
-      taskExists: (namespace, name) => this.source.get(`${namespace}/${name}`) !== undefined,
-      status: (t) => this.sink.read(t),
-      clock: systemClock,
-    };
-    return { spawn: spawnHandler(deps), send: sendHandler(deps) };
-  }
-
   private startProcessing(): void {
     if (this.loop || this.stopped) return;
     this.loop = new Controller({
@@ -400,7 +385,17 @@ export class ClusterController {
       budgets: this.budgetsInstalled ? this.budgetStore : undefined,
       workers: this.opts.workers ?? CLUSTER_DEFAULTS.workers,
       metrics: this.metrics,
-      ops: new ClusterOpsApplier(this.client, this.spawnAndSend()),
+      ops: new ClusterOpsApplier(
+        this.client,
+        spawnAndSend<ClusterTask>({
+          created: new KubeCreatedTasks(this.client),
+          mailboxes: new KubeMailboxes(this.client),
+          ownerOf: clusterOwner,
+          tasks: this.source,
+          statuses: this.sink,
+          clock: this.opts.clock,
+        }),
+      ),
       spawn: new SpawnLoop({
         source: this.source,
         sink: this.sink,

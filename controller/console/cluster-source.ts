@@ -3,13 +3,12 @@
 // annotations `episodic resume` / `suspend --kubeconfig` set, PR links from the AgentTrigger informer, and
 // episode logs from the pod log API (pod-logs.ts).
 import { randomUUID } from 'node:crypto';
-import { AgentTaskStatusSchema, API_VERSION, emptyStatus, GROUP, PLURAL, VERSION } from '../api/agent-task.ts';
+import { AgentTaskStatusSchema, emptyStatus } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { AgentBudgetSpecSchema, AgentBudgetStatusSchema } from '../api/agent-budget.ts';
 import { EpisodeRecordSchema } from '../api/episode-record.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import { resumeRefusal } from '../api/resume.ts';
-import { resumeAnnotations } from '../reconciler/trigger-resume.ts';
 import { TASK_LABEL } from '../kube/names.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { KubeClient } from '../kube/kube-client.ts';
@@ -20,6 +19,7 @@ import type { EpisodeLog, LogRequest } from './log-text.ts';
 import { holdOfAnnotations } from '../api/hold.ts';
 import type { SuspendHold } from '../api/hold.ts';
 import { setClusterHold } from '../sources/cluster/hold-annotations.ts';
+import { requestClusterResume } from '../sources/cluster/resume-annotations.ts';
 import { originOf } from './origin.ts';
 import { triggerView } from './trigger-views.ts';
 import type { TriggerView } from './trigger-views.ts';
@@ -161,12 +161,7 @@ export class ClusterConsoleSource implements ConsoleSource {
     const refused = resumeRefusal(`${namespace}/${name}`, phase, reason);
     if (refused) return { ok: false, status: 409, message: refused };
     const token = randomUUID();
-    // The same three annotations `episodic resume --kubeconfig` sets: nothing else of the object changes.
-    const annotations = resumeAnnotations({ token, by, episodes });
-    await this.inputs.client.mergePatch(`/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}/${name}`, {
-      apiVersion: API_VERSION,
-      metadata: { annotations },
-    });
+    await requestClusterResume(this.inputs.client, namespace, name, { token, by, episodes });
     return { ok: true, token };
   }
 

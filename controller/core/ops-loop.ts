@@ -3,15 +3,13 @@
 import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
 import type { Logger } from 'pino';
 import { agentSecrets, redact } from '../api/redaction.ts';
-import type { ApplyRejection, Op } from '../api/ops.ts';
+import { STATUS_OPS } from '../api/ops.ts';
+import type { ApplyRejection } from '../api/ops.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import { withApplyRejections } from '../reconciler/ops.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import type { Action, ObservedEpisode } from '../reconciler/reconcile.ts';
 import type { DesiredTask, OpsApplier, StatusSink } from './ports.ts';
-
-/** Ops applied in the status itself, with the episode's end. */
-const STATUS_OPS: ReadonlySet<Op['op']> = new Set(['push', 'sleep']);
 
 export async function performApplyOps<T extends DesiredTask>(
   ctx: { applier?: OpsApplier<T>; sink: StatusSink<T>; logger: Logger; metrics?: EpisodicMetrics },

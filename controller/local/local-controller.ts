@@ -30,8 +30,7 @@ import { LocalOpsApplier } from '../ops/local-ops.ts';
 import { deletingOwnedTasks } from '../core/owned-tasks.ts';
 import { SpawnLoop } from '../core/spawn-loop.ts';
 import { systemClock } from '../core/clock.ts';
-import { sendHandler, spawnHandler } from '../ops/spawn-send.ts';
-import type { OpHandler, SpawnSendDeps } from '../ops/spawn-send.ts';
+import { spawnAndSend } from '../ops/spawn-send.ts';
 import { LocalMailboxes } from '../sinks/local/mailboxes.ts';
 import { LocalMailboxWatch } from '../sinks/local/mailbox-watch.ts';
 import { MergeQueueLoop } from '../executors/local/merge-queue.ts';
@@ -110,19 +109,6 @@ export class LocalController {
     );
   }
 
-  /** The spawn and send ops' handlers over this controller's created tasks and mailboxes. */
-  private spawnAndSend(): { spawn: OpHandler<LocalTask>; send: OpHandler<LocalTask> } {
-    const deps: SpawnSendDeps<LocalTask> = {
-      created: this.created,
-      mailboxes: this.mailboxes,
-      ownerOf: localOwner,
-      taskExists: (namespace, name) => this.source.get(`${namespace}/${name}`) !== undefined,
-      status: (t) => this.sink.read(t),
-      clock: this.opts.clock ?? systemClock,
-    };
-    return { spawn: spawnHandler(deps), send: sendHandler(deps) };
-  }
-
   /** Reads what is on record and ends the episodes a previous (killed) controller left behind. */
   async recover(userSpecs?: LoadedSpecs): Promise<void> {
     const specs = userSpecs && withCreatedTasks(userSpecs, this.opts.stateDir);
@@ -151,7 +137,17 @@ export class LocalController {
       workers: WORKERS,
       metrics: this.opts.metrics,
       deletedTasks,
-      ops: new LocalOpsApplier<LocalTask>(this.opts.stateDir, this.spawnAndSend()),
+      ops: new LocalOpsApplier<LocalTask>(
+        this.opts.stateDir,
+        spawnAndSend<LocalTask>({
+          created: this.created,
+          mailboxes: this.mailboxes,
+          ownerOf: localOwner,
+          tasks: this.source,
+          statuses: this.sink,
+          clock: this.opts.clock,
+        }),
+      ),
       spawn: new SpawnLoop<LocalTask>({
         source: this.source,
         sink: this.sink,

@@ -2,19 +2,13 @@
 // both stores (locally a JSON file, on a cluster a ConfigMap): bounds, last writer wins, and the marker that
 // makes a second application of one task's episode a no-op (exactly once across a kill -9).
 import { BLACKBOARD_KEYS_MAX } from '../api/bounds.ts';
-import type { Op, OpOf } from '../api/ops.ts';
+import type { BlackboardOp } from '../api/ops.ts';
 import type { AppliedOps } from '../core/ports.ts';
 
 export interface Blackboard {
   entries: Record<string, string>;
   /** Task name → the newest episode whose blackboard ops are in `entries`. */
   applied: Record<string, number>;
-}
-
-export type BlackboardOp = OpOf<'set'> | OpOf<'del'>;
-
-export function isBlackboardOp(op: Op): op is BlackboardOp {
-  return op.op === 'set' || op.op === 'del';
 }
 
 /** The board after one episode's set/del ops, in order; undefined when this episode's ops are already in. */

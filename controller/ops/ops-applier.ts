@@ -1,10 +1,11 @@
 // The OpsApplier both modes use: set/del go to the namespace's blackboard in one read-change-write of the
 // mode's store (with the per-task marker that makes a second application a no-op), every other kind of op
 // to the handler registered for it (spawn, send), in the order they came; an op with no handler is rejected.
+import { isBlackboardOp } from '../api/ops.ts';
 import type { Op } from '../api/ops.ts';
 import type { AppliedOps, DesiredTask, OpsApplier } from '../core/ports.ts';
 import type { Blackboard } from './blackboard.ts';
-import { applyToBoard, isBlackboardOp } from './blackboard.ts';
+import { applyToBoard } from './blackboard.ts';
 
 export type OpHandler<T extends DesiredTask> = (task: T, episode: number, ops: readonly Op[]) => Promise<AppliedOps>;
 export type OpHandlers<T extends DesiredTask> = Partial<Record<Op['op'], OpHandler<T>>>;

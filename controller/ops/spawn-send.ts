@@ -3,6 +3,7 @@
 // (task, episode): a child has a deterministic name and a message a deterministic id, so ops applied again
 // after a kill -9 make nothing twice. An op that may not apply is rejected with a message, never thrown.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
+import { systemClock } from '../core/clock.ts';
 import type { Clock } from '../core/clock.ts';
 import type { CreatedTasks, TaskOwner } from '../core/created-tasks.ts';
 import type { Mailboxes } from '../core/mailboxes.ts';
@@ -24,6 +25,34 @@ export interface SpawnSendDeps<T extends DesiredTask> {
   /** The task's status as the loop last wrote it: a message's time is the end of the episode sending it. */
   status?(task: T): AgentTaskStatus | undefined;
   clock: Clock;
+}
+
+/** What a controller (either mode) hands over to get its spawn and send handlers. */
+export interface SpawnSendWiring<T extends DesiredTask> {
+  created: CreatedTasks;
+  mailboxes: Mailboxes;
+  ownerOf(task: T): TaskOwner;
+  /** The controller's task source: a message to a task it does not have is refused. */
+  tasks: { get(key: string): T | undefined };
+  /** The controller's status sink, as the loop last wrote it. */
+  statuses: { read(task: T): AgentTaskStatus | undefined };
+  /** The controller's injected clock; the system clock when it has none. */
+  clock?: Clock;
+}
+
+/** The one wiring of spawn and send handlers for both controllers (so neither can miss the injected clock). */
+export function spawnAndSend<T extends DesiredTask>(
+  w: SpawnSendWiring<T>,
+): { spawn: OpHandler<T>; send: OpHandler<T> } {
+  const deps: SpawnSendDeps<T> = {
+    created: w.created,
+    mailboxes: w.mailboxes,
+    ownerOf: w.ownerOf,
+    taskExists: (namespace, name) => w.tasks.get(`${namespace}/${name}`) !== undefined,
+    status: (t) => w.statuses.read(t),
+    clock: w.clock ?? systemClock,
+  };
+  return { spawn: spawnHandler(deps), send: sendHandler(deps) };
 }
 
 export function spawnHandler<T extends DesiredTask>(deps: SpawnSendDeps<T>): OpHandler<T> {

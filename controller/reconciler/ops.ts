@@ -15,15 +15,12 @@ import {
   STACK_DEPTH_MAX,
 } from '../api/bounds.ts';
 import { agentSecrets, redact } from '../api/redaction.ts';
-import { rejectionWords } from '../api/ops.ts';
+import { EXTERNAL_OPS, rejectionWords } from '../api/ops.ts';
 import type { ApplyRejection, Frame, Op, OpOf, RejectedOp } from '../api/ops.ts';
 import { stackStatus } from './stack.ts';
 import { normal, warning } from './actions.ts';
 import type { Action, Events } from './actions.ts';
 import type { ObservedEpisode, ReconcileInput } from './types.ts';
-
-/** Ops whose effects live outside the task's status. */
-const EXTERNAL: ReadonlySet<Op['op']> = new Set(['set', 'del', 'spawn', 'send']);
 
 /** The status after the ended episode's ops (its end is already recorded in `status`), and what to say. */
 export function applyEpisodeOps(
@@ -37,7 +34,7 @@ export function applyEpisodeOps(
   const events: Events = [];
   let next = popAndPush(status, ops, spec, rejected, events, ended.number);
   next = sleepOp(next, ops, now, rejected, events, ended.number);
-  const external = ops.filter((o) => EXTERNAL.has(o.op));
+  const external = ops.filter((o) => EXTERNAL_OPS.has(o.op));
   if (external.length > 0) next = { ...next, pendingOps: { episode: ended.number, ops: external } };
   if (ops.length === 0 && rejected.length === 0) return { status: next, events };
   const secrets = agentSecrets(spec);

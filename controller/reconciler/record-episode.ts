@@ -4,13 +4,12 @@ import { DEFAULT_SPEC, isTerminal } from '../api/agent-task.ts';
 import { addTokens, clip, EPISODE_MESSAGE_MAX, roundUSD } from '../api/bounds.ts';
 import { episodeResult, spentBy } from '../api/episode-result.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
-import { backoffMs } from './backoff.ts';
-import { progressWords, stepBreaker } from './breaker.ts';
+import { stepBreaker } from './breaker.ts';
 import { countTestOnly, judgeEpisode } from './completion.ts';
 import { progressStatus } from './progress.ts';
 import { stepRecord } from './steps.ts';
 import { normal, warning } from './actions.ts';
-import { usageLimitResumeAt } from './types.ts';
+import { OUTCOME_RULES } from './outcome-rules.ts';
 import type { Events } from './actions.ts';
 import type { ObservedEpisode, ReconcileInput } from './types.ts';
 
@@ -113,14 +112,6 @@ function episodesRan(status: AgentTaskStatus, n: number): number {
   return Math.max(status.episodes, n - (status.skippedSteps ?? 0));
 }
 
-/** "; 1 episode ran, 3 steps skipped": episode numbers count skipWhen checks too, so the end says what ran. */
-function skipWords(status: AgentTaskStatus): string {
-  const skipped = status.skippedSteps ?? 0;
-  if (skipped === 0) return '';
-  const ran = status.episodes;
-  return `; ${ran} episode${ran === 1 ? '' : 's'} ran, ${skipped} step${skipped === 1 ? '' : 's'} skipped`;
-}
-
 /** The status that records the episode's end, and the events that say how it ended. */
 export function recordEpisode(
   prev: AgentTaskStatus,
@@ -142,7 +133,7 @@ export function recordEpisode(
   };
   if (completion.signals) counters.testOnlyEpisodes = countTestOnly(prev.testOnlyEpisodes ?? 0, result);
   const judged = judgeEpisode(result, completion, counters);
-  const { outcome, reason } = judged;
+  const { outcome } = judged;
   const detail = result.message ? `: ${result.message}` : '';
   const status: AgentTaskStatus = {
     ...prev,
@@ -164,117 +155,12 @@ export function recordEpisode(
       ...(judged.score ? { completionScore: judged.score.score, completionSignals: judged.score.signals } : {}),
     },
   };
-  const setPhase = (phase: Phase, why: string, message: string) => {
+  const setPhase = (phase: Phase, why: string, message: string): void => {
     status.phase = phase;
     status.reason = why;
     status.message = message;
   };
-  const backoff = input.spec?.backoff ?? DEFAULT_SPEC.backoff;
-  const maxFailures = (input.spec?.limits ?? DEFAULT_SPEC.limits).maxConsecutiveFailures;
-
-  switch (outcome) {
-    case 'succeeded':
-      status.consecutiveFailures = 0;
-      status.consecutiveRetries = 0;
-      setPhase(
-        'Succeeded',
-        reason,
-        `episode ${n} finished the task (${reason}${reason === 'SignalsScore' ? scoreWords(judged.score) : ''})${skipWords(prev)}`,
-      );
-      events.push(normal('EpisodeSucceeded', `episode ${n} succeeded (${reason})`));
-      break;
-    case 'continue':
-      status.consecutiveFailures = 0;
-      status.consecutiveRetries = 0;
-      if (judged.missing) {
-        const why = `completion claimed without evidence: missing ${judged.missing}`;
-        status.lastEpisode = {
-          ...status.lastEpisode!,
-          message: clip(result.message ? `${why} (agent: ${result.message})` : why, EPISODE_MESSAGE_MAX),
-        };
-        setPhase('Pending', reason, `episode ${n} ${why}; continuing`);
-        events.push(warning('CompletionRejected', status.message as string));
-      } else {
-        const signal = judged.score
-          ? `a completion score of ${judged.score.score} below ${completion.signals?.threshold} ${scored(judged.score)}`
-          : 'no completion signal';
-        const progress = progressWords(outcome, evidence, prev.progress);
-        setPhase('Pending', 'EpisodeFinished', `episode ${n} exited 0 with ${signal}; continuing`);
-        events.push(normal('EpisodeFinished', `episode ${n} ${progress}; ${signal}`));
-      }
-      break;
-    case 'failed':
-    case 'timeout': {
-      status.consecutiveFailures = prev.consecutiveFailures + 1;
-      status.consecutiveRetries = 0;
-      const what = outcome === 'timeout' ? 'timed out' : `failed (${reason})`;
-      events.push(warning('EpisodeFailed', `episode ${n} ${what}${detail}`));
-      if (status.consecutiveFailures >= maxFailures) {
-        setPhase(
-          'Skipped',
-          'ConsecutiveFailures',
-          `${status.consecutiveFailures} consecutive failed episodes; last ${what}${detail}`,
-        );
-        events.push(warning('TaskSkipped', status.message as string));
-      } else {
-        const wait = backoffMs(backoff, status.consecutiveFailures, input.jitter);
-        status.nextEpisodeAt = new Date(now.getTime() + wait).toISOString();
-        setPhase(
-          'Waiting',
-          'Backoff',
-          `episode ${n} ${what}; failure ${status.consecutiveFailures}/${maxFailures}, next episode at ${status.nextEpisodeAt}`,
-        );
-      }
-      break;
-    }
-    case 'transient': {
-      status.retries = prev.retries + 1;
-      status.consecutiveRetries = prev.consecutiveRetries + 1;
-      const wait = backoffMs(backoff, status.consecutiveRetries, input.jitter);
-      status.nextEpisodeAt = new Date(now.getTime() + wait).toISOString();
-      setPhase(
-        'Waiting',
-        'Backoff',
-        `episode ${n} hit a transient error${detail}; retrying at ${status.nextEpisodeAt}`,
-      );
-      events.push(warning('EpisodeRetrying', status.message as string));
-      break;
-    }
-    case 'usageLimit': {
-      status.retries = prev.retries + 1;
-      const at = usageLimitResumeAt(result.resetAt, now.getTime());
-      status.nextEpisodeAt = new Date(at).toISOString();
-      setPhase(
-        'Waiting',
-        'UsageLimit',
-        `episode ${n} hit the agent's usage limit; resuming at ${status.nextEpisodeAt}`,
-      );
-      events.push(warning('UsageLimit', status.message as string));
-      break;
-    }
-    case 'fatal':
-      setPhase('Failed', reason, `episode ${n} failed fatally${detail}`);
-      events.push(warning('TaskFailed', status.message as string));
-      break;
-    case 'interrupted':
-      setPhase('Pending', 'Interrupted', `episode ${n} was interrupted${detail}; retrying`);
-      events.push(warning('EpisodeInterrupted', status.message as string));
-      break;
-    case 'cancelled':
-      if (reason === 'BudgetExceeded') {
-        // The gateway refused for lack of budget: the cap rule stops the task on the next pass.
-        setPhase(
-          'Pending',
-          reason,
-          `episode ${n} stopped at the gateway: ${result.gateway?.refused ?? 'budget exhausted'}`,
-        );
-        events.push(warning('BudgetExceeded', status.message as string));
-        break;
-      }
-      setPhase('Pending', 'Cancelled', `episode ${n} was cancelled`);
-      events.push(normal('EpisodeCancelled', status.message as string));
-      break;
-  }
+  OUTCOME_RULES[outcome]({ prev, status, events, result, judged, n, detail, setPhase, input, completion });
   const step = stepBreaker(prev.breaker, input.spec?.breaker ?? DEFAULT_SPEC.breaker, {
     outcome,
     evidence,
@@ -300,14 +186,4 @@ export function recordEpisode(
     );
   }
   return { status, events };
-}
-
-/** ": score 90 (exitSignal+50, checklist+40)" for a task finished by its signals score. */
-function scoreWords(score: { score: number; signals: string[] } | undefined): string {
-  return score ? `: score ${score.score} ${scored(score)}` : '';
-}
-
-/** "(exitSignal+50, checklist+40)", or "(nothing scored)". */
-function scored(score: { signals: string[] }): string {
-  return score.signals.length > 0 ? `(${score.signals.join(', ')})` : '(nothing scored)';
 }

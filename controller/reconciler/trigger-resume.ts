@@ -5,7 +5,7 @@
 import { cleanName } from '../api/bounds.ts';
 import type { Phase } from '../api/agent-task-status.ts';
 import type { ForgeComment } from '../api/forge-item.ts';
-import { RESUME_ANNOTATION, RESUME_BY_ANNOTATION, RESUME_EPISODES_ANNOTATION } from '../api/resume.ts';
+import type { NewResumeRequest } from '../api/resume.ts';
 import type { ItemSeen } from './trigger-items.ts';
 
 export const PERMISSION_ORDER = ['read', 'triage', 'write', 'maintain', 'admin'] as const;
@@ -26,7 +26,7 @@ export interface ResumeCommandInput {
 }
 
 export type ResumeCommandDecision =
-  | { kind: 'resume'; request: { token: string; by: string; episodes?: number } }
+  | { kind: 'resume'; request: NewResumeRequest }
   | { kind: 'ignore'; why: string }
   /** It would resume if the commenter is permitted, which could not be read: it waits, asked again next pass. */
   | { kind: 'undecided'; why: string };
@@ -64,15 +64,6 @@ export function parseResumeCommand(body: string, command: string): { episodes?: 
 
 export function atLeast(have: RepoPermission | undefined, need: RepoPermission): boolean {
   return have !== undefined && PERMISSION_ORDER.indexOf(have) >= PERMISSION_ORDER.indexOf(need);
-}
-
-/** The merge-patch annotations `episodic resume --kubeconfig` sets, for the cluster path. */
-export function resumeAnnotations(request: { token: string; by: string; episodes?: number }) {
-  return {
-    [RESUME_ANNOTATION]: request.token,
-    [RESUME_BY_ANNOTATION]: request.by,
-    [RESUME_EPISODES_ANNOTATION]: request.episodes === undefined ? null : String(request.episodes),
-  };
 }
 
 /** The comments that are resume commands, and what is left for planning: a resume is not a request to run again. */

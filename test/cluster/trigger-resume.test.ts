@@ -1,16 +1,15 @@
 // A `/episodic resume` comment on a cluster: the trigger's requester patches the same annotations as
-// `episodic resume --kubeconfig`, and the controller records the commenter in the audit trail.
+// `episodic resume --kubeconfig` (requestClusterResume), and the controller records the commenter in the audit trail.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { clusterResumeRequester } from '../../controller/sources/triggers/resume-command.ts';
+import { requestClusterResume } from '../../controller/sources/cluster/resume-annotations.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { resumeCommand } from '../../controller/reconciler/trigger-resume.ts';
-import { kubeconfigPath, kubectl, skipCluster } from '../support/cluster.ts';
+import { kubectl, skipCluster } from '../support/cluster.ts';
 import {
   type FakeKubelet,
   agentTaskManifest,
   fakeClaudeSpec,
-  loadTestKubeConfig,
   waitForPod,
   waitForTask,
   withController,
@@ -43,7 +42,7 @@ describe('cluster: a resume command from a forge comment', { skip: skipCluster, 
     });
     assert.equal(decision.kind, 'resume');
     if (decision.kind !== 'resume') return;
-    await clusterResumeRequester(loadTestKubeConfig(kubeconfigPath), ns, 'stuck')(decision.request);
+    await requestClusterResume(client, ns, 'stuck', decision.request);
     const resumed = await waitForTask(client, ns, 'stuck', (s) => s.resume?.handledToken === 'gitea-comment-77');
     assert.equal(resumed.status.resume.lastResumeBy, 'user:gitea:alice');
     const last = resumed.status.audit.filter((a: { action: string }) => a.action === 'Resumed').at(-1);

@@ -11,7 +11,7 @@ import type { CreatedTasks, TaskOwner } from '../../controller/core/created-task
 import { MAILBOX_MESSAGES_MAX } from '../../controller/core/mailboxes.ts';
 import type { Mailboxes } from '../../controller/core/mailboxes.ts';
 import type { DesiredTask } from '../../controller/core/ports.ts';
-import { sendHandler, spawnHandler } from '../../controller/ops/spawn-send.ts';
+import { sendHandler, spawnAndSend, spawnHandler } from '../../controller/ops/spawn-send.ts';
 import type { SpawnSendDeps } from '../../controller/ops/spawn-send.ts';
 import { KubeMailboxes } from '../../controller/sinks/cluster/mailboxes.ts';
 import { LocalMailboxes } from '../../controller/sinks/local/mailboxes.ts';
@@ -150,6 +150,33 @@ for (const impl of [
       assert.deepEqual(
         (await inbox()).map((m) => m.id),
         ['teller.1.0'],
+      );
+    });
+
+    it("spawnAndSend wires a controller's source, sink and injected clock: a message's time is that clock's when the episode has not ended on record", async () => {
+      const clock = new ManualClock(new Date('2026-11-25T09:15:00Z'));
+      const sender = task(s.namespace, 'wired');
+      const known = new Map([[`${s.namespace}/reviewer`, task(s.namespace, 'reviewer')]]);
+      const { send } = spawnAndSend<DesiredTask>({
+        created: s.created,
+        mailboxes: s.mailboxes,
+        ownerOf: (t) => s.owner(t),
+        tasks: known,
+        statuses: { read: () => ({ lastEpisode: { number: 1, finishedAt: '2026-11-25T08:00:00.000Z' } }) as never },
+        clock,
+      });
+      const ops = parseOps(
+        lines({ op: 'send', to: 'reviewer', message: 'hi' }, { op: 'send', to: 'ghost', message: 'x' }),
+      ).ops;
+      const { rejected } = await send(sender, 2, ops);
+      assert.deepEqual(
+        rejected.map((r) => [r.index, r.message]),
+        [[1, `send to ghost: no such task in namespace ${s.namespace}`]],
+      );
+      const mine = (await s.mailboxes.read(s.namespace, 'reviewer')).filter((m) => m.from === 'wired');
+      assert.deepEqual(
+        mine.map((m) => [m.id, m.at]),
+        [['wired.2.0', '2026-11-25T09:15:00.000Z']],
       );
     });
 

@@ -2,12 +2,7 @@
 // around until the controller has stopped its episode and removed its pods.
 import type { Logger } from 'pino';
 import { API_VERSION, KIND } from '../../api/agent-task.ts';
-import {
-  parseResumeRequest,
-  RESUME_ANNOTATION,
-  RESUME_BY_ANNOTATION,
-  RESUME_EPISODES_ANNOTATION,
-} from '../../api/resume.ts';
+import { resumeRequestOfAnnotations } from '../../api/resume.ts';
 import type { ResumeRequest } from '../../api/resume.ts';
 import { holdOfAnnotations } from '../../api/hold.ts';
 import { clusterSpec } from '../../kube/episode-defaults.ts';
@@ -134,16 +129,5 @@ export class AgentTaskSource implements TaskSource<ClusterTask> {
 
 /** `kubectl annotate at NAME episodic.dev/resume=TOKEN`: the loop handles each token once and records it in status. */
 function resumeRequestOf(obj: CustomObject): ResumeRequest | undefined {
-  const annotations = (obj.metadata.annotations ?? {}) as Record<string, string>;
-  const token = annotations[RESUME_ANNOTATION];
-  if (token === undefined) return undefined;
-  const where = {
-    token: `annotation ${RESUME_ANNOTATION}`,
-    episodes: `annotation ${RESUME_EPISODES_ANNOTATION}`,
-    by: `annotation ${RESUME_BY_ANNOTATION}`,
-  };
-  return parseResumeRequest(
-    { token, by: annotations[RESUME_BY_ANNOTATION] ?? 'annotation', episodes: annotations[RESUME_EPISODES_ANNOTATION] },
-    where,
-  );
+  return resumeRequestOfAnnotations(obj.metadata.annotations as Record<string, string> | undefined);
 }

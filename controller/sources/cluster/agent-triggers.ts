@@ -23,15 +23,11 @@ import type { CustomObject } from '../../kube/objects.ts';
 import type { TriggerCounters } from '../../metrics/trigger-metrics.ts';
 import { TriggerTimers } from '../triggers/local-triggers.ts';
 import { PhaseWakes } from '../triggers/phase-wakes.ts';
-import { resumeAnnotations } from '../../reconciler/trigger-resume.ts';
+import { requestClusterResume } from './resume-annotations.ts';
 import type { TriggerHookOptions } from '../triggers/trigger-hooks.ts';
 import type { RunnableTrigger, TriggerStatusStore } from '../triggers/trigger-runner.ts';
 import { TriggerRunner } from '../triggers/trigger-runner.ts';
 import { KubeCreatedTasks } from './created-tasks.ts';
-
-function tasksPath(namespace: string): string {
-  return `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/agenttasks`;
-}
 
 export function triggersPath(namespace?: string): string {
   return namespace
@@ -120,10 +116,7 @@ export class ClusterTriggers {
         return parsed.success ? parsed.data : undefined;
       },
       // The merge patch `episodic resume --kubeconfig` makes: the resume annotations, nothing else.
-      requestResume: (namespace, name, request) =>
-        opts.client.mergePatch(`${tasksPath(namespace)}/${name}`, {
-          metadata: { annotations: resumeAnnotations(request) },
-        }),
+      requestResume: (namespace, name, request) => requestClusterResume(opts.client, namespace, name, request),
       clock: systemClock,
       secret: (source, namespace) => this.secret(source.tokenSecretRef, namespace),
       counters: opts.counters,

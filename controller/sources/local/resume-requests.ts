@@ -3,7 +3,7 @@
 // handles a token once (status.resume.handledToken). The spec file is never touched.
 import { readFileSync } from 'node:fs';
 import { parseResumeRequest, resumeRefusal } from '../../api/resume.ts';
-import type { ResumeRequest } from '../../api/resume.ts';
+import type { NewResumeRequest, ResumeRequest } from '../../api/resume.ts';
 import { StoredStatusSchema } from '../../sinks/local/file-status.ts';
 import { StateFilePoller } from './state-file-poller.ts';
 import { resumeDir, resumeRequestPath, statusPath } from '../../util/state-layout.ts';
@@ -14,7 +14,7 @@ export function writeResumeRequest(
   stateDir: string,
   namespace: string,
   name: string,
-  request: { token: string; by: string; episodes?: number },
+  request: NewResumeRequest,
 ): string {
   return writeStateFile(resumeRequestPath(stateDir, namespace, name), {
     ...request,
@@ -31,7 +31,7 @@ export function requestLocalResume(
   stateDir: string,
   namespace: string,
   name: string,
-  request: { token: string; by: string; episodes?: number },
+  request: NewResumeRequest,
 ): LocalResumeOutcome {
   let status: ReturnType<typeof StoredStatusSchema.parse>['status'] | undefined;
   try {

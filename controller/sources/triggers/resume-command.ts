@@ -1,16 +1,14 @@
 // Carries a `/episodic resume` comment to the resume path the CLI uses: the commenter's permission is read
 // from the forge (only for a comment that is a resume command), reconciler/trigger-resume.ts decides, and
 // the request goes where `episodic resume` puts it (locally the request file; on a cluster
-// clusterResumeRequester patches the annotations `episodic resume --kubeconfig` patches).
-import type { KubeConfig } from '@kubernetes/client-node';
-import { API_VERSION, KIND } from '../../api/agent-task.ts';
+// sources/cluster/resume-annotations.ts, as `episodic resume --kubeconfig`).
 import { requestLocalResume } from '../local/resume-requests.ts';
+import type { NewResumeRequest } from '../../api/resume.ts';
 import type { Phase } from '../../api/agent-task-status.ts';
 import {
   parseResumeCommand,
   type RepoPermission,
   type ResumeCommandDecision,
-  resumeAnnotations,
   resumeCommand,
 } from '../../reconciler/trigger-resume.ts';
 import { type Forge, readPermission } from '../../forge/types.ts';
@@ -24,7 +22,7 @@ export interface ResumeCommandContext {
   phase: Phase | undefined;
   handledToken?: string;
   /** Hands the request on: requestLocalResume locally, the annotation patch on a cluster. */
-  request: (request: { token: string; by: string; episodes?: number }) => Promise<void> | void;
+  request: (request: NewResumeRequest) => Promise<void> | void;
 }
 
 /** Decides on one comment and, for a permitted resume command, makes the request. */
@@ -41,19 +39,8 @@ export async function handleResumeComment(ctx: ResumeCommandContext): Promise<Re
 
 /** The local path of `episodic resume`: a request file in the state directory, for a NeedsReview task. */
 export function localResumeRequester(stateDir: string, namespace: string, name: string) {
-  return (request: { token: string; by: string; episodes?: number }): void => {
+  return (request: NewResumeRequest): void => {
     const outcome = requestLocalResume(stateDir, namespace, name, request);
     if (!outcome.ok) throw new Error(outcome.message);
-  };
-}
-
-/** The cluster path of `episodic resume --kubeconfig`: a merge patch of the resume annotations, nothing else. */
-export function clusterResumeRequester(kc: KubeConfig, namespace: string, name: string) {
-  return async (request: { token: string; by: string; episodes?: number }): Promise<void> => {
-    const { KubernetesObjectApi, PatchStrategy } = await import('@kubernetes/client-node');
-    const api = KubernetesObjectApi.makeApiClient(kc);
-    const metadata = { name, namespace, annotations: resumeAnnotations(request) };
-    const body = { apiVersion: API_VERSION, kind: KIND, metadata };
-    await api.patch(body as never, undefined, undefined, 'episodic-trigger', undefined, PatchStrategy.MergePatch);
   };
 }
