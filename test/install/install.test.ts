@@ -11,7 +11,7 @@
 // One file, run in sequence: the steps share cluster-wide names (ClusterRole "episodic", the
 // episodic-system namespace). Set EPISODIC_SKIP_CLUSTER=1 to skip.
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -19,16 +19,14 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
-import { parse as parseYaml } from 'yaml';
-import { ensureCluster, helm, kubeconfigPath, kubectl, kubectlPath } from '../support/cluster.ts';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { ensureCluster, helm, kubeconfigPath, kubectl } from '../support/cluster.ts';
 import type { Cluster } from '../support/cluster.ts';
 import { FAKE_CLAUDE, FakeKubelet, NODE, testClient } from '../support/kubelet.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { CHART_DIR, NAMESPACE, RELEASE, SA_USER, repoRoot, skipCluster } from './support.ts';
 import { waitFor } from '../support/wait.ts';
 
-const execFileAsync = promisify(execFile);
 const MAIN = path.join(repoRoot, 'controller', 'cli', 'main.ts');
 const SCOPED_RELEASE = 'episodic-scoped';
 const SCOPED_NAMESPACE = 'episodic-scoped-system';
@@ -86,34 +84,48 @@ interface Check {
 
 type Identity = { label: string; args: string[] };
 
-/** `kubectl auth can-i` (exit 0 = yes, 1 = no), answered by the real authorizer. */
-async function canI(identity: Identity, c: Check): Promise<boolean> {
-  const args = [...identity.args, 'auth', 'can-i', c.verb, c.name ? `${c.resource}/${c.name}` : c.resource];
-  if (c.subresource) args.push(`--subresource=${c.subresource}`);
-  args.push(...(c.ns ? ['-n', c.ns] : ['--all-namespaces']));
-  try {
-    const { stdout } = await execFileAsync(kubectlPath, args);
-    assert.equal(stdout.trim(), 'yes');
-    return true;
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    if (e.code === 1 && e.stdout?.trim().startsWith('no')) return false;
-    throw new Error(`kubectl ${args.join(' ')}: ${e.stderr ?? String(err)}`);
-  }
+/** The SelfSubjectAccessReview `kubectl auth can-i` sends: "pods" is core, "leases.coordination.k8s.io" is grouped. */
+function accessReview(c: Check): object {
+  const dot = c.resource.indexOf('.');
+  const resourceAttributes = {
+    verb: c.verb,
+    resource: dot < 0 ? c.resource : c.resource.slice(0, dot),
+    ...(dot < 0 ? {} : { group: c.resource.slice(dot + 1) }),
+    ...(c.subresource ? { subresource: c.subresource } : {}),
+    ...(c.name ? { name: c.name } : {}),
+    ...(c.ns ? { namespace: c.ns } : {}),
+  };
+  return { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes } };
+}
+
+/** Every check's answer from the real authorizer, as this identity: one kubectl process for the whole list
+ * (a process per `kubectl auth can-i` cost the file over a minute). */
+async function canIAll(identity: Identity, checks: Check[]): Promise<boolean[]> {
+  const reviews = checks.map(accessReview);
+  const input = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: reviews });
+  const out = await kubectl([...identity.args, 'create', '-f', '-', '-o', 'yaml'], { input });
+  const answers = parseAllDocuments(out).map((d) => d.toJS() as any);
+  assert.equal(answers.length, checks.length, `one review per check from ${identity.label}:\n${out.slice(0, 2000)}`);
+  return answers.map((a, i) => {
+    // kubectl creates a List's items in order; the echoed spec proves which answer is whose.
+    assert.deepEqual(a.spec, (reviews[i] as any).spec, `review ${i} of ${identity.label} out of order`);
+    if (a.status?.evaluationError) throw new Error(`${identity.label}: ${a.status.evaluationError}`);
+    return a.status?.allowed === true;
+  });
 }
 
 async function assertMatrix(identities: Identity[], checks: Check[]): Promise<void> {
   const failures: string[] = [];
   await Promise.all(
-    identities.flatMap((id) =>
-      checks.map(async (c) => {
-        const got = await canI(id, c);
-        if (got !== c.expect) {
+    identities.map(async (id) => {
+      const got = await canIAll(id, checks);
+      checks.forEach((c, i) => {
+        if (got[i] !== c.expect) {
           const what = `${c.verb} ${c.resource}${c.subresource ? `/${c.subresource}` : ''}${c.name ? ` ${c.name}` : ''} in ${c.ns ?? '(all namespaces)'}`;
-          failures.push(`${id.label}: can-i ${what} = ${got ? 'yes' : 'no'}, want ${c.expect ? 'yes' : 'no'}`);
+          failures.push(`${id.label}: can-i ${what} = ${got[i] ? 'yes' : 'no'}, want ${c.expect ? 'yes' : 'no'}`);
         }
-      }),
-    ),
+      });
+    }),
   );
   assert.deepEqual(failures.sort(), []);
 }
@@ -329,6 +341,13 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
       ...controllerNeeds(undefined),
       ...controllerMustNot(taskNs),
     ]);
+    // The command a user types agrees with the reviews above (it sends the same SelfSubjectAccessReview).
+    const canI = (args: string[]) => kubectl(['--kubeconfig', saKubeconfig, 'auth', 'can-i', ...args]);
+    assert.equal(
+      (await canI(['patch', 'agenttasks.episodic.dev', '--subresource=status', '-n', taskNs])).trim(),
+      'yes',
+    );
+    await assert.rejects(canI(['get', 'secrets', '-n', taskNs]), /\(exit 1\)/, 'exit 1 is no');
   });
 
   it('spec guard: the ServiceAccount may set its finalizer and status, never spec, labels or annotations', async () => {

@@ -176,7 +176,8 @@ test('timeout kills the whole tree, grandchildren included, and counts as a fail
     [
       {
         name: 'slow',
-        spec: { limits: { maxEpisodes: 1, episodeTimeoutSeconds: 1, maxConsecutiveFailures: 1 } },
+        // 5 s, not 1: the agent must start and record its tree before the timeout, and a loaded machine needs >1 s.
+        spec: { limits: { maxEpisodes: 1, episodeTimeoutSeconds: 5, maxConsecutiveFailures: 1 } },
         script: { default: { mode: 'sleep', sleepSeconds: 120, pidFile } },
       },
     ],

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { StoredStatus } from '../../controller/sinks/local/file-status.ts';
+import { CLI_HANG_GUARD_MS, hangGuardMessage } from './hang-guard.ts';
 import { waitFor } from './wait.ts';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -76,19 +77,20 @@ export function runCli(
   args: string[],
   opts: { cwd?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
 ): Promise<CliResult> {
+  // A test's own figure is only ever raised to the hang guard: the work is bounded, a slow machine is not a hang.
+  const timeout = Math.max(opts.timeoutMs ?? 0, CLI_HANG_GUARD_MS);
   return new Promise((done) => {
     execFile(
       NODE,
       [CLI, ...withJsonLogs(args)],
-      {
-        cwd: opts.cwd ?? REPO,
-        timeout: opts.timeoutMs ?? 60_000,
-        maxBuffer: 64 * 1024 * 1024,
-        env: { ...process.env, ...opts.env },
-      },
+      { cwd: opts.cwd ?? REPO, timeout, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, ...opts.env } },
       (err, stdout, stderr) => {
-        const e = err as (NodeJS.ErrnoException & { code?: number | string; signal?: NodeJS.Signals }) | null;
-        done({ code: e ? (typeof e.code === 'number' ? e.code : null) : 0, signal: e?.signal ?? null, stdout, stderr });
+        const e = err as
+          | (NodeJS.ErrnoException & { code?: number | string; signal?: NodeJS.Signals; killed?: boolean })
+          | null;
+        const guard = e?.killed ? `\n${hangGuardMessage(`episodic ${args.join(' ')}`, timeout)}\n` : '';
+        const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
+        done({ code, signal: e?.signal ?? null, stdout, stderr: stderr + guard });
       },
     );
   });
