@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
+import type { AdoptOutcome } from '../api/attempts.ts';
 import type { ApplyRejection } from '../api/ops.ts';
 import { statusProblems } from '../api/validate.ts';
 import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
@@ -75,6 +76,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   private readonly phases = new Map<string, Phase>();
   /** Task key → the newest episode whose ops this controller applied (ReconcileInput.opsApplied). */
   private readonly opsApplied = new Map<string, { episode: number; refused: ApplyRejection[] }>();
+  /** Best-of-N: the outcome of each task's last AdoptWinner (lost on a restart, which carries it out again). */
+  private readonly adopted = new Map<string, AdoptOutcome>();
   private reserved = 0;
   private stopping = false;
   private listeners: Array<() => void> = [];
@@ -272,6 +275,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
           ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: spentByOthers }
           : undefined,
       budgets: pass.deleted ? undefined : this.budgetBook?.facts(task, pass.before, pass.now),
+      adoption: { supported: this.opts.executor.adoptWinner !== undefined, outcome: this.adopted.get(key) },
       now: pass.now,
       jitter: (this.opts.random ?? Math.random)(),
     };
@@ -295,6 +299,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
         sink.event(task, a.eventType, a.reason, a.message, details);
       } else if (a.type === 'CreateTasks') {
         await this.createTasks(task, a.tasks);
+      } else if (a.type === 'AdoptWinner') {
+        if (executor.adoptWinner) this.adopted.set(task.key, await executor.adoptWinner(task, a));
       } else if (a.type === 'StopEpisode') {
         this.stops.set(task.key, { number: a.number, reason: a.reason });
         await executor.stop(task, a.number, a.reason);
@@ -334,6 +340,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     this.stops.delete(task.key);
     this.pendingStarts.delete(task.key);
     this.opsApplied.delete(task.key);
+    this.adopted.delete(task.key);
     this.slotWaiters.delete(task.key);
     this.totalSpent -= this.spent.get(task.key) ?? 0;
     this.spent.delete(task.key);

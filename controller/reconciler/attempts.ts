@@ -5,7 +5,7 @@
 import { TERMINAL_PHASES } from '../api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { clip } from '../api/bounds.ts';
-import type { AttemptStatus, AttemptsStatus } from '../api/attempts.ts';
+import type { AdoptOutcome, AttemptStatus, AttemptsStatus } from '../api/attempts.ts';
 import { JUDGE_EVIDENCE_MAX } from '../api/attempts.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { normal, warning } from './actions.ts';
@@ -22,6 +22,8 @@ export interface AttemptsInput {
   status: AgentTaskStatus;
   children: readonly ChildView[];
   create: boolean;
+  /** Whether the loop can make the winner's branch the task's (AdoptWinner), and what came of it. */
+  adoption?: { supported: boolean; outcome?: AdoptOutcome };
 }
 
 export interface AttemptsPass {
@@ -80,7 +82,7 @@ export function attemptsPass(input: AttemptsInput): AttemptsPass | undefined {
     return fail(next, 'NoAttemptSucceeded', `none of the ${attempts.count} attempts succeeded`);
   }
   if (attempts.select === 'judge' && attempts.judge) return judged(input, candidates);
-  return choose(status, candidates, bestByEvidence(candidates) as AttemptStatus, input.children, 'evidence');
+  return choose(input, candidates, bestByEvidence(candidates) as AttemptStatus, 'evidence');
 }
 
 /** select: judge: the judge child is made, waited for, and its verdict used when it names a candidate. */
@@ -96,32 +98,55 @@ function judged(input: AttemptsInput, candidates: AttemptStatus[]): AttemptsPass
     return { status: { ...next, phase: 'Waiting', reason: 'AttemptsJudging', message }, actions, events: [] };
   }
   const verdict = judgeVerdict(judge.outputs?.winner, candidates);
-  if (verdict.ok) return choose(input.status, candidates, candidates[verdict.number - 1], input.children, 'judge');
+  if (verdict.ok) return choose(input, candidates, candidates[verdict.number - 1], 'judge');
   const best = bestByEvidence(candidates) as AttemptStatus;
-  return choose(input.status, candidates, best, input.children, 'evidence', `${verdict.why}; evidence chose instead`);
+  return choose(input, candidates, best, 'evidence', `${verdict.why}; evidence chose instead`);
 }
 
+/** The winner's branch, outputs and evidence become the task's; first the loop makes its branch the task's ref. */
 function choose(
-  status: AgentTaskStatus,
+  input: AttemptsInput,
   candidates: AttemptStatus[],
   winner: AttemptStatus,
-  children: readonly ChildView[],
   by: 'evidence' | 'judge',
   fallback?: string,
 ): AttemptsPass {
-  const outputs = { ...children.find((c) => c.name === winner.task)?.outputs, branch: winner.branch ?? '' };
+  const { status, spec } = input;
   const why = fallback ? ` (${fallback})` : '';
-  const message = `attempt ${winner.number} of ${candidates.length} won by ${by}${why}: branch ${winner.branch}`;
-  const attempts: AttemptsStatus = {
+  const chose = `attempt ${winner.number} of ${candidates.length} won by ${by}${why}: branch ${winner.branch}`;
+  const base: AttemptsStatus = {
     phase: 'Chosen',
     candidates,
     winner: winner.number,
     selectedBy: by,
     ...(fallback ? { judgeFallback: fallback } : {}),
   };
+  const into = taskRef(spec);
+  const outcome = input.adoption?.outcome;
+  const adopting = input.adoption?.supported && into && winner.phase === 'Succeeded';
+  if (adopting && outcome?.winner !== winner.number) {
+    const next = withAttempts(status, { ...base, phase: 'Adopting' });
+    const message = `${chose}; making it ${into}`;
+    const action: Action = {
+      type: 'AdoptWinner',
+      winner: winner.number,
+      from: winner.branch ?? '',
+      into,
+      deleteBranches: spec.attempts?.keepLosers ? [] : losers(candidates, winner),
+    };
+    return { status: { ...next, phase: 'Waiting', reason: 'AttemptAdopting', message }, actions: [action], events: [] };
+  }
+  if (adopting && outcome && !outcome.ok) {
+    return fail(withAttempts(status, base), 'AttemptNotAdopted', `${chose}; ${outcome.message}`);
+  }
+  const kept = spec.attempts?.keepLosers ? losers(candidates, winner) : [];
+  const adopted = adopting && outcome?.ok ? { ...outcome.adopted, keptBranches: kept } : undefined;
+  const made = adopted ? `; ${adopted.into} is now its ${adopted.commit?.slice(0, 12) ?? 'head'}` : '';
+  const message = `${chose}${made}`;
+  const outputs = { ...input.children.find((c) => c.name === winner.task)?.outputs, branch: winner.branch ?? '' };
   const ok = winner.phase === 'Succeeded';
   const next: AgentTaskStatus = {
-    ...withAttempts(status, attempts),
+    ...withAttempts(status, { ...base, ...(adopted ? { adopted } : {}) }),
     phase: ok ? 'Succeeded' : 'Failed',
     reason: 'AttemptChosen',
     message,
@@ -129,6 +154,17 @@ function choose(
   };
   const events = [fallback ? warning('AttemptChosen', message) : normal('AttemptChosen', message)];
   return { status: next, actions: [], events };
+}
+
+/** The losing attempts' branches (the winner's stays: outputs.branch names it). */
+function losers(candidates: readonly AttemptStatus[], winner: AttemptStatus): string[] {
+  return candidates.filter((c) => c.number !== winner.number && c.branch).map((c) => c.branch as string);
+}
+
+/** The task's own branch, which the winner's becomes. */
+function taskRef(spec: AgentTaskSpec): string | undefined {
+  const ws = spec.workspace;
+  return ws && typeof ws === 'object' && 'git' in ws ? ws.git.ref : undefined;
 }
 
 function withAttempts(status: AgentTaskStatus, attempts: AttemptsStatus): AgentTaskStatus {

@@ -20,7 +20,7 @@ export function fanOutDecision(
   }
   const facts = { task: input.name, labels: input.labels, spec: input.spec, status, children: input.spawn.children };
   const pass =
-    attemptsPass({ ...facts, create: !input.shuttingDown }) ??
+    attemptsPass({ ...facts, create: !input.shuttingDown, adoption: input.adoption }) ??
     fanOutPass({
       task: input.name,
       labels: input.labels,
@@ -31,7 +31,8 @@ export function fanOutDecision(
       now: input.now,
     });
   // Woken when a child's phase changes (spawn-loop.ts); the recheck is the safety net. A next step starts at once.
-  const requeueAfterMs =
-    pass.status.phase === 'Waiting' ? RUNNING_RECHECK_MS : pass.status.phase === 'Pending' ? 0 : undefined;
+  // An AdoptWinner's outcome is read by the very next pass.
+  const now = pass.status.phase === 'Pending' || pass.status.reason === 'AttemptAdopting';
+  const requeueAfterMs = now ? 0 : pass.status.phase === 'Waiting' ? RUNNING_RECHECK_MS : undefined;
   return { ...pass, requeueAfterMs };
 }

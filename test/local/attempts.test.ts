@@ -4,7 +4,7 @@
 // evidence, and the status says so.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { FAKE_CLAUDE, NODE, readStatus, runCli, specDir, tempDir } from '../support/local.ts';
@@ -15,6 +15,8 @@ function git(cwd: string, ...args: string[]): string {
     encoding: 'utf8',
   }).trim();
 }
+
+const heads = (bare: string) => git(bare, 'for-each-ref', '--format=%(refname:short)', 'refs/heads').split('\n').sort();
 
 const lines = (n: number) => Array.from({ length: n }, (_, i) => `line ${i}`).join('\n');
 
@@ -99,16 +101,25 @@ test('best-of-3 by evidence: the gate-failing attempt loses, the smaller passing
   );
   for (const c of byNumber) {
     assert.ok(c.costUSD > 0, `attempt ${c.number}'s cost is counted`);
-    assert.equal(git(bare, 'merge-base', start, `episodic/t/attempt-${c.number}`), start, 'from the same commit');
+    // Each attempt's own clone (its branch is gone from the remote once the winner is adopted).
+    const clone = join(dir, `.episodic/workspaces/default/t-attempt-${c.number}`);
+    assert.equal(git(clone, 'merge-base', start, 'HEAD'), start, 'from the same commit');
   }
   assert.equal(git(bare, 'show', 'episodic/t/attempt-3:work.txt'), lines(5));
+  // The winner is the task's result: its branch (main) is the winner's commit, in its workspace too; the losers' go.
+  assert.equal(git(bare, 'rev-parse', 'main'), git(bare, 'rev-parse', 'episodic/t/attempt-3'));
+  assert.equal(status?.attempts?.adopted?.commit, git(bare, 'rev-parse', 'main'));
+  assert.equal(readFileSync(join(dir, '.episodic/workspaces/default/t/work.txt'), 'utf8'), lines(5));
+  assert.deepEqual(heads(bare), ['episodic/t/attempt-3', 'main']);
+  assert.deepEqual(status?.attempts?.adopted?.deletedBranches, ['episodic/t/attempt-1', 'episodic/t/attempt-2']);
+  assert.match(status?.message ?? '', /; main is now its [0-9a-f]{12}$/);
 });
 
-test('best-of-3 with a judge: the judge writing 2 makes attempt 2 the winner', async () => {
-  const { dir } = repoWithAttempts();
+test('best-of-3 with a judge: the judge writing 2 makes attempt 2 the winner; keepLosers keeps the others', async () => {
+  const { dir, bare } = repoWithAttempts();
   bestOf3(
     dir,
-    { select: 'judge', judge: judgeAgent },
+    { select: 'judge', judge: judgeAgent, keepLosers: true },
     JSON.stringify({ default: { mode: 'success', outputs: { winner: '2' } } }),
   );
   await runCli(['run', dir], { timeoutMs: 150_000 });
@@ -119,6 +130,9 @@ test('best-of-3 with a judge: the judge writing 2 makes attempt 2 the winner', a
   assert.equal(status?.attempts?.judgeFallback, undefined);
   assert.equal(status?.outputs?.branch, 'episodic/t/attempt-2');
   assert.equal(readStatus(dir, 't-judge')?.status.phase, 'Succeeded');
+  assert.equal(git(bare, 'rev-parse', 'main'), git(bare, 'rev-parse', 'episodic/t/attempt-2'));
+  assert.deepEqual(heads(bare), ['episodic/t/attempt-1', 'episodic/t/attempt-2', 'episodic/t/attempt-3', 'main']);
+  assert.deepEqual(status?.attempts?.adopted?.keptBranches, ['episodic/t/attempt-1', 'episodic/t/attempt-3']);
 });
 
 test('best-of-3 with a judge writing garbage: evidence chooses, and the status says why', async () => {

@@ -5,6 +5,8 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import type { ErrorClass } from '../../api/episode-result.ts';
 import { gitRefProblem, gitUrlProblem } from '../../api/agent-task.ts';
+import { adoptBranch } from '../../git/adopt-branch.ts';
+import type { AdoptResult } from '../../git/adopt-branch.ts';
 import { prepareGitWorkspace, pushGitWorkspace } from '../../git/git-workspace.ts';
 import type { GitStep, GitWorkspace } from '../../git/git-workspace.ts';
 import { stateWorkspaceDir } from '../../util/state-layout.ts';
@@ -72,4 +74,16 @@ export async function pushLocalGitWorkspace(
   git: LocalGitSpec,
 ): Promise<GitStep> {
   return pushGitWorkspace(workspaceOf(stateDir, namespace, name, specFile, git));
+}
+
+/** Best-of-N: the task's clone fast-forwarded to the winner's branch and pushed; the losers' deleted. */
+export async function adoptLocalWinner(
+  stateDir: string,
+  namespace: string,
+  name: string,
+  specFile: string,
+  git: LocalGitSpec,
+  action: { from: string; deleteBranches: readonly string[] },
+): Promise<AdoptResult> {
+  return adoptBranch(workspaceOf(stateDir, namespace, name, specFile, git), action.from, action.deleteBranches);
 }
