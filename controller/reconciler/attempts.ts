@@ -180,9 +180,12 @@ function fail(status: AgentTaskStatus, reason: string, message: string): Attempt
   };
 }
 
-/** Attempt N: the task's own spec without attempts, on episodic/TASK/attempt-N from the task's branch. */
+/**
+ * Attempt N: the task's own spec without attempts, on episodic/TASK/attempt-N from the task's branch; without
+ * integrate too: only the winner's work, once it is the task's branch, enters the queue (as the task).
+ */
 function planAttempt(input: AttemptsInput, n: number): Made | string {
-  const { attempts: _, ...own } = input.spec;
+  const { attempts: _, integrate: _i, ...own } = input.spec;
   const plan = planChild(
     { name: input.task, spec: input.spec, labels: input.labels, children: [] },
     { op: 'spawn', name: `attempt-${n}`, prompt: 'attempt' },
@@ -200,7 +203,7 @@ function planJudge(input: AttemptsInput, candidates: AttemptStatus[]): Made | st
   const evidence = clip(candidates.map((c) => JSON.stringify(c)).join('\n'), JUDGE_EVIDENCE_MAX);
   const prompt = (judge?.prompt ?? '').replace(/\{\{\s*attempts\s*\}\}/g, evidence);
   const agent = { ...input.spec.agent, command: judge?.agent?.command ?? input.spec.agent.command };
-  const spec = { ...input.spec, agent, workspace: undefined, attempts: undefined };
+  const spec = { ...input.spec, agent, workspace: undefined, attempts: undefined, integrate: undefined };
   const plan = planChild(
     { name: input.task, spec, labels: input.labels, children: [] },
     { op: 'spawn', name: 'judge', prompt },

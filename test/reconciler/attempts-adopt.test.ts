@@ -10,8 +10,9 @@ import { attemptsPass } from '../../controller/reconciler/attempts.ts';
 import type { AttemptsInput } from '../../controller/reconciler/attempts.ts';
 import type { ChildView } from '../../controller/reconciler/children.ts';
 
-function spec(attempts: Record<string, unknown> = {}) {
+function spec(attempts: Record<string, unknown> = {}, over: Record<string, unknown> = {}) {
   return AgentTaskSpecSchema.parse({
+    ...over,
     prompt: 'do it',
     agent: { command: ['agent'] },
     workspace: { git: { url: 'https://example.com/r.git', ref: 'episodic/t' } },
@@ -127,5 +128,15 @@ describe('attemptsPass: the winner becomes the task', () => {
       'episodic/t/attempt-1',
       'episodic/t/attempt-3',
     ]);
+  });
+
+  it("the attempts run without spec.integrate (only the winner, as the task, enters the queue); all on one commit's branch", () => {
+    const integrate = { into: 'main', queue: 'q' };
+    const out = pass({ spec: spec({}, { integrate }), children: [] });
+    const made = out.actions[0]?.type === 'CreateTasks' ? out.actions[0].tasks : [];
+    assert.deepEqual(
+      made.map((t) => [t.name, t.spec.integrate, (t.spec.workspace as { git: { ref: string } }).git.ref]),
+      [1, 2, 3].map((n) => [`t-attempt-${n}`, undefined, `episodic/t/attempt-${n}`]),
+    );
   });
 });
