@@ -6,6 +6,8 @@ import { z } from 'zod';
 export const ATTEMPTS_MAX = 8;
 /** Characters of the candidates' evidence a judge's prompt gets. */
 export const JUDGE_EVIDENCE_MAX = 8 * 1024;
+/** Characters of each candidate's diff (against the commit the attempts started from) a judge's prompt gets. */
+export const JUDGE_DIFF_MAX = 4 * 1024;
 
 export const AttemptsSchema = z
   .strictObject({

@@ -17,6 +17,8 @@ import { reconcile } from '../reconciler/reconcile.ts';
 import type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from '../reconciler/reconcile.ts';
 import { mailboxCameUp } from '../reconciler/mail.ts';
 import { settled } from '../reconciler/settled.ts';
+import { diffsWanted } from '../reconciler/attempts.ts';
+import type { SpawnFacts } from '../reconciler/spawn-decide.ts';
 import { BudgetBook } from './budget-book.ts';
 import type { BudgetStore } from './budget-book.ts';
 import { systemClock } from './clock.ts';
@@ -213,13 +215,14 @@ export class Controller<T extends DesiredTask = DesiredTask> {
 
     const pass = { deleted, before, episode, now };
     let spawn = deleted ? undefined : await this.opts.spawn?.facts(task, before);
-    let out = reconcile({ ...this.facts(task, pass), spawn });
+    const attemptDiffs = await this.attemptDiffs(task, spawn);
+    let out = reconcile({ ...this.facts(task, pass), spawn, attemptDiffs });
     // The episode this pass starts may render a prompt that came up in it (the next step's, a pushed frame):
     // when that one reads the mailbox and the one before did not, the pass is decided again with it
     // (its facts gathered again after the await: the free slots may have changed).
     if (spawn && out.actions.some((a) => a.type === 'StartEpisode') && mailboxCameUp(task.spec, before, out.status)) {
       spawn = await this.opts.spawn?.facts(task, out.status);
-      out = reconcile({ ...this.facts(task, pass), spawn });
+      out = reconcile({ ...this.facts(task, pass), spawn, attemptDiffs });
     }
     if (out.actions.some((a) => a.type === 'RecordEpisode')) countEpisodeOps(this.opts.metrics, task, episode);
     this.budgetBook?.afterPass(task, before, out.status, out.heldByBudgets, now);
@@ -242,6 +245,13 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     this.schedule(key, out, starts);
     if (deleted && !out.status.currentEpisode) return this.release(task, !current);
     await executor.tidy(task, out.status);
+  }
+
+  /** Best-of-N: the candidates' diffs, read only in the pass that makes the judge (diffsWanted). */
+  private async attemptDiffs(task: T, spawn: SpawnFacts | undefined): Promise<Record<number, string> | undefined> {
+    const { executor } = this.opts;
+    const wanted = spawn && task.spec && executor.attemptDiffs ? diffsWanted(task.name, task.spec, spawn.children) : [];
+    return wanted.length > 0 ? executor.attemptDiffs?.(task, wanted) : undefined;
   }
 
   /** Everything reconcile() needs to know about the task, gathered from the ports and this loop. */

@@ -45,3 +45,16 @@ function retryOr(step: { errorClass: string; message: string }, what: string): A
   if (step.errorClass === 'transient') throw new GitError(`${what}: ${step.message}`, '', undefined);
   return { ok: false, message: `${what}: ${step.message}` };
 }
+
+/** What a clone's branch changed since it left `from` (its stat, then the patch); undefined when unknown. */
+export async function branchDiff(dir: string, from: string): Promise<string | undefined> {
+  const at = { cwd: dir, allowExit: [1, 128] };
+  const base = await git({}, ['merge-base', 'HEAD', `refs/remotes/origin/${branchName(from)}`], at);
+  if (base.code !== 0) return undefined;
+  const diff = await git(
+    {},
+    ['diff', '--no-color', '--no-ext-diff', '--stat', '--patch', base.stdout.trim(), 'HEAD'],
+    at,
+  );
+  return diff.code === 0 ? diff.stdout : undefined;
+}

@@ -6,7 +6,7 @@ import { TERMINAL_PHASES } from '../api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { clip } from '../api/bounds.ts';
 import type { AdoptOutcome, AttemptStatus, AttemptsStatus } from '../api/attempts.ts';
-import { JUDGE_EVIDENCE_MAX } from '../api/attempts.ts';
+import { JUDGE_DIFF_MAX, JUDGE_EVIDENCE_MAX } from '../api/attempts.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { normal, warning } from './actions.ts';
 import type { Action, Events } from './actions.ts';
@@ -24,6 +24,8 @@ export interface AttemptsInput {
   create: boolean;
   /** Whether the loop can make the winner's branch the task's (AdoptWinner), and what came of it. */
   adoption?: { supported: boolean; outcome?: AdoptOutcome };
+  /** Each candidate's diff by attempt number, gathered by the loop when diffsWanted says so. */
+  diffs?: Readonly<Record<number, string>>;
 }
 
 export interface AttemptsPass {
@@ -197,11 +199,38 @@ function planAttempt(input: AttemptsInput, n: number): Made | string {
   return { name: plan.name, spec: { ...own, workspace, limits: plan.spec.limits }, labels: plan.labels };
 }
 
-/** The judge: one child with the judge's prompt, {{attempts}} the candidates' evidence (bounded). */
+/**
+ * The attempts whose diffs the judge's prompt needs now (all ended, one succeeded, no judge yet): the loop
+ * gathers them (ReconcileInput.attemptDiffs) only then. Empty for any other task or pass.
+ */
+export function diffsWanted(task: string, spec: AgentTaskSpec, children: readonly ChildView[]): AttemptStatus[] {
+  const attempts = spec.attempts;
+  if (attempts?.select !== 'judge' || children.some((c) => c.name === judgeName(task))) return [];
+  const candidates = candidatesOf(task, attempts.count, children);
+  const seen = new Set(children.map((c) => c.name));
+  const over = candidates.every((c) => seen.has(c.task) && ended(c.phase));
+  return over && candidates.some((c) => c.phase === 'Succeeded') ? candidates : [];
+}
+
+/** {{attempts}}: each candidate's evidence, then its diff (bounded; agent-written, so no placeholder survives). */
+export function judgeEvidence(
+  candidates: readonly AttemptStatus[],
+  diffs: Readonly<Record<number, string>> = {},
+): string {
+  const evidence = clip(candidates.map((c) => JSON.stringify(c)).join('\n'), JUDGE_EVIDENCE_MAX);
+  const shown = candidates.map((c) => {
+    const diff = diffs[c.number];
+    const body = diff === undefined ? '(no diff available)' : diff.trim() ? clip(diff, JUDGE_DIFF_MAX) : '(no changes)';
+    return `--- attempt ${c.number} diff (${c.branch}) ---\n${body}`;
+  });
+  return [evidence, ...shown].join('\n\n').replaceAll('{{', '{ {');
+}
+
+/** The judge: one child with the judge's prompt, {{attempts}} the candidates' evidence and diffs (bounded). */
 function planJudge(input: AttemptsInput, candidates: AttemptStatus[]): Made | string {
   const judge = input.spec.attempts?.judge;
-  const evidence = clip(candidates.map((c) => JSON.stringify(c)).join('\n'), JUDGE_EVIDENCE_MAX);
-  const prompt = (judge?.prompt ?? '').replace(/\{\{\s*attempts\s*\}\}/g, evidence);
+  const evidence = judgeEvidence(candidates, input.diffs);
+  const prompt = (judge?.prompt ?? '').replace(/\{\{\s*attempts\s*\}\}/g, () => evidence);
   const agent = { ...input.spec.agent, command: judge?.agent?.command ?? input.spec.agent.command };
   const spec = { ...input.spec, agent, workspace: undefined, attempts: undefined, integrate: undefined };
   const plan = planChild(

@@ -20,7 +20,7 @@ export function fanOutDecision(
   }
   const facts = { task: input.name, labels: input.labels, spec: input.spec, status, children: input.spawn.children };
   const pass =
-    attemptsPass({ ...facts, create: !input.shuttingDown, adoption: input.adoption }) ??
+    attemptsPass({ ...facts, create: !input.shuttingDown, adoption: input.adoption, diffs: input.attemptDiffs }) ??
     fanOutPass({
       task: input.name,
       labels: input.labels,

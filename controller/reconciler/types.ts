@@ -89,6 +89,8 @@ export interface ReconcileInput {
   spawn?: SpawnFacts;
   /** Best-of-N: whether the executor can make the winner's branch the task's, and its last AdoptWinner's outcome. */
   adoption?: { supported: boolean; outcome?: AdoptOutcome };
+  /** Best-of-N with a judge: each candidate's diff by attempt number (attempts.ts diffsWanted), bounded. */
+  attemptDiffs?: Readonly<Record<number, string>>;
   now: Date;
   /** In [0, 1): the caller's randomness for backoff jitter. */
   jitter: number;

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { FAKE_CLAUDE, NODE, readStatus, runCli, specDir, tempDir } from '../support/local.ts';
+import { FAKE_CLAUDE, NODE, readStatus, recordedPrompts, runCli, specDir, tempDir } from '../support/local.ts';
 
 function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], {
@@ -120,9 +120,16 @@ test('best-of-3 with a judge: the judge writing 2 makes attempt 2 the winner; ke
   bestOf3(
     dir,
     { select: 'judge', judge: judgeAgent, keepLosers: true },
-    JSON.stringify({ default: { mode: 'success', outputs: { winner: '2' } } }),
+    JSON.stringify({ record: 'runs.jsonl', default: { mode: 'success', outputs: { winner: '2' } } }),
   );
   await runCli(['run', dir], { timeoutMs: 150_000 });
+  // The judge saw each candidate's evidence and its diff against the commit the attempts started from.
+  const [prompt] = recordedPrompts(join(dir, '.episodic/workspaces/default/t-judge/runs.jsonl'));
+  for (const n of [1, 2, 3])
+    assert.match(prompt ?? '', new RegExp(`--- attempt ${n} diff \\(episodic/t/attempt-${n}\\) ---`));
+  assert.match(prompt ?? '', /\+\+\+ b\/bad\.txt\n@@ -0,0 \+1 @@\n\+breaks the gate/);
+  assert.match(prompt ?? '', /work\.txt \| 5 \+{5}/);
+  assert.match(prompt ?? '', /"number":3,"task":"t-attempt-3"/);
   const status = readStatus(dir, 't')?.status;
   assert.equal(status?.phase, 'Succeeded', status?.message);
   assert.equal(status?.attempts?.winner, 2);

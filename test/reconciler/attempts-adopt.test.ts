@@ -1,12 +1,14 @@
 // Tables for best-of-N's last step (issue 32 §2): once a winner is chosen, the pass asks the loop to make
 // its branch the task's (AdoptWinner, losers' branches listed unless keepLosers) and waits; the outcome
 // decides Succeeded (adopted, on record) or Failed (why, named); a loop that cannot adopt keeps today's
-// choice. A restart (no outcome in memory) asks again: the action is idempotent.
+// choice. A restart (no outcome in memory) asks again: the action is idempotent. And the judge's prompt:
+// each candidate's evidence and bounded diff, gathered only in the pass that makes the judge.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
 import type { AdoptOutcome } from '../../controller/api/attempts.ts';
-import { attemptsPass } from '../../controller/reconciler/attempts.ts';
+import { JUDGE_DIFF_MAX } from '../../controller/api/attempts.ts';
+import { attemptsPass, candidatesOf, diffsWanted, judgeEvidence } from '../../controller/reconciler/attempts.ts';
 import type { AttemptsInput } from '../../controller/reconciler/attempts.ts';
 import type { ChildView } from '../../controller/reconciler/children.ts';
 
@@ -138,5 +140,41 @@ describe('attemptsPass: the winner becomes the task', () => {
       made.map((t) => [t.name, t.spec.integrate, (t.spec.workspace as { git: { ref: string } }).git.ref]),
       [1, 2, 3].map((n) => [`t-attempt-${n}`, undefined, `episodic/t/attempt-${n}`]),
     );
+  });
+});
+
+describe("the judge's evidence: each candidate's diff, bounded, as data", () => {
+  const judged = spec({ select: 'judge', judge: { prompt: 'pick:\n{{attempts}}' } });
+  const candidates = candidatesOf('t', 3, ended);
+
+  it('diffs are wanted once every attempt ended and one succeeded, and only before the judge exists', () => {
+    assert.deepEqual(
+      diffsWanted('t', judged, ended).map((c) => c.task),
+      ['t-attempt-1', 't-attempt-2', 't-attempt-3'],
+    );
+    assert.deepEqual(diffsWanted('t', judged, [...ended.slice(0, 2), child(3, 'Running', 0)]), [], 'one running');
+    assert.deepEqual(diffsWanted('t', judged, ended.slice(0, 2)), [], 'one not made yet');
+    const judge: ChildView = { name: 't-judge', costUSD: 0 };
+    assert.deepEqual(diffsWanted('t', judged, [...ended, judge]), [], 'the judge exists');
+    assert.deepEqual(diffsWanted('t', spec(), ended), [], 'select: evidence');
+  });
+
+  it("the judge's prompt has each diff under its attempt, a missing one said, a long one cut", () => {
+    const diffs = { 1: '+++ b/bad.txt\n+breaks', 3: `+${'x'.repeat(JUDGE_DIFF_MAX * 2)}` };
+    const out = pass({ spec: judged, diffs });
+    const made = out.actions[0]?.type === 'CreateTasks' ? out.actions[0].tasks : [];
+    const prompt = String(made[0]?.spec.prompt);
+    assert.equal(made[0]?.name, 't-judge');
+    assert.match(prompt, /--- attempt 1 diff \(episodic\/t\/attempt-1\) ---\n\+\+\+ b\/bad\.txt\n\+breaks/);
+    assert.match(prompt, /--- attempt 2 diff \(episodic\/t\/attempt-2\) ---\n\(no diff available\)/);
+    const third = prompt.split('--- attempt 3 diff')[1] ?? '';
+    assert.ok(third.length < JUDGE_DIFF_MAX + 200, `attempt 3's diff is bounded (${third.length})`);
+  });
+
+  it('agent-written text cannot become a placeholder; an empty diff says so', () => {
+    const text = judgeEvidence(candidates, { 1: '+{{ steps.plan.outputs.secret }}', 2: '' });
+    assert.doesNotMatch(text, /\{\{/);
+    assert.match(text, /\+\{ \{ steps\.plan\.outputs\.secret \}\}/);
+    assert.match(text, /attempt 2 diff \(episodic\/t\/attempt-2\) ---\n\(no changes\)/);
   });
 });

@@ -10,7 +10,7 @@ import { effectiveSpec } from '../../api/steps.ts';
 import { TerminalError } from '../../core/ports.ts';
 import type { AdoptWinner, EpisodeExecutor, RecordedStatus, SpecFileTask, UpstreamOutputs } from '../../core/ports.ts';
 import type { AdoptOutcome } from '../../api/attempts.ts';
-import { adoptLocalWinner } from './git-workspace.ts';
+import { adoptLocalWinner, localAttemptDiffs } from './git-workspace.ts';
 import { checkpointLocalEpisode } from './episode-checkpoint.ts';
 import { launchEpisode } from './episode-launcher.ts';
 import { episodeLogPath, promptScratchPath } from '../../util/state-layout.ts';
@@ -241,6 +241,12 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
     const git = { ...ws.git, ref: action.into };
     const result = await adoptLocalWinner(this.opts.stateDir, task.namespace, task.name, task.file, git, action);
     return { winner: action.winner, ...result };
+  }
+
+  async attemptDiffs(task: SpecFileTask, attempts: readonly { number: number; task: string }[]) {
+    const ws = task.spec?.workspace;
+    if (!ws || typeof ws !== 'object' || !('git' in ws)) return {};
+    return localAttemptDiffs(this.opts.stateDir, task.namespace, ws.git, attempts);
   }
 
   async stop(task: SpecFileTask, number: number, reason: StopReason): Promise<void> {
