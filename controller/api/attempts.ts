@@ -75,6 +75,7 @@ export type AttemptsStatus = z.infer<typeof AttemptsStatusSchema>;
 export type Adopted = z.infer<typeof AdoptedSchema>;
 
 /** What the loop reports of an AdoptWinner it carried out (in memory: a restart carries it out again). */
-export type AdoptOutcome =
-  | { winner: number; ok: true; adopted: Adopted }
-  | { winner: number; ok: false; message: string };
+export type AdoptOutcome = { winner: number; from: string } & (
+  | { ok: true; adopted: Adopted }
+  | { ok: false; message: string }
+);

@@ -215,7 +215,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
 
     const pass = { deleted, before, episode, now };
     let spawn = deleted ? undefined : await this.opts.spawn?.facts(task, before);
-    const attemptDiffs = await this.attemptDiffs(task, spawn);
+    const attemptDiffs = await this.attemptDiffs(task, before, spawn);
     let out = reconcile({ ...this.facts(task, pass), spawn, attemptDiffs });
     // The episode this pass starts may render a prompt that came up in it (the next step's, a pushed frame):
     // when that one reads the mailbox and the one before did not, the pass is decided again with it
@@ -248,9 +248,14 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   }
 
   /** Best-of-N: the candidates' diffs, read only in the pass that makes the judge (diffsWanted). */
-  private async attemptDiffs(task: T, spawn: SpawnFacts | undefined): Promise<Record<number, string> | undefined> {
+  private async attemptDiffs(
+    task: T,
+    status: AgentTaskStatus,
+    spawn: SpawnFacts | undefined,
+  ): Promise<Record<number, string> | undefined> {
     const { executor } = this.opts;
-    const wanted = spawn && task.spec && executor.attemptDiffs ? diffsWanted(task.name, task.spec, spawn.children) : [];
+    const wanted =
+      spawn && task.spec && executor.attemptDiffs ? diffsWanted(task.name, task.spec, status, spawn.children) : [];
     return wanted.length > 0 ? executor.attemptDiffs?.(task, wanted) : undefined;
   }
 

@@ -14,6 +14,7 @@ import type { ChildView } from './children.ts';
 import { isTerminal } from './children.ts';
 import { bestByEvidence, judgeVerdict } from './attempts-select.ts';
 import { planChild } from './spawn.ts';
+import { advanceStep, withRecord } from './steps.ts';
 
 export interface AttemptsInput {
   task: string;
@@ -24,6 +25,8 @@ export interface AttemptsInput {
   create: boolean;
   /** Whether the loop can make the winner's branch the task's (AdoptWinner), and what came of it. */
   adoption?: { supported: boolean; outcome?: AdoptOutcome };
+  /** A step's attempts advance the task to its next step at this time. */
+  now?: Date;
   /** Each candidate's diff by attempt number, gathered by the loop when diffsWanted says so. */
   diffs?: Readonly<Record<number, string>>;
 }
@@ -62,10 +65,46 @@ export function candidatesOf(task: string, count: number, children: readonly Chi
 
 const ended = (phase: string | undefined) => (TERMINAL_PHASES as readonly string[]).includes(phase ?? '');
 
+/**
+ * Whose attempts run now: the task's (spec.attempts), or the current step's (TASK-STEP-attempt-N on
+ * episodic/TASK-STEP/attempt-N, each a one-step task of that step), or none.
+ */
+export function attemptsScope(
+  task: string,
+  spec: AgentTaskSpec,
+  status: AgentTaskStatus,
+): { prefix: string; spec: AgentTaskSpec; stepIndex?: number } | undefined {
+  if (spec.attempts) return { prefix: task, spec };
+  const index = status.step?.index ?? 0;
+  const step = spec.steps?.[index - 1];
+  if (!step?.attempts) return undefined;
+  const { attempts, ...only } = step;
+  const { integrate: _i, prompt: _p, promptFile: _f, ...rest } = spec;
+  return { prefix: `${task}-${step.name}`, spec: { ...rest, attempts, steps: [only] }, stepIndex: index };
+}
+
 export function attemptsPass(input: AttemptsInput): AttemptsPass | undefined {
+  const scope = attemptsScope(input.task, input.spec, input.status);
+  if (!scope) return undefined;
+  const pass = taskAttemptsPass({ ...input, task: scope.prefix, spec: scope.spec });
+  return scope.stepIndex ? stepAttemptsEnd(pass, input, scope.stepIndex) : pass;
+}
+
+/** A step's attempts chose (and adopted) a winner: the step succeeds with its outputs and the task goes on. */
+function stepAttemptsEnd(pass: AttemptsPass, input: AttemptsInput, index: number): AttemptsPass {
+  if (pass.status.phase !== 'Succeeded') return pass;
+  const rec = input.status.steps?.[index - 1];
+  if (!rec) return pass;
+  const withOutputs = withRecord(pass.status, index, { ...rec, outputs: pass.status.outputs });
+  const last = index >= (input.spec.steps?.length ?? 0);
+  const status = last ? withOutputs : { ...withOutputs, outputs: input.status.outputs };
+  const advanced = advanceStep(status, input.spec, input.now ?? new Date(0));
+  return { status: advanced.status, actions: pass.actions, events: [...pass.events, ...advanced.events] };
+}
+
+function taskAttemptsPass(input: AttemptsInput): AttemptsPass {
   const { spec, status, task } = input;
-  const attempts = spec.attempts;
-  if (!attempts) return undefined;
+  const attempts = spec.attempts as NonNullable<AgentTaskSpec['attempts']>;
   const seen = new Set(input.children.map((c) => c.name));
   const candidates = candidatesOf(task, attempts.count, input.children);
   const missing = candidates.filter((c) => !seen.has(c.task));
@@ -126,7 +165,8 @@ function choose(
   const into = taskRef(spec);
   const outcome = input.adoption?.outcome;
   const adopting = input.adoption?.supported && into && winner.phase === 'Succeeded';
-  if (adopting && outcome?.winner !== winner.number) {
+  const fresh = outcome?.winner === winner.number && outcome.from === winner.branch;
+  if (adopting && !fresh) {
     const next = withAttempts(status, { ...base, phase: 'Adopting' });
     const message = `${chose}; making it ${into}`;
     const action: Action = {
@@ -203,10 +243,16 @@ function planAttempt(input: AttemptsInput, n: number): Made | string {
  * The attempts whose diffs the judge's prompt needs now (all ended, one succeeded, no judge yet): the loop
  * gathers them (ReconcileInput.attemptDiffs) only then. Empty for any other task or pass.
  */
-export function diffsWanted(task: string, spec: AgentTaskSpec, children: readonly ChildView[]): AttemptStatus[] {
-  const attempts = spec.attempts;
-  if (attempts?.select !== 'judge' || children.some((c) => c.name === judgeName(task))) return [];
-  const candidates = candidatesOf(task, attempts.count, children);
+export function diffsWanted(
+  task: string,
+  taskSpec: AgentTaskSpec,
+  status: AgentTaskStatus,
+  children: readonly ChildView[],
+): AttemptStatus[] {
+  const scope = attemptsScope(task, taskSpec, status);
+  const attempts = scope?.spec.attempts;
+  if (!scope || attempts?.select !== 'judge' || children.some((c) => c.name === judgeName(scope.prefix))) return [];
+  const candidates = candidatesOf(scope.prefix, attempts.count, children);
   const seen = new Set(children.map((c) => c.name));
   const over = candidates.every((c) => seen.has(c.task) && ended(c.phase));
   return over && candidates.some((c) => c.phase === 'Succeeded') ? candidates : [];

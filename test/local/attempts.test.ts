@@ -159,3 +159,34 @@ test('best-of-3 with a judge writing garbage: evidence chooses, and the status s
     /won by evidence \(the judge's winner "the second one, surely" is no attempt's number; evidence chose instead\)/,
   );
 });
+
+test("attempts on a step: the smaller attempt's branch becomes the task's, and the next step works on it", async () => {
+  const dir = tempDir();
+  const bare = join(dir, 'origin.git');
+  git(dir, 'init', '--quiet', '--bare', '--initial-branch=main', bare);
+  const seed = join(dir, 'seed');
+  git(dir, 'clone', '--quiet', bare, seed);
+  const tasks = {
+    't-impl-attempt-1': { mode: 'success', writeFiles: { 'impl.txt': lines(20) } },
+    't-impl-attempt-2': { mode: 'success', writeFiles: { 'impl.txt': lines(4) } },
+    t: { mode: 'success', writeFiles: { 'report.txt': 'reported' } },
+  };
+  writeFileSync(join(seed, '.fake-agent.json'), JSON.stringify({ tasks }));
+  git(seed, 'add', '.');
+  git(seed, 'commit', '--quiet', '-m', 'seed');
+  git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main');
+  const steps = [
+    { name: 'impl', prompt: 'implement', attempts: { count: 2 } },
+    { name: 'report', prompt: 'report on it' },
+  ];
+  const spec = { prompt: undefined, workspace: { git: { url: 'origin.git', ref: 'main' } }, steps };
+  specDir([{ name: 't', spec: { ...spec, limits: { maxEpisodes: 2, episodeTimeoutSeconds: 30 } } }], { dir });
+  const run = await runCli(['run', dir], { timeoutMs: 150_000 });
+  const status = readStatus(dir, 't')?.status;
+  assert.equal(status?.phase, 'Succeeded', `${status?.message}\n${run.stderr.slice(-2000)}`);
+  assert.equal(status?.steps?.[0]?.outputs?.branch, 'episodic/t-impl/attempt-2');
+  assert.equal(status?.attempts?.winner, 2);
+  assert.equal(git(bare, 'show', 'main:impl.txt'), lines(4), "the winner's work is on the task's branch");
+  assert.equal(git(bare, 'show', 'main:report.txt'), 'reported', 'the next step worked on top of it');
+  assert.deepEqual(heads(bare), ['episodic/t-impl/attempt-2', 'main']);
+});

@@ -50,6 +50,7 @@ function pass(over: Partial<AttemptsInput> = {}) {
 
 const adopted = (winner: number, deleted: string[]): AdoptOutcome => ({
   winner,
+  from: `episodic/t/attempt-${winner}`,
   ok: true,
   adopted: { into: 'episodic/t', commit: 'abc123def4567890', deletedBranches: deleted, keptBranches: [] },
 });
@@ -98,7 +99,12 @@ describe('attemptsPass: the winner becomes the task', () => {
   });
 
   it('adoption refused (the task branch moved): Failed, saying why', () => {
-    const outcome: AdoptOutcome = { winner: 3, ok: false, message: 'episodic/t moved since the attempts started' };
+    const outcome: AdoptOutcome = {
+      winner: 3,
+      from: 'episodic/t/attempt-3',
+      ok: false,
+      message: 'episodic/t moved since the attempts started',
+    };
     const out = pass({ adoption: { supported: true, outcome } });
     assert.equal(out.status.phase, 'Failed');
     assert.equal(out.status.reason, 'AttemptNotAdopted');
@@ -149,14 +155,18 @@ describe("the judge's evidence: each candidate's diff, bounded, as data", () => 
 
   it('diffs are wanted once every attempt ended and one succeeded, and only before the judge exists', () => {
     assert.deepEqual(
-      diffsWanted('t', judged, ended).map((c) => c.task),
+      diffsWanted('t', judged, emptyStatus(), ended).map((c) => c.task),
       ['t-attempt-1', 't-attempt-2', 't-attempt-3'],
     );
-    assert.deepEqual(diffsWanted('t', judged, [...ended.slice(0, 2), child(3, 'Running', 0)]), [], 'one running');
-    assert.deepEqual(diffsWanted('t', judged, ended.slice(0, 2)), [], 'one not made yet');
+    assert.deepEqual(
+      diffsWanted('t', judged, emptyStatus(), [...ended.slice(0, 2), child(3, 'Running', 0)]),
+      [],
+      'one running',
+    );
+    assert.deepEqual(diffsWanted('t', judged, emptyStatus(), ended.slice(0, 2)), [], 'one not made yet');
     const judge: ChildView = { name: 't-judge', costUSD: 0 };
-    assert.deepEqual(diffsWanted('t', judged, [...ended, judge]), [], 'the judge exists');
-    assert.deepEqual(diffsWanted('t', spec(), ended), [], 'select: evidence');
+    assert.deepEqual(diffsWanted('t', judged, emptyStatus(), [...ended, judge]), [], 'the judge exists');
+    assert.deepEqual(diffsWanted('t', spec(), emptyStatus(), ended), [], 'select: evidence');
   });
 
   it("the judge's prompt has each diff under its attempt, a missing one said, a long one cut", () => {

@@ -237,10 +237,15 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
   async adoptWinner(task: SpecFileTask, action: AdoptWinner): Promise<AdoptOutcome> {
     const ws = task.spec?.workspace;
     if (!ws || typeof ws !== 'object' || !('git' in ws))
-      return { winner: action.winner, ok: false, message: 'spec.workspace: attempts need a git workspace' };
+      return {
+        winner: action.winner,
+        from: action.from,
+        ok: false,
+        message: 'spec.workspace: attempts need a git workspace',
+      };
     const git = { ...ws.git, ref: action.into };
     const result = await adoptLocalWinner(this.opts.stateDir, task.namespace, task.name, task.file, git, action);
-    return { winner: action.winner, ...result };
+    return { winner: action.winner, from: action.from, ...result };
   }
 
   async attemptDiffs(task: SpecFileTask, attempts: readonly { number: number; task: string }[]) {
