@@ -4,10 +4,20 @@
 // evidence, and the status says so.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { FAKE_CLAUDE, NODE, readStatus, recordedPrompts, runCli, specDir, tempDir } from '../support/local.ts';
+import {
+  FAKE_CLAUDE,
+  NODE,
+  readStatus,
+  recordedPrompts,
+  runCli,
+  specDir,
+  startCli,
+  tempDir,
+} from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], {
@@ -30,7 +40,7 @@ function repoWithAttempts(): { dir: string; bare: string; start: string } {
   const tasks: Record<string, unknown> = {
     't-attempt-1': { mode: 'success', writeFiles: { 'bad.txt': 'breaks the gate' } },
     't-attempt-2': { mode: 'success', writeFiles: { 'work.txt': lines(30) } },
-    't-attempt-3': { mode: 'success', writeFiles: { 'work.txt': lines(5) } },
+    't-attempt-3': { mode: 'success', writeFiles: { 'work.txt': lines(5) }, delayMs: 1500 },
   };
   writeFileSync(join(seed, '.fake-agent.json'), JSON.stringify({ tasks }));
   git(seed, 'add', '.');
@@ -189,4 +199,23 @@ test("attempts on a step: the smaller attempt's branch becomes the task's, and t
   assert.equal(git(bare, 'show', 'main:impl.txt'), lines(4), "the winner's work is on the task's branch");
   assert.equal(git(bare, 'show', 'main:report.txt'), 'reported', 'the next step worked on top of it');
   assert.deepEqual(heads(bare), ['episodic/t-impl/attempt-2', 'main']);
+});
+
+test('kill -9 mid-attempts: after a restart no attempt is lost or made twice, and the winner is adopted once', async () => {
+  const { dir, bare } = repoWithAttempts();
+  bestOf3(dir, { select: 'evidence' });
+  const run = startCli(['run', dir]);
+  // Attempt 3's agent takes 1.5 s: the controller dies while it works, the others made (maybe ended).
+  const running = () => readStatus(dir, 't-attempt-3')?.status.phase === 'Running';
+  await waitFor("attempt 3's episode running", running, 60_000);
+  run.child.kill('SIGKILL');
+  await run.exited;
+  const res = await runCli(['run', dir], { timeoutMs: 150_000 });
+  const status = readStatus(dir, 't')?.status;
+  assert.equal(status?.phase, 'Succeeded', `${status?.message}\n${res.stderr.slice(-2000)}`);
+  assert.equal(status?.attempts?.winner, 3);
+  const tasks = readdirSync(join(dir, '.episodic/workspaces/default')).filter((n) => n.startsWith('t-attempt-'));
+  assert.deepEqual(tasks.sort(), ['t-attempt-1', 't-attempt-2', 't-attempt-3'], 'three attempts, none doubled');
+  assert.equal(git(bare, 'show', 'main:work.txt'), lines(5), "the winner's work once");
+  assert.deepEqual(heads(bare), ['episodic/t/attempt-3', 'main']);
 });
