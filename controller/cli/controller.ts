@@ -32,6 +32,7 @@ export interface ControllerCliOptions {
   logLevel: string;
   consoleListen?: string;
   hooksAddr?: string;
+  sandboxProxyListen?: string;
 }
 
 export function registerController(program: Command): void {
@@ -104,6 +105,10 @@ export function registerController(program: Command): void {
       '--hooks-addr <host:port>',
       'serve POST /hooks/NAMESPACE/TRIGGER (signed forge webhooks for AgentTriggers); a bare port binds 127.0.0.1',
     )
+    .option(
+      '--sandbox-proxy-listen <host:port>',
+      `serve the CONNECT proxy of sandboxed pods' allowHosts here (credentials keyed by $${PROXY_KEY_ENV})`,
+    )
     .action(async (opts: ControllerCliOptions) => {
       process.exitCode = await controllerCommand(opts);
     });
@@ -166,6 +171,7 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
       stop: stop.signal,
       consoleListen: opts.consoleListen || undefined,
       hooksAddr: opts.hooksAddr || undefined,
+      sandboxProxy: settings.sandboxProxy,
     });
     return end === 'stopped' ? 0 : 1;
   } finally {
@@ -173,6 +179,23 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
     process.off('SIGTERM', onSignal);
     log.flush();
   }
+}
+
+const PROXY_KEY_ENV = 'EPISODIC_SANDBOX_PROXY_KEY';
+const PROXY_KEY_MIN = 32;
+
+/** --sandbox-proxy-listen and its key: the same key on every replica and across restarts, or pods are refused. */
+export function sandboxProxySettings(
+  listen: string | undefined,
+  env: NodeJS.ProcessEnv,
+): { listen: string; key: Buffer } | undefined {
+  if (!listen) return undefined;
+  const key = env[PROXY_KEY_ENV] ?? '';
+  if (key.length < PROXY_KEY_MIN)
+    throw new UsageError(
+      `--sandbox-proxy-listen: set ${PROXY_KEY_ENV} to a secret of ${PROXY_KEY_MIN}+ characters (the chart makes one)`,
+    );
+  return { listen, key: Buffer.from(key) };
 }
 
 /** The numeric and duration flags, checked; a bad one throws a UsageError naming it. */
@@ -192,5 +215,6 @@ function parseSettings(opts: ControllerCliOptions) {
     watchTimeoutSeconds: Math.max(1, Math.round(parseDuration('--watch-timeout', opts.watchTimeout) / 1000)),
     watchdogMs: opts.watchWatchdog === undefined ? undefined : parseDuration('--watch-watchdog', opts.watchWatchdog),
     lease: { leaseDurationMs, renewDeadlineMs, retryPeriodMs: parseDuration('--retry-period', opts.retryPeriod) },
+    sandboxProxy: sandboxProxySettings(opts.sandboxProxyListen, process.env),
   };
 }

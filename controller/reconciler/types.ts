@@ -9,6 +9,7 @@ import type { BudgetFacts } from './budget.ts';
 import type { DependencyFact } from './dependencies.ts';
 import type { SpawnFacts } from './spawn-decide.ts';
 import type { AdoptOutcome } from '../api/attempts.ts';
+import type { CredentialsPaused } from './credentials-hold.ts';
 
 /** Grace past the episode timeout before the reconciler itself asks for a stop (the executor should have). */
 export const DEADLINE_GRACE_MS = 30_000;
@@ -91,6 +92,8 @@ export interface ReconcileInput {
   adoption?: { supported: boolean; outcome?: AdoptOutcome };
   /** Best-of-N with a judge: each candidate's diff by attempt number (attempts.ts diffsWanted), bounded. */
   attemptDiffs?: Readonly<Record<number, string>>;
+  /** spec.agent.credentials: set while every credential of that pool is paused by a usage limit. */
+  credentialsPaused?: CredentialsPaused;
   now: Date;
   /** In [0, 1): the caller's randomness for backoff jitter. */
   jitter: number;

@@ -1,5 +1,6 @@
 // The Pod of one episode. Its name is a pure function of (task, episode number), so creating it twice is
 // harmless (AlreadyExists) and a restarted controller finds, and adopts, the pod it created before.
+import { PROXY_VARIABLES } from './proxy-env.ts';
 import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import { API_VERSION, KIND } from '../../api/agent-task.ts';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_WORKSPACE, TERMINATION_LOG } from '../../api/episode-config.ts';
@@ -71,6 +72,8 @@ export interface EpisodePodInput {
   /** Agent ops: the task's stack as it stands (status.stack.frames), and more placeholders ({{bb.KEY}}…). */
   stack?: readonly Frame[];
   more?: Readonly<Record<string, string>>;
+  /** spec.sandbox.allowHosts: the controller's CONNECT proxy variables (proxy-env.ts), set last. */
+  proxyEnv?: ReadonlyArray<{ name: string; value: string }>;
 }
 
 /** The step's gates and, in a fix episode, the failed gate for {{gate.name}} and {{gate.output}}. */
@@ -150,6 +153,9 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
     .map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
   if (![...userEnv, ...defaultEnv].some((e) => e.name === 'HOME')) env.push({ name: 'HOME', value: HOME_DIR });
   env.push(...defaultEnv, ...userEnv);
+  // The controller's proxy variables win: a task's own HTTPS_PROXY would only bypass its allowHosts.
+  const proxy = input.proxyEnv ?? [];
+  if (proxy.length > 0) env.splice(0, env.length, ...env.filter((e) => !PROXY_VARIABLES.includes(e.name)), ...proxy);
 
   const envFrom: EnvFromSource[] = (spec.agent.envFrom ?? []).map((e) => stripUndefined({ ...e }));
   const workspace = workspaceVolume(spec.workspace);

@@ -22,6 +22,7 @@ import { episodePodName, podEpisode, TASK_LABEL } from '../../kube/names.ts';
 import { buildEpisodePod } from './episode-pod.ts';
 import { buildNetworkPolicy, enforceProblem, networkPolicyName } from './network-policy.ts';
 import type { Sandbox } from '../../api/sandbox.ts';
+import { proxyAllowOf, proxyEnv } from './proxy-env.ts';
 import { isFinishedPod, isRunningPod, observeDeletedPod, observePod } from './pod-outcome.ts';
 import { clusterPromptVars } from '../../ops/cluster-prompt.ts';
 
@@ -37,6 +38,8 @@ export interface PodExecutorOptions {
   /** How long a pod may fail to pull its image before its episode is fatal. */
   imagePullGraceMs: number;
   episodeDefaults?: EpisodeDefaults;
+  /** The key of the controller's CONNECT proxy credentials (sandbox-proxy.ts); none: pods get no proxy. */
+  proxyKey?: Buffer;
 }
 
 export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
@@ -116,7 +119,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       this.notify(task.key);
       return {};
     }
-    if (spec.sandbox?.enabled) await this.ensurePolicy(task, spec.sandbox);
+    if (spec.sandbox?.enabled) await this.ensurePolicy(task, spec.sandbox, proxyAllowOf(spec) !== undefined);
     const pod = buildEpisodePod({
       stack,
       more: await clusterPromptVars(this.opts.client, task.namespace, spec, stack),
@@ -130,6 +133,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       promptVars: task.promptVars,
       defaults: this.opts.episodeDefaults,
       status,
+      proxyEnv: proxyEnv(task, spec, this.opts.episodeDefaults?.sandbox?.proxy, this.opts.proxyKey),
     });
     const path = `/api/v1/namespaces/${task.namespace}/pods`;
     try {
@@ -210,12 +214,13 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
   }
 
   /** The task's NetworkPolicy as its sandbox says, before its pod exists (a pod never runs unfenced). */
-  private async ensurePolicy(task: ClusterTask, sandbox: Sandbox): Promise<void> {
+  private async ensurePolicy(task: ClusterTask, sandbox: Sandbox, proxied: boolean): Promise<void> {
     const uid = task.object.metadata.uid as string;
     const policy = buildNetworkPolicy(
       { name: task.name, namespace: task.namespace, uid },
       sandbox,
       this.opts.episodeDefaults?.sandbox,
+      proxied,
     );
     const path = `/apis/networking.k8s.io/v1/namespaces/${task.namespace}/networkpolicies`;
     try {
