@@ -338,6 +338,15 @@ export const AgentTaskSpecSchema = z
       });
     if (spec.attempts?.select === 'judge' && !spec.attempts.judge)
       ctx.addIssue({ code: 'custom', path: ['attempts', 'judge'], message: 'select: judge needs judge.prompt' });
+    for (const [i, step] of (spec.steps ?? []).entries()) {
+      if (!step.attempts) continue;
+      const why = spec.attempts
+        ? 'attempts on the task and on a step, not both'
+        : !(ws && typeof ws === 'object' && 'git' in ws)
+          ? 'attempts need a git workspace (each on its own branch)'
+          : undefined;
+      if (why) ctx.addIssue({ code: 'custom', path: ['steps', i, 'attempts'], message: why });
+    }
     for (const ref of outputRefProblems(spec).errors) ctx.addIssue({ code: 'custom', ...ref });
   })
   .meta({

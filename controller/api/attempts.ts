@@ -6,6 +6,8 @@ import { z } from 'zod';
 export const ATTEMPTS_MAX = 8;
 /** Characters of the candidates' evidence a judge's prompt gets. */
 export const JUDGE_EVIDENCE_MAX = 8 * 1024;
+/** Characters of each candidate's diff (against the commit the attempts started from) a judge's prompt gets. */
+export const JUDGE_DIFF_MAX = 4 * 1024;
 
 export const AttemptsSchema = z
   .strictObject({
@@ -28,6 +30,10 @@ export const AttemptsSchema = z
           .describe("the judge's command (default: the task's agent)"),
       })
       .optional(),
+    keepLosers: z
+      .boolean()
+      .default(false)
+      .describe("keep the losing attempts' branches on the remote (default: deleted once the winner is the task's)"),
   })
   .describe('best-of-N: N attempts of the task in parallel, the best one is its result');
 
@@ -46,13 +52,30 @@ export const AttemptStatusSchema = z.object({
   finishedAt: z.string().optional(),
 });
 
+/** The winner's branch made the task's own (its workspace ref fast-forwarded to it), and what became of the losers'. */
+export const AdoptedSchema = z.object({
+  into: z.string(),
+  commit: z.string().optional(),
+  deletedBranches: z.array(z.string()).max(ATTEMPTS_MAX).default([]),
+  keptBranches: z.array(z.string()).max(ATTEMPTS_MAX).default([]),
+});
+
 export const AttemptsStatusSchema = z.object({
-  phase: z.enum(['Running', 'Judging', 'Chosen', 'NoneSucceeded']),
+  /** Adopting: the winner is chosen and its branch is being made the task's (the loop's AdoptWinner). */
+  phase: z.enum(['Running', 'Judging', 'Adopting', 'Chosen', 'NoneSucceeded']),
   candidates: z.array(AttemptStatusSchema).max(ATTEMPTS_MAX),
   winner: z.number().int().min(1).optional(),
   selectedBy: z.enum(['evidence', 'judge']).optional(),
   /** Why the judge's verdict was not used (missing or invalid), when evidence chose instead. */
   judgeFallback: z.string().optional(),
+  adopted: AdoptedSchema.optional(),
 });
 export type AttemptStatus = z.infer<typeof AttemptStatusSchema>;
 export type AttemptsStatus = z.infer<typeof AttemptsStatusSchema>;
+export type Adopted = z.infer<typeof AdoptedSchema>;
+
+/** What the loop reports of an AdoptWinner it carried out (in memory: a restart carries it out again). */
+export type AdoptOutcome = { winner: number; from: string } & (
+  | { ok: true; adopted: Adopted }
+  | { ok: false; message: string }
+);

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { duplicateGateNames, GATES_MAX, gateSchema } from './gates.ts';
 import { ForEachSchema } from './for-each.ts';
+import { AttemptsSchema } from './attempts.ts';
 import { ScopeSchema, SkipWhenSchema } from './scope.ts';
 import { SandboxSchema } from './sandbox.ts';
 
@@ -78,6 +79,8 @@ export function stepSchema<A extends Shape, C extends Shape, L extends Shape>(pa
       // Fan-out (api/for-each.ts): the step's prompt is each child's, with {{item}} filled in.
       forEach: ForEachSchema.optional(),
       sandbox: SandboxSchema.optional().describe("replaces the task's sandbox for this step's episodes"),
+      // Best-of-N (api/attempts.ts) for this step: its attempts run the step, the winner's branch goes on.
+      attempts: AttemptsSchema.optional(),
     })
     .superRefine((step, ctx) => {
       if ((step.prompt === undefined) === (step.promptFile === undefined))
@@ -90,6 +93,10 @@ export function stepSchema<A extends Shape, C extends Shape, L extends Shape>(pa
         });
       if (step.forEach && step.gates?.length)
         ctx.addIssue({ code: 'custom', path: ['gates'], message: 'a forEach step runs no episode of its own to gate' });
+      if (step.forEach && step.attempts)
+        ctx.addIssue({ code: 'custom', path: ['attempts'], message: 'a step has forEach or attempts, not both' });
+      if (step.attempts?.select === 'judge' && !step.attempts.judge)
+        ctx.addIssue({ code: 'custom', path: ['attempts', 'judge'], message: 'select: judge needs judge.prompt' });
       for (const dup of duplicateGateNames(step.gates ?? []))
         ctx.addIssue({ code: 'custom', path: ['gates', dup.index, 'name'], message: dup.message });
     })

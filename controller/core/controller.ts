@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
+import type { AdoptOutcome } from '../api/attempts.ts';
 import type { ApplyRejection } from '../api/ops.ts';
 import { statusProblems } from '../api/validate.ts';
 import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
@@ -17,6 +18,8 @@ import { reconcile } from '../reconciler/reconcile.ts';
 import type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from '../reconciler/reconcile.ts';
 import { mailboxCameUp } from '../reconciler/mail.ts';
 import { settled } from '../reconciler/settled.ts';
+import { diffsWanted } from '../reconciler/attempts.ts';
+import type { SpawnFacts } from '../reconciler/spawn-decide.ts';
 import { BudgetBook } from './budget-book.ts';
 import type { BudgetStore } from './budget-book.ts';
 import { systemClock } from './clock.ts';
@@ -80,6 +83,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   private readonly phases = new Map<string, Phase>();
   /** Task key → the newest episode whose ops this controller applied (ReconcileInput.opsApplied). */
   private readonly opsApplied = new Map<string, { episode: number; refused: ApplyRejection[] }>();
+  /** Best-of-N: the outcome of each task's last AdoptWinner (lost on a restart, which carries it out again). */
+  private readonly adopted = new Map<string, AdoptOutcome>();
   private reserved = 0;
   private stopping = false;
   private listeners: Array<() => void> = [];
@@ -219,13 +224,14 @@ export class Controller<T extends DesiredTask = DesiredTask> {
 
     const pass = { deleted, before, episode, now };
     let spawn = deleted ? undefined : await this.opts.spawn?.facts(task, before);
-    let out = reconcile({ ...this.facts(task, pass), spawn });
+    const attemptDiffs = await this.attemptDiffs(task, before, spawn);
+    let out = reconcile({ ...this.facts(task, pass), spawn, attemptDiffs });
     // The episode this pass starts may render a prompt that came up in it (the next step's, a pushed frame):
     // when that one reads the mailbox and the one before did not, the pass is decided again with it
     // (its facts gathered again after the await: the free slots may have changed).
     if (spawn && out.actions.some((a) => a.type === 'StartEpisode') && mailboxCameUp(task.spec, before, out.status)) {
       spawn = await this.opts.spawn?.facts(task, out.status);
-      out = reconcile({ ...this.facts(task, pass), spawn });
+      out = reconcile({ ...this.facts(task, pass), spawn, attemptDiffs });
     }
     if (out.actions.some((a) => a.type === 'RecordEpisode')) countEpisodeOps(this.opts.metrics, task, episode);
     this.budgetBook?.afterPass(task, before, out.status, out.heldByBudgets, now);
@@ -248,6 +254,18 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     this.schedule(key, out, starts);
     if (deleted && !out.status.currentEpisode) return this.release(task, !current);
     await executor.tidy(task, out.status);
+  }
+
+  /** Best-of-N: the candidates' diffs, read only in the pass that makes the judge (diffsWanted). */
+  private async attemptDiffs(
+    task: T,
+    status: AgentTaskStatus,
+    spawn: SpawnFacts | undefined,
+  ): Promise<Record<number, string> | undefined> {
+    const { executor } = this.opts;
+    const wanted =
+      spawn && task.spec && executor.attemptDiffs ? diffsWanted(task.name, task.spec, status, spawn.children) : [];
+    return wanted.length > 0 ? executor.attemptDiffs?.(task, wanted) : undefined;
   }
 
   /** Everything reconcile() needs to know about the task, gathered from the ports and this loop. */
@@ -281,6 +299,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
           ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: spentByOthers }
           : undefined,
       budgets: pass.deleted ? undefined : this.budgetBook?.facts(task, pass.before, pass.now),
+      adoption: { supported: this.opts.executor.adoptWinner !== undefined, outcome: this.adopted.get(key) },
       credentialsPaused: pass.deleted ? undefined : this.opts.credentialsPaused?.(task),
       now: pass.now,
       jitter: (this.opts.random ?? Math.random)(),
@@ -305,6 +324,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
         sink.event(task, a.eventType, a.reason, a.message, details);
       } else if (a.type === 'CreateTasks') {
         await this.createTasks(task, a.tasks);
+      } else if (a.type === 'AdoptWinner') {
+        if (executor.adoptWinner) this.adopted.set(task.key, await executor.adoptWinner(task, a));
       } else if (a.type === 'StopEpisode') {
         this.stops.set(task.key, { number: a.number, reason: a.reason });
         await executor.stop(task, a.number, a.reason);
@@ -344,6 +365,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     this.stops.delete(task.key);
     this.pendingStarts.delete(task.key);
     this.opsApplied.delete(task.key);
+    this.adopted.delete(task.key);
     this.slotWaiters.delete(task.key);
     this.totalSpent -= this.spent.get(task.key) ?? 0;
     this.spent.delete(task.key);

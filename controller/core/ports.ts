@@ -10,6 +10,10 @@ import type { ResumeRequest } from '../api/resume.ts';
 import type { SuspendHold } from '../api/hold.ts';
 import type { CustomObject } from '../kube/objects.ts';
 import type { ObservedEpisode, StopReason } from '../reconciler/reconcile.ts';
+import type { Action } from '../reconciler/actions.ts';
+import type { AdoptOutcome } from '../api/attempts.ts';
+
+export type AdoptWinner = Extract<Action, { type: 'AdoptWinner' }>;
 
 /** Desired state of one task, as its source has it now. */
 export interface DesiredTask {
@@ -89,6 +93,14 @@ export interface EpisodeExecutor<T extends DesiredTask = DesiredTask> {
     /** What the episode may spend through the model gateway (tasks with spec.agent.credentials). */
     leash?: EpisodeLeash,
   ): Promise<Record<string, unknown>>;
+  /**
+   * Best-of-N: fast-forwards the task's branch to the winner's and deletes the losers' (the AdoptWinner
+   * action); idempotent. Throws for errors worth retrying. Absent: the executor cannot (the winner's branch
+   * is then only named in the task's outputs).
+   */
+  adoptWinner?(task: T, action: AdoptWinner): Promise<AdoptOutcome>;
+  /** Best-of-N with a judge: each attempt's diff against the commit it started from, by number (bounded). */
+  attemptDiffs?(task: T, attempts: readonly { number: number; task: string }[]): Promise<Record<number, string>>;
   /** Stops the episode; its end is reported by observe(). Idempotent. */
   stop(task: T, number: number, reason: StopReason): Promise<void>;
   /** After a reconcile whose status is written: housekeeping (cluster: old pods, finalizer). */

@@ -26,6 +26,11 @@ export type Action =
   | { type: 'ApplyOps'; episode: number; ops: Op[] }
   /** leash: what the episode may spend through the gateway (spend-cap.ts); a retried start has none. */
   | { type: 'StartEpisode'; number: number; leash?: EpisodeLeash }
+  /**
+   * Best-of-N: fast-forward the task's branch `into` to the winner's branch `from` (its workspace follows),
+   * then delete the losers' branches listed; idempotent, so a restart carries it out again.
+   */
+  | { type: 'AdoptWinner'; winner: number; from: string; into: string; deleteBranches: string[] }
   /** Child tasks the task owns (a forEach step's items): created through CreatedTasks, idempotent by name. */
   | {
       type: 'CreateTasks';

@@ -5,8 +5,8 @@
 import { TERMINAL_PHASES } from '../api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { clip } from '../api/bounds.ts';
-import type { AttemptStatus, AttemptsStatus } from '../api/attempts.ts';
-import { JUDGE_EVIDENCE_MAX } from '../api/attempts.ts';
+import type { AdoptOutcome, AttemptStatus, AttemptsStatus } from '../api/attempts.ts';
+import { JUDGE_DIFF_MAX, JUDGE_EVIDENCE_MAX } from '../api/attempts.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { normal, warning } from './actions.ts';
 import type { Action, Events } from './actions.ts';
@@ -14,6 +14,7 @@ import type { ChildView } from './children.ts';
 import { isTerminal } from './children.ts';
 import { bestByEvidence, judgeVerdict } from './attempts-select.ts';
 import { planChild } from './spawn.ts';
+import { advanceStep, withRecord } from './steps.ts';
 
 export interface AttemptsInput {
   task: string;
@@ -22,6 +23,12 @@ export interface AttemptsInput {
   status: AgentTaskStatus;
   children: readonly ChildView[];
   create: boolean;
+  /** Whether the loop can make the winner's branch the task's (AdoptWinner), and what came of it. */
+  adoption?: { supported: boolean; outcome?: AdoptOutcome };
+  /** A step's attempts advance the task to its next step at this time. */
+  now?: Date;
+  /** Each candidate's diff by attempt number, gathered by the loop when diffsWanted says so. */
+  diffs?: Readonly<Record<number, string>>;
 }
 
 export interface AttemptsPass {
@@ -58,10 +65,46 @@ export function candidatesOf(task: string, count: number, children: readonly Chi
 
 const ended = (phase: string | undefined) => (TERMINAL_PHASES as readonly string[]).includes(phase ?? '');
 
+/**
+ * Whose attempts run now: the task's (spec.attempts), or the current step's (TASK-STEP-attempt-N on
+ * episodic/TASK-STEP/attempt-N, each a one-step task of that step), or none.
+ */
+export function attemptsScope(
+  task: string,
+  spec: AgentTaskSpec,
+  status: AgentTaskStatus,
+): { prefix: string; spec: AgentTaskSpec; stepIndex?: number } | undefined {
+  if (spec.attempts) return { prefix: task, spec };
+  const index = status.step?.index ?? 0;
+  const step = spec.steps?.[index - 1];
+  if (!step?.attempts) return undefined;
+  const { attempts, ...only } = step;
+  const { integrate: _i, prompt: _p, promptFile: _f, ...rest } = spec;
+  return { prefix: `${task}-${step.name}`, spec: { ...rest, attempts, steps: [only] }, stepIndex: index };
+}
+
 export function attemptsPass(input: AttemptsInput): AttemptsPass | undefined {
+  const scope = attemptsScope(input.task, input.spec, input.status);
+  if (!scope) return undefined;
+  const pass = taskAttemptsPass({ ...input, task: scope.prefix, spec: scope.spec });
+  return scope.stepIndex ? stepAttemptsEnd(pass, input, scope.stepIndex) : pass;
+}
+
+/** A step's attempts chose (and adopted) a winner: the step succeeds with its outputs and the task goes on. */
+function stepAttemptsEnd(pass: AttemptsPass, input: AttemptsInput, index: number): AttemptsPass {
+  if (pass.status.phase !== 'Succeeded') return pass;
+  const rec = input.status.steps?.[index - 1];
+  if (!rec) return pass;
+  const withOutputs = withRecord(pass.status, index, { ...rec, outputs: pass.status.outputs });
+  const last = index >= (input.spec.steps?.length ?? 0);
+  const status = last ? withOutputs : { ...withOutputs, outputs: input.status.outputs };
+  const advanced = advanceStep(status, input.spec, input.now ?? new Date(0));
+  return { status: advanced.status, actions: pass.actions, events: [...pass.events, ...advanced.events] };
+}
+
+function taskAttemptsPass(input: AttemptsInput): AttemptsPass {
   const { spec, status, task } = input;
-  const attempts = spec.attempts;
-  if (!attempts) return undefined;
+  const attempts = spec.attempts as NonNullable<AgentTaskSpec['attempts']>;
   const seen = new Set(input.children.map((c) => c.name));
   const candidates = candidatesOf(task, attempts.count, input.children);
   const missing = candidates.filter((c) => !seen.has(c.task));
@@ -80,7 +123,7 @@ export function attemptsPass(input: AttemptsInput): AttemptsPass | undefined {
     return fail(next, 'NoAttemptSucceeded', `none of the ${attempts.count} attempts succeeded`);
   }
   if (attempts.select === 'judge' && attempts.judge) return judged(input, candidates);
-  return choose(status, candidates, bestByEvidence(candidates) as AttemptStatus, input.children, 'evidence');
+  return choose(input, candidates, bestByEvidence(candidates) as AttemptStatus, 'evidence');
 }
 
 /** select: judge: the judge child is made, waited for, and its verdict used when it names a candidate. */
@@ -96,32 +139,56 @@ function judged(input: AttemptsInput, candidates: AttemptStatus[]): AttemptsPass
     return { status: { ...next, phase: 'Waiting', reason: 'AttemptsJudging', message }, actions, events: [] };
   }
   const verdict = judgeVerdict(judge.outputs?.winner, candidates);
-  if (verdict.ok) return choose(input.status, candidates, candidates[verdict.number - 1], input.children, 'judge');
+  if (verdict.ok) return choose(input, candidates, candidates[verdict.number - 1], 'judge');
   const best = bestByEvidence(candidates) as AttemptStatus;
-  return choose(input.status, candidates, best, input.children, 'evidence', `${verdict.why}; evidence chose instead`);
+  return choose(input, candidates, best, 'evidence', `${verdict.why}; evidence chose instead`);
 }
 
+/** The winner's branch, outputs and evidence become the task's; first the loop makes its branch the task's ref. */
 function choose(
-  status: AgentTaskStatus,
+  input: AttemptsInput,
   candidates: AttemptStatus[],
   winner: AttemptStatus,
-  children: readonly ChildView[],
   by: 'evidence' | 'judge',
   fallback?: string,
 ): AttemptsPass {
-  const outputs = { ...children.find((c) => c.name === winner.task)?.outputs, branch: winner.branch ?? '' };
+  const { status, spec } = input;
   const why = fallback ? ` (${fallback})` : '';
-  const message = `attempt ${winner.number} of ${candidates.length} won by ${by}${why}: branch ${winner.branch}`;
-  const attempts: AttemptsStatus = {
+  const chose = `attempt ${winner.number} of ${candidates.length} won by ${by}${why}: branch ${winner.branch}`;
+  const base: AttemptsStatus = {
     phase: 'Chosen',
     candidates,
     winner: winner.number,
     selectedBy: by,
     ...(fallback ? { judgeFallback: fallback } : {}),
   };
+  const into = taskRef(spec);
+  const outcome = input.adoption?.outcome;
+  const adopting = input.adoption?.supported && into && winner.phase === 'Succeeded';
+  const fresh = outcome?.winner === winner.number && outcome.from === winner.branch;
+  if (adopting && !fresh) {
+    const next = withAttempts(status, { ...base, phase: 'Adopting' });
+    const message = `${chose}; making it ${into}`;
+    const action: Action = {
+      type: 'AdoptWinner',
+      winner: winner.number,
+      from: winner.branch ?? '',
+      into,
+      deleteBranches: spec.attempts?.keepLosers ? [] : losers(candidates, winner),
+    };
+    return { status: { ...next, phase: 'Waiting', reason: 'AttemptAdopting', message }, actions: [action], events: [] };
+  }
+  if (adopting && outcome && !outcome.ok) {
+    return fail(withAttempts(status, base), 'AttemptNotAdopted', `${chose}; ${outcome.message}`);
+  }
+  const kept = spec.attempts?.keepLosers ? losers(candidates, winner) : [];
+  const adopted = adopting && outcome?.ok ? { ...outcome.adopted, keptBranches: kept } : undefined;
+  const made = adopted ? `; ${adopted.into} is now its ${adopted.commit?.slice(0, 12) ?? 'head'}` : '';
+  const message = `${chose}${made}`;
+  const outputs = { ...input.children.find((c) => c.name === winner.task)?.outputs, branch: winner.branch ?? '' };
   const ok = winner.phase === 'Succeeded';
   const next: AgentTaskStatus = {
-    ...withAttempts(status, attempts),
+    ...withAttempts(status, { ...base, ...(adopted ? { adopted } : {}) }),
     phase: ok ? 'Succeeded' : 'Failed',
     reason: 'AttemptChosen',
     message,
@@ -129,6 +196,17 @@ function choose(
   };
   const events = [fallback ? warning('AttemptChosen', message) : normal('AttemptChosen', message)];
   return { status: next, actions: [], events };
+}
+
+/** The losing attempts' branches (the winner's stays: outputs.branch names it). */
+function losers(candidates: readonly AttemptStatus[], winner: AttemptStatus): string[] {
+  return candidates.filter((c) => c.number !== winner.number && c.branch).map((c) => c.branch as string);
+}
+
+/** The task's own branch, which the winner's becomes. */
+function taskRef(spec: AgentTaskSpec): string | undefined {
+  const ws = spec.workspace;
+  return ws && typeof ws === 'object' && 'git' in ws ? ws.git.ref : undefined;
 }
 
 function withAttempts(status: AgentTaskStatus, attempts: AttemptsStatus): AgentTaskStatus {
@@ -144,9 +222,12 @@ function fail(status: AgentTaskStatus, reason: string, message: string): Attempt
   };
 }
 
-/** Attempt N: the task's own spec without attempts, on episodic/TASK/attempt-N from the task's branch. */
+/**
+ * Attempt N: the task's own spec without attempts, on episodic/TASK/attempt-N from the task's branch; without
+ * integrate too: only the winner's work, once it is the task's branch, enters the queue (as the task).
+ */
 function planAttempt(input: AttemptsInput, n: number): Made | string {
-  const { attempts: _, ...own } = input.spec;
+  const { attempts: _, integrate: _i, ...own } = input.spec;
   const plan = planChild(
     { name: input.task, spec: input.spec, labels: input.labels, children: [] },
     { op: 'spawn', name: `attempt-${n}`, prompt: 'attempt' },
@@ -158,13 +239,46 @@ function planAttempt(input: AttemptsInput, n: number): Made | string {
   return { name: plan.name, spec: { ...own, workspace, limits: plan.spec.limits }, labels: plan.labels };
 }
 
-/** The judge: one child with the judge's prompt, {{attempts}} the candidates' evidence (bounded). */
+/**
+ * The attempts whose diffs the judge's prompt needs now (all ended, one succeeded, no judge yet): the loop
+ * gathers them (ReconcileInput.attemptDiffs) only then. Empty for any other task or pass.
+ */
+export function diffsWanted(
+  task: string,
+  taskSpec: AgentTaskSpec,
+  status: AgentTaskStatus,
+  children: readonly ChildView[],
+): AttemptStatus[] {
+  const scope = attemptsScope(task, taskSpec, status);
+  const attempts = scope?.spec.attempts;
+  if (!scope || attempts?.select !== 'judge' || children.some((c) => c.name === judgeName(scope.prefix))) return [];
+  const candidates = candidatesOf(scope.prefix, attempts.count, children);
+  const seen = new Set(children.map((c) => c.name));
+  const over = candidates.every((c) => seen.has(c.task) && ended(c.phase));
+  return over && candidates.some((c) => c.phase === 'Succeeded') ? candidates : [];
+}
+
+/** {{attempts}}: each candidate's evidence, then its diff (bounded; agent-written, so no placeholder survives). */
+export function judgeEvidence(
+  candidates: readonly AttemptStatus[],
+  diffs: Readonly<Record<number, string>> = {},
+): string {
+  const evidence = clip(candidates.map((c) => JSON.stringify(c)).join('\n'), JUDGE_EVIDENCE_MAX);
+  const shown = candidates.map((c) => {
+    const diff = diffs[c.number];
+    const body = diff === undefined ? '(no diff available)' : diff.trim() ? clip(diff, JUDGE_DIFF_MAX) : '(no changes)';
+    return `--- attempt ${c.number} diff (${c.branch}) ---\n${body}`;
+  });
+  return [evidence, ...shown].join('\n\n').replaceAll('{{', '{ {');
+}
+
+/** The judge: one child with the judge's prompt, {{attempts}} the candidates' evidence and diffs (bounded). */
 function planJudge(input: AttemptsInput, candidates: AttemptStatus[]): Made | string {
   const judge = input.spec.attempts?.judge;
-  const evidence = clip(candidates.map((c) => JSON.stringify(c)).join('\n'), JUDGE_EVIDENCE_MAX);
-  const prompt = (judge?.prompt ?? '').replace(/\{\{\s*attempts\s*\}\}/g, evidence);
+  const evidence = judgeEvidence(candidates, input.diffs);
+  const prompt = (judge?.prompt ?? '').replace(/\{\{\s*attempts\s*\}\}/g, () => evidence);
   const agent = { ...input.spec.agent, command: judge?.agent?.command ?? input.spec.agent.command };
-  const spec = { ...input.spec, agent, workspace: undefined, attempts: undefined };
+  const spec = { ...input.spec, agent, workspace: undefined, attempts: undefined, integrate: undefined };
   const plan = planChild(
     { name: input.task, spec, labels: input.labels, children: [] },
     { op: 'spawn', name: 'judge', prompt },

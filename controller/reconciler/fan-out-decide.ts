@@ -13,14 +13,20 @@ export function fanOutDecision(
   input: ReconcileInput,
 ): { status: AgentTaskStatus; actions: Action[]; events: Events; requeueAfterMs?: number } | undefined {
   const step = status.step && input.spec?.steps?.[status.step.index - 1];
-  if (!input.spec || !(step?.forEach || input.spec.attempts)) return undefined;
+  if (!input.spec || !(step?.forEach || step?.attempts || input.spec.attempts)) return undefined;
   if (!input.spawn) {
     const message = 'forEach and attempts need a controller that creates child tasks';
     return { status: { ...status, phase: 'Failed', reason: 'ForEachUnsupported', message }, actions: [], events: [] };
   }
   const facts = { task: input.name, labels: input.labels, spec: input.spec, status, children: input.spawn.children };
   const pass =
-    attemptsPass({ ...facts, create: !input.shuttingDown }) ??
+    attemptsPass({
+      ...facts,
+      create: !input.shuttingDown,
+      adoption: input.adoption,
+      diffs: input.attemptDiffs,
+      now: input.now,
+    }) ??
     fanOutPass({
       task: input.name,
       labels: input.labels,
@@ -31,7 +37,8 @@ export function fanOutDecision(
       now: input.now,
     });
   // Woken when a child's phase changes (spawn-loop.ts); the recheck is the safety net. A next step starts at once.
-  const requeueAfterMs =
-    pass.status.phase === 'Waiting' ? RUNNING_RECHECK_MS : pass.status.phase === 'Pending' ? 0 : undefined;
+  // An AdoptWinner's outcome is read by the very next pass.
+  const now = pass.status.phase === 'Pending' || pass.status.reason === 'AttemptAdopting';
+  const requeueAfterMs = now ? 0 : pass.status.phase === 'Waiting' ? RUNNING_RECHECK_MS : undefined;
   return { ...pass, requeueAfterMs };
 }

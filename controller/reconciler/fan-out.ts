@@ -152,7 +152,13 @@ function planItem(input: FanOutInput, step: string, item: Item, index: number): 
   });
   if (!plan.ok) return `item ${index}: ${plan.message}`;
   const workspace = childWorkspace(eff, input.task, step, index);
-  return { name: plan.name, spec: { ...plan.spec, ...(workspace ? { workspace } : {}) }, labels: plan.labels };
+  // Each child's branch enters the parent's merge queue itself (spec.integrate is inherited).
+  const integrate = workspace && input.spec.integrate ? { integrate: input.spec.integrate } : {};
+  return {
+    name: plan.name,
+    spec: { ...plan.spec, ...(workspace ? { workspace } : {}), ...integrate },
+    labels: plan.labels,
+  };
 }
 
 /** {{steps.NAME.items}}: one entry per item made (index, child, phase, outputs), in order, bounded. */

@@ -8,6 +8,7 @@ import type { Action, StopReason } from './actions.ts';
 import type { BudgetFacts } from './budget.ts';
 import type { DependencyFact } from './dependencies.ts';
 import type { SpawnFacts } from './spawn-decide.ts';
+import type { AdoptOutcome } from '../api/attempts.ts';
 import type { CredentialsPaused } from './credentials-hold.ts';
 
 /** Grace past the episode timeout before the reconciler itself asks for a stop (the executor should have). */
@@ -87,6 +88,10 @@ export interface ReconcileInput {
   opsRefused?: readonly ApplyRejection[];
   /** spawn/send: the task's children and mailbox (spawn-decide.ts); undefined when the loop does not gather them. */
   spawn?: SpawnFacts;
+  /** Best-of-N: whether the executor can make the winner's branch the task's, and its last AdoptWinner's outcome. */
+  adoption?: { supported: boolean; outcome?: AdoptOutcome };
+  /** Best-of-N with a judge: each candidate's diff by attempt number (attempts.ts diffsWanted), bounded. */
+  attemptDiffs?: Readonly<Record<number, string>>;
   /** spec.agent.credentials: set while every credential of that pool is paused by a usage limit. */
   credentialsPaused?: CredentialsPaused;
   now: Date;

@@ -4,10 +4,20 @@
 // evidence, and the status says so.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { FAKE_CLAUDE, NODE, readStatus, runCli, specDir, tempDir } from '../support/local.ts';
+import {
+  FAKE_CLAUDE,
+  NODE,
+  readStatus,
+  recordedPrompts,
+  runCli,
+  specDir,
+  startCli,
+  tempDir,
+} from '../support/local.ts';
+import { waitFor } from '../support/wait.ts';
 
 function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], {
@@ -15,6 +25,8 @@ function git(cwd: string, ...args: string[]): string {
     encoding: 'utf8',
   }).trim();
 }
+
+const heads = (bare: string) => git(bare, 'for-each-ref', '--format=%(refname:short)', 'refs/heads').split('\n').sort();
 
 const lines = (n: number) => Array.from({ length: n }, (_, i) => `line ${i}`).join('\n');
 
@@ -28,7 +40,7 @@ function repoWithAttempts(): { dir: string; bare: string; start: string } {
   const tasks: Record<string, unknown> = {
     't-attempt-1': { mode: 'success', writeFiles: { 'bad.txt': 'breaks the gate' } },
     't-attempt-2': { mode: 'success', writeFiles: { 'work.txt': lines(30) } },
-    't-attempt-3': { mode: 'success', writeFiles: { 'work.txt': lines(5) } },
+    't-attempt-3': { mode: 'success', writeFiles: { 'work.txt': lines(5) }, delayMs: 1500 },
   };
   writeFileSync(join(seed, '.fake-agent.json'), JSON.stringify({ tasks }));
   git(seed, 'add', '.');
@@ -99,19 +111,35 @@ test('best-of-3 by evidence: the gate-failing attempt loses, the smaller passing
   );
   for (const c of byNumber) {
     assert.ok(c.costUSD > 0, `attempt ${c.number}'s cost is counted`);
-    assert.equal(git(bare, 'merge-base', start, `episodic/t/attempt-${c.number}`), start, 'from the same commit');
+    // Each attempt's own clone (its branch is gone from the remote once the winner is adopted).
+    const clone = join(dir, `.episodic/workspaces/default/t-attempt-${c.number}`);
+    assert.equal(git(clone, 'merge-base', start, 'HEAD'), start, 'from the same commit');
   }
   assert.equal(git(bare, 'show', 'episodic/t/attempt-3:work.txt'), lines(5));
+  // The winner is the task's result: its branch (main) is the winner's commit, in its workspace too; the losers' go.
+  assert.equal(git(bare, 'rev-parse', 'main'), git(bare, 'rev-parse', 'episodic/t/attempt-3'));
+  assert.equal(status?.attempts?.adopted?.commit, git(bare, 'rev-parse', 'main'));
+  assert.equal(readFileSync(join(dir, '.episodic/workspaces/default/t/work.txt'), 'utf8'), lines(5));
+  assert.deepEqual(heads(bare), ['episodic/t/attempt-3', 'main']);
+  assert.deepEqual(status?.attempts?.adopted?.deletedBranches, ['episodic/t/attempt-1', 'episodic/t/attempt-2']);
+  assert.match(status?.message ?? '', /; main is now its [0-9a-f]{12}$/);
 });
 
-test('best-of-3 with a judge: the judge writing 2 makes attempt 2 the winner', async () => {
-  const { dir } = repoWithAttempts();
+test('best-of-3 with a judge: the judge writing 2 makes attempt 2 the winner; keepLosers keeps the others', async () => {
+  const { dir, bare } = repoWithAttempts();
   bestOf3(
     dir,
-    { select: 'judge', judge: judgeAgent },
-    JSON.stringify({ default: { mode: 'success', outputs: { winner: '2' } } }),
+    { select: 'judge', judge: judgeAgent, keepLosers: true },
+    JSON.stringify({ record: 'runs.jsonl', default: { mode: 'success', outputs: { winner: '2' } } }),
   );
   await runCli(['run', dir], { timeoutMs: 150_000 });
+  // The judge saw each candidate's evidence and its diff against the commit the attempts started from.
+  const [prompt] = recordedPrompts(join(dir, '.episodic/workspaces/default/t-judge/runs.jsonl'));
+  for (const n of [1, 2, 3])
+    assert.match(prompt ?? '', new RegExp(`--- attempt ${n} diff \\(episodic/t/attempt-${n}\\) ---`));
+  assert.match(prompt ?? '', /\+\+\+ b\/bad\.txt\n@@ -0,0 \+1 @@\n\+breaks the gate/);
+  assert.match(prompt ?? '', /work\.txt \| 5 \+{5}/);
+  assert.match(prompt ?? '', /"number":3,"task":"t-attempt-3"/);
   const status = readStatus(dir, 't')?.status;
   assert.equal(status?.phase, 'Succeeded', status?.message);
   assert.equal(status?.attempts?.winner, 2);
@@ -119,6 +147,9 @@ test('best-of-3 with a judge: the judge writing 2 makes attempt 2 the winner', a
   assert.equal(status?.attempts?.judgeFallback, undefined);
   assert.equal(status?.outputs?.branch, 'episodic/t/attempt-2');
   assert.equal(readStatus(dir, 't-judge')?.status.phase, 'Succeeded');
+  assert.equal(git(bare, 'rev-parse', 'main'), git(bare, 'rev-parse', 'episodic/t/attempt-2'));
+  assert.deepEqual(heads(bare), ['episodic/t/attempt-1', 'episodic/t/attempt-2', 'episodic/t/attempt-3', 'main']);
+  assert.deepEqual(status?.attempts?.adopted?.keptBranches, ['episodic/t/attempt-1', 'episodic/t/attempt-3']);
 });
 
 test('best-of-3 with a judge writing garbage: evidence chooses, and the status says why', async () => {
@@ -137,4 +168,54 @@ test('best-of-3 with a judge writing garbage: evidence chooses, and the status s
     status?.message ?? '',
     /won by evidence \(the judge's winner "the second one, surely" is no attempt's number; evidence chose instead\)/,
   );
+});
+
+test("attempts on a step: the smaller attempt's branch becomes the task's, and the next step works on it", async () => {
+  const dir = tempDir();
+  const bare = join(dir, 'origin.git');
+  git(dir, 'init', '--quiet', '--bare', '--initial-branch=main', bare);
+  const seed = join(dir, 'seed');
+  git(dir, 'clone', '--quiet', bare, seed);
+  const tasks = {
+    't-impl-attempt-1': { mode: 'success', writeFiles: { 'impl.txt': lines(20) } },
+    't-impl-attempt-2': { mode: 'success', writeFiles: { 'impl.txt': lines(4) } },
+    t: { mode: 'success', writeFiles: { 'report.txt': 'reported' } },
+  };
+  writeFileSync(join(seed, '.fake-agent.json'), JSON.stringify({ tasks }));
+  git(seed, 'add', '.');
+  git(seed, 'commit', '--quiet', '-m', 'seed');
+  git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main');
+  const steps = [
+    { name: 'impl', prompt: 'implement', attempts: { count: 2 } },
+    { name: 'report', prompt: 'report on it' },
+  ];
+  const spec = { prompt: undefined, workspace: { git: { url: 'origin.git', ref: 'main' } }, steps };
+  specDir([{ name: 't', spec: { ...spec, limits: { maxEpisodes: 2, episodeTimeoutSeconds: 30 } } }], { dir });
+  const run = await runCli(['run', dir], { timeoutMs: 150_000 });
+  const status = readStatus(dir, 't')?.status;
+  assert.equal(status?.phase, 'Succeeded', `${status?.message}\n${run.stderr.slice(-2000)}`);
+  assert.equal(status?.steps?.[0]?.outputs?.branch, 'episodic/t-impl/attempt-2');
+  assert.equal(status?.attempts?.winner, 2);
+  assert.equal(git(bare, 'show', 'main:impl.txt'), lines(4), "the winner's work is on the task's branch");
+  assert.equal(git(bare, 'show', 'main:report.txt'), 'reported', 'the next step worked on top of it');
+  assert.deepEqual(heads(bare), ['episodic/t-impl/attempt-2', 'main']);
+});
+
+test('kill -9 mid-attempts: after a restart no attempt is lost or made twice, and the winner is adopted once', async () => {
+  const { dir, bare } = repoWithAttempts();
+  bestOf3(dir, { select: 'evidence' });
+  const run = startCli(['run', dir]);
+  // Attempt 3's agent takes 1.5 s: the controller dies while it works, the others made (maybe ended).
+  const running = () => readStatus(dir, 't-attempt-3')?.status.phase === 'Running';
+  await waitFor("attempt 3's episode running", running, 60_000);
+  run.child.kill('SIGKILL');
+  await run.exited;
+  const res = await runCli(['run', dir], { timeoutMs: 150_000 });
+  const status = readStatus(dir, 't')?.status;
+  assert.equal(status?.phase, 'Succeeded', `${status?.message}\n${res.stderr.slice(-2000)}`);
+  assert.equal(status?.attempts?.winner, 3);
+  const tasks = readdirSync(join(dir, '.episodic/workspaces/default')).filter((n) => n.startsWith('t-attempt-'));
+  assert.deepEqual(tasks.sort(), ['t-attempt-1', 't-attempt-2', 't-attempt-3'], 'three attempts, none doubled');
+  assert.equal(git(bare, 'show', 'main:work.txt'), lines(5), "the winner's work once");
+  assert.deepEqual(heads(bare), ['episodic/t/attempt-3', 'main']);
 });

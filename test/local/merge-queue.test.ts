@@ -97,8 +97,16 @@ test('merge queue: a gate failing after a clean rebase starts a resolution episo
   };
   const env = (file: string) => ({ MERGE_AGENT_NEW_FILE: file, MERGE_AGENT_ON_GATE: 'both.txt' });
   specDir([task('ta', env('a.txt'), { gates: [gate] }), task('tb', env('b.txt'), { gates: [gate] })], { dir });
-  const res = await runCli(['run', dir], { timeoutMs: 120_000 });
+  const metricsFile = join(dir, 'episodic.prom');
+  const res = await runCli(['run', dir, '--metrics-file', metricsFile], { timeoutMs: 120_000 });
   assert.equal(res.code, 0, res.stderr);
+  // The queue's metrics as a scrape has them (the registry's text, written at exit).
+  const metrics = readFileSync(metricsFile, 'utf8');
+  assert.match(metrics, /^episodic_merge_queue_integrations_total\{queue="q",result="integrated"\} 2$/m);
+  assert.match(metrics, /^episodic_merge_queue_resolution_episodes_total\{queue="q",why="gate"\} 1$/m);
+  assert.match(metrics, /^episodic_merge_queue_rebases_total\{queue="q",outcome="clean"\} 2$/m);
+  assert.match(metrics, /^episodic_merge_queue_waiting\{queue="q"\} 0$/m);
+  assert.match(metrics, /^episodic_merge_queue_integration_seconds_count\{queue="q"\} 2$/m);
   const files = git(bare, 'ls-tree', '--name-only', 'main').split('\n');
   assert.deepEqual(files.sort(), ['a.txt', 'b.txt', 'both.txt', 'shared.txt']);
   const [a, b] = ['ta', 'tb'].map((n) => readStatus(dir, n)?.status.integrate);

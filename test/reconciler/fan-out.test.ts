@@ -158,6 +158,16 @@ describe('fanOutPass: children of a forEach step', () => {
     );
   });
 
+  it("spec.integrate is inherited: each git child's branch enters the parent's queue; none without git", () => {
+    const integrate = { into: 'main', queue: 'q' };
+    const git = { workspace: { git: { url: 'https://example.com/r.git', ref: 'dev' } }, integrate };
+    const g = spec({ items: ['a', 'b'] }, git);
+    const pass = fanOutPass({ task: 'mig', spec: g, status: inEach(g), children: [], create: true, now });
+    const tasks = pass.actions[0]?.type === 'CreateTasks' ? pass.actions[0].tasks : [];
+    assert.equal(tasks.length, 2);
+    for (const t of tasks) assert.deepEqual(t.spec.integrate, g.integrate);
+  });
+
   it('a child name past 63 characters fails the step with the rule', () => {
     const long = 'x'.repeat(60);
     const pass = fanOutPass({ task: long, spec: s, status: inEach(s, items), children: [], create: true, now });

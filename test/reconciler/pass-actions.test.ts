@@ -149,6 +149,7 @@ function steps(actions: Action[]): string[] {
     if (a.type === 'RecordEpisode') return `record ${a.record.number} (${a.record.reason ?? 'no reason'})`;
     if (a.type === 'ApplyOps') return `ApplyOps ${a.episode}`;
     if (a.type === 'CreateTasks') return `CreateTasks ${a.tasks.length}`;
+    if (a.type === 'AdoptWinner') return `AdoptWinner ${a.winner}`;
     return `${a.type} ${a.number}`;
   });
 }

@@ -5,6 +5,11 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import type { ErrorClass } from '../../api/episode-result.ts';
 import { gitRefProblem, gitUrlProblem } from '../../api/agent-task.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { JUDGE_DIFF_MAX } from '../../api/attempts.ts';
+import { adoptBranch, branchDiff } from '../../git/adopt-branch.ts';
+import type { AdoptResult } from '../../git/adopt-branch.ts';
 import { prepareGitWorkspace, pushGitWorkspace } from '../../git/git-workspace.ts';
 import type { GitStep, GitWorkspace } from '../../git/git-workspace.ts';
 import { stateWorkspaceDir } from '../../util/state-layout.ts';
@@ -72,4 +77,32 @@ export async function pushLocalGitWorkspace(
   git: LocalGitSpec,
 ): Promise<GitStep> {
   return pushGitWorkspace(workspaceOf(stateDir, namespace, name, specFile, git));
+}
+
+/** Best-of-N: the task's clone fast-forwarded to the winner's branch and pushed; the losers' deleted. */
+export async function adoptLocalWinner(
+  stateDir: string,
+  namespace: string,
+  name: string,
+  specFile: string,
+  git: LocalGitSpec,
+  action: { from: string; deleteBranches: readonly string[] },
+): Promise<AdoptResult> {
+  return adoptBranch(workspaceOf(stateDir, namespace, name, specFile, git), action.from, action.deleteBranches);
+}
+
+/** Best-of-N's judge: each attempt's diff in its own clone, against the branch the attempts started from. */
+export async function localAttemptDiffs(
+  stateDir: string,
+  namespace: string,
+  git: LocalGitSpec,
+  attempts: readonly { number: number; task: string }[],
+): Promise<Record<number, string>> {
+  const out: Record<number, string> = {};
+  for (const a of attempts) {
+    const dir = stateWorkspaceDir(stateDir, namespace, a.task);
+    const diff = existsSync(join(dir, '.git')) ? await branchDiff(dir, git.from ?? git.ref) : undefined;
+    if (diff !== undefined) out[a.number] = diff.slice(0, JUDGE_DIFF_MAX);
+  }
+  return out;
 }

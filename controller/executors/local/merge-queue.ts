@@ -281,7 +281,9 @@ function waiting(t: QueueTask): boolean {
 }
 
 function entryOf(t: QueueTask): QueueEntry {
-  return { key: t.key, enqueuedAt: t.status.lastEpisode?.finishedAt ?? '' };
+  // Best-of-N's task runs no episode of its own: it is as old as its winning attempt's end.
+  const winner = t.status.attempts?.candidates.find((c) => c.number === t.status.attempts?.winner);
+  return { key: t.key, enqueuedAt: t.status.lastEpisode?.finishedAt ?? winner?.finishedAt ?? '' };
 }
 
 function integrand(task: QueueTask, _stateDir: string): Integrand {

@@ -8,7 +8,9 @@ import { DEFAULT_SPEC } from '../../api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
 import { effectiveSpec } from '../../api/steps.ts';
 import { TerminalError } from '../../core/ports.ts';
-import type { EpisodeExecutor, RecordedStatus, SpecFileTask, UpstreamOutputs } from '../../core/ports.ts';
+import type { AdoptWinner, EpisodeExecutor, RecordedStatus, SpecFileTask, UpstreamOutputs } from '../../core/ports.ts';
+import type { AdoptOutcome } from '../../api/attempts.ts';
+import { adoptLocalWinner, localAttemptDiffs } from './git-workspace.ts';
 import { checkpointLocalEpisode } from './episode-checkpoint.ts';
 import { launchEpisode } from './episode-launcher.ts';
 import { episodeLogPath, promptScratchPath } from '../../util/state-layout.ts';
@@ -230,6 +232,27 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       onRefused,
       agentEnv: Object.fromEntries(spec.agent.env.flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]]))),
     });
+  }
+
+  /** Best-of-N: the winner's branch becomes the task's, in the task's own clone (STATE/workspaces/NS/NAME). */
+  async adoptWinner(task: SpecFileTask, action: AdoptWinner): Promise<AdoptOutcome> {
+    const ws = task.spec?.workspace;
+    if (!ws || typeof ws !== 'object' || !('git' in ws))
+      return {
+        winner: action.winner,
+        from: action.from,
+        ok: false,
+        message: 'spec.workspace: attempts need a git workspace',
+      };
+    const git = { ...ws.git, ref: action.into };
+    const result = await adoptLocalWinner(this.opts.stateDir, task.namespace, task.name, task.file, git, action);
+    return { winner: action.winner, from: action.from, ...result };
+  }
+
+  async attemptDiffs(task: SpecFileTask, attempts: readonly { number: number; task: string }[]) {
+    const ws = task.spec?.workspace;
+    if (!ws || typeof ws !== 'object' || !('git' in ws)) return {};
+    return localAttemptDiffs(this.opts.stateDir, task.namespace, ws.git, attempts);
   }
 
   async stop(task: SpecFileTask, number: number, reason: StopReason): Promise<void> {
