@@ -7,6 +7,11 @@ export interface LeftOver {
   what: string;
   usd?: number;
   tokens?: number;
+  /**
+   * A cap other episodes spend from at the same time (a family's): `key` names it, `counted` says, per other
+   * member, the last episode whose spend `usd` already left out; the gateway adds their later metered spend.
+   */
+  shared?: { key: string; counted: Readonly<Record<string, number>> };
 }
 
 export interface EpisodeLeash {

@@ -106,10 +106,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       return refuse(req, res, plainRefusal(405, `episodic gateway: ${method} is not forwarded`));
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > maxBytes) return refuse(req, res, tooLarge(maxBytes));
-    const verdict = judgeRequest(grant.leash, {
-      costUSD: grant.metered.costUSD,
-      tokens: totalTokens(grant.metered.tokens),
-    });
+    const own = { costUSD: grant.metered.costUSD, tokens: totalTokens(grant.metered.tokens) };
+    const verdict = judgeRequest(grant.leash, own, grants.sharedSpendOf(grant));
     if (verdict.kind === 'refuse') {
       if (!grant.metered.refused) {
         grant.metered.refused = verdict.message;

@@ -2,9 +2,11 @@
 // and episode it was issued for, the upstream and credential it may use, and the leash on its spend; what
 // the gateway metered on it is kept here until the episode's end collects it.
 import { createHash, randomBytes } from 'node:crypto';
+import { totalTokens } from '../api/bounds.ts';
 import type { TokenCounts } from '../api/bounds.ts';
 import type { EpisodeLeash } from '../api/episode-leash.ts';
 import type { Pricing } from '../api/pricing.ts';
+import { sharedSpend } from '../reconciler/spend-cap.ts';
 import type { CredentialPool } from './credential-pool.ts';
 import type { Provider } from './usage.ts';
 
@@ -54,9 +56,17 @@ export function newMetered(): Metered {
   return { requests: 0, tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, costUSD: 0, inFlight: 0 };
 }
 
+/**
+ * The episodes kept per shared cap, ended ones too: an episode started before an ended one's record was written
+ * must still count it. The oldest go first; a family's cap sees far fewer episodes between two passes.
+ */
+export const SHARED_EPISODES_KEPT = 4096;
+
 export class Grants {
   // Keyed by the token's hash: a lookup's timing says nothing about the tokens held.
   private readonly byHash = new Map<string, Grant>();
+  /** Per shared cap (namespace and LeftOver.shared.key): the grants that spend from it, in issue order. */
+  private readonly shared = new Map<string, Grant[]>();
   private readonly random: (n: number) => Buffer;
 
   constructor(random: (n: number) => Buffer = randomBytes) {
@@ -65,8 +75,33 @@ export class Grants {
 
   issue(spec: GrantSpec): string {
     const token = `${TOKEN_PREFIX}${this.random(TOKEN_BYTES).toString('base64url')}`;
-    this.byHash.set(hash(token), { ...spec, metered: newMetered() });
+    const grant: Grant = { ...spec, metered: newMetered() };
+    this.byHash.set(hash(token), grant);
+    for (const key of this.sharedKeys(grant)) {
+      const list = this.shared.get(key) ?? [];
+      list.push(grant);
+      if (list.length > SHARED_EPISODES_KEPT) list.shift();
+      this.shared.set(key, list);
+    }
     return token;
+  }
+
+  /** Per entry of the grant's leash.others: what the cap's other episodes spent since its snapshot. */
+  sharedSpendOf(grant: Grant): Array<{ costUSD: number; tokens: number } | undefined> {
+    return grant.leash.others.map((o) => {
+      if (!o.shared) return undefined;
+      const live = (this.shared.get(`${grant.namespace} ${o.shared.key}`) ?? []).map((g) => ({
+        task: g.task,
+        episode: g.episode,
+        costUSD: g.metered.costUSD,
+        tokens: totalTokens(g.metered.tokens),
+      }));
+      return sharedSpend(o.shared, grant.task, live);
+    });
+  }
+
+  private sharedKeys(grant: Grant): string[] {
+    return grant.leash.others.flatMap((o) => (o.shared ? [`${grant.namespace} ${o.shared.key}`] : []));
   }
 
   get(token: string): Grant | undefined {

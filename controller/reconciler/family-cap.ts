@@ -26,6 +26,8 @@ export interface FamilyCap {
   running: ReadonlyArray<RunningMember>;
   /** The finished episodes of the family's other members. */
   finished: FamilySpend;
+  /** Per other member (task name), the last episode whose spend is in othersUSD (spend-cap.ts shared). */
+  countedThrough?: Readonly<Record<string, number>>;
 }
 
 /** A member with an episode running, as its status was on record. */

@@ -49,7 +49,10 @@ export function episodeLeash(
     const whose = c.own
       ? `maxCostUSD ${c.maxCostUSD} (the task and its children)`
       : `maxCostUSD ${c.maxCostUSD} of ${c.task} (its family's cap)`;
-    others.push({ what: whose, usd: roundUSD(c.maxCostUSD - c.othersUSD - status.costUSD) });
+    const usd = roundUSD(c.maxCostUSD - c.othersUSD - status.costUSD);
+    // Its other members spend from it while this episode runs: the gateway counts their metered spend too.
+    const shared = c.countedThrough && { key: `family ${c.task}`, counted: c.countedThrough };
+    others.push(shared ? { what: whose, usd, shared } : { what: whose, usd });
   }
   return {
     task: {
@@ -62,21 +65,56 @@ export function episodeLeash(
   };
 }
 
-/** Before a request is forwarded: is anything left, given what the episode's requests so far were metered at? */
-export function judgeRequest(leash: EpisodeLeash, metered: { costUSD: number; tokens: number }): RequestVerdict {
+/** One live episode's meter at the gateway, as the shared caps count it. */
+export interface LiveSpend {
+  task: string;
+  episode: number;
+  costUSD: number;
+  tokens: number;
+}
+
+/** What the other members of a shared cap spent that its snapshot did not count: episodes after `counted`. */
+export function sharedSpend(
+  shared: LeftOver['shared'],
+  self: string,
+  live: Iterable<LiveSpend>,
+): { costUSD: number; tokens: number } {
+  const extra = { costUSD: 0, tokens: 0 };
+  if (!shared) return extra;
+  for (const l of live) {
+    if (l.task === self || l.episode <= (shared.counted[l.task] ?? 0)) continue;
+    extra.costUSD += l.costUSD;
+    extra.tokens += l.tokens;
+  }
+  return { costUSD: roundUSD(extra.costUSD), tokens: extra.tokens };
+}
+
+/**
+ * Before a request is forwarded: is anything left, given what the episode's requests so far were metered at
+ * and, per `others` entry, what the cap's other live episodes spent since its snapshot (sharedSpend)?
+ */
+export function judgeRequest(
+  leash: EpisodeLeash,
+  metered: { costUSD: number; tokens: number },
+  shared: ReadonlyArray<{ costUSD: number; tokens: number } | undefined> = [],
+): RequestVerdict {
   const spent = { costUSD: roundUSD(leash.task.costUSD + metered.costUSD), tokens: leash.task.tokens + metered.tokens };
   const own = spendCapReached(spent, leash.task);
   if (own) return { kind: 'refuse', message: `episodic: budget exhausted: ${own} (the task's limits)` };
-  for (const o of leash.others) {
-    if (blocks(metered.costUSD, 0, o.usd === undefined ? undefined : Math.max(0, o.usd)))
+  for (const [i, o] of leash.others.entries()) {
+    const extra = shared[i] ?? { costUSD: 0, tokens: 0 };
+    const usd = roundUSD(metered.costUSD + extra.costUSD);
+    const by = extra.costUSD > 0 || extra.tokens > 0 ? ' (with what its other members spent since)' : '';
+    if (blocks(usd, 0, o.usd === undefined ? undefined : Math.max(0, o.usd)))
       return {
         kind: 'refuse',
-        message: `episodic: budget exhausted: ${o.what}: $${Math.max(0, o.usd ?? 0).toFixed(4)} was left when the episode started and it spent $${metered.costUSD.toFixed(4)}`,
+        message: `episodic: budget exhausted: ${o.what}: $${Math.max(0, o.usd ?? 0).toFixed(4)} was left when the episode started and it spent $${usd.toFixed(4)}${by}`,
       };
-    if (blocks(metered.tokens, 0, o.tokens === undefined ? undefined : Math.max(0, o.tokens)))
+    const tokens = metered.tokens + extra.tokens;
+    if (blocks(tokens, 0, o.tokens === undefined ? undefined : Math.max(0, o.tokens)))
       return {
         kind: 'refuse',
-        message: `episodic: budget exhausted: ${o.what}: ${Math.max(0, o.tokens ?? 0)} tokens were left when the episode started and it used ${metered.tokens}`,
+        message: `episodic: budget exhausted: ${o.what}: ${Math.max(0, o.tokens ?? 0)} tokens were left when the episode started and it used ${tokens}${by}`,
       };
   }
   return { kind: 'go' };

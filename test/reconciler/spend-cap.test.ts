@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { emptyStatus } from '../../controller/api/agent-task-status.ts';
 import type { BudgetFacts } from '../../controller/reconciler/budget.ts';
 import type { FamilyCap } from '../../controller/reconciler/family-cap.ts';
-import { episodeLeash, judgeRequest, spendCapReached } from '../../controller/reconciler/spend-cap.ts';
+import { episodeLeash, judgeRequest, sharedSpend, spendCapReached } from '../../controller/reconciler/spend-cap.ts';
 
 const status = (costUSD: number, input = 0, output = 0) => ({
   ...emptyStatus(),
@@ -89,5 +89,48 @@ describe('judgeRequest: a request goes while the leash has room', () => {
   it('nothing left at the start: the first request is refused', () => {
     const leash = episodeLeash(status(3), {}, [], [cap({ othersUSD: 0 })]);
     assert.equal(judgeRequest(leash, { costUSD: 0, tokens: 0 }).kind, 'refuse');
+  });
+});
+
+describe('sharedSpend: what a shared cap’s other episodes spent since the snapshot', () => {
+  const shared = { key: 'family parent', counted: { parent: 2, a: 1 } };
+  const live = (task: string, episode: number, costUSD: number, tokens = 0) => ({ task, episode, costUSD, tokens });
+  const rows: Array<[string, Parameters<typeof sharedSpend>[2], { costUSD: number; tokens: number }]> = [
+    ['nothing live', [], { costUSD: 0, tokens: 0 }],
+    ['the episode itself is not counted twice', [live('b', 1, 0.5, 10)], { costUSD: 0, tokens: 0 }],
+    ['an episode already in the snapshot', [live('a', 1, 0.3, 5)], { costUSD: 0, tokens: 0 }],
+    ['a later episode of a counted member', [live('a', 2, 0.3, 5)], { costUSD: 0.3, tokens: 5 }],
+    ['a member the snapshot did not know', [live('c', 1, 0.25, 7)], { costUSD: 0.25, tokens: 7 }],
+    [
+      'several, rounded as money is',
+      [live('a', 2, 0.1), live('c', 1, 0.2), live('parent', 3, 4e-11)],
+      { costUSD: 0.3, tokens: 0 },
+    ],
+  ];
+  for (const [name, l, want] of rows) it(name, () => assert.deepEqual(sharedSpend(shared, 'b', l), want));
+  it('a cap that is not shared adds nothing', () =>
+    assert.deepEqual(sharedSpend(undefined, 'b', [live('a', 9, 1)]), { costUSD: 0, tokens: 0 }));
+});
+
+describe('judgeRequest with a shared cap', () => {
+  const leash = {
+    task: { costUSD: 0, tokens: 0, maxCostUSD: 1 },
+    others: [{ what: 'maxCostUSD 1 of p (its family’s cap)', usd: 1, shared: { key: 'family p', counted: {} } }],
+  };
+  it('goes while the family’s live spend leaves room', () =>
+    assert.equal(judgeRequest(leash, { costUSD: 0.3, tokens: 0 }, [{ costUSD: 0.6, tokens: 0 }]).kind, 'go'));
+  it('refuses once this episode and its siblings together spent what was left, and says so', () => {
+    const v = judgeRequest(leash, { costUSD: 0.4, tokens: 0 }, [{ costUSD: 0.6, tokens: 0 }]);
+    assert.equal(v.kind, 'refuse');
+    assert.match(v.kind === 'refuse' ? v.message : '', /spent \$1\.0000 \(with what its other members spent since\)/);
+  });
+  it('the episode’s own spend alone is judged as before', () =>
+    assert.equal(judgeRequest(leash, { costUSD: 0.4, tokens: 0 }).kind, 'go'));
+});
+
+describe('episodeLeash marks a family cap as shared', () => {
+  it('with the members’ counted episodes', () => {
+    const l = episodeLeash(status(0), {}, [], [cap({ countedThrough: { parent: 1, a: 0 } })]);
+    assert.deepEqual(l.others[0]?.shared, { key: 'family parent', counted: { parent: 1, a: 0 } });
   });
 });

@@ -1,5 +1,4 @@
-// NOT RUN BY THE SUITE (named .pending.ts): it fails today, see the commit that added it. Run it with
-// node --test test/local/gateway-family.pending.ts. A family behind the model gateway should share its parent's cap (issue 29 §4): a parent with maxCostUSD $1 and
+// A family behind the model gateway shares its parent's cap (issue 29 §4): a parent with maxCostUSD $1 and
 // AgentCredentials spawns two children that inherit both; each child is a stand-in agent calling the real
 // Messages API through the gateway in a loop ($0.05 a request at the model server's toolloop). The gateway
 // refuses once the family's cap is spent; what the family was metered at stays within the cap plus the
