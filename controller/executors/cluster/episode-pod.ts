@@ -18,6 +18,8 @@ import { EPISODE_LABEL, MANAGED_BY_LABEL, TASK_LABEL, episodePodName } from '../
 import type { Frame } from '../../api/ops.ts';
 import { EPISODE_PROMPT_VARS_ENV, podPromptVars } from '../../api/prompt-vars.ts';
 import { stackPromptTemplate, stackVars } from '../../reconciler/stack.ts';
+import { PROVIDER_KEY_VARS } from '../../gateway/agent-env.ts';
+import { GATEWAY_TOKEN_ANNOTATION } from './gateway-binding.ts';
 
 export const AGENT_CONTAINER = 'agent';
 /** The non-root user of episode pods (the "nonroot" uid of distroless images). */
@@ -71,6 +73,8 @@ export interface EpisodePodInput {
   /** Agent ops: the task's stack as it stands (status.stack.frames), and more placeholders ({{bb.KEY}}…). */
   stack?: readonly Frame[];
   more?: Readonly<Record<string, string>>;
+  /** spec.agent.credentials: the gateway's URL and the episode's token, and the token's hash (an annotation). */
+  gateway?: { env: Readonly<Record<string, string>>; tokenSha256: string };
 }
 
 /** The step's gates and, in a fix episode, the failed gate for {{gate.name}} and {{gate.output}}. */
@@ -143,13 +147,16 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
   if (rendered) env.push({ name: EPISODE_PROMPT_ENV, value: rendered.prompt });
   if (spec.promptFile) env.push(promptVarsEnv({ ...input.more, ...input.promptVars }));
   for (const [name, value] of Object.entries(stepEnv(input.step))) env.push({ name, value });
-  const userEnv = spec.agent.env.map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
+  const userEnv = spec.agent.env
+    .filter((e) => !behindGateway(input, e))
+    .map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
   const taskNames = new Set(userEnv.map((e) => e.name));
   const defaultEnv = (defaults.env ?? [])
-    .filter((e) => !taskNames.has(e.name))
+    .filter((e) => !taskNames.has(e.name) && !behindGateway(input, e, true))
     .map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
   if (![...userEnv, ...defaultEnv].some((e) => e.name === 'HOME')) env.push({ name: 'HOME', value: HOME_DIR });
   env.push(...defaultEnv, ...userEnv);
+  for (const [key, value] of Object.entries(input.gateway?.env ?? {})) env.push({ name: key, value });
 
   const envFrom: EnvFromSource[] = (spec.agent.envFrom ?? []).map((e) => stripUndefined({ ...e }));
   const workspace = workspaceVolume(spec.workspace);
@@ -194,7 +201,7 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
         [EPISODE_LABEL]: String(episode),
         [MANAGED_BY_LABEL]: 'episodic',
       },
-      ...(defaults.podAnnotations ? { annotations: { ...defaults.podAnnotations } } : {}),
+      ...podAnnotations(defaults.podAnnotations, input.gateway?.tokenSha256),
       ownerReferences: [
         {
           apiVersion: API_VERSION,
@@ -230,6 +237,24 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
       volumes: [workspace.volume, { name: 'home', emptyDir: {} }, { name: 'tmp', emptyDir: {} }],
     }),
   };
+}
+
+/**
+ * Behind the gateway a pod holds no provider key: the task's and the defaults' key variables are dropped (the
+ * gateway's token takes their place), and so is every Secret reference of the defaults (episodes.apiKeys).
+ */
+function behindGateway(input: EpisodePodInput, e: { name: string; valueFrom?: unknown }, isDefault = false): boolean {
+  if (!input.gateway) return false;
+  if ((PROVIDER_KEY_VARS as readonly string[]).includes(e.name) || e.name in input.gateway.env) return true;
+  return isDefault && !!(e.valueFrom as { secretKeyRef?: unknown } | undefined)?.secretKeyRef;
+}
+
+function podAnnotations(
+  fromDefaults: Readonly<Record<string, string>> | undefined,
+  tokenSha256: string | undefined,
+): { annotations?: Record<string, string> } {
+  const annotations = { ...fromDefaults, ...(tokenSha256 ? { [GATEWAY_TOKEN_ANNOTATION]: tokenSha256 } : {}) };
+  return Object.keys(annotations).length > 0 ? { annotations } : {};
 }
 
 /** spec.sandbox.resources as the container's requests = limits (pids are the node's podPidsLimit, not a pod's). */

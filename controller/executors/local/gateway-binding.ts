@@ -7,6 +7,8 @@ import { upstreamOf } from '../../api/agent-credentials.ts';
 import type { EpisodeLeash } from '../../api/episode-leash.ts';
 import type { GatewayMetered } from '../../api/episode-result.ts';
 import { agentGatewayEnv, PROVIDER_KEY_VARS } from '../../gateway/agent-env.ts';
+import { EnvCredentialValues } from '../../gateway/credential-values.ts';
+import type { CredentialValues } from '../../gateway/credential-values.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import type { Gateway } from '../../gateway/gateway.ts';
 import type { SpecCredentials } from '../../sources/local/credentials-files.ts';
@@ -37,13 +39,13 @@ export class LocalGatewayBinding {
   private gateway?: Promise<Gateway>;
   private readonly lookup: () => Iterable<SpecCredentials>;
   private readonly log: Logger;
-  private readonly env: NodeJS.ProcessEnv;
+  private readonly values: CredentialValues;
 
   /** `lookup`: the AgentCredentials documents of the spec directory as last loaded. */
   constructor(opts: { lookup: () => Iterable<SpecCredentials>; log: Logger; env?: NodeJS.ProcessEnv }) {
     this.lookup = opts.lookup;
     this.log = opts.log;
-    this.env = opts.env ?? process.env;
+    this.values = new EnvCredentialValues(opts.env);
   }
 
   async open(req: GrantRequest): Promise<GrantOpening> {
@@ -55,12 +57,13 @@ export class LocalGatewayBinding {
       return { ok: false, message: `${field}: the AgentCredentials is invalid (${doc.errors[0] ?? 'see validate'})` };
     // Pools (several credentials) pick one per request later (issue 29 §3); for now the first is used.
     const credential = doc.spec.credentials[0];
-    const value = credential?.env ? this.env[credential.env] : undefined;
-    if (!credential || !value)
-      return {
-        ok: false,
-        message: `${doc.file}: AgentCredentials ${doc.key}: spec.credentials[0].env: ${credential?.env} is not set in the controller's environment`,
-      };
+    const found = await this.values.valueOf(
+      req.namespace,
+      credential,
+      `${doc.file}: AgentCredentials ${doc.key}: spec.credentials[0]`,
+    );
+    if (!found.ok) return found;
+    const { value } = found;
     const gateway = await (this.gateway ??= this.start());
     const token = gateway.grants.issue({
       namespace: req.namespace,
