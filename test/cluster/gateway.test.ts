@@ -98,14 +98,14 @@ describe('cluster controller: the model gateway', { skip: skipCluster, timeout: 
     await server?.close();
   });
 
-  const task = (name: string, credentials: string) =>
+  const task = (name: string, credentials: string, limits: Record<string, unknown> = {}) =>
     kubectl(['apply', '-f', '-'], {
       input: JSON.stringify({
         apiVersion: 'episodic.dev/v1alpha1',
         kind: 'AgentTask',
         metadata: { name, namespace: ns },
         spec: fakeClaudeSpec(
-          { limits: { maxEpisodes: 1, episodeTimeoutSeconds: 600 } },
+          { limits: { maxEpisodes: 1, episodeTimeoutSeconds: 600, ...limits } },
           {
             credentials,
             // What a task may still say: behind the gateway it is dropped, never put in the pod.
@@ -160,6 +160,26 @@ describe('cluster controller: the model gateway', { skip: skipCluster, timeout: 
     assert.equal(dead.status, 401, dead.body);
     assert.match(dead.body, /unknown or expired token/);
     assert.equal(server.requestsFor(SCENARIO).length, 2, 'nothing forwarded on a dead token');
+  });
+
+  it('the hard stop: once maxCostUSD is spent the gateway refuses, forwards nothing, and the pod goes (BudgetExceeded)', async () => {
+    await task('gw-cap', 'claude', { maxCostUSD: 0.001 });
+    const pod: any = await waitForPod(client, ns, 'gw-cap-ep-1');
+    await kubelet.setRunning(pod);
+    const env = literalEnv(pod);
+    const before = server.requestsFor(SCENARIO).length;
+    assert.equal((await ask(env)).status, 200, 'nothing spent yet: forwarded');
+    const refused = await ask(env);
+    assert.notEqual(refused.status, 200);
+    assert.match(refused.body, /maxCostUSD/);
+    assert.equal(server.requestsFor(SCENARIO).length, before + 1, 'the refused request was not forwarded');
+    // The agent did not stop by itself: a second later the controller deletes its pod.
+    const stopped = await waitForTask(client, ns, 'gw-cap', (s) => s.reason === 'BudgetExceeded');
+    assert.equal(stopped.status.costUSD, 0.005257);
+    assert.match(stopped.status.lastEpisode.message ?? '', /stopped at the gateway: .*maxCostUSD/);
+    await waitFor('the pod deleted', async () =>
+      (await listPods(client, ns, 'gw-cap')).length === 0 ? true : undefined,
+    );
   });
 
   it('a credential whose Secret is missing: no pod, and the status names the Secret', async () => {

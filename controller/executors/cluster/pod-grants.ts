@@ -59,10 +59,11 @@ export class PodGrants {
     return this.opts.binding.open(this.request(t, credentials, leash));
   }
 
-  /** Every pod event: a finished or deleted pod's token dies now. */
+  /** Every pod event: the token of a pod finished, being deleted (its grace period) or gone dies now. */
   podChanged(pod: Pod, deleted: boolean): void {
     const hash = pod.metadata.annotations?.[GATEWAY_TOKEN_ANNOTATION];
-    if (!hash || !this.opts.binding || !(deleted || isFinishedPod(pod))) return;
+    const over = deleted || !!pod.metadata.deletionTimestamp || isFinishedPod(pod);
+    if (!hash || !this.opts.binding || !over) return;
     const metered = this.opts.binding.revoke(hash);
     if (metered) this.ended.set(objectKey(pod), { metered, at: Date.now() });
     this.forgetOld();
