@@ -140,16 +140,18 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       this.notify(task.key);
       return {};
     }
+    if (spec.sandbox?.enabled) await this.ensurePolicy(task, spec.sandbox);
+    const more = await clusterPromptVars(this.opts.client, task.namespace, spec, stack);
+    // Last before the pod is built: nothing that may throw lies between issuing the token and creating the pod.
     const gateway = await this.grants.open({ ...this.target(task, number, status), spec }, leash);
     if (gateway && !gateway.ok) {
       this.refused.set(task.key, { number, message: gateway.message });
       this.notify(task.key);
       return {};
     }
-    if (spec.sandbox?.enabled) await this.ensurePolicy(task, spec.sandbox);
     const pod = buildEpisodePod({
       stack,
-      more: await clusterPromptVars(this.opts.client, task.namespace, spec, stack),
+      more,
       task: { metadata: { name: task.name, namespace: task.namespace, uid: task.object.metadata.uid } },
       spec,
       step: currentStep(task.spec, status),
