@@ -10,6 +10,7 @@
 //
 // `--if-stale` (the `prepare` script, which npm runs on `npm ci`/`npm install` and also on `npx episodic` in a
 // checkout): nothing to do when dist/ was built from these very sources (a hash of them in dist/.build-stamp).
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -24,7 +25,8 @@ const ENTRY = 'main.js';
 
 const sources = sourceHash();
 const stamp = readStamp();
-if (process.argv.includes('--if-stale') && stamp?.sources === sources && existsSync(join(cli, ENTRY))) {
+const built = [join(cli, ENTRY), join(dist, 'sandbox-relay.js')];
+if (process.argv.includes('--if-stale') && stamp?.sources === sources && built.every((f) => existsSync(f))) {
   console.log('dist/ is up to date with the sources (npm run build rebuilds it anyway)');
   process.exit(0);
 }
@@ -74,6 +76,7 @@ try {
     target: 'node22',
     logLevel: 'warning',
   });
+  nativeRelay();
   mkdirSync(join(dist, 'console'), { recursive: true });
   renameSync(join(staging, 'console', 'app.js'), join(dist, 'console', 'app.js'));
   rmSync(join(staging, 'console'), { recursive: true });
@@ -91,6 +94,17 @@ try {
   renameSync(`${stampFile}.tmp`, stampFile);
 } finally {
   rmSync(staging, { recursive: true, force: true });
+}
+
+/** dist/sandbox-relay, relay.ts's native twin (no Node start-up per sandboxed episode), where a C compiler is. */
+function nativeRelay() {
+  const out = join(staging, 'sandbox-relay');
+  const cc = spawnSync('cc', ['-O2', '-o', out, join(repo, 'controller/executors/sandbox/relay.c')], { stdio: 'pipe' });
+  if (cc.status === 0) return renameSync(out, join(dist, 'sandbox-relay'));
+  rmSync(join(dist, 'sandbox-relay'), { force: true }); // never a stale one: the Node relay is used instead
+  console.warn(
+    `no native sandbox relay (cc: ${cc.error?.message ?? String(cc.stderr).trim().slice(0, 200)}); the Node one is used`,
+  );
 }
 
 /** What the build reads: the sources, this script and the locked dependencies. */

@@ -6,6 +6,10 @@ import { ReviewEvidenceSchema } from './review.ts';
 
 const count = z.number().int().nonnegative();
 
+/** How many changed paths an episode's evidence keeps, and how long each may be (bounded: agent-made names). */
+export const FILES_MAX = 50;
+export const FILE_PATH_MAX = 300;
+
 /** Markdown checkboxes ([ ] [~] [x] [!] [S]) or prd.json stories, counted. */
 export const ChecklistCountsSchema = z.object({
   done: count.default(0),
@@ -29,6 +33,8 @@ export const WorkspaceEvidenceSchema = z.object({
   /** The checkpoint: the commit episodic made of what the episode left (git workspaces that changed). */
   commit: z.string().max(64).optional(),
   filesChanged: count.optional(),
+  /** The first FILES_MAX paths it changed (filesChanged counts them all), as git printed them. */
+  files: z.array(z.string().max(FILE_PATH_MAX)).max(FILES_MAX).optional(),
   insertions: count.optional(),
   deletions: count.optional(),
   /** git: uncommitted changes are left after the episode. */

@@ -111,15 +111,19 @@ export const SandboxSchema = z
 export type Sandbox = z.infer<typeof SandboxSchema>;
 export type SandboxResources = z.infer<typeof SandboxResourcesSchema>;
 
-/** How the bounds of spec.sandbox.resources were enforced: cgroup v1 where writable, else rlimits (cpu unbound). */
-export const SANDBOX_ENFORCERS = ['cgroup-v1', 'rlimit', 'none'] as const;
+/** How spec.sandbox.resources were bounded: cgroup v2 or v1 where writable, else rlimits (cpu unbound). */
+export const SANDBOX_ENFORCERS = ['cgroup-v2', 'cgroup-v1', 'rlimit', 'none'] as const;
 export const RESOURCE_LIMITS = ['memory', 'pids'] as const;
 export type ResourceLimit = (typeof RESOURCE_LIMITS)[number];
 
 /** What the executor says about a sandboxed episode: in its result and its record. */
 export const SandboxRunSchema = z.strictObject({
   network: z.enum(SANDBOX_NETWORKS),
-  resources: z.enum(SANDBOX_ENFORCERS).describe('how resources were bounded'),
+  resources: z
+    .enum(SANDBOX_ENFORCERS)
+    .describe(
+      'how resources were bounded: cgroup-v2, cgroup-v1 (a group per episode), rlimit (prlimit: address space; nproc does not bind root; cpu unbound), none',
+    ),
   /** A bound the episode hit: its processes were killed and the episode failed (reason ResourceLimit). */
   limitHit: z.enum(RESOURCE_LIMITS).optional(),
 });

@@ -34,6 +34,7 @@ export interface ControllerCliOptions {
   hooksAddr?: string;
   gatewayAddr?: string;
   gatewayUrl?: string;
+  sandboxProxyListen?: string;
 }
 
 export function registerController(program: Command): void {
@@ -111,6 +112,10 @@ export function registerController(program: Command): void {
       'while leading, serve the model gateway for tasks with spec.agent.credentials; a bare port binds 127.0.0.1',
     )
     .option('--gateway-url <url>', "the gateway's URL as episode pods reach it (its Service); default its own address")
+    .option(
+      '--sandbox-proxy-listen <host:port>',
+      `serve the CONNECT proxy of sandboxed pods' allowHosts here (credentials keyed by $${PROXY_KEY_ENV})`,
+    )
     .action(async (opts: ControllerCliOptions) => {
       process.exitCode = await controllerCommand(opts);
     });
@@ -174,6 +179,7 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
       consoleListen: opts.consoleListen || undefined,
       hooksAddr: opts.hooksAddr || undefined,
       gateway: settings.gateway,
+      sandboxProxy: settings.sandboxProxy,
     });
     return end === 'stopped' ? 0 : 1;
   } finally {
@@ -181,6 +187,23 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
     process.off('SIGTERM', onSignal);
     log.flush();
   }
+}
+
+const PROXY_KEY_ENV = 'EPISODIC_SANDBOX_PROXY_KEY';
+const PROXY_KEY_MIN = 32;
+
+/** --sandbox-proxy-listen and its key: the same key on every replica and across restarts, or pods are refused. */
+export function sandboxProxySettings(
+  listen: string | undefined,
+  env: NodeJS.ProcessEnv,
+): { listen: string; key: Buffer } | undefined {
+  if (!listen) return undefined;
+  const key = env[PROXY_KEY_ENV] ?? '';
+  if (key.length < PROXY_KEY_MIN)
+    throw new UsageError(
+      `--sandbox-proxy-listen: set ${PROXY_KEY_ENV} to a secret of ${PROXY_KEY_MIN}+ characters (the chart makes one)`,
+    );
+  return { listen, key: Buffer.from(key) };
 }
 
 /** The numeric and duration flags, checked; a bad one throws a UsageError naming it. */
@@ -201,6 +224,7 @@ function parseSettings(opts: ControllerCliOptions) {
     watchdogMs: opts.watchWatchdog === undefined ? undefined : parseDuration('--watch-watchdog', opts.watchWatchdog),
     lease: { leaseDurationMs, renewDeadlineMs, retryPeriodMs: parseDuration('--retry-period', opts.retryPeriod) },
     gateway: gatewaySettings(opts),
+    sandboxProxy: sandboxProxySettings(opts.sandboxProxyListen, process.env),
   };
 }
 

@@ -87,10 +87,7 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
   let extra: LiveExtra | undefined;
   let consoleServer: Awaited<ReturnType<typeof startConsoleFor>> | undefined;
   try {
-    consoleServer =
-      opts.console === undefined
-        ? undefined
-        : await startConsoleFor(dir, stateDir, opts.console, logger, hooksBase(opts));
+    consoleServer = opts.console === undefined ? undefined : await startConsoleFor(dir, stateDir, opts.console, logger);
   } catch (err) {
     console.error(`episodic run: --console: ${(err as Error).message}`);
     return 2;
@@ -114,7 +111,8 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
       show: (view, given) => {
         extra = given;
         // The console shows the controller's own statuses: no file read can miss a quick second write.
-        consoleServer?.follow(view, given.changed);
+        // …and the hook server's bound address (a :0 port is known only now).
+        consoleServer?.follow(view, given.changed, given.hooksUrl);
         return live ? new LiveTable(view, process.stdout, () => panelOf(given, opts)) : { stop() {} };
       },
     });
@@ -139,17 +137,11 @@ export async function runCommand(dirArg: string, opts: RunOptions): Promise<numb
 }
 
 /** The console over this run's state dir (loaded only when asked for). */
-async function startConsoleFor(dir: string, stateDir: string, listen: string, logger: Logger, hooks?: string) {
+async function startConsoleFor(dir: string, stateDir: string, listen: string, logger: Logger) {
   const { startLocalConsole } = await import('../console/start-local.ts');
-  const running = await startLocalConsole({ dir, stateDir, listen, hooksBase: hooks });
+  const running = await startLocalConsole({ dir, stateDir, listen });
   logger.info({ url: `${running.url}/` }, 'serving the console');
   return running;
-}
-
-/** Where hooks are served, for the console's Triggers page (a port chosen at random, :0, is not known here). */
-function hooksBase(opts: RunOptions): string | undefined {
-  if (!opts.watch || !opts.hooksAddr || /:0$/.test(opts.hooksAddr)) return undefined;
-  return `http://${opts.hooksAddr}`;
 }
 
 /** The triggers for the table: as recorded when drawn. */

@@ -43,6 +43,10 @@ import { CLUSTER_DEFAULTS } from '../kube/cluster-defaults.ts';
 import type { EpisodeDefaults } from '../kube/episode-defaults.ts';
 import { ClusterOpsApplier } from '../ops/cluster-ops.ts';
 import { ClusterGatewayBinding } from '../executors/cluster/gateway-binding.ts';
+import type { AgentTaskStatus } from '../api/agent-task.ts';
+import { effectiveSpec } from '../api/steps.ts';
+import { proxyAllowOf } from '../executors/cluster/proxy-env.ts';
+import type { SandboxProxy } from '../executors/cluster/sandbox-proxy.ts';
 
 export interface ClusterControllerOptions {
   kubeConfig: KubeConfig;
@@ -64,6 +68,8 @@ export interface ClusterControllerOptions {
   healthAddr?: string;
   /** Serve POST /hooks/NAMESPACE/TRIGGER here (webhook triggers); a bare port binds 127.0.0.1. */
   hooksAddr?: string;
+  /** spec.sandbox.allowHosts on a cluster: serve the CONNECT proxy here, credentials made with `key`. */
+  sandboxProxy?: { listen: string; key: Buffer };
   leaderElection?: {
     namespace: string;
     identity?: string;
@@ -106,6 +112,8 @@ export class ClusterController {
   readonly servers: RunningServer[] = [];
   /** --hooks-addr: webhook deliveries for AgentTriggers. */
   hooks: HookServer | undefined;
+  /** sandboxProxy: the CONNECT proxy of sandboxed pods' allowHosts (its port, for tests). */
+  sandboxProxy: SandboxProxy | undefined;
   private loop: Controller<ClusterTask> | undefined;
   private elector: LeaderElector | undefined;
   private leaseClient: KubeClient | undefined;
@@ -182,6 +190,7 @@ export class ClusterController {
       podRetention: opts.podRetention ?? CLUSTER_DEFAULTS.podRetention,
       imagePullGraceMs: opts.imagePullGraceMs ?? CLUSTER_DEFAULTS.imagePullGraceMs,
       episodeDefaults: opts.episodeDefaults,
+      proxyKey: opts.sandboxProxy?.key,
     });
     this.records = new EpisodeRecordWriter({ client, tasks: this.tasks, log: opts.log });
     this.sink = new KubeStatusSink({
@@ -255,8 +264,16 @@ export class ClusterController {
     this.mailboxWatch.informer.stop();
     await Promise.all([...this.servers, ...(this.hooks ? [this.hooks] : [])].map((s) => s.close()));
     await this.gateway?.close();
+    await this.sandboxProxy?.close();
     this.client.close();
     this.leaseClient?.close();
+  }
+
+  /** What a task's pods may CONNECT to now, from the informer cache (every replica answers alike). */
+  private proxyAllowOf(t: { namespace: string; name: string }): readonly string[] | undefined {
+    const task = this.source.get(`${t.namespace}/${t.name}`);
+    if (!task?.spec) return undefined;
+    return proxyAllowOf(effectiveSpec(task.spec, task.object.status as AgentTaskStatus | undefined));
   }
 
   private async run(): Promise<void> {
@@ -269,6 +286,14 @@ export class ClusterController {
     if (this.opts.hooksAddr) {
       const { serveTriggerHooks } = await import('../sources/triggers/trigger-hooks.ts');
       this.hooks = await serveTriggerHooks(this.opts.hooksAddr, this.triggerRunner.hookOptions());
+    }
+    if (this.opts.sandboxProxy) {
+      const { serveSandboxProxy } = await import('../executors/cluster/sandbox-proxy.ts');
+      this.sandboxProxy = await serveSandboxProxy({
+        ...this.opts.sandboxProxy,
+        allowOf: (t) => this.proxyAllowOf(t),
+        log: this.opts.log,
+      });
     }
     this.tasks.start();
     this.pods.start();

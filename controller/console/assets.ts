@@ -1,6 +1,7 @@
 // The page and its two assets. The HTML and CSS are constants; app.js is the esbuild bundle of web/app.ts:
 // dist/console/app.js in a built package, built in memory when running from the sources (a checkout, tests).
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 export const INDEX_HTML = `<!doctype html>
@@ -10,6 +11,7 @@ export const INDEX_HTML = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>episodic console</title>
 <link rel="icon" type="image/svg+xml" href="/assets/favicon.svg">
+<link rel="stylesheet" href="/assets/uplot.css">
 <link rel="stylesheet" href="/assets/app.css">
 <script src="/assets/app.js" defer></script>
 </head>
@@ -69,9 +71,20 @@ ul.tree li { overflow-wrap: anywhere; }
 section.trigger.selected { outline: 2px solid #0b57d0; }
 table.facts { width: auto; max-width: 100%; }
 table.facts th { width: 12em; }
+.chart { margin: .6em 0; max-width: 100%; overflow: hidden; }
+.chart h4 { margin: .2em 0; font-size: 13px; }
+.chart p.axes { margin: 0; font-size: 11px; color: #5f6368; }
+td.whole .value > span:first-child { display: block; }
+ul.files { margin: 0; padding-left: 1.2em; max-height: 14em; overflow: auto; }
+ul.files li, ul.files code { overflow-wrap: anywhere; }
 `;
 
 const here = fileURLToPath(import.meta.url);
+
+/** uPlot's stylesheet, from its package (a dependency): served as /assets/uplot.css, never from a CDN. */
+export function uplotCss(): string {
+  return readFileSync(createRequire(import.meta.url).resolve('uplot/dist/uPlot.min.css'), 'utf8');
+}
 
 /** The browser bundle: prebuilt beside the CLI bundle, or built from web/app.ts on first request. */
 export async function appScript(): Promise<string> {

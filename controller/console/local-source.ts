@@ -14,6 +14,7 @@ import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { localEpisodeLog } from './local-logs.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
 import { FirstStarts } from './first-starts.ts';
+import { localBoardAndMail } from './board-view.ts';
 import { originOf } from './origin.ts';
 import { triggerView } from './trigger-views.ts';
 import type { TriggerView } from './trigger-views.ts';
@@ -79,7 +80,7 @@ export class LocalConsoleSource implements ConsoleSource {
   private readonly firstStarts: FirstStarts;
 
   /** `run --watch --hooks-addr`: where hooks are served ("http://host:port"), for each trigger's hook URL. */
-  private readonly hooksBase: string | undefined;
+  private hooksBase: string | undefined;
 
   constructor(dir: string, stateDir: string, hooksBase?: string) {
     this.dir = dir;
@@ -110,9 +111,11 @@ export class LocalConsoleSource implements ConsoleSource {
   }
 
   /** `run --console`: rows come from the controller's own statuses (`view`), re-read after each of its passes;
-   * status files are no longer watched, so no file read can race a newer write. */
-  follow(view: () => FollowedView, changed: (listener: () => void) => void): void {
+   * status files are no longer watched, so no file read can race a newer write. `hooksUrl`: the hook server's
+   * bound address ("http://host:port/hooks", the real port when :0 was asked for). */
+  follow(view: () => FollowedView, changed: (listener: () => void) => void, hooksUrl?: string): void {
     this.followed = true;
+    if (hooksUrl) this.hooksBase = hooksUrl.replace(/\/hooks$/, '');
     clearInterval(this.waitForState);
     for (const [id, watcher] of this.watchers)
       if (id.startsWith('status')) {
@@ -335,6 +338,7 @@ export class LocalConsoleSource implements ConsoleSource {
       hold: readHold(holdPath(this.stateDir, namespace, name)),
       specSuspend: task.spec?.suspend === true,
       children: childrenOf(this.rows(), namespace, name),
+      ...(await localBoardAndMail(this.stateDir, namespace, name)),
     };
   }
 

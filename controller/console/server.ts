@@ -3,7 +3,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { APP_CSS, appScript, FAVICON_SVG, INDEX_HTML } from './assets.ts';
+import { APP_CSS, appScript, FAVICON_SVG, INDEX_HTML, uplotCss } from './assets.ts';
 import {
   authorized,
   COOKIE,
@@ -47,6 +47,7 @@ export async function startConsole(opts: ConsoleServerOptions): Promise<RunningC
   const loopback = isLoopback(host);
   if (!loopback && !opts.token) throw new ConsoleRefused(tokenRequiredMessage(host));
   const script = await appScript();
+  const chartCss = uplotCss();
   const streams = new Set<ServerResponse>();
   // Each event is numbered and /api/tasks says the number its rows include: the page drops what is older.
   const counter = { seq: 0 };
@@ -61,7 +62,7 @@ export async function startConsole(opts: ConsoleServerOptions): Promise<RunningC
     if (url.pathname === '/login' && opts.token) return login(res, url, opts.token);
     if (!authorized(req, opts.token))
       return send(res, 401, 'text/plain', 'a bearer token is required (or /login?token=…)\n');
-    route(req, res, url, { ...opts, script, streams, counter }).catch((err: unknown) => {
+    route(req, res, url, { ...opts, script, chartCss, streams, counter }).catch((err: unknown) => {
       if (!res.headersSent) send(res, 500, 'text/plain', `${(err as Error).message}\n`);
       else res.end();
     });
@@ -91,6 +92,7 @@ export async function startConsole(opts: ConsoleServerOptions): Promise<RunningC
 
 interface RouteContext extends ConsoleServerOptions {
   script: string;
+  chartCss: string;
   streams: Set<ServerResponse>;
   counter: { seq: number };
 }
@@ -108,6 +110,7 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: R
   if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
   if (path === '/') return send(res, 200, 'text/html; charset=utf-8', INDEX_HTML);
   if (path === '/assets/app.js') return send(res, 200, 'text/javascript; charset=utf-8', ctx.script);
+  if (path === '/assets/uplot.css') return send(res, 200, 'text/css; charset=utf-8', ctx.chartCss);
   if (path === '/assets/app.css') return send(res, 200, 'text/css; charset=utf-8', APP_CSS);
   if (path === '/assets/favicon.svg' || path === '/favicon.ico') return send(res, 200, 'image/svg+xml', FAVICON_SVG);
   if (path === '/api/tasks') return json(res, 200, { items: ctx.source.rows(), seq: ctx.counter.seq });

@@ -24,7 +24,7 @@ export async function startLocalConsole(opts: {
     const running = await startConsole({ listen: opts.listen, source, token, who: consoleUser(token !== undefined) });
     return {
       ...running,
-      follow: (view, changed) => source.follow(view, changed),
+      follow: (view, changed, hooksUrl) => source.follow(view, changed, hooksUrl),
       close: async () => {
         await running.close();
         await source.close();

@@ -11,6 +11,7 @@ import { DEFAULT_MAX_FIX_EPISODES } from '../api/gates.ts';
 import type { SuspendHold } from '../api/hold.ts';
 import { AgentTriggerStatusSchema, TRIGGER_LABEL } from '../api/agent-trigger.ts';
 import { OWNER_LABELS } from '../api/spawn-fields.ts';
+import type { BoardView, MailView } from './board-view.ts';
 
 export interface TaskRow {
   key: string;
@@ -78,6 +79,9 @@ export interface TaskDetail {
   children?: ChildRow[];
   /** Added by the server from the fleet's rows: the parent and the children tree (family.ts). */
   family?: Family;
+  /** Its namespace's blackboard and its waiting messages, bounded (board-view.ts; local state only). */
+  blackboard?: BoardView;
+  mailbox?: MailView;
 }
 
 export interface ChildRow {

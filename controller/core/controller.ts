@@ -12,6 +12,7 @@ import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { cycleThrough, dependencyFact } from '../reconciler/dependencies.ts';
 import type { DependencyFact } from '../reconciler/dependencies.ts';
+import type { CredentialsPaused } from '../reconciler/credentials-hold.ts';
 import { reconcile } from '../reconciler/reconcile.ts';
 import type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from '../reconciler/reconcile.ts';
 import { mailboxCameUp } from '../reconciler/mail.ts';
@@ -44,6 +45,10 @@ export interface ControllerOptions<T extends DesiredTask> {
   clock?: Clock;
   /** In [0, 1): backoff jitter. */
   random?: () => number;
+  /** spec.agent.credentials: whether every credential of the task's pool is paused (a usage limit), until when. */
+  credentialsPaused?: (task: T) => CredentialsPaused | undefined;
+  /** A pool's pauses changed (namespace, AgentCredentials name): its tasks are looked at again, all at once. */
+  credentialEvents?: { subscribe(fn: (namespace: string, name: string) => void): void };
   /**
    * Tasks on record that their source no longer has (deleting), e.g. a spec deleted while no controller
    * ran: reconciled once at start() like any deleted task, so their episodes are recorded before release.
@@ -110,6 +115,10 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       // otherwise queue behind all of them, and status would lag far behind what happened.
       this.queue.addFirst(key);
       this.wakeSlotWaiters();
+    });
+    opts.credentialEvents?.subscribe((ns, name) => {
+      for (const t of opts.source.list())
+        if (t.namespace === ns && t.spec?.agent.credentials === name) this.queue.add(t.key);
     });
     // A message for a task the source does not have (yet) waits in its mailbox for the task's first pass.
     opts.mailboxEvents?.subscribe((key) => opts.source.get(key) && this.queue.add(key));
@@ -272,6 +281,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
           ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: spentByOthers }
           : undefined,
       budgets: pass.deleted ? undefined : this.budgetBook?.facts(task, pass.before, pass.now),
+      credentialsPaused: pass.deleted ? undefined : this.opts.credentialsPaused?.(task),
       now: pass.now,
       jitter: (this.opts.random ?? Math.random)(),
     };

@@ -7,18 +7,24 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Transform } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import { addTokens, roundUSD, totalTokens } from '../api/bounds.ts';
 import { pricingFor } from '../api/agent-credentials.ts';
 import { costFromTokens } from '../api/pricing.ts';
+import type { Choice } from '../reconciler/credential-governor.ts';
 import { judgeRequest } from '../reconciler/spend-cap.ts';
+import { readAnswer, readBounded } from './answer.ts';
+import type { Answer } from './answer.ts';
+import { classifyAnswer, seenLimits } from './upstream-signals.ts';
 import { Grants } from './grants.ts';
 import type { Grant } from './grants.ts';
 import {
   budgetRefusal,
   checkTarget,
   downstreamHeaders,
+  pausedRefusal,
   plainRefusal,
   tokenCandidates,
   upstreamHeaders,
@@ -37,9 +43,16 @@ export interface GatewayOptions {
   maxRequestBytes?: number;
   /** A request (answer included) taking longer than this is cut. */
   requestTimeoutMs?: number;
-  /** Called after each forwarded request with what it was metered at (metrics). */
-  onUsage?: (grant: Grant, usage: Usage, costUSD: number, status: number) => void;
+  /** Called after each forwarded request with what it was metered at and the credential it went out on (metrics). */
+  onUsage?: (grant: Grant, usage: Usage, costUSD: number, status: number, credential: string) => void;
+  /** Called on every answer from upstream, a failed-over one too (metrics). */
+  onAnswer?: (grant: Grant, credential: string, status: number) => void;
+  /** The clock for pauses and per-minute limits (tests inject one). */
+  now?: () => Date;
 }
+
+/** A request waits at most this long for its pool's own per-minute limits to allow it; past that it is refused. */
+export const MAX_LIMIT_WAIT_MS = 60_000;
 
 export const DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 15 * 60_000;
@@ -62,6 +75,7 @@ const UNKNOWN_TOKEN =
 
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const grants = new Grants();
+  const now = opts.now ?? (() => new Date());
   const maxBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
   const timeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const agent = new Agent({ headersTimeout: timeoutMs, bodyTimeout: 5 * 60_000, connections: 256 });
@@ -112,29 +126,76 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     res.on('close', () => {
       if (!res.writableFinished) abort.abort(new Error('the agent went away'));
     });
-    let overflow = false;
-    const limited = req.pipe(byteLimit(maxBytes, () => (overflow = true)));
     grant.metered.inFlight++;
     let meter: UsageMeter | undefined;
     let status = 0;
+    let credential = '';
+    let chargeCredential: ((tokens: number) => void) | undefined;
     try {
-      const upstream = await request(url, {
-        method: method as 'POST' | 'GET',
-        headers: upstreamHeaders(grant.provider, req.headers, grant.credential.value),
-        body: method === 'POST' ? limited : undefined,
-        signal: abort.signal,
-        dispatcher: agent,
-      }).catch((err: unknown) => {
-        if (overflow) return undefined;
-        throw err;
-      });
-      if (!upstream) return refuse(req, res, tooLarge(maxBytes));
-      status = upstream.statusCode;
-      const headers = downstreamHeaders(upstream.headers);
-      res.writeHead(status, headers);
+      // A pool may send the request again on another credential, so its body is kept (bounded); one streams it.
+      const replay = grant.credentials.length > 1 && method === 'POST';
+      const kept = replay ? await readBounded(req, maxBytes) : undefined;
+      if (kept === null) return refuse(req, res, tooLarge(maxBytes));
+      const tried: string[] = [];
+      let held: Answer | undefined;
+      for (;;) {
+        const choice = chooseFor(grant, tried);
+        if (choice.kind !== 'use') {
+          if (held) break;
+          const waitMs = choice.kind === 'wait' ? choice.until.getTime() - now().getTime() : 0;
+          if (choice.kind === 'wait' && !choice.paused && waitMs <= MAX_LIMIT_WAIT_MS) {
+            await delay(waitMs, undefined, { signal: abort.signal });
+            continue;
+          }
+          const until = choice.kind === 'wait' ? choice.until : now();
+          return refuse(req, res, pausedRefusal(grant.provider, until, now()));
+        }
+        held?.upstream.body.destroy();
+        held = undefined;
+        tried.push(choice.name);
+        const value = grant.credentials.find((c) => c.name === choice.name)?.value ?? '';
+        const charge = grant.pool?.sent(choice.name, now());
+        let overflow = false;
+        const body = method !== 'POST' ? undefined : (kept ?? req.pipe(byteLimit(maxBytes, () => (overflow = true))));
+        const upstream = await request(url, {
+          method: method as 'POST' | 'GET',
+          headers: upstreamHeaders(grant.provider, req.headers, value),
+          body,
+          signal: abort.signal,
+          dispatcher: agent,
+        }).catch((err: unknown) => {
+          if (overflow) return undefined;
+          throw err;
+        });
+        if (!upstream) return refuse(req, res, tooLarge(maxBytes));
+        const answer = await readAnswer(upstream);
+        const secrets = grant.credentials.map((c) => c.value);
+        const signal = classifyAnswer(
+          grant.provider,
+          answer.status,
+          upstream.headers,
+          answer.errorText,
+          now(),
+          secrets,
+        );
+        grant.pool?.answered(choice.name, signal, seenLimits(upstream.headers, now()), now());
+        opts.onAnswer?.(grant, choice.name, answer.status);
+        held = answer;
+        credential = choice.name;
+        chargeCredential = charge;
+        if (kept === undefined || (signal.kind !== 'retry' && signal.kind !== 'usage-limit')) break;
+        opts.log.info(
+          { credential: choice.name, status: answer.status },
+          'gateway: failing over to another credential',
+        );
+      }
+      if (!held) return;
+      grant.sticky = credential;
+      status = held.status;
+      res.writeHead(status, downstreamHeaders(held.upstream.headers));
       res.flushHeaders();
-      meter = new UsageMeter(grant.provider, String(upstream.headers['content-type'] ?? ''), modelOf(url));
-      for await (const chunk of upstream.body) {
+      meter = new UsageMeter(grant.provider, String(held.upstream.headers['content-type'] ?? ''), modelOf(url));
+      for await (const chunk of held.chunks()) {
         meter.push(chunk);
         if (!res.write(chunk)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
         if (res.destroyed) break;
@@ -144,18 +205,33 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       clearTimeout(timer);
       grant.metered.inFlight--;
       // What passed is charged, whether the answer ended or was cut short.
-      if (meter) charge(grant, meter.done(), status);
+      if (meter) charge(grant, credential, meter.done(), status, chargeCredential);
     }
   }
 
-  function charge(grant: Grant, usage: Usage, status: number): void {
+  /** The credential for the request's next attempt: the governor's choice in a pool, else the one credential. */
+  function chooseFor(grant: Grant, tried: readonly string[]): Choice {
+    const names = grant.credentials.map((c) => c.name);
+    if (grant.pool) return grant.pool.choose(names, grant.sticky, tried, now());
+    const first = names.find((n) => !tried.includes(n));
+    return first !== undefined && tried.length === 0 ? { kind: 'use', name: first } : { kind: 'none' };
+  }
+
+  function charge(
+    grant: Grant,
+    credential: string,
+    usage: Usage,
+    status: number,
+    onCredential?: (tokens: number) => void,
+  ): void {
     const price = pricingFor(grant.pricing, usage.model);
     const cost = price ? costFromTokens(usage, price) : 0;
     const m = grant.metered;
     m.requests++;
     m.tokens = addTokens(m.tokens, usage);
     m.costUSD = roundUSD(m.costUSD + cost);
-    opts.onUsage?.(grant, usage, cost, status);
+    onCredential?.(totalTokens(usage));
+    opts.onUsage?.(grant, usage, cost, status, credential);
   }
 
   await new Promise<void>((resolve, reject) => {

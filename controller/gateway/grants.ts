@@ -5,6 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { TokenCounts } from '../api/bounds.ts';
 import type { EpisodeLeash } from '../api/episode-leash.ts';
 import type { Pricing } from '../api/pricing.ts';
+import type { CredentialPool } from './credential-pool.ts';
 import type { Provider } from './usage.ts';
 
 /** 256 random bits, base64url: unguessable, and distinctive in the agent's environment. */
@@ -18,8 +19,12 @@ export interface GrantSpec {
   provider: Provider;
   /** The fixed base URL requests go to: a request chooses a path below it, never a host. */
   upstream: string;
-  /** The credential's name (for logs and metrics) and its value (never logged). */
-  credential: { name: string; value: string };
+  /**
+   * The credentials it may go out on, by name (logs, metrics) and value (never logged): one, or a pool that
+   * `pool` chooses among per request (credential-pool.ts); without a pool the first is used.
+   */
+  credentials: ReadonlyArray<{ name: string; value: string }>;
+  pool?: CredentialPool;
   pricing: Readonly<Record<string, Pricing>>;
   leash: EpisodeLeash;
   /** Called once, when the gateway first refuses a request because nothing is left. */
@@ -39,6 +44,8 @@ export interface Metered {
 
 export interface Grant extends GrantSpec {
   metered: Metered;
+  /** The credential the episode's last request went out on (prompt-cache locality). */
+  sticky?: string;
 }
 
 /** What a token is kept (and, on a cluster, annotated on its pod) as: its SHA-256, never the token itself. */

@@ -145,3 +145,44 @@ export function budgetRefusal(provider: Provider, message: string): Refusal {
 export function plainRefusal(status: number, message: string): Refusal {
   return { status, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: `${message}\n` };
 }
+
+/**
+ * Every credential of the pool is at a usage limit: the provider's own usage-limit answer with the reset, so
+ * the CLI reports a usage limit and ends (and the controller holds the task until the reset) instead of retrying.
+ */
+export function pausedRefusal(provider: Provider, until: Date, now: Date): Refusal {
+  const seconds = Math.max(1, Math.ceil((until.getTime() - now.getTime()) / 1000));
+  const message = `episodic gateway: every credential of this pool is at a usage limit until ${until.toISOString()}`;
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'retry-after': String(seconds) };
+  if (provider === 'anthropic') {
+    const reset = String(Math.ceil(until.getTime() / 1000));
+    Object.assign(headers, {
+      'anthropic-ratelimit-unified-status': 'rejected',
+      'anthropic-ratelimit-unified-reset': reset,
+    });
+    return {
+      status: 429,
+      headers,
+      body: JSON.stringify({ type: 'error', error: { type: 'rate_limit_error', message } }),
+    };
+  }
+  if (provider === 'openai')
+    return {
+      status: 429,
+      headers,
+      body: JSON.stringify({
+        error: {
+          type: 'usage_limit_reached',
+          message,
+          resets_at: Math.ceil(until.getTime() / 1000),
+          resets_in_seconds: seconds,
+        },
+      }),
+    };
+  const details = [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${seconds}s` }];
+  return {
+    status: 429,
+    headers,
+    body: JSON.stringify({ error: { code: 429, message, status: 'RESOURCE_EXHAUSTED', details } }),
+  };
+}

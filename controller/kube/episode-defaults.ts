@@ -55,6 +55,15 @@ export const EpisodeDefaultsSchema = z.strictObject({
           port: z.number().int().min(1).max(65535),
         })
         .optional(),
+      /** The controller's CONNECT proxy (allowHosts): what pods dial, and the pods the NetworkPolicy admits. */
+      proxy: z
+        .strictObject({
+          host: z.string().min(1).max(253),
+          port: z.number().int().min(1).max(65535),
+          namespace: z.string().min(1).optional(),
+          podLabels: stringMap,
+        })
+        .optional(),
     })
     .optional(),
 });

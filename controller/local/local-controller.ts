@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { emptyStatus, isTerminal } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { Clock } from '../core/clock.ts';
+import type { CredentialsPaused } from '../reconciler/credentials-hold.ts';
 import type { StoreFullError } from '../core/ports.ts';
 import { Controller } from '../core/controller.ts';
 import { ProcessEpisodeExecutor } from '../executors/local/process-executor.ts';
@@ -84,6 +85,9 @@ export class LocalController {
     this.gateway = new LocalGatewayBinding({
       lookup: () => this.userSpecs?.credentials?.values() ?? [],
       log: opts.logger,
+      stateDir: opts.stateDir,
+      clock: opts.clock,
+      metrics: opts.metrics?.gateway,
     });
     this.mailboxes = new LocalMailboxes(opts.stateDir);
     this.mailboxWatch = new LocalMailboxWatch(opts.stateDir);
@@ -155,7 +159,16 @@ export class LocalController {
         created: { store: this.created, ownerOf: localOwner },
       }),
       mailboxEvents: this.mailboxWatch,
+      credentialsPaused: (task) => this.credentialsPaused(task),
+      credentialEvents: this.gateway.pauses,
     });
+  }
+
+  /** The reconciler's fact: every credential of the task's AgentCredentials is paused, until the earliest reset. */
+  private credentialsPaused(task: LocalTask): CredentialsPaused | undefined {
+    const credentials = task.spec?.agent.credentials;
+    const until = credentials ? this.gateway.pausedUntil(task.namespace, credentials) : undefined;
+    return credentials && until ? { credentials, until } : undefined;
   }
 
   /**

@@ -8,6 +8,7 @@ import { BudgetMetrics } from './budget-metrics.ts';
 import { LeashMetrics } from './leash-metrics.ts';
 import { ResumeMetrics } from './resume-metrics.ts';
 import { MergeQueueMetrics } from './merge-queue-metrics.ts';
+import { GatewayMetrics } from './gateway-metrics.ts';
 
 export const EVENT_LOOP_PRECISION_MS = 100;
 
@@ -83,6 +84,8 @@ export class EpisodicMetrics {
   /** AgentBudget spend, remaining and held tasks. */
   readonly budgets = new BudgetMetrics(this.registry);
   readonly mergeQueue = new MergeQueueMetrics(this.registry);
+  /** The model gateway: answers, tokens and cost per credential; paused credentials. */
+  readonly gateway = new GatewayMetrics(this.registry);
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     // The event-loop lag histogram samples with a libuv timer: prom-client's default 10 ms would wake an

@@ -40,6 +40,7 @@ import type { ObservedEpisode, ReconcileInput, ReconcileResult } from './types.t
 import { MAILBOX_RESYNC_MS, spawnHold, spawnInterrupt, withDelivery } from './spawn-decide.ts';
 import { fanOutDecision } from './fan-out-decide.ts';
 import { tallyEvidence } from './attempts.ts';
+import { credentialsHold } from './credentials-hold.ts';
 
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 
@@ -251,7 +252,8 @@ function whileRunning(
 }
 
 /** Nothing runs and the task is not finished: whatever keeps the next episode from starting, or its start. */
-function beforeStart(status: AgentTaskStatus, spec: AgentTaskSpec, input: ReconcileInput): Decision {
+function beforeStart(given: AgentTaskStatus, spec: AgentTaskSpec, input: ReconcileInput): Decision {
+  let status = given;
   const set = (phase: Phase, reason: string, message: string) => withPhase(status, phase, reason, message);
   if (input.dependencyCycle) {
     return {
@@ -285,6 +287,15 @@ function beforeStart(status: AgentTaskStatus, spec: AgentTaskSpec, input: Reconc
   }
   const held = spawnHold(status, spec, input.spawn);
   if (held) return { status: set(held.phase, held.reason, held.message), actions: [], requeueAfterMs: held.recheckMs };
+  // No episode starts into a pool whose every credential is at a usage limit (credentials-hold.ts).
+  const pool = credentialsHold(
+    status,
+    spec.agent.credentials ? input.credentialsPaused : undefined,
+    input.now,
+    input.jitter,
+  );
+  if (pool.kind === 'hold') return { ...pool, actions: [] };
+  status = pool.status;
   const nowMs = input.now.getTime();
   const nextAt = status.nextEpisodeAt ? Date.parse(status.nextEpisodeAt) : NaN;
   // A budget's hold is decided afresh every pass (a raised limit frees it at once); a backoff is not.

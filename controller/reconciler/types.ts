@@ -8,6 +8,7 @@ import type { Action, StopReason } from './actions.ts';
 import type { BudgetFacts } from './budget.ts';
 import type { DependencyFact } from './dependencies.ts';
 import type { SpawnFacts } from './spawn-decide.ts';
+import type { CredentialsPaused } from './credentials-hold.ts';
 
 /** Grace past the episode timeout before the reconciler itself asks for a stop (the executor should have). */
 export const DEADLINE_GRACE_MS = 30_000;
@@ -86,6 +87,8 @@ export interface ReconcileInput {
   opsRefused?: readonly ApplyRejection[];
   /** spawn/send: the task's children and mailbox (spawn-decide.ts); undefined when the loop does not gather them. */
   spawn?: SpawnFacts;
+  /** spec.agent.credentials: set while every credential of that pool is paused by a usage limit. */
+  credentialsPaused?: CredentialsPaused;
   now: Date;
   /** In [0, 1): the caller's randomness for backoff jitter. */
   jitter: number;

@@ -13,6 +13,7 @@
 //   STATE/budgets/NS/NAME.json              an AgentBudget's status
 //   STATE/blackboard/NS.json                a namespace's blackboard
 //   STATE/sandbox/NS/NAME/home/             a sandboxed task's own $HOME, kept between its episodes
+//   STATE/credentials/NS/NAME.json          an AgentCredentials' status: its credentials' pauses and totals
 //   STATE/merge-queue/QUEUE/                a merge queue's clone, journal, resolution logs
 import { join, resolve } from 'node:path';
 
@@ -81,6 +82,9 @@ export const createdSpecPath = (stateDir: string, namespace: string, name: strin
 export const budgetsDir = (stateDir: string): string => join(stateDir, 'budgets');
 export const budgetPath = (stateDir: string, namespace: string, name: string): string =>
   join(budgetsDir(stateDir), namespace, `${name}.json`);
+
+export const credentialsStatusPath = (stateDir: string, namespace: string, name: string): string =>
+  join(stateDir, 'credentials', namespace, `${name}.json`);
 
 export const blackboardDir = (stateDir: string): string => join(stateDir, 'blackboard');
 export const blackboardPath = (stateDir: string, namespace: string): string =>

@@ -82,6 +82,7 @@ test('checkpoint cost: the agent edits a file: 3 git processes; the diffstat, HE
   assert.equal(e.error, undefined);
   assert.deepEqual(e.git, ['status', 'add', 'commit']);
   assert.deepEqual(stats(e.evidence), [true, true, 1, 2, 1]);
+  assert.deepEqual(e.evidence?.files, ['a.txt'], 'the path, from the add itself');
   assert.deepEqual([e.evidence?.headBefore, e.evidence?.headAfter], [head, head]);
   assert.equal(e.evidence?.commit, agentGit(dir, 'rev-parse', 'HEAD'));
   assert.equal(agentGit(dir, 'rev-parse', 'HEAD~1'), head, 'the checkpoint sits on the HEAD before');
@@ -115,6 +116,7 @@ test('checkpoint cost: the agent commits its work itself: HEAD moved, its diffst
   const agents = agentGit(dir, 'rev-parse', 'HEAD');
   assert.ok(e.git.length <= 4, e.git.join(' '));
   assert.deepEqual(stats(e.evidence), [true, false, 2, 3, 0]);
+  assert.deepEqual(e.evidence?.files, ['a.txt', 'b.txt'], "the agent's commit's paths");
   assert.deepEqual([e.evidence?.headBefore, e.evidence?.headAfter, e.evidence?.commit], [head, agents, agents]);
   assert.equal(agentGit(dir, 'log', '-1', '--format=%s'), 'work');
 });
@@ -132,6 +134,7 @@ test('checkpoint cost: the agent commits and leaves edits: the diffstat spans bo
   });
   assert.ok(e.git.length <= 4, e.git.join(' '));
   assert.deepEqual(stats(e.evidence), [true, true, 2, 2, 0]);
+  assert.deepEqual(e.evidence?.files, ['a.txt', 'b.txt'], 'committed and left, both');
   assert.deepEqual([e.evidence?.headBefore, e.evidence?.headAfter], [head, agents]);
   assert.equal(e.evidence?.commit, agentGit(dir, 'rev-parse', 'HEAD'));
   assert.equal(agentGit(dir, 'rev-parse', 'HEAD~1'), agents);
@@ -171,6 +174,27 @@ test('checkpoint cost: untracked files and directories count, file by file, with
   assert.ok(e.git.length <= 4, e.git.join(' '));
   assert.deepEqual(stats(e.evidence), [true, true, 2, 3, 0]);
   assert.equal(agentGit(dir, 'ls-files', 'src'), 'src/deep/y.ts\nsrc/x.ts');
+  assert.deepEqual(e.evidence?.files, ['src/deep/y.ts', 'src/x.ts']);
+});
+
+test('checkpoint cost: changed paths are kept as named (markup, escapes, RTL), the first 50, each bounded; the count is all', async () => {
+  const dir = repo();
+  const hostile = '<img src=x onerror=alert(1)>\x1b[31m\u202eevil.txt';
+  const long = `${'d'.repeat(200)}/${'e'.repeat(200)}`;
+  const e = await episode(dir, () => {
+    writeFileSync(join(dir, hostile), 'h\n');
+    mkdirSync(join(dir, 'd'.repeat(200)));
+    writeFileSync(join(dir, long), 'l\n');
+    for (let i = 0; i < 60; i++) writeFileSync(join(dir, `f${String(i).padStart(2, '0')}.txt`), `${i}\n`);
+  });
+  assert.ok(e.git.length <= 4, e.git.join(' '));
+  assert.equal(e.evidence?.filesChanged, 62);
+  const files = e.evidence?.files ?? [];
+  assert.equal(files.length, 50);
+  assert.ok(files.includes(hostile), 'the path as the agent named it (the page escapes it)');
+  const cut = files.find((f) => f.startsWith('ddd'));
+  assert.equal(cut?.length, 300);
+  assert.ok(cut?.endsWith('…'));
 });
 
 test('checkpoint cost: a tree that started dirty needs one more status; pre-existing edits alone are no change', async () => {

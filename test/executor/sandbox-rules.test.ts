@@ -123,9 +123,9 @@ describe('gatewayRoutes and admitConnect', () => {
   const table: Array<[string, unknown]> = [
     ['CONNECT github.com:443 HTTP/1.1', { host: 'github.com', port: 443 }],
     ['CONNECT GitHub.com:443 HTTP/1.1', { host: 'github.com', port: 443 }],
-    ['CONNECT github.com:22 HTTP/1.1', { refused: 'github.com:22 is not in allowHosts' }],
-    ['CONNECT evil.com:443 HTTP/1.1', { refused: 'evil.com:443 is not in allowHosts' }],
-    ['GET http://github.com/ HTTP/1.1', { refused: 'not a CONNECT request' }],
+    ['CONNECT github.com:22 HTTP/1.1', { refused: 'github.com:22 is not in allowHosts', status: 403 }],
+    ['CONNECT evil.com:443 HTTP/1.1', { refused: 'evil.com:443 is not in allowHosts', status: 403 }],
+    ['GET http://github.com/ HTTP/1.1', { refused: 'not a CONNECT request', status: 403 }],
     ['CONNECT [::1]:8080 HTTP/1.1', { host: '::1', port: 8080 }],
   ];
   for (const [line, verdict] of table)

@@ -75,7 +75,7 @@ describe('the model gateway against the stand-in model server', () => {
       episode: 1,
       provider,
       upstream: `${server.url}/s/${scenario}`,
-      credential: { name: 'main', value: REAL_KEY },
+      credentials: [{ name: 'main', value: REAL_KEY }],
       pricing: { '*': PRICE },
       leash: { task: { costUSD: 0, tokens: 0 }, others: [] },
       ...over,

@@ -53,6 +53,7 @@ const EVERYTHING = {
   'sandbox.defaultRuntimeClass': 'gvisor',
   'sandbox.enforce': true,
   'sandbox.gateway': { namespace: 'gw', podLabels: { app: 'gateway' }, port: 8080 },
+  'sandbox.proxy': { enabled: true, port: 3128 },
 };
 
 const VALUE_SETS: Record<string, Record<string, unknown>> = {
@@ -370,6 +371,12 @@ describe('helm chart', () => {
         runtimeClassName: 'gvisor',
         enforce: true,
         gateway: { namespace: 'gw', podLabels: { app: 'gateway' }, port: 8080 },
+        proxy: {
+          host: `episodic-sandbox-proxy.${NAMESPACE}.svc`,
+          port: 3128,
+          namespace: NAMESPACE,
+          podLabels: { 'app.kubernetes.io/name': 'episodic', 'app.kubernetes.io/instance': 'episodic' },
+        },
       },
     });
     const c = controllerContainer(objects);

@@ -29,6 +29,8 @@ export interface ModelServer {
   requests: RecordedRequest[];
   /** Requests made under one scenario name (each test uses a name of its own to count its CLI's calls). */
   requestsFor(scenarioName: string): RecordedRequest[];
+  /** Per credential: a request carrying that key gets this scenario whatever its URL says (pool tests). */
+  keyScenarios: Map<string, Scenario>;
   close(): Promise<void>;
 }
 
@@ -97,13 +99,15 @@ function credentialOf(req: IncomingMessage): string | undefined {
 export async function startModelServer(opts: ModelServerOptions = {}): Promise<ModelServer> {
   const now = opts.now ?? (() => Math.floor(Date.now() / 1000));
   const requests: RecordedRequest[] = [];
+  const keyScenarios = new Map<string, Scenario>();
   const sockets = new Set<Socket>();
   let counter = 0;
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const m = /^\/s\/([^/]+)(\/.*)?$/.exec(url.pathname);
-    const scenario = m ? parseScenario(m[1]) : undefined;
+    const byKey = keyScenarios.get(credentialOf(req) ?? '');
+    const scenario = m ? (byKey ?? parseScenario(m[1])) : undefined;
     const body = await readBody(req);
     const method = req.method ?? 'GET';
     const path = m?.[2] ?? url.pathname;
@@ -156,6 +160,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
     url: `http://127.0.0.1:${port}`,
     requests,
     requestsFor: (name) => requests.filter((r) => r.scenarioName === name),
+    keyScenarios,
     close: async () => {
       // Hanging streams keep their sockets open: close() alone would wait for them forever.
       for (const socket of sockets) socket.destroy();

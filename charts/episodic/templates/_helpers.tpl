@@ -78,6 +78,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | 
 {{- if $sv.defaultRuntimeClass }}{{ $_ := set $s "runtimeClassName" $sv.defaultRuntimeClass }}{{ end }}
 {{- if $sv.enforce }}{{ $_ := set $s "enforce" true }}{{ end }}
 {{- if $sv.gateway }}{{ $_ := set $s "gateway" $sv.gateway }}{{ end }}
+{{- if ($sv.proxy | default dict).enabled }}
+{{- $labels := include "episodic.selectorLabels" . | fromYaml }}
+{{- $host := printf "%s-sandbox-proxy.%s.svc" (include "episodic.fullname" .) .Release.Namespace }}
+{{- $_ := set $s "proxy" (dict "host" $host "port" (int $sv.proxy.port) "namespace" .Release.Namespace "podLabels" $labels) }}
+{{- end }}
 {{- if $s }}{{ $_ := set $d "sandbox" $s }}{{ end }}
 {{- if $d }}{{ toYaml $d }}{{ end }}
 {{- end }}

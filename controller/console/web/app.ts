@@ -5,6 +5,7 @@ import type { FleetFilter } from './fleet.ts';
 import { TaskPage } from './task.ts';
 import { triggersPage } from './triggers.ts';
 import type { BudgetView, ConsoleEvent, TaskRow } from './types.ts';
+import { budgetChart, Charts } from './charts.ts';
 
 const main = document.getElementById('main') as HTMLElement;
 const live = document.getElementById('live') as HTMLElement;
@@ -12,6 +13,7 @@ const rows = new Map<string, TaskRow>();
 let filter: FleetFilter = { phase: '', namespace: '', label: '', page: 0 };
 let taskPage: TaskPage | undefined;
 let scheduled = false;
+const budgetCharts = new Charts();
 
 function route(): string[] {
   return location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
@@ -20,6 +22,7 @@ function route(): string[] {
 async function show(): Promise<void> {
   const [page, ns, name] = route();
   taskPage = undefined;
+  budgetCharts.destroy();
   if (page === 'task' && ns && name) {
     taskPage = new TaskPage(ns, name);
     main.replaceChildren(taskPage.root);
@@ -66,6 +69,18 @@ async function budgets(): Promise<HTMLElement> {
   const { items } = await api<{ items: BudgetView[] }>('/api/budgets');
   if (items.length === 0) return h('p', { data: { testid: 'budgets' } }, 'none');
   const head = ['Budget', 'Window', 'Spent / limit', 'Frees at', 'Tasks held', 'Message'];
+  const charts = items.flatMap((b) => {
+    const spend = { name: `${b.namespace}/${b.name}`, window: b.window, limitUSD: b.limitUSD };
+    const buckets = b.status?.ledger.buckets ?? [];
+    return [
+      budgetChart(budgetCharts, { ...spend, buckets }, 'hour'),
+      budgetChart(budgetCharts, { ...spend, buckets }, 'day'),
+    ];
+  });
+  return h('div', {}, budgetTable(items, head), h('section', {}, h('h3', {}, 'Spend per hour and per day'), ...charts));
+}
+
+function budgetTable(items: BudgetView[], head: string[]): HTMLElement {
   return h(
     'table',
     { data: { testid: 'budgets' } },

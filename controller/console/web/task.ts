@@ -6,13 +6,15 @@ import { episodeExtras, outputs, review, stack, steps } from './pipeline.ts';
 import { holdControls } from './hold.ts';
 import { originSection } from './family.ts';
 import type { TaskDetail } from './types.ts';
-
-const SVG = 'http://www.w3.org/2000/svg';
+import { Charts, costChart, durationChart } from './charts.ts';
+import { changedFiles } from './files.ts';
+import { boardSection } from './board.ts';
 
 export class TaskPage {
   readonly root = h('div', { data: { testid: 'task' } });
   private detail: TaskDetail | undefined;
   private selected: number | undefined;
+  private readonly charts = new Charts();
   private readonly logEl = h('pre', { className: 'log', data: { testid: 'log' } });
   /** The log as its bytes are, not rendered: a person's choice, kept across episodes. */
   private raw = false;
@@ -134,6 +136,7 @@ export class TaskPage {
     if (!d) return;
     const s = d.status;
     const r = d.row;
+    this.charts.destroy();
     this.root.replaceChildren(
       h(
         'section',
@@ -169,8 +172,16 @@ export class TaskPage {
       ),
       originSection(d),
       ...[review(d), steps(d), outputs(d), stack(d)].filter((x) => x !== null),
-      h('section', {}, h('h3', {}, 'Episodes'), this.timeline(d), costChart(d.episodes, r.maxCostUSD)),
+      h(
+        'section',
+        {},
+        h('h3', {}, 'Episodes'),
+        this.timeline(d),
+        costChart(this.charts, d.episodes, r.maxCostUSD),
+        durationChart(this.charts, d.episodes),
+      ),
       h('section', {}, h('h3', {}, `Episode ${this.selected ?? ''}`), ...this.episode(), this.rawToggle(), this.logEl),
+      ...[boardSection(d)].filter((x) => x !== null),
       h('section', {}, h('h3', {}, 'Audit trail'), audit(d)),
     );
   }
@@ -255,6 +266,7 @@ export class TaskPage {
       'table',
       { data: { testid: 'evidence' } },
       ...facts.filter(([, v]) => v).map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', { className: 'msg' }, v))),
+      ws?.files?.length ? h('tr', {}, h('th', {}, 'paths'), h('td', { className: 'msg' }, changedFiles(ws))) : null,
     );
   }
 
@@ -357,44 +369,4 @@ function audit(d: TaskDetail): HTMLElement {
     h('tr', {}, ...['at', 'action', 'by', 'reason', 'message'].map((c) => h('th', {}, c))),
     ...rows,
   );
-}
-
-/** Cumulative cost per episode as a line, with maxCostUSD as a dashed line when there is a cap. */
-function costChart(episodes: EpisodeRecord[], cap: number | undefined): Element {
-  const W = 600;
-  const H = 120;
-  const svg = document.createElementNS(SVG, 'svg');
-  svg.setAttribute('class', 'cost');
-  svg.setAttribute('width', String(W));
-  svg.setAttribute('height', String(H));
-  let sum = 0;
-  const points = episodes.map((e) => (sum += e.costUSD));
-  const top = Math.max(cap ?? 0, sum, 1e-9);
-  const x = (i: number) => (points.length <= 1 ? 0 : (i / (points.length - 1)) * (W - 10)) + 5;
-  const y = (v: number) => H - 5 - (v / top) * (H - 20);
-  const line = document.createElementNS(SVG, 'polyline');
-  line.setAttribute('points', points.map((v, i) => `${x(i)},${y(v)}`).join(' '));
-  line.setAttribute('fill', 'none');
-  line.setAttribute('stroke', '#0b57d0');
-  line.setAttribute('stroke-width', '2');
-  svg.append(line);
-  if (cap) {
-    const capLine = document.createElementNS(SVG, 'line');
-    for (const [k, v] of Object.entries({
-      x1: 0,
-      x2: W,
-      y1: y(cap),
-      y2: y(cap),
-      stroke: '#b3261e',
-      'stroke-dasharray': '4 3',
-    }))
-      capLine.setAttribute(k, String(v));
-    svg.append(capLine);
-  }
-  const label = document.createElementNS(SVG, 'text');
-  label.setAttribute('x', '8');
-  label.setAttribute('y', '14');
-  label.textContent = `cumulative ${usd(sum)}${cap ? ` of ${usd(cap)} cap` : ''}`;
-  svg.append(label);
-  return svg;
 }

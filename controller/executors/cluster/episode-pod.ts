@@ -1,5 +1,6 @@
 // The Pod of one episode. Its name is a pure function of (task, episode number), so creating it twice is
 // harmless (AlreadyExists) and a restarted controller finds, and adopts, the pod it created before.
+import { PROXY_VARIABLES } from './proxy-env.ts';
 import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import { API_VERSION, KIND } from '../../api/agent-task.ts';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_WORKSPACE, TERMINATION_LOG } from '../../api/episode-config.ts';
@@ -75,6 +76,8 @@ export interface EpisodePodInput {
   more?: Readonly<Record<string, string>>;
   /** spec.agent.credentials: the gateway's URL and the episode's token, and the token's hash (an annotation). */
   gateway?: { env: Readonly<Record<string, string>>; tokenSha256: string };
+  /** spec.sandbox.allowHosts: the controller's CONNECT proxy variables (proxy-env.ts), set last. */
+  proxyEnv?: ReadonlyArray<{ name: string; value: string }>;
 }
 
 /** The step's gates and, in a fix episode, the failed gate for {{gate.name}} and {{gate.output}}. */
@@ -157,6 +160,9 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
   if (![...userEnv, ...defaultEnv].some((e) => e.name === 'HOME')) env.push({ name: 'HOME', value: HOME_DIR });
   env.push(...defaultEnv, ...userEnv);
   for (const [key, value] of Object.entries(input.gateway?.env ?? {})) env.push({ name: key, value });
+  // The controller's proxy variables win: a task's own HTTPS_PROXY would only bypass its allowHosts.
+  const proxy = input.proxyEnv ?? [];
+  if (proxy.length > 0) env.splice(0, env.length, ...env.filter((e) => !PROXY_VARIABLES.includes(e.name)), ...proxy);
 
   const envFrom: EnvFromSource[] = (spec.agent.envFrom ?? []).map((e) => stripUndefined({ ...e }));
   const workspace = workspaceVolume(spec.workspace);

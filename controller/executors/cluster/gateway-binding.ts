@@ -142,7 +142,7 @@ export class ClusterGatewayBinding {
         episode: req.episode,
         provider: found.spec.provider,
         upstream: upstreamOf(found.spec),
-        credential: { name: credential.name, value: value.value },
+        credentials: [{ name: credential.name, value: value.value }],
         pricing: found.spec.pricing,
         leash: req.leash,
         onRefused: req.onRefused,

@@ -1,5 +1,6 @@
 // spec.sandbox on a cluster: the NetworkPolicy of a sandboxed task's pods (made by the controller, owned by
-// the task): ingress denied; egress to DNS, the model gateway's pods and allowCIDRs only (network gateway),
+// the task): ingress denied; egress to DNS, the model gateway's pods, the controller's CONNECT proxy (allowHosts)
+// and allowCIDRs only (network gateway),
 // DNS only (none), anything (open). Pure; enforcement is the CNI's (README "Sandbox").
 import { API_VERSION, KIND } from '../../api/agent-task.ts';
 import type { Sandbox } from '../../api/sandbox.ts';
@@ -35,6 +36,8 @@ export function buildNetworkPolicy(
   task: { name: string; namespace: string; uid: string },
   sandbox: Sandbox,
   defaults: EpisodeDefaults['sandbox'],
+  /** The pods dial the controller's CONNECT proxy (proxy-env.ts: allowHosts or an https gateway). */
+  proxied = sandbox.allowHosts.length > 0,
 ): SandboxNetworkPolicy {
   const egress: Array<Record<string, unknown>> = [];
   if (sandbox.network === 'open') egress.push({});
@@ -43,16 +46,12 @@ export function buildNetworkPolicy(
     const gateway = defaults?.gateway;
     if (sandbox.network === 'gateway' && gateway)
       egress.push({
-        to: [
-          {
-            namespaceSelector: gateway.namespace
-              ? { matchLabels: { 'kubernetes.io/metadata.name': gateway.namespace } }
-              : {},
-            podSelector: { matchLabels: { ...gateway.podLabels } },
-          },
-        ],
+        to: [peerOf(gateway)],
         ports: [{ protocol: 'TCP', port: gateway.port }],
       });
+    const proxy = defaults?.proxy;
+    if (sandbox.network === 'gateway' && proxied && proxy)
+      egress.push({ to: [peerOf(proxy)], ports: [{ protocol: 'TCP', port: proxy.port }] });
     if (sandbox.network === 'gateway' && sandbox.allowCIDRs.length > 0)
       egress.push({ to: sandbox.allowCIDRs.map((cidr) => ({ ipBlock: { cidr } })) });
   }
@@ -81,6 +80,14 @@ export function buildNetworkPolicy(
       ingress: [],
       egress,
     },
+  };
+}
+
+/** Pods of a namespace (the task's own when none is named) by their labels. */
+function peerOf(pods: { namespace?: string; podLabels: Record<string, string> }): Record<string, unknown> {
+  return {
+    namespaceSelector: pods.namespace ? { matchLabels: { 'kubernetes.io/metadata.name': pods.namespace } } : {},
+    podSelector: { matchLabels: { ...pods.podLabels } },
   };
 }
 

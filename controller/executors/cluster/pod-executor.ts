@@ -22,6 +22,7 @@ import { episodePodName, podEpisode, TASK_LABEL } from '../../kube/names.ts';
 import { buildEpisodePod } from './episode-pod.ts';
 import { buildNetworkPolicy, enforceProblem, networkPolicyName } from './network-policy.ts';
 import type { Sandbox } from '../../api/sandbox.ts';
+import { proxyAllowOf, proxyEnv } from './proxy-env.ts';
 import { isFinishedPod, isRunningPod, observeDeletedPod, observePod } from './pod-outcome.ts';
 import { clusterPromptVars } from '../../ops/cluster-prompt.ts';
 import type { EpisodeLeash } from '../../api/episode-leash.ts';
@@ -42,6 +43,8 @@ export interface PodExecutorOptions {
   episodeDefaults?: EpisodeDefaults;
   /** The model gateway the leader serves (tasks with spec.agent.credentials); absent: such tasks cannot run. */
   gateway?: ClusterGatewayBinding;
+  /** The key of the controller's CONNECT proxy credentials (sandbox-proxy.ts); none: pods get no proxy. */
+  proxyKey?: Buffer;
 }
 
 export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
@@ -140,7 +143,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       this.notify(task.key);
       return {};
     }
-    if (spec.sandbox?.enabled) await this.ensurePolicy(task, spec.sandbox);
+    if (spec.sandbox?.enabled) await this.ensurePolicy(task, spec.sandbox, proxyAllowOf(spec) !== undefined);
     const more = await clusterPromptVars(this.opts.client, task.namespace, spec, stack);
     // Last before the pod is built: nothing that may throw lies between issuing the token and creating the pod.
     const gateway = await this.grants.open({ ...this.target(task, number, status), spec }, leash);
@@ -163,6 +166,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       defaults: this.opts.episodeDefaults,
       status,
       gateway,
+      proxyEnv: proxyEnv(task, spec, this.opts.episodeDefaults?.sandbox?.proxy, this.opts.proxyKey),
     });
     const path = `/api/v1/namespaces/${task.namespace}/pods`;
     try {
@@ -245,12 +249,13 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
   }
 
   /** The task's NetworkPolicy as its sandbox says, before its pod exists (a pod never runs unfenced). */
-  private async ensurePolicy(task: ClusterTask, sandbox: Sandbox): Promise<void> {
+  private async ensurePolicy(task: ClusterTask, sandbox: Sandbox, proxied: boolean): Promise<void> {
     const uid = task.object.metadata.uid as string;
     const policy = buildNetworkPolicy(
       { name: task.name, namespace: task.namespace, uid },
       sandbox,
       this.opts.episodeDefaults?.sandbox,
+      proxied,
     );
     const path = `/apis/networking.k8s.io/v1/namespaces/${task.namespace}/networkpolicies`;
     try {

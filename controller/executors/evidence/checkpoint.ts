@@ -11,7 +11,7 @@ import { judgeEpisode } from '../../reconciler/completion.ts';
 import { completionWithoutProgress, withoutProgress } from '../../reconciler/scope.ts';
 import type { WorkspaceEvidence } from '../../api/leash.ts';
 import { emptyTree, localIdentityConfigured } from '../../git/repo-files.ts';
-import { excludePathspecs, headOf, parseShortstat } from './workspace.ts';
+import { excludePathspecs, headOf, parseAddVerbose, parseNumstat, parseShortstat } from './workspace.ts';
 import type { GitSnapshot, SettledTree, WorkspaceSnapshot } from './workspace.ts';
 
 export const CHECKPOINT_IDENTITY = { name: 'episodic', email: 'episodic@localhost' };
@@ -106,7 +106,7 @@ interface Settled {
 
 /**
  * Two git processes when the tree was clean at HEAD before (`add`, then `commit`, whose own summary is the
- * diffstat), one more for the status when that is not known, and a `diff --cached --shortstat` when the
+ * diffstat), one more for the status when that is not known, and a `diff --cached --numstat` when the
  * agent moved HEAD (its diffstat spans the agent's commits). A tree that started dirty needs a status after
  * too: only it tells whether the episode changed anything.
  */
@@ -126,12 +126,13 @@ async function settleGit(
     if (!moved && statusAfter === before.status)
       return { workspace: { kind: 'git', changed: false, dirty: true, ...heads } };
   }
-  await run(['add', '--all', ...pathspec]);
+  // --verbose: the staged paths come with the add itself (no git process more for the files changed).
+  const files = parseAddVerbose((await run(['add', '--all', '--verbose', ...pathspec])).stdout);
   // With HEAD moved, what the episode changed is the staged tree against HEAD before (the empty tree in a
   // new repository); otherwise the checkpoint's own summary says it.
   const base = before?.head ?? emptyTree(headAfter);
   const spanned = moved
-    ? parseShortstat((await run(['diff', '--cached', '--shortstat', base, ...pathspec])).stdout)
+    ? parseNumstat((await run(['diff', '--cached', '--numstat', '-z', '--no-renames', base, ...pathspec])).stdout)
     : undefined;
   const evidence = (fields: Omit<WorkspaceEvidence, 'kind'>): WorkspaceEvidence | undefined =>
     before ? { kind: 'git', ...heads, ...fields } : undefined;
@@ -157,7 +158,10 @@ async function settleGit(
     return untouched();
   }
   const commit = await headOf(cp.dir, async (args) => (await run(args)).stdout);
-  const stat = spanned ?? parseShortstat(SHORTSTAT_LINE.exec(made.stdout)?.[0] ?? '');
+  const stat = spanned ?? {
+    ...parseShortstat(SHORTSTAT_LINE.exec(made.stdout)?.[0] ?? ''),
+    ...(files.length ? { files } : {}),
+  };
   return { workspace: evidence({ ...left, ...stat }), commit, settled: { head: commit } };
 }
 

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
+import { FILE_PATH_MAX, FILES_MAX } from '../../api/leash.ts';
 import type { WorkspaceEvidence } from '../../api/leash.ts';
 import { readHead } from '../../git/repo-files.ts';
 import { DEFAULT_STATE_DIR_NAME } from '../../util/state-layout.ts';
@@ -78,6 +79,35 @@ export function parseShortstat(out: string): { filesChanged: number; insertions:
     insertions: num(/(\d+) insertions?/),
     deletions: num(/(\d+) deletions?/),
   };
+}
+
+/** `git diff --numstat -z --no-renames` output as the shortstat's counts plus the paths (binary files count 0). */
+export function parseNumstat(out: string): ReturnType<typeof parseShortstat> & { files: string[] } {
+  const stat = { filesChanged: 0, insertions: 0, deletions: 0, files: [] as string[] };
+  for (const record of out.split('\0')) {
+    const m = /^(\d+|-)\t(\d+|-)\t(.*)$/s.exec(record);
+    if (!m) continue;
+    stat.filesChanged++;
+    stat.insertions += Number(m[1]) || 0;
+    stat.deletions += Number(m[2]) || 0;
+    stat.files.push(m[3] as string);
+  }
+  return { ...stat, files: boundedPaths(stat.files) };
+}
+
+/** The paths `git add --verbose` staged ("add 'p'", "remove 'p'" lines; git prints them unquoted). */
+export function parseAddVerbose(out: string): string[] {
+  const paths: string[] = [];
+  for (const line of out.split('\n')) {
+    const m = /^(?:add|remove) '(.*)'$/.exec(line);
+    if (m) paths.push(m[1] as string);
+  }
+  return boundedPaths(paths);
+}
+
+/** The first FILES_MAX paths, each cut to FILE_PATH_MAX characters (an agent names them: bounded). */
+export function boundedPaths(paths: string[]): string[] {
+  return paths.slice(0, FILES_MAX).map((p) => (p.length > FILE_PATH_MAX ? `${p.slice(0, FILE_PATH_MAX - 1)}…` : p));
 }
 
 /** git pathspecs that leave out the excluded paths inside the repository (the state directory, say). */

@@ -1,14 +1,19 @@
 // Locally, an episode of a task with spec.agent.credentials runs behind the model gateway: the gateway is
 // started on 127.0.0.1 (a random port) when the first such episode starts, the credential's value is read
-// from the controller's environment (credentials[].env), and the agent gets a token of its own and the
+// from the controller's environment (credentials[].env; credentialValue), a pool's pauses are kept under the
+// state directory, and the agent gets a token of its own and the
 // gateway's URL instead of any provider key of the controller's.
 import type { Logger } from 'pino';
 import { upstreamOf } from '../../api/agent-credentials.ts';
+import type { Credential } from '../../api/agent-credentials.ts';
+import { systemClock } from '../../core/clock.ts';
+import type { Clock } from '../../core/clock.ts';
+import { CredentialPool } from '../../gateway/credential-pool.ts';
+import type { GatewayMetrics } from '../../metrics/gateway-metrics.ts';
+import { LocalCredentialsStatus } from '../../sinks/local/credentials-status.ts';
 import type { EpisodeLeash } from '../../api/episode-leash.ts';
 import type { GatewayMetered } from '../../api/episode-result.ts';
 import { agentGatewayEnv, PROVIDER_KEY_VARS } from '../../gateway/agent-env.ts';
-import { EnvCredentialValues } from '../../gateway/credential-values.ts';
-import type { CredentialValues } from '../../gateway/credential-values.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import type { Gateway } from '../../gateway/gateway.ts';
 import type { SpecCredentials } from '../../sources/local/credentials-files.ts';
@@ -35,35 +40,60 @@ export interface GrantRequest {
   onRefused: (message: string) => void;
 }
 
+/** Where a credential's value comes from locally: the controller's environment (cluster mode reads a Secret). */
+export function credentialValue(credential: Credential, env: NodeJS.ProcessEnv): string | undefined {
+  const value = credential.env ? env[credential.env] : undefined;
+  return value ? value : undefined;
+}
+
+export interface LocalGatewayOptions {
+  /** The AgentCredentials documents of the spec directory as last loaded. */
+  lookup: () => Iterable<SpecCredentials>;
+  log: Logger;
+  /** Where the pools' status (pauses, totals) is kept across restarts. */
+  stateDir: string;
+  env?: NodeJS.ProcessEnv;
+  clock?: Clock;
+  metrics?: GatewayMetrics;
+}
+
 export class LocalGatewayBinding {
   private gateway?: Promise<Gateway>;
-  private readonly lookup: () => Iterable<SpecCredentials>;
-  private readonly log: Logger;
-  private readonly values: CredentialValues;
+  private readonly opts: LocalGatewayOptions;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly now: () => Date;
+  private readonly store: LocalCredentialsStatus;
+  /** One pool per AgentCredentials (namespace/name), made when it is first used or asked about. */
+  private readonly pools = new Map<string, CredentialPool>();
+  private readonly pauseListeners: Array<(namespace: string, name: string) => void> = [];
 
-  /** `lookup`: the AgentCredentials documents of the spec directory as last loaded. */
-  constructor(opts: { lookup: () => Iterable<SpecCredentials>; log: Logger; env?: NodeJS.ProcessEnv }) {
-    this.lookup = opts.lookup;
-    this.log = opts.log;
-    this.values = new EnvCredentialValues(opts.env);
+  constructor(opts: LocalGatewayOptions) {
+    this.opts = opts;
+    this.env = opts.env ?? process.env;
+    const clock = opts.clock ?? systemClock;
+    this.now = () => clock.now();
+    this.store = new LocalCredentialsStatus(opts.stateDir, opts.log);
   }
 
   async open(req: GrantRequest): Promise<GrantOpening> {
-    const all = [...this.lookup()];
+    const all = [...this.opts.lookup()];
     const doc = all.find((c) => c.namespace === req.namespace && c.name === req.credentials);
     const field = `spec.agent.credentials: ${req.credentials}`;
     if (!doc) return { ok: false, message: `${field}: no AgentCredentials of that name in namespace ${req.namespace}` };
     if (!doc.spec)
       return { ok: false, message: `${field}: the AgentCredentials is invalid (${doc.errors[0] ?? 'see validate'})` };
-    // Pools (several credentials) pick one per request later (issue 29 §3); for now the first is used.
-    const credential = doc.spec.credentials[0];
-    const found = await this.values.valueOf(
-      req.namespace,
-      credential,
-      `${doc.file}: AgentCredentials ${doc.key}: spec.credentials[0]`,
-    );
-    if (!found.ok) return found;
-    const { value } = found;
+    const usable = doc.spec.credentials.flatMap((c) => {
+      const value = credentialValue(c, this.env);
+      return value ? [{ name: c.name, value }] : [];
+    });
+    if (usable.length === 0) {
+      const vars = doc.spec.credentials.map((c, i) => `spec.credentials[${i}].env: ${c.env}`).join(', ');
+      return {
+        ok: false,
+        message: `${doc.file}: AgentCredentials ${doc.key}: ${vars}: not set in the controller's environment`,
+      };
+    }
+    const pool = this.poolOf(doc);
     const gateway = await (this.gateway ??= this.start());
     const token = gateway.grants.issue({
       namespace: req.namespace,
@@ -71,7 +101,8 @@ export class LocalGatewayBinding {
       episode: req.episode,
       provider: doc.spec.provider,
       upstream: upstreamOf(doc.spec),
-      credential: { name: credential.name, value },
+      credentials: usable,
+      pool,
       pricing: doc.spec.pricing,
       leash: req.leash,
       onRefused: req.onRefused,
@@ -86,6 +117,7 @@ export class LocalGatewayBinding {
       unset: [...new Set([...PROVIDER_KEY_VARS, ...credentialVars])],
       close: () => {
         const m = gateway.grants.revoke(token);
+        this.persist(doc);
         return {
           requests: m?.requests ?? 0,
           tokens: m?.tokens ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
@@ -96,9 +128,56 @@ export class LocalGatewayBinding {
     };
   }
 
+  /** Every credential of the task's AgentCredentials is at a usage limit: the earliest reset (the reconciler's fact). */
+  pausedUntil(namespace: string, credentials: string): Date | undefined {
+    const doc = [...this.opts.lookup()].find((c) => c.namespace === namespace && c.name === credentials);
+    return doc?.spec ? this.poolOf(doc).pausedUntil(this.now()) : undefined;
+  }
+
+  /** A pool's pauses changed: the tasks using it are looked at again (the controller loop subscribes). */
+  readonly pauses = {
+    subscribe: (fn: (namespace: string, name: string) => void) => void this.pauseListeners.push(fn),
+  };
+
+  private poolOf(doc: SpecCredentials): CredentialPool {
+    const members = (doc.spec?.credentials ?? []).map((c) => ({ name: c.name, limits: c.limits }));
+    let pool = this.pools.get(doc.key);
+    if (pool) pool.update(members);
+    else {
+      const paused = () => {
+        this.persist(doc);
+        for (const fn of this.pauseListeners) fn(doc.namespace, doc.name);
+      };
+      pool = new CredentialPool(members, this.store.read(doc.namespace, doc.name), paused);
+      this.pools.set(doc.key, pool);
+      this.opts.metrics?.setPaused(doc.key, doc.name, pool.status(this.now()));
+    }
+    return pool;
+  }
+
+  /** The pool's status to its file, and its pauses to the metrics. */
+  private persist(doc: SpecCredentials): void {
+    const pool = this.pools.get(doc.key);
+    if (!pool) return;
+    const now = this.now();
+    const missing = new Set(
+      (doc.spec?.credentials ?? []).filter((c) => !credentialValue(c, this.env)).map((c) => c.name),
+    );
+    const status = pool.status(now, missing);
+    this.store.write(doc.namespace, doc.name, status, now);
+    this.opts.metrics?.setPaused(doc.key, doc.name, status);
+  }
+
   private async start(): Promise<Gateway> {
-    const gateway = await startGateway({ host: '127.0.0.1', log: this.log });
-    this.log.info({ gateway: gateway.url }, 'model gateway listening');
+    const metrics = this.opts.metrics;
+    const gateway = await startGateway({
+      host: '127.0.0.1',
+      log: this.opts.log,
+      now: this.now,
+      onAnswer: metrics && ((grant, credential, status) => metrics.answered(grant, credential, status)),
+      onUsage: metrics && ((grant, usage, cost, _status, credential) => metrics.used(grant, credential, usage, cost)),
+    });
+    this.opts.log.info({ gateway: gateway.url }, 'model gateway listening');
     return gateway;
   }
 

@@ -43,6 +43,8 @@ export interface SandboxRequest {
   /** spec.agent.env resolved (the gateway endpoints are read from it). */
   env: Record<string, string>;
   bwrap?: string;
+  /** The relay of network gateway: native where built (the default), or the Node one (bench/sandbox compares). */
+  relay?: 'native' | 'node';
 }
 
 /** The task's own $HOME: kept between its episodes, never another task's. */
@@ -65,7 +67,7 @@ export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbo
   const relayed = network === 'gateway' && (routes.upstreams.length > 0 || routes.proxyPort !== undefined);
   const bridge: GatewayBridge | undefined = relayed ? await openGatewayBridge(routes) : undefined;
   const group: EpisodeGroup = episodeGroup(`${req.namespace}.${req.name}.${randomUUID()}`, req.sandbox.resources);
-  const relay = relayed ? relayCommand(routes) : undefined;
+  const relay = relayed ? relayCommand(routes, req.relay ?? 'native') : undefined;
   let hit: ResourceLimit | undefined;
   return {
     wrap(argv, env) {
@@ -105,10 +107,18 @@ export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbo
   };
 }
 
-/** The relay: this Node and its script, bundled (dist/sandbox-relay.js: ~2x quicker to start) or from source. */
-function relayCommand(routes: ReturnType<typeof gatewayRoutes>): { command: string[]; programs: string[] } {
-  const candidates = ['../sandbox-relay.js', '../../../dist/sandbox-relay.js', './relay.ts'];
-  const scripts = candidates.map((c) => fileURLToPath(new URL(c, import.meta.url)));
+/** The relay: native (dist/sandbox-relay, built where cc is: no Node start-up), else this Node and its script. */
+function relayCommand(
+  routes: ReturnType<typeof gatewayRoutes>,
+  kind: 'native' | 'node',
+): { command: string[]; programs: string[] } {
+  const at = (c: string) => fileURLToPath(new URL(c, import.meta.url));
+  const native =
+    kind === 'native'
+      ? ['../sandbox-relay', '../../../dist/sandbox-relay'].map(at).find((f) => existsSync(f))
+      : undefined;
+  if (native) return { command: [native, ...relayArgs(routes), '--'], programs: [native] };
+  const scripts = ['../sandbox-relay.js', '../../../dist/sandbox-relay.js', './relay.ts'].map(at);
   const script = scripts.find((s) => existsSync(s)) ?? (scripts.at(-1) as string);
   return { command: [process.execPath, script, ...relayArgs(routes), '--'], programs: [process.execPath, script] };
 }

@@ -3,6 +3,8 @@
 import { allowHostProblem } from '../../api/sandbox.ts';
 import { SANDBOX_RUN_DIR } from './bwrap-argv.ts';
 
+export { admitConnect } from './connect-rule.ts';
+
 /** Ports on the sandbox's own loopback: nothing else listens there. */
 export const RELAY_FIRST_PORT = 41_000;
 export const PROXY_SOCKET = 'proxy.sock';
@@ -72,24 +74,6 @@ export function relayArgs(routes: GatewayRoutes): string[] {
   const pairs = routes.upstreams.map((u) => `${u.localPort}=${SANDBOX_RUN_DIR}/${u.socket}`);
   if (routes.proxyPort !== undefined) pairs.push(`${routes.proxyPort}=${SANDBOX_RUN_DIR}/${PROXY_SOCKET}`);
   return pairs.flatMap((pair) => ['--listen', pair]);
-}
-
-/** What a CONNECT request line asks for, if the proxy admits it: "CONNECT host:port HTTP/1.1". */
-export function admitConnect(
-  requestLine: string,
-  allow: readonly string[],
-): { host: string; port: number } | { refused: string } {
-  const m = /^CONNECT (\S+) HTTP\/1\.[01]$/.exec(requestLine);
-  if (!m) return { refused: 'not a CONNECT request' };
-  const target = m[1].toLowerCase();
-  if (!allow.some((a) => a.toLowerCase() === target)) return { refused: `${clipTarget(target)} is not in allowHosts` };
-  const colon = target.lastIndexOf(':');
-  const host = target.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
-  return { host, port: Number(target.slice(colon + 1)) };
-}
-
-function clipTarget(target: string): string {
-  return target.length > 100 ? `${target.slice(0, 100)}…` : target;
 }
 
 function parseUrl(value: string): URL | undefined {

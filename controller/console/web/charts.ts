@@ -1,0 +1,188 @@
+// The console's charts, drawn by uPlot (bundled into app.js, its stylesheet served from /assets: no CDN, no
+// inline script): a task's cumulative cost against its cap, its episodes' durations, a budget's spend per hour
+// or day against its cap. Time and money on labelled axes; the legend shows the exact figure under the cursor.
+import uPlot from 'uplot';
+import type { EpisodeRecord } from '../../api/episode-record.ts';
+import type { LedgerBucket } from '../../api/agent-budget.ts';
+import { h, seconds, usd } from './dom.ts';
+
+const BLUE = '#0b57d0';
+const RED = '#b3261e';
+const HOUR_S = 3600;
+const DAY_S = 86_400;
+
+/** Charts made for a page: destroyed before the page draws again (uPlot keeps window listeners). */
+export class Charts {
+  private made: uPlot[] = [];
+
+  destroy(): void {
+    for (const c of this.made) c.destroy();
+    this.made = [];
+  }
+
+  /** The chart in a box of its own (testid for the tests), or "none" without data. */
+  draw(testid: string, title: string, opts: Omit<uPlot.Options, 'width' | 'height'>, data: uPlot.AlignedData) {
+    const box = h('div', { className: 'chart', data: { testid } }, h('h4', {}, title));
+    if ((data[0]?.length ?? 0) === 0) {
+      box.append(h('p', {}, 'none'));
+      return box;
+    }
+    const plot = h('div', {});
+    // The axes are drawn on the canvas; their names are said as text too (for a reader, and a search).
+    const names = (opts.axes ?? []).map((a) => a.label).filter((l): l is string => typeof l === 'string');
+    box.append(plot, h('p', { className: 'axes', data: { testid: 'axes' } }, `axes: ${names.join(' · ')}`));
+    this.made.push(new uPlot({ ...opts, width: chartWidth(), height: 220 }, data, plot));
+    return box;
+  }
+}
+
+function chartWidth(): number {
+  return Math.max(280, Math.min(900, window.innerWidth - 80));
+}
+
+const money = (_u: uPlot, v: number | null) => (v === null || v === undefined ? '—' : usd(v));
+const moneyAxis = (_u: uPlot, vals: number[]) => vals.map((v) => `$${v.toFixed(v < 1 ? 2 : 0)}`);
+
+/** The cap as a dashed red series, named with its figure: legend and the line's own label say what it is. */
+function capSeries(label: string): uPlot.Series {
+  return { label, stroke: RED, dash: [6, 4], width: 1.5, points: { show: false }, value: money };
+}
+
+/** A label drawn at the cap line's right end (the legend says it too; this keeps it beside the line). */
+function capLabelHook(label: string, cap: number): uPlot.Hooks.Arrays['draw'] {
+  return [
+    (u: uPlot) => {
+      const ctx = u.ctx;
+      const y = u.valToPos(cap, 'y', true);
+      ctx.save();
+      ctx.fillStyle = RED;
+      ctx.font = `${Math.round(12 * uPlot.pxRatio)}px system-ui, sans-serif`;
+      ctx.textAlign = 'right';
+      ctx.fillText(label, u.bbox.left + u.bbox.width - 4, y - 7 * uPlot.pxRatio);
+      ctx.restore();
+    },
+  ];
+}
+
+/** Cumulative cost at each episode's end, on a time axis, with maxCostUSD as a labelled line. */
+export function costChart(charts: Charts, episodes: EpisodeRecord[], cap: number | undefined): HTMLElement {
+  const ended = episodes.filter((e) => e.finishedAt);
+  const xs: number[] = [];
+  const ys: number[] = [];
+  let sum = 0;
+  for (const e of ended) {
+    sum += e.costUSD;
+    xs.push(Date.parse(e.finishedAt as string) / 1000);
+    ys.push(sum);
+  }
+  const capLabel = cap === undefined ? '' : `cap ${usd(cap)}`;
+  const series: uPlot.Series[] = [{ label: 'time' }, { label: 'spent', stroke: BLUE, width: 2, value: money }];
+  const data: uPlot.AlignedData = [xs, ys];
+  if (cap !== undefined) {
+    series.push(capSeries(capLabel));
+    data.push(xs.map(() => cap));
+  }
+  return charts.draw(
+    'cost-chart',
+    `Cost over time: ${usd(sum)}${cap === undefined ? '' : ` of ${usd(cap)}`}`,
+    {
+      series,
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(max, cap ?? 0) * 1.1 || 1] } },
+      axes: [{ label: 'time (episode end)' }, { label: 'cost (USD, cumulative)', values: moneyAxis, size: 60 }],
+      hooks: cap === undefined ? {} : { draw: capLabelHook(capLabel, cap) },
+    },
+    data,
+  );
+}
+
+/** Each episode's duration as a bar, by episode number. */
+export function durationChart(charts: Charts, episodes: EpisodeRecord[]): HTMLElement {
+  const ended = episodes.filter((e) => seconds(e.startedAt, e.finishedAt) !== undefined);
+  const data: uPlot.AlignedData = [
+    ended.map((e) => e.number),
+    ended.map((e) => seconds(e.startedAt, e.finishedAt) as number),
+  ];
+  return charts.draw(
+    'duration-chart',
+    'Episode durations',
+    {
+      series: [
+        { label: 'episode', value: (_u, v) => (v === null ? '—' : `#${v}`) },
+        {
+          label: 'duration',
+          stroke: BLUE,
+          fill: 'rgba(11, 87, 208, 0.35)',
+          paths: uPlot.paths.bars?.({ size: [0.6, 40] }),
+          points: { show: false },
+          value: (_u, v) => (v === null ? '—' : `${v.toFixed(1)} s`),
+        },
+      ],
+      scales: {
+        x: { time: false, range: (_u, min, max) => [min - 0.5, max + 0.5] },
+        y: { range: (_u, _m, max) => [0, max * 1.1 || 1] },
+      },
+      axes: [
+        { label: 'episode', incrs: [1, 2, 5, 10, 20, 50, 100], values: (_u, vals) => vals.map((v) => `#${v}`) },
+        { label: 'duration (seconds)', values: (_u, vals) => vals.map((v) => `${v} s`), size: 60 },
+      ],
+    },
+    data,
+  );
+}
+
+/** A budget's ledger summed per hour or per day (slot starts, in seconds), oldest first. */
+export function spendPer(buckets: readonly LedgerBucket[], slot: 'hour' | 'day'): [number[], number[]] {
+  const size = slot === 'hour' ? HOUR_S : DAY_S;
+  const sums = new Map<number, number>();
+  for (const b of buckets) {
+    const at = Math.floor(Date.parse(b.start) / 1000 / size) * size;
+    if (Number.isFinite(at)) sums.set(at, (sums.get(at) ?? 0) + b.usd);
+  }
+  const xs = [...sums.keys()].sort((a, b) => a - b);
+  return [xs, xs.map((x) => sums.get(x) as number)];
+}
+
+export interface BudgetSpend {
+  name: string;
+  window?: string;
+  limitUSD?: number;
+  buckets: readonly LedgerBucket[];
+}
+
+/** One budget's spend per hour or day as bars, its limit for its window as a labelled line. */
+export function budgetChart(charts: Charts, b: BudgetSpend, slot: 'hour' | 'day'): HTMLElement {
+  const [xs, ys] = spendPer(b.buckets, slot);
+  const capLabel = b.limitUSD === undefined ? '' : `${b.name}: ${usd(b.limitUSD)} per ${b.window ?? 'total'}`;
+  const series: uPlot.Series[] = [
+    { label: slot },
+    {
+      label: `spent per ${slot}`,
+      stroke: BLUE,
+      fill: 'rgba(11, 87, 208, 0.35)',
+      paths: uPlot.paths.bars?.({ size: [0.6, 60] }),
+      points: { show: false },
+      value: money,
+    },
+  ];
+  const data: uPlot.AlignedData = [xs, ys];
+  if (b.limitUSD !== undefined) {
+    series.push(capSeries(capLabel));
+    data.push(xs.map(() => b.limitUSD as number));
+  }
+  const size = slot === 'hour' ? HOUR_S : DAY_S;
+  return charts.draw(
+    `budget-chart-${slot}`,
+    `${b.name}: spend per ${slot}`,
+    {
+      series,
+      scales: {
+        // From the data, not uPlot's guess: one slot alone would otherwise span years.
+        x: { time: true, range: () => [(xs[0] ?? 0) - size / 2, (xs.at(-1) ?? 0) + size / 2] },
+        y: { range: (_u, _m, max) => [0, Math.max(max, b.limitUSD ?? 0) * 1.1 || 1] },
+      },
+      axes: [{ label: `time (per ${slot})` }, { label: 'spend (USD)', values: moneyAxis, size: 60 }],
+      hooks: b.limitUSD === undefined ? {} : { draw: capLabelHook(capLabel, b.limitUSD) },
+    },
+    data,
+  );
+}
