@@ -32,6 +32,8 @@ export interface ControllerCliOptions {
   logLevel: string;
   consoleListen?: string;
   hooksAddr?: string;
+  gatewayAddr?: string;
+  gatewayUrl?: string;
   sandboxProxyListen?: string;
 }
 
@@ -106,6 +108,11 @@ export function registerController(program: Command): void {
       'serve POST /hooks/NAMESPACE/TRIGGER (signed forge webhooks for AgentTriggers); a bare port binds 127.0.0.1',
     )
     .option(
+      '--gateway-addr <host:port>',
+      'while leading, serve the model gateway for tasks with spec.agent.credentials; a bare port binds 127.0.0.1',
+    )
+    .option('--gateway-url <url>', "the gateway's URL as episode pods reach it (its Service); default its own address")
+    .option(
       '--sandbox-proxy-listen <host:port>',
       `serve the CONNECT proxy of sandboxed pods' allowHosts here (credentials keyed by $${PROXY_KEY_ENV})`,
     )
@@ -171,6 +178,7 @@ export async function controllerCommand(opts: ControllerCliOptions): Promise<num
       stop: stop.signal,
       consoleListen: opts.consoleListen || undefined,
       hooksAddr: opts.hooksAddr || undefined,
+      gateway: settings.gateway,
       sandboxProxy: settings.sandboxProxy,
     });
     return end === 'stopped' ? 0 : 1;
@@ -215,6 +223,26 @@ function parseSettings(opts: ControllerCliOptions) {
     watchTimeoutSeconds: Math.max(1, Math.round(parseDuration('--watch-timeout', opts.watchTimeout) / 1000)),
     watchdogMs: opts.watchWatchdog === undefined ? undefined : parseDuration('--watch-watchdog', opts.watchWatchdog),
     lease: { leaseDurationMs, renewDeadlineMs, retryPeriodMs: parseDuration('--retry-period', opts.retryPeriod) },
+    gateway: gatewaySettings(opts),
     sandboxProxy: sandboxProxySettings(opts.sandboxProxyListen, process.env),
   };
+}
+
+/** --gateway-addr and --gateway-url: the URL must be a plain http(s) base URL; it needs the address. */
+function gatewaySettings(opts: ControllerCliOptions): { listen: string; url?: string } | undefined {
+  if (!opts.gatewayAddr) {
+    if (opts.gatewayUrl) throw new UsageError('--gateway-url: needs --gateway-addr (the gateway is off without it)');
+    return undefined;
+  }
+  if (!/^(?:\[[0-9a-fA-F:.]+\]|[^:/\s]*)?:?\d+$/.test(opts.gatewayAddr.trim()))
+    throw new UsageError(`--gateway-addr: "${opts.gatewayAddr}" is not HOST:PORT, :PORT or PORT`);
+  if (opts.gatewayUrl !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(opts.gatewayUrl);
+    } catch {}
+    if (!url || !/^https?:$/.test(url.protocol) || url.search || url.hash || url.username)
+      throw new UsageError(`--gateway-url: "${opts.gatewayUrl}" is not a plain http(s) URL`);
+  }
+  return { listen: opts.gatewayAddr.trim(), url: opts.gatewayUrl };
 }

@@ -1,6 +1,8 @@
 // `episodic init [DIR] --agent claude|codex|gemini|NAME`: a first task to edit, not a blank page. Writes
 // DIR/task.yaml (an AgentTask with the README's headless command line for that CLI, its own retries off),
-// and in the task's workspace PROMPT.md and PLAN.md (RalphSharp's markers). Never overwrites a file.
+// and in the task's workspace PROMPT.md and PLAN.md (RalphSharp's markers). For claude, also
+// DIR/credentials.yaml: an AgentCredentials the task uses, so the agent runs behind the model gateway (README
+// "Gateway") and never holds the key. Never overwrites a file.
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
@@ -19,7 +21,21 @@ interface AgentPreset {
   agent: Record<string, unknown>;
   /** Header comments of task.yaml: what to check before the first run. */
   notes: string[];
+  /** The AgentCredentials spec written beside the task (its name: CREDENTIALS_NAME), when the agent uses one. */
+  credentials?: Record<string, unknown>;
 }
+
+const CREDENTIALS_NAME = 'claude';
+
+/**
+ * USD per million tokens (Anthropic's list prices, 2026): the gateway meters spend from these, so a task's
+ * maxCostUSD holds mid-episode. Unknown models are priced as Opus: a budget errs on the side of stopping early.
+ */
+const CLAUDE_PRICING = {
+  'claude-sonnet-*': { inputPerMTok: 3, outputPerMTok: 15, cacheReadPerMTok: 0.3, cacheWritePerMTok: 3.75 },
+  'claude-haiku-*': { inputPerMTok: 1, outputPerMTok: 5, cacheReadPerMTok: 0.1, cacheWritePerMTok: 1.25 },
+  '*': { inputPerMTok: 15, outputPerMTok: 75, cacheReadPerMTok: 1.5, cacheWritePerMTok: 18.75 },
+};
 
 const CODEX_PROVIDER = [
   'model_provider=episodic',
@@ -42,6 +58,7 @@ function preset(agent: string): AgentPreset {
           command: ['claude', '-p', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions'],
           promptVia: 'stdin',
           output: 'claude',
+          credentials: CREDENTIALS_NAME,
           env: env({
             CLAUDE_CODE_MAX_RETRIES: '0',
             DISABLE_TELEMETRY: '1',
@@ -50,8 +67,14 @@ function preset(agent: string): AgentPreset {
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
           }),
         },
+        credentials: {
+          provider: 'anthropic',
+          credentials: [{ name: 'main', env: 'ANTHROPIC_API_KEY' }],
+          pricing: CLAUDE_PRICING,
+        },
         notes: [
-          'Needs `claude` on PATH and ANTHROPIC_API_KEY (or CLAUDE_CODE_OAUTH_TOKEN for a subscription).',
+          'Needs `claude` on PATH and ANTHROPIC_API_KEY in the environment of `episodic run`: behind the model',
+          'gateway (credentials.yaml) the agent gets a token of its own and the gateway URL, never the key.',
           "CLAUDE_CODE_MAX_RETRIES=0: Claude Code's own retries off; episodic retries an outage with backoff.",
           '--dangerously-skip-permissions lets the agent run anything in its workspace: choose your permission mode.',
         ],
@@ -149,12 +172,13 @@ export async function initCommand(dirArg: string, opts: InitOptions): Promise<nu
     return 2;
   }
   const workspace = `ws/${name}`;
-  const { agent, notes } = preset(opts.agent);
+  const { agent, notes, credentials } = preset(opts.agent);
   const files = new Map([
     [
       join(dir, 'task.yaml'),
       taskYaml(name, workspace, agent, [`Written by \`episodic init --agent ${opts.agent}\`.`, ...notes]),
     ],
+    ...(credentials ? [[join(dir, 'credentials.yaml'), credentialsYaml(credentials)] as [string, string]] : []),
     [join(dir, workspace, 'PROMPT.md'), PROMPT],
     [join(dir, workspace, 'PLAN.md'), PLAN],
   ]);
@@ -172,6 +196,11 @@ export async function initCommand(dirArg: string, opts: InitOptions): Promise<nu
   process.stdout.write(
     [
       `wrote ${shown(join(dir, 'task.yaml'))} (AgentTask ${name}, agent ${printable(opts.agent)})`,
+      ...(credentials
+        ? [
+            `      ${shown(join(dir, 'credentials.yaml'))} (AgentCredentials ${CREDENTIALS_NAME}: the gateway holds the key)`,
+          ]
+        : []),
       `      ${shown(join(dir, workspace, 'PROMPT.md'))} (the prompt of every episode)`,
       `      ${shown(join(dir, workspace, 'PLAN.md'))} (the checklist: write your steps there)`,
       'next:',
@@ -198,6 +227,22 @@ function taskYaml(name: string, workspace: string, agent: Record<string, unknown
   };
   const header = notes.map((n) => `# ${n}`).join('\n');
   return `${header}\n${yamlLib().stringify(task, { lineWidth: 0 })}`;
+}
+
+function credentialsYaml(spec: Record<string, unknown>): string {
+  const doc = {
+    apiVersion: 'episodic.dev/v1alpha1',
+    kind: 'AgentCredentials',
+    metadata: { name: CREDENTIALS_NAME },
+    spec,
+  };
+  const header = [
+    '# The model gateway holds this key; the task names it with spec.agent.credentials (README "Gateway").',
+    "# Locally a credential names a variable of the controller's environment; on a cluster, a Secret:",
+    '#   credentials: [{ name: main, secretRef: { name: agent-keys, key: anthropic } }]',
+    "# pricing meters spend at the wire (maxCostUSD, AgentBudgets): check your models' rates.",
+  ].join('\n');
+  return `${header}\n${yamlLib().stringify(doc, { lineWidth: 0 })}`;
 }
 
 /** A task name from a directory name: lowercase, other characters as "-", at most 63. */

@@ -40,6 +40,7 @@ import type { Clock } from '../core/clock.ts';
 import { CLUSTER_DEFAULTS } from '../kube/cluster-defaults.ts';
 import type { EpisodeDefaults } from '../kube/episode-defaults.ts';
 import { ClusterOpsApplier } from '../ops/cluster-ops.ts';
+import { ClusterGatewayBinding } from '../executors/cluster/gateway-binding.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { effectiveSpec } from '../api/steps.ts';
 import { proxyAllowOf } from '../executors/cluster/proxy-env.ts';
@@ -83,6 +84,11 @@ export interface ClusterControllerOptions {
   taskGroup?: string;
   /** The loop's clock (requeues, backoff). Tests: a ManualClock, to show what happens without a timer. */
   clock?: Clock;
+  /**
+   * Serve the model gateway (tasks with spec.agent.credentials) while leading: `listen` HOST:PORT (a bare port
+   * is 127.0.0.1), `url` what episode pods are given (the chart's Service), default the listener's own URL.
+   */
+  gateway?: { listen: string; url?: string };
 }
 
 export class ClusterController {
@@ -111,6 +117,8 @@ export class ClusterController {
   private leaseClient: KubeClient | undefined;
   private readonly source: AgentTaskSource;
   private readonly executor: PodEpisodeExecutor;
+  /** The model gateway, listening while this replica leads. */
+  readonly gateway: ClusterGatewayBinding | undefined;
   private readonly sink: KubeStatusSink;
   private readonly budgetStore: AgentBudgetStore;
   /** False when the AgentBudget CRD is not installed (a `helm upgrade` installs no new CRDs): tasks run without budgets. */
@@ -171,7 +179,9 @@ export class ClusterController {
       log: opts.log,
       episodeDefaults: opts.episodeDefaults,
     });
+    this.gateway = opts.gateway && new ClusterGatewayBinding({ client, log: opts.log, ...opts.gateway });
     this.executor = new PodEpisodeExecutor({
+      gateway: this.gateway,
       client,
       pods: this.pods,
       log: opts.log,
@@ -251,6 +261,7 @@ export class ClusterController {
     this.triggers.stop();
     this.mailboxWatch.informer.stop();
     await Promise.all([...this.servers, ...(this.hooks ? [this.hooks] : [])].map((s) => s.close()));
+    await this.gateway?.close();
     await this.sandboxProxy?.close();
     this.client.close();
     this.leaseClient?.close();
@@ -292,7 +303,7 @@ export class ClusterController {
     const le = this.opts.leaderElection;
     if (!le) {
       // Not awaited: an unreachable API server must not hang startup; /readyz tells when we are synced.
-      void this.waitForSync().then(() => this.startProcessing());
+      void this.waitForSync().then(() => this.lead());
       return;
     }
     // Its own client: lease renewals must never wait behind a flood of pod creates in the QPS limiter.
@@ -308,7 +319,7 @@ export class ClusterController {
       renewDeadlineMs: le.renewDeadlineMs,
       retryPeriodMs: le.retryPeriodMs,
       log: this.opts.log,
-      onStartedLeading: () => void this.waitForSync().then(() => this.elector?.isLeader && this.startProcessing()),
+      onStartedLeading: () => void this.waitForSync().then(() => (this.elector?.isLeader ? this.lead() : undefined)),
       onStoppedLeading: () => {
         // Another replica may lead already: write nothing more, and do not campaign again with a
         // view that may be stale (the CLI exits; a fresh process re-joins the election).
@@ -368,6 +379,17 @@ export class ClusterController {
       return false;
     }
     return true;
+  }
+
+  /** The leader serves the gateway before it reconciles: a pod it starts must find it listening. */
+  private async lead(): Promise<void> {
+    try {
+      await this.gateway?.start();
+    } catch (err) {
+      // Tasks without credentials still run; those with them fail to start, saying why.
+      this.opts.log.error({ err: (err as Error).message }, 'the model gateway failed to start');
+    }
+    this.startProcessing();
   }
 
   private startProcessing(): void {

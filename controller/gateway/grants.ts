@@ -50,7 +50,9 @@ export interface Grant extends GrantSpec {
   sticky?: string;
 }
 
-const hash = (token: string) => createHash('sha256').update(token).digest('base64url');
+/** What a token is kept (and, on a cluster, annotated on its pod) as: its SHA-256, never the token itself. */
+export const tokenHash = (token: string) => createHash('sha256').update(token).digest('base64url');
+const hash = tokenHash;
 
 export function newMetered(): Metered {
   return { requests: 0, tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, costUSD: 0, inFlight: 0 };
@@ -113,6 +115,22 @@ export class Grants {
     const key = hash(token);
     const grant = this.byHash.get(key);
     this.byHash.delete(key);
+    return grant?.metered;
+  }
+
+  /** A restarted controller takes back the grant of a running episode, known by its token's hash alone. */
+  restore(tokenSha256: string, spec: GrantSpec): void {
+    if (!this.byHash.has(tokenSha256)) this.byHash.set(tokenSha256, { ...spec, metered: newMetered() });
+  }
+
+  hasHash(tokenSha256: string): boolean {
+    return this.byHash.has(tokenSha256);
+  }
+
+  /** As revoke, by the token's hash. */
+  revokeHash(tokenSha256: string): Metered | undefined {
+    const grant = this.byHash.get(tokenSha256);
+    this.byHash.delete(tokenSha256);
     return grant?.metered;
   }
 

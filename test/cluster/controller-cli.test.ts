@@ -75,6 +75,18 @@ describe('episodic controller (CLI)', () => {
     assert.match(deadline.stderr, /--renew-deadline: must be shorter than --lease-duration/);
   });
 
+  it('rejects a bad --gateway-addr or --gateway-url with exit code 2, naming the flag', async () => {
+    const addr = await cli(['--gateway-addr', 'http://0.0.0.0:8070']);
+    assert.equal(addr.code, 2);
+    assert.match(addr.stderr, /--gateway-addr: "http:\/\/0\.0\.0\.0:8070" is not HOST:PORT, :PORT or PORT/);
+    const url = await cli(['--gateway-addr', '0.0.0.0:8070', '--gateway-url', 'ftp://gw?x=1']);
+    assert.equal(url.code, 2);
+    assert.match(url.stderr, /--gateway-url: "ftp:\/\/gw\?x=1" is not a plain http\(s\) URL/);
+    const alone = await cli(['--gateway-url', 'http://gw:8070']);
+    assert.equal(alone.code, 2);
+    assert.match(alone.stderr, /--gateway-url: needs --gateway-addr/);
+  });
+
   it('rejects a bad --episode-defaults file with exit code 2, naming the file and the field', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'episodic-defaults-'));
     try {

@@ -217,6 +217,51 @@ describe('buildEpisodePod with --episode-defaults', () => {
     'defaults.yaml',
   );
 
+  it("behind the gateway: the defaults' Secret references and every provider key go; the URL and token come last", () => {
+    const spec = AgentTaskSpecSchema.parse({
+      prompt: 'p',
+      agent: {
+        command: ['claude'],
+        credentials: 'claude',
+        env: [
+          { name: 'OPENAI_API_KEY', value: 'sk-literal' },
+          { name: 'GITHUB_TOKEN', valueFrom: { secretKeyRef: { name: 'gh', key: 'token' } } },
+        ],
+      },
+    });
+    const t: AgentTask = {
+      apiVersion: 'episodic.dev/v1alpha1',
+      kind: 'AgentTask',
+      metadata: { name: 'demo', namespace: 'ns1', uid: 'uid-1' },
+      spec,
+    };
+    const gateway = {
+      env: { ANTHROPIC_BASE_URL: 'http://gw:8070/t/ns1/demo', ANTHROPIC_API_KEY: 'episodic-gw-tok' },
+      tokenSha256: 'hash-of-tok',
+    };
+    const p = buildEpisodePod({ task: t, spec, episode: 1, defaults, gateway });
+    const env = p.spec.containers[0].env.filter((e: any) => !e.name.startsWith('EPISODIC_') && e.name !== 'HOME');
+    assert.deepEqual(env, [
+      { name: 'LOG_LEVEL', value: 'debug' },
+      // The task's own Secret reference for something else stays: the task asked for it by name.
+      { name: 'GITHUB_TOKEN', valueFrom: { secretKeyRef: { name: 'gh', key: 'token' } } },
+      { name: 'ANTHROPIC_BASE_URL', value: 'http://gw:8070/t/ns1/demo' },
+      { name: 'ANTHROPIC_API_KEY', value: 'episodic-gw-tok' },
+    ]);
+    assert.deepEqual(p.metadata.annotations, {
+      'cost-center': '42',
+      'episodic.dev/gateway-token-sha256': 'hash-of-tok',
+    });
+    // Without the gateway the defaults' key stays as it was.
+    const plain = buildEpisodePod({
+      task: t,
+      spec: { ...spec, agent: { ...spec.agent, credentials: undefined } },
+      episode: 1,
+      defaults,
+    });
+    assert.ok(plain.spec.containers[0].env.some((e: any) => e.name === 'ANTHROPIC_API_KEY' && e.valueFrom));
+  });
+
   it('fills in what the task leaves unset: image, pod-level scheduling fields, labels, env', () => {
     const spec = AgentTaskSpecSchema.parse({ prompt: 'p', agent: { command: ['claude'] } });
     const t: AgentTask = {

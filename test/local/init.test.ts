@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { readStatus, runCli, tempDir } from '../support/local.ts';
 
 interface Written {
@@ -13,7 +13,13 @@ interface Written {
   spec: {
     promptFile: string;
     workspace: string;
-    agent: { command: string[]; promptVia: string; output: string; env?: Array<{ name: string; value: string }> };
+    agent: {
+      command: string[];
+      promptVia: string;
+      output: string;
+      credentials?: string;
+      env?: Array<{ name: string; value: string }>;
+    };
     progress: { checklist: string };
   };
 }
@@ -37,6 +43,7 @@ const cases: Array<{ agent: string; check: (task: Written, yaml: string) => void
         },
       );
       assert.equal(task.spec.agent.output, 'claude');
+      assert.equal(task.spec.agent.credentials, 'claude', 'behind the gateway');
     },
   },
   {
@@ -108,6 +115,36 @@ test('init --agent PATH: the generic task runs as written, its prompt rendered f
     readFileSync(join(dir, 'specs/ws/first/prompt-seen.txt'), 'utf8'),
     /episode 1 of at most 20 working on first/,
   );
+});
+
+test('init --agent claude: an AgentCredentials beside the task, which the task uses: the agent gets the gateway, never the key', async () => {
+  const dir = tempDir();
+  const specs = join(dir, 'specs');
+  const init = await runCli(['init', specs, '--agent', 'claude', '--name', 'first']);
+  assert.equal(init.code, 0, init.stderr);
+  assert.match(init.stdout, /credentials\.yaml \(AgentCredentials claude: the gateway holds the key\)/);
+  const credentials = parse(readFileSync(join(specs, 'credentials.yaml'), 'utf8'));
+  assert.equal(credentials.kind, 'AgentCredentials');
+  assert.equal(credentials.metadata.name, 'claude');
+  assert.equal(credentials.spec.provider, 'anthropic');
+  assert.deepEqual(credentials.spec.credentials, [{ name: 'main', env: 'ANTHROPIC_API_KEY' }]);
+  assert.ok(credentials.spec.pricing['*'], 'every model priced: spend is metered at the wire');
+  // The same task with a stand-in for claude that shows what it was given.
+  const agent = join(dir, 'claude.sh');
+  writeFileSync(agent, '#!/bin/sh\ncat >/dev/null\nenv > env-seen.txt\necho "<promise>COMPLETE</promise>"\n');
+  chmodSync(agent, 0o755);
+  const taskFile = join(specs, 'task.yaml');
+  const task = parse(readFileSync(taskFile, 'utf8'));
+  task.spec.agent = { ...task.spec.agent, command: [agent], output: 'text' };
+  writeFileSync(taskFile, stringify(task));
+  const key = 'sk-ant-init-test-real-key-0d41';
+  const run = await runCli(['run', specs], { env: { ANTHROPIC_API_KEY: key } });
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(readStatus(specs, 'first')?.status.phase, 'Succeeded');
+  const seen = readFileSync(join(specs, 'ws/first/env-seen.txt'), 'utf8');
+  assert.match(seen, /^ANTHROPIC_BASE_URL=http:\/\/127\.0\.0\.1:\d+\/t\/default\/first$/m);
+  assert.match(seen, /^ANTHROPIC_API_KEY=episodic-gw-\S+$/m);
+  assert.ok(!seen.includes(key), 'the agent holds the real key');
 });
 
 test('init: a bad --name or --agent is refused before anything is written', async () => {

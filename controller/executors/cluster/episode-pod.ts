@@ -19,6 +19,8 @@ import { EPISODE_LABEL, MANAGED_BY_LABEL, TASK_LABEL, episodePodName } from '../
 import type { Frame } from '../../api/ops.ts';
 import { EPISODE_PROMPT_VARS_ENV, podPromptVars } from '../../api/prompt-vars.ts';
 import { stackPromptTemplate, stackVars } from '../../reconciler/stack.ts';
+import { PROVIDER_KEY_VARS } from '../../gateway/agent-env.ts';
+import { GATEWAY_TOKEN_ANNOTATION } from './gateway-binding.ts';
 
 export const AGENT_CONTAINER = 'agent';
 /** The non-root user of episode pods (the "nonroot" uid of distroless images). */
@@ -72,6 +74,8 @@ export interface EpisodePodInput {
   /** Agent ops: the task's stack as it stands (status.stack.frames), and more placeholders ({{bb.KEY}}…). */
   stack?: readonly Frame[];
   more?: Readonly<Record<string, string>>;
+  /** spec.agent.credentials: the gateway's URL and the episode's token, and the token's hash (an annotation). */
+  gateway?: { env: Readonly<Record<string, string>>; tokenSha256: string };
   /** spec.sandbox.allowHosts: the controller's CONNECT proxy variables (proxy-env.ts), set last. */
   proxyEnv?: ReadonlyArray<{ name: string; value: string }>;
 }
@@ -146,13 +150,16 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
   if (rendered) env.push({ name: EPISODE_PROMPT_ENV, value: rendered.prompt });
   if (spec.promptFile) env.push(promptVarsEnv({ ...input.more, ...input.promptVars }));
   for (const [name, value] of Object.entries(stepEnv(input.step))) env.push({ name, value });
-  const userEnv = spec.agent.env.map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
+  const userEnv = spec.agent.env
+    .filter((e) => !behindGateway(input, e))
+    .map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
   const taskNames = new Set(userEnv.map((e) => e.name));
   const defaultEnv = (defaults.env ?? [])
-    .filter((e) => !taskNames.has(e.name))
+    .filter((e) => !taskNames.has(e.name) && !behindGateway(input, e, true))
     .map((e) => stripUndefined({ name: e.name, value: e.value, valueFrom: e.valueFrom }));
   if (![...userEnv, ...defaultEnv].some((e) => e.name === 'HOME')) env.push({ name: 'HOME', value: HOME_DIR });
   env.push(...defaultEnv, ...userEnv);
+  for (const [key, value] of Object.entries(input.gateway?.env ?? {})) env.push({ name: key, value });
   // The controller's proxy variables win: a task's own HTTPS_PROXY would only bypass its allowHosts.
   const proxy = input.proxyEnv ?? [];
   if (proxy.length > 0) env.splice(0, env.length, ...env.filter((e) => !PROXY_VARIABLES.includes(e.name)), ...proxy);
@@ -200,7 +207,7 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
         [EPISODE_LABEL]: String(episode),
         [MANAGED_BY_LABEL]: 'episodic',
       },
-      ...(defaults.podAnnotations ? { annotations: { ...defaults.podAnnotations } } : {}),
+      ...podAnnotations(defaults.podAnnotations, input.gateway?.tokenSha256),
       ownerReferences: [
         {
           apiVersion: API_VERSION,
@@ -236,6 +243,24 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
       volumes: [workspace.volume, { name: 'home', emptyDir: {} }, { name: 'tmp', emptyDir: {} }],
     }),
   };
+}
+
+/**
+ * Behind the gateway a pod holds no provider key: the task's and the defaults' key variables are dropped (the
+ * gateway's token takes their place), and so is every Secret reference of the defaults (episodes.apiKeys).
+ */
+function behindGateway(input: EpisodePodInput, e: { name: string; valueFrom?: unknown }, isDefault = false): boolean {
+  if (!input.gateway) return false;
+  if ((PROVIDER_KEY_VARS as readonly string[]).includes(e.name) || e.name in input.gateway.env) return true;
+  return isDefault && !!(e.valueFrom as { secretKeyRef?: unknown } | undefined)?.secretKeyRef;
+}
+
+function podAnnotations(
+  fromDefaults: Readonly<Record<string, string>> | undefined,
+  tokenSha256: string | undefined,
+): { annotations?: Record<string, string> } {
+  const annotations = { ...fromDefaults, ...(tokenSha256 ? { [GATEWAY_TOKEN_ANNOTATION]: tokenSha256 } : {}) };
+  return Object.keys(annotations).length > 0 ? { annotations } : {};
 }
 
 /** spec.sandbox.resources as the container's requests = limits (pids are the node's podPidsLimit, not a pod's). */

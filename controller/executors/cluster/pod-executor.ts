@@ -25,6 +25,9 @@ import type { Sandbox } from '../../api/sandbox.ts';
 import { proxyAllowOf, proxyEnv } from './proxy-env.ts';
 import { isFinishedPod, isRunningPod, observeDeletedPod, observePod } from './pod-outcome.ts';
 import { clusterPromptVars } from '../../ops/cluster-prompt.ts';
+import type { EpisodeLeash } from '../../api/episode-leash.ts';
+import type { ClusterGatewayBinding } from './gateway-binding.ts';
+import { PodGrants } from './pod-grants.ts';
 
 // Pods we deleted and pods that vanished are remembered this long (an hour of pod churn at most).
 const MEMORY_MS = 60 * 60_000;
@@ -38,6 +41,8 @@ export interface PodExecutorOptions {
   /** How long a pod may fail to pull its image before its episode is fatal. */
   imagePullGraceMs: number;
   episodeDefaults?: EpisodeDefaults;
+  /** The model gateway the leader serves (tasks with spec.agent.credentials); absent: such tasks cannot run. */
+  gateway?: ClusterGatewayBinding;
   /** The key of the controller's CONNECT proxy credentials (sandbox-proxy.ts); none: pods get no proxy. */
   proxyKey?: Buffer;
 }
@@ -54,9 +59,24 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
   /** Pods stuck pulling their image, to delete once their episode is on record. */
   private readonly stuck = new Set<string>();
   private listeners: Array<(key: string) => void> = [];
+  private readonly grants: PodGrants;
 
   constructor(opts: PodExecutorOptions) {
     this.opts = opts;
+    this.grants = new PodGrants({
+      binding: opts.gateway,
+      log: opts.log,
+      stopPod: (namespace, task, episode) => {
+        const pod = this.opts.pods.get(`${namespace}/${episodePodName(task, episode)}`);
+        if (pod) void this.deletePod(pod, 'work').catch(() => undefined);
+      },
+      failEpisode: (key, number, message) => {
+        this.refused.set(key, { number, message });
+        const pod = this.opts.pods.byIndex('task', key).find((p) => podEpisode(p) === number);
+        if (pod) void this.deletePod(pod, 'work').catch(() => undefined);
+        this.notify(key);
+      },
+    });
     opts.pods.addIndex('task', (pod) => {
       const task = pod.metadata.labels?.[TASK_LABEL];
       return task ? [`${pod.metadata.namespace}/${task}`] : [];
@@ -91,16 +111,19 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       const podKey = `${task.namespace}/${episodePodName(task.name, current.number)}`;
       const tomb = this.tombstones.get(podKey);
       if (!tomb && !this.deletedByUs.has(podKey)) return { number: current.number, state: 'gone' }; // never created
-      return observeDeletedPod(
+      const gone = observeDeletedPod(
         current.number,
         { ...opts, deletedByController: this.deletedByUs.has(podKey) },
         tomb?.pod,
       );
+      return this.grants.withMetered(podKey, gone);
     }
     if (!newest) return undefined;
     const seen = observePod(newest, { ...opts, deletedByController: this.deletedByUs.has(objectKey(newest)) });
     if (seen.deletePod) this.stuck.add(objectKey(newest));
-    return { ...seen.episode, podName: newest.metadata.name };
+    if (task.spec && current?.number === newestNumber)
+      this.grants.ensure(this.target(task, newestNumber, status), newest);
+    return this.grants.withMetered(objectKey(newest), { ...seen.episode, podName: newest.metadata.name });
   }
 
   async start(
@@ -108,6 +131,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     number: number,
     status: AgentTaskStatus,
     upstream?: UpstreamOutputs,
+    leash?: EpisodeLeash,
   ): Promise<Record<string, unknown>> {
     if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
     // In a pipeline, the current step's prompt, agent, completion and limits.
@@ -120,9 +144,17 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       return {};
     }
     if (spec.sandbox?.enabled) await this.ensurePolicy(task, spec.sandbox, proxyAllowOf(spec) !== undefined);
+    const more = await clusterPromptVars(this.opts.client, task.namespace, spec, stack);
+    // Last before the pod is built: nothing that may throw lies between issuing the token and creating the pod.
+    const gateway = await this.grants.open({ ...this.target(task, number, status), spec }, leash);
+    if (gateway && !gateway.ok) {
+      this.refused.set(task.key, { number, message: gateway.message });
+      this.notify(task.key);
+      return {};
+    }
     const pod = buildEpisodePod({
       stack,
-      more: await clusterPromptVars(this.opts.client, task.namespace, spec, stack),
+      more,
       task: { metadata: { name: task.name, namespace: task.namespace, uid: task.object.metadata.uid } },
       spec,
       step: currentStep(task.spec, status),
@@ -133,12 +165,15 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       promptVars: task.promptVars,
       defaults: this.opts.episodeDefaults,
       status,
+      gateway,
       proxyEnv: proxyEnv(task, spec, this.opts.episodeDefaults?.sandbox?.proxy, this.opts.proxyKey),
     });
     const path = `/api/v1/namespaces/${task.namespace}/pods`;
     try {
       this.opts.pods.upsert(await this.opts.client.create<Pod>(path, pod, 'work'));
     } catch (err) {
+      // The pod built here does not run: its token must not outlive this start.
+      if (gateway) this.opts.gateway?.revoke(gateway.tokenSha256);
       if (isStatus(err, 409)) {
         // Our deterministic name exists: adopt it if it is ours, clear it away if it is a leftover.
         const existing = await this.opts.client.get<Pod>(`${path}/${pod.metadata.name}`);
@@ -249,6 +284,11 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     }
   }
 
+  private target(task: ClusterTask, episode: number, status: AgentTaskStatus) {
+    const spec = effectiveSpec(task.spec as NonNullable<ClusterTask['spec']>, status);
+    return { namespace: task.namespace, task: task.name, episode, spec, status };
+  }
+
   private podsOf(task: ClusterTask): Pod[] {
     const uid = task.object.metadata.uid;
     return this.opts.pods.byIndex('task', task.key).filter((p) => ownerUid(p) === uid);
@@ -259,6 +299,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     if (!deleted && isRunningPod(pod)) this.running.add(key);
     else this.running.delete(key);
     if (deleted) this.stuck.delete(key);
+    this.grants.podChanged(pod, deleted);
     const task = pod.metadata.labels?.[TASK_LABEL];
     if (task) this.notify(`${pod.metadata.namespace}/${task}`);
   }

@@ -1,16 +1,16 @@
 // Locally, an episode of a task with spec.agent.credentials runs behind the model gateway: the gateway is
 // started on 127.0.0.1 (a random port) when the first such episode starts, the credential's value is read
-// from the controller's environment (credentials[].env; credentialValue), a pool's pauses are kept under the
+// from the controller's environment (credentials[].env; gateway/credential-values.ts), a pool's pauses are kept under the
 // state directory, and the agent gets a token of its own and the
 // gateway's URL instead of any provider key of the controller's.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { upstreamOf } from '../../api/agent-credentials.ts';
-import type { Credential } from '../../api/agent-credentials.ts';
 import { systemClock } from '../../core/clock.ts';
 import type { Clock } from '../../core/clock.ts';
 import { CredentialPool } from '../../gateway/credential-pool.ts';
+import { envCredentialValue } from '../../gateway/credential-values.ts';
 import type { GatewayMetrics } from '../../metrics/gateway-metrics.ts';
 import { LocalCredentialsStatus } from '../../sinks/local/credentials-status.ts';
 import type { EpisodeLeash } from '../../api/episode-leash.ts';
@@ -45,12 +45,6 @@ export interface GrantRequest {
   onRefused: (message: string) => void;
   /** spec.agent.env's values: where the user's own CODEX_HOME is (an openai provider's episode). */
   agentEnv?: Readonly<Record<string, string>>;
-}
-
-/** Where a credential's value comes from locally: the controller's environment (cluster mode reads a Secret). */
-export function credentialValue(credential: Credential, env: NodeJS.ProcessEnv): string | undefined {
-  const value = credential.env ? env[credential.env] : undefined;
-  return value ? value : undefined;
 }
 
 export interface LocalGatewayOptions {
@@ -90,7 +84,7 @@ export class LocalGatewayBinding {
     if (!doc.spec)
       return { ok: false, message: `${field}: the AgentCredentials is invalid (${doc.errors[0] ?? 'see validate'})` };
     const usable = doc.spec.credentials.flatMap((c) => {
-      const value = credentialValue(c, this.env);
+      const value = envCredentialValue(c, this.env);
       return value ? [{ name: c.name, value }] : [];
     });
     if (usable.length === 0) {
@@ -170,7 +164,7 @@ export class LocalGatewayBinding {
     if (!pool) return;
     const now = this.now();
     const missing = new Set(
-      (doc.spec?.credentials ?? []).filter((c) => !credentialValue(c, this.env)).map((c) => c.name),
+      (doc.spec?.credentials ?? []).filter((c) => !envCredentialValue(c, this.env)).map((c) => c.name),
     );
     const status = pool.status(now, missing);
     this.store.write(doc.namespace, doc.name, status, now);

@@ -1,0 +1,174 @@
+// On a cluster the controller (the leader) serves the model gateway: an episode of a task with
+// spec.agent.credentials gets a token of its own and the gateway's Service URL in its pod's env, never a
+// Secret reference or a key. The controller reads the AgentCredentials and its Secret itself when the episode
+// starts; the pod carries only the token's SHA-256 (an annotation), so a restarted controller re-grants the
+// running pods' tokens instead of failing them. A token dies when its pod ends or is deleted.
+import type { Logger } from 'pino';
+import {
+  CREDENTIALS_KIND,
+  CREDENTIALS_PLURAL,
+  upstreamOf,
+  validateCredentialsSpec,
+} from '../../api/agent-credentials.ts';
+import type { AgentCredentialsSpec } from '../../api/agent-credentials.ts';
+import { GROUP, VERSION } from '../../api/agent-task.ts';
+import type { EpisodeLeash } from '../../api/episode-leash.ts';
+import type { GatewayMetered } from '../../api/episode-result.ts';
+import { agentGatewayEnv } from '../../gateway/agent-env.ts';
+import { SecretCredentialValues } from '../../gateway/credential-values.ts';
+import type { CredentialValues } from '../../gateway/credential-values.ts';
+import { startGateway, taskPrefix } from '../../gateway/gateway.ts';
+import type { Gateway } from '../../gateway/gateway.ts';
+import type { GrantSpec } from '../../gateway/grants.ts';
+import { tokenHash } from '../../gateway/grants.ts';
+import { isStatus } from '../../kube/kube-client.ts';
+import type { KubeClient } from '../../kube/kube-client.ts';
+import { parseAddress } from '../../metrics/server.ts';
+
+/** The pod's annotation holding its token's SHA-256 (never the token): what a restart re-grants by. */
+export const GATEWAY_TOKEN_ANNOTATION = 'episodic.dev/gateway-token-sha256';
+
+const NOT_LISTENING = 'spec.agent.credentials: the model gateway is not listening (see the controller log)';
+
+export interface ClusterGatewayOptions {
+  client: KubeClient;
+  log: Logger;
+  /** HOST:PORT to listen on; a bare port is 127.0.0.1 (0.0.0.0 only when the chart puts a Service in front). */
+  listen: string;
+  /** The base URL episode pods reach the gateway at (the chart's Service); default: the listener's own URL. */
+  url?: string;
+  /** Tests: where the values come from (default: the Secrets the credentials name). */
+  values?: CredentialValues;
+}
+
+export interface GrantRequest {
+  namespace: string;
+  task: string;
+  episode: number;
+  /** spec.agent.credentials */
+  credentials: string;
+  leash: EpisodeLeash;
+  onRefused: (message: string) => void;
+}
+
+export type ClusterGrant =
+  | { ok: true; env: Record<string, string>; tokenSha256: string }
+  | { ok: false; message: string };
+
+export class ClusterGatewayBinding {
+  private gateway?: Gateway;
+  private readonly opts: ClusterGatewayOptions;
+  private readonly values: CredentialValues;
+
+  constructor(opts: ClusterGatewayOptions) {
+    this.opts = opts;
+    this.values = opts.values ?? new SecretCredentialValues(opts.client);
+  }
+
+  /** Listening: the leader starts it before it reconciles, so a pod it starts can reach it. */
+  async start(): Promise<void> {
+    if (this.gateway) return;
+    const listen = /^:?\d+$/.test(this.opts.listen.trim())
+      ? `127.0.0.1:${this.opts.listen.trim().replace(/^:/, '')}`
+      : this.opts.listen;
+    const { host, port } = parseAddress(listen);
+    this.gateway = await startGateway({ host, port, log: this.opts.log });
+    this.opts.log.info({ gateway: this.gateway.url, podsUse: this.url }, 'model gateway listening');
+  }
+
+  /** What pods are given (the Service's URL), without a task's prefix. */
+  get url(): string {
+    return (this.opts.url ?? this.gateway?.url ?? '').replace(/\/+$/, '');
+  }
+
+  /** A new token for the episode about to start, and the env its pod gets. */
+  async open(req: GrantRequest): Promise<ClusterGrant> {
+    if (!this.gateway) return { ok: false, message: NOT_LISTENING };
+    const spec = await this.grantSpec(req);
+    if (!spec.ok) return spec;
+    const gateway = this.running();
+    const token = gateway.grants.issue(spec.grant);
+    const env = agentGatewayEnv(spec.grant.provider, `${this.url}${taskPrefix(req.namespace, req.task)}`, token);
+    return { ok: true, env, tokenSha256: tokenHash(token) };
+  }
+
+  /** After a restart: the running pod's token (known by its hash) is valid again, its leash from now. */
+  async restore(req: GrantRequest, tokenSha256: string): Promise<{ ok: true } | { ok: false; message: string }> {
+    if (!this.gateway) return { ok: false, message: NOT_LISTENING };
+    if (this.running().grants.hasHash(tokenSha256)) return { ok: true };
+    const spec = await this.grantSpec(req);
+    if (!spec.ok) return spec;
+    this.running().grants.restore(tokenSha256, spec.grant);
+    return { ok: true };
+  }
+
+  has(tokenSha256: string): boolean {
+    return this.gateway?.grants.hasHash(tokenSha256) ?? false;
+  }
+
+  /** The episode's pod ended: its token is dead from now on; what was metered on it. */
+  revoke(tokenSha256: string): GatewayMetered | undefined {
+    const m = this.gateway?.grants.revokeHash(tokenSha256);
+    if (!m) return undefined;
+    return { requests: m.requests, tokens: m.tokens, costUSD: m.costUSD, ...(m.refused ? { refused: m.refused } : {}) };
+  }
+
+  async close(): Promise<void> {
+    const gateway = this.gateway;
+    this.gateway = undefined;
+    await gateway?.close();
+  }
+
+  private running(): Gateway {
+    if (!this.gateway) throw new Error('the model gateway is not started');
+    return this.gateway;
+  }
+
+  /** The AgentCredentials (read from the API server now) and its credential's value (from its Secret). */
+  private async grantSpec(req: GrantRequest): Promise<{ ok: true; grant: GrantSpec } | { ok: false; message: string }> {
+    const field = `spec.agent.credentials: ${req.credentials}`;
+    const found = await this.credentialsSpec(req.namespace, req.credentials);
+    if (!found.ok) return { ok: false, message: `${field}: ${found.message}` };
+    const label = `${CREDENTIALS_KIND} ${req.namespace}/${req.credentials}`;
+    // Pools (several credentials, chosen per request) are issue 29 §3; until then the first is used.
+    const credential = found.spec.credentials[0];
+    const value = await this.values.valueOf(req.namespace, credential, `${label}: spec.credentials[0]`);
+    if (!value.ok) return value;
+    return {
+      ok: true,
+      grant: {
+        namespace: req.namespace,
+        task: req.task,
+        episode: req.episode,
+        provider: found.spec.provider,
+        upstream: upstreamOf(found.spec),
+        credentials: [{ name: credential.name, value: value.value }],
+        pricing: found.spec.pricing,
+        leash: req.leash,
+        onRefused: req.onRefused,
+      },
+    };
+  }
+
+  private async credentialsSpec(
+    namespace: string,
+    name: string,
+  ): Promise<{ ok: true; spec: AgentCredentialsSpec } | { ok: false; message: string }> {
+    const path = `/apis/${GROUP}/${VERSION}/namespaces/${encodeURIComponent(namespace)}/${CREDENTIALS_PLURAL}/${encodeURIComponent(name)}`;
+    let object: { spec?: unknown };
+    try {
+      object = await this.opts.client.get<{ spec?: unknown }>(path);
+    } catch (err) {
+      if (isStatus(err, 404))
+        return { ok: false, message: `no ${CREDENTIALS_KIND} of that name in namespace ${namespace}` };
+      if (isStatus(err, 403))
+        return {
+          ok: false,
+          message: `the controller may not read ${CREDENTIALS_KIND} in namespace ${namespace} (chart: gateway.enabled)`,
+        };
+      throw err;
+    }
+    const valid = validateCredentialsSpec(object.spec);
+    return valid.ok ? valid : { ok: false, message: `the ${CREDENTIALS_KIND} is invalid: ${valid.errors.join('; ')}` };
+  }
+}
