@@ -35,7 +35,7 @@ export function cidrProblem(entry: string): string | undefined {
   const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(ip ?? '');
   const max = v4 ? 32 : /^[0-9A-Fa-f:]+$/.test(ip ?? '') && (ip ?? '').includes(':') ? 128 : 0;
   if (rest.length > 0 || bits === undefined || max === 0) return 'must be a CIDR such as 10.0.0.0/8';
-  if (v4 && v4.slice(1).some((o) => Number(o) > 255)) return 'must be a CIDR such as 10.0.0.0/8';
+  if (v4?.slice(1).some((o) => Number(o) > 255)) return 'must be a CIDR such as 10.0.0.0/8';
   if (!/^\d{1,3}$/.test(bits) || Number(bits) > max) return `prefix length must be 0-${max}`;
   return undefined;
 }
