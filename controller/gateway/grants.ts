@@ -33,6 +33,17 @@ export interface GrantSpec {
   onRefused?: (message: string) => void;
 }
 
+/** An episode asks for its token: the task, its AgentCredentials (spec.agent.credentials) and its leash. */
+export interface GrantRequest {
+  namespace: string;
+  task: string;
+  episode: number;
+  /** spec.agent.credentials */
+  credentials: string;
+  leash: EpisodeLeash;
+  onRefused: (message: string) => void;
+}
+
 /** What the gateway counted of one episode. */
 export interface Metered {
   requests: number;

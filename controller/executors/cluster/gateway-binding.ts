@@ -12,12 +12,12 @@ import {
 } from '../../api/agent-credentials.ts';
 import type { AgentCredentialsSpec } from '../../api/agent-credentials.ts';
 import { GROUP, VERSION } from '../../api/agent-task.ts';
-import type { EpisodeLeash } from '../../api/episode-leash.ts';
 import type { GatewayMetered } from '../../api/episode-result.ts';
 import { agentGatewayEnv } from '../../gateway/agent-env.ts';
 import { SecretCredentialValues } from '../../gateway/credential-values.ts';
 import type { CredentialValues } from '../../gateway/credential-values.ts';
 import { startGateway, taskPrefix } from '../../gateway/gateway.ts';
+import type { GrantRequest } from '../../gateway/grants.ts';
 import type { Gateway } from '../../gateway/gateway.ts';
 import type { GrantSpec } from '../../gateway/grants.ts';
 import { tokenHash } from '../../gateway/grants.ts';
@@ -39,16 +39,6 @@ export interface ClusterGatewayOptions {
   url?: string;
   /** Tests: where the values come from (default: the Secrets the credentials name). */
   values?: CredentialValues;
-}
-
-export interface GrantRequest {
-  namespace: string;
-  task: string;
-  episode: number;
-  /** spec.agent.credentials */
-  credentials: string;
-  leash: EpisodeLeash;
-  onRefused: (message: string) => void;
 }
 
 export type ClusterGrant =

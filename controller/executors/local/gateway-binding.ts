@@ -13,11 +13,11 @@ import { CredentialPool } from '../../gateway/credential-pool.ts';
 import { envCredentialValue } from '../../gateway/credential-values.ts';
 import type { GatewayMetrics } from '../../metrics/gateway-metrics.ts';
 import { LocalCredentialsStatus } from '../../sinks/local/credentials-status.ts';
-import type { EpisodeLeash } from '../../api/episode-leash.ts';
 import type { GatewayMetered } from '../../api/episode-result.ts';
 import { agentGatewayEnv, PROVIDER_KEY_VARS } from '../../gateway/agent-env.ts';
 import { codexGatewayConfig } from '../../gateway/codex-config.ts';
 import { startGateway } from '../../gateway/gateway.ts';
+import type { GrantRequest } from '../../gateway/grants.ts';
 import type { Gateway } from '../../gateway/gateway.ts';
 import type { SpecCredentials } from '../../sources/local/credentials-files.ts';
 import { writeFileAtomicSync } from '../../util/atomic-write.ts';
@@ -35,14 +35,7 @@ export interface OpenedGrant {
 
 export type GrantOpening = OpenedGrant | { ok: false; message: string };
 
-export interface GrantRequest {
-  namespace: string;
-  task: string;
-  episode: number;
-  /** spec.agent.credentials */
-  credentials: string;
-  leash: EpisodeLeash;
-  onRefused: (message: string) => void;
+export interface LocalGrantRequest extends GrantRequest {
   /** spec.agent.env's values: where the user's own CODEX_HOME is (an openai provider's episode). */
   agentEnv?: Readonly<Record<string, string>>;
 }
@@ -76,7 +69,7 @@ export class LocalGatewayBinding {
     this.store = new LocalCredentialsStatus(opts.stateDir, opts.log);
   }
 
-  async open(req: GrantRequest): Promise<GrantOpening> {
+  async open(req: LocalGrantRequest): Promise<GrantOpening> {
     const all = [...this.opts.lookup()];
     const doc = all.find((c) => c.namespace === req.namespace && c.name === req.credentials);
     const field = `spec.agent.credentials: ${req.credentials}`;
@@ -172,7 +165,7 @@ export class LocalGatewayBinding {
   }
 
   /** The task's CODEX_HOME: the user's config.toml with the gateway as its provider (codex-config.ts). */
-  private writeCodexHome(req: GrantRequest, baseUrl: string): string | undefined {
+  private writeCodexHome(req: LocalGrantRequest, baseUrl: string): string | undefined {
     const home = gatewayCodexHomePath(this.opts.stateDir, req.namespace, req.task);
     const env = { ...this.env, ...req.agentEnv };
     const own = env.CODEX_HOME ?? (env.HOME ? join(env.HOME, '.codex') : undefined);
