@@ -32,7 +32,7 @@ export function suitesTable(files: readonly FileDuration[], cwd = process.cwd())
   }
   const rows = [...sums].sort((a, b) => b[1].ms - a[1].ms);
   const lines = rows.map(([dir, s]) => `${(s.ms / 1000).toFixed(1).padStart(8)} s  ${dir} (${s.count} files)`);
-  return `time per suite (sum of its files' wall times; files run three at a time (package.json's --test-concurrency)):\n${lines.join('\n')}\n`;
+  return `time per suite (sum of its files' wall times; files run two at a time (package.json's --test-concurrency)):\n${lines.join('\n')}\n`;
 }
 
 interface SummaryEvent {
