@@ -14,7 +14,7 @@ const REAL_KEY = 'sk-ant-real-hostile-key-DO-NOT-LEAK-4b7d';
 const MIB = 1024 * 1024;
 
 /** One raw HTTP/1.1 exchange: exactly the bytes given (then `bodyBytes` of body), the answer as text. */
-function raw(url: string, head: string, bodyBytes = 0): Promise<{ status: number; text: string }> {
+function raw(url: string, head: string, bodyBytes = 0): Promise<{ status: number; text: string; error?: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(u.port), u.hostname);
@@ -32,8 +32,13 @@ function raw(url: string, head: string, bodyBytes = 0): Promise<{ status: number
       pump();
     });
     socket.on('data', (d) => (text += d.toString('latin1')));
-    socket.on('error', (err) => (text ? undefined : reject(err)));
-    socket.on('close', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text }));
+    let error: string | undefined;
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      error = err.code ?? err.message;
+    });
+    socket.on('close', () =>
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text, ...(error ? { error } : {}) }),
+    );
     // Once an answer has come, the rest of the body is not sent.
     socket.once('data', () => setImmediate(() => socket.end()));
   });
@@ -91,7 +96,10 @@ describe('hostile requests at the gateway (default limits)', () => {
   it('a 100 MiB body streamed without a length: 413, and no request reaches the server whole', async () => {
     const big = await chunked(gateway.url, '/t/default/big/v1/messages', bigToken, host, 100 * MIB);
     answers.push(big.text);
-    assert.equal(big.status, 413, big.text.slice(0, 300));
+    // Under load the client's next write can meet the closed connection before it reads the 413: a reset is
+    // the same refusal, seen from the client's side of TCP.
+    const reset = big.status === 0 && /ECONNRESET|EPIPE/.test(big.error ?? '');
+    assert.ok(big.status === 413 || reset, `${big.status} ${big.error ?? ''}: ${big.text.slice(0, 300)}`);
     // The gateway streams a body on as it arrives: what the server saw of it (under its own name) was cut short.
     assert.deepEqual(
       server.requestsFor('ok.hostile-big').filter((r) => r.complete),
@@ -162,9 +170,9 @@ function chunked(
   token: string,
   host: string,
   bytes: number,
-): Promise<{ status: number; text: string }> {
+): Promise<{ status: number; text: string; error?: string }> {
   const u = new URL(url);
-  return new Promise((resolve, reject) => {
+  return new Promise((resolve) => {
     const socket = connect(Number(u.port), u.hostname);
     let text = '';
     let sent = 0;
@@ -187,7 +195,12 @@ function chunked(
       text += d.toString('latin1');
       setImmediate(() => socket.end());
     });
-    socket.on('error', (err) => (text ? undefined : reject(err)));
-    socket.on('close', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text }));
+    let error: string | undefined;
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      error = err.code ?? err.message;
+    });
+    socket.on('close', () =>
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text, ...(error ? { error } : {}) }),
+    );
   });
 }
