@@ -2,7 +2,7 @@
 // ManualClock that never advances, so the resync timer (and every other requeue timer) cannot fire, and a
 // message is still acted upon — wake: onMessage starts the next episode, interrupt cancels the running one.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
@@ -97,11 +97,14 @@ test('interrupt — a message sent into the mailbox cancels the running episode 
     assert.deepEqual(await new LocalMailboxes(join(dir, '.episodic')).send('default', 'worker', message), {
       result: 'sent',
     });
-    await waitFor('worker succeeded', () => readStatus(dir, 'worker')?.status.phase === 'Succeeded');
-    const outcomes = readFileSync(join(dir, '.episodic', 'logs', 'default', 'worker', 'episodes.jsonl'), 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => (JSON.parse(l) as { outcome: string }).outcome);
+    const records = join(dir, '.episodic', 'logs', 'default', 'worker', 'episodes.jsonl');
+    const lines = () => (existsSync(records) ? readFileSync(records, 'utf8').trim().split('\n') : []);
+    // The status and the episode's record are two writes: wait for both, not for the first one seen.
+    await waitFor(
+      'worker succeeded, both episodes on record',
+      () => readStatus(dir, 'worker')?.status.phase === 'Succeeded' && lines().length >= 2,
+    );
+    const outcomes = lines().map((l) => (JSON.parse(l) as { outcome: string }).outcome);
     assert.deepEqual(outcomes, ['cancelled', 'succeeded']);
     assert.match(recordedPrompts(record)[1] ?? '', /News:\nfrom lead at \S+:\nstop, the spec changed/);
     assert.equal(clock.now().getTime(), t0, 'virtual time stood still');
