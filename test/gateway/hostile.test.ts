@@ -14,7 +14,7 @@ const REAL_KEY = 'sk-ant-real-hostile-key-DO-NOT-LEAK-4b7d';
 const MIB = 1024 * 1024;
 
 /** One raw HTTP/1.1 exchange: exactly the bytes given (then `bodyBytes` of body), the answer as text. */
-function raw(url: string, head: string, bodyBytes = 0): Promise<{ status: number; text: string; error?: string }> {
+function raw(url: string, head: string, bodyBytes = 0): Promise<{ status: number; text: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(u.port), u.hostname);
@@ -32,13 +32,8 @@ function raw(url: string, head: string, bodyBytes = 0): Promise<{ status: number
       pump();
     });
     socket.on('data', (d) => (text += d.toString('latin1')));
-    let error: string | undefined;
-    socket.on('error', (err: NodeJS.ErrnoException) => {
-      error = err.code ?? err.message;
-    });
-    socket.on('close', () =>
-      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text, ...(error ? { error } : {}) }),
-    );
+    socket.on('error', (err) => (text ? undefined : reject(err)));
+    socket.on('close', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text }));
     // Once an answer has come, the rest of the body is not sent.
     socket.once('data', () => setImmediate(() => socket.end()));
   });
