@@ -1,16 +1,3 @@
-// Builds dist/: the CLI bundled by esbuild (one file per lazily loaded part) instead of one output file per
-// source module. Node resolves and loads ~300 small modules at every start otherwise (zod alone is 99 files);
-// bundled, a one-episode `episodic run` takes ~60 ms less and `episodic get` ~50 ms less (see the commit).
-// Type checking stays with tsc (`npm test` runs `tsc --noEmit`); esbuild only strips types.
-//
-// Atomic for whoever starts episodic meanwhile: the build goes to a directory beside dist/, every file but
-// main.js has a content hash in its name, so they move in beside the old ones, and main.js is renamed over
-// the old one last: a starting process loads the old build or the new one, whole. Files of the build
-// before the previous one are removed.
-//
-// `--if-stale` (the `prepare` script, which npm runs on `npm ci`/`npm install` and also on `npx episodic` in a
-// checkout): nothing to do when dist/ was built from these very sources (a hash of them in dist/.build-stamp).
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -76,7 +63,6 @@ try {
     target: 'node22',
     logLevel: 'warning',
   });
-  nativeRelay();
   mkdirSync(join(dist, 'console'), { recursive: true });
   renameSync(join(staging, 'console', 'app.js'), join(dist, 'console', 'app.js'));
   rmSync(join(staging, 'console'), { recursive: true });
@@ -94,17 +80,6 @@ try {
   renameSync(`${stampFile}.tmp`, stampFile);
 } finally {
   rmSync(staging, { recursive: true, force: true });
-}
-
-/** dist/sandbox-relay, relay.ts's native twin (no Node start-up per sandboxed episode), where a C compiler is. */
-function nativeRelay() {
-  const out = join(staging, 'sandbox-relay');
-  const cc = spawnSync('cc', ['-O2', '-o', out, join(repo, 'controller/executors/sandbox/relay.c')], { stdio: 'pipe' });
-  if (cc.status === 0) return renameSync(out, join(dist, 'sandbox-relay'));
-  rmSync(join(dist, 'sandbox-relay'), { force: true }); // never a stale one: the Node relay is used instead
-  console.warn(
-    `no native sandbox relay (cc: ${cc.error?.message ?? String(cc.stderr).trim().slice(0, 200)}); the Node one is used`,
-  );
 }
 
 /** What the build reads: the sources, this script and the locked dependencies. */

@@ -24,8 +24,7 @@ mkdirSync(workspace, { recursive: true });
 const SHAPES = {
   none: { network: 'none' },
   'none + cgroup v1 bounds': { network: 'none', resources: { memoryMiB: 512, pids: 256, cpu: 1 } },
-  'gateway (Node relay)': { network: 'gateway' },
-  'gateway (native relay)': { network: 'gateway' },
+  gateway: { network: 'gateway' },
   open: { network: 'open' },
 } as const;
 type Shape = 'plain' | keyof typeof SHAPES;
@@ -65,7 +64,6 @@ async function episode(shape: Shape, argv = ['/bin/true']): Promise<{ ms: number
           name: 'bench',
           workspace,
           env,
-          relay: shape === 'gateway (Node relay)' ? 'node' : 'native',
         });
   const run = await startProcessEpisode({ ...request(n, argv, env), sandbox });
   const result = await run.result;
@@ -84,12 +82,12 @@ const times = new Map<Shape, number[]>(shapes.map((s) => [s, []]));
 for (const s of shapes) await episode(s); // warm-up: the probe, the modules, the page cache
 for (let r = 0; r < ROUNDS; r++) for (const s of shapes) times.get(s)?.push((await episode(s)).ms);
 
-// Each relay's RSS, read by the agent inside: the relay is its parent.
+// The relay's RSS, read by the agent inside: the relay is its parent.
 const rssOf = async (shape: Shape) => {
   const rss = await episode(shape, ['/bin/sh', '-c', 'grep VmRSS /proc/$PPID/status; true']);
   return Number(/VmRSS:\s+(\d+) kB/.exec(rss.log)?.[1]) / 1024;
 };
-const rss = { node: await rssOf('gateway (Node relay)'), native: await rssOf('gateway (native relay)') };
+const relayRss = await rssOf('gateway');
 
 const plain = times.get('plain') ?? [];
 const rows = shapes.map((s) => {
@@ -103,7 +101,7 @@ const rows = shapes.map((s) => {
 console.log(`bench/sandbox: ${ROUNDS} rounds, /bin/true as the agent, ms from request to result\n`);
 console.log('| shape | p50 | p99 | added p50 / p99 |\n| --- | --- | --- | --- |');
 console.log(rows.join('\n'));
-console.log(`\nrelay RSS: Node ${rss.node.toFixed(1)} MiB, native ${rss.native.toFixed(2)} MiB`);
+console.log(`\nrelay RSS: ${relayRss.toFixed(1)} MiB`);
 console.log(
   `load average: ${(await import('node:os'))
     .loadavg()

@@ -43,8 +43,6 @@ export interface SandboxRequest {
   /** spec.agent.env resolved (the gateway endpoints are read from it). */
   env: Record<string, string>;
   bwrap?: string;
-  /** The relay of network gateway: native where built (the default), or the Node one (bench/sandbox compares). */
-  relay?: 'native' | 'node';
 }
 
 /** The task's own $HOME: kept between its episodes, never another task's. */
@@ -67,7 +65,7 @@ export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbo
   const relayed = network === 'gateway' && (routes.upstreams.length > 0 || routes.proxyPort !== undefined);
   const bridge: GatewayBridge | undefined = relayed ? await openGatewayBridge(routes) : undefined;
   const group: EpisodeGroup = episodeGroup(`${req.namespace}.${req.name}.${randomUUID()}`, req.sandbox.resources);
-  const relay = relayed ? relayCommand(routes, req.relay ?? 'native') : undefined;
+  const relay = relayed ? relayCommand(routes) : undefined;
   let hit: ResourceLimit | undefined;
   return {
     wrap(argv, env) {
@@ -107,17 +105,9 @@ export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbo
   };
 }
 
-/** The relay: native (dist/sandbox-relay, built where cc is: no Node start-up), else this Node and its script. */
-function relayCommand(
-  routes: ReturnType<typeof gatewayRoutes>,
-  kind: 'native' | 'node',
-): { command: string[]; programs: string[] } {
+/** The relay: this Node and its script (bundled in dist/ where built; the source otherwise). */
+function relayCommand(routes: ReturnType<typeof gatewayRoutes>): { command: string[]; programs: string[] } {
   const at = (c: string) => fileURLToPath(new URL(c, import.meta.url));
-  const native =
-    kind === 'native'
-      ? ['../sandbox-relay', '../../../dist/sandbox-relay'].map(at).find((f) => existsSync(f))
-      : undefined;
-  if (native) return { command: [native, ...relayArgs(routes), '--'], programs: [native] };
   const scripts = ['../sandbox-relay.js', '../../../dist/sandbox-relay.js', './relay.ts'].map(at);
   const script = scripts.find((s) => existsSync(s)) ?? (scripts.at(-1) as string);
   return { command: [process.execPath, script, ...relayArgs(routes), '--'], programs: [process.execPath, script] };
