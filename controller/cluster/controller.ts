@@ -179,7 +179,16 @@ export class ClusterController {
       log: opts.log,
       episodeDefaults: opts.episodeDefaults,
     });
-    this.gateway = opts.gateway && new ClusterGatewayBinding({ client, log: opts.log, ...opts.gateway });
+    const clock = opts.clock;
+    this.gateway =
+      opts.gateway &&
+      new ClusterGatewayBinding({
+        client,
+        log: opts.log,
+        metrics: this.metrics.gateway,
+        now: clock && (() => clock.now()),
+        ...opts.gateway,
+      });
     this.executor = new PodEpisodeExecutor({
       gateway: this.gateway,
       client,
@@ -426,6 +435,7 @@ export class ClusterController {
       }),
       mailboxEvents: this.mailboxWatch,
       clock: this.opts.clock,
+      ...(this.gateway && credentialsFacts(this.gateway)),
     });
     this.opts.log.info(
       { tasks: this.tasks.size, pods: this.pods.size, identity: this.identity },
@@ -455,4 +465,16 @@ export function inClusterNamespace(): string | undefined {
 /** A cluster task as the owner of the tasks it creates: its uid goes into their ownerReference. */
 function clusterOwner(t: ClusterTask): TaskOwner {
   return { kind: 'AgentTask', namespace: t.namespace, name: t.name, uid: t.object.metadata.uid };
+}
+
+/** A task's pool of credentials all paused (the reconciler holds it), and the pauses that wake its tasks. */
+function credentialsFacts(gateway: ClusterGatewayBinding) {
+  return {
+    credentialsPaused: async (task: ClusterTask) => {
+      const credentials = task.spec?.agent.credentials;
+      const until = credentials ? await gateway.pausedUntil(task.namespace, credentials) : undefined;
+      return credentials && until ? { credentials, until } : undefined;
+    },
+    credentialEvents: gateway.pauses,
+  };
 }

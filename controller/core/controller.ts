@@ -49,7 +49,7 @@ export interface ControllerOptions<T extends DesiredTask> {
   /** In [0, 1): backoff jitter. */
   random?: () => number;
   /** spec.agent.credentials: whether every credential of the task's pool is paused (a usage limit), until when. */
-  credentialsPaused?: (task: T) => CredentialsPaused | undefined;
+  credentialsPaused?: (task: T) => CredentialsPaused | undefined | Promise<CredentialsPaused | undefined>;
   /** A pool's pauses changed (namespace, AgentCredentials name): its tasks are looked at again, all at once. */
   credentialEvents?: { subscribe(fn: (namespace: string, name: string) => void): void };
   /**
@@ -222,7 +222,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     const episode = executor.observe(task, before, now);
     if (deleted && !before.currentEpisode && episode?.state !== 'running') return this.release(task, !current);
 
-    const pass = { deleted, before, episode, now };
+    const credentialsPaused = deleted ? undefined : await this.opts.credentialsPaused?.(task);
+    const pass = { deleted, before, episode, now, credentialsPaused };
     let spawn = deleted ? undefined : await this.opts.spawn?.facts(task, before);
     const attemptDiffs = await this.attemptDiffs(task, before, spawn);
     let out = reconcile({ ...this.facts(task, pass), spawn, attemptDiffs });
@@ -271,7 +272,13 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   /** Everything reconcile() needs to know about the task, gathered from the ports and this loop. */
   private facts(
     task: T,
-    pass: { deleted: boolean; before: AgentTaskStatus; episode: ObservedEpisode | undefined; now: Date },
+    pass: {
+      deleted: boolean;
+      before: AgentTaskStatus;
+      episode: ObservedEpisode | undefined;
+      now: Date;
+      credentialsPaused?: CredentialsPaused;
+    },
   ): ReconcileInput {
     const { key } = task;
     const spentByOthers = this.totalSpent - (this.spent.get(key) ?? 0);
@@ -300,7 +307,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
           : undefined,
       budgets: pass.deleted ? undefined : this.budgetBook?.facts(task, pass.before, pass.now),
       adoption: { supported: this.opts.executor.adoptWinner !== undefined, outcome: this.adopted.get(key) },
-      credentialsPaused: pass.deleted ? undefined : this.opts.credentialsPaused?.(task),
+      credentialsPaused: pass.credentialsPaused,
       now: pass.now,
       jitter: (this.opts.random ?? Math.random)(),
     };

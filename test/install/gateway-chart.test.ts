@@ -70,6 +70,7 @@ describe('helm chart: gateway.enabled', () => {
     );
     assert.deepEqual(release[0].rules, [
       { apiGroups: ['episodic.dev'], resources: ['agentcredentials'], verbs: ['get'] },
+      { apiGroups: ['episodic.dev'], resources: ['agentcredentials/status'], verbs: ['patch'] },
       { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
     ]);
     const scoped = roles(await render({ ...ON, watchNamespace: 'team-a' }));
@@ -79,7 +80,7 @@ describe('helm chart: gateway.enabled', () => {
     );
     const listed = await render({ ...ON, 'gateway.secretNamespaces': ['a', 'b'], 'gateway.secretNames': ['keys'] });
     assert.deepEqual(
-      roles(listed).map((r) => [r.metadata.namespace, r.rules[1].resourceNames]),
+      roles(listed).map((r) => [r.metadata.namespace, r.rules[2].resourceNames]),
       [
         ['a', ['keys']],
         ['b', ['keys']],
@@ -108,8 +109,9 @@ describe('helm chart: gateway RBAC on the real apiserver', { skip: skipCluster }
     assert.equal(objects.length, 2);
     await kubectl(['apply', '-f', '-'], { input: objects.map((o) => JSON.stringify(o)).join('\n') });
     const sa = `system:serviceaccount:${NAMESPACE}:episodic`;
-    const can = async (verb: string, what: string, where: string) => {
-      const args = ['--kubeconfig', kubeconfigPath, 'auth', 'can-i', verb, what, '-n', where, `--as=${sa}`];
+    const can = async (verb: string, what: string, where: string, subresource?: string) => {
+      const sub = subresource ? [`--subresource=${subresource}`] : [];
+      const args = ['--kubeconfig', kubeconfigPath, 'auth', 'can-i', verb, what, ...sub, '-n', where, `--as=${sa}`];
       const out = await execFileAsync(kubectlPath, args).then(
         (r) => r.stdout,
         (e: { stdout?: string }) => e.stdout ?? '',
@@ -123,8 +125,11 @@ describe('helm chart: gateway RBAC on the real apiserver', { skip: skipCluster }
       can('list', 'secrets', ns),
       can('watch', 'secrets', ns),
       can('get', 'secrets/agent-keys', other),
+      can('patch', 'agentcredentials.episodic.dev/claude', ns, 'status'),
+      can('patch', 'agentcredentials.episodic.dev/claude', ns),
     ]);
-    // get the named Secret and the AgentCredentials; not another Secret, no list or watch, nowhere else.
-    assert.deepEqual(answers, [true, true, false, false, false, false]);
+    // get the named Secret and the AgentCredentials, patch its status (not its spec); not another Secret, no
+    // list or watch, nowhere else.
+    assert.deepEqual(answers, [true, true, false, false, false, false, true, false]);
   });
 });

@@ -14,6 +14,8 @@ import type { AgentCredentialsSpec } from '../../api/agent-credentials.ts';
 import { GROUP, VERSION } from '../../api/agent-task.ts';
 import type { GatewayMetered } from '../../api/episode-result.ts';
 import { agentGatewayEnv } from '../../gateway/agent-env.ts';
+import type { CredentialPool } from '../../gateway/credential-pool.ts';
+import { CredentialPools } from '../../gateway/credential-pools.ts';
 import { SecretCredentialValues } from '../../gateway/credential-values.ts';
 import type { CredentialValues } from '../../gateway/credential-values.ts';
 import { startGateway, taskPrefix } from '../../gateway/gateway.ts';
@@ -23,7 +25,9 @@ import type { GrantSpec } from '../../gateway/grants.ts';
 import { tokenHash } from '../../gateway/grants.ts';
 import { isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
+import type { GatewayMetrics } from '../../metrics/gateway-metrics.ts';
 import { parseAddress } from '../../metrics/server.ts';
+import { KubeCredentialsStatus } from '../../sinks/cluster/credentials-status.ts';
 
 /** The pod's annotation holding its token's SHA-256 (never the token): what a restart re-grants by. */
 export const GATEWAY_TOKEN_ANNOTATION = 'episodic.dev/gateway-token-sha256';
@@ -39,6 +43,9 @@ export interface ClusterGatewayOptions {
   url?: string;
   /** Tests: where the values come from (default: the Secrets the credentials name). */
   values?: CredentialValues;
+  /** The clock of pauses and per-minute limits (tests inject one). */
+  now?: () => Date;
+  metrics?: GatewayMetrics;
 }
 
 export type ClusterGrant =
@@ -49,10 +56,44 @@ export class ClusterGatewayBinding {
   private gateway?: Gateway;
   private readonly opts: ClusterGatewayOptions;
   private readonly values: CredentialValues;
+  private readonly now: () => Date;
+  /** The pools, their status kept in AgentCredentials.status on the apiserver (the same code as locally). */
+  readonly pools: CredentialPools;
+  private readonly poolNames = new WeakMap<CredentialPool, { namespace: string; name: string }>();
 
   constructor(opts: ClusterGatewayOptions) {
     this.opts = opts;
     this.values = opts.values ?? new SecretCredentialValues(opts.client);
+    this.now = opts.now ?? (() => new Date());
+    this.pools = new CredentialPools({
+      store: new KubeCredentialsStatus(opts.client, opts.log),
+      now: this.now,
+      metrics: opts.metrics,
+      onWriteError: (key, err) =>
+        opts.log.warn({ credentials: key, err: String(err) }, 'AgentCredentials status write failed; will retry'),
+    });
+  }
+
+  /** Every credential of the AgentCredentials is at a usage limit: the earliest reset (the reconciler's fact). */
+  async pausedUntil(namespace: string, name: string): Promise<Date | undefined> {
+    let pool = this.pools.loadedPool(namespace, name);
+    if (!pool) {
+      const found = await this.credentialsSpec(namespace, name);
+      if (!found.ok) return undefined; // the episode's start says why
+      pool = await this.pools.pool(namespace, name, membersOf(found.spec));
+    }
+    return pool.pausedUntil(this.now());
+  }
+
+  /** A usage limit began or ended on a pool: its tasks are looked at again. */
+  get pauses() {
+    return this.pools.pauses;
+  }
+
+  /** The pool's counters changed (a request metered, an episode ended): written coalesced. */
+  private touched(pool: CredentialPool | undefined): void {
+    const at = pool && this.poolNames.get(pool);
+    if (at) this.pools.changed(at.namespace, at.name);
   }
 
   /** Listening: the leader starts it before it reconciles, so a pod it starts can reach it. */
@@ -62,7 +103,18 @@ export class ClusterGatewayBinding {
       ? `127.0.0.1:${this.opts.listen.trim().replace(/^:/, '')}`
       : this.opts.listen;
     const { host, port } = parseAddress(listen);
-    this.gateway = await startGateway({ host, port, log: this.opts.log });
+    const metrics = this.opts.metrics;
+    this.gateway = await startGateway({
+      host,
+      port,
+      log: this.opts.log,
+      now: this.now,
+      onAnswer: metrics && ((grant, credential, status) => metrics.answered(grant, credential, status)),
+      onUsage: (grant, usage, cost, _status, credential) => {
+        metrics?.used(grant, credential, usage, cost);
+        this.touched(grant.pool);
+      },
+    });
     this.opts.log.info({ gateway: this.gateway.url, podsUse: this.url }, 'model gateway listening');
   }
 
@@ -107,6 +159,7 @@ export class ClusterGatewayBinding {
     const gateway = this.gateway;
     this.gateway = undefined;
     await gateway?.close();
+    await this.pools.flush().catch(() => undefined);
   }
 
   private running(): Gateway {
@@ -120,10 +173,22 @@ export class ClusterGatewayBinding {
     const found = await this.credentialsSpec(req.namespace, req.credentials);
     if (!found.ok) return { ok: false, message: `${field}: ${found.message}` };
     const label = `${CREDENTIALS_KIND} ${req.namespace}/${req.credentials}`;
-    // Pools (several credentials, chosen per request) are issue 29 §3; until then the first is used.
-    const credential = found.spec.credentials[0];
-    const value = await this.values.valueOf(req.namespace, credential, `${label}: spec.credentials[0]`);
-    if (!value.ok) return value;
+    // Every credential whose Secret can be read; the pool's governor chooses among them per request.
+    const usable: Array<{ name: string; value: string }> = [];
+    const failed: Array<{ name: string; message: string }> = [];
+    for (const [i, credential] of found.spec.credentials.entries()) {
+      const value = await this.values.valueOf(req.namespace, credential, `${label}: spec.credentials[${i}]`);
+      if (value.ok) usable.push({ name: credential.name, value: value.value });
+      else failed.push({ name: credential.name, message: value.message });
+    }
+    if (usable.length === 0) return { ok: false, message: failed.map((f) => f.message).join('; ') };
+    const pool = await this.pools.pool(req.namespace, req.credentials, membersOf(found.spec));
+    this.poolNames.set(pool, { namespace: req.namespace, name: req.credentials });
+    this.pools.setMissing(
+      req.namespace,
+      req.credentials,
+      failed.map((f) => f.name),
+    );
     return {
       ok: true,
       grant: {
@@ -132,7 +197,8 @@ export class ClusterGatewayBinding {
         episode: req.episode,
         provider: found.spec.provider,
         upstream: upstreamOf(found.spec),
-        credentials: [{ name: credential.name, value: value.value }],
+        credentials: usable,
+        pool,
         pricing: found.spec.pricing,
         leash: req.leash,
         onRefused: req.onRefused,
@@ -162,3 +228,5 @@ export class ClusterGatewayBinding {
     return valid.ok ? valid : { ok: false, message: `the ${CREDENTIALS_KIND} is invalid: ${valid.errors.join('; ')}` };
   }
 }
+
+const membersOf = (spec: AgentCredentialsSpec) => spec.credentials.map((c) => ({ name: c.name, limits: c.limits }));
