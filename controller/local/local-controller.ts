@@ -161,9 +161,9 @@ export class LocalController {
   }
 
   /** The reconciler's fact: every credential of the task's AgentCredentials is paused, until the earliest reset. */
-  private credentialsPaused(task: LocalTask): CredentialsPaused | undefined {
+  private async credentialsPaused(task: LocalTask): Promise<CredentialsPaused | undefined> {
     const credentials = task.spec?.agent.credentials;
-    const until = credentials ? this.gateway.pausedUntil(task.namespace, credentials) : undefined;
+    const until = credentials ? await this.gateway.pausedUntil(task.namespace, credentials) : undefined;
     return credentials && until ? { credentials, until } : undefined;
   }
 

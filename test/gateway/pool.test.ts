@@ -150,7 +150,7 @@ describe('a credential pool behind the gateway', () => {
     assert.equal(a.pausedUntil, reset);
     assert.match(a.lastError, /429 rate_limit_error/);
     assert.equal(kept.credentials.find((c: { name: string }) => c.name === 'key-b').state, 'Ready');
-    assert.equal(binding.pausedUntil('default', 'claude-pool'), undefined, 'one of two paused: the pool is not');
+    assert.equal(await binding.pausedUntil('default', 'claude-pool'), undefined, 'one of two paused: the pool is not');
     // The next request goes straight to key-b: a paused credential is not asked.
     const g2 = await open('ul2');
     assert.equal((await ask(g2)).status, 200);
@@ -170,7 +170,7 @@ describe('a credential pool behind the gateway', () => {
     assert.ok(woken.includes('default/claude-pool'));
     assert.equal(limited.status, 429);
     assert.equal(limited.headers.get('anthropic-ratelimit-unified-status'), 'rejected');
-    const until = binding.pausedUntil('default', 'claude-pool');
+    const until = await binding.pausedUntil('default', 'claude-pool');
     assert.ok(until, 'every credential paused');
     const asked = server.requests.length;
     const refused = await ask(g);
@@ -182,7 +182,7 @@ describe('a credential pool behind the gateway', () => {
     // After the reset the pool is used again, and an answer that succeeds lifts the pause.
     clock.advance(until.getTime() - clock.now().getTime() + 1000);
     server.keyScenarios.clear();
-    assert.equal(binding.pausedUntil('default', 'claude-pool'), undefined);
+    assert.equal(await binding.pausedUntil('default', 'claude-pool'), undefined);
     const g2 = await open('after');
     assert.equal((await ask(g2)).status, 200);
     g2.close();
@@ -195,10 +195,10 @@ describe('a credential pool behind the gateway', () => {
     const g = await open('restart');
     await ask(g);
     g.close();
-    const until = binding.pausedUntil('default', 'claude-pool');
+    const until = await binding.pausedUntil('default', 'claude-pool');
     assert.ok(until);
     const again = new LocalGatewayBinding({ lookup: () => docs, log: pino({ level: 'silent' }), stateDir, env, clock });
-    assert.deepEqual(again.pausedUntil('default', 'claude-pool'), until);
+    assert.deepEqual(await again.pausedUntil('default', 'claude-pool'), until);
     await again.close();
   });
 

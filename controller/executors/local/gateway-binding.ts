@@ -9,7 +9,8 @@ import type { Logger } from 'pino';
 import { upstreamOf } from '../../api/agent-credentials.ts';
 import { systemClock } from '../../core/clock.ts';
 import type { Clock } from '../../core/clock.ts';
-import { CredentialPool } from '../../gateway/credential-pool.ts';
+import type { CredentialPool } from '../../gateway/credential-pool.ts';
+import { CredentialPools } from '../../gateway/credential-pools.ts';
 import { envCredentialValue } from '../../gateway/credential-values.ts';
 import type { GatewayMetrics } from '../../metrics/gateway-metrics.ts';
 import { LocalCredentialsStatus } from '../../sinks/local/credentials-status.ts';
@@ -56,17 +57,19 @@ export class LocalGatewayBinding {
   private readonly opts: LocalGatewayOptions;
   private readonly env: NodeJS.ProcessEnv;
   private readonly now: () => Date;
-  private readonly store: LocalCredentialsStatus;
-  /** One pool per AgentCredentials (namespace/name), made when it is first used or asked about. */
-  private readonly pools = new Map<string, CredentialPool>();
-  private readonly pauseListeners: Array<(namespace: string, name: string) => void> = [];
+  /** One pool per AgentCredentials, made when it is first used or asked about; status in the state directory. */
+  private readonly pools: CredentialPools;
 
   constructor(opts: LocalGatewayOptions) {
     this.opts = opts;
     this.env = opts.env ?? process.env;
     const clock = opts.clock ?? systemClock;
     this.now = () => clock.now();
-    this.store = new LocalCredentialsStatus(opts.stateDir, opts.log);
+    this.pools = new CredentialPools({
+      store: new LocalCredentialsStatus(opts.stateDir, opts.log),
+      now: this.now,
+      metrics: opts.metrics,
+    });
   }
 
   async open(req: LocalGrantRequest): Promise<GrantOpening> {
@@ -87,7 +90,7 @@ export class LocalGatewayBinding {
         message: `${doc.file}: AgentCredentials ${doc.key}: ${vars}: not set in the controller's environment`,
       };
     }
-    const pool = this.poolOf(doc);
+    const pool = await this.poolOf(doc);
     const gateway = await (this.gateway ??= this.start());
     const token = gateway.grants.issue({
       namespace: req.namespace,
@@ -125,43 +128,28 @@ export class LocalGatewayBinding {
   }
 
   /** Every credential of the task's AgentCredentials is at a usage limit: the earliest reset (the reconciler's fact). */
-  pausedUntil(namespace: string, credentials: string): Date | undefined {
+  async pausedUntil(namespace: string, credentials: string): Promise<Date | undefined> {
     const doc = [...this.opts.lookup()].find((c) => c.namespace === namespace && c.name === credentials);
-    return doc?.spec ? this.poolOf(doc).pausedUntil(this.now()) : undefined;
+    return doc?.spec ? (await this.poolOf(doc)).pausedUntil(this.now()) : undefined;
   }
 
   /** A pool's pauses changed: the tasks using it are looked at again (the controller loop subscribes). */
-  readonly pauses = {
-    subscribe: (fn: (namespace: string, name: string) => void) => void this.pauseListeners.push(fn),
-  };
+  get pauses() {
+    return this.pools.pauses;
+  }
 
-  private poolOf(doc: SpecCredentials): CredentialPool {
+  /** The pool (gateway/credential-pools.ts, as on a cluster), its Missing credentials those without a value. */
+  private async poolOf(doc: SpecCredentials): Promise<CredentialPool> {
     const members = (doc.spec?.credentials ?? []).map((c) => ({ name: c.name, limits: c.limits }));
-    let pool = this.pools.get(doc.key);
-    if (pool) pool.update(members);
-    else {
-      const paused = () => {
-        this.persist(doc);
-        for (const fn of this.pauseListeners) fn(doc.namespace, doc.name);
-      };
-      pool = new CredentialPool(members, this.store.read(doc.namespace, doc.name), paused);
-      this.pools.set(doc.key, pool);
-      this.opts.metrics?.setPaused(doc.key, doc.name, pool.status(this.now()));
-    }
+    const pool = await this.pools.pool(doc.namespace, doc.name, members);
+    const missing = (doc.spec?.credentials ?? []).filter((c) => !envCredentialValue(c, this.env)).map((c) => c.name);
+    this.pools.setMissing(doc.namespace, doc.name, missing);
     return pool;
   }
 
-  /** The pool's status to its file, and its pauses to the metrics. */
+  /** The pool's totals changed (an episode ended): its status is written (coalesced). */
   private persist(doc: SpecCredentials): void {
-    const pool = this.pools.get(doc.key);
-    if (!pool) return;
-    const now = this.now();
-    const missing = new Set(
-      (doc.spec?.credentials ?? []).filter((c) => !envCredentialValue(c, this.env)).map((c) => c.name),
-    );
-    const status = pool.status(now, missing);
-    this.store.write(doc.namespace, doc.name, status, now);
-    this.opts.metrics?.setPaused(doc.key, doc.name, status);
+    this.pools.changed(doc.namespace, doc.name);
   }
 
   /** The task's CODEX_HOME: the user's config.toml with the gateway as its provider (codex-config.ts). */
@@ -193,5 +181,6 @@ export class LocalGatewayBinding {
     const gateway = this.gateway;
     this.gateway = undefined;
     await (await gateway)?.close();
+    await this.pools.flush();
   }
 }
