@@ -14,6 +14,7 @@ import { yamlLib } from '../util/yaml-lib.ts';
 import { episodeTable, taskStarted, taskTable } from './get-rows.ts';
 import type { TaskRowInput } from './get-rows.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
+import { childrenTable } from './get-children.ts';
 
 export interface ClusterGetOptions {
   kubeconfig: string;
@@ -96,6 +97,10 @@ export function getTasksOnCluster(opts: ClusterGetOptions, name?: string): Promi
     if (rows.length === 0)
       console.error(`No AgentTasks found in ${opts.allNamespaces ? 'any namespace' : opts.namespace}.`);
     else process.stdout.write(`${formatTable(header, wide ? rows : fitLastColumn(header, rows, terminalColumns()))}\n`);
+    // One task: the tasks it created (spawn, forEach, attempts) under it, as locally.
+    const all = (list.items ?? []).map((o) => taskInput(o)).map((task) => ({ task, status: task.status }));
+    const children = name !== undefined ? childrenTable(inputs[0], all) : '';
+    if (children) process.stdout.write(`\n${children}\n`);
     return 0;
   }, opts.kubeconfig);
 }

@@ -100,7 +100,10 @@ export interface EpisodeExecutor<T extends DesiredTask = DesiredTask> {
    */
   adoptWinner?(task: T, action: AdoptWinner): Promise<AdoptOutcome>;
   /** Best-of-N with a judge: each attempt's diff against the commit it started from, by number (bounded). */
-  attemptDiffs?(task: T, attempts: readonly { number: number; task: string }[]): Promise<Record<number, string>>;
+  attemptDiffs?(
+    task: T,
+    attempts: readonly { number: number; task: string; branch?: string }[],
+  ): Promise<Record<number, string>>;
   /** Stops the episode; its end is reported by observe(). Idempotent. */
   stop(task: T, number: number, reason: StopReason): Promise<void>;
   /** After a reconcile whose status is written: housekeeping (cluster: old pods, finalizer). */

@@ -58,3 +58,22 @@ export async function branchDiff(dir: string, from: string): Promise<string | un
   );
   return diff.code === 0 ? diff.stdout : undefined;
 }
+
+/**
+ * What `branch` on the remote changed since it left the clone's HEAD (stat, then patch), fetched into a clone
+ * of the branch the attempts started from; undefined when the remote has no such branch.
+ */
+export async function remoteBranchDiff(ws: GitWorkspace, branch: string): Promise<string | undefined> {
+  const at = { cwd: ws.dir, allowExit: [1, 128] };
+  const fetched = await git(ws, ['fetch', '--quiet', 'origin', `refs/heads/${branchName(branch)}`], at);
+  if (fetched.code !== 0) return undefined;
+  const head = (await git(ws, ['rev-parse', 'FETCH_HEAD'], { cwd: ws.dir })).stdout.trim();
+  const base = await git(ws, ['merge-base', 'HEAD', head], at);
+  if (base.code !== 0) return undefined;
+  const diff = await git(
+    ws,
+    ['diff', '--no-color', '--no-ext-diff', '--stat', '--patch', base.stdout.trim(), head],
+    at,
+  );
+  return diff.code === 0 ? diff.stdout : undefined;
+}

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
-import { kubectl, skipCluster } from '../support/cluster.ts';
+import { kubeconfigPath, kubectl, skipCluster } from '../support/cluster.ts';
+import { runCli } from '../support/local.ts';
 import {
   type FakeKubelet,
   agentTaskManifest,
@@ -68,5 +69,11 @@ describe('cluster controller: fan-out steps', { skip: skipCluster, timeout: 90_0
       const names = await kubectl(['get', 'at', '-n', ns, '-l', 'episodic.dev/parent=fan', '-o', 'name']);
       return names.trim().split('\n').length === 3;
     });
+    // `episodic get fan` on the cluster lists them under their parent, as locally.
+    const got = await runCli(['get', 'fan', '--kubeconfig', kubeconfigPath, '-n', ns]);
+    assert.equal(got.code, 0, got.stderr);
+    const children = got.stdout.slice(got.stdout.indexOf('Children (3):'));
+    assert.match(children, /^Children \(3\):\nNAME\s+PHASE\s+EPISODES\s+COST\s+REASON\n/);
+    for (const n of [0, 1, 2]) assert.match(children, new RegExp(`^fan-each-${n}\\s+Succeeded\\s+1\\s`, 'm'));
   });
 });

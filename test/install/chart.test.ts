@@ -381,7 +381,10 @@ describe('helm chart', () => {
     });
     const c = controllerContainer(objects);
     assert.ok(c.args.includes('--episode-defaults=/etc/episodic/episode-defaults.yaml'));
-    assert.deepEqual(c.volumeMounts, [{ name: 'episode-defaults', mountPath: '/etc/episodic', readOnly: true }]);
+    assert.deepEqual(c.volumeMounts, [
+      { name: 'tmp', mountPath: '/tmp' },
+      { name: 'episode-defaults', mountPath: '/etc/episodic', readOnly: true },
+    ]);
     assert.match(
       mustFind(objects, 'Deployment').spec.template.metadata.annotations['checksum/episode-defaults'],
       /^[a-f0-9]{64}$/,

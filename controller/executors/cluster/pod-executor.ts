@@ -28,6 +28,11 @@ import { clusterPromptVars } from '../../ops/cluster-prompt.ts';
 import type { EpisodeLeash } from '../../api/episode-leash.ts';
 import type { ClusterGatewayBinding } from './gateway-binding.ts';
 import { PodGrants } from './pod-grants.ts';
+import { ClusterAttemptsGit } from './attempts-git.ts';
+import type { AdoptOutcome } from '../../api/attempts.ts';
+import type { AdoptWinner } from '../../core/ports.ts';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 
 // Pods we deleted and pods that vanished are remembered this long (an hour of pod churn at most).
 const MEMORY_MS = 60 * 60_000;
@@ -45,6 +50,8 @@ export interface PodExecutorOptions {
   gateway?: ClusterGatewayBinding;
   /** The key of the controller's CONNECT proxy credentials (sandbox-proxy.ts); none: pods get no proxy. */
   proxyKey?: Buffer;
+  /** Where best-of-N's clones go (adopting a winner, the judge's diffs); default: TMPDIR/episodic-git. */
+  gitDir?: string;
 }
 
 export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
@@ -60,9 +67,14 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
   private readonly stuck = new Set<string>();
   private listeners: Array<(key: string) => void> = [];
   private readonly grants: PodGrants;
+  private readonly attemptsGit: ClusterAttemptsGit;
 
   constructor(opts: PodExecutorOptions) {
     this.opts = opts;
+    this.attemptsGit = new ClusterAttemptsGit({
+      client: opts.client,
+      dir: opts.gitDir ?? path.join(tmpdir(), 'episodic-git'),
+    });
     this.grants = new PodGrants({
       binding: opts.gateway,
       log: opts.log,
@@ -200,6 +212,15 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     return { pod: pod.metadata.name };
   }
 
+  /** Best-of-N on a cluster: the controller's own clone moves the task's branch (attempts-git.ts). */
+  adoptWinner(task: ClusterTask, action: AdoptWinner): Promise<AdoptOutcome> {
+    return this.attemptsGit.adopt(task, action);
+  }
+
+  attemptDiffs(task: ClusterTask, attempts: readonly { number: number; branch?: string }[]) {
+    return this.attemptsGit.diffs(task, attempts);
+  }
+
   async stop(task: ClusterTask, number: number, _reason: StopReason): Promise<void> {
     const pod = this.podsOf(task).find((p) => podEpisode(p) === number);
     this.deletedByUs.set(`${task.namespace}/${episodePodName(task.name, number)}`, Date.now());
@@ -227,6 +248,8 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
 
   async forget(key: string): Promise<void> {
     this.refused.delete(key);
+    const [namespace, name] = key.split('/');
+    if (namespace && name) await this.attemptsGit.forget(namespace, name);
     await this.deletePolicy(key);
     await Promise.all(this.opts.pods.byIndex('task', key).map((pod) => this.deletePod(pod, 'work')));
   }
