@@ -105,26 +105,33 @@ export function mergeUsage(a: Usage, b: Partial<Usage>): Usage {
  */
 export class SseSplitter {
   private pending = '';
+  /** Where the next search for a blank line starts: text before it was searched already (linear, not quadratic). */
+  private searched = 0;
   private skipping = false;
   private readonly decoder = new TextDecoder();
 
   push(chunk: Uint8Array): string[] {
     this.pending += this.decoder.decode(chunk, { stream: true });
     const out: string[] = [];
-    for (;;) {
-      const end = /\r?\n\r?\n/.exec(this.pending);
-      if (!end) break;
-      const event = this.pending.slice(0, end.index);
-      this.pending = this.pending.slice(end.index + end[0].length);
+    const boundary = /\r?\n\r?\n/g;
+    // Back up 3 characters: a "\r\n\r\n" may have begun at the end of the text searched before.
+    boundary.lastIndex = Math.max(0, this.searched - 3);
+    let start = 0;
+    for (let end = boundary.exec(this.pending); end; end = boundary.exec(this.pending)) {
+      const event = this.pending.slice(start, end.index);
+      start = end.index + end[0].length;
       if (this.skipping) this.skipping = false;
       else {
         const data = dataOf(event);
         if (data !== undefined) out.push(data);
       }
     }
+    if (start > 0) this.pending = this.pending.slice(start);
+    this.searched = this.pending.length;
     // An event that never ends is not kept growing: its rest is dropped up to the next blank line.
     if (this.pending.length > MAX_EVENT_BYTES) {
       this.pending = '';
+      this.searched = 0;
       this.skipping = true;
     }
     return out;
@@ -134,6 +141,7 @@ export class SseSplitter {
   end(): string[] {
     const rest = this.pending + this.decoder.decode();
     this.pending = '';
+    this.searched = 0;
     const data = this.skipping ? undefined : dataOf(rest);
     return data === undefined ? [] : [data];
   }
@@ -194,7 +202,9 @@ export class UsageMeter {
 
   private take(events: string[]): void {
     for (const data of events) {
-      if (data === '[DONE]') continue;
+      // Usage is always under a key "usage" or "usageMetadata": events without that text (most of a stream, the
+      // text deltas) are not parsed. Only a shortcut: an event that has it is still read by usageOf's rules.
+      if (!data.includes('"usage')) continue;
       this.usage = mergeUsage(this.usage, usageOf(this.provider, parseJson(data)));
     }
   }

@@ -187,4 +187,27 @@ describe('SseSplitter', () => {
     const bytes = Buffer.from('data: ✓\n\n');
     assert.deepEqual([...s.push(bytes.subarray(0, 7)), ...s.push(bytes.subarray(7))], ['✓']);
   });
+
+  it('finds a CRLF blank line split anywhere across chunks, and each event once', () => {
+    const text = 'data: one\r\n\r\ndata: two\r\n\r\ndata: three\r\n\r\n';
+    for (let cut = 1; cut < text.length; cut++) {
+      const s = new SseSplitter();
+      const got = [...s.push(Buffer.from(text.slice(0, cut))), ...s.push(Buffer.from(text.slice(cut))), ...s.end()];
+      assert.deepEqual(got, ['one', 'two', 'three'], `cut at ${cut}`);
+    }
+  });
+});
+
+describe('UsageMeter on text that mentions usage', () => {
+  it('a text delta quoting a usage object charges nothing extra', () => {
+    const delta = {
+      type: 'content_block_delta',
+      delta: { type: 'text_delta', text: '"usage": {"output_tokens": 999}' },
+    };
+    const body = `event: content_block_delta\ndata: ${JSON.stringify(delta)}\n\n${anthropicStream}`;
+    assert.deepEqual(
+      meter('anthropic', 'text/event-stream', body, 3),
+      meter('anthropic', 'text/event-stream', anthropicStream, 3),
+    );
+  });
 });
