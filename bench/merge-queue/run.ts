@@ -54,6 +54,13 @@ function baseline(dir: string): { ms: number; processes: number } {
   return { ms: performance.now() - started, processes };
 }
 
+// Each branch adds its own file: nothing conflicts, so no resolution episode is ever asked for.
+const noEpisodes = {
+  run: () => Promise.reject(new Error('bench/merge-queue: no branch conflicts')),
+  kill: async () => undefined,
+  record: async () => undefined,
+};
+
 async function queue(root: string, bare: string): Promise<{ ms: number; processes: number }> {
   const tasks: QueueTask[] = [];
   for (let i = 0; i < N; i++) {
@@ -76,6 +83,7 @@ async function queue(root: string, bare: string): Promise<{ ms: number; processe
     logger: pino({ level: 'silent' }),
     clock: systemClock,
     writeStatus: async () => undefined,
+    episodes: noEpisodes,
   });
   const before = gitProcessCount();
   const started = performance.now();

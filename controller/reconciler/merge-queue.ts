@@ -19,6 +19,8 @@ export interface QueueJournal {
   conflicts?: string[];
   gate?: string;
   output?: string;
+  /** The resolution episode started at stage resolve (written before it starts): a restart kills what is left of it. */
+  episode?: number;
 }
 
 export interface QueueEntry {
@@ -39,7 +41,7 @@ export interface QueueFacts {
 }
 
 export type QueueAction =
-  | { type: 'clean' }
+  | { type: 'clean'; episode?: number }
   | { type: 'begin'; key: string }
   | { type: 'rebase' }
   | { type: 'resolve' }
@@ -61,7 +63,8 @@ export function decideQueue(facts: QueueFacts): QueueAction[] {
     return [{ type: 'finish', key: j.key, result: 'integrated' }];
   }
   if (j.stage === 'review') return [{ type: 'finish', key: j.key, result: 'needsReview' }];
-  const clean: QueueAction[] = facts.recovering ? [{ type: 'clean' }] : [];
+  const orphan = j.episode !== undefined ? { episode: j.episode } : {};
+  const clean: QueueAction[] = facts.recovering ? [{ type: 'clean', ...orphan }] : [];
   if (j.stage === 'push') return [...clean, { type: 'push' }];
   // A half-done rebase, resolution or gate run is not trusted after a restart: the rebase is done again.
   if (facts.recovering || j.stage === 'rebase') return [...clean, { type: 'rebase' }];
@@ -134,15 +137,15 @@ export function conflictsText(j: QueueJournal): string {
   return `These files conflict: ${(j.conflicts ?? []).join(', ')}\n${j.output ?? ''}`;
 }
 
-const RESOLVE_PROMPT = [
+/** The resolution episode's prompt template; the executor renders it with resolutionVars() in one pass. */
+export const RESOLUTION_TEMPLATE = [
   'The merge queue is rebasing your branch {{branch}} onto {{into}} and needs you.',
   '{{integrate.conflicts}}',
   'Edit the files in this directory so that both changes are kept and no conflict markers remain, and make the',
   "queue's gates pass. Do not run git commands: the queue commits and continues the rebase itself.",
 ].join('\n');
 
-/** The resolution episode's prompt. */
-export function resolutionPrompt(j: QueueJournal, branch: string, into: string): string {
-  const vars: Record<string, string> = { branch, into, 'integrate.conflicts': conflictsText(j) };
-  return RESOLVE_PROMPT.replace(/\{\{([a-z.]+)\}\}/g, (m, name: string) => vars[name] ?? m);
+/** The resolution prompt's placeholders: {{branch}}, {{into}}, {{integrate.conflicts}}. */
+export function resolutionVars(j: QueueJournal, branch: string, into: string): Record<string, string> {
+  return { branch, into, 'integrate.conflicts': conflictsText(j) };
 }

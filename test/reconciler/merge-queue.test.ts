@@ -41,6 +41,11 @@ const decisions: Array<[string, Partial<QueueFacts>, ReturnType<typeof decideQue
     [{ type: 'clean' }, { type: 'rebase' }],
   ],
   [
+    'killed while its resolution episode ran: clean (killing what is left of it), rebase again',
+    { journal: j('resolve', { episode: 4 }), recovering: true },
+    [{ type: 'clean', episode: 4 }, { type: 'rebase' }],
+  ],
+  [
     'killed mid-gate: clean, rebase again',
     { journal: j('gate'), recovering: true },
     [{ type: 'clean' }, { type: 'rebase' }],

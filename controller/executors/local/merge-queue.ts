@@ -19,13 +19,18 @@ import {
   beginJournal,
   decideQueue,
   queuePositions,
-  resolutionPrompt,
+  RESOLUTION_TEMPLATE,
+  resolutionVars,
 } from '../../reconciler/merge-queue.ts';
+import { recordResolution, resolutionEpisodeNumber } from '../../reconciler/merge-queue-episode.ts';
+import type { EpisodeRecord } from '../../api/episode-record.ts';
+import type { EpisodeResult } from '../../api/episode-result.ts';
+import type { ResolutionRun } from '../../core/ports.ts';
 import type { QueueAction, QueueEntry, QueueJournal, StepOutcome } from '../../reconciler/merge-queue.ts';
 import { writeFileAtomic } from '../../util/atomic-write.ts';
 import { removeQuietly } from '../../util/fs.ts';
 import { resolveGitUrl } from './git-workspace.ts';
-import { runQueueGates, runResolutionEpisode } from './merge-queue-steps.ts';
+import { runQueueGates } from './merge-queue-steps.ts';
 
 /** What the loop needs of a task: its spec, where its file is, its recorded status and a way to write it. */
 export interface QueueTask {
@@ -35,8 +40,18 @@ export interface QueueTask {
   status: AgentTaskStatus;
 }
 
+/** A task's resolution episodes, run and recorded as its other episodes are (local-controller.ts binds them). */
+export interface QueueEpisodes {
+  /** Through the EpisodeExecutor port: the task's agent, sandbox and gateway. */
+  run(key: string, run: ResolutionRun): Promise<EpisodeResult>;
+  kill(key: string, number: number): Promise<void>;
+  /** The episode's record, once the status counting it is written. */
+  record(key: string, record: EpisodeRecord): Promise<void>;
+}
+
 export interface MergeQueueOptions {
   stateDir: string;
+  episodes: QueueEpisodes;
   logger: Logger;
   clock: Clock;
   metrics?: MergeQueueMetrics;
@@ -161,6 +176,7 @@ export class MergeQueueLoop {
     const task = byKey.get(j.key) as QueueTask;
     const it = integrand(task, this.opts.stateDir);
     if (action.type === 'clean') {
+      if (action.episode !== undefined) await this.opts.episodes.kill(j.key, action.episode);
       await mq.ensureClone(clone, it.url);
       await mq.cleanClone(clone);
       return;
@@ -198,19 +214,7 @@ export class MergeQueueLoop {
         ? { step: 'rebase', kind: 'clean' }
         : { step: 'rebase', kind: 'conflict', files: res.files, output: res.markers };
     }
-    if (type === 'resolve') {
-      m?.resolutionEpisodes.inc({ queue, why: j.why ?? 'conflict' });
-      const log = join(this.dir(queue), 'episodes', `${j.key.replace('/', '_')}-${j.episodes + 1}.log`);
-      await runResolutionEpisode(it.task.spec, clone, resolutionPrompt(j, it.branch, it.into), log);
-      if (j.why === 'gate') {
-        await mq.commitAll(clone, `episodic merge queue: ${j.key} resolution for gate ${j.gate ?? ''}`);
-        return { step: 'resolve', kind: 'resolved' };
-      }
-      const res = await mq.continueRebase(clone, j.conflicts ?? []);
-      return res.ok
-        ? { step: 'resolve', kind: 'resolved' }
-        : { step: 'resolve', kind: 'conflict', files: res.files, output: res.markers };
-    }
+    if (type === 'resolve') return this.resolve(queue, j, it, clone);
     if (type === 'gate') {
       const gates = it.task.spec.integrate?.gates ?? [];
       const runs = await runQueueGates(gates, clone, join(this.dir(queue), 'gates.log'));
@@ -219,6 +223,32 @@ export class MergeQueueLoop {
       return { step: 'gate', kind: 'passed', rebased: await mq.headCommit(clone) };
     }
     return { step: 'push', kind: await mq.pushInto(clone, j.rebased as string, it.into) };
+  }
+
+  /** One resolution episode of the task, counted and recorded as its episode; then the rebase goes on. */
+  private async resolve(queue: string, j: QueueJournal, it: Integrand, clone: string): Promise<StepOutcome> {
+    this.opts.metrics?.resolutionEpisodes.inc({ queue, why: j.why ?? 'conflict' });
+    const task = it.task;
+    const number = resolutionEpisodeNumber(task.status);
+    await this.writeJournal(queue, { ...j, episode: number }); // before it starts: a restart kills what is left
+    const startedAt = this.opts.clock.now().toISOString();
+    const vars = resolutionVars(j, it.branch, it.into);
+    const run = { number, cwd: clone, template: RESOLUTION_TEMPLATE, vars, status: task.status };
+    const result = await this.opts.episodes.run(task.key, run);
+    const finishedAt = this.opts.clock.now().toISOString();
+    const name = task.key.slice(task.key.indexOf('/') + 1);
+    const ended = recordResolution(name, task.status, { number, startedAt, finishedAt, result });
+    task.status = ended.status;
+    await this.opts.writeStatus(task.key, ended.status);
+    await this.opts.episodes.record(task.key, ended.record);
+    if (j.why === 'gate') {
+      await mq.commitAll(clone, `episodic merge queue: ${j.key} resolution for gate ${j.gate ?? ''}`);
+      return { step: 'resolve', kind: 'resolved' };
+    }
+    const res = await mq.continueRebase(clone, j.conflicts ?? []);
+    return res.ok
+      ? { step: 'resolve', kind: 'resolved' }
+      : { step: 'resolve', kind: 'conflict', files: res.files, output: res.markers };
   }
 
   private async finish(
