@@ -61,6 +61,8 @@ const noEpisodes = {
   record: async () => undefined,
 };
 
+let statusWrites = 0;
+
 async function queue(root: string, bare: string): Promise<{ ms: number; processes: number }> {
   const tasks: QueueTask[] = [];
   for (let i = 0; i < N; i++) {
@@ -82,7 +84,9 @@ async function queue(root: string, bare: string): Promise<{ ms: number; processe
     stateDir: join(root, 'state'),
     logger: pino({ level: 'silent' }),
     clock: systemClock,
-    writeStatus: async () => undefined,
+    writeStatus: async () => {
+      statusWrites++;
+    },
     episodes: noEpisodes,
   });
   const before = gitProcessCount();
@@ -108,6 +112,7 @@ async function main(): Promise<void> {
     const ratio = q.ms / b.ms;
     console.log(`branches: ${N}`);
     console.log(`queue:    ${q.ms.toFixed(0)} ms, ${(q.processes / N).toFixed(1)} git processes per integration`);
+    console.log(`queue:    ${(statusWrites / N).toFixed(1)} status writes per integration`);
     console.log(`baseline: ${b.ms.toFixed(0)} ms, ${(b.processes / N).toFixed(1)} git processes per integration`);
     console.log(
       `ratio:    ${ratio.toFixed(2)} (goal ≤ ${GOAL_RATIO})${ratio <= GOAL_RATIO ? '' : '  ** over the goal **'}`,

@@ -77,7 +77,8 @@ export function decideQueue(facts: QueueFacts): QueueAction[] {
 }
 
 export type StepOutcome =
-  | { step: 'rebase'; kind: 'clean' }
+  /** rebased: the queue has no gates, so the rebased commit is pushed next. */
+  | { step: 'rebase'; kind: 'clean'; rebased?: string }
   | { step: 'rebase' | 'resolve'; kind: 'conflict'; files: string[]; output?: string }
   | { step: 'resolve'; kind: 'resolved' }
   | { step: 'gate'; kind: 'passed'; rebased: string }
@@ -90,7 +91,7 @@ export function afterStep(j: QueueJournal, outcome: StepOutcome): QueueJournal {
   const base = { key: j.key, attempts: j.attempts, episodes: j.episodes };
   switch (outcome.kind) {
     case 'clean':
-      return { ...base, stage: 'gate' };
+      return outcome.rebased ? { ...base, stage: 'push', rebased: outcome.rebased } : { ...base, stage: 'gate' };
     case 'conflict': {
       const episodes = outcome.step === 'resolve' ? j.episodes + 1 : j.episodes;
       return { ...base, episodes, stage: 'resolve', why: 'conflict', conflicts: outcome.files, output: outcome.output };
@@ -128,6 +129,18 @@ export function queuePositions(entries: readonly QueueEntry[], journal?: QueueJo
   if (journal) out.set(journal.key, 0);
   for (const e of oldestFirst(entries)) if (!out.has(e.key)) out.set(e.key, out.size + (journal ? 0 : 1));
   return out;
+}
+
+/**
+ * Whose status a `begin` rewrites: the task that begins and tasks not yet recorded as queued. A queued task's
+ * position is as of its `at`: rewriting every waiting task at each step would be N² writes for N tasks.
+ */
+export function positionsToWrite(
+  positions: ReadonlyMap<string, number>,
+  beginning: string,
+  recorded: ReadonlyMap<string, string | undefined>,
+): Map<string, number> {
+  return new Map([...positions].filter(([key]) => key === beginning || recorded.get(key) !== 'queued'));
 }
 
 /** {{integrate.conflicts}}: the conflicting files and their markers, or the failing gate and its output. */
