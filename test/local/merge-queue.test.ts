@@ -189,33 +189,70 @@ test('merge queue: kill -9 during a rebase (stopped at a conflict, its episode r
   assertNoLeftovers(dir);
 });
 
-test('merge queue: kill -9 after the push landed, before the controller heard → integrated, not pushed twice', async () => {
-  const dir = tempDir();
-  const bare = origin(dir);
-  const mark = join(dir, 'pushed');
-  // A receive-pack that lands the push, then holds the connection until the controller is gone.
-  const wrapper = join(dir, 'slow-receive-pack');
-  writeFileSync(
-    wrapper,
-    `#!/bin/sh\ngit-receive-pack "$@"\necho landed > ${mark}\nwhile [ ! -f ${mark}.go ]; do sleep 0.05; done\n`,
-  );
+/**
+ * The queue's clone made ahead, its remote's receive-pack or upload-pack a wrapper: `body` runs in it (with
+ * MARK, the file it writes when the controller should be killed, and GO, the file the test writes afterwards).
+ * After the kill the wrapper is dropped, so the restarted controller talks to the remote as usual.
+ */
+async function killedInTransport(
+  dir: string,
+  tasks: ReturnType<typeof task>[],
+  side: 'receivepack' | 'uploadpack',
+  body: string,
+) {
+  const bare = join(dir, 'origin.git');
+  const mark = join(dir, 'mark');
+  const wrapper = join(dir, `slow-${side}`);
+  writeFileSync(wrapper, `#!/bin/sh\nMARK=${mark}\nGO=${mark}.go\n${body}\n`);
   chmodSync(wrapper, 0o755);
   const clone = join(dir, '.episodic/merge-queue/q/clone');
   mkdirSync(join(dir, '.episodic/merge-queue/q'), { recursive: true });
   git(dir, 'clone', '--quiet', bare, clone);
-  git(clone, 'config', 'remote.origin.receivepack', wrapper);
-  specDir([task('p1', lineEdit(3, 'p1'))], { dir });
+  git(clone, 'config', `remote.origin.${side}`, wrapper);
+  specDir(tasks, { dir });
   await killedAndRestarted(dir, mark, () => {
-    git(clone, 'config', '--unset', 'remote.origin.receivepack');
+    git(clone, 'config', '--unset', `remote.origin.${side}`);
     writeFileSync(`${mark}.go`, '');
   });
-  assert.equal(
-    git(bare, 'show', 'main:shared.txt')
-      .split('\n')
-      .filter((l) => l === 'p1').length,
-    1,
-  );
+}
+
+function assertOnceOnMain(bare: string, names: string[]) {
+  const main = git(bare, 'show', 'main:shared.txt').split('\n');
+  for (const n of names) assert.equal(main.filter((l) => l === n).length, 1, `${n} once on main`);
+}
+
+test('merge queue: kill -9 after the push landed, before the controller heard → integrated, not pushed twice', async () => {
+  const dir = tempDir();
+  const bare = origin(dir);
+  // Lands the push, then holds the connection until the controller is gone.
+  const body = 'git-receive-pack "$@"\necho landed > $MARK\nwhile [ ! -f $GO ]; do sleep 0.05; done';
+  await killedInTransport(dir, [task('p1', lineEdit(3, 'p1'))], 'receivepack', body);
+  assertOnceOnMain(bare, ['p1']);
   assert.equal(readStatus(dir, 'p1')?.status.integrate?.result, 'integrated');
   assertLinear(bare, 2);
+  assertNoLeftovers(dir);
+});
+
+test('merge queue: kill -9 during the push, before it landed → pushed after the restart, once', async () => {
+  const dir = tempDir();
+  const bare = origin(dir);
+  // Holds the push until the controller is gone, then drops it: this push never lands.
+  const body = 'echo pushing > $MARK\nwhile [ ! -f $GO ]; do sleep 0.05; done\nexit 1';
+  await killedInTransport(dir, [task('n1', lineEdit(3, 'n1')), task('n2', lineEdit(9, 'n2'))], 'receivepack', body);
+  assertOnceOnMain(bare, ['n1', 'n2']);
+  for (const t of ['n1', 'n2']) assert.equal(readStatus(dir, t)?.status.integrate?.result, 'integrated', t);
+  assertLinear(bare, 3);
+  assertNoLeftovers(dir);
+});
+
+test("merge queue: kill -9 during the rebase's fetch → rebased and pushed after the restart, once", async () => {
+  const dir = tempDir();
+  const bare = origin(dir);
+  // The clone's own clone is done; the queue's first fetch (into and the waiting branches) hangs, then fails.
+  const body = 'echo fetching > $MARK\nwhile [ ! -f $GO ]; do sleep 0.05; done\nexit 1';
+  await killedInTransport(dir, [task('f1', lineEdit(4, 'f1')), task('f2', lineEdit(8, 'f2'))], 'uploadpack', body);
+  assertOnceOnMain(bare, ['f1', 'f2']);
+  for (const t of ['f1', 'f2']) assert.equal(readStatus(dir, t)?.status.integrate?.result, 'integrated', t);
+  assertLinear(bare, 3);
   assertNoLeftovers(dir);
 });
