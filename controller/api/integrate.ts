@@ -52,7 +52,12 @@ export const INTEGRATE_RESULTS = [
 export const IntegrateStatusSchema = z.object({
   queue: z.string(),
   result: z.enum(INTEGRATE_RESULTS).describe('the last thing the queue did with this task'),
-  position: z.number().int().nonnegative().optional().describe('0: integrating now; n: n tasks ahead'),
+  position: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('0: integrating now; n: n tasks ahead when it entered the queue (at)'),
   attempts: z.number().int().nonnegative().default(0).describe('rebases tried'),
   episodes: z.number().int().nonnegative().default(0).describe('resolution episodes run'),
   conflicts: z.array(z.string().max(300)).max(CONFLICT_FILES_MAX).optional().describe('files that conflicted last'),

@@ -4,6 +4,7 @@
 import type { EpisodeLeash } from '../api/episode-leash.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
+import type { EpisodeResult } from '../api/episode-result.ts';
 import type { Outputs } from '../api/outputs.ts';
 import type { ApplyRejection, Op } from '../api/ops.ts';
 import type { ResumeRequest } from '../api/resume.ts';
@@ -77,6 +78,18 @@ export interface TaskSource<T extends DesiredTask = DesiredTask> {
 /** The outputs of the tasks a task depends on, by name: what {{tasks.NAME.outputs.KEY}} reads. */
 export type UpstreamOutputs = Record<string, Outputs | undefined>;
 
+/** A merge queue's resolution episode: where it runs and what its prompt says (reconciler/merge-queue.ts). */
+export interface ResolutionRun {
+  /** The task's next episode number (its log, marker and record use it). */
+  number: number;
+  /** The queue's clone, stopped in the rebase. */
+  cwd: string;
+  template: string;
+  vars: Readonly<Record<string, string>>;
+  /** The task's status now: the gateway's leash is judged from it. */
+  status: AgentTaskStatus;
+}
+
 /** Episodes: processes locally, Pods on a cluster. */
 export interface EpisodeExecutor<T extends DesiredTask = DesiredTask> {
   /** Facts about the task's newest episode; undefined when there is none to tell about. */
@@ -104,6 +117,13 @@ export interface EpisodeExecutor<T extends DesiredTask = DesiredTask> {
     task: T,
     attempts: readonly { number: number; task: string; branch?: string }[],
   ): Promise<Record<number, string>>;
+  /**
+   * spec.integrate: one resolution episode of the task (its agent, sandbox and gateway) in the merge queue's
+   * clone with the queue's prompt; resolves when it has ended. Absent: the executor has no merge queue.
+   */
+  resolve?(task: T, run: ResolutionRun): Promise<EpisodeResult>;
+  /** Kills what is left of a resolution episode a killed controller started (after a restart). */
+  killResolution?(task: T, number: number): Promise<void>;
   /** Stops the episode; its end is reported by observe(). Idempotent. */
   stop(task: T, number: number, reason: StopReason): Promise<void>;
   /** After a reconcile whose status is written: housekeeping (cluster: old pods, finalizer). */

@@ -2,7 +2,7 @@
 // branch rebased onto `into` there, and `into` fast-forwarded on the remote by a plain push, which git
 // refuses unless it is a fast-forward, so `into` never moves backwards. argv only, no shell, no hooks.
 import { existsSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { git, GitError } from './git-workspace.ts';
 
@@ -17,11 +17,20 @@ const COMMITTER = {
 };
 const MARKER = /^(<{7}|>{7})( |$)/m;
 const INTO_REF = 'refs/mq/into';
-const SRC_REF = 'refs/mq/src';
+const SRC_PREFIX = 'refs/mq/branches/';
+// No process the queue does not need (bench/merge-queue): no auto maintenance or gc after a fetch, rebase or
+// commit, no notes copied by a rebase. (The remote's receive-pack is the remote's: its gc is not ours to stop.)
+const LEAN = [
+  ['maintenance.auto', 'false'],
+  ['gc.auto', '0'],
+  ['notes.rewrite.rebase', 'false'],
+].flatMap(([k, v]) => ['-c', `${k}=${v}`]);
 
 function run(dir: string, args: string[], allowExit?: number[]) {
-  return git(NO_CREDENTIALS, args, { cwd: dir, allowExit, env: COMMITTER });
+  return git(NO_CREDENTIALS, [...LEAN, ...args], { cwd: dir, allowExit, env: COMMITTER });
 }
+
+const srcRef = (branch: string) => `${SRC_PREFIX}${branch}`;
 
 export async function ensureClone(dir: string, url: string): Promise<void> {
   if (existsSync(join(dir, '.git'))) return;
@@ -31,9 +40,10 @@ export async function ensureClone(dir: string, url: string): Promise<void> {
 
 /** After a kill -9: no rebase in progress, no stale lock (the state lock says no other writer runs), a clean tree. */
 export async function cleanClone(dir: string): Promise<void> {
-  for (const lock of ['index.lock', 'HEAD.lock', 'refs/mq/into.lock', 'refs/mq/src.lock']) {
+  for (const lock of ['index.lock', 'HEAD.lock', 'refs/mq/into.lock', 'packed-refs.lock']) {
     await rm(join(dir, '.git', lock), { force: true });
   }
+  await removeRefLocks(join(dir, '.git', SRC_PREFIX));
   if (existsSync(join(dir, '.git', 'rebase-merge')) || existsSync(join(dir, '.git', 'rebase-apply'))) {
     await run(dir, ['rebase', '--abort'], [1, 128]);
   }
@@ -41,19 +51,42 @@ export async function cleanClone(dir: string): Promise<void> {
   await run(dir, ['clean', '-fdxq']);
 }
 
+/** A fetch killed mid-way leaves BRANCH.lock files under refs/mq/branches/ (branch names may have slashes). */
+async function removeRefLocks(dir: string): Promise<void> {
+  const entries = await readdir(dir, { recursive: true }).catch(() => [] as string[]);
+  for (const e of entries) if (e.endsWith('.lock')) await rm(join(dir, e), { force: true });
+}
+
 export type RebaseResult = { ok: true } | { ok: false; files: string[]; markers: string };
 
-/** Fetch `into` and `branch` and rebase the branch's commits onto `into` (detached: no branch of ours moves). */
-export async function rebaseBranch(dir: string, into: string, branch: string): Promise<RebaseResult> {
-  await run(dir, [
-    'fetch',
-    '--quiet',
-    '--no-tags',
-    'origin',
-    `+refs/heads/${into}:${INTO_REF}`,
-    `+refs/heads/${branch}:${SRC_REF}`,
-  ]);
-  const res = await run(dir, ['rebase', '--quiet', INTO_REF, SRC_REF], [1]);
+/**
+ * Fetch `into` and the branches about to be integrated in one process (each to refs/mq/branches/BRANCH); `into`'s
+ * commit. A branch gone from the remote fails the whole fetch: then `into` and `branches[0]` alone.
+ */
+export async function fetchQueue(dir: string, into: string, branches: readonly string[]): Promise<string> {
+  const fetch = (names: readonly string[]) =>
+    run(dir, [
+      'fetch',
+      '--quiet',
+      '--no-tags',
+      'origin',
+      `+refs/heads/${into}:${INTO_REF}`,
+      ...names.map((b) => `+refs/heads/${b}:${srcRef(b)}`),
+    ]);
+  await fetch(branches).catch(() => fetch(branches.slice(0, 1)));
+  return refCommit(dir, INTO_REF);
+}
+
+/** A ref's commit: its loose file as fetch wrote it (no process), else rev-parse. */
+async function refCommit(dir: string, ref: string): Promise<string> {
+  const loose = await readFile(join(dir, '.git', ref), 'utf8').catch(() => '');
+  if (/^[0-9a-f]{40,64}\n?$/.test(loose)) return loose.trim();
+  return (await run(dir, ['rev-parse', '--verify', ref])).stdout.trim();
+}
+
+/** Rebase the fetched branch's commits onto `onto` (detached: no branch of ours moves). */
+export async function rebaseBranch(dir: string, onto: string, branch: string): Promise<RebaseResult> {
+  const res = await run(dir, ['rebase', '--quiet', onto, srcRef(branch)], [1]);
   return res.code === 0 ? { ok: true } : conflicts(dir);
 }
 
@@ -111,7 +144,7 @@ export async function pushInto(dir: string, commit: string, into: string): Promi
 
 /** Whether `into` on the remote already contains `commit` (a push that landed before a kill -9). */
 export async function intoContains(dir: string, into: string, commit: string): Promise<boolean> {
-  await run(dir, ['fetch', '--quiet', '--no-tags', 'origin', `+refs/heads/${into}:${INTO_REF}`]);
+  await fetchQueue(dir, into, []);
   const res = await run(dir, ['merge-base', '--is-ancestor', commit, INTO_REF], [1, 128]);
   return res.code === 0;
 }

@@ -34,7 +34,7 @@ import { spawnAndSend } from '../ops/spawn-send.ts';
 import { LocalMailboxes } from '../sinks/local/mailboxes.ts';
 import { LocalMailboxWatch } from '../sinks/local/mailbox-watch.ts';
 import { MergeQueueLoop } from '../executors/local/merge-queue.ts';
-import type { QueueTask } from '../executors/local/merge-queue.ts';
+import type { QueueEpisodes, QueueTask } from '../executors/local/merge-queue.ts';
 
 export interface LocalControllerOptions {
   dir: string;
@@ -212,6 +212,7 @@ export class LocalController {
       logger: this.opts.logger,
       clock: this.opts.clock ?? systemClock,
       metrics: this.opts.metrics?.mergeQueue,
+      episodes: this.queueEpisodes(),
       writeStatus: async (key, status) => {
         const task = this.source.get(key);
         if (task) await this.sink.write(task, status, { beforeStart: false });
@@ -224,6 +225,24 @@ export class LocalController {
       void loop.nextChange().then(tick);
     };
     tick();
+  }
+
+  /** The queue's resolution episodes: the executor runs them, the sink records them, as any episode. */
+  private queueEpisodes(): QueueEpisodes {
+    const task = (key: string): LocalTask => {
+      const t = this.source.get(key);
+      if (!t) throw new Error(`${key}: no such task for a resolution episode`);
+      return t;
+    };
+    const executor = (): ProcessEpisodeExecutor => {
+      if (!this.executor) throw new Error('the merge queue ran before recover()');
+      return this.executor;
+    };
+    return {
+      run: (key, run) => executor().resolve(task(key), run),
+      kill: (key, number) => executor().killResolution(task(key), number),
+      record: (key, record) => this.sink.recordEpisode(task(key), record),
+    };
   }
 
   private queueTasks(): QueueTask[] {

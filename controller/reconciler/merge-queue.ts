@@ -19,6 +19,8 @@ export interface QueueJournal {
   conflicts?: string[];
   gate?: string;
   output?: string;
+  /** The resolution episode started at stage resolve (written before it starts): a restart kills what is left of it. */
+  episode?: number;
 }
 
 export interface QueueEntry {
@@ -39,7 +41,7 @@ export interface QueueFacts {
 }
 
 export type QueueAction =
-  | { type: 'clean' }
+  | { type: 'clean'; episode?: number }
   | { type: 'begin'; key: string }
   | { type: 'rebase' }
   | { type: 'resolve' }
@@ -61,7 +63,8 @@ export function decideQueue(facts: QueueFacts): QueueAction[] {
     return [{ type: 'finish', key: j.key, result: 'integrated' }];
   }
   if (j.stage === 'review') return [{ type: 'finish', key: j.key, result: 'needsReview' }];
-  const clean: QueueAction[] = facts.recovering ? [{ type: 'clean' }] : [];
+  const orphan = j.episode !== undefined ? { episode: j.episode } : {};
+  const clean: QueueAction[] = facts.recovering ? [{ type: 'clean', ...orphan }] : [];
   if (j.stage === 'push') return [...clean, { type: 'push' }];
   // A half-done rebase, resolution or gate run is not trusted after a restart: the rebase is done again.
   if (facts.recovering || j.stage === 'rebase') return [...clean, { type: 'rebase' }];
@@ -74,7 +77,8 @@ export function decideQueue(facts: QueueFacts): QueueAction[] {
 }
 
 export type StepOutcome =
-  | { step: 'rebase'; kind: 'clean' }
+  /** rebased: the queue has no gates, so the rebased commit is pushed next. */
+  | { step: 'rebase'; kind: 'clean'; rebased?: string }
   | { step: 'rebase' | 'resolve'; kind: 'conflict'; files: string[]; output?: string }
   | { step: 'resolve'; kind: 'resolved' }
   | { step: 'gate'; kind: 'passed'; rebased: string }
@@ -87,7 +91,7 @@ export function afterStep(j: QueueJournal, outcome: StepOutcome): QueueJournal {
   const base = { key: j.key, attempts: j.attempts, episodes: j.episodes };
   switch (outcome.kind) {
     case 'clean':
-      return { ...base, stage: 'gate' };
+      return outcome.rebased ? { ...base, stage: 'push', rebased: outcome.rebased } : { ...base, stage: 'gate' };
     case 'conflict': {
       const episodes = outcome.step === 'resolve' ? j.episodes + 1 : j.episodes;
       return { ...base, episodes, stage: 'resolve', why: 'conflict', conflicts: outcome.files, output: outcome.output };
@@ -127,6 +131,18 @@ export function queuePositions(entries: readonly QueueEntry[], journal?: QueueJo
   return out;
 }
 
+/**
+ * Whose status a `begin` rewrites: the task that begins and tasks not yet recorded as queued. A queued task's
+ * position is as of its `at`: rewriting every waiting task at each step would be N² writes for N tasks.
+ */
+export function positionsToWrite(
+  positions: ReadonlyMap<string, number>,
+  beginning: string,
+  recorded: ReadonlyMap<string, string | undefined>,
+): Map<string, number> {
+  return new Map([...positions].filter(([key]) => key === beginning || recorded.get(key) !== 'queued'));
+}
+
 /** {{integrate.conflicts}}: the conflicting files and their markers, or the failing gate and its output. */
 export function conflictsText(j: QueueJournal): string {
   if (j.why === 'gate')
@@ -134,15 +150,15 @@ export function conflictsText(j: QueueJournal): string {
   return `These files conflict: ${(j.conflicts ?? []).join(', ')}\n${j.output ?? ''}`;
 }
 
-const RESOLVE_PROMPT = [
+/** The resolution episode's prompt template; the executor renders it with resolutionVars() in one pass. */
+export const RESOLUTION_TEMPLATE = [
   'The merge queue is rebasing your branch {{branch}} onto {{into}} and needs you.',
   '{{integrate.conflicts}}',
   'Edit the files in this directory so that both changes are kept and no conflict markers remain, and make the',
   "queue's gates pass. Do not run git commands: the queue commits and continues the rebase itself.",
 ].join('\n');
 
-/** The resolution episode's prompt. */
-export function resolutionPrompt(j: QueueJournal, branch: string, into: string): string {
-  const vars: Record<string, string> = { branch, into, 'integrate.conflicts': conflictsText(j) };
-  return RESOLVE_PROMPT.replace(/\{\{([a-z.]+)\}\}/g, (m, name: string) => vars[name] ?? m);
+/** The resolution prompt's placeholders: {{branch}}, {{into}}, {{integrate.conflicts}}. */
+export function resolutionVars(j: QueueJournal, branch: string, into: string): Record<string, string> {
+  return { branch, into, 'integrate.conflicts': conflictsText(j) };
 }

@@ -3,6 +3,7 @@
 // MERGE_AGENT_FILE with MERGE_AGENT_TEXT, or creates MERGE_AGENT_NEW_FILE, and exits 0.
 // As a resolution episode (EPISODIC_MERGE_QUEUE=1, the prompt on stdin): drops the conflict markers of every
 // file of the directory, keeping both sides, and creates MERGE_AGENT_ON_GATE when the prompt names a gate.
+// It prints its prompt, so the episode's log shows what it was told.
 // MERGE_AGENT_BLOCK (a file): a resolution episode that finds it writes its pid there and waits to be killed.
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,5 +33,5 @@ if (env.MERGE_AGENT_BLOCK && existsSync(env.MERGE_AGENT_BLOCK) && readFileSync(e
   }
   if (env.MERGE_AGENT_ON_GATE && /queue gate/.test(prompt))
     writeFileSync(join('.', env.MERGE_AGENT_ON_GATE), 'fixed\n');
-  console.log('resolved');
+  console.log(`resolved; the prompt was:\n${prompt}`);
 }

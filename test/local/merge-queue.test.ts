@@ -3,10 +3,10 @@
 // during a rebase and during the push, each finishing after a restart with nothing lost or applied twice.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { NODE, readStatus, REPO, runCli, specDir, startCli, tempDir } from '../support/local.ts';
+import { isAlive, NODE, readStatus, REPO, runCli, specDir, startCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
 
 const AGENT = join(REPO, 'test/agents/merge-agent.mjs');
@@ -54,6 +54,28 @@ function assertNoLeftovers(dir: string) {
   assert.equal(git(join(q, 'clone'), 'status', '--porcelain'), '', 'clean clone');
 }
 
+/** The task's one resolution episode is its episode 2: counted, recorded, its log in the task's logs. */
+function assertResolutionEpisode(dir: string, name: string, prompt: RegExp[]) {
+  const st = readStatus(dir, name)?.status;
+  assert.equal(st?.episodes, 2, 'its own episode and the resolution episode');
+  assert.equal(st?.lastEpisode?.number, 1, "lastEpisode stays the task's own");
+  const logs = join(dir, '.episodic/logs/default', name);
+  const records = readFileSync(join(logs, 'episodes.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    records.map((r) => [r.number, r.outcome, r.reason]),
+    [
+      [1, 'succeeded', 'ExitedZero'],
+      [2, 'succeeded', 'MergeQueueResolution'],
+    ],
+  );
+  const log = readFileSync(join(logs, 'episode-2.log'), 'utf8');
+  for (const re of prompt) assert.match(log, re);
+  assert.equal(existsSync(join(dir, '.episodic/merge-queue/q/episodes')), false, 'no side log');
+}
+
 const lineEdit = (line: number, text: string) => ({
   MERGE_AGENT_FILE: 'shared.txt',
   MERGE_AGENT_LINE: String(line),
@@ -82,7 +104,7 @@ test('merge queue: six branches, two editing the same line, all integrated with 
     1,
     `one resolution episode: ${episodes}`,
   );
-  assert.equal(readdirSync(join(dir, '.episodic/merge-queue/q/episodes')).length, 1);
+  assertResolutionEpisode(dir, `t${episodes.indexOf(1) + 1}`, [/These files conflict: shared\.txt/, /^<{7} /m]);
   assertLinear(bare, 7);
   assertNoLeftovers(dir);
 });
@@ -113,6 +135,8 @@ test('merge queue: a gate failing after a clean rebase starts a resolution episo
   assert.equal(a?.result, 'integrated');
   assert.equal(b?.result, 'integrated');
   assert.equal((a?.episodes ?? 0) + (b?.episodes ?? 0), 1, 'the second one needed one resolution episode');
+  const resolved = a?.episodes === 1 ? 'ta' : 'tb';
+  assertResolutionEpisode(dir, resolved, [/The queue gate "pair" failed after the rebase/]);
   assertLinear(bare, 4); // seed, a, b, the resolution's commit
   assertNoLeftovers(dir);
 });
@@ -154,40 +178,81 @@ test('merge queue: kill -9 during a rebase (stopped at a conflict, its episode r
   writeFileSync(block, '');
   const env = (i: number) => ({ ...lineEdit(7, `k${i}`), MERGE_AGENT_BLOCK: block });
   specDir([task('k1', env(1)), task('k2', env(2))], { dir });
-  await killedAndRestarted(dir, block, () => process.kill(Number(readFileText(block)), 'SIGKILL'));
+  // The killed controller's resolution episode is left running: the restart kills it (its marker).
+  await killedAndRestarted(dir, block, () => undefined);
+  assert.equal(isAlive(Number(readFileText(block))), false, 'the orphaned resolution episode was killed');
+  const resolved = ['k1', 'k2'].find((t) => readStatus(dir, t)?.status.integrate?.episodes === 1) ?? 'none';
+  assertResolutionEpisode(dir, resolved, [/These files conflict: shared\.txt/]);
   const main = git(bare, 'show', 'main:shared.txt').split('\n');
   for (const t of ['k1', 'k2']) assert.equal(main.filter((l) => l === t).length, 1, `${t} once`);
   assertLinear(bare, 3);
   assertNoLeftovers(dir);
 });
 
-test('merge queue: kill -9 after the push landed, before the controller heard → integrated, not pushed twice', async () => {
-  const dir = tempDir();
-  const bare = origin(dir);
-  const mark = join(dir, 'pushed');
-  // A receive-pack that lands the push, then holds the connection until the controller is gone.
-  const wrapper = join(dir, 'slow-receive-pack');
-  writeFileSync(
-    wrapper,
-    `#!/bin/sh\ngit-receive-pack "$@"\necho landed > ${mark}\nwhile [ ! -f ${mark}.go ]; do sleep 0.05; done\n`,
-  );
+/**
+ * The queue's clone made ahead, its remote's receive-pack or upload-pack a wrapper: `body` runs in it (with
+ * MARK, the file it writes when the controller should be killed, and GO, the file the test writes afterwards).
+ * After the kill the wrapper is dropped, so the restarted controller talks to the remote as usual.
+ */
+async function killedInTransport(
+  dir: string,
+  tasks: ReturnType<typeof task>[],
+  side: 'receivepack' | 'uploadpack',
+  body: string,
+) {
+  const bare = join(dir, 'origin.git');
+  const mark = join(dir, 'mark');
+  const wrapper = join(dir, `slow-${side}`);
+  writeFileSync(wrapper, `#!/bin/sh\nMARK=${mark}\nGO=${mark}.go\n${body}\n`);
   chmodSync(wrapper, 0o755);
   const clone = join(dir, '.episodic/merge-queue/q/clone');
   mkdirSync(join(dir, '.episodic/merge-queue/q'), { recursive: true });
   git(dir, 'clone', '--quiet', bare, clone);
-  git(clone, 'config', 'remote.origin.receivepack', wrapper);
-  specDir([task('p1', lineEdit(3, 'p1'))], { dir });
+  git(clone, 'config', `remote.origin.${side}`, wrapper);
+  specDir(tasks, { dir });
   await killedAndRestarted(dir, mark, () => {
-    git(clone, 'config', '--unset', 'remote.origin.receivepack');
+    git(clone, 'config', '--unset', `remote.origin.${side}`);
     writeFileSync(`${mark}.go`, '');
   });
-  assert.equal(
-    git(bare, 'show', 'main:shared.txt')
-      .split('\n')
-      .filter((l) => l === 'p1').length,
-    1,
-  );
+}
+
+function assertOnceOnMain(bare: string, names: string[]) {
+  const main = git(bare, 'show', 'main:shared.txt').split('\n');
+  for (const n of names) assert.equal(main.filter((l) => l === n).length, 1, `${n} once on main`);
+}
+
+test('merge queue: kill -9 after the push landed, before the controller heard → integrated, not pushed twice', async () => {
+  const dir = tempDir();
+  const bare = origin(dir);
+  // Lands the push, then holds the connection until the controller is gone.
+  const body = 'git-receive-pack "$@"\necho landed > $MARK\nwhile [ ! -f $GO ]; do sleep 0.05; done';
+  await killedInTransport(dir, [task('p1', lineEdit(3, 'p1'))], 'receivepack', body);
+  assertOnceOnMain(bare, ['p1']);
   assert.equal(readStatus(dir, 'p1')?.status.integrate?.result, 'integrated');
   assertLinear(bare, 2);
+  assertNoLeftovers(dir);
+});
+
+test('merge queue: kill -9 during the push, before it landed → pushed after the restart, once', async () => {
+  const dir = tempDir();
+  const bare = origin(dir);
+  // Holds the push until the controller is gone, then drops it: this push never lands.
+  const body = 'echo pushing > $MARK\nwhile [ ! -f $GO ]; do sleep 0.05; done\nexit 1';
+  await killedInTransport(dir, [task('n1', lineEdit(3, 'n1')), task('n2', lineEdit(9, 'n2'))], 'receivepack', body);
+  assertOnceOnMain(bare, ['n1', 'n2']);
+  for (const t of ['n1', 'n2']) assert.equal(readStatus(dir, t)?.status.integrate?.result, 'integrated', t);
+  assertLinear(bare, 3);
+  assertNoLeftovers(dir);
+});
+
+test("merge queue: kill -9 during the rebase's fetch → rebased and pushed after the restart, once", async () => {
+  const dir = tempDir();
+  const bare = origin(dir);
+  // The clone's own clone is done; the queue's first fetch (into and the waiting branches) hangs, then fails.
+  const body = 'echo fetching > $MARK\nwhile [ ! -f $GO ]; do sleep 0.05; done\nexit 1';
+  await killedInTransport(dir, [task('f1', lineEdit(4, 'f1')), task('f2', lineEdit(8, 'f2'))], 'uploadpack', body);
+  assertOnceOnMain(bare, ['f1', 'f2']);
+  for (const t of ['f1', 'f2']) assert.equal(readStatus(dir, t)?.status.integrate?.result, 'integrated', t);
+  assertLinear(bare, 3);
   assertNoLeftovers(dir);
 });

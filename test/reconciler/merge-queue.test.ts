@@ -6,6 +6,7 @@ import {
   afterStep,
   beginJournal,
   decideQueue,
+  positionsToWrite,
   queuePositions,
   QUEUE_ATTEMPTS_MAX,
 } from '../../controller/reconciler/merge-queue.ts';
@@ -39,6 +40,11 @@ const decisions: Array<[string, Partial<QueueFacts>, ReturnType<typeof decideQue
     'killed mid-resolution: clean, rebase again',
     { journal: j('resolve'), recovering: true },
     [{ type: 'clean' }, { type: 'rebase' }],
+  ],
+  [
+    'killed while its resolution episode ran: clean (killing what is left of it), rebase again',
+    { journal: j('resolve', { episode: 4 }), recovering: true },
+    [{ type: 'clean', episode: 4 }, { type: 'rebase' }],
   ],
   [
     'killed mid-gate: clean, rebase again',
@@ -78,6 +84,12 @@ for (const [name, f, want] of decisions) {
 
 const steps: Array<[string, QueueJournal, StepOutcome, Partial<QueueJournal>]> = [
   ['a clean rebase goes to the gates', j('rebase'), { step: 'rebase', kind: 'clean' }, { stage: 'gate' }],
+  [
+    'a clean rebase without queue gates goes straight to the push with its commit',
+    j('rebase'),
+    { step: 'rebase', kind: 'clean', rebased: 'abc' },
+    { stage: 'push', rebased: 'abc' },
+  ],
   [
     'a conflicting rebase goes to resolution, naming the files',
     j('rebase'),
@@ -155,6 +167,29 @@ test('queuePositions: 0 integrating, then oldest first', () => {
       ['ns/a', 1],
       ['ns/b', 2],
       ['ns/c', 3],
+    ],
+  );
+});
+
+test('positionsToWrite: the task beginning and tasks not yet recorded as queued; queued ones keep theirs', () => {
+  const positions = new Map([
+    ['ns/c', 0],
+    ['ns/a', 1],
+    ['ns/b', 2],
+    ['ns/d', 3],
+  ]);
+  const recorded = new Map([
+    ['ns/c', 'queued'],
+    ['ns/a', 'queued'],
+    ['ns/b', undefined],
+    ['ns/d', 'conflict'],
+  ]);
+  assert.deepEqual(
+    [...positionsToWrite(positions, 'ns/c', recorded)],
+    [
+      ['ns/c', 0],
+      ['ns/b', 2],
+      ['ns/d', 3],
     ],
   );
 });

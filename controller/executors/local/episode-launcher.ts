@@ -50,7 +50,12 @@ export interface LaunchRequest {
   beforeSpawn?: (workspace: string) => Promise<void>;
   /** Variables of the controller's environment specs name as secrets: kept from the agent (api/agent-env.ts). */
   withheldEnv?: ReadonlySet<string>;
+  /** A merge queue's resolution episode: in the queue's clone, with its prompt, without the task's gates. */
+  resolution?: { cwd: string; template: string; vars: Readonly<Record<string, string>> };
 }
+
+/** Set for a resolution episode's agent: it runs in the queue's clone, not the task's workspace. */
+export const MERGE_QUEUE_ENV = 'EPISODIC_MERGE_QUEUE';
 
 export interface LaunchedEpisode {
   number: number;
@@ -78,13 +83,16 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
   let template: string;
   try {
     const ws = req.spec.workspace;
-    workspace =
-      ws && typeof ws === 'object' && 'git' in ws
-        ? await prepareLocalGitWorkspace(req.stateDir, req.namespace, req.name, req.specFile, ws.git)
-        : await prepareWorkspace(req.root, req.specFile, req.name, req.spec, req.created ? req : undefined);
-    template = req.spec.stack
-      ? stackPromptTemplate(req.status.stack?.frames ?? req.spec.stack)
-      : await readPromptTemplate(workspace, req.spec, stepField(currentStep(req.spec, req.status), 'promptFile'));
+    if (req.resolution) [workspace, template] = [req.resolution.cwd, req.resolution.template];
+    else {
+      workspace =
+        ws && typeof ws === 'object' && 'git' in ws
+          ? await prepareLocalGitWorkspace(req.stateDir, req.namespace, req.name, req.specFile, ws.git)
+          : await prepareWorkspace(req.root, req.specFile, req.name, req.spec, req.created ? req : undefined);
+      template = req.spec.stack
+        ? stackPromptTemplate(req.status.stack?.frames ?? req.spec.stack)
+        : await readPromptTemplate(workspace, req.spec, stepField(currentStep(req.spec, req.status), 'promptFile'));
+    }
   } catch (err) {
     if (err instanceof GitWorkspaceError) return failed(err.message, err.errorClass);
     // The same line validate prints: which file, which task, which field.
@@ -103,7 +111,8 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
   await req.beforeSpawn?.(workspace);
   const { spec } = req;
   const step = currentStep(spec, req.status);
-  const { gates, fixing } = stepGates(spec, req.status);
+  // A resolution episode answers to the queue's gates, which the queue runs after it.
+  const { gates, fixing } = req.resolution ? { gates: [], fixing: undefined } : stepGates(spec, req.status);
   const { prompt, unknown } = renderPromptNoting(template, {
     task: req.name,
     episode: req.number,
@@ -112,13 +121,18 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     step,
     ...(fixing ? { gate: { name: fixing.name, output: fixing.lastOutput ?? '' } } : {}),
     outputs: outputScope(req.status.steps, req.upstream),
-    more: { ...opsPromptVars(req.stateDir, req.namespace, req.spec, req.status), ...req.promptVars },
+    more: {
+      ...opsPromptVars(req.stateDir, req.namespace, req.spec, req.status),
+      ...req.promptVars,
+      ...req.resolution?.vars,
+    },
   });
   const env: Record<string, string> = {};
   for (const e of spec.agent.env) {
     if (e.value !== undefined) env[e.name] = e.value;
   }
   Object.assign(env, stepEnv(step));
+  if (req.resolution) env[MERGE_QUEUE_ENV] = '1';
   // After spec.agent.env: behind the gateway the key variables are the gateway's token, never a real key.
   if (req.gateway?.ok) Object.assign(env, req.gateway.env);
   // Behind the gateway the provider keys stay with the controller, even when the spec names them.
@@ -157,12 +171,12 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     logFile,
     promptFile: promptScratchPath(req.stateDir, req.namespace, req.name),
     marker: req.marker,
-    verify: spec.completion.verify,
+    verify: req.resolution ? undefined : spec.completion.verify,
     onExitZero: spec.completion.onExitZero,
     analyzer: analyzerOptions(spec.agent, spec.completion),
     gates,
     fixEpisode: fixing !== undefined,
-    ...checklistRule(spec.progress.checklist, spec.completion),
+    ...(req.resolution ? {} : checklistRule(spec.progress.checklist, spec.completion)),
   });
   // An agent that never started is the spec's command: say which file, task and field, as validate does.
   const at = `${req.specFile}: AgentTask ${req.namespace}/${req.name}: spec.agent.command`;

@@ -1,10 +1,9 @@
-// The merge queue's two kinds of process besides git: a queue's gates and a resolution episode of the task's
-// agent, both in the queue's clone, from argv without a shell, in their own process group, killed past
-// their timeout; output appended to a log under the queue's directory.
+// The merge queue's gates: run in the queue's clone, from argv without a shell, in their own process group,
+// killed past their timeout; output appended to a log under the queue's directory. (Resolution episodes are
+// the task's episodes: they run through the EpisodeExecutor port.)
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import type { AgentTaskSpec } from '../../api/agent-task.ts';
+import { dirname } from 'node:path';
 import type { Gate, GateRun } from '../../api/gates.ts';
 import { runGates } from '../process/gates.ts';
 import type { ProcessEnd } from '../process/agent-process.ts';
@@ -67,23 +66,4 @@ export function runQueueGates(gates: readonly Gate[], cwd: string, logFile: stri
     note: () => undefined,
     cancelled: () => false,
   });
-}
-
-/** One resolution episode: the task's agent with the resolution prompt, in the clone; its exit code. */
-export async function runResolutionEpisode(spec: AgentTaskSpec, cwd: string, prompt: string, logFile: string) {
-  const agent = spec.agent;
-  const env: Record<string, string> = { EPISODIC_MERGE_QUEUE: '1' };
-  for (const e of agent.env) if (e.value !== undefined) env[e.name] = e.value;
-  let argv = [...agent.command];
-  let stdin: string | undefined = prompt;
-  if (agent.promptVia === 'argument') {
-    argv = [...argv, prompt];
-    stdin = undefined;
-  } else if (agent.promptVia === 'file') {
-    const promptFile = join(dirname(logFile), 'resolution-prompt.md'); // outside the clone: never committed
-    writeFileSync(promptFile, prompt);
-    env.EPISODIC_PROMPT_FILE = promptFile;
-    stdin = undefined;
-  }
-  return runProcess({ argv, cwd, env, stdin, timeoutMs: spec.limits.episodeTimeoutSeconds * 1000, logFile });
 }

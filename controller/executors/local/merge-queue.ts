@@ -18,14 +18,20 @@ import {
   afterStep,
   beginJournal,
   decideQueue,
+  positionsToWrite,
   queuePositions,
-  resolutionPrompt,
+  RESOLUTION_TEMPLATE,
+  resolutionVars,
 } from '../../reconciler/merge-queue.ts';
+import { recordResolution, resolutionEpisodeNumber } from '../../reconciler/merge-queue-episode.ts';
+import type { EpisodeRecord } from '../../api/episode-record.ts';
+import type { EpisodeResult } from '../../api/episode-result.ts';
+import type { ResolutionRun } from '../../core/ports.ts';
 import type { QueueAction, QueueEntry, QueueJournal, StepOutcome } from '../../reconciler/merge-queue.ts';
 import { writeFileAtomic } from '../../util/atomic-write.ts';
 import { removeQuietly } from '../../util/fs.ts';
 import { resolveGitUrl } from './git-workspace.ts';
-import { runQueueGates, runResolutionEpisode } from './merge-queue-steps.ts';
+import { runQueueGates } from './merge-queue-steps.ts';
 
 /** What the loop needs of a task: its spec, where its file is, its recorded status and a way to write it. */
 export interface QueueTask {
@@ -35,12 +41,29 @@ export interface QueueTask {
   status: AgentTaskStatus;
 }
 
+/** A task's resolution episodes, run and recorded as its other episodes are (local-controller.ts binds them). */
+export interface QueueEpisodes {
+  /** Through the EpisodeExecutor port: the task's agent, sandbox and gateway. */
+  run(key: string, run: ResolutionRun): Promise<EpisodeResult>;
+  kill(key: string, number: number): Promise<void>;
+  /** The episode's record, once the status counting it is written. */
+  record(key: string, record: EpisodeRecord): Promise<void>;
+}
+
 export interface MergeQueueOptions {
   stateDir: string;
+  episodes: QueueEpisodes;
   logger: Logger;
   clock: Clock;
   metrics?: MergeQueueMetrics;
   writeStatus(key: string, status: AgentTaskStatus): Promise<void>;
+}
+
+/** What one drive knows without asking git: `into`'s commit by branch (its fetch or its own push), what it fetched. */
+interface DriveView {
+  members: QueueTask[];
+  into: Map<string, string>;
+  fetched: Set<string>;
 }
 
 interface Integrand {
@@ -56,6 +79,8 @@ export class MergeQueueLoop {
   private readonly recovered = new Set<string>();
   private readonly running = new Map<string, Promise<void>>();
   private readonly started = new Map<string, number>();
+  /** Each queue's journal as last written: a step the disk need not hold (see writeJournal) is kept here only. */
+  private readonly journals = new Map<string, QueueJournal | undefined>();
   private waiting = 0;
 
   constructor(opts: MergeQueueOptions) {
@@ -96,6 +121,7 @@ export class MergeQueueLoop {
   }
 
   private readJournal(queue: string): QueueJournal | undefined {
+    if (this.journals.has(queue)) return this.journals.get(queue);
     try {
       return JSON.parse(readFileSync(join(this.dir(queue), 'journal.json'), 'utf8')) as QueueJournal;
     } catch {
@@ -103,8 +129,11 @@ export class MergeQueueLoop {
     }
   }
 
+  /** `done` stays in memory: the `push` journal on disk already tells a restart to check `into` (no write). */
   private async writeJournal(queue: string, j: QueueJournal | undefined): Promise<void> {
     const file = join(this.dir(queue), 'journal.json');
+    this.journals.set(queue, j);
+    if (j?.stage === 'done') return;
     if (j) await writeFileAtomic(file, `${JSON.stringify(j)}\n`);
     else removeQuietly(file);
   }
@@ -112,6 +141,7 @@ export class MergeQueueLoop {
   /** Steps through the queue until it has nothing to do. */
   private async drive(queue: string, members: QueueTask[]): Promise<void> {
     const byKey = new Map(members.map((t) => [t.key, t]));
+    const view: DriveView = { members, into: new Map(), fetched: new Set() };
     for (;;) {
       const journal = this.readJournal(queue);
       const entries: QueueEntry[] = members.filter(waiting).map(entryOf);
@@ -135,7 +165,7 @@ export class MergeQueueLoop {
       });
       this.recovered.add(queue);
       if (actions.length === 0) return;
-      for (const action of actions) await this.perform(queue, action, journal, byKey, entries);
+      for (const action of actions) await this.perform(queue, action, journal, byKey, entries, view);
     }
   }
 
@@ -145,13 +175,15 @@ export class MergeQueueLoop {
     journal: QueueJournal | undefined,
     byKey: Map<string, QueueTask>,
     entries: QueueEntry[],
+    view: DriveView,
   ): Promise<void> {
     const clone = join(this.dir(queue), 'clone');
     if (action.type === 'begin') {
       const j = beginJournal(action.key);
       await this.writeJournal(queue, j);
       this.started.set(action.key, this.opts.clock.now().getTime());
-      for (const [key, position] of queuePositions(entries, j)) {
+      const recorded = new Map(members(byKey).map((t) => [t.key, t.status.integrate?.result]));
+      for (const [key, position] of positionsToWrite(queuePositions(entries, j), j.key, recorded)) {
         const t = byKey.get(key);
         if (t) await this.record(t, { queue, result: key === j.key ? 'integrating' : 'queued', position });
       }
@@ -161,12 +193,15 @@ export class MergeQueueLoop {
     const task = byKey.get(j.key) as QueueTask;
     const it = integrand(task, this.opts.stateDir);
     if (action.type === 'clean') {
+      if (action.episode !== undefined) await this.opts.episodes.kill(j.key, action.episode);
       await mq.ensureClone(clone, it.url);
       await mq.cleanClone(clone);
       return;
     }
     if (action.type === 'finish') return this.finish(queue, task, j, action.result, clone);
-    const outcome = await this.step(queue, action.type, j, it, clone);
+    const outcome = await this.step(queue, action.type, j, it, clone, view);
+    if (outcome.kind === 'pushed') view.into.set(it.into, j.rebased as string);
+    if (outcome.kind === 'rejected') view.into.delete(it.into); // into moved under us: fetch it again
     const next = afterStep(j, outcome);
     await this.writeJournal(queue, next);
     if (outcome.kind === 'conflict' || outcome.kind === 'failed') {
@@ -188,29 +223,19 @@ export class MergeQueueLoop {
     j: QueueJournal,
     it: Integrand,
     clone: string,
+    view: DriveView,
   ): Promise<StepOutcome> {
     const m = this.opts.metrics;
     if (type === 'rebase') {
       await mq.ensureClone(clone, it.url);
-      const res = await mq.rebaseBranch(clone, it.into, it.branch);
+      const res = await mq.rebaseBranch(clone, await this.onto(view, clone, it), it.branch);
       m?.rebases.inc({ queue, outcome: res.ok ? 'clean' : 'conflict' });
-      return res.ok
-        ? { step: 'rebase', kind: 'clean' }
-        : { step: 'rebase', kind: 'conflict', files: res.files, output: res.markers };
+      if (!res.ok) return { step: 'rebase', kind: 'conflict', files: res.files, output: res.markers };
+      // No queue gates: the rebased commit goes straight to the push.
+      const gateless = (it.task.spec.integrate?.gates ?? []).length === 0;
+      return { step: 'rebase', kind: 'clean', ...(gateless ? { rebased: await mq.headCommit(clone) } : {}) };
     }
-    if (type === 'resolve') {
-      m?.resolutionEpisodes.inc({ queue, why: j.why ?? 'conflict' });
-      const log = join(this.dir(queue), 'episodes', `${j.key.replace('/', '_')}-${j.episodes + 1}.log`);
-      await runResolutionEpisode(it.task.spec, clone, resolutionPrompt(j, it.branch, it.into), log);
-      if (j.why === 'gate') {
-        await mq.commitAll(clone, `episodic merge queue: ${j.key} resolution for gate ${j.gate ?? ''}`);
-        return { step: 'resolve', kind: 'resolved' };
-      }
-      const res = await mq.continueRebase(clone, j.conflicts ?? []);
-      return res.ok
-        ? { step: 'resolve', kind: 'resolved' }
-        : { step: 'resolve', kind: 'conflict', files: res.files, output: res.markers };
-    }
+    if (type === 'resolve') return this.resolve(queue, j, it, clone);
     if (type === 'gate') {
       const gates = it.task.spec.integrate?.gates ?? [];
       const runs = await runQueueGates(gates, clone, join(this.dir(queue), 'gates.log'));
@@ -219,6 +244,50 @@ export class MergeQueueLoop {
       return { step: 'gate', kind: 'passed', rebased: await mq.headCommit(clone) };
     }
     return { step: 'push', kind: await mq.pushInto(clone, j.rebased as string, it.into) };
+  }
+
+  /**
+   * `into`'s commit to rebase onto: the one this drive fetched or pushed last; else one fetch of `into` and of
+   * every waiting branch on the same remote (so the next integrations need no fetch of their own).
+   */
+  private async onto(view: DriveView, clone: string, it: Integrand): Promise<string> {
+    const known = view.into.get(it.into);
+    if (known && view.fetched.has(it.branch)) return known;
+    const others = view.members.filter(waiting).flatMap((t) => {
+      const o = t === it.task ? undefined : integrandOrNot(t);
+      return o && o.url === it.url && o.into === it.into && !view.fetched.has(o.branch) ? [o.branch] : [];
+    });
+    const branches = [it.branch, ...new Set(others)];
+    const head = await mq.fetchQueue(clone, it.into, branches);
+    for (const b of branches) view.fetched.add(b);
+    view.into.set(it.into, head);
+    return head;
+  }
+
+  /** One resolution episode of the task, counted and recorded as its episode; then the rebase goes on. */
+  private async resolve(queue: string, j: QueueJournal, it: Integrand, clone: string): Promise<StepOutcome> {
+    this.opts.metrics?.resolutionEpisodes.inc({ queue, why: j.why ?? 'conflict' });
+    const task = it.task;
+    const number = resolutionEpisodeNumber(task.status);
+    await this.writeJournal(queue, { ...j, episode: number }); // before it starts: a restart kills what is left
+    const startedAt = this.opts.clock.now().toISOString();
+    const vars = resolutionVars(j, it.branch, it.into);
+    const run = { number, cwd: clone, template: RESOLUTION_TEMPLATE, vars, status: task.status };
+    const result = await this.opts.episodes.run(task.key, run);
+    const finishedAt = this.opts.clock.now().toISOString();
+    const name = task.key.slice(task.key.indexOf('/') + 1);
+    const ended = recordResolution(name, task.status, { number, startedAt, finishedAt, result });
+    task.status = ended.status;
+    await this.opts.writeStatus(task.key, ended.status);
+    await this.opts.episodes.record(task.key, ended.record);
+    if (j.why === 'gate') {
+      await mq.commitAll(clone, `episodic merge queue: ${j.key} resolution for gate ${j.gate ?? ''}`);
+      return { step: 'resolve', kind: 'resolved' };
+    }
+    const res = await mq.continueRebase(clone, j.conflicts ?? []);
+    return res.ok
+      ? { step: 'resolve', kind: 'resolved' }
+      : { step: 'resolve', kind: 'conflict', files: res.files, output: res.markers };
   }
 
   private async finish(
@@ -284,6 +353,18 @@ function entryOf(t: QueueTask): QueueEntry {
   // Best-of-N's task runs no episode of its own: it is as old as its winning attempt's end.
   const winner = t.status.attempts?.candidates.find((c) => c.number === t.status.attempts?.winner);
   return { key: t.key, enqueuedAt: t.status.lastEpisode?.finishedAt ?? winner?.finishedAt ?? '' };
+}
+
+function integrandOrNot(task: QueueTask): Integrand | undefined {
+  try {
+    return integrand(task, '');
+  } catch {
+    return undefined;
+  }
+}
+
+function members(byKey: Map<string, QueueTask>): QueueTask[] {
+  return [...byKey.values()];
 }
 
 function integrand(task: QueueTask, _stateDir: string): Integrand {

@@ -8,7 +8,15 @@ import { DEFAULT_SPEC } from '../../api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
 import { effectiveSpec } from '../../api/steps.ts';
 import { TerminalError } from '../../core/ports.ts';
-import type { AdoptWinner, EpisodeExecutor, RecordedStatus, SpecFileTask, UpstreamOutputs } from '../../core/ports.ts';
+import type {
+  AdoptWinner,
+  EpisodeExecutor,
+  RecordedStatus,
+  ResolutionRun,
+  SpecFileTask,
+  UpstreamOutputs,
+} from '../../core/ports.ts';
+import type { EpisodeResult } from '../../api/episode-result.ts';
 import type { AdoptOutcome } from '../../api/attempts.ts';
 import { adoptLocalWinner, localAttemptDiffs } from './git-workspace.ts';
 import { checkpointLocalEpisode } from './episode-checkpoint.ts';
@@ -232,6 +240,39 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       onRefused,
       agentEnv: Object.fromEntries(spec.agent.env.flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]]))),
     });
+  }
+
+  /** spec.integrate: a resolution episode, launched as any episode is (sandbox, gateway, marker, log). */
+  async resolve(task: SpecFileTask, run: ResolutionRun): Promise<EpisodeResult> {
+    if (!task.spec) throw new TerminalError(`${task.key} has no valid spec for a resolution episode`);
+    const spec = effectiveSpec(task.spec, run.status);
+    let cancel: (() => void) | undefined;
+    const grant = spec.agent.credentials
+      ? await this.openGrant(task, run.number, spec, run.status, undefined, () => cancel?.())
+      : undefined;
+    const episode = await launchEpisode({
+      gateway: grant,
+      root: this.opts.root,
+      stateDir: this.opts.stateDir,
+      specFile: task.file,
+      namespace: task.namespace,
+      name: task.name,
+      number: run.number,
+      spec,
+      status: run.status,
+      killGraceMs: this.opts.killGraceMs,
+      bwrap: this.opts.bwrap,
+      marker: this.markerFor(task.namespace, task.name, run.number),
+      withheldEnv: this.withheldEnv,
+      resolution: { cwd: run.cwd, template: run.template, vars: run.vars },
+    });
+    cancel = () => episode.cancel('cancelled');
+    const ended = await episode.result;
+    return grant?.ok ? { ...ended, gateway: grant.close() } : ended;
+  }
+
+  async killResolution(task: SpecFileTask, number: number): Promise<void> {
+    await killMarkedProcesses(this.markerFor(task.namespace, task.name, number));
   }
 
   /** Best-of-N: the winner's branch becomes the task's, in the task's own clone (STATE/workspaces/NS/NAME). */
