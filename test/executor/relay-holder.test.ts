@@ -1,9 +1,10 @@
 // The relay of network: gateway is started once per task and kept (relay-holder.ts): a task's episodes share
-// it, another task never does, a relay that died is replaced at the next episode, and endRelay ends it.
-// Real bwrap, nsenter, Node relay and an HTTP server standing in for the gateway.
+// it, another task never does, a relay that died is replaced at the next episode, and endRelay ends it; an
+// unprivileged controller (bwrap makes user namespaces) enters it too. Real bwrap, nsenter, Node relay and an
+// HTTP server standing in for the gateway.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ import { SandboxSchema } from '../../controller/api/sandbox.ts';
 import { prepareSandbox } from '../../controller/executors/sandbox/episode-sandbox.ts';
 import type { EpisodeSandbox } from '../../controller/executors/sandbox/episode-sandbox.ts';
 import { endRelay } from '../../controller/executors/sandbox/relay-holder.ts';
-import { NODE, tempDir } from '../support/local.ts';
+import { NODE, REPO, tempDir } from '../support/local.ts';
 
 const FETCH =
   'fetch(process.env.ANTHROPIC_BASE_URL + "/v1/ping").then(r => r.text()).then(t => process.stdout.write(t))';
@@ -86,5 +87,47 @@ describe('the relay of network gateway: once per task, kept between its episodes
     endRelay('default/a');
     endRelay('default/b');
     await gone(after.relayPid as number);
+  });
+
+  it('an unprivileged controller (uid 65534): episodes enter the relay through its user namespace', {
+    skip: process.getuid?.() !== 0 && 'dropping to another uid needs root',
+  }, async () => {
+    const state = tempDir('episodic-relay-nobody-');
+    chmodSync(state, 0o777);
+    const at = (file: string) => JSON.stringify(join(REPO, file));
+    // Two episodes of one task in a controller process of its own, as nobody; each fetches the gateway inside.
+    const script = `
+      import { prepareSandbox } from ${at('controller/executors/sandbox/episode-sandbox.ts')};
+      import { SandboxSchema } from ${at('controller/api/sandbox.ts')};
+      import { execFile } from 'node:child_process';
+      import { promisify } from 'node:util';
+      const env = ${JSON.stringify(env)};
+      const seen = [];
+      for (const n of [1, 2]) {
+        const box = await prepareSandbox({ sandbox: SandboxSchema.parse({}), stateDir: ${JSON.stringify(state)} + '/.episodic',
+          namespace: 'default', name: 'nobody', workspace: ${JSON.stringify(state)}, env });
+        const w = box.wrap([process.execPath, '-e', ${JSON.stringify(FETCH)}], env);
+        const { stdout } = await promisify(execFile)(w.argv[0], w.argv.slice(1), { env: w.env, timeout: 60000 });
+        seen.push({ relay: box.relayPid, got: stdout, userns: w.argv.some((a) => a.startsWith('--user=')) });
+        await box.close();
+      }
+      console.log(JSON.stringify(seen));`;
+    const out = await run(
+      [
+        '/usr/bin/setpriv',
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        NODE,
+        '--input-type=module',
+        '-e',
+        script,
+      ],
+      { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    );
+    const seen = JSON.parse(out.trim().split('\n').at(-1) ?? '[]');
+    assert.equal(seen.length, 2);
+    for (const s of seen) assert.deepEqual([s.got, s.userns], ['pong', true]);
+    assert.equal(seen[0].relay, seen[1].relay, 'one relay for both episodes');
   });
 });

@@ -106,6 +106,7 @@ describe('relayHolderArgv and joinNetArgv', () => {
       ['/tmp/episodic-sb-x', '/run/episodic'],
     ]);
     assert.deepEqual(pairs(holder, '--bind'), [], 'nothing writable');
+    assert.ok(!holder.includes('--dev'), 'no /dev: unprivileged, it would nest a user namespace episodes cannot enter');
     assert.deepEqual(pairs(holder, '--setenv'), [['PATH', '/usr/bin:/bin']]);
     assert.deepEqual(holder.slice(holder.indexOf('--') + 1, holder.indexOf('--') + 3), [
       '/opt/node/bin/node',

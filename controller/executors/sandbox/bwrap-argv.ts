@@ -44,15 +44,15 @@ export function bwrapArgv(bwrap: string, plan: SandboxPlan): string[] {
   return argv;
 }
 
-/** What every sandbox sees of the host: /usr and /etc read-only, the root links, its own /proc /dev /tmp /run. */
-function systemRoot(rootLinks: Record<string, string>): string[] {
+/** What every sandbox sees of the host: /usr and /etc read-only, the root links, its own /proc (/dev) /tmp /run. */
+function systemRoot(rootLinks: Record<string, string>, dev = true): string[] {
   const argv: string[] = [];
   for (const dir of SYSTEM_DIRS) argv.push('--ro-bind', dir, dir);
   for (const name of ROOT_NAMES) {
     const target = rootLinks[name];
     if (target !== undefined) argv.push('--symlink', target, `/${name}`);
   }
-  argv.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/run');
+  argv.push('--proc', '/proc', ...(dev ? ['--dev', '/dev'] : []), '--tmpfs', '/tmp', '--tmpfs', '/run');
   return argv;
 }
 
@@ -68,11 +68,14 @@ export interface RelayPlan {
 
 /**
  * The task's relay holder: a network namespace of its own with only the relay in it, its sockets and its
- * install; bwrap reports the namespace's pid on `infoFd`. No workspace, no $HOME, nothing writable.
+ * install; bwrap reports the namespace's pid on `infoFd`. No workspace, no $HOME, nothing writable. No /dev:
+ * unprivileged, `--dev` makes bwrap nest a second user namespace, and the reported pid's would not own the
+ * network namespace (an episode could not enter it); Node needs no device to relay.
  */
 export function relayHolderArgv(bwrap: string, plan: RelayPlan, infoFd: number): string[] {
   const argv = [bwrap, '--die-with-parent', '--new-session', '--unshare-pid', '--unshare-ipc', '--unshare-uts'];
-  argv.push('--unshare-cgroup-try', '--unshare-net', '--info-fd', String(infoFd), ...systemRoot(plan.rootLinks));
+  argv.push('--unshare-cgroup-try', '--unshare-net', '--info-fd', String(infoFd));
+  argv.push(...systemRoot(plan.rootLinks, false));
   for (const dir of plan.readOnly) argv.push('--ro-bind', dir, dir);
   argv.push('--ro-bind', plan.socketDir, SANDBOX_RUN_DIR, '--remount-ro', '/', '--chdir', '/', '--clearenv');
   argv.push('--setenv', 'PATH', '/usr/bin:/bin', '--', ...plan.command);
