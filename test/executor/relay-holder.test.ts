@@ -4,7 +4,7 @@
 // HTTP server standing in for the gateway.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -87,6 +87,19 @@ describe('the relay of network gateway: once per task, kept between its episodes
     endRelay('default/a');
     endRelay('default/b');
     await gone(after.relayPid as number);
+  });
+
+  it('an episode whose relay dies keeps its namespace: its next process starts there (never elsewhere)', async () => {
+    const box = await open('c');
+    const inner = box.relayPid as number;
+    const outer = Number(readFileSync(`/proc/${inner}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+    const netNs = readlinkSync(`/proc/${inner}/ns/net`);
+    process.kill(childOf(inner), 'SIGKILL');
+    await gone(outer); // reaped: the controller has seen the holder end
+    const wrapped = box.wrap(['/bin/sh', '-c', 'readlink /proc/self/ns/net'], env);
+    assert.equal((await run(wrapped.argv, wrapped.env)).trim(), netNs);
+    await box.close();
+    endRelay('default/c');
   });
 
   it('an unprivileged controller (uid 65534): episodes enter the relay through its user namespace', {

@@ -50,6 +50,7 @@ interface Holder {
   /** Replaced (the task's routes changed): ends at its last release instead of lingering. */
   retired: boolean;
   ended: boolean;
+  fdsClosed?: boolean;
 }
 
 interface Entry {
@@ -104,7 +105,8 @@ function lease(holder: Holder): RelayLease {
       holder.leases -= 1;
       if (holder.leases === 0) {
         holder.bridge.refused.length = 0; // kept per episode, not for the holder's life
-        if (holder.retired) end(holder);
+        if (holder.ended) closeFds(holder);
+        else if (holder.retired) end(holder);
         else holder.linger = setTimeout(() => end(holder), LINGER_MS).unref();
       }
       return released;
@@ -223,8 +225,15 @@ function cleanUp(holder: Holder): void {
   forget(holder);
   clearTimeout(holder.linger);
   live.delete(holder);
-  for (const fd of [holder.held.netFd, holder.held.userFd]) if (fd !== undefined) closeSync(fd);
+  // Not while an episode may still start a process: its prefix names these numbers, which a new open could reuse.
+  if (holder.leases === 0) closeFds(holder);
   void holder.bridge.close();
+}
+
+function closeFds(holder: Holder): void {
+  if (holder.fdsClosed) return;
+  holder.fdsClosed = true;
+  for (const fd of [holder.held.netFd, holder.held.userFd]) if (fd !== undefined) closeSync(fd);
 }
 
 let exitHook = false;
