@@ -1,12 +1,14 @@
 // bench/sandbox: the start-up a sandbox adds to an episode (issue 30 §5; goal p50 ≤ 15 ms added). The same
 // trivial episode (/bin/true through startProcessEpisode, as the local controller runs one) unsandboxed and
 // under each sandbox shape, interleaved round by round in one run, so the machine's load hits all alike.
-// Also the relay's RSS (network gateway: a Node relay inside). Usage: node bench/sandbox/run.ts [--rounds N]
+// network gateway twice: a task's later episodes (they enter the task's kept relay) and its first (which starts
+// the relay: a fresh task name each time). Also the relay's RSS. Usage: node bench/sandbox/run.ts [--rounds N]
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SandboxSchema } from '../../controller/api/sandbox.ts';
 import { prepareSandbox } from '../../controller/executors/sandbox/episode-sandbox.ts';
 import { startProcessEpisode } from '../../controller/executors/process/process-episode.ts';
+import { endRelay } from '../../controller/executors/sandbox/relay-holder.ts';
 import type { ProcessEpisodeRequest } from '../../controller/executors/process/process-episode.ts';
 import { removeDir, tempDir } from '../local/lib.ts';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
@@ -25,6 +27,7 @@ const SHAPES = {
   none: { network: 'none' },
   'none + cgroup v1 bounds': { network: 'none', resources: { memoryMiB: 512, pids: 256, cpu: 1 } },
   gateway: { network: 'gateway' },
+  'gateway, first episode of a task': { network: 'gateway' },
   open: { network: 'open' },
 } as const;
 type Shape = 'plain' | keyof typeof SHAPES;
@@ -50,7 +53,7 @@ function request(n: number, argv: string[], env: Record<string, string>): Proces
 
 let n = 0;
 /** ms from the request to the episode's result: set-up, start, the agent's run and the end. */
-async function episode(shape: Shape, argv = ['/bin/true']): Promise<{ ms: number; log: string }> {
+async function episode(shape: Shape, argv = ['/bin/true']): Promise<{ ms: number; log: string; relayPid?: number }> {
   n += 1;
   const env = shape.startsWith('gateway') ? GATEWAY_ENV : {};
   const started = performance.now();
@@ -61,15 +64,16 @@ async function episode(shape: Shape, argv = ['/bin/true']): Promise<{ ms: number
           sandbox: SandboxSchema.parse(SHAPES[shape]),
           stateDir,
           namespace: 'default',
-          name: 'bench',
+          name: shape.includes('first') ? `first-${n}` : 'bench',
           workspace,
           env,
         });
   const run = await startProcessEpisode({ ...request(n, argv, env), sandbox });
   const result = await run.result;
   const ms = performance.now() - started;
+  if (shape.includes('first')) endRelay(`default/first-${n}`); // a throwaway task: its relay need not linger
   if (result.exitCode !== 0) throw new Error(`${shape}: episode ${n} exited ${result.exitCode}: ${result.message}`);
-  return { ms, log: readFileSync(join(stateDir, 'logs', `episode-${n}.log`), 'utf8') };
+  return { ms, log: readFileSync(join(stateDir, 'logs', `episode-${n}.log`), 'utf8'), relayPid: sandbox?.relayPid };
 }
 
 function quantile(xs: number[], q: number): number {
@@ -82,12 +86,10 @@ const times = new Map<Shape, number[]>(shapes.map((s) => [s, []]));
 for (const s of shapes) await episode(s); // warm-up: the probe, the modules, the page cache
 for (let r = 0; r < ROUNDS; r++) for (const s of shapes) times.get(s)?.push((await episode(s)).ms);
 
-// The relay's RSS, read by the agent inside: the relay is its parent.
-const rssOf = async (shape: Shape) => {
-  const rss = await episode(shape, ['/bin/sh', '-c', 'grep VmRSS /proc/$PPID/status; true']);
-  return Number(/VmRSS:\s+(\d+) kB/.exec(rss.log)?.[1]) / 1024;
-};
-const relayRss = await rssOf('gateway');
+// The relay's RSS: the one child of its namespace's init (bwrap).
+const { relayPid } = await episode('gateway');
+const relay = readFileSync(`/proc/${relayPid}/task/${relayPid}/children`, 'utf8').trim().split(' ')[0];
+const relayRss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${relay}/status`, 'utf8'))?.[1]) / 1024;
 
 const plain = times.get('plain') ?? [];
 const rows = shapes.map((s) => {

@@ -59,6 +59,8 @@ export const EpisodeConfigSchema = z.object({
   scope: ScopeSchema.optional(),
   /** Paths always in scope (the plan file, DISCOVERY.md, IDEAS.md, the outputs file). */
   scopeAllowed: z.array(z.string()).optional(),
+  /** spec.sandbox.mounts: paths of the image the agent is promised (read-only); the runner checks they exist. */
+  sandboxMounts: z.array(z.string()).optional(),
   /** Set for git workspaces: clone before the episode, commit and push after it. */
   git: GitWorkspaceSchema.shape.git.optional(),
   ...OUTPUTS_CONFIG_FIELDS,

@@ -109,6 +109,31 @@ export const SandboxSchema = z
   );
 
 export type Sandbox = z.infer<typeof SandboxSchema>;
+
+/**
+ * spec.sandbox.mounts on a cluster (README "Sandbox"): a pod has no host directory to share (hostPath would
+ * hand the agent the node), so a mount there is a path of the episode's image, read-only like the rest of its
+ * root. A read-write mount has no such meaning: the task is refused, naming the field.
+ */
+export function podMountsProblem(sandbox: Sandbox | undefined): string | undefined {
+  const at = sandbox?.enabled ? sandbox.mounts.findIndex((m) => !m.readOnly) : -1;
+  if (!sandbox || at < 0) return undefined;
+  return (
+    `spec.sandbox.mounts[${at}] (${sandbox.mounts[at].path}): readOnly: false has no meaning on a cluster: a pod ` +
+    "has no host directory to share; its mounts are its image's paths, read-only (use spec.workspace.volumeClaim " +
+    'for files that must persist)'
+  );
+}
+
+/** The runner's check of a cluster mount: the first path the image lacks, as the field it came from. */
+export function missingPodMount(paths: readonly string[], exists: (path: string) => boolean): string | undefined {
+  const at = paths.findIndex((p) => !exists(p));
+  if (at < 0) return undefined;
+  return (
+    `spec.sandbox.mounts[${at}].path: ${paths[at]} is not in the episode's image (on a cluster a mount is a ` +
+    "path of the image, read-only; /tmp, $HOME and the workspace are the pod's own volumes)"
+  );
+}
 export type SandboxResources = z.infer<typeof SandboxResourcesSchema>;
 
 /** How spec.sandbox.resources were bounded: cgroup v2 or v1 where writable, else rlimits (cpu unbound). */

@@ -1,6 +1,7 @@
 // The episode runner: what `episodic episode -- <agent argv>` does inside an episode pod. It turns the
 // controller's environment contract into one local episode (startProcessEpisode), wraps a git workspace
 // around it, and reports the EpisodeResult through the termination message.
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +23,7 @@ import { settleEpisode } from '../executors/evidence/settle.ts';
 import { snapshotReview } from '../executors/evidence/review.ts';
 import { snapshotWorkspace } from '../executors/evidence/workspace.ts';
 import { withPromptNote } from '../api/outputs.ts';
+import { missingPodMount } from '../api/sandbox.ts';
 import { encodeTerminationMessage } from '../api/termination-message.ts';
 
 /** Exit code for a configuration the runner cannot use (like a CLI usage error). */
@@ -96,6 +98,12 @@ async function runConfiguredEpisode(
     if (!prepared.ok) return finish(opts, failed(prepared.errorClass, prepared.message, startedAt));
   } else {
     await mkdir(config.workspaceDir, { recursive: true });
+  }
+  // spec.sandbox.mounts: the agent is promised these paths of the image; without one it does not start.
+  const missing = missingPodMount(config.sandboxMounts ?? [], existsSync);
+  if (missing) {
+    opts.log(missing);
+    return finish(opts, fatal(missing, startedAt), EXIT_BAD_CONFIG);
   }
   const prompt = await readPrompt(config, opts.env);
   if (!prompt.ok) {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
-import { SandboxSchema } from '../../controller/api/sandbox.ts';
+import { missingPodMount, podMountsProblem, SandboxSchema } from '../../controller/api/sandbox.ts';
 import { effectiveSpec } from '../../controller/api/steps.ts';
 import { describeIssues } from '../../controller/api/validate.ts';
 
@@ -94,5 +94,33 @@ describe('spec.sandbox', () => {
     const at = (name: string) => effectiveSpec(spec, { step: { name, index: 1 } } as never).sandbox;
     assert.equal(at('plan')?.network, 'none');
     assert.deepEqual(at('build'), SandboxSchema.parse({ network: 'open' }));
+  });
+});
+
+describe('spec.sandbox.mounts on a cluster: paths of the image, read-only', () => {
+  const box = (mounts: unknown[], enabled = true) => SandboxSchema.parse({ enabled, mounts });
+  const rows: Array<[string, ReturnType<typeof box> | undefined, RegExp | undefined]> = [
+    ['no sandbox', undefined, undefined],
+    ['read-only mounts', box([{ path: '/opt/tools' }, { path: '/usr/share/dict', readOnly: true }]), undefined],
+    [
+      'a read-write mount, named by index',
+      box([{ path: '/opt/a' }, { path: '/srv/cache', readOnly: false }]),
+      /^spec\.sandbox\.mounts\[1\] \(\/srv\/cache\): readOnly: false has no meaning on a cluster/,
+    ],
+    ['a disabled sandbox refuses nothing', box([{ path: '/srv/cache', readOnly: false }], false), undefined],
+  ];
+  for (const [name, sandbox, expected] of rows)
+    it(name, () => {
+      const problem = podMountsProblem(sandbox);
+      if (expected) assert.match(problem ?? '', expected);
+      else assert.equal(problem, undefined);
+    });
+  it('the runner names the first path the image lacks by its index', () => {
+    const has = (p: string) => p !== '/opt/b';
+    assert.equal(missingPodMount(['/opt/a'], has), undefined);
+    assert.match(
+      missingPodMount(['/opt/a', '/opt/b'], has) ?? '',
+      /^spec\.sandbox\.mounts\[1\]\.path: \/opt\/b is not/,
+    );
   });
 });

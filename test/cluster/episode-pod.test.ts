@@ -99,6 +99,23 @@ describe('buildEpisodePod', () => {
     assert.equal(config.workspaceDir, '/workspace');
   });
 
+  it('spec.sandbox.mounts: the runner gets the paths to check in the image; the pod gets no volume for them', () => {
+    const { task: t, spec } = task('demo', { sandbox: { mounts: [{ path: '/opt/tools' }, { path: '/usr/share/x' }] } });
+    const p = buildEpisodePod({ task: t, spec, episode: 1 });
+    const env = Object.fromEntries(p.spec.containers[0].env.map((e: any) => [e.name, e.value]));
+    assert.deepEqual(EpisodeConfigSchema.parse(JSON.parse(env.EPISODIC_EPISODE_CONFIG)).sandboxMounts, [
+      '/opt/tools',
+      '/usr/share/x',
+    ]);
+    assert.deepEqual(
+      p.spec.volumes.map((v: any) => v.name),
+      ['workspace', 'home', 'tmp'],
+    );
+    const plain = buildEpisodePod({ task: t, spec: task().spec, episode: 1 });
+    const plainEnv = Object.fromEntries(plain.spec.containers[0].env.map((e: any) => [e.name, e.value]));
+    assert.equal(JSON.parse(plainEnv.EPISODIC_EPISODE_CONFIG).sandboxMounts, undefined);
+  });
+
   it('is non-root and locked down by default', () => {
     const { task: t, spec } = task();
     const p = buildEpisodePod({ task: t, spec, episode: 1 });

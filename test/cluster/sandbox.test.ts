@@ -2,7 +2,7 @@
 // for; enforcement is the CNI's and the runtime's): a sandboxed task's pod carries the hardened fields, the
 // sandbox's resources and runtimeClassName; its NetworkPolicy exists, selects exactly its pods, denies ingress,
 // admits DNS, the gateway's pods and allowCIDRs; deleting the task deletes it; sandbox.enforce refuses a task
-// without a sandbox.
+// without a sandbox; mounts are the image's paths (handed to the runner), a read-write one is refused.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
@@ -119,6 +119,19 @@ describe('cluster sandbox: pod fields and the task NetworkPolicy', { skip: skipC
     assert.equal(await policyOf(client, ns, 'plain'), undefined);
     const plainPod: any = await client.get(`/api/v1/namespaces/${ns}/pods/plain-ep-1`);
     assert.equal(plainPod.spec.runtimeClassName, undefined);
+  });
+
+  it("mounts: read-only ones reach the pod's runner (it checks the image has them); a read-write one is refused without a pod", async () => {
+    await apply('tools', fakeClaudeSpec({ sandbox: { mounts: [{ path: '/opt/tools' }] } }));
+    await apply('shared', fakeClaudeSpec({ sandbox: { mounts: [{ path: '/srv/cache', readOnly: false }] } }));
+    const pod: any = await waitForPod(client, ns, 'tools-ep-1');
+    const config = JSON.parse(pod.spec.containers[0].env.find((e: any) => e.name === 'EPISODIC_EPISODE_CONFIG').value);
+    assert.deepEqual(config.sandboxMounts, ['/opt/tools']);
+    assert.ok(!pod.spec.volumes.some((v: any) => v.hostPath), 'never a hostPath');
+    const refused: any = await waitForTask(client, ns, 'shared', (s) => s.phase === 'Failed');
+    assert.match(refused.status.message, /spec\.sandbox\.mounts\[0\] \(\/srv\/cache\): readOnly: false has no meaning/);
+    const pods: any = await client.get(`/api/v1/namespaces/${ns}/pods`);
+    assert.ok(!pods.items.some((p: any) => p.metadata.name.startsWith('shared-')), 'no pod for the refused task');
   });
 
   it('deleting the task deletes its NetworkPolicy', async () => {

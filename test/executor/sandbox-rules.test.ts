@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import { launchEpisode } from '../../controller/executors/local/episode-launcher.ts';
-import { bwrapArgv } from '../../controller/executors/sandbox/bwrap-argv.ts';
+import { bwrapArgv, joinNetArgv, relayHolderArgv } from '../../controller/executors/sandbox/bwrap-argv.ts';
 import type { SandboxPlan } from '../../controller/executors/sandbox/bwrap-argv.ts';
 import { admitConnect, gatewayRoutes, relayArgs } from '../../controller/executors/sandbox/gateway-routes.ts';
 import { installDirOf, installDirs, programsOf } from '../../controller/executors/sandbox/install-dirs.ts';
@@ -68,12 +68,7 @@ describe('bwrapArgv', () => {
     const at = (p: string) => argv.indexOf(p);
     assert.ok(at('/w/ws/a') < at('/w/ws/a/vendor'));
   });
-  it('the socket directory only under network gateway; the environment exactly the plan, sorted; then the command', () => {
-    assert.deepEqual(pairs(bwrapArgv('b', plan({ socketDir: '/tmp/s' })), '--ro-bind').at(-1), [
-      '/tmp/s',
-      '/run/episodic',
-    ]);
-    assert.ok(!bwrapArgv('b', plan({ network: 'none', socketDir: '/tmp/s' })).includes('/run/episodic'));
+  it('the environment exactly the plan, sorted; then the command; the workspace is the working directory', () => {
     const argv = bwrapArgv('b', plan());
     assert.deepEqual(pairs(argv, '--setenv'), [
       ['A', '1'],
@@ -81,6 +76,56 @@ describe('bwrapArgv', () => {
     ]);
     assert.deepEqual(argv.slice(argv.indexOf('--')), ['--', 'agent', '-p']);
     assert.deepEqual(argv.slice(argv.indexOf('--chdir'), argv.indexOf('--chdir') + 2), ['--chdir', '/w/ws/a']);
+    assert.ok(!argv.includes('/run/episodic'), "the relay's sockets are the holder's, never the episode's");
+  });
+  it('network gateway with the relay joined: no net namespace of its own (the relay holder has it)', () => {
+    assert.ok(!bwrapArgv('b', plan({ netJoined: true })).includes('--unshare-net'));
+    assert.ok(bwrapArgv('b', plan({ network: 'none', netJoined: true })).includes('--unshare-net'));
+  });
+});
+
+describe('relayHolderArgv and joinNetArgv', () => {
+  const holder = relayHolderArgv(
+    '/usr/bin/bwrap',
+    {
+      socketDir: '/tmp/episodic-sb-x',
+      readOnly: ['/opt/node'],
+      rootLinks: { bin: 'usr/bin' },
+      command: ['/opt/node/bin/node', '/opt/relay.js', '--listen', '41000=/run/episodic/gw-0.sock'],
+    },
+    3,
+  );
+  it('its own net and pid namespaces, reported on the info fd; only the sockets, the install and /usr /etc', () => {
+    for (const flag of ['--die-with-parent', '--unshare-net', '--unshare-pid', '--clearenv', '--remount-ro'])
+      assert.ok(holder.includes(flag), flag);
+    assert.deepEqual(holder.slice(holder.indexOf('--info-fd'), holder.indexOf('--info-fd') + 2), ['--info-fd', '3']);
+    assert.deepEqual(pairs(holder, '--ro-bind'), [
+      ['/usr', '/usr'],
+      ['/etc', '/etc'],
+      ['/opt/node', '/opt/node'],
+      ['/tmp/episodic-sb-x', '/run/episodic'],
+    ]);
+    assert.deepEqual(pairs(holder, '--bind'), [], 'nothing writable');
+    assert.ok(!holder.includes('--dev'), 'no /dev: unprivileged, it would nest a user namespace episodes cannot enter');
+    assert.deepEqual(pairs(holder, '--setenv'), [['PATH', '/usr/bin:/bin']]);
+    assert.deepEqual(holder.slice(holder.indexOf('--') + 1, holder.indexOf('--') + 3), [
+      '/opt/node/bin/node',
+      '/opt/relay.js',
+    ]);
+  });
+  it("an episode enters the net namespace by the controller's descriptors; the user namespace only when bwrap made one", () => {
+    assert.deepEqual(joinNetArgv('/usr/bin/nsenter', { pid: 7, netFd: 21 }), [
+      '/usr/bin/nsenter',
+      '--net=/proc/7/fd/21',
+      '--',
+    ]);
+    assert.deepEqual(joinNetArgv('/usr/bin/nsenter', { pid: 7, netFd: 21, userFd: 22 }), [
+      '/usr/bin/nsenter',
+      '--user=/proc/7/fd/22',
+      '--preserve-credentials',
+      '--net=/proc/7/fd/21',
+      '--',
+    ]);
   });
 });
 

@@ -130,6 +130,33 @@ describe('episodic episode', () => {
     assert.match(noPrompt.stderr, /EPISODIC_PROMPT is not set/);
   });
 
+  it('spec.sandbox.mounts: a path the image lacks fails the episode naming the field; the agent never runs', async () => {
+    const present = await tempDir('tools');
+    const missing = await runRunner({
+      agent: nodeAgent('console.log("ran")'),
+      config: episodeConfig({ workspaceDir: await tempDir('ws'), sandboxMounts: [present, '/opt/no-such-tools'] }),
+      prompt: 'x',
+    });
+    assert.equal(missing.code, 2);
+    assert.equal(missing.result?.errorClass, 'fatal');
+    assert.match(
+      missing.result?.message ?? '',
+      /^spec\.sandbox\.mounts\[1\]\.path: \/opt\/no-such-tools is not in the episode's image/,
+    );
+    assert.equal(missing.stdout, '', 'the agent must not run');
+    const all = await runRunner({
+      agent: nodeAgent('console.log("ran")'),
+      config: episodeConfig({
+        workspaceDir: await tempDir('ws'),
+        sandboxMounts: [present],
+        completion: { onExitZero: true },
+      }),
+      prompt: 'x',
+    });
+    assert.equal(all.code, 0, all.stderr);
+    assert.equal(all.stdout, 'ran\n');
+  });
+
   it('reports an unusable workspace directory as fatal instead of crashing', async () => {
     const file = path.join(await tempDir('ws'), 'a-file');
     await writeFile(file, '');

@@ -103,6 +103,7 @@ function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
     workspaceDir: POD_WORKSPACE,
     ...(git ? { git } : {}),
     ...(spec.progress.checklist ? { checklist: spec.progress.checklist } : {}),
+    ...sandboxMountsConfig(spec),
     // The runner reads and renders promptFile itself: the file lives in the workspace, which only the pod sees.
     ...(spec.promptFile ? { promptFile: spec.promptFile } : {}),
     ...(spec.promptFile && lastEpisodeMessage !== undefined ? { lastEpisodeMessage } : {}),
@@ -116,6 +117,12 @@ function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
 /** A promptFile is rendered in the pod: the ops' placeholders go with it, rendered here and bounded. */
 function promptVarsEnv(more: Readonly<Record<string, string>>): EnvVar {
   return { name: EPISODE_PROMPT_VARS_ENV, value: JSON.stringify(podPromptVars(more)) };
+}
+
+/** A sandbox's mounts: the runner fails the episode when the image lacks one (never an agent without it). */
+function sandboxMountsConfig(spec: AgentTaskSpec): Pick<EpisodeConfig, 'sandboxMounts'> {
+  const mounts = spec.sandbox?.enabled ? spec.sandbox.mounts : [];
+  return mounts.length > 0 ? { sandboxMounts: mounts.map((m) => m.path) } : {};
 }
 
 function gateConfig(input: EpisodePodInput): Pick<EpisodeConfig, 'gates' | 'gate'> {

@@ -21,6 +21,7 @@ import type { ClusterTask } from '../../core/ports.ts';
 import { episodePodName, podEpisode, TASK_LABEL } from '../../kube/names.ts';
 import { buildEpisodePod } from './episode-pod.ts';
 import { buildNetworkPolicy, enforceProblem, networkPolicyName } from './network-policy.ts';
+import { podMountsProblem } from '../../api/sandbox.ts';
 import type { Sandbox } from '../../api/sandbox.ts';
 import { proxyAllowOf, proxyEnv } from './proxy-env.ts';
 import { isFinishedPod, isRunningPod, observeDeletedPod, observePod } from './pod-outcome.ts';
@@ -149,7 +150,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     // In a pipeline, the current step's prompt, agent, completion and limits.
     const spec = effectiveSpec(task.spec, status);
     const stack = spec.stack ? (status.stack?.frames ?? spec.stack) : undefined;
-    const refusal = enforceProblem(spec.sandbox, this.opts.episodeDefaults?.sandbox);
+    const refusal = enforceProblem(spec.sandbox, this.opts.episodeDefaults?.sandbox) ?? podMountsProblem(spec.sandbox);
     if (refusal) {
       this.refused.set(task.key, { number, message: refusal });
       this.notify(task.key);

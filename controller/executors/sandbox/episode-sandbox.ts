@@ -1,6 +1,6 @@
 // A sandboxed episode's set-up (README "Sandbox"): probes bubblewrap, makes the task's $HOME, the resource
-// group and (network: gateway) the bridge; wraps each process of the episode (agent, verify, gates) in bwrap.
-// The rules are in bwrap-argv.ts, gateway-routes.ts, install-dirs.ts and resources.ts; this gathers facts.
+// group and (network: gateway) leases the task's relay; wraps each process of the episode (agent, verify,
+// gates) in bwrap. The rules are in bwrap-argv.ts, gateway-routes.ts, install-dirs.ts and resources.ts.
 import { sandboxHomePath } from '../../util/state-layout.ts';
 import { randomUUID } from 'node:crypto';
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync } from 'node:fs';
@@ -9,11 +9,11 @@ import { fileURLToPath } from 'node:url';
 import type { ResourceLimit, Sandbox, SandboxRun } from '../../api/sandbox.ts';
 import { isInside } from '../../util/paths.ts';
 import { bwrapArgv } from './bwrap-argv.ts';
-import { openGatewayBridge } from './gateway-bridge.ts';
-import type { GatewayBridge } from './gateway-bridge.ts';
-import { gatewayRoutes, relayArgs } from './gateway-routes.ts';
+import { gatewayRoutes } from './gateway-routes.ts';
 import { installDirs, programsOf } from './install-dirs.ts';
 import { BWRAP, probeSandbox } from './preflight.ts';
+import { leaseRelay } from './relay-holder.ts';
+import type { RelayLease } from './relay-holder.ts';
 import { episodeGroup } from './resources.ts';
 import type { EpisodeGroup } from './resources.ts';
 
@@ -30,8 +30,10 @@ export interface EpisodeSandbox {
   limitHit(): ResourceLimit | undefined;
   /** What the result and the record say. */
   run(): SandboxRun;
-  /** After the episode: the group removed, the bridge closed. Refusals of the proxy, for the log. */
+  /** After the episode: the group removed, the relay released. Refusals of the proxy, for the log. */
   close(): Promise<string[]>;
+  /** network gateway: the task's relay namespace's init on the host (the relay is its child), for bench/. */
+  relayPid?: number;
 }
 
 export interface SandboxRequest {
@@ -63,16 +65,17 @@ export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbo
   const network = req.sandbox.network;
   const routes = gatewayRoutes(req.env, req.sandbox.allowHosts);
   const relayed = network === 'gateway' && (routes.upstreams.length > 0 || routes.proxyPort !== undefined);
-  const bridge: GatewayBridge | undefined = relayed ? await openGatewayBridge(routes) : undefined;
+  const relay: RelayLease | undefined = relayed
+    ? await leaseRelay({ task: `${req.namespace}/${req.name}`, routes, bwrap, ...relayCommand() })
+    : undefined;
   const group: EpisodeGroup = episodeGroup(`${req.namespace}.${req.name}.${randomUUID()}`, req.sandbox.resources);
-  const relay = relayed ? relayCommand(routes) : undefined;
   let hit: ResourceLimit | undefined;
   return {
+    relayPid: relay?.pid,
     wrap(argv, env) {
       const inside = network === 'gateway' ? { ...env, ...routes.env } : { ...env };
       const files = filesOf(inside);
-      const programs = [...programsOf(argv), ...(relay?.programs ?? [])];
-      const bins = programs.map((p) => resolveProgram(p, inside.PATH ?? process.env.PATH ?? DEFAULT_PATH));
+      const bins = programsOf(argv).map((p) => resolveProgram(p, inside.PATH ?? process.env.PATH ?? DEFAULT_PATH));
       const readOnly = [...installDirs(bins), ...files.ro, ...mounts.filter((m) => m.readOnly).map((m) => m.path)];
       const readWrite = [...files.rw, ...mounts.filter((m) => !m.readOnly).map((m) => m.path)];
       const binDirs = bins.filter((b) => b.named.includes('/')).map((b) => dirname(b.named));
@@ -85,11 +88,15 @@ export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbo
         readOnly: [...new Set(readOnly)],
         readWrite: [...new Set(readWrite)],
         rootLinks: rootLinks(),
-        socketDir: bridge?.socketDir,
+        netJoined: relay !== undefined,
         env: inside,
-        command: relay ? [...relay.command, ...argv] : argv,
+        command: argv,
       };
-      return { argv: [...group.prefix, ...bwrapArgv(bwrap, plan)], env: { PATH: process.env.PATH ?? DEFAULT_PATH } };
+      const joinNet = relay?.prefix ?? [];
+      return {
+        argv: [...group.prefix, ...joinNet, ...bwrapArgv(bwrap, plan)],
+        env: { PATH: process.env.PATH ?? DEFAULT_PATH },
+      };
     },
     limitHit: () => {
       hit ??= group.hit();
@@ -99,18 +106,19 @@ export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbo
     async close() {
       hit ??= group.hit();
       await group.remove();
-      await bridge?.close();
-      return bridge?.refused ?? [];
+      return relay?.release() ?? [];
     },
   };
 }
 
-/** The relay: this Node and its script (bundled in dist/ where built; the source otherwise). */
-function relayCommand(routes: ReturnType<typeof gatewayRoutes>): { command: string[]; programs: string[] } {
+/** The relay: this Node and its script (bundled in dist/ where built; the source otherwise), and their installs. */
+function relayCommand(): { command: string[]; readOnly: string[]; rootLinks: Record<string, string> } {
   const at = (c: string) => fileURLToPath(new URL(c, import.meta.url));
   const scripts = ['../sandbox-relay.js', '../../../dist/sandbox-relay.js', './relay.ts'].map(at);
   const script = scripts.find((s) => existsSync(s)) ?? (scripts.at(-1) as string);
-  return { command: [process.execPath, script, ...relayArgs(routes), '--'], programs: [process.execPath, script] };
+  const command = [process.execPath, script];
+  const bins = command.map((p) => resolveProgram(p, DEFAULT_PATH));
+  return { command, readOnly: installDirs(bins), rootLinks: rootLinks() };
 }
 
 /** The files named by the episode's variables, made to exist so they can be mounted. */

@@ -28,7 +28,8 @@ export async function openGatewayBridge(routes: GatewayRoutes): Promise<GatewayB
       const server = createServer(onConnection);
       servers.push(server);
       server.once('error', fail);
-      server.listen(join(socketDir, socket), () => ready());
+      // Held by a task's relay between episodes: it never keeps the controller's process alive on its own.
+      server.listen(join(socketDir, socket), () => ready()).unref();
     });
   try {
     for (const u of routes.upstreams) await listen(u.socket, (inbound) => splice(inbound, connect(u.port, u.host)));

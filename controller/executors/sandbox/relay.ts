@@ -1,21 +1,19 @@
-// The relay inside a sandbox (network: gateway): listens on the sandbox's loopback and forwards each connection
-// to a Unix socket the controller serves (gateway-bridge.ts); once it listens, it starts the agent and ends as
-// the agent ends. Generic bytes only: what an endpoint admits is decided outside, where the agent cannot reach.
-// Usage: relay --listen PORT=SOCKET… -- AGENT ARGV…  (standalone: node built-ins only, bundled as dist/sandbox-relay.js)
-import { spawn } from 'node:child_process';
+// The relay of a sandboxed task (network: gateway): the one process of the task's relay namespace
+// (relay-holder.ts). It listens on that namespace's loopback and forwards each connection to a Unix socket the
+// controller serves (gateway-bridge.ts); it says "ready" once every port listens and ends when its stdin does
+// (the controller closed it, or died). Generic bytes only: what an endpoint admits is decided outside.
+// Usage: relay --listen PORT=SOCKET…  (standalone: node built-ins only, bundled as dist/sandbox-relay.js)
 import { connect, createServer } from 'node:net';
 import type { Server } from 'node:net';
 
-function parseArgs(argv: string[]): { listen: Array<{ port: number; socket: string }>; command: string[] } {
+function parseArgs(argv: string[]): Array<{ port: number; socket: string }> {
   const listen: Array<{ port: number; socket: string }> = [];
-  let i = 0;
-  while (i < argv.length && argv[i] === '--listen') {
+  for (let i = 0; i < argv.length; i += 2) {
     const [port, socket] = (argv[i + 1] ?? '').split('=');
+    if (argv[i] !== '--listen' || !socket) throw new Error('usage: relay --listen PORT=SOCKET…');
     listen.push({ port: Number(port), socket });
-    i += 2;
   }
-  if (argv[i] !== '--') throw new Error('usage: relay --listen PORT=SOCKET… -- COMMAND…');
-  return { listen, command: argv.slice(i + 1) };
+  return listen;
 }
 
 function serve(port: number, socket: string): Promise<Server> {
@@ -36,24 +34,11 @@ function serve(port: number, socket: string): Promise<Server> {
 }
 
 async function main(): Promise<void> {
-  const { listen, command } = parseArgs(process.argv.slice(2));
-  const servers = await Promise.all(listen.map((l) => serve(l.port, l.socket)));
-  const [file, ...args] = command;
-  if (!file) throw new Error('relay: no command');
-  const child = spawn(file, args, { stdio: 'inherit' });
-  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => child.kill(signal));
-  child.on('error', (err) => {
-    process.stderr.write(`episodic sandbox: cannot start ${file}: ${err.message}\n`);
-    process.exit(127);
-  });
-  child.on('exit', (code, signal) => {
-    for (const s of servers) s.close();
-    if (signal) {
-      process.removeAllListeners(signal);
-      process.kill(process.pid, signal);
-    }
-    process.exit(code ?? 1);
-  });
+  await Promise.all(parseArgs(process.argv.slice(2)).map((l) => serve(l.port, l.socket)));
+  process.stdout.write('ready\n');
+  // The controller holds our stdin: its end (a close, or the controller's death) is ours.
+  process.stdin.on('end', () => process.exit(0)).on('error', () => process.exit(0));
+  process.stdin.resume();
 }
 
 main().catch((err: unknown) => {

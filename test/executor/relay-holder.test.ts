@@ -1,0 +1,146 @@
+// The relay of network: gateway is started once per task and kept (relay-holder.ts): a task's episodes share
+// it, another task never does, a relay that died is replaced at the next episode, and endRelay ends it; an
+// unprivileged controller (bwrap makes user namespaces) enters it too. Real bwrap, nsenter, Node relay and an
+// HTTP server standing in for the gateway.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { chmodSync, existsSync, readFileSync, readlinkSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { SandboxSchema } from '../../controller/api/sandbox.ts';
+import { prepareSandbox } from '../../controller/executors/sandbox/episode-sandbox.ts';
+import type { EpisodeSandbox } from '../../controller/executors/sandbox/episode-sandbox.ts';
+import { endRelay } from '../../controller/executors/sandbox/relay-holder.ts';
+import { NODE, REPO, tempDir } from '../support/local.ts';
+
+const FETCH =
+  'fetch(process.env.ANTHROPIC_BASE_URL + "/v1/ping").then(r => r.text()).then(t => process.stdout.write(t))';
+
+/** The host's view of a pid's children (the relay is the only child of its namespace's init). */
+function childOf(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(' ')[0]);
+}
+
+function run(argv: string[], env: Record<string, string>): Promise<string> {
+  return new Promise((done, fail) =>
+    execFile(argv[0], argv.slice(1), { env, timeout: 60_000 }, (err, stdout, stderr) =>
+      err ? fail(new Error(`${err.message}\n${stderr}`)) : done(stdout),
+    ),
+  );
+}
+
+/** Resolves once the process is gone (its /proc entry removed). */
+async function gone(pid: number): Promise<void> {
+  while (existsSync(`/proc/${pid}`)) await new Promise((r) => setTimeout(r, 20));
+}
+
+describe('the relay of network gateway: once per task, kept between its episodes', () => {
+  const server = createServer((_req, res) => res.end('pong'));
+  let env: Record<string, string>;
+  const dir = tempDir('episodic-relay-');
+  before(async () => {
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    env = { ANTHROPIC_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  });
+  after(() => server.close());
+
+  const open = (name: string) =>
+    prepareSandbox({
+      sandbox: SandboxSchema.parse({}),
+      stateDir: join(dir, '.episodic'),
+      namespace: 'default',
+      name,
+      workspace: dir,
+      env,
+    });
+  const fetchInside = (sandbox: EpisodeSandbox) => {
+    const wrapped = sandbox.wrap([NODE, '-e', FETCH], env);
+    return run(wrapped.argv, wrapped.env);
+  };
+
+  it("a task's episodes share one relay; another task gets its own; each reaches the gateway", async () => {
+    const first = await open('a');
+    assert.equal(await fetchInside(first), 'pong');
+    await first.close();
+    const second = await open('a');
+    const other = await open('b');
+    assert.ok(first.relayPid, 'a relay');
+    assert.equal(second.relayPid, first.relayPid, 'the second episode of a entered the same relay');
+    assert.notEqual(other.relayPid, first.relayPid, 'b never shares a');
+    assert.equal(await fetchInside(second), 'pong');
+    assert.equal(await fetchInside(other), 'pong');
+    await Promise.all([second.close(), other.close()]);
+  });
+
+  it('a relay that died is replaced at the next episode; endRelay ends an idle one', async () => {
+    const before = await open('a');
+    await before.close();
+    const relay = childOf(before.relayPid as number);
+    process.kill(relay, 'SIGKILL');
+    await gone(before.relayPid as number); // its namespace's init ends with it
+    const after = await open('a');
+    assert.notEqual(after.relayPid, before.relayPid);
+    assert.equal(await fetchInside(after), 'pong');
+    await after.close();
+    endRelay('default/a');
+    endRelay('default/b');
+    await gone(after.relayPid as number);
+  });
+
+  it('an episode whose relay dies keeps its namespace: its next process starts there (never elsewhere)', async () => {
+    const box = await open('c');
+    const inner = box.relayPid as number;
+    const outer = Number(readFileSync(`/proc/${inner}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+    const netNs = readlinkSync(`/proc/${inner}/ns/net`);
+    process.kill(childOf(inner), 'SIGKILL');
+    await gone(outer); // reaped: the controller has seen the holder end
+    const wrapped = box.wrap(['/bin/sh', '-c', 'readlink /proc/self/ns/net'], env);
+    assert.equal((await run(wrapped.argv, wrapped.env)).trim(), netNs);
+    await box.close();
+    endRelay('default/c');
+  });
+
+  it('an unprivileged controller (uid 65534): episodes enter the relay through its user namespace', {
+    skip: process.getuid?.() !== 0 && 'dropping to another uid needs root',
+  }, async () => {
+    const state = tempDir('episodic-relay-nobody-');
+    chmodSync(state, 0o777);
+    const at = (file: string) => JSON.stringify(join(REPO, file));
+    // Two episodes of one task in a controller process of its own, as nobody; each fetches the gateway inside.
+    const script = `
+      import { prepareSandbox } from ${at('controller/executors/sandbox/episode-sandbox.ts')};
+      import { SandboxSchema } from ${at('controller/api/sandbox.ts')};
+      import { execFile } from 'node:child_process';
+      import { promisify } from 'node:util';
+      const env = ${JSON.stringify(env)};
+      const seen = [];
+      for (const n of [1, 2]) {
+        const box = await prepareSandbox({ sandbox: SandboxSchema.parse({}), stateDir: ${JSON.stringify(state)} + '/.episodic',
+          namespace: 'default', name: 'nobody', workspace: ${JSON.stringify(state)}, env });
+        const w = box.wrap([process.execPath, '-e', ${JSON.stringify(FETCH)}], env);
+        const { stdout } = await promisify(execFile)(w.argv[0], w.argv.slice(1), { env: w.env, timeout: 60000 });
+        seen.push({ relay: box.relayPid, got: stdout, userns: w.argv.some((a) => a.startsWith('--user=')) });
+        await box.close();
+      }
+      console.log(JSON.stringify(seen));`;
+    const out = await run(
+      [
+        '/usr/bin/setpriv',
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        NODE,
+        '--input-type=module',
+        '-e',
+        script,
+      ],
+      { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    );
+    const seen = JSON.parse(out.trim().split('\n').at(-1) ?? '[]');
+    assert.equal(seen.length, 2);
+    for (const s of seen) assert.deepEqual([s.got, s.userns], ['pong', true]);
+    assert.equal(seen[0].relay, seen[1].relay, 'one relay for both episodes');
+  });
+});
