@@ -13,15 +13,16 @@ import { formatDuration, parseDuration } from '../../controller/cli/controller.t
 import { CLUSTER_DEFAULTS } from '../../controller/kube/cluster-defaults.ts';
 import { repoRoot, skipCluster } from '../support/cluster.ts';
 import type { Cluster } from '../support/cluster.ts';
-import { MAIN, NODE, clusterWithCrd, createNamespace, startControllerProcess } from '../support/kubelet.ts';
+import { NODE, clusterWithCrd, createNamespace, startControllerProcess } from '../support/kubelet.ts';
 import type { ControllerProcess } from '../support/kubelet.ts';
 import { waitFor } from '../support/wait.ts';
+import { cliEntry } from '../support/cli-entry.ts';
 
 const skip = skipCluster;
 
 async function cli(args: string[]): Promise<{ code: number; stderr: string }> {
   try {
-    await promisify(execFile)(NODE, [MAIN, 'controller', ...args], { cwd: repoRoot, timeout: 30_000 });
+    await promisify(execFile)(NODE, [cliEntry(), 'controller', ...args], { cwd: repoRoot, timeout: 30_000 });
     return { code: 0, stderr: '' };
   } catch (err) {
     const e = err as { code?: number; stderr?: string };

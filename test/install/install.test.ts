@@ -26,8 +26,8 @@ import { FAKE_CLAUDE, FakeKubelet, NODE, testClient } from '../support/kubelet.t
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { CHART_DIR, NAMESPACE, RELEASE, SA_USER, repoRoot, skipCluster } from './support.ts';
 import { waitFor } from '../support/wait.ts';
+import { cliEntry } from '../support/cli-entry.ts';
 
-const MAIN = path.join(repoRoot, 'controller', 'cli', 'main.ts');
 const SCOPED_RELEASE = 'episodic-scoped';
 const SCOPED_NAMESPACE = 'episodic-scoped-system';
 const FIELD_MANAGER = 'episodic-controller';
@@ -510,7 +510,7 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
       assert.equal(args[0], 'controller');
       assert.ok(args.includes('--leader-elect'), 'the Lease is taken as the ServiceAccount too');
       metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-      controller = spawn(NODE, [MAIN, ...args], {
+      controller = spawn(NODE, [cliEntry(), ...args], {
         cwd: repoRoot,
         env: { ...process.env, KUBECONFIG: '' },
         stdio: ['ignore', 'ignore', 'pipe'],

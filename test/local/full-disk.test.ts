@@ -7,7 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StoredStatusSchema } from '../../controller/sinks/local/file-status.ts';
-import { CLI, NODE, specDir, tempDir } from '../support/local.ts';
+import { cliEntry } from '../support/cli-entry.ts';
+import { NODE, specDir, tempDir } from '../support/local.ts';
 
 // Runs inside the namespace (root there, nobody outside): mounts the tmpfs, runs the CLI, frees the space,
 // and reports what it saw as JSON. The tmpfs goes with the namespace, so what the test checks is copied out.
@@ -92,7 +93,7 @@ function inNamespace(mode: 'once' | 'watch'): { report: Report; out: string } {
   writeFileSync(driver, DRIVER);
   const stdout = execFileSync(
     'unshare',
-    ['--user', '--map-root-user', '--mount', NODE, driver, NODE, CLI, dir, state, out, mode],
+    ['--user', '--map-root-user', '--mount', NODE, driver, NODE, cliEntry(), dir, state, out, mode],
     {
       encoding: 'utf8',
       timeout: 120_000,

@@ -13,6 +13,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { cliEntry } from './cli-entry.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -112,11 +113,10 @@ function parseEnvFile(text: string): Record<string, string> {
   return out;
 }
 
-/** `episodic ARGS` run from source (controller/cli/main.ts), as a person at a terminal would; never throws. */
+/** `episodic ARGS` (bin/episodic.js on dist/), as a person at a terminal would; never throws. */
 export function runMain(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const main = path.join(repoRoot, 'controller', 'cli', 'main.ts');
   return new Promise((done) => {
-    execFile(process.execPath, [main, ...args], { timeout: 30_000 }, (err, stdout, stderr) =>
+    execFile(process.execPath, [cliEntry(), ...args], { timeout: 30_000 }, (err, stdout, stderr) =>
       done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
