@@ -10,6 +10,7 @@
 //   6. `kubectl apply --server-side -k manifests/` installs the same objects.
 // One file, run in sequence: the steps share cluster-wide names (ClusterRole "episodic", the
 // episodic-system namespace). Set EPISODIC_SKIP_CLUSTER=1 to skip.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -272,7 +273,7 @@ async function cleanUp(): Promise<void> {
   await kubectl(['delete', 'lease', 'episodic-controller', '-n', NAMESPACE, '--ignore-not-found']);
 }
 
-describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_000 }, () => {
+describe('install on a real kube-apiserver', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let cluster: Cluster;
   let work: string;
   let taskNs: string;

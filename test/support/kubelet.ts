@@ -25,6 +25,7 @@ import { EPISODE_CONFIG_ENV } from '../../controller/api/episode-config.ts';
 import { ensureCluster, kubectl, repoRoot } from './cluster.ts';
 import type { Cluster } from './cluster.ts';
 import { cliEntry } from './cli-entry.ts';
+import { CLI_HANG_GUARD_MS, hangGuardMessage } from './hang-guard.ts';
 import { waitFor } from './wait.ts';
 
 export const NODE = process.execPath;
@@ -457,9 +458,11 @@ export async function runRunner(pod: KubeObject, opts: RunOptions = {}): Promise
       const child = execFile(
         NODE,
         [cliEntry(), 'episode', '--result-file', resultFile, '--', ...agentArgv],
-        { cwd: workspace, env, timeout: 60_000 },
+        { cwd: workspace, env, timeout: CLI_HANG_GUARD_MS },
         (err) => {
-          if (err && typeof (err as any).code !== 'number') reject(err);
+          // A pod's episode is bounded by its own timeout: only a hang reaches the guard.
+          if ((err as any)?.killed) reject(new Error(hangGuardMessage('episodic episode (a pod)', CLI_HANG_GUARD_MS)));
+          else if (err && typeof (err as any).code !== 'number') reject(err);
         },
       );
       if (opts.output) {
