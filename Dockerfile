@@ -15,7 +15,7 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` would build before the sources are here, and the `node` devDependency's
 # install script would download a second Node; the base image has Node already.
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY scripts/build.mjs ./scripts/
+COPY scripts/build.mjs scripts/build-stamp.mjs ./scripts/
 COPY controller ./controller
 RUN npm run build
 

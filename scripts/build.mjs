@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { distIsFresh, readStamp, sourceHash } from './build-stamp.mjs';
 
 const repo = fileURLToPath(new URL('../', import.meta.url)); // not .pathname: percent-encoded (a path with a space)
 const dist = join(repo, 'dist');
@@ -10,10 +10,9 @@ const cli = join(dist, 'cli');
 const stampFile = join(dist, '.build-stamp');
 const ENTRY = 'main.js';
 
-const sources = sourceHash();
-const stamp = readStamp();
-const built = [join(cli, ENTRY), join(dist, 'sandbox-relay.js')];
-if (process.argv.includes('--if-stale') && stamp?.sources === sources && built.every((f) => existsSync(f))) {
+const sources = sourceHash(repo);
+const stamp = readStamp(dist);
+if (process.argv.includes('--if-stale') && distIsFresh(repo, sources)) {
   console.log('dist/ is up to date with the sources (npm run build rebuilds it anyway)');
   process.exit(0);
 }
@@ -80,33 +79,4 @@ try {
   renameSync(`${stampFile}.tmp`, stampFile);
 } finally {
   rmSync(staging, { recursive: true, force: true });
-}
-
-/** What the build reads: the sources, this script and the locked dependencies. */
-function sourceHash() {
-  const hash = createHash('sha256');
-  const add = (file) =>
-    hash
-      .update(`${relative(repo, file)}\0`)
-      .update(readFileSync(file))
-      .update('\0');
-  const walk = (dir) => {
-    for (const name of readdirSync(dir).sort()) {
-      const path = join(dir, name);
-      if (statSync(path).isDirectory()) walk(path);
-      else add(path);
-    }
-  };
-  walk(join(repo, 'controller'));
-  for (const f of ['scripts/build.mjs', 'package-lock.json']) if (existsSync(join(repo, f))) add(join(repo, f));
-  return hash.digest('hex');
-}
-
-function readStamp() {
-  try {
-    const value = JSON.parse(readFileSync(stampFile, 'utf8'));
-    return typeof value?.sources === 'string' && Array.isArray(value.files) ? value : undefined;
-  } catch {
-    return undefined;
-  }
 }

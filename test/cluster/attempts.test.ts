@@ -3,6 +3,7 @@
 // remote at the same time (every agent waits for a go signal given only once all three pods are Running);
 // the winner's branch becomes the task's (status.attempts.adopted, as locally) through the controller's own
 // clone, and a judge's prompt holds each attempt's bounded diff.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -53,7 +54,7 @@ function remote(task: string, sizes: number[]): { bare: string; go: string; dir:
   return { bare, go, dir };
 }
 
-describe('cluster controller: best-of-N attempts', { skip: skipCluster, timeout: 120_000 }, () => {
+describe('cluster controller: best-of-N attempts', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

@@ -1,6 +1,7 @@
 // AgentBudgets on a real kube-apiserver: the CRD, the informer, the /status subresource, and tasks held by a
 // rolling window (BudgetWindow) and stopped by a total budget (BudgetExceeded), with the real runner in
 // episode pods played out by FakeKubelet.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
@@ -18,7 +19,7 @@ import { waitFor } from '../support/wait.ts';
 
 const BUDGET_CRD = path.join(import.meta.dirname, '..', '..', 'crds', 'episodic.dev_agentbudgets.yaml');
 
-describe('cluster controller: AgentBudgets', { skip: skipCluster, timeout: 90_000 }, () => {
+describe('cluster controller: AgentBudgets', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

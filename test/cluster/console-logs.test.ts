@@ -2,6 +2,7 @@
 // API (the apiserver proxies it to KubeletLogs, a kubelet's log endpoint serving what the real runner
 // printed), rendered readably as text; the running episode's log streams into an open page; markup and
 // terminal escapes in a log execute nothing; a deleted pod says so, with what the episode record kept.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
@@ -32,7 +33,10 @@ const said = (text: string) =>
 
 const logText = (page: import('playwright-core').Page) => page.textContent('[data-testid=log]').then((t) => t ?? '');
 
-describe('cluster console: episode logs from the pod log API', { skip: skipCluster, timeout: 240_000 }, () => {
+describe('cluster console: episode logs from the pod log API', {
+  skip: skipCluster,
+  timeout: SUITE_HANG_GUARD_MS,
+}, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

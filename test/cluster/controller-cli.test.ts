@@ -1,5 +1,6 @@
 // `episodic controller` as a command: flag validation (exit 2 naming the flag), a kubeconfig that does not
 // load (exit 1), and the health endpoints of a running process.
+import { CLI_HANG_GUARD_MS, SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -13,15 +14,16 @@ import { formatDuration, parseDuration } from '../../controller/cli/controller.t
 import { CLUSTER_DEFAULTS } from '../../controller/kube/cluster-defaults.ts';
 import { repoRoot, skipCluster } from '../support/cluster.ts';
 import type { Cluster } from '../support/cluster.ts';
-import { MAIN, NODE, clusterWithCrd, createNamespace, startControllerProcess } from '../support/kubelet.ts';
+import { NODE, clusterWithCrd, createNamespace, startControllerProcess } from '../support/kubelet.ts';
 import type { ControllerProcess } from '../support/kubelet.ts';
 import { waitFor } from '../support/wait.ts';
+import { cliEntry } from '../support/cli-entry.ts';
 
 const skip = skipCluster;
 
 async function cli(args: string[]): Promise<{ code: number; stderr: string }> {
   try {
-    await promisify(execFile)(NODE, [MAIN, 'controller', ...args], { cwd: repoRoot, timeout: 30_000 });
+    await promisify(execFile)(NODE, [cliEntry(), 'controller', ...args], { cwd: repoRoot, timeout: CLI_HANG_GUARD_MS });
     return { code: 0, stderr: '' };
   } catch (err) {
     const e = err as { code?: number; stderr?: string };
@@ -110,7 +112,7 @@ describe('episodic controller (CLI)', () => {
   });
 });
 
-describe('episodic controller (process): health endpoints and hooks', { skip, timeout: 60_000 }, () => {
+describe('episodic controller (process): health endpoints and hooks', { skip, timeout: SUITE_HANG_GUARD_MS }, () => {
   let cluster: Cluster;
   let proc: ControllerProcess;
 

@@ -1,5 +1,6 @@
 // Cluster mode end to end against the real kube-apiserver: kubectl apply → episode pods → the real
 // runner (played out by FakeKubelet) → status, Events and metrics, all read back the way a person would.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
@@ -21,7 +22,7 @@ import { waitFor } from '../support/wait.ts';
 
 const skip = skipCluster;
 
-describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
+describe('cluster controller: episodes', { skip, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let controller: ClusterController;
@@ -195,7 +196,7 @@ describe('cluster controller: episodes', { skip, timeout: 60_000 }, () => {
   });
 });
 
-describe('cluster controller: the longest name', { skip, timeout: 60_000 }, () => {
+describe('cluster controller: the longest name', { skip, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

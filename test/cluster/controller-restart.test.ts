@@ -1,5 +1,6 @@
 // kill -9 of the controller process with episodes in flight, then a restart: every running pod is
 // adopted, pods that finished meanwhile are recorded, and no episode number is ever created twice.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
@@ -28,7 +29,7 @@ const skip = skipCluster;
 const SUCCESS = JSON.stringify({ exitCode: 0, completion: 'promise', message: 'done' });
 const TASKS = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
 
-describe('cluster controller: kill -9 and restart', { skip, timeout: 60_000 }, () => {
+describe('cluster controller: kill -9 and restart', { skip, timeout: SUITE_HANG_GUARD_MS }, () => {
   let cluster: Cluster;
   let ns: string;
   let client: KubeClient;

@@ -2,6 +2,7 @@
 // owned by its AgentTask and found with `kubectl get ae -l episodic.dev/task=NAME`; only the last
 // spec.history.keep are kept; a record created before (a restart) is not duplicated, one of an earlier task
 // with the same name is replaced; and deleting the task deletes its records (no garbage collector here).
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
@@ -25,7 +26,7 @@ import { waitFor } from '../support/wait.ts';
 
 const skip = skipCluster;
 
-describe('cluster controller: episode records', { skip, timeout: 90_000 }, () => {
+describe('cluster controller: episode records', { skip, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

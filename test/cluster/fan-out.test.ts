@@ -1,6 +1,7 @@
 // Fan-out on the real API server with the controller and the test kubelet (issue 32 §1): a forEach step's
 // items become AgentTasks owned by the parent (ownerReference, the parent label), at most maxConcurrency of
 // their pods exist at once, and the step succeeds once every child did.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
@@ -17,7 +18,7 @@ import {
 } from '../support/kubelet.ts';
 import { waitFor } from '../support/wait.ts';
 
-describe('cluster controller: fan-out steps', { skip: skipCluster, timeout: 90_000 }, () => {
+describe('cluster controller: fan-out steps', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

@@ -24,6 +24,7 @@ import {
   waitForPod,
   waitForTask,
 } from '../support/kubelet.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import { waitFor } from '../support/wait.ts';
 import { startModelServer } from '../model-server/server.ts';
 import type { ModelServer } from '../model-server/server.ts';
@@ -56,7 +57,7 @@ const literalEnv = (pod: any): Record<string, string> =>
 
 describe('cluster controller: a pool of credentials behind the gateway', {
   skip: skipCluster,
-  timeout: 120_000,
+  timeout: SUITE_HANG_GUARD_MS,
 }, () => {
   let cluster: Cluster;
   let ns: string;

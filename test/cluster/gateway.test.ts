@@ -2,6 +2,7 @@
 // the episode pod holds only the gateway URL and its token (no Secret reference, no key), a request with that
 // token reaches the model server with the real key, a restarted controller re-grants the running pod's token,
 // and the token dies with the pod. FakeKubelet plays the node; the request is made as the agent would make it.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
@@ -54,7 +55,7 @@ const literalEnv = (pod: any): Record<string, string> =>
     pod.spec.containers[0].env.filter((e: any) => e.value !== undefined).map((e: any) => [e.name, e.value]),
   );
 
-describe('cluster controller: the model gateway', { skip: skipCluster, timeout: 120_000 }, () => {
+describe('cluster controller: the model gateway', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let cluster: Cluster;
   let ns: string;
   let client: KubeClient;

@@ -1,5 +1,6 @@
 // `episodic get --kubeconfig`: the local get's tables from a real apiserver's AgentTasks and AgentEpisodes —
 // PARENT, -o wide's TRIGGER and STARTED, and --episodes' DURATION, GATES, OPS and STEP columns.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { kubectl, skipCluster } from '../support/cluster.ts';
@@ -30,7 +31,7 @@ const episode = (ns: string, record: Record<string, unknown>) =>
     record,
   });
 
-describe('episodic get --kubeconfig', { skip: skipCluster, timeout: 120_000 }, () => {
+describe('episodic get --kubeconfig', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let cluster: Cluster;
   let ns: string;
   before(async () => {

@@ -1,5 +1,6 @@
 // Two controller processes with --leader-elect: only the Lease holder reconciles; kill -9 it and the
 // other takes over within the lease duration, adopting the running episode instead of starting another.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
@@ -23,7 +24,7 @@ import { waitFor } from '../support/wait.ts';
 const skip = skipCluster;
 const LEASE_SECONDS = 4;
 
-describe('cluster controller: leader election', { skip, timeout: 60_000 }, () => {
+describe('cluster controller: leader election', { skip, timeout: SUITE_HANG_GUARD_MS }, () => {
   let cluster: Cluster;
   let ns: string;
   let client: KubeClient;

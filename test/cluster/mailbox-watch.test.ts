@@ -3,6 +3,7 @@
 // wake: onMessage starts the next episode's pod, interrupt deletes the running one; and the informer's watch
 // recovers when the apiserver's connections are reset or its resourceVersion is gone (410), with a message
 // sent while no watch was open still acted upon. The controller talks to the apiserver through a proxy.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -56,7 +57,7 @@ function holdNext(
   return { reached, release };
 }
 
-describe('cluster controller: mailbox events', { skip: skipCluster, timeout: 90_000 }, () => {
+describe('cluster controller: mailbox events', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let cluster: Cluster;
   let ns: string;
   let client: KubeClient;

@@ -11,6 +11,7 @@ import { agentTaskCrd } from '../../controller/api/crd.ts';
 import { ClusterController } from '../../controller/cluster/controller.ts';
 import { clusterWithCrd, createNamespace, loadTestKubeConfig } from '../support/kubelet.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import { waitFor } from '../support/wait.ts';
 
 describe('controller started before the AgentTask CRD', { skip: skipCluster }, () => {
@@ -23,7 +24,7 @@ describe('controller started before the AgentTask CRD', { skip: skipCluster }, (
   });
 
   it('says which CRD is missing and how to install it, once, and starts when it appears', {
-    timeout: 120_000,
+    timeout: SUITE_HANG_GUARD_MS,
   }, async () => {
     const cluster = await clusterWithCrd();
     const ns = await createNamespace('nocrd');

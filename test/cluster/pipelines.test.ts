@@ -1,6 +1,7 @@
 // A two-step pipeline on the real kube-apiserver, the real runner in each episode "pod" (FakeKubelet): the
 // pods of each step carry the step's command, env, completion and limits; EPISODIC_STEP reaches the agent;
 // the runner renders {{step.name}} in a promptFile; status.step, status.steps and `kubectl get at` follow.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -25,7 +26,7 @@ function containerOf(pod: any): { command: string[]; env: Record<string, string>
   return { command: c.command, env: Object.fromEntries(c.env.map((e: any) => [e.name, e.value])) };
 }
 
-describe('cluster controller: pipelines', { skip: skipCluster, timeout: 90_000 }, () => {
+describe('cluster controller: pipelines', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

@@ -1,6 +1,7 @@
 // What happens to a task when its pod ends in ways only the kubelet or the scheduler can tell: deadline,
 // OOM, eviction, deletion by someone else, an image that never pulls, no node that fits, a pod the API
 // server refuses. FakeKubelet writes the pod status exactly as those components do.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
@@ -20,7 +21,7 @@ import { waitFor } from '../support/wait.ts';
 const skip = skipCluster;
 const patient = { limits: { maxEpisodes: 10, maxConsecutiveFailures: 5, episodeTimeoutSeconds: 600 } };
 
-describe('cluster controller: pod-level outcomes', { skip, timeout: 60_000 }, () => {
+describe('cluster controller: pod-level outcomes', { skip, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let controller: ClusterController;

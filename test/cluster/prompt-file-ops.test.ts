@@ -2,6 +2,7 @@
 // the blackboard ConfigMap, the child's status and the mailbox, hands the pod the rendered values, and the real
 // runner (FakeKubelet) renders the workspace's file with them, as `episodic run` does (test/local twin); the
 // message is acknowledged once that episode has ended.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -27,7 +28,10 @@ import { waitFor } from '../support/wait.ts';
 
 const OPS_AGENT = path.resolve(import.meta.dirname, '../agents/ops-agent.mjs');
 
-describe('cluster controller: agent ops placeholders in a promptFile', { skip: skipCluster, timeout: 90_000 }, () => {
+describe('cluster controller: agent ops placeholders in a promptFile', {
+  skip: skipCluster,
+  timeout: SUITE_HANG_GUARD_MS,
+}, () => {
   let cluster: Cluster;
   let ns: string;
   let client: KubeClient;

@@ -2,6 +2,7 @@
 // workspace seeded as a volume would carry it) collects the plan's [!] items and the DISCOVERY.md / IDEAS.md
 // entries the episode added into the termination message; the controller keeps them in status.review on the
 // real apiserver, and an Event ReviewItems says how many when the task ends. The entry there before is not new.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
@@ -15,7 +16,7 @@ import {
   withController,
 } from '../support/kubelet.ts';
 
-describe('cluster controller: what needs a person', { skip: skipCluster, timeout: 90_000 }, () => {
+describe('cluster controller: what needs a person', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let kubelet: FakeKubelet;

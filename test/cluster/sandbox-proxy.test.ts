@@ -4,6 +4,7 @@
 // curl, with the pod's own HTTPS_PROXY, through the controller's real proxy socket: an allow-listed host:port is
 // tunnelled, another is refused (403), a forged or missing credential is refused (407), an unsandboxed task's
 // credential admits nothing.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -40,7 +41,10 @@ function curl(proxy: string, port: number): Promise<{ code: number; out: string 
   );
 }
 
-describe('cluster sandbox: allowHosts through the controller proxy', { skip: skipCluster, timeout: 120_000 }, () => {
+describe('cluster sandbox: allowHosts through the controller proxy', {
+  skip: skipCluster,
+  timeout: SUITE_HANG_GUARD_MS,
+}, () => {
   let ns: string;
   let client: KubeClient;
   let controller: ClusterController;

@@ -3,6 +3,7 @@
 // sandbox's resources and runtimeClassName; its NetworkPolicy exists, selects exactly its pods, denies ingress,
 // admits DNS, the gateway's pods and allowCIDRs; deleting the task deletes it; sandbox.enforce refuses a task
 // without a sandbox; mounts are the image's paths (handed to the runner), a read-write one is refused.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
@@ -22,7 +23,10 @@ async function policyOf(client: KubeClient, ns: string, task: string): Promise<a
   }
 }
 
-describe('cluster sandbox: pod fields and the task NetworkPolicy', { skip: skipCluster, timeout: 120_000 }, () => {
+describe('cluster sandbox: pod fields and the task NetworkPolicy', {
+  skip: skipCluster,
+  timeout: SUITE_HANG_GUARD_MS,
+}, () => {
   let ns: string;
   let client: KubeClient;
   const apply = (name: string, spec: Record<string, unknown>) =>
@@ -140,7 +144,7 @@ describe('cluster sandbox: pod fields and the task NetworkPolicy', { skip: skipC
   });
 });
 
-describe('cluster sandbox: sandbox.enforce', { skip: skipCluster, timeout: 120_000 }, () => {
+describe('cluster sandbox: sandbox.enforce', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   withController(

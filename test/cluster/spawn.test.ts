@@ -2,6 +2,7 @@
 // AgentTask owned by its parent (kubectl shows the ownerReference), deleting the parent deletes it and its
 // episode pod (no garbage collector runs here: the controller does it), and `episodic send --kubeconfig`
 // fills the task's mailbox ConfigMap, which goes with the task.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
@@ -22,7 +23,10 @@ import {
 import { runCli } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
 
-describe('cluster controller: spawned children and mailboxes', { skip: skipCluster, timeout: 90_000 }, () => {
+describe('cluster controller: spawned children and mailboxes', {
+  skip: skipCluster,
+  timeout: SUITE_HANG_GUARD_MS,
+}, () => {
   let cluster: Cluster;
   let ns: string;
   let client: KubeClient;

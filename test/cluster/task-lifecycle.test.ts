@@ -1,6 +1,7 @@
 // Task lifecycle on the real API server: dependsOn, deletion (finalizer cleanup), suspend, pod retention,
 // --max-concurrent and --budget-usd. Episodes end through FakeKubelet with result JSON written directly
 // (the runner itself is covered in controller-episodes.test.ts).
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
@@ -25,7 +26,7 @@ const skip = skipCluster;
 const SUCCESS = JSON.stringify({ exitCode: 0, completion: 'promise', message: 'done' });
 const CONTINUE = JSON.stringify({ exitCode: 0, message: 'more to do' });
 
-describe('cluster controller: task lifecycle', { skip, timeout: 60_000 }, () => {
+describe('cluster controller: task lifecycle', { skip, timeout: SUITE_HANG_GUARD_MS }, () => {
   let cluster: Cluster;
   let ns: string;
   let client: KubeClient;

@@ -2,6 +2,7 @@
 // server through a TCP proxy in this test, which can reset every connection (errors) or stop forwarding
 // on the open ones while keeping them open (a silently dead connection: only a watchdog notices). A 410
 // Gone comes from the real API server, by resuming a watch from a resourceVersion it no longer has.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -43,7 +44,7 @@ function nextWatch(controller: ClusterController, resource: string): Promise<voi
   });
 }
 
-describe('cluster controller: watch recovery', { skip, timeout: 60_000 }, () => {
+describe('cluster controller: watch recovery', { skip, timeout: SUITE_HANG_GUARD_MS }, () => {
   let ns: string;
   let client: KubeClient;
   let controller: ClusterController;

@@ -8,9 +8,10 @@ import type { Browser } from 'playwright-core';
 import {
   assertHostileLogInert,
   consoleUrlOf,
+  closePages,
   HOSTILE,
-  launchBrowser,
   screenshot,
+  sharedBrowser,
   startConsoleCli,
   watchedPage,
 } from '../support/browser.ts';
@@ -23,12 +24,15 @@ const fast = {
   resume: { policy: 'Manual' },
 };
 
+const fileBrowser = sharedBrowser();
+
+/** fn with this file's one Chromium; the pages it opened are closed after it. */
 async function withBrowser(fn: (browser: Browser) => Promise<void>): Promise<void> {
-  const browser = await launchBrowser();
+  const browser = await fileBrowser();
   try {
     await fn(browser);
   } finally {
-    await browser.close();
+    await closePages(browser);
   }
 }
 

@@ -11,10 +11,20 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { writeLocalBlackboard } from '../../controller/ops/local-blackboard.ts';
 import { LocalMailboxes } from '../../controller/sinks/local/mailboxes.ts';
-import { consoleUrlOf, HOSTILE, launchBrowser, screenshot, startConsoleCli, watchedPage } from '../support/browser.ts';
+import {
+  closePages,
+  consoleUrlOf,
+  HOSTILE,
+  screenshot,
+  sharedBrowser,
+  startConsoleCli,
+  watchedPage,
+} from '../support/browser.ts';
 import { assertLayoutClean } from '../support/layout.ts';
 import { FAKE_CLAUDE, NODE, readStatus, runCli, startCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
+
+const fileBrowser = sharedBrowser();
 
 // A file name an agent could make: markup, a terminal escape and a right-to-left override (no slash).
 const HOSTILE_PATH = `<img src=x onerror="window.__xss='path'">\u001b[31m\u202etxt.exe`;
@@ -123,7 +133,7 @@ test('console: cost and duration charts with axes, cap and hover; changed paths,
   });
   assert.equal(sent.result, 'sent');
   const server = await startConsoleCli(dir);
-  const browser = await launchBrowser();
+  const browser = await fileBrowser();
   try {
     const page = await watchedPage(browser);
     const open = async () => {
@@ -167,7 +177,7 @@ test('console: cost and duration charts with axes, cap and hover; changed paths,
     await assertInert(page);
     await atBothWidths(page, dir, 'console-budget-charts', budgets);
   } finally {
-    await browser.close();
+    await closePages(browser);
     server.child.kill();
   }
 });
@@ -182,7 +192,7 @@ test('console: the Triggers page shows the hook URL with the port --hooks-addr 1
   writeFileSync(join(dir, 'pushes.yaml'), JSON.stringify(trigger));
   const args = ['run', '--watch', dir, '--hooks-addr', '127.0.0.1:0', '--console', '127.0.0.1:0'];
   const cli = startCli(args, { env: { ...process.env, HOOK_SECRET: 's3cret' } });
-  const browser = await launchBrowser();
+  const browser = await fileBrowser();
   try {
     const url = await consoleUrlOf(cli.output);
     const page = await watchedPage(browser);
@@ -205,7 +215,7 @@ test('console: the Triggers page shows the hook URL with the port --hooks-addr 1
     assert.ok(res.status >= 400 && res.status < 500, String(res.status));
     assert.ok(!shown.includes('s3cret'));
   } finally {
-    await browser.close();
+    await closePages(browser);
     cli.child.kill();
     await cli.exited;
   }

@@ -5,10 +5,12 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { consoleUrlOf, launchBrowser, startConsoleCli, watchedPage } from '../support/browser.ts';
+import { closePages, consoleUrlOf, sharedBrowser, startConsoleCli, watchedPage } from '../support/browser.ts';
 import { readStatus, specDir, startCli } from '../support/local.ts';
 import type { TaskOptions } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
+
+const fileBrowser = sharedBrowser();
 
 // /bin/false and /bin/true exit at once: each task's episode starts and ends within a few milliseconds.
 function quickTasks(n: number): TaskOptions[] {
@@ -65,13 +67,13 @@ for (const round of [1, 2, 3]) {
     const n = 8;
     const dir = specDir(quickTasks(n));
     const run = startCli(['run', dir, '--watch', '--no-table', '--console', '127.0.0.1:0']);
-    const browser = await launchBrowser();
+    const browser = await fileBrowser();
     try {
       const page = await watchedPage(browser);
       await page.goto(`${await consoleUrlOf(run.output)}/`);
       await assertConverges(page, dir, n);
     } finally {
-      await browser.close();
+      await closePages(browser);
       run.child.kill('SIGINT');
       await run.exited;
     }
@@ -82,7 +84,7 @@ test('console converges: `episodic console` beside a run that ends its tasks wit
   const n = 8;
   const dir = specDir(quickTasks(n));
   const server = await startConsoleCli(dir);
-  const browser = await launchBrowser();
+  const browser = await fileBrowser();
   try {
     const page = await watchedPage(browser);
     await page.goto(`${server.url}/`);
@@ -96,7 +98,7 @@ test('console converges: `episodic console` beside a run that ends its tasks wit
       await run.exited;
     }
   } finally {
-    await browser.close();
+    await closePages(browser);
     server.child.kill('SIGINT');
     await server.exited;
   }

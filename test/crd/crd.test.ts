@@ -25,6 +25,7 @@ import {
 } from '../../controller/api/crd.ts';
 import { API_VERSION, AgentTaskSpecSchema, KIND, MetadataSchema } from '../../controller/api/agent-task.ts';
 import { ensureCluster, kubectl, repoRoot, skipCluster } from '../support/cluster.ts';
+import { cliEntry } from '../support/cli-entry.ts';
 
 type Node = Record<string, unknown>;
 
@@ -68,7 +69,7 @@ describe('CRD generation', () => {
   });
 
   it('`episodic crd` prints them all, one YAML document each', () => {
-    const printed = execFileSync(process.execPath, [path.join(repoRoot, 'controller/cli/main.ts'), 'crd'], {
+    const printed = execFileSync(process.execPath, [cliEntry(), 'crd'], {
       encoding: 'utf8',
     });
     assert.equal(printed, allCrdsYaml());

@@ -4,6 +4,7 @@ import { strict as assert } from 'node:assert';
 import { statSync } from 'node:fs';
 import { afterEach, beforeEach, test } from 'node:test';
 import { startProcessEpisode } from '../../controller/executors/process/process-episode.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import { request, sandbox } from './support.ts';
 import type { Sandbox } from './support.ts';
 
@@ -17,7 +18,7 @@ beforeEach(() => {
 });
 afterEach(() => box.cleanup());
 
-test(`a ${CHATTY_MB} MB chatty agent keeps controller RSS bounded`, { timeout: 180_000 }, async (t) => {
+test(`a ${CHATTY_MB} MB chatty agent keeps controller RSS bounded`, { timeout: SUITE_HANG_GUARD_MS }, async (t) => {
   const mb = (bytes: number) => Math.round(bytes / 1024 / 1024);
   const baseline = process.memoryUsage().rss;
   let peak = baseline;

@@ -10,7 +10,8 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Gitea, type GiteaAccount, startGitea } from '../support/gitea.ts';
-import { CLI, FAKE_CLAUDE, NODE, readStatus, runCli, tempDir } from '../support/local.ts';
+import { cliEntry } from '../support/cli-entry.ts';
+import { FAKE_CLAUDE, NODE, readStatus, runCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
 
 const OWNER = 'episodic-admin';
@@ -173,7 +174,7 @@ describe('a Gitea trigger in local mode (real Gitea)', () => {
     const child = spawn(
       NODE,
       [
-        CLI,
+        cliEntry(),
         'run',
         hookDir,
         '--watch',
@@ -256,7 +257,7 @@ spec:
     const port = await freePort();
     const child = spawn(
       NODE,
-      [CLI, 'run', hookDir, '--watch', '--no-table', '--log-format', 'json', '--hooks-addr', String(port)],
+      [cliEntry(), 'run', hookDir, '--watch', '--no-table', '--log-format', 'json', '--hooks-addr', String(port)],
       {
         env: { ...process.env, TEST_HOOK_SECRET: 'hook-secret', TEST_OTHER_SECRET: 'other-secret' },
         stdio: ['ignore', 'ignore', 'pipe'],

@@ -9,7 +9,8 @@ import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Gitea, type GiteaAccount, startGitea } from '../support/gitea.ts';
-import { CLI, FAKE_CLAUDE, NODE, readStatus, tempDir } from '../support/local.ts';
+import { cliEntry } from '../support/cli-entry.ts';
+import { FAKE_CLAUDE, NODE, readStatus, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
 
 const OWNER = 'episodic-admin';
@@ -69,7 +70,7 @@ spec:
   });
 
   it('NeedsReview → the comment says how → a reader cannot resume, alice can → Succeeded', async () => {
-    const child = spawn(NODE, [CLI, 'run', dir, '--watch', '--no-table', '--log-format', 'json'], {
+    const child = spawn(NODE, [cliEntry(), 'run', dir, '--watch', '--no-table', '--log-format', 'json'], {
       env: { ...process.env, TEST_GITEA_TOKEN: gitea.adminToken },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

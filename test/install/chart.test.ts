@@ -10,6 +10,7 @@ import { parse as parseYaml } from 'yaml';
 import { EpisodicMetrics } from '../../controller/metrics/metrics.ts';
 import { CHART_CRDS, SOURCE_CRDS, crdFiles } from '../../scripts/sync-chart-crds.ts';
 import { ensureCluster, kubeconfigPath, kubectl, kubectlPath } from '../support/cluster.ts';
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import {
   agentTaskManifest,
   clusterWithCrd,
@@ -197,7 +198,7 @@ describe('helm chart', () => {
 
   it('episode-pod defaults reach the controller (--episode-defaults) and its episode pods', {
     skip: skipCluster,
-    timeout: 120_000,
+    timeout: SUITE_HANG_GUARD_MS,
   }, async () => {
     const values = {
       'episodes.image': 'episodic/agent-claude-code:0.1.0',

@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { cp, mkdir, readFile, readdir, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { CLI_HANG_GUARD_MS, hangGuardMessage } from '../support/hang-guard.ts';
 
 const execFileAsync = promisify(execFile);
 const repoRoot = path.resolve(import.meta.dirname, '..', '..');
@@ -276,8 +277,11 @@ async function runStep(stage: Stage, step: string, where: string, nodeDir: strin
         npm_config_prefer_offline: 'true',
         npm_config_update_notifier: 'false',
       },
-      timeout: 150_000,
+      timeout: CLI_HANG_GUARD_MS,
       maxBuffer: 16 * 1024 * 1024,
+    }).catch((err: { killed?: boolean }) => {
+      // npm ci and the build are bounded work: only a hang reaches the guard, and it says so.
+      throw err.killed ? new Error(hangGuardMessage(`${where}: ${step}`, CLI_HANG_GUARD_MS), { cause: err }) : err;
     });
     stage.ran.push(step);
   } else {

@@ -7,6 +7,7 @@
 // What cannot run here is what needs root or the base image: apt-get, groupadd/useradd and USER. Those
 // are matched against a short allow-list, so a new kind of RUN step fails this test until someone
 // decides how to verify it. npm ci uses the local npm cache (--prefer-offline via the environment).
+import { CLI_HANG_GUARD_MS, hangGuardMessage, SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { lstat, mkdir, mkdtemp, readFile, readdir, readlink, realpath, rm, stat, symlink } from 'node:fs/promises';
@@ -37,7 +38,7 @@ async function tree(root: string, dir = ''): Promise<string[]> {
 
 // ---------------------------------------------------------------------------------------------------
 
-describe('Dockerfile replayed without a Docker engine', { timeout: 300_000 }, () => {
+describe('Dockerfile replayed without a Docker engine', { timeout: SUITE_HANG_GUARD_MS }, () => {
   let work: string;
   let result: Replay;
   let runtimeEnv: NodeJS.ProcessEnv;
@@ -183,7 +184,10 @@ describe('Dockerfile replayed without a Docker engine', { timeout: 300_000 }, ()
     const { stdout } = await execFileAsync(entrypoint, [sub, '--result-file', resultFile, ...rest], {
       env,
       cwd: workspace,
-      timeout: 60_000,
+      timeout: CLI_HANG_GUARD_MS,
+    }).catch((err: { killed?: boolean }) => {
+      // One fake-agent episode: only a hang reaches the guard, and it says so.
+      throw err.killed ? new Error(hangGuardMessage('the pod command', CLI_HANG_GUARD_MS), { cause: err }) : err;
     });
     assert.ok(stdout.length > 0, 'the agent output is passed through to the pod log');
     const message = JSON.parse(await readFile(resultFile, 'utf8'));

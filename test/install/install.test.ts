@@ -10,6 +10,7 @@
 //   6. `kubectl apply --server-side -k manifests/` installs the same objects.
 // One file, run in sequence: the steps share cluster-wide names (ClusterRole "episodic", the
 // episodic-system namespace). Set EPISODIC_SKIP_CLUSTER=1 to skip.
+import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -26,8 +27,8 @@ import { FAKE_CLAUDE, FakeKubelet, NODE, testClient } from '../support/kubelet.t
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { CHART_DIR, NAMESPACE, RELEASE, SA_USER, repoRoot, skipCluster } from './support.ts';
 import { waitFor } from '../support/wait.ts';
+import { cliEntry } from '../support/cli-entry.ts';
 
-const MAIN = path.join(repoRoot, 'controller', 'cli', 'main.ts');
 const SCOPED_RELEASE = 'episodic-scoped';
 const SCOPED_NAMESPACE = 'episodic-scoped-system';
 const FIELD_MANAGER = 'episodic-controller';
@@ -272,7 +273,7 @@ async function cleanUp(): Promise<void> {
   await kubectl(['delete', 'lease', 'episodic-controller', '-n', NAMESPACE, '--ignore-not-found']);
 }
 
-describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_000 }, () => {
+describe('install on a real kube-apiserver', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let cluster: Cluster;
   let work: string;
   let taskNs: string;
@@ -510,7 +511,7 @@ describe('install on a real kube-apiserver', { skip: skipCluster, timeout: 600_0
       assert.equal(args[0], 'controller');
       assert.ok(args.includes('--leader-elect'), 'the Lease is taken as the ServiceAccount too');
       metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-      controller = spawn(NODE, [MAIN, ...args], {
+      controller = spawn(NODE, [cliEntry(), ...args], {
         cwd: repoRoot,
         env: { ...process.env, KUBECONFIG: '' },
         stdio: ['ignore', 'ignore', 'pipe'],

@@ -1,10 +1,10 @@
 // Shared by the install tests: the chart rendered by the real helm, parsed into objects.
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { CHART_DIR, helmBinary } from '../../scripts/gen-manifests.ts';
 import { repoRoot, skipCluster } from '../support/cluster.ts';
+import { cliEntry } from '../support/cli-entry.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -75,12 +75,6 @@ export function controllerContainer(objects: K8sObject[]): any {
 
 /** The `episodic controller` flags the real CLI accepts (from its --help). */
 export async function controllerFlags(): Promise<Set<string>> {
-  const { stdout } = await execFileAsync(
-    process.execPath,
-    [path.join(repoRoot, 'controller', 'cli', 'main.ts'), 'controller', '--help'],
-    {
-      cwd: repoRoot,
-    },
-  );
+  const { stdout } = await execFileAsync(process.execPath, [cliEntry(), 'controller', '--help'], { cwd: repoRoot });
   return new Set([...stdout.matchAll(/(?:^|\s)(--[a-z][a-z0-9-]*)/g)].map((m) => m[1]));
 }

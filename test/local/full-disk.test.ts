@@ -7,7 +7,9 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StoredStatusSchema } from '../../controller/sinks/local/file-status.ts';
-import { CLI, NODE, specDir, tempDir } from '../support/local.ts';
+import { cliEntry } from '../support/cli-entry.ts';
+import { CLI_HANG_GUARD_MS, hangGuardMessage } from '../support/hang-guard.ts';
+import { NODE, specDir, tempDir } from '../support/local.ts';
 
 // Runs inside the namespace (root there, nobody outside): mounts the tmpfs, runs the CLI, frees the space,
 // and reports what it saw as JSON. The tmpfs goes with the namespace, so what the test checks is copied out.
@@ -90,14 +92,16 @@ function inNamespace(mode: 'once' | 'watch'): { report: Report; out: string } {
   );
   const driver = join(work, 'driver.mjs');
   writeFileSync(driver, DRIVER);
-  const stdout = execFileSync(
-    'unshare',
-    ['--user', '--map-root-user', '--mount', NODE, driver, NODE, CLI, dir, state, out, mode],
-    {
-      encoding: 'utf8',
-      timeout: 120_000,
-    },
-  );
+  const argv = ['--user', '--map-root-user', '--mount', NODE, driver, NODE, cliEntry(), dir, state, out, mode];
+  let stdout: string;
+  try {
+    stdout = execFileSync('unshare', argv, { encoding: 'utf8', timeout: CLI_HANG_GUARD_MS });
+  } catch (err) {
+    // The driver's runs are bounded by their own waits: only a hang reaches the guard, and it says so.
+    if ((err as NodeJS.ErrnoException).code === 'ETIMEDOUT')
+      throw new Error(hangGuardMessage(`the full-disk driver (${mode})`, CLI_HANG_GUARD_MS), { cause: err });
+    throw err;
+  }
   return { report: JSON.parse(stdout.trim().split('\n').pop() as string) as Report, out };
 }
 

@@ -6,7 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { CLI, FAKE_CLAUDE, NODE, REPO, readStatus, specDir, tempDir } from '../support/local.ts';
+import { cliEntry } from '../support/cli-entry.ts';
+import { FAKE_CLAUDE, NODE, REPO, readStatus, specDir, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
 
 const SOCKET = `episodic-test-${process.pid}`;
@@ -41,7 +42,7 @@ test('run --watch in tmux: one table in the scrollback after many redraws, with 
   ]);
   mkdirSync(join(dir, 'ws/watched'), { recursive: true });
   writeFileSync(join(dir, 'ws/watched/PLAN.md'), '- [ ] one\n- [ ] two\n');
-  tmux('new-session', '-d', '-s', 'live', '-x', '150', '-y', '20', NODE, CLI, 'run', '--watch', dir);
+  tmux('new-session', '-d', '-s', 'live', '-x', '150', '-y', '20', NODE, cliEntry(), 'run', '--watch', dir);
   tmux('set-option', '-t', 'live', 'remain-on-exit', 'on');
   // Six seconds into episode 3: a dozen redraws since it started.
   const screen = await waitFor(
@@ -81,7 +82,7 @@ test('run --watch --hooks-addr in tmux: the triggers under the tasks (next tick,
   writeFileSync(join(dir, 'yearly.yaml'), trigger('yearly', { schedule: { cron: '0 3 1 1 *' } }));
   writeFileSync(join(dir, 'pushes.yaml'), trigger('pushes', { webhook: { forge: 'gitea', secretEnv: 'HOOK_SECRET' } }));
   const args = ['run', '--watch', dir, '--hooks-addr', '127.0.0.1:0'];
-  tmux('new-session', '-d', '-s', 'hooks', '-x', '160', '-y', '24', NODE, CLI, ...args);
+  tmux('new-session', '-d', '-s', 'hooks', '-x', '160', '-y', '24', NODE, cliEntry(), ...args);
   tmux('set-option', '-t', 'hooks', 'remain-on-exit', 'on');
   const screen = await waitFor(
     'the triggers and the hook URL on screen',
@@ -105,7 +106,7 @@ test('run --watch --hooks-addr in tmux: the triggers under the tasks (next tick,
 test('the demo in tmux: one final table, then what to try next (get, logs, console)', async () => {
   const dir = tempDir();
   cpSync(join(REPO, 'examples/demo'), dir, { recursive: true });
-  tmux('new-session', '-d', '-s', 'demo', '-x', '150', '-y', '30', '-c', REPO, NODE, CLI, 'run', dir);
+  tmux('new-session', '-d', '-s', 'demo', '-x', '150', '-y', '30', '-c', REPO, NODE, cliEntry(), 'run', dir);
   tmux('set-option', '-t', 'demo', 'remain-on-exit', 'on');
   const final = await waitFor(
     'the demo to end',
@@ -119,10 +120,10 @@ test('the demo in tmux: one final table, then what to try next (get, logs, conso
   assert.deepEqual(
     next.slice(1, 5).map((l) => l.trim().split(/\s{3,}/)[0]),
     [
-      `controller/cli/main.ts get ${dir}`,
-      `controller/cli/main.ts get build-parser ${dir} --episodes`,
-      `controller/cli/main.ts logs build-parser ${dir}`,
-      `controller/cli/main.ts console ${dir}`,
+      `bin/episodic.js get ${dir}`,
+      `bin/episodic.js get build-parser ${dir} --episodes`,
+      `bin/episodic.js logs build-parser ${dir}`,
+      `bin/episodic.js console ${dir}`,
     ],
   );
 });

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLI, NODE, specDir } from '../support/local.ts';
+import { cliEntry } from '../support/cli-entry.ts';
+import { NODE, specDir } from '../support/local.ts';
 
 test('episodic run with a read-only state dir: exit 2, one line naming the directory and --state-dir', () => {
   const dir = specDir([{ name: 'a', script: { default: { mode: 'success' } } }]);
@@ -15,7 +16,7 @@ test('episodic run with a read-only state dir: exit 2, one line naming the direc
   const script = 'mount -t tmpfs -o ro,size=1m tmpfs "$1" && exec "$2" "$3" run "$4" --state-dir "$1" --no-table';
   const res = spawnSync(
     'unshare',
-    ['--user', '--map-root-user', '--mount', 'sh', '-c', script, 'sh', state, NODE, CLI, dir],
+    ['--user', '--map-root-user', '--mount', 'sh', '-c', script, 'sh', state, NODE, cliEntry(), dir],
     { encoding: 'utf8' },
   );
   assert.equal(res.status, 2, res.stderr);
@@ -29,9 +30,13 @@ test('episodic run on a read-only spec dir: the default DIR/.episodic it cannot 
   const dir = specDir([{ name: 'a', script: { default: { mode: 'success' } } }]);
   // A spec dir mounted read-only (like a ConfigMap volume): a bind mount of dir onto itself, read-only.
   const script = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && exec "$2" "$3" run "$1" --no-table';
-  const res = spawnSync('unshare', ['--user', '--map-root-user', '--mount', 'sh', '-c', script, 'sh', dir, NODE, CLI], {
-    encoding: 'utf8',
-  });
+  const res = spawnSync(
+    'unshare',
+    ['--user', '--map-root-user', '--mount', 'sh', '-c', script, 'sh', dir, NODE, cliEntry()],
+    {
+      encoding: 'utf8',
+    },
+  );
   assert.equal(res.status, 2, res.stderr);
   assert.equal(
     res.stderr.trim(),

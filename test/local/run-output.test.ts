@@ -21,10 +21,10 @@ test('through a pipe: event lines (time, task, what happened), then the final ta
   assert.match(lines[1], /^piped\s+Succeeded\s+2\/10\s+0\s+-\s+-\s+\$0\.0300\s+succeeded/);
   assert.equal(lines[2], '1 task, 0 running, total cost $0.0300');
   assert.equal(lines[3], 'Next:');
-  assert.match(lines[4], new RegExp(`^ {2}controller/cli/main\\.ts get ${dir}\\s+every task`));
-  assert.match(lines[5], new RegExp(`^ {2}controller/cli/main\\.ts get piped ${dir} --episodes\\s`));
-  assert.match(lines[6], new RegExp(`^ {2}controller/cli/main\\.ts logs piped ${dir}\\s`));
-  assert.match(lines[7], new RegExp(`^ {2}controller/cli/main\\.ts console ${dir}\\s`));
+  assert.match(lines[4], new RegExp(`^ {2}bin/episodic\\.js get ${dir}\\s+every task`));
+  assert.match(lines[5], new RegExp(`^ {2}bin/episodic\\.js get piped ${dir} --episodes\\s`));
+  assert.match(lines[6], new RegExp(`^ {2}bin/episodic\\.js logs piped ${dir}\\s`));
+  assert.match(lines[7], new RegExp(`^ {2}bin/episodic\\.js console ${dir}\\s`));
 });
 
 test('--log-format json: the JSON lines and a final status line per task, no table; a bad format is a usage error', async () => {

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startModelServer, type ModelServer } from '../model-server/server.ts';
 import { tempDir } from '../support/local.ts';
+import { CLI_HANG_GUARD_MS, hangGuardMessage, SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import { agentRun } from './agents.ts';
 import { CLIS, ensureClis, skipRealAgents } from './support.ts';
 
@@ -53,15 +54,20 @@ function run(argv: string[], stdin?: string): Promise<{ code: number | null; out
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     child.stdin.end(stdin ?? '');
-    const guard = setTimeout(() => child.kill('SIGKILL'), 150_000);
+    // Each CLI's turn is bounded by the model server's replies: only a hang reaches the guard, and it says so.
+    let hung = false;
+    const guard = setTimeout(() => {
+      hung = true;
+      child.kill('SIGKILL');
+    }, CLI_HANG_GUARD_MS);
     child.on('close', (code) => {
       clearTimeout(guard);
-      done({ code, out });
+      done({ code, out: hung ? `${out}\n${hangGuardMessage(argv.join(' '), CLI_HANG_GUARD_MS)}` : out });
     });
   });
 }
 
-describe('real agent CLIs under the hardened pod constraints', { skip, timeout: 600_000 }, () => {
+describe('real agent CLIs under the hardened pod constraints', { skip, timeout: SUITE_HANG_GUARD_MS }, () => {
   let server: ModelServer;
   const root = tempDir('episodic-hardened-');
   before(async () => {

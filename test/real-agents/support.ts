@@ -10,10 +10,10 @@ import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV } from '../../controller/api/epi
 import type { EpisodeResult } from '../../controller/api/episode-result.ts';
 import { decodeTerminationMessage } from '../../controller/api/termination-message.ts';
 import { AGENT_CLIS, cacheRoot, installedBin, type CliName } from '../../scripts/agent-clis/clis.ts';
+import { cliEntry } from '../support/cli-entry.ts';
 import { withJsonLogs } from '../support/local.ts';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const CLI = path.join(REPO, 'controller/cli/main.ts');
 
 /** A developer's opt-out (CI never sets it); without it a missing CLI fails the suite. */
 export const skipRealAgents = process.env.EPISODIC_SKIP_REAL_AGENTS === '1' ? 'EPISODIC_SKIP_REAL_AGENTS=1' : false;
@@ -114,7 +114,7 @@ export function episodic(
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      [CLI, ...withJsonLogs(args)],
+      [cliEntry(), ...withJsonLogs(args)],
       { cwd: REPO, env, maxBuffer: 256 * 1024 * 1024 },
       (err, stdout, stderr) => {
         clearTimeout(guard);
@@ -182,7 +182,16 @@ export function episodeRunner(o: {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [CLI, 'episode', '--result-file', resultFile, '--log-file', path.join(o.dir, 'episode.log'), '--', ...o.argv],
+      [
+        cliEntry(),
+        'episode',
+        '--result-file',
+        resultFile,
+        '--log-file',
+        path.join(o.dir, 'episode.log'),
+        '--',
+        ...o.argv,
+      ],
       { cwd: REPO, env, timeout: RUNNER_HANG_GUARD_MS, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 },
       (err, stdout, stderr) => {
         const e = err as (NodeJS.ErrnoException & { code?: number | string; killed?: boolean }) | null;

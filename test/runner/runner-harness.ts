@@ -1,4 +1,4 @@
-// Runs the real episode runner (`node controller/cli/main.ts episode ...`) as a subprocess, the way an
+// Runs the real episode runner (`episodic episode ...`, bin/episodic.js on dist/) as a subprocess, the way an
 // episode pod runs it, and collects what the pod would show: stdout (kubectl logs), stderr, exit code and
 // the termination message.
 import { spawn } from 'node:child_process';
@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV } from '../../controller/api/episode-config.ts';
 import type { EpisodeResult } from '../../controller/api/episode-result.ts';
 import { decodeTerminationMessage } from '../../controller/api/termination-message.ts';
+import { cliEntry } from '../support/cli-entry.ts';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const fakeClaude = [
@@ -86,7 +87,7 @@ export async function runRunner(input: RunnerInput): Promise<RunnerRun> {
   const child = spawn(
     process.execPath,
     [
-      path.join(repoRoot, 'controller/cli/main.ts'),
+      cliEntry(),
       'episode',
       '--result-file',
       resultFile,

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { after } from 'node:test';
 import { chromium } from 'playwright-core';
 import type { Browser, Page } from 'playwright-core';
 import { REPO, startCli } from './local.ts';
@@ -13,6 +14,30 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export function launchBrowser(): Promise<Browser> {
   // --no-sandbox: the tests run as root in a container, where Chromium's sandbox cannot start.
   return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+}
+
+/**
+ * One Chromium for a whole test file, launched on first use (a launch costs seconds of CPU). Call it at the
+ * file's top level: its `after` hook closes the browser. Every page gets a context of its own, and each test
+ * closes its pages with `closePages`, so no test sees another's cookies, storage or pages.
+ */
+export function sharedBrowser(): () => Promise<Browser> {
+  let launched: Promise<Browser> | undefined;
+  after(async () => {
+    await launched?.then(
+      (browser) => browser.close(),
+      () => undefined, // the launch failed: the test that asked for it said so
+    );
+  });
+  return () => {
+    launched ??= launchBrowser();
+    return launched;
+  };
+}
+
+/** Closes every page a test opened on the shared browser (and the context of each): the browser stays up. */
+export async function closePages(browser: Browser): Promise<void> {
+  await Promise.all(browser.contexts().map((context) => context.close()));
 }
 
 /** `episodic console DIR --listen 127.0.0.1:0`, resolved once it says where it serves. */

@@ -13,6 +13,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { cliEntry } from './cli-entry.ts';
+import { CLI_HANG_GUARD_MS, hangGuardMessage } from './hang-guard.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -112,12 +114,13 @@ function parseEnvFile(text: string): Record<string, string> {
   return out;
 }
 
-/** `episodic ARGS` run from source (controller/cli/main.ts), as a person at a terminal would; never throws. */
+/** `episodic ARGS` (bin/episodic.js on dist/), as a person at a terminal would; never throws. */
 export function runMain(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const main = path.join(repoRoot, 'controller', 'cli', 'main.ts');
   return new Promise((done) => {
-    execFile(process.execPath, [main, ...args], { timeout: 30_000 }, (err, stdout, stderr) =>
-      done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
+    execFile(process.execPath, [cliEntry(), ...args], { timeout: CLI_HANG_GUARD_MS }, (err, stdout, stderr) => {
+      const guard = (err as { killed?: boolean } | null)?.killed;
+      const said = guard ? `${stderr}\n${hangGuardMessage(`episodic ${args.join(' ')}`, CLI_HANG_GUARD_MS)}\n` : stderr;
+      done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr: said });
+    });
   });
 }

@@ -5,7 +5,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Gitea } from './gitea.ts';
-import { CLI, FAKE_CLAUDE, NODE } from './local.ts';
+import { cliEntry } from './cli-entry.ts';
+import { FAKE_CLAUDE, NODE } from './local.ts';
 
 /** The environment of a local run: the trigger's token and a git config that pushes as `owner`. */
 export function triggerRunEnv(dir: string, gitea: Gitea, owner: string): Record<string, string> {
@@ -84,7 +85,7 @@ export function watchRun(
   statusFile: string,
   args: string[] = [],
 ): WatchingRun {
-  const child = spawn(NODE, [CLI, 'run', dir, '--watch', '--no-table', '--log-format', 'json', ...args], {
+  const child = spawn(NODE, [cliEntry(), 'run', dir, '--watch', '--no-table', '--log-format', 'json', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -24,10 +24,11 @@ import { KubeClient, isStatus } from '../../controller/kube/kube-client.ts';
 import { EPISODE_CONFIG_ENV } from '../../controller/api/episode-config.ts';
 import { ensureCluster, kubectl, repoRoot } from './cluster.ts';
 import type { Cluster } from './cluster.ts';
+import { cliEntry } from './cli-entry.ts';
+import { CLI_HANG_GUARD_MS, hangGuardMessage } from './hang-guard.ts';
 import { waitFor } from './wait.ts';
 
 export const NODE = process.execPath;
-export const MAIN = path.join(repoRoot, 'controller', 'cli', 'main.ts');
 export const FAKE_CLAUDE = path.join(repoRoot, 'test', 'agents', 'fake-claude.mjs');
 export const CRD_PATH = path.join(repoRoot, 'crds', 'episodic.dev_agenttasks.yaml');
 
@@ -207,7 +208,7 @@ export async function startControllerProcess(cluster: Cluster, args: string[]): 
   const child = spawn(
     NODE,
     [
-      MAIN,
+      cliEntry(),
       'controller',
       '--kubeconfig',
       cluster.kubeconfigPath,
@@ -434,7 +435,7 @@ function stamp(): string {
 }
 
 /**
- * `node controller/cli/main.ts episode --result-file F -- <agent argv>` with the pod's literal env.
+ * `episodic episode --result-file F -- <agent argv>` (bin/episodic.js on dist/, as in the image) with the pod's literal env.
  * The workspace (/workspace in the pod) becomes a temp directory.
  */
 export async function runRunner(pod: KubeObject, opts: RunOptions = {}): Promise<RunOutcome> {
@@ -456,10 +457,12 @@ export async function runRunner(pod: KubeObject, opts: RunOptions = {}): Promise
     const exitCode = await new Promise<number>((resolve, reject) => {
       const child = execFile(
         NODE,
-        [MAIN, 'episode', '--result-file', resultFile, '--', ...agentArgv],
-        { cwd: workspace, env, timeout: 60_000 },
+        [cliEntry(), 'episode', '--result-file', resultFile, '--', ...agentArgv],
+        { cwd: workspace, env, timeout: CLI_HANG_GUARD_MS },
         (err) => {
-          if (err && typeof (err as any).code !== 'number') reject(err);
+          // A pod's episode is bounded by its own timeout: only a hang reaches the guard.
+          if ((err as any)?.killed) reject(new Error(hangGuardMessage('episodic episode (a pod)', CLI_HANG_GUARD_MS)));
+          else if (err && typeof (err as any).code !== 'number') reject(err);
         },
       );
       if (opts.output) {

@@ -7,11 +7,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { StoredStatus } from '../../controller/sinks/local/file-status.ts';
+import { cliEntry } from './cli-entry.ts';
 import { CLI_HANG_GUARD_MS, hangGuardMessage } from './hang-guard.ts';
 import { waitFor } from './wait.ts';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const CLI = join(REPO, 'controller/cli/main.ts');
 export const FAKE_CLAUDE = join(REPO, 'test/agents/fake-claude.mjs');
 export const FAKE_CODEX = join(REPO, 'test/agents/fake-codex.mjs');
 export const NODE = process.execPath;
@@ -82,7 +82,7 @@ export function runCli(
   return new Promise((done) => {
     execFile(
       NODE,
-      [CLI, ...withJsonLogs(args)],
+      [cliEntry(), ...withJsonLogs(args)],
       { cwd: opts.cwd ?? REPO, timeout, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, ...opts.env } },
       (err, stdout, stderr) => {
         const e = err as
@@ -102,7 +102,7 @@ export function startCli(
   opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
 ): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   const env = { ...process.env, ...opts.env };
-  const child = spawn(NODE, [CLI, ...withJsonLogs(args)], {
+  const child = spawn(NODE, [cliEntry(), ...withJsonLogs(args)], {
     cwd: opts.cwd ?? REPO,
     stdio: ['ignore', 'pipe', 'pipe'],
     env,

@@ -1,0 +1,5 @@
+// Types of scripts/build-stamp.mjs (plain JS: the build runs before anything is compiled).
+export declare const BUILT: string[];
+export declare function sourceHash(repo: string): string;
+export declare function readStamp(dist: string): { sources: string; files: string[] } | undefined;
+export declare function distIsFresh(repo: string, sources?: string): boolean;
