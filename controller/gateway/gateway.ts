@@ -107,7 +107,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > maxBytes) return refuse(req, res, tooLarge(maxBytes));
     const own = { costUSD: grant.metered.costUSD, tokens: totalTokens(grant.metered.tokens) };
-    const verdict = judgeRequest(grant.leash, own, grants.sharedSpendOf(grant));
+    const verdict = judgeRequest(grant.leash, own, grants.sharedSpendOf(grant), now());
     if (verdict.kind === 'refuse') {
       if (!grant.metered.refused) {
         grant.metered.refused = verdict.message;
