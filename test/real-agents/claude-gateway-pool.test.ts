@@ -1,7 +1,8 @@
 // The real Claude CLI behind the gateway with a pool of two credentials (issue 29 §3): the first answers 429
 // on every request, so the gateway fails each request it is tried on over to the second within the same
 // request. The CLI never sees the 429 (its own retries are off), the episode succeeds, the model server sees
-// only the two real keys, and the agent's environment and argv hold neither.
+// only the two real keys, and the agent's environment and argv hold neither. Without the failover the CLI
+// reports the 429, its first episode fails, and a second one succeeds: the test asserts one episode.
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -113,6 +114,9 @@ describe('claude behind the gateway with a pool of two credentials, the first an
     assertEnded(run);
     const st = status();
     assert.equal(st.phase, 'Succeeded', `${st.message}\n${run.stderr.slice(-3000)}`);
+    // In its first episode: the CLI never saw the 429 (had it, that episode would have failed and a retry run).
+    assert.equal(st.episodes, 1, JSON.stringify(record()));
+    assert.equal(record().outcome, 'succeeded', record().message);
     const requests = server.requestsFor(`ok.${TAG}`);
     console.log(
       `# claude pool: ${requests.map((r) => `${r.path} ${r.credential === KEY_A ? 'A' : 'B'} → ${r.status}`).join('; ')}`,
