@@ -12,6 +12,18 @@ export interface LeftOver {
    * member, the last episode whose spend `usd` already left out; the gateway adds their later metered spend.
    */
   shared?: { key: string; counted: Readonly<Record<string, number>> };
+  /**
+   * A rolling window's spend at the start that leaves the window later (an AgentBudget's slots), by when: the
+   * room it gives back while the episode runs.
+   */
+  frees?: ReadonlyArray<Frees>;
+}
+
+/** Spend that leaves a rolling window at `atMs` (epoch ms). */
+export interface Frees {
+  atMs: number;
+  usd: number;
+  tokens: number;
 }
 
 export interface EpisodeLeash {

@@ -186,7 +186,7 @@ export class ClusterController {
         client,
         log: opts.log,
         metrics: this.metrics.gateway,
-        now: clock && (() => clock.now()),
+        clock,
         ...opts.gateway,
       });
     this.executor = new PodEpisodeExecutor({

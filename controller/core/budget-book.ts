@@ -10,6 +10,7 @@ import type { BudgetMetrics } from '../metrics/budget-metrics.ts';
 import { budgetHoldsTask, expectedEpisode } from '../reconciler/budget.ts';
 import type { BudgetFacts } from '../reconciler/budget.ts';
 import { addSpend, prune, setCounted, windowEntries } from '../reconciler/budget-ledger.ts';
+import { episodesCounted } from '../reconciler/spend-cap.ts';
 import type { Clock } from './clock.ts';
 import type { DesiredTask } from './ports.ts';
 
@@ -48,6 +49,8 @@ export class BudgetBook {
   private readonly held = new Map<string, Set<string>>();
   /** Per budget: the tasks with an episode running now, at its expected cost (counted against the window). */
   private readonly running = new Map<string, Map<string, RunningEpisode>>();
+  /** Per budget: per task, the last episode whose spend its ledger holds (the gateway adds later ones as metered). */
+  private readonly through = new Map<string, Map<string, number>>();
   private readonly changed: (namespace: string) => void;
   private readonly dirty = new Set<string>();
   private writing: Promise<void> = Promise.resolve();
@@ -75,6 +78,7 @@ export class BudgetBook {
         this.ledgers.delete(key);
         this.held.delete(key);
         this.running.delete(key);
+        this.through.delete(key);
         this.metrics?.forget(key);
       } else this.dirty.add(key);
       opts.changed(key.split('/')[0] as string);
@@ -109,6 +113,7 @@ export class BudgetBook {
         counted: counted(ledger, task.name) ?? countedOf(before),
         ...this.othersOf(b.key, ledger, task.name),
         declaredUSD: task.spec?.limits.expectedEpisodeCostUSD,
+        countedThrough: this.countedThrough(b.key, ledger, task.name),
       };
     });
   }
@@ -145,6 +150,7 @@ export class BudgetBook {
         this.ledgers.set(b.key, ledger);
         this.dirty.add(b.key);
       }
+      this.setThrough(b.key, ledger, task.name, episodesCounted(status));
       const heldBefore = this.held.get(b.key)?.has(task.name) ?? false;
       this.setHeld(b.key, task.name, budgetHoldsTask(b.name, heldBy, status, heldBefore));
       const number = status.currentEpisode?.number;
@@ -156,6 +162,28 @@ export class BudgetBook {
         this.setHeld(key, task.name, false);
     for (const key of this.running.keys())
       if (!keys.has(key) && key.startsWith(`${task.namespace}/`)) this.setRunning(key, task, undefined);
+  }
+
+  /** Per other task the ledger counts (at most MAX_LEDGER_TASKS), the last episode whose spend it holds. */
+  private countedThrough(key: string, ledger: BudgetLedger, task: string): Record<string, number> {
+    const through = this.through.get(key);
+    const out: Record<string, number> = {};
+    for (const t of ledger.tasks) {
+      const n = t.task === task ? undefined : through?.get(t.task);
+      if (n !== undefined) out[t.task] = n;
+    }
+    return out;
+  }
+
+  /** The task's ledger entry holds its episodes through `n`; tasks the ledger dropped are forgotten here too. */
+  private setThrough(key: string, ledger: BudgetLedger, task: string, n: number): void {
+    let through = this.through.get(key);
+    if (!through) this.through.set(key, (through = new Map()));
+    through.set(task, n);
+    if (through.size > ledger.tasks.length) {
+      const kept = new Set(ledger.tasks.map((t) => t.task));
+      for (const name of through.keys()) if (!kept.has(name)) through.delete(name);
+    }
   }
 
   /** What the budget's other tasks spent per finished episode, and their episodes running now. */

@@ -68,3 +68,19 @@ export class ManualClock implements Clock {
     this.ms = end;
   }
 }
+
+/** Resolves `ms` from now on `clock` (a ManualClock: once advanced past it); rejects with the reason if `signal` aborts. */
+export function sleepOn(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      timer.cancel();
+      reject(signal?.reason);
+    };
+    const timer = clock.setTimer(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

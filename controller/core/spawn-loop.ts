@@ -3,7 +3,7 @@
 // messages once the episode that got them has ended (after that end is on record), passing a child's change
 // of phase to its parent, which may be waiting for it, and of spend to every ancestor, whose cap counts it, and
 // to the rest of a capped ancestor's family, judged by the same cap (reconciler/family-cap.ts).
-import { episodeNumbersUsed, isTerminal } from '../api/agent-task.ts';
+import { isTerminal } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { OWNER_LABELS } from '../api/spawn-fields.ts';
 import type { CreatedTasks, TaskOwner } from './created-tasks.ts';
@@ -13,6 +13,7 @@ import { renderChildren, treeCost } from '../reconciler/children.ts';
 import type { ChildView } from '../reconciler/children.ts';
 import { finishedOf } from '../reconciler/family-cap.ts';
 import type { FamilyCap } from '../reconciler/family-cap.ts';
+import { episodesCounted } from '../reconciler/spend-cap.ts';
 import { readsMailbox, renderMessages, toAcknowledge } from '../reconciler/mail.ts';
 import type { SpawnFacts } from '../reconciler/spawn-decide.ts';
 
@@ -156,7 +157,7 @@ export class SpawnLoop<T extends DesiredTask> {
       .map((m) => ({ task: m.t.name, status: m.status, declaredUSD: m.t.spec?.limits.expectedEpisodeCostUSD }));
     const othersUSD = members.reduce((sum, m) => sum + m.status.costUSD, 0);
     // A running member's episode is not in its costUSD yet: the gateway counts it as it is metered.
-    const countedThrough = Object.fromEntries(members.map((m) => [m.t.name, countedEpisodes(m.status)]));
+    const countedThrough = Object.fromEntries(members.map((m) => [m.t.name, episodesCounted(m.status)]));
     return { task: head.name, own: head.key === self, maxCostUSD, othersUSD, running, finished, countedThrough };
   }
 
@@ -238,9 +239,4 @@ export class SpawnLoop<T extends DesiredTask> {
     this.parentOf.set(key, parentKey);
     index.set(parentKey, (index.get(parentKey) ?? new Set()).add(key));
   }
-}
-
-/** The last episode of `status` whose spend its costUSD holds: the running one is counted only when it ends. */
-function countedEpisodes(status: AgentTaskStatus): number {
-  return status.currentEpisode ? status.currentEpisode.number - 1 : episodeNumbersUsed(status);
 }

@@ -13,6 +13,7 @@ import { Agent, request } from 'undici';
 import { addTokens, roundUSD, totalTokens } from '../api/bounds.ts';
 import { pricingFor } from '../api/agent-credentials.ts';
 import { costFromTokens } from '../api/pricing.ts';
+import { requestStep } from '../reconciler/credential-governor.ts';
 import type { Choice } from '../reconciler/credential-governor.ts';
 import { judgeRequest } from '../reconciler/spend-cap.ts';
 import { readAnswer, readBounded } from './answer.ts';
@@ -47,12 +48,11 @@ export interface GatewayOptions {
   onUsage?: (grant: Grant, usage: Usage, costUSD: number, status: number, credential: string) => void;
   /** Called on every answer from upstream, a failed-over one too (metrics). */
   onAnswer?: (grant: Grant, credential: string, status: number) => void;
-  /** The clock for pauses and per-minute limits (tests inject one). */
+  /** The clock for pauses, per-minute limits and budget windows (tests inject one). */
   now?: () => Date;
+  /** Waits `ms` on the same clock (a request held by per-minute limits); rejects when `signal` aborts. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
-
-/** A request waits at most this long for its pool's own per-minute limits to allow it; past that it is refused. */
-export const MAX_LIMIT_WAIT_MS = 60_000;
 
 export const DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 15 * 60_000;
@@ -76,6 +76,7 @@ const UNKNOWN_TOKEN =
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const grants = new Grants();
   const now = opts.now ?? (() => new Date());
+  const sleep = opts.sleep ?? ((ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }));
   const maxBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
   const timeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const agent = new Agent({ headersTimeout: timeoutMs, bodyTimeout: 5 * 60_000, connections: 256 });
@@ -107,7 +108,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > maxBytes) return refuse(req, res, tooLarge(maxBytes));
     const own = { costUSD: grant.metered.costUSD, tokens: totalTokens(grant.metered.tokens) };
-    const verdict = judgeRequest(grant.leash, own, grants.sharedSpendOf(grant));
+    const verdict = judgeRequest(grant.leash, own, grants.sharedSpendOf(grant), now());
     if (verdict.kind === 'refuse') {
       if (!grant.metered.refused) {
         grant.metered.refused = verdict.message;
@@ -137,17 +138,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       const tried: string[] = [];
       let held: Answer | undefined;
       for (;;) {
-        const choice = chooseFor(grant, tried);
-        if (choice.kind !== 'use') {
-          if (held) break;
-          const waitMs = choice.kind === 'wait' ? choice.until.getTime() - now().getTime() : 0;
-          if (choice.kind === 'wait' && !choice.paused && waitMs <= MAX_LIMIT_WAIT_MS) {
-            await delay(waitMs, undefined, { signal: abort.signal });
-            continue;
-          }
-          const until = choice.kind === 'wait' ? choice.until : now();
-          return refuse(req, res, pausedRefusal(grant.provider, until, now()));
+        const step = requestStep(chooseFor(grant, tried), held !== undefined, now());
+        if (step.kind === 'answer') break;
+        if (step.kind === 'wait') {
+          await sleep(step.ms, abort.signal);
+          continue;
         }
+        if (step.kind === 'refuse') return refuse(req, res, pausedRefusal(grant.provider, step.until, now()));
+        const choice = step;
         held?.upstream.body.destroy();
         held = undefined;
         tried.push(choice.name);

@@ -29,6 +29,8 @@ export interface BudgetFacts {
   running?: Array<{ task: string; usd: number; tokens: number }>;
   /** The task's limits.expectedEpisodeCostUSD: its estimate until it has a history of its own. */
   declaredUSD?: number;
+  /** Per other task of the ledger, the last episode whose spend it holds (spend-cap.ts episodesCounted). */
+  countedThrough?: Readonly<Record<string, number>>;
 }
 
 /** What one more episode of a task is expected to cost, and where that figure comes from. */

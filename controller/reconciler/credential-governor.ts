@@ -116,3 +116,28 @@ export function poolPausedUntil(credentials: readonly CredentialFacts[], now: Da
   }
   return earliest === undefined ? undefined : new Date(earliest);
 }
+
+/** A request waits at most this long at a time for its pool's limits to allow it; past that it is refused. */
+export const MAX_LIMIT_WAIT_MS = 60_000;
+
+/** What a request does with the governor's choice: go out, wait for a limit, give back the answer it holds, or be refused. */
+export type RequestStep =
+  | { kind: 'send'; name: string }
+  | { kind: 'wait'; ms: number }
+  /** Every credential was tried: the last answer (a 429 of the last one) goes back to the agent as it was. */
+  | { kind: 'answer' }
+  /** Nothing may go out soon: refused with the usage-limit answer and `until`. */
+  | { kind: 'refuse'; until: Date };
+
+/**
+ * The next step of one request. A wait for per-minute limits or a cool-down (not a usage limit) of at most
+ * MAX_LIMIT_WAIT_MS is waited out on the gateway's clock; with an answer held (failover) it goes back instead.
+ */
+export function requestStep(choice: Choice, holding: boolean, now: Date): RequestStep {
+  if (choice.kind === 'use') return { kind: 'send', name: choice.name };
+  if (holding) return { kind: 'answer' };
+  if (choice.kind === 'none') return { kind: 'refuse', until: now };
+  const ms = Math.max(0, choice.until.getTime() - now.getTime());
+  if (!choice.paused && ms <= MAX_LIMIT_WAIT_MS) return { kind: 'wait', ms };
+  return { kind: 'refuse', until: choice.until };
+}

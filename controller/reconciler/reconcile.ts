@@ -320,7 +320,7 @@ function beforeStart(given: AgentTaskStatus, spec: AgentTaskSpec, input: Reconci
   }
   // Only an agent behind the gateway is held to its leash request by request.
   const leash = spec.agent.credentials
-    ? episodeLeash(status, spec.limits, input.budgets, input.spawn?.caps)
+    ? episodeLeash(status, spec.limits, input.budgets, input.spawn?.caps, input.now)
     : undefined;
   return start(withDelivery(status, episodeNumbersUsed(status) + 1, input.spawn), spec, input.now, leash);
 }

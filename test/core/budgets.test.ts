@@ -155,3 +155,43 @@ test('budget loop: maxEpisodesPerHour waits (RateLimited), and a ledger read bac
   assert.equal(t.executor.running.get('default/a')?.number, 3);
   assert.equal(budgets.statuses.get('default/rate')?.spentUSD, 0.2);
 });
+
+test('budget loop: an episode behind the gateway gets its budget window shared, with what the ledger counted of each other task', async () => {
+  const t = setup();
+  t.budgets.set('hourly', { limitUSD: 1, window: '1h', selector: { matchLabels: { team: 'a' } } });
+  const spec = { agent: { command: ['agent'], credentials: 'creds' }, limits: { expectedEpisodeCostUSD: 0.1 } };
+  for (const n of ['a', 'b']) t.source.set(desired(n, spec, { labels: { team: 'a' } }));
+  t.controller.start();
+  await t.settle();
+  const leashOf = (key: string, number: number) =>
+    t.executor.calls.find((c) => c.op === 'start' && c.key === `default/${key}` && c.number === number)?.leash
+      ?.others[0];
+  // Both run at once: whichever started second knows the first's episode 1 is not in the ledger yet.
+  const first = [leashOf('a', 1), leashOf('b', 1)];
+  assert.deepEqual(
+    first.map((o) => o?.shared?.key),
+    ['budget hourly', 'budget hourly'],
+  );
+  assert.deepEqual(
+    first.flatMap((o) => Object.values(o?.shared?.counted ?? {})),
+    [0],
+  );
+
+  t.clock.advance(5 * 60_000);
+  t.executor.finish('default/a', { exitCode: 0, costUSD: 0.3 });
+  await t.settle();
+  // a's episode 2: $0.70 left, b's episode 1 still running (counted through 0), a's $0.30 leaves at 11:05.
+  const a2 = leashOf('a', 2);
+  assert.equal(a2?.usd, 0.7);
+  assert.deepEqual(a2?.shared, { key: 'budget hourly', counted: { b: 0 } });
+  assert.deepEqual(a2?.frees, [{ atMs: Date.parse('2026-11-23T11:05:00Z'), usd: 0.3, tokens: 0 }]);
+
+  t.clock.advance(5 * 60_000);
+  t.executor.finish('default/b', { exitCode: 0, costUSD: 0.2 });
+  await t.settle();
+  // b's episode 2: a's episode 1 is in the ledger, its running episode 2 is not.
+  const b2 = leashOf('b', 2);
+  assert.equal(b2?.usd, 0.5);
+  assert.deepEqual(b2?.shared, { key: 'budget hourly', counted: { a: 1 } });
+  assert.equal(b2?.frees?.length, 2);
+});

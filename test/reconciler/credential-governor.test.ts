@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   LIMIT_WINDOW_MS,
+  MAX_LIMIT_WAIT_MS,
   chooseCredential,
   headroom,
   poolPausedUntil,
+  requestStep,
 } from '../../controller/reconciler/credential-governor.ts';
 import type { Choice, CredentialFacts } from '../../controller/reconciler/credential-governor.ts';
 
@@ -134,4 +136,47 @@ describe('poolPausedUntil: every credential at a usage limit', () => {
   ];
   for (const [name, credentials, want] of rows)
     it(name, () => assert.deepEqual(poolPausedUntil(credentials, now), want));
+});
+
+describe('requestStep: what a request does with the choice', () => {
+  const rows: Array<[string, Choice, boolean, ReturnType<typeof requestStep>]> = [
+    ['a credential: send on it', { kind: 'use', name: 'a' }, false, { kind: 'send', name: 'a' }],
+    ['a credential after a failover: send', { kind: 'use', name: 'b' }, true, { kind: 'send', name: 'b' }],
+    [
+      'per-minute limits free in 20 s: wait for it',
+      { kind: 'wait', until: at(20_000), paused: false },
+      false,
+      { kind: 'wait', ms: 20_000 },
+    ],
+    [
+      'exactly the longest wait',
+      { kind: 'wait', until: at(LIMIT_WINDOW_MS), paused: false },
+      false,
+      { kind: 'wait', ms: 60_000 },
+    ],
+    [
+      'longer than that: refused',
+      { kind: 'wait', until: at(60_001), paused: false },
+      false,
+      { kind: 'refuse', until: at(60_001) },
+    ],
+    ['a wait already over: at once', { kind: 'wait', until: at(-5), paused: false }, false, { kind: 'wait', ms: 0 }],
+    [
+      'every credential at a usage limit: refused, however soon',
+      { kind: 'wait', until: at(1000), paused: true },
+      false,
+      { kind: 'refuse', until: at(1000) },
+    ],
+    [
+      'an answer held: it goes back rather than wait',
+      { kind: 'wait', until: at(1000), paused: false },
+      true,
+      { kind: 'answer' },
+    ],
+    ['every credential tried: the held answer goes back', { kind: 'none' }, true, { kind: 'answer' }],
+    ['none and nothing held: refused now', { kind: 'none' }, false, { kind: 'refuse', until: now }],
+  ];
+  for (const [name, choice, holding, want] of rows)
+    it(name, () => assert.deepEqual(requestStep(choice, holding, now), want));
+  it('the longest wait is the per-minute window', () => assert.equal(MAX_LIMIT_WAIT_MS, LIMIT_WINDOW_MS));
 });

@@ -3,6 +3,7 @@
 import type { AgentTaskSpec, AgentTaskStatus } from '../../controller/api/agent-task.ts';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import { episodeResult } from '../../controller/api/episode-result.ts';
+import type { EpisodeLeash } from '../../controller/api/episode-leash.ts';
 import type { EpisodeRecord } from '../../controller/api/episode-record.ts';
 import type { EpisodeResultInput } from '../../controller/api/episode-result.ts';
 import type { DesiredTask, EpisodeExecutor, StatusSink, TaskSource } from '../../controller/core/ports.ts';
@@ -66,6 +67,8 @@ export interface MemoryCall {
   key: string;
   number: number;
   reason?: StopReason;
+  /** What a start was given to spend through the gateway (a task with spec.agent.credentials). */
+  leash?: EpisodeLeash;
 }
 
 export class MemoryExecutor implements EpisodeExecutor {
@@ -89,8 +92,14 @@ export class MemoryExecutor implements EpisodeExecutor {
     if (status.currentEpisode) return { number: status.currentEpisode.number, state: 'gone' };
     return undefined;
   }
-  async start(task: DesiredTask, number: number): Promise<Record<string, unknown>> {
-    this.calls.push({ op: 'start', key: task.key, number });
+  async start(
+    task: DesiredTask,
+    number: number,
+    _status?: AgentTaskStatus,
+    _upstream?: unknown,
+    leash?: EpisodeLeash,
+  ): Promise<Record<string, unknown>> {
+    this.calls.push({ op: 'start', key: task.key, number, ...(leash ? { leash } : {}) });
     if (this.failNextStart.delete(task.key)) throw new Error('apiserver unavailable');
     this.running.set(task.key, { number, startedAt: this.now().toISOString() });
     return { handle: `${task.key}#${number}` };

@@ -3,6 +3,8 @@
 // Secret reference or a key. The controller reads the AgentCredentials and its Secret itself when the episode
 // starts; the pod carries only the token's SHA-256 (an annotation), so a restarted controller re-grants the
 // running pods' tokens instead of failing them. A token dies when its pod ends or is deleted.
+import { sleepOn, systemClock } from '../../core/clock.ts';
+import type { Clock } from '../../core/clock.ts';
 import type { Logger } from 'pino';
 import {
   CREDENTIALS_KIND,
@@ -43,8 +45,8 @@ export interface ClusterGatewayOptions {
   url?: string;
   /** Tests: where the values come from (default: the Secrets the credentials name). */
   values?: CredentialValues;
-  /** The clock of pauses and per-minute limits (tests inject one). */
-  now?: () => Date;
+  /** The clock of pauses, per-minute limits and budget windows (tests inject one). */
+  clock?: Clock;
   metrics?: GatewayMetrics;
 }
 
@@ -56,6 +58,7 @@ export class ClusterGatewayBinding {
   private gateway?: Gateway;
   private readonly opts: ClusterGatewayOptions;
   private readonly values: CredentialValues;
+  private readonly clock: Clock;
   private readonly now: () => Date;
   /** The pools, their status kept in AgentCredentials.status on the apiserver (the same code as locally). */
   readonly pools: CredentialPools;
@@ -64,7 +67,8 @@ export class ClusterGatewayBinding {
   constructor(opts: ClusterGatewayOptions) {
     this.opts = opts;
     this.values = opts.values ?? new SecretCredentialValues(opts.client);
-    this.now = opts.now ?? (() => new Date());
+    const clock = (this.clock = opts.clock ?? systemClock);
+    this.now = () => clock.now();
     this.pools = new CredentialPools({
       store: new KubeCredentialsStatus(opts.client, opts.log),
       now: this.now,
@@ -109,6 +113,7 @@ export class ClusterGatewayBinding {
       port,
       log: this.opts.log,
       now: this.now,
+      sleep: (ms, signal) => sleepOn(this.clock, ms, signal),
       onAnswer: metrics && ((grant, credential, status) => metrics.answered(grant, credential, status)),
       onUsage: (grant, usage, cost, _status, credential) => {
         metrics?.used(grant, credential, usage, cost);

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { upstreamOf } from '../../api/agent-credentials.ts';
-import { systemClock } from '../../core/clock.ts';
+import { sleepOn, systemClock } from '../../core/clock.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { CredentialPool } from '../../gateway/credential-pool.ts';
 import { CredentialPools } from '../../gateway/credential-pools.ts';
@@ -56,6 +56,7 @@ export class LocalGatewayBinding {
   private gateway?: Promise<Gateway>;
   private readonly opts: LocalGatewayOptions;
   private readonly env: NodeJS.ProcessEnv;
+  private readonly clock: Clock;
   private readonly now: () => Date;
   /** One pool per AgentCredentials, made when it is first used or asked about; status in the state directory. */
   private readonly pools: CredentialPools;
@@ -63,7 +64,7 @@ export class LocalGatewayBinding {
   constructor(opts: LocalGatewayOptions) {
     this.opts = opts;
     this.env = opts.env ?? process.env;
-    const clock = opts.clock ?? systemClock;
+    const clock = (this.clock = opts.clock ?? systemClock);
     this.now = () => clock.now();
     this.pools = new CredentialPools({
       store: new LocalCredentialsStatus(opts.stateDir, opts.log),
@@ -170,6 +171,7 @@ export class LocalGatewayBinding {
       host: '127.0.0.1',
       log: this.opts.log,
       now: this.now,
+      sleep: (ms, signal) => sleepOn(this.clock, ms, signal),
       onAnswer: metrics && ((grant, credential, status) => metrics.answered(grant, credential, status)),
       onUsage: metrics && ((grant, usage, cost, _status, credential) => metrics.used(grant, credential, usage, cost)),
     });
