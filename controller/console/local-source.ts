@@ -1,9 +1,9 @@
 // The console's view of a local state dir: the rows of every task kept in memory, re-read one status file
 // at a time as fs.watch reports it changed, and log growth passed on, so an open page follows a run live.
-import { existsSync, readdirSync, statSync, watch } from 'node:fs';
-import type { FSWatcher } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { DirWatch } from '../util/dir-watch.ts';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { SuspendHold } from '../api/hold.ts';
@@ -62,7 +62,7 @@ export class LocalConsoleSource implements ConsoleSource {
   private readonly listeners = new Set<(event: ConsoleEvent) => void>();
   private readonly pending = new Map<string, TaskRow>();
   private flushTimer: NodeJS.Timeout | undefined;
-  private readonly watchers = new Map<string, FSWatcher>();
+  private readonly watches = new DirWatch();
   private closed = false;
   private started = false;
   private waitForState: NodeJS.Timeout | undefined;
@@ -117,11 +117,7 @@ export class LocalConsoleSource implements ConsoleSource {
     this.followed = true;
     if (hooksUrl) this.hooksBase = hooksUrl.replace(/\/hooks$/, '');
     clearInterval(this.waitForState);
-    for (const [id, watcher] of this.watchers)
-      if (id.startsWith('status')) {
-        watcher.close();
-        this.watchers.delete(id);
-      }
+    this.watches.unwatchAll('status');
     const next = () => {
       if (this.closed) return;
       this.enqueue(() => this.syncFromView(view()));
@@ -188,10 +184,9 @@ export class LocalConsoleSource implements ConsoleSource {
     this.queue(row);
   }
 
-  // fs.watch per directory, not chokidar: chokidar re-reads a directory's listing on every rename into it,
-  // which at 10,000 status files and 100 writes a second cost ~40% of a core (bench/console).
+  // One watch per directory (util/dir-watch.ts, not chokidar: see there).
   private watchStatus(): void {
-    this.watchDir(this.statusRoot, 'status', (ns) => this.watchNamespace(ns));
+    this.watches.watch('status', this.statusRoot, (ns) => this.watchNamespace(ns));
     for (const ns of readdirSafe(this.statusRoot)) this.watchNamespace(ns);
     this.started = true;
   }
@@ -199,12 +194,12 @@ export class LocalConsoleSource implements ConsoleSource {
   /** Triggers' status files, for PR links: looked for at start and whenever everything is read again. */
   private watchTriggerRoot(): void {
     const triggers = triggerStatusDir(this.stateDir);
-    this.watchDir(triggers, 'triggers', (ns) => this.watchTriggers(ns));
+    this.watches.watch('triggers', triggers, (ns) => this.watchTriggers(ns));
     for (const ns of readdirSafe(triggers)) this.watchTriggers(ns);
   }
 
   private watchTriggers(ns: string): void {
-    this.watchDir(join(triggerStatusDir(this.stateDir), ns), `triggers/${ns}`, (file) => {
+    this.watches.watch(`triggers/${ns}`, join(triggerStatusDir(this.stateDir), ns), (file) => {
       if (file.endsWith('.json')) this.enqueue(() => this.triggerChanged(`${ns}/${file.slice(0, -'.json'.length)}`));
     });
   }
@@ -227,11 +222,11 @@ export class LocalConsoleSource implements ConsoleSource {
 
   private watchNamespace(ns: string): void {
     const dir = join(this.statusRoot, ns);
-    if (ns.endsWith('.tmp') || this.watchers.has(`status/${ns}`)) return;
+    if (ns.endsWith('.tmp') || this.watches.has(`status/${ns}`)) return;
     const changed = (file: string) => {
       if (file.endsWith('.json')) this.statusWritten(join(dir, file), ns, file.slice(0, -'.json'.length));
     };
-    this.watchDir(dir, `status/${ns}`, changed);
+    this.watches.watch(`status/${ns}`, dir, changed);
     // A namespace that appeared while running: what was written before its watcher started is read now.
     if (this.started) for (const file of readdirSafe(dir)) changed(file);
   }
@@ -240,37 +235,20 @@ export class LocalConsoleSource implements ConsoleSource {
   private followLogs(row: TaskRow): void {
     const id = `logs/${row.key}`;
     if (row.runningEpisode === undefined) {
-      this.watchers.get(id)?.close();
-      this.watchers.delete(id);
+      this.watches.unwatch(id);
       return;
     }
     const dir = taskLogsDir(this.stateDir, row.namespace, row.name);
-    this.watchDir(dir, id, (file) => {
+    this.watches.watch(id, dir, (file) => {
       const episode = episodeOfLogFile(file);
       if (episode !== undefined) this.logGrew(join(dir, file), row.key, episode);
     });
     // The first episode's log directory may come a moment after the status that says it runs.
-    if (!this.watchers.has(id) && !this.closed)
+    if (!this.watches.has(id) && !this.closed)
       setTimeout(() => {
         const now = this.rowsByKey.get(row.key);
         if (now) this.followLogs(now);
       }, 200).unref();
-  }
-
-  private watchDir(dir: string, id: string, onFile: (file: string) => void): void {
-    if (this.closed || this.watchers.has(id)) return;
-    try {
-      const watcher = watch(dir, (_event, file) => {
-        if (file) onFile(file.toString());
-      });
-      watcher.on('error', () => {
-        watcher.close();
-        this.watchers.delete(id);
-      });
-      this.watchers.set(id, watcher);
-    } catch {
-      // not there (yet): a log directory appears with its first episode, seen at the next status change
-    }
   }
 
   /** A status file was written: it is read again, after every read queued before it. */
@@ -408,8 +386,7 @@ export class LocalConsoleSource implements ConsoleSource {
     clearTimeout(this.flushTimer);
     this.closed = true;
     this.firstStarts.stop();
-    for (const w of this.watchers.values()) w.close();
-    this.watchers.clear();
+    this.watches.close();
   }
 }
 

@@ -1,69 +1,28 @@
-// The one controller loop of both modes: a keyed work queue over the three ports. Each pass gathers the
-// facts (desired task, recorded status, observed episode, dependencies, slots, spend), asks the pure
-// reconcile() what to do, and does it in crash-safe order: status on record first, then the actions in the
-// order reconcile() lists them. Every rule about a task is reconcile()'s; the loop keeps the queue and slots.
-// Like controller-runtime, the loop owns requeue (requeueAfter), retry with backoff, and forget.
-import type { Logger } from 'pino';
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
-import type { AgentTaskStatus, Phase } from '../api/agent-task.ts';
+import type { AgentTaskStatus } from '../api/agent-task.ts';
 import type { AdoptOutcome } from '../api/attempts.ts';
 import type { ApplyRejection } from '../api/ops.ts';
 import { statusProblems } from '../api/validate.ts';
 import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
-import type { EpisodicMetrics } from '../metrics/metrics.ts';
-import { cycleThrough, dependencyFact } from '../reconciler/dependencies.ts';
-import type { DependencyFact } from '../reconciler/dependencies.ts';
 import type { CredentialsPaused } from '../reconciler/credentials-hold.ts';
 import { reconcile } from '../reconciler/reconcile.ts';
 import type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from '../reconciler/reconcile.ts';
-import { mailboxCameUp } from '../reconciler/mail.ts';
 import { settled } from '../reconciler/settled.ts';
 import { diffsWanted } from '../reconciler/attempts.ts';
 import type { SpawnFacts } from '../reconciler/spawn-decide.ts';
 import { BudgetBook } from './budget-book.ts';
-import type { BudgetStore } from './budget-book.ts';
 import { systemClock } from './clock.ts';
 import type { Clock } from './clock.ts';
-import type { MailboxEvents } from './mailboxes.ts';
 import { StoreFullError, TerminalError } from './ports.ts';
-import type { DesiredTask, EpisodeExecutor, OpsApplier, StatusSink, TaskSource, UpstreamOutputs } from './ports.ts';
+import type { DesiredTask } from './ports.ts';
+import { DependencyGraph } from './dependency-graph.ts';
+import { TaskTally } from './task-tally.ts';
+import { Slots } from './slots.ts';
+import type { ControllerOptions } from './controller-options.ts';
 import { applyOpsThenRecord, countEpisodeOps, opsFollow } from './ops-loop.ts';
 import { WorkQueue } from './work-queue.ts';
-import type { SpawnLoop } from './spawn-loop.ts';
 
-export interface ControllerOptions<T extends DesiredTask> {
-  source: TaskSource<T>;
-  executor: EpisodeExecutor<T>;
-  sink: StatusSink<T>;
-  logger: Logger;
-  /** --max-concurrent: episodes running at once across all tasks. */
-  maxConcurrent: number;
-  /** --budget-usd: no episode starts once all tasks together spent this much. */
-  budgetUSD?: number;
-  /** AgentBudgets: checked before every episode, their ledgers kept by this loop. */
-  budgets?: BudgetStore;
-  /** Reconciles of different tasks in flight at once. */
-  workers?: number;
-  metrics?: EpisodicMetrics;
-  clock?: Clock;
-  /** In [0, 1): backoff jitter. */
-  random?: () => number;
-  /** spec.agent.credentials: whether every credential of the task's pool is paused (a usage limit), until when. */
-  credentialsPaused?: (task: T) => CredentialsPaused | undefined | Promise<CredentialsPaused | undefined>;
-  /** A pool's pauses changed (namespace, AgentCredentials name): its tasks are looked at again, all at once. */
-  credentialEvents?: { subscribe(fn: (namespace: string, name: string) => void): void };
-  /**
-   * Tasks on record that their source no longer has (deleting), e.g. a spec deleted while no controller
-   * ran: reconciled once at start() like any deleted task, so their episodes are recorded before release.
-   */
-  deletedTasks?: readonly T[];
-  /** Agent ops with effects outside the status (blackboard, spawn, send). */
-  ops?: OpsApplier<T>;
-  /** spawn/send: children, mailboxes and their placeholders (core/spawn-loop.ts). */
-  spawn?: SpawnLoop<T>;
-  /** Mailbox arrivals: the task is reconciled at once (wake: onMessage, interrupt) instead of at its resync. */
-  mailboxEvents?: MailboxEvents;
-}
+export type { ControllerOptions } from './controller-options.ts';
 
 export class Controller<T extends DesiredTask = DesiredTask> {
   private readonly opts: ControllerOptions<T>;
@@ -71,21 +30,16 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   private readonly clock: Clock;
   /** The last desired state seen per key: a task deleted while its episode runs still needs its end recorded. */
   private readonly known = new Map<string, T>();
-  /** Task key → keys of the tasks that dependOn it. */
-  private readonly dependents = new Map<string, Set<string>>();
+  private readonly graph: DependencyGraph<T>;
+  private readonly tally: TaskTally;
   private readonly stops = new Map<string, { number: number; reason: StopReason }>();
   /** Episodes on record whose start failed with an error worth retrying: started again, never renumbered. */
   private readonly pendingStarts = new Map<string, number>();
-  /** Tasks whose last pass found no free slot, longest waiting first. */
-  private readonly slotWaiters = new Set<string>();
-  private readonly spent = new Map<string, number>();
-  private totalSpent = 0;
-  private readonly phases = new Map<string, Phase>();
+  private readonly slots: Slots;
   /** Task key → the newest episode whose ops this controller applied (ReconcileInput.opsApplied). */
   private readonly opsApplied = new Map<string, { episode: number; refused: ApplyRejection[] }>();
   /** Best-of-N: the outcome of each task's last AdoptWinner (lost on a restart, which carries it out again). */
   private readonly adopted = new Map<string, AdoptOutcome>();
-  private reserved = 0;
   private stopping = false;
   private listeners: Array<() => void> = [];
   private readonly budgetBook: BudgetBook | undefined;
@@ -93,6 +47,9 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   constructor(opts: ControllerOptions<T>) {
     this.opts = opts;
     this.clock = opts.clock ?? systemClock;
+    this.graph = new DependencyGraph(opts.source, opts.sink);
+    this.tally = new TaskTally(opts.metrics);
+    this.slots = new Slots(opts.maxConcurrent, () => opts.executor.runningCount());
     this.queue = new WorkQueue((key) => this.reconcileKey(key), {
       concurrency: opts.workers ?? 4,
       clock: this.clock,
@@ -146,7 +103,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   /** Stops starting episodes, stops the running ones and waits until their ends are recorded. */
   async shutdown(): Promise<void> {
     this.stopping = true;
-    for (const key of [...this.opts.executor.keys(), ...this.slotWaiters]) this.queue.add(key);
+    for (const key of [...this.opts.executor.keys(), ...this.slots.waiting()]) this.queue.add(key);
     while (this.opts.executor.runningCount() > 0 || this.queue.length > 0 || this.busy()) await this.nextChange();
     await this.queue.idle();
     this.queue.stop();
@@ -187,7 +144,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   }
 
   private busy(): boolean {
-    return this.queue.length > 0 || this.reserved > 0 || this.inFlight > 0;
+    return this.queue.length > 0 || this.slots.anyReserved || this.inFlight > 0;
   }
 
   private inFlight = 0;
@@ -220,41 +177,48 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     const now = this.clock.now();
     const before = sink.read(task) ?? emptyStatus();
     const episode = executor.observe(task, before, now);
-    if (deleted && !before.currentEpisode && episode?.state !== 'running') return this.release(task, !current);
-
     const credentialsPaused = deleted ? undefined : await this.opts.credentialsPaused?.(task);
-    const pass = { deleted, before, episode, now, credentialsPaused };
-    let spawn = deleted ? undefined : await this.opts.spawn?.facts(task, before);
+    const spawn = deleted ? undefined : await this.opts.spawn?.facts(task, before);
     const attemptDiffs = await this.attemptDiffs(task, before, spawn);
-    let out = reconcile({ ...this.facts(task, pass), spawn, attemptDiffs });
-    // The episode this pass starts may render a prompt that came up in it (the next step's, a pushed frame):
-    // when that one reads the mailbox and the one before did not, the pass is decided again with it
-    // (its facts gathered again after the await: the free slots may have changed).
-    if (spawn && out.actions.some((a) => a.type === 'StartEpisode') && mailboxCameUp(task.spec, before, out.status)) {
-      spawn = await this.opts.spawn?.facts(task, out.status);
-      out = reconcile({ ...this.facts(task, pass), spawn, attemptDiffs });
-    }
+    const pass = { deleted, before, episode, now, credentialsPaused };
+    const out = reconcile({ ...this.facts(task, pass), spawn, attemptDiffs });
     if (out.actions.some((a) => a.type === 'RecordEpisode')) countEpisodeOps(this.opts.metrics, task, episode);
     this.budgetBook?.afterPass(task, before, out.status, out.heldByBudgets, now);
     this.opts.spawn?.afterPass(task, out.status);
     const starts = out.actions.some((a) => a.type === 'StartEpisode');
     // Before the first await: parallel passes must see the slot taken and the spend counted.
-    if (starts) this.reserved++;
-    this.noteDecided(task, before, out.status);
+    if (starts) this.slots.reserve();
+    this.tally.decided(task, before, out.status);
     try {
       if (!deleted) await source.hold(task); // in charge before anything of the task exists
-      checkStatus(key, out.status);
-      await sink.write(task, out.status, { beforeStart: starts });
-      await this.budgetBook?.flush();
+      await this.recordEpisodes(task, out.actions);
+      if (!out.keepsStatus) await this.writeStatus(task, out.status, starts);
       const promptVars = spawn && this.opts.spawn?.promptVars(spawn, out.status);
       await this.perform(promptVars ? { ...task, promptVars } : task, out.status, out.actions);
       await this.opts.spawn?.afterWrite(task, before, out.status, spawn, (k) => this.queue.add(k));
     } finally {
-      if (starts) this.reserved--;
+      if (starts) this.slots.unreserve();
     }
     this.schedule(key, out, starts);
-    if (deleted && !out.status.currentEpisode) return this.release(task, !current);
+    if (out.actions.some((a) => a.type === 'ReleaseTask')) return this.release(task, !current);
     await executor.tidy(task, out.status);
+  }
+
+  /**
+   * The records of the episodes that ended, before the status that reports their end: whoever sees that status
+   * finds the record (a crash between the two appends it again; the last line of a number wins, an AgentEpisode
+   * created twice is AlreadyExists). A record that names refused ops follows them (perform).
+   */
+  private async recordEpisodes(task: T, actions: readonly Action[]): Promise<void> {
+    for (const a of actions)
+      if (a.type === 'RecordEpisode' && !opsFollow(actions, a.record.number))
+        await this.opts.sink.recordEpisode(task, a.record);
+  }
+
+  private async writeStatus(task: T, status: AgentTaskStatus, starts: boolean): Promise<void> {
+    checkStatus(task.key, status);
+    await this.opts.sink.write(task, status, { beforeStart: starts });
+    await this.budgetBook?.flush();
   }
 
   /** Best-of-N: the candidates' diffs, read only in the pass that makes the judge (diffsWanted). */
@@ -281,7 +245,6 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     },
   ): ReconcileInput {
     const { key } = task;
-    const spentByOthers = this.totalSpent - (this.spent.get(key) ?? 0);
     return {
       namespace: task.namespace,
       name: task.name,
@@ -299,11 +262,11 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       hold: task.hold,
       opsApplied: this.opsApplied.get(key)?.episode,
       opsRefused: this.opsApplied.get(key)?.refused,
-      ...this.dependencies(task),
-      capacity: !this.stopping && this.opts.executor.runningCount() + this.reserved < this.opts.maxConcurrent,
+      ...this.graph.facts(task),
+      freeSlots: this.slots.free(this.stopping),
       globalBudget:
         this.opts.budgetUSD !== undefined
-          ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: spentByOthers }
+          ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: this.tally.spentByOthers(key) }
           : undefined,
       budgets: pass.deleted ? undefined : this.budgetBook?.facts(task, pass.before, pass.now),
       adoption: { supported: this.opts.executor.adoptWinner !== undefined, outcome: this.adopted.get(key) },
@@ -313,22 +276,22 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     };
   }
 
-  /** The pass's actions, in the order reconcile() listed them; the status that calls for them is written. */
+  /** The pass's other actions, in the order reconcile() listed them, once the status that calls for them is on record. */
   private async perform(task: T, status: AgentTaskStatus, actions: readonly Action[]): Promise<void> {
-    const { executor, sink } = this.opts;
+    const { executor } = this.opts;
     let startDetails: Record<string, unknown> = {};
     // An episode whose ops this pass applies is recorded after them, with those refused (ops-loop.ts).
     const held = actions.find((a) => a.type === 'RecordEpisode' && opsFollow(actions, a.record.number));
     for (const a of actions) {
-      if (a.type === 'RecordEpisode') {
-        if (a !== held) await sink.recordEpisode(task, a.record);
+      if (a.type === 'RecordEpisode' || a.type === 'ReleaseTask') {
+        // recorded before the status (recordEpisodes), or held for its ops; a release is the pass's last step
       } else if (a.type === 'ApplyOps') {
         const record = held?.type === 'RecordEpisode' ? held.record : undefined;
         const refused = await applyOpsThenRecord({ ...this.opts, applier: this.opts.ops }, task, a, record);
         this.opsApplied.set(task.key, { episode: a.episode, refused });
       } else if (a.type === 'RecordEvent') {
         const details = a.afterStart ? { ...a.details, ...startDetails } : (a.details ?? {});
-        sink.event(task, a.eventType, a.reason, a.message, details);
+        this.opts.sink.event(task, a.eventType, a.reason, a.message, details);
       } else if (a.type === 'CreateTasks') {
         await this.createTasks(task, a.tasks);
       } else if (a.type === 'AdoptWinner') {
@@ -338,7 +301,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
         await executor.stop(task, a.number, a.reason);
       } else {
         this.pendingStarts.set(task.key, a.number);
-        startDetails = await executor.start(task, a.number, status, this.upstreamOutputs(task), a.leash);
+        startDetails = await executor.start(task, a.number, status, this.graph.upstreamOutputs(task), a.leash);
         this.pendingStarts.delete(task.key);
       }
     }
@@ -354,8 +317,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   /** What the pass means for the queue: a requeue, the slot waiters, the dependents. */
   private schedule(key: string, out: ReconcileResult, started: boolean): void {
     if (!out.status.currentEpisode) this.stops.delete(key);
-    if (out.waitsForSlot) this.slotWaiters.add(key);
-    else this.slotWaiters.delete(key);
+    this.slots.setWaiting(key, out.waitsForSlot);
     if (out.requeueAfterMs !== undefined) this.queue.addAfter(key, out.requeueAfterMs);
     if (out.wakeDependents) this.wakeDependents(key);
     if (!started) this.wakeSlotWaiters(); // a slot this pass left unused goes to the next waiting task
@@ -373,26 +335,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     this.pendingStarts.delete(task.key);
     this.opsApplied.delete(task.key);
     this.adopted.delete(task.key);
-    this.slotWaiters.delete(task.key);
-    this.totalSpent -= this.spent.get(task.key) ?? 0;
-    this.spent.delete(task.key);
-    this.opts.metrics?.movePhase(task.namespace, this.phases.get(task.key), undefined);
-    this.phases.delete(task.key);
-    this.opts.metrics?.leash.trackWaiting(task.key, task.namespace, undefined);
-    this.opts.metrics?.resume.trackReview(task.key, task.namespace, undefined);
-  }
-
-  private noteDecided(task: T, before: AgentTaskStatus, status: AgentTaskStatus): void {
-    this.totalSpent += status.costUSD - (this.spent.get(task.key) ?? 0);
-    this.spent.set(task.key, status.costUSD);
-    const metrics = this.opts.metrics;
-    if (!metrics) return;
-    metrics.observeTransition(task.namespace, before, status);
-    metrics.leash.trackWaiting(task.key, task.namespace, status);
-    metrics.resume.trackReview(task.key, task.namespace, status);
-    const phase = status.phase ?? 'Pending';
-    if (this.phases.get(task.key) !== phase) metrics.movePhase(task.namespace, this.phases.get(task.key), phase);
-    this.phases.set(task.key, phase);
+    this.slots.setWaiting(task.key, false);
+    this.tally.forget(task);
   }
 
   private sourceChanged(key: string): void {
@@ -405,73 +349,24 @@ export class Controller<T extends DesiredTask = DesiredTask> {
 
   private index(task: T): void {
     const old = this.known.get(task.key);
-    if (!old) {
-      const recorded = this.opts.sink.read(task);
-      this.spent.set(task.key, recorded?.costUSD ?? 0);
-      this.totalSpent += recorded?.costUSD ?? 0;
-      const phase = recorded?.phase ?? 'Pending';
-      this.phases.set(task.key, phase);
-      this.opts.metrics?.movePhase(task.namespace, undefined, phase);
-      if (recorded) this.opts.metrics?.leash.trackWaiting(task.key, task.namespace, recorded);
-      if (recorded) this.opts.metrics?.resume.trackReview(task.key, task.namespace, recorded);
-    }
-    if (old) for (const dep of old.dependsOn) this.dependents.get(taskKey(old.namespace, dep))?.delete(task.key);
-    for (const dep of task.dependsOn) {
-      const depKey = taskKey(task.namespace, dep);
-      let set = this.dependents.get(depKey);
-      if (!set) this.dependents.set(depKey, (set = new Set()));
-      set.add(task.key);
-    }
+    if (!old) this.tally.seen(task, this.opts.sink.read(task));
+    this.graph.index(task, old);
     this.known.set(task.key, task);
   }
 
   /** The task left its source; `known` keeps it until its episode's end is recorded (release()). */
   private unindex(key: string): void {
     const old = this.known.get(key);
-    if (old) for (const dep of old.dependsOn) this.dependents.get(taskKey(old.namespace, dep))?.delete(key);
-  }
-
-  private dependencies(task: DesiredTask): {
-    dependencies: Record<string, DependencyFact | undefined>;
-    dependencyCycle?: string[];
-  } {
-    const dependencies: Record<string, DependencyFact | undefined> = {};
-    if (task.dependsOn.length === 0) return { dependencies };
-    for (const dep of task.dependsOn) {
-      const depTask = this.opts.source.get(taskKey(task.namespace, dep));
-      dependencies[dep] = depTask ? dependencyFact(this.opts.sink.read(depTask)) : undefined;
-    }
-    return { dependencies, dependencyCycle: this.cycle(task) };
-  }
-
-  /** The outputs of each task in dependsOn, as their statuses have them when the episode starts. */
-  private upstreamOutputs(task: DesiredTask): UpstreamOutputs {
-    const outputs: UpstreamOutputs = {};
-    for (const dep of task.dependsOn) {
-      const depTask = this.opts.source.get(taskKey(task.namespace, dep));
-      outputs[dep] = depTask ? this.opts.sink.read(depTask)?.outputs : undefined;
-    }
-    return outputs;
-  }
-
-  /** The dependsOn cycle through the task, if any, walked through the source. */
-  private cycle(task: DesiredTask): string[] | undefined {
-    return cycleThrough(task.name, (name) => this.opts.source.get(taskKey(task.namespace, name))?.dependsOn);
+    if (old) this.graph.unindex(old);
   }
 
   private wakeDependents(key: string): void {
-    for (const dependent of this.dependents.get(key) ?? []) this.queue.add(dependent);
+    for (const dependent of this.graph.dependentsOf(key)) this.queue.add(dependent);
   }
 
   /** As many waiting tasks as there are free slots get another look; one that does not start wakes the next. */
   private wakeSlotWaiters(): void {
-    if (this.stopping) return;
-    let free = this.opts.maxConcurrent - this.opts.executor.runningCount() - this.reserved;
-    for (const key of this.slotWaiters) {
-      if (free-- <= 0) break;
-      this.slotWaiters.delete(key);
-      this.queue.add(key);
-    }
+    for (const key of this.slots.takeWaiters(this.stopping)) this.queue.add(key);
   }
 
   private notify(): void {

@@ -67,11 +67,10 @@ export class SpawnLoop<T extends DesiredTask> {
    * (reconciler/mail.ts readsMailbox): every other task is spared a read per pass.
    */
   async facts(task: T, status: AgentTaskStatus | undefined): Promise<SpawnFacts> {
-    return {
-      children: this.children(task),
-      caps: this.caps(task),
-      waiting: readsMailbox(task.spec, status) ? await this.mailboxes.read(task.namespace, task.name) : [],
-    };
+    const children = this.children(task);
+    const caps = this.caps(task);
+    if (!readsMailbox(task.spec, status)) return { children, caps, waiting: [], mailboxUnread: true };
+    return { children, caps, waiting: await this.mailboxes.read(task.namespace, task.name) };
   }
 
   /** Right after a task's pass is decided, before any await: whether an episode of it runs now. */

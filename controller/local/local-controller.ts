@@ -22,8 +22,8 @@ import { FileStatusSink } from '../sinks/local/file-status-sink.ts';
 import type { StoredStatus } from '../sinks/local/file-status.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { SpecDirSource } from '../sources/local/spec-dir-source.ts';
-import { ResumeRequestPoller } from '../sources/local/resume-requests.ts';
-import { HoldPoller } from '../sources/local/hold-files.ts';
+import { ResumeRequestWatch } from '../sources/local/resume-requests.ts';
+import { HoldWatch } from '../sources/local/hold-files.ts';
 import type { LocalTask } from '../sources/local/spec-dir-source.ts';
 import { LocalCreatedTasks, withCreatedTasks } from '../sources/local/created-tasks.ts';
 import { LocalOpsApplier } from '../ops/local-ops.ts';
@@ -51,8 +51,6 @@ export interface LocalControllerOptions {
 
 // More reconciles in flight did not shorten runs of many instant episodes and cost memory (bench/README.md).
 const WORKERS = 4;
-// `episodic resume` is a person at a terminal: half a second is prompt, and a readdir of a few files is cheap.
-const REQUEST_POLL_MS = 500;
 
 export class LocalController {
   private readonly opts: LocalControllerOptions;
@@ -64,8 +62,8 @@ export class LocalController {
   private started = false;
   private mergeQueue: MergeQueueLoop | undefined;
   private stopped = false;
-  private readonly requests: ResumeRequestPoller;
-  private readonly holds: HoldPoller;
+  private readonly requests: ResumeRequestWatch;
+  private readonly holds: HoldWatch;
   /** Tasks the system creates (spawned children, triggers' tasks): read with the user's specs. */
   readonly created: LocalCreatedTasks;
   readonly mailboxes: LocalMailboxes;
@@ -97,12 +95,12 @@ export class LocalController {
         if (this.userSpecs && this.started) this.source.set(withCreatedTasks(this.userSpecs, this.opts.stateDir));
       },
     });
-    this.requests = new ResumeRequestPoller(
+    this.requests = new ResumeRequestWatch(
       opts.stateDir,
       (key, request) => this.source.setResumeRequest(key, request),
       (message) => opts.logger.error(message),
     );
-    this.holds = new HoldPoller(
+    this.holds = new HoldWatch(
       opts.stateDir,
       (key, hold) => this.source.setHold(key, hold),
       (message) => opts.logger.error(message),
@@ -201,8 +199,8 @@ export class LocalController {
     this.mailboxWatch.start();
     loop.start();
     this.startMergeQueue(loop);
-    this.requests.start(REQUEST_POLL_MS);
-    this.holds.start(REQUEST_POLL_MS);
+    this.requests.start(); // watched from here on: a request or hold is seen as it is written
+    this.holds.start();
   }
 
   /** spec.integrate: after every pass (or each second) the merge queues take their next steps. */

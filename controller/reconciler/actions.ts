@@ -35,7 +35,9 @@ export type Action =
   | {
       type: 'CreateTasks';
       tasks: Array<{ name: string; spec: Record<string, unknown>; labels: Record<string, string> }>;
-    };
+    }
+  /** A deleted task with nothing running: its episode state, status and source entry go (always the last action). */
+  | { type: 'ReleaseTask' };
 
 export type Events = Extract<Action, { type: 'RecordEvent' }>[];
 

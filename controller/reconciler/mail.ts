@@ -98,12 +98,3 @@ export function readsMailbox(spec: AgentTaskSpec | undefined, status: AgentTaskS
   const next = effectiveSpec(spec, status);
   return next.promptFile !== undefined || MESSAGES_PLACEHOLDER.test(next.prompt ?? '');
 }
-
-/** The status a pass ends with reads the mailbox and the one it began with did not (a step or frame came up). */
-export function mailboxCameUp(
-  spec: AgentTaskSpec | undefined,
-  before: AgentTaskStatus | undefined,
-  after: AgentTaskStatus,
-): boolean {
-  return !readsMailbox(spec, before) && readsMailbox(spec, after);
-}

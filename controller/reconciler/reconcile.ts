@@ -37,6 +37,7 @@ import { normal, warning } from './actions.ts';
 import { DEADLINE_GRACE_MS } from './types.ts';
 import type { Action, Events, StopReason } from './actions.ts';
 import type { ObservedEpisode, ReconcileInput, ReconcileResult } from './types.ts';
+import { readsMailbox } from './mail.ts';
 import { MAILBOX_RESYNC_MS, spawnHold, spawnInterrupt, withDelivery } from './spawn-decide.ts';
 import { fanOutDecision } from './fan-out-decide.ts';
 import { tallyEvidence } from './attempts.ts';
@@ -49,6 +50,7 @@ export type { Action, StopReason } from './actions.ts';
 export type { ObservedEpisode, ReconcileInput, ReconcileResult } from './types.ts';
 
 export function reconcile(given: ReconcileInput): ReconcileResult {
+  if (releasedAsIs(given)) return { status: given.status, actions: [RELEASE], keepsStatus: true, ...UNMOVED };
   const input = { ...given, episode: observedEpisode(given.episode, given.startToRetry) };
   const now = input.now.toISOString();
   const events: Events = [];
@@ -109,13 +111,22 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
   });
   return {
     status,
-    actions: pass.actions,
+    // A deleted task whose episode this pass ended (or never started) is let go once that is on record.
+    actions: input.deleted && !status.currentEpisode ? [...pass.actions, RELEASE] : pass.actions,
     // Ops being applied: look again at once, to record that they were and go on.
     requeueAfterMs: earliest(requeueAfterMs, input.episode?.recheckAfterMs, applyOps.length > 0 ? 0 : undefined),
     heldByBudgets: decided.heldByBudgets,
     wakeDependents: pass.ended || input.status.phase !== status.phase,
     waitsForSlot: status.reason === QUEUED,
   };
+}
+
+const RELEASE: Action = { type: 'ReleaseTask' };
+const UNMOVED = { wakeDependents: false, waitsForSlot: false } as const;
+
+/** A deleted task with no episode on record nor running: nothing is left to record, so it goes as it is. */
+function releasedAsIs(input: ReconcileInput): boolean {
+  return input.deleted === true && !input.status.currentEpisode && input.episode?.state !== 'running';
 }
 
 /** What needs a person, from the ended episode's evidence as observed (a stop's result keeps no evidence). */
@@ -310,13 +321,18 @@ function beforeStart(given: AgentTaskStatus, spec: AgentTaskSpec, input: Reconci
   }
   const budget = input.budgets?.length ? judgeBudgets(input.budgets, status, input.now) : undefined;
   if (budget && budget.kind !== 'go') return budgetHold(status, budget, input.now);
-  if (!input.capacity) {
+  if (input.freeSlots <= 0) {
     return { status: set('Pending', QUEUED, 'waiting for a free episode slot (--max-concurrent)'), actions: [] };
   }
   // The next episode sees what the last one's ops did (a blackboard value, a child): they are applied first.
   if (status.pendingOps) {
     const message = `applying the ops of episode ${status.pendingOps.episode}`;
     return { status: set('Pending', 'ApplyingOps', message), actions: [] };
+  }
+  // A step or frame that came up in this pass reads the mailbox this pass did not read: the next pass does.
+  if (input.spawn?.mailboxUnread && readsMailbox(input.spec, status)) {
+    const message = 'reading the mailbox for the next episode';
+    return { status: set('Pending', 'ReadingMailbox', message), actions: [], requeueAfterMs: 0 };
   }
   // Only an agent behind the gateway is held to its leash request by request.
   const leash = spec.agent.credentials

@@ -16,6 +16,8 @@ export interface SpawnFacts {
   children: readonly ChildView[];
   /** Its mailbox, oldest first. */
   waiting: readonly Message[];
+  /** The mailbox was not read (the status the pass began with reads none): `waiting` is empty for that. */
+  mailboxUnread?: true;
   /** The maxCostUSD of each ancestor, and its own when it has children: each counts the whole family (family-cap.ts). */
   caps?: readonly FamilyCap[];
 }

@@ -72,8 +72,8 @@ export interface ReconcileInput {
   dependencies: Record<string, DependencyFact | undefined>;
   /** A dependsOn cycle through this task, e.g. ["a", "b", "a"]. */
   dependencyCycle?: string[];
-  /** Whether a concurrency slot is free to start an episode now. */
-  capacity: boolean;
+  /** Concurrency slots free now (--max-concurrent less what runs or is starting; 0 while stopping). */
+  freeSlots: number;
   /** --budget-usd: the limit and what all OTHER tasks spent (this task's own spend is in status). */
   globalBudget?: { limitUSD: number; othersSpentUSD: number };
   /** A person's request to resume the task (an annotation, a local request file); handled once per token. */
@@ -110,4 +110,6 @@ export interface ReconcileResult {
   wakeDependents: boolean;
   /** Only a free slot (--max-concurrent) keeps the next episode from starting: look again when one frees. */
   waitsForSlot: boolean;
+  /** The status on record stands and is not written again (a deleted task let go as it was left). */
+  keepsStatus?: true;
 }

@@ -310,7 +310,7 @@ test('controller: a TerminalError is not retried; any other error is, with backo
   );
 });
 
-test('controller: each finished episode is recorded once, in order, after the status that records it; never a running one', async () => {
+test('controller: each finished episode is recorded once, in order, before the status that records it; never a running one', async () => {
   const t = setup();
   t.source.set(desired('a'));
   t.controller.start();
@@ -345,13 +345,17 @@ test('controller: each finished episode is recorded once, in order, after the st
     ],
   );
   for (const { record, status } of t.sink.records)
-    assert.equal(status?.lastEpisode?.number, record.number, 'the status recording the episode was written first');
+    assert.equal(
+      status?.currentEpisode?.number,
+      record.number,
+      'on record the episode still ran: its status comes after',
+    );
   const [first, second] = t.sink.records.map((r) => r.record);
   assert.deepEqual(
     [first.exitCode, first.costUSD, first.tokens.input, first.evidence?.errorFingerprint, first.message],
     [1, 0.1, 7, 'tests failed', 'tests failed'],
   );
-  assert.equal(first.startedAt, t.sink.records[0].status?.lastEpisode?.startedAt);
+  assert.equal(first.startedAt, t.sink.records[0].status?.currentEpisode?.startedAt);
   assert.deepEqual([second.completion, second.evidence?.workspace?.headAfter, second.task], ['promise', 'c0ffee', 'a']);
 });
 

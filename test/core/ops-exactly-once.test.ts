@@ -37,7 +37,7 @@ test('ops applied, controller killed before recording it: the restart applies th
     spec: AgentTaskSpecSchema.parse({ prompt: 'p', agent: { command: ['x'] } }),
     status,
     dependencies: {},
-    capacity: true,
+    freeSlots: 1,
     now: new Date(),
     jitter: 0,
   });

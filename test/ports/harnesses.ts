@@ -63,8 +63,11 @@ export interface PortHarness {
   finish(task: DesiredTask, number: number, ending: Ending): Promise<void>;
   /** The task's status as a fresh reader finds it in durable storage (a restarted controller). */
   readBack(task: DesiredTask): Promise<AgentTaskStatus | undefined>;
-  /** The task's episode records as a fresh reader finds them in durable storage, oldest first. */
-  readRecords(task: DesiredTask): Promise<EpisodeRecord[]>;
+  /**
+   * The task's episode records as a fresh reader finds them in durable storage, oldest first; `now`: without
+   * first waiting for writes the sink still has under way.
+   */
+  readRecords(task: DesiredTask, now?: 'now'): Promise<EpisodeRecord[]>;
   /** Reasons of the events recorded for the task. */
   events(task: DesiredTask): Promise<string[]>;
   keyOf(name: string): string;
@@ -219,8 +222,8 @@ export async function clusterHarness(): Promise<PortHarness> {
       const obj: KubeObject = await client.get(`/apis/episodic.dev/v1alpha1/namespaces/${ns}/agenttasks/${task.name}`);
       return obj.status;
     },
-    async readRecords(task) {
-      await records.drain();
+    async readRecords(task, now) {
+      if (now !== 'now') await records.drain();
       const list = await client.get<any>(clusterEpisodesPath(ns), { labelSelector: `episodic.dev/task=${task.name}` });
       return (list.items as Array<{ record: unknown }>)
         .map((o) => EpisodeRecordSchema.parse(o.record))

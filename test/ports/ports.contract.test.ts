@@ -246,6 +246,24 @@ for (const impl of implementations) {
         assert.deepEqual(back[1].tokens, { input: 1200, output: 300, cacheRead: 50, cacheWrite: 0 });
       });
 
+      it('an episode record is durable once recordEpisode resolves: the status reporting it may follow', async () => {
+        await h.apply('durable');
+        const t = task('durable');
+        const at = new Date(Date.UTC(2026, 10, 23, 11, 0, 0)).toISOString();
+        const record = episodeRecordOf(
+          'durable',
+          { number: 1, outcome: 'failed', exitCode: 1, startedAt: at, finishedAt: at, costUSD: 0.1 },
+          'Backoff',
+          episodeResult({ exitCode: 1, costUSD: 0.1 }),
+        );
+        await h.sink.recordEpisode(t, record);
+        // Read without waiting for anything still under way: a status written now would find its record.
+        assert.deepEqual(
+          (await h.readRecords(t, 'now')).map((r) => r.number),
+          [1],
+        );
+      });
+
       it('events are recorded with their reason', async () => {
         const t = task('recorded');
         h.sink.event(t, 'Warning', 'EpisodeFailed', 'episode 1 failed', { episode: 1 });

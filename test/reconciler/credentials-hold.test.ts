@@ -89,7 +89,7 @@ describe('reconcile: the pool fact before a start', () => {
     spec: makeSpec({ credentials: 'claude-pool' }),
     status: emptyStatus(),
     dependencies: {},
-    capacity: true,
+    freeSlots: 1,
     now,
     jitter: 0,
     ...over,

@@ -143,7 +143,7 @@ for (const c of cases) {
 }
 
 test('leash: an open breaker is explained in an event and status.breaker; nothing more starts', () => {
-  const out = reconcile({ ...cases[7].in, capacity: true });
+  const out = reconcile({ ...cases[7].in, freeSlots: 1 });
   assert.equal(out.status.breaker?.state, 'Open');
   assert.equal(out.status.breaker?.trippedBy, 'noProgress');
   assert.ok(out.actions.some((a) => a.type === 'RecordEvent' && a.reason === 'CircuitOpen'));
@@ -194,7 +194,7 @@ test('leash: editing the spec of a CircuitOpen task re-opens it HalfOpen with it
     status: open,
     episode: undefined,
     generation: 2,
-    capacity: true,
+    freeSlots: 1,
   });
   assert.equal(out.status.breaker?.state, 'HalfOpen');
   assert.equal(out.status.workspaceChanges, 0);

@@ -104,7 +104,7 @@ test('reconcile: the pass after ApplyOps names the refused ops in status.lastEpi
     },
     episode: { number: 1, state: 'finished', result: episodeResult({ exitCode: 0, ops }) },
     dependencies: {},
-    capacity: true,
+    freeSlots: 1,
     now: NOW,
     jitter: 0.5,
   });
@@ -116,7 +116,7 @@ test('reconcile: the pass after ApplyOps names the refused ops in status.lastEpi
     spec,
     status: ended.status,
     dependencies: {},
-    capacity: true,
+    freeSlots: 1,
     now: NOW,
     jitter: 0.5,
     opsApplied: 1,

@@ -24,7 +24,7 @@ function input(
     spec: AgentTaskSpecSchema.parse({ agent: { command: ['agent'] }, ...specOver }),
     status: { ...emptyStatus(), observedGeneration: 1 },
     dependencies: {},
-    capacity: true,
+    freeSlots: 1,
     now: NOW,
     jitter: 0.5,
     ...over,
@@ -240,8 +240,8 @@ test('set/del wait in pendingOps: ApplyOps before the next episode starts, at on
   // A restarted controller (no memory of applying them) applies them again: the stores make that a no-op.
   const restarted = reconcile(input({ status: out.status }));
   assert.deepEqual(kinds(restarted), ['ApplyOps']);
-  // A task being deleted applies nothing.
-  assert.deepEqual(kinds(reconcile(input({ status: out.status, deleted: true }))), []);
+  // A task being deleted applies nothing: with no episode running it is let go.
+  assert.deepEqual(kinds(reconcile(input({ status: out.status, deleted: true }))), ['ReleaseTask']);
 });
 
 test('pending ops of a task that just ended are still applied', () => {

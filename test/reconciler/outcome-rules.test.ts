@@ -25,7 +25,7 @@ function apply(judged: JudgedEpisode, result: EpisodeResultInput, prevOver: Part
   const events: Events = [];
   const setPhase = (phase: Phase, why: string, message: string) =>
     Object.assign(status, { phase, reason: why, message });
-  const input = { namespace: 'd', name: 't', generation: 1, spec, status: prev, dependencies: {}, capacity: true };
+  const input = { namespace: 'd', name: 't', generation: 1, spec, status: prev, dependencies: {}, freeSlots: 1 };
   OUTCOME_RULES[judged.outcome]({
     prev,
     status,

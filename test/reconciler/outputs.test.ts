@@ -42,7 +42,7 @@ function drive(taskSpec: AgentTaskSpec, episodes: EpisodeResultInput[]) {
       spec: taskSpec,
       status,
       dependencies: {},
-      capacity: true,
+      freeSlots: 1,
       now: new Date(T0 + ++minute * 60_000),
       jitter: 0,
       ...(episode ? { episode } : {}),

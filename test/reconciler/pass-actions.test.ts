@@ -135,7 +135,7 @@ function input(over: Partial<ReconcileInput>): ReconcileInput {
     spec: AgentTaskSpecSchema.parse({ prompt: 'p', agent: { command: ['a'] }, limits: { episodeTimeoutSeconds: 60 } }),
     status: status({}),
     dependencies: {},
-    capacity: true,
+    freeSlots: 1,
     now: NOW,
     jitter: 0.5,
     ...over,
@@ -150,6 +150,7 @@ function steps(actions: Action[]): string[] {
     if (a.type === 'ApplyOps') return `ApplyOps ${a.episode}`;
     if (a.type === 'CreateTasks') return `CreateTasks ${a.tasks.length}`;
     if (a.type === 'AdoptWinner') return `AdoptWinner ${a.winner}`;
+    if (a.type === 'ReleaseTask') return 'ReleaseTask';
     return `${a.type} ${a.number}`;
   });
 }
@@ -189,6 +190,32 @@ const orders: Array<{ name: string; in: Partial<ReconcileInput>; steps: string[]
     },
     steps: ['record 2 (Backoff)', 'event EpisodeRetrying'],
   },
+  { name: 'a deleted task with nothing running is released', in: { deleted: true }, steps: ['ReleaseTask'] },
+  {
+    name: 'a deleted task whose episode runs: stopped, not released yet',
+    in: { deleted: true, status: runningEpisode(1), episode: { number: 1, state: 'running' } },
+    steps: ['StopEpisode 1'],
+  },
+  {
+    name: 'a deleted task whose stopped episode ended: recorded, then released',
+    in: {
+      deleted: true,
+      status: runningEpisode(1),
+      episode: finished(1),
+      stopRequested: { number: 1, reason: 'deleted' },
+    },
+    steps: ['record 1 (Cancelled)', 'event EpisodeCancelled', 'ReleaseTask'],
+  },
+  {
+    name: 'a deleted task whose episode is finished but not on record as running: released as it is',
+    in: { deleted: true, status: status({}), episode: finished(1) },
+    steps: ['ReleaseTask'],
+  },
+  {
+    name: 'no free slot: queued, nothing started',
+    in: { freeSlots: 0 },
+    steps: [],
+  },
 ];
 
 for (const c of orders) {
@@ -213,19 +240,40 @@ test('pass actions: events of an ended episode carry its log fields; the start e
 });
 
 test('pass actions: dependents are woken by an ended episode or a new phase, not by a pass that changes neither', () => {
-  const queued = reconcile(input({ capacity: false }));
+  const queued = reconcile(input({ freeSlots: 0 }));
   assert.equal(queued.status.phase, 'Pending');
   assert.equal(queued.wakeDependents, true, 'no phase on record → Pending');
-  assert.equal(reconcile(input({ status: queued.status, capacity: false })).wakeDependents, false, 'still queued');
+  assert.equal(reconcile(input({ status: queued.status, freeSlots: 0 })).wakeDependents, false, 'still queued');
   const running = reconcile(input({ status: runningEpisode(1), episode: { number: 1, state: 'running' } }));
   assert.equal(running.wakeDependents, false, 'still running');
   const failed = reconcile(input({ status: runningEpisode(1), episode: finished(1, 1) }));
   assert.equal(failed.wakeDependents, true);
 });
 
+test('pass actions: a deleted task let go as it was keeps its status; one whose end this pass records writes it', () => {
+  const asItIs = reconcile(input({ deleted: true }));
+  assert.equal(asItIs.keepsStatus, true);
+  assert.deepEqual(asItIs.status, input({}).status, 'the status on record, untouched');
+  const ended = reconcile(
+    input({
+      deleted: true,
+      status: runningEpisode(1),
+      episode: finished(1),
+      stopRequested: { number: 1, reason: 'deleted' },
+    }),
+  );
+  assert.equal(ended.keepsStatus, undefined);
+  assert.equal(ended.status.currentEpisode, undefined);
+});
+
+test('pass actions: free slots are a count; any free one starts the episode', () => {
+  for (const freeSlots of [1, 3]) assert.ok(steps(reconcile(input({ freeSlots })).actions).includes('StartEpisode 1'));
+  assert.equal(reconcile(input({ freeSlots: -1 })).status.reason, 'Queued', 'over-committed counts as none free');
+});
+
 test('pass actions: a task waits for a slot only when nothing but the slot keeps it from starting', () => {
-  assert.equal(reconcile(input({ capacity: false })).waitsForSlot, true);
+  assert.equal(reconcile(input({ freeSlots: 0 })).waitsForSlot, true);
   assert.equal(reconcile(input({})).waitsForSlot, false, 'it starts');
   const backoff = status({ phase: 'Waiting', reason: 'Backoff', nextEpisodeAt: '2026-11-22T12:05:00.000Z' });
-  assert.equal(reconcile(input({ status: backoff, capacity: false })).waitsForSlot, false, 'its backoff holds it');
+  assert.equal(reconcile(input({ status: backoff, freeSlots: 0 })).waitsForSlot, false, 'its backoff holds it');
 });

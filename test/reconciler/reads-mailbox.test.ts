@@ -1,11 +1,12 @@
 // readsMailbox: a task's mailbox is read for the episode that would start from a status when that episode's
 // prompt can use it — the current step's prompt or promptFile, the stack's frames, the task's prompt — or when
-// it waits for (wake: onMessage) or is interrupted by messages; mailboxCameUp: a step or frame came up in a pass.
+// it waits for (wake: onMessage) or is interrupted by messages. A step or frame that comes up in a pass is read by
+// the next pass (spawn-decide.test.ts, ReadingMailbox).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../controller/api/agent-task.ts';
-import { mailboxCameUp, readsMailbox } from '../../controller/reconciler/mail.ts';
+import { readsMailbox } from '../../controller/reconciler/mail.ts';
 import { stackStatus } from '../../controller/reconciler/stack.ts';
 
 const agent = { command: ['agent'] };
@@ -42,11 +43,3 @@ const table: Array<[string, AgentTaskSpec | undefined, AgentTaskStatus | undefin
 
 for (const [name, s, status, expected] of table)
   test(`readsMailbox: ${name} → ${expected}`, () => assert.equal(readsMailbox(s, status), expected));
-
-test('mailboxCameUp: only when the status a pass ends with reads it and the one it began with did not', () => {
-  assert.equal(mailboxCameUp(PIPELINE, inStep(1, 'plan'), inStep(2, 'reply')), true);
-  assert.equal(mailboxCameUp(PIPELINE, inStep(2, 'reply'), inStep(3, 'file')), false, 'read already');
-  assert.equal(mailboxCameUp(PIPELINE, inStep(1, 'plan'), inStep(1, 'plan')), false);
-  const stack = spec({ stack: ['a'] });
-  assert.equal(mailboxCameUp(stack, withFrames('a'), withFrames('pushed {{messages}}', 'a')), true);
-});

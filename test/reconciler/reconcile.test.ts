@@ -25,7 +25,7 @@ function input(over: Partial<ReconcileInput> = {}): ReconcileInput {
     spec: spec(),
     status: { ...emptyStatus(), observedGeneration: 1 },
     dependencies: {},
-    capacity: true,
+    freeSlots: 1,
     now: NOW,
     jitter: 0.5,
     ...over,
@@ -65,7 +65,7 @@ const cases: Array<{
   check?: (s: AgentTaskStatus) => void;
 }> = [
   { name: 'new task starts episode 1', in: {}, phase: 'Running', reason: 'EpisodeRunning', start: 1 },
-  { name: 'no capacity queues', in: { capacity: false }, phase: 'Pending', reason: 'Queued' },
+  { name: 'no capacity queues', in: { freeSlots: 0 }, phase: 'Pending', reason: 'Queued' },
   {
     name: 'promise → Succeeded',
     in: finishing({ exitCode: 0, completion: 'promise', costUSD: 0.25 }),
@@ -501,7 +501,7 @@ test('reconcile: an episode that ended before its spec was deleted (a restart re
   );
   assert.deepEqual(
     out.actions.map((a) => a.type),
-    ['RecordEpisode', 'RecordEvent'],
+    ['RecordEpisode', 'RecordEvent', 'ReleaseTask'],
     JSON.stringify(out.actions),
   );
 });

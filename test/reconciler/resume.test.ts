@@ -57,7 +57,7 @@ function input(status: AgentTaskStatus, resume: Resume = {}, extra: Partial<Reco
     spec: spec(resume),
     status,
     dependencies: {},
-    capacity: true,
+    freeSlots: 1,
     now: NOW,
     jitter: 0.5,
     ...extra,

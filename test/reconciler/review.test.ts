@@ -132,7 +132,7 @@ function drive(results: EpisodeResultInput[]): { status: AgentTaskStatus; passes
       status,
       episode,
       dependencies: {},
-      capacity: true,
+      freeSlots: 1,
       now: new Date(Date.parse('2026-11-25T12:00:00Z') + minute * 60_000),
       jitter: 0,
     });

@@ -33,7 +33,7 @@ function input(status: AgentTaskStatus, spawn: SpawnFacts | undefined, s: AgentT
     spec: s,
     status,
     dependencies: {},
-    capacity: true,
+    freeSlots: 1,
     now: NOW,
     jitter: 0.5,
     spawn,
@@ -107,6 +107,20 @@ describe('reconcile with spawn and send facts', () => {
       reason: 'EpisodeRunning',
       start: false,
     },
+    {
+      name: 'the mailbox unread (the pass began in a step without it) and the starting prompt names it: not yet',
+      in: input(between(), facts({ mailboxUnread: true }), spec({ prompt: 'answer {{messages}}' })),
+      phase: 'Pending',
+      reason: 'ReadingMailbox',
+      start: false,
+    },
+    {
+      name: 'the mailbox unread and the starting prompt does not name it: starts',
+      in: input(between(), facts({ mailboxUnread: true })),
+      phase: 'Running',
+      reason: 'EpisodeRunning',
+      start: true,
+    },
   ];
   for (const c of table) {
     it(c.name, () => {
@@ -114,6 +128,15 @@ describe('reconcile with spawn and send facts', () => {
       assert.deepEqual([out.status.phase, out.status.reason, starts(out)], [c.phase, c.reason, c.start]);
     });
   }
+
+  it('a mailbox that came up in a pass is read by the next one, at once, which starts with its messages', () => {
+    const reading = spec({ prompt: 'answer {{messages}}' });
+    const first = reconcile(input(between(), facts({ mailboxUnread: true }), reading));
+    assert.equal(first.requeueAfterMs, 0);
+    const next = reconcile(input(first.status, facts({ waiting: [m('a')] }), reading));
+    assert.ok(starts(next));
+    assert.deepEqual(next.status.mailbox, { episode: 2, delivered: ['a'] });
+  });
 
   it('wake: onMessage waits after an episode until a message arrives', () => {
     const onMessage = spec({ wake: 'onMessage' });

@@ -47,7 +47,7 @@ class Driver {
       spec: this.spec,
       status: this.status,
       dependencies: {},
-      capacity: true,
+      freeSlots: 1,
       now: new Date(T0 + this.minute * 60_000),
       jitter: 0,
       ...over,

@@ -20,7 +20,7 @@ function input(specSuspend: boolean, hold: SuspendHold | undefined, status?: Age
     status: status ?? { ...emptyStatus(), observedGeneration: 1 },
     hold,
     dependencies: {},
-    capacity: true,
+    freeSlots: 1,
     now: NOW,
     jitter: 0.5,
   };

@@ -28,7 +28,7 @@ export function ending(
     },
     episode: { number: n, state: 'finished', result: episodeResult(result) },
     dependencies: {},
-    capacity: false,
+    freeSlots: 0,
     now: NOW,
     jitter: 0.5,
   };

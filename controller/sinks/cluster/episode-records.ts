@@ -1,5 +1,6 @@
-// Episode records on a cluster: one AgentEpisode per finished episode, owned by its AgentTask, written in
-// the background (a finished episode never waits for its record to start the next one). The name is a
+// Episode records on a cluster: one AgentEpisode per finished episode, owned by its AgentTask, created before
+// the status that reports the episode's end is written (core/controller.ts); pruning follows in the
+// background. The name is a
 // pure function of (task, episode number), so a record created twice (a restart before the status was
 // on the server) is an AlreadyExists, taken as done. Past spec.history.keep the oldest are deleted, and
 // a deleted task's records go with it (no garbage collector needed).
@@ -70,14 +71,16 @@ export class EpisodeRecordWriter {
     this.opts = opts;
   }
 
-  /** Queues the record; it is created (and older ones pruned) in the background. */
-  record(task: ClusterTask, record: EpisodeRecord): void {
-    void this.enqueue(task.key, () => this.create(task, record)).catch((err: unknown) =>
+  /** Resolves once the record is created (or given up on, which is logged); older ones are pruned after, in the background. */
+  record(task: ClusterTask, record: EpisodeRecord): Promise<void> {
+    const logged = (what: string) => (err: unknown) =>
       this.opts.log.error(
         { namespace: task.namespace, task: task.name, episode: record.number, err: String(err) },
-        'episode record not written',
-      ),
-    );
+        what,
+      );
+    const created = this.enqueue(task.key, () => this.create(task, record)).catch(logged('episode record not written'));
+    void this.enqueue(task.key, () => this.pruneLogged(task, record.number)).catch(logged('records not pruned'));
+    return created;
   }
 
   /** Deletes the task's records (after any still being written); throws when the API server should be asked again. */
@@ -132,9 +135,12 @@ export class EpisodeRecordWriter {
         );
       }
     }
+  }
+
+  private async pruneLogged(task: ClusterTask, number: number): Promise<void> {
     if (this.stopped) return; // leadership lost, or shutdown past its grace: nothing more is written
     try {
-      await this.prune(task, record.number);
+      await this.prune(task, number);
     } catch (err) {
       this.opts.log.warn(
         { namespace: task.namespace, task: task.name, err: String(err) },

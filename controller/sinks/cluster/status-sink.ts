@@ -67,9 +67,9 @@ export class KubeStatusSink implements StatusSink<ClusterTask> {
     logEvent(this.log, task, type, reason, message, details);
   }
 
-  /** In the background: the next episode never waits for the record of the last one. */
-  async recordEpisode(task: ClusterTask, record: EpisodeRecord): Promise<void> {
-    this.records.record(task, record);
+  /** Created before the status reporting the episode's end is written; pruning older ones is not waited for. */
+  recordEpisode(task: ClusterTask, record: EpisodeRecord): Promise<void> {
+    return this.records.record(task, record);
   }
 
   /** Before the finalizer goes, so a task's records never outlive it (no garbage collector needed). */

@@ -1,12 +1,11 @@
-// Local mailbox events: fs.watch on STATE/mailboxes, on each namespace directory in it and on each task's
-// directory (one inotify watch a directory, as the console's local-source does: chokidar re-reads a listing
-// on every link into it). A message file linked into a task's directory tells the subscribers the task's
+// Local mailbox events: a watch (util/dir-watch.ts) on STATE/mailboxes, on each namespace directory in it and
+// on each task's directory. A message file linked into a task's directory tells the subscribers the task's
 // key; so does a task directory that appears, since its first message may be linked before its watch starts.
 // Removals (acknowledgements, a dropped mailbox) are not news. A watch that cannot be set up (a read-only
 // state dir, no inotify watches left) is left to the reconciler's slow resync.
-import { existsSync, mkdirSync, readdirSync, watch } from 'node:fs';
-import type { FSWatcher } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { DirWatch } from '../../util/dir-watch.ts';
 import { TASK_NAME } from '../../core/mailboxes.ts';
 import type { MailboxEvents } from '../../core/mailboxes.ts';
 import { mailboxesDir } from '../../util/state-layout.ts';
@@ -14,7 +13,7 @@ import { mailboxesDir } from '../../util/state-layout.ts';
 export class LocalMailboxWatch implements MailboxEvents {
   private readonly root: string;
   /** By "" (the root), "NAMESPACE" or "NAMESPACE/TASK". */
-  private readonly watchers = new Map<string, FSWatcher>();
+  private readonly watches = new DirWatch();
   private readonly listeners: Array<(key: string) => void> = [];
   private running = false;
 
@@ -29,6 +28,7 @@ export class LocalMailboxWatch implements MailboxEvents {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.watches.reopen();
     try {
       mkdirSync(this.root, { recursive: true });
     } catch {
@@ -40,8 +40,7 @@ export class LocalMailboxWatch implements MailboxEvents {
 
   stop(): void {
     this.running = false;
-    for (const w of this.watchers.values()) w.close();
-    this.watchers.clear();
+    this.watches.close();
   }
 
   private namespaceSeen(ns: string): void {
@@ -64,20 +63,8 @@ export class LocalMailboxWatch implements MailboxEvents {
 
   /** (Re)starts the watch of dir: a directory removed and made again is a new inode, its old watch is dead. */
   private rewatch(dir: string, id: string, onName: (name: string) => void): void {
-    this.watchers.get(id)?.close();
-    this.watchers.delete(id);
-    if (!this.running || !existsSync(dir)) return;
-    try {
-      const watcher = watch(dir, (_event, name) => name && onName(name.toString()));
-      watcher.on('error', () => {
-        watcher.close();
-        if (this.watchers.get(id) === watcher) this.watchers.delete(id);
-      });
-      watcher.unref();
-      this.watchers.set(id, watcher);
-    } catch {
-      // gone meanwhile, or no inotify watch left: the resync reads this mailbox
-    }
+    if (this.running && existsSync(dir)) this.watches.watch(id, dir, onName, true);
+    else this.watches.unwatch(id);
   }
 
   private emit(key: string): void {

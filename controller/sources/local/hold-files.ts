@@ -1,10 +1,11 @@
 // Suspend holds locally: `episodic suspend`/`unsuspend` and the console write STATE/suspend/NAMESPACE/NAME.json
-// atomically, beside the resume requests (resume-requests.ts); the controller polls the directory. A lifted
+// atomically, beside the resume requests (resume-requests.ts); the controller watches the directory. A lifted
 // hold stays as `{"suspended": false, "by": …}` so the audit trail can say who lifted it. Spec files are
 // never touched.
 import { parseHold } from '../../api/hold.ts';
 import type { SuspendHold } from '../../api/hold.ts';
-import { StateFilePoller } from './state-file-poller.ts';
+import { StateFileWatch } from './state-file-watch.ts';
+import type { StateFileWatchTiming } from './state-file-watch.ts';
 import { holdDir, holdPath } from '../../util/state-layout.ts';
 import { readStateFile, writeStateFile } from './state-file.ts';
 
@@ -35,12 +36,13 @@ export function setLocalHold(
   return { ok: true, path: writeHold(stateDir, task.namespace, task.name, hold) };
 }
 
-export class HoldPoller extends StateFilePoller<SuspendHold> {
+export class HoldWatch extends StateFileWatch<SuspendHold> {
   constructor(
     stateDir: string,
     onChange: (key: string, hold: SuspendHold | undefined) => void,
     onError: (message: string) => void,
+    timing?: StateFileWatchTiming,
   ) {
-    super(holdDir(stateDir), readHold, onChange, onError);
+    super(holdDir(stateDir), readHold, onChange, onError, timing);
   }
 }

@@ -1,11 +1,12 @@
 // Resume requests locally: `episodic resume` writes STATE/resume/NAMESPACE/NAME.json atomically (temp
-// file, rename); the controller polls the directory and hands each task's request to the loop, which
+// file, rename); the controller watches the directory and hands each task's request to the loop, which
 // handles a token once (status.resume.handledToken). The spec file is never touched.
 import { readFileSync } from 'node:fs';
 import { parseResumeRequest, resumeRefusal } from '../../api/resume.ts';
 import type { NewResumeRequest, ResumeRequest } from '../../api/resume.ts';
 import { StoredStatusSchema } from '../../sinks/local/file-status.ts';
-import { StateFilePoller } from './state-file-poller.ts';
+import { StateFileWatch } from './state-file-watch.ts';
+import type { StateFileWatchTiming } from './state-file-watch.ts';
 import { resumeDir, resumeRequestPath, statusPath } from '../../util/state-layout.ts';
 import { readStateFile, writeStateFile } from './state-file.ts';
 
@@ -58,13 +59,14 @@ export function readResumeRequest(path: string, onError: (message: string) => vo
   return parseResumeRequest(r, { token: `${path}: token`, episodes: `${path}: episodes`, by: `${path}: by` });
 }
 
-/** Follows the request directory (state-file-poller.ts): `onChange` gets a task key and its request. */
-export class ResumeRequestPoller extends StateFilePoller<ResumeRequest> {
+/** Follows the request directory (state-file-watch.ts): `onChange` gets a task key and its request. */
+export class ResumeRequestWatch extends StateFileWatch<ResumeRequest> {
   constructor(
     stateDir: string,
     onChange: (key: string, request: ResumeRequest | undefined) => void,
     onError: (message: string) => void,
+    timing?: StateFileWatchTiming,
   ) {
-    super(resumeDir(stateDir), readResumeRequest, onChange, onError);
+    super(resumeDir(stateDir), readResumeRequest, onChange, onError, timing);
   }
 }

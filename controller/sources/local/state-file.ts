@@ -1,5 +1,5 @@
 // One per-task state file (DIR/NAMESPACE/NAME.json: resume requests, suspend holds), written atomically
-// and read with a size cap; state-file-poller.ts follows the directory.
+// and read with a size cap; state-file-watch.ts follows the directory.
 import { readFileSync, statSync } from 'node:fs';
 import { writeFileAtomicSync } from '../../util/atomic-write.ts';
 
