@@ -19,6 +19,8 @@ export interface PassFacts {
   /** The decision's stops, or its start followed by the event that announces it. */
   decided: readonly Action[];
   startToRetry?: number;
+  /** The reason the pass judged the ended episode by, before a hold (a budget, a slot, a suspend) replaced it. */
+  endReason?: string;
 }
 
 /** The executor's view, except that an episode whose start is being retried has not vanished: it is still starting. */
@@ -45,17 +47,19 @@ export function episodeEnded(
 }
 
 /**
- * The ended episode's immutable record, once the status records it. Its reason is the status's, unless the
- * next episode started at once (the reason is then about that one).
+ * The ended episode's immutable record, once the status records it. Its reason is the one its end was judged
+ * by (a hold the same pass put on the task is the task's, not the episode's), or none when the next episode
+ * started at once.
  */
 export function endedEpisodeRecord(
   name: string,
   episode: ObservedEpisode,
   status: AgentTaskStatus,
+  endReason?: string,
 ): EpisodeRecord | undefined {
   const last = status.lastEpisode;
   if (last?.number !== episode.number) return undefined;
-  const reason = status.currentEpisode ? undefined : status.reason;
+  const reason = status.currentEpisode ? undefined : (endReason ?? status.reason);
   return episodeRecordOf(name, last, reason, episode.result);
 }
 
@@ -82,7 +86,7 @@ export function retriedStart(status: AgentTaskStatus, startToRetry: number | und
 /** Everything the loop does after writing the status, in order, and whether an episode ended in this pass. */
 export function passActions(p: PassFacts): { actions: Action[]; ended: boolean } {
   const ended = episodeEnded(p.before, p.episode, p.status);
-  const record = ended && p.episode ? endedEpisodeRecord(p.name, p.episode, p.status) : undefined;
+  const record = ended && p.episode ? endedEpisodeRecord(p.name, p.episode, p.status, p.endReason) : undefined;
   const details = ended && p.episode ? endFields(p.episode, p.status) : undefined;
   const starts = p.decided.some((a) => a.type === 'StartEpisode');
   return {

@@ -59,6 +59,7 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
   status = adoptUnknownEpisode(status, input.episode, now);
   status = settleOps(status, input.opsApplied, input.opsRefused, input.spec);
   const ended = endedEpisode(input.episode, input.stopRequested, input.deleted);
+  let endReason: string | undefined;
   if (ended && status.currentEpisode?.number === ended.number) {
     // Judged by the rules of the step it ran in; a met completion rule may move the task to the next step.
     // A step skipped by its skipWhen goes on to the next one without an agent episode (skip-scope.ts).
@@ -77,6 +78,7 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     events.push(...ops.events);
     status = withReviewFacts(status, given.episode ?? ended, ended.number);
     status = tallyEvidence(status, ended.result);
+    endReason = status.reason;
   }
 
   const held = auditHold(status, input.hold, input.spec?.suspend ?? false, input.now);
@@ -108,6 +110,7 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
     status,
     events: named,
     decided: [...applyOps, ...decided.actions],
+    endReason,
   });
   return {
     status,

@@ -78,7 +78,20 @@ for (const c of ends) {
   });
 }
 
-const records: Array<{ name: string; after: AgentTaskStatus; reason: string | undefined; recorded: boolean }> = [
+const records: Array<{
+  name: string;
+  after: AgentTaskStatus;
+  endReason?: string;
+  reason: string | undefined;
+  recorded: boolean;
+}> = [
+  {
+    name: "a budget held the task in the same pass: the reason its end was judged by, not the hold's",
+    after: status({ ...last(1), phase: 'Waiting', reason: 'BudgetWindow' }),
+    endReason: 'BudgetExceeded',
+    reason: 'BudgetExceeded',
+    recorded: true,
+  },
   {
     name: 'the task waits: the status reason',
     after: status({ ...last(1), phase: 'Waiting', reason: 'Backoff' }),
@@ -107,7 +120,7 @@ const records: Array<{ name: string; after: AgentTaskStatus; reason: string | un
 
 for (const c of records) {
   test(`ended episode record: ${c.name}`, () => {
-    const record = endedEpisodeRecord('t', finished(1), c.after);
+    const record = endedEpisodeRecord('t', finished(1), c.after, c.endReason);
     assert.equal(record !== undefined, c.recorded);
     assert.equal(record?.reason, c.reason);
     if (record) assert.deepEqual([record.task, record.number, record.costUSD], ['t', 1, 0.5]);
