@@ -12,7 +12,15 @@ const ENTRY = 'main.js';
 
 const sources = sourceHash();
 const stamp = readStamp();
-const built = [join(cli, ENTRY), join(dist, 'sandbox-relay.js')];
+const CONSOLE_SCRIPTS = [
+  ['app.ts', 'app.js'],
+  ['uplot-entry.ts', 'uplot.js'],
+];
+const built = [
+  join(cli, ENTRY),
+  join(dist, 'sandbox-relay.js'),
+  ...CONSOLE_SCRIPTS.map(([, name]) => join(dist, 'console', name)),
+];
 if (process.argv.includes('--if-stale') && stamp?.sources === sources && built.every((f) => existsSync(f))) {
   console.log('dist/ is up to date with the sources (npm run build rebuilds it anyway)');
   process.exit(0);
@@ -41,17 +49,20 @@ try {
       js: "import { createRequire as __episodicRequire } from 'node:module'; const require = __episodicRequire(import.meta.url);",
     },
   });
-  // The console's page script (controller/console/web): for the browser, one file, no CDN (dist/console/app.js).
-  await build({
-    absWorkingDir: repo,
-    entryPoints: ['controller/console/web/app.ts'],
-    outfile: join(staging, 'console', 'app.js'),
-    bundle: true,
-    format: 'iife',
-    platform: 'browser',
-    target: 'es2022',
-    logLevel: 'warning',
-  });
+  // The console's scripts (controller/console/web) for the browser, no CDN, minified: the page (app.js) and
+  // uPlot on its own (uplot.js), loaded only when a chart is drawn. As controller/console/assets.ts's WEB_BUILD.
+  for (const [entry, name] of CONSOLE_SCRIPTS)
+    await build({
+      absWorkingDir: repo,
+      entryPoints: [`controller/console/web/${entry}`],
+      outfile: join(staging, 'console', name),
+      bundle: true,
+      format: 'iife',
+      platform: 'browser',
+      target: 'es2022',
+      minify: true,
+      logLevel: 'warning',
+    });
   // The sandbox's relay (controller/executors/sandbox/relay.ts): started by path inside a sandbox, node built-ins only.
   await build({
     absWorkingDir: repo,
@@ -64,7 +75,7 @@ try {
     logLevel: 'warning',
   });
   mkdirSync(join(dist, 'console'), { recursive: true });
-  renameSync(join(staging, 'console', 'app.js'), join(dist, 'console', 'app.js'));
+  for (const [, name] of CONSOLE_SCRIPTS) renameSync(join(staging, 'console', name), join(dist, 'console', name));
   rmSync(join(staging, 'console'), { recursive: true });
   const files = readdirSync(staging);
   if (!files.includes(ENTRY)) throw new Error(`esbuild wrote no ${ENTRY}`);
