@@ -4,8 +4,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
-/** The build's outputs a run needs: the CLI entry, the console's page script and the sandbox relay. */
-export const BUILT = ['cli/main.js', 'console/app.js', 'sandbox-relay.js'];
+/** The build's outputs a run needs: the CLI entry, the console's page script and charts, the sandbox relay. */
+export const BUILT = ['cli/main.js', 'console/app.js', 'console/uplot.js', 'sandbox-relay.js'];
 
 /** A hash of what the build reads: the sources, the build script and the locked dependencies. */
 export function sourceHash(repo) {

@@ -12,6 +12,10 @@ const ENTRY = 'main.js';
 
 const sources = sourceHash(repo);
 const stamp = readStamp(dist);
+const CONSOLE_SCRIPTS = [
+  ['app.ts', 'app.js'],
+  ['uplot-entry.ts', 'uplot.js'],
+];
 if (process.argv.includes('--if-stale') && distIsFresh(repo, sources)) {
   console.log('dist/ is up to date with the sources (npm run build rebuilds it anyway)');
   process.exit(0);
@@ -40,17 +44,20 @@ try {
       js: "import { createRequire as __episodicRequire } from 'node:module'; const require = __episodicRequire(import.meta.url);",
     },
   });
-  // The console's page script (controller/console/web): for the browser, one file, no CDN (dist/console/app.js).
-  await build({
-    absWorkingDir: repo,
-    entryPoints: ['controller/console/web/app.ts'],
-    outfile: join(staging, 'console', 'app.js'),
-    bundle: true,
-    format: 'iife',
-    platform: 'browser',
-    target: 'es2022',
-    logLevel: 'warning',
-  });
+  // The console's scripts (controller/console/web) for the browser, no CDN, minified: the page (app.js) and
+  // uPlot on its own (uplot.js), loaded only when a chart is drawn. As controller/console/assets.ts's WEB_BUILD.
+  for (const [entry, name] of CONSOLE_SCRIPTS)
+    await build({
+      absWorkingDir: repo,
+      entryPoints: [`controller/console/web/${entry}`],
+      outfile: join(staging, 'console', name),
+      bundle: true,
+      format: 'iife',
+      platform: 'browser',
+      target: 'es2022',
+      minify: true,
+      logLevel: 'warning',
+    });
   // The sandbox's relay (controller/executors/sandbox/relay.ts): started by path inside a sandbox, node built-ins only.
   await build({
     absWorkingDir: repo,
@@ -63,7 +70,7 @@ try {
     logLevel: 'warning',
   });
   mkdirSync(join(dist, 'console'), { recursive: true });
-  renameSync(join(staging, 'console', 'app.js'), join(dist, 'console', 'app.js'));
+  for (const [, name] of CONSOLE_SCRIPTS) renameSync(join(staging, 'console', name), join(dist, 'console', name));
   rmSync(join(staging, 'console'), { recursive: true });
   const files = readdirSync(staging);
   if (!files.includes(ENTRY)) throw new Error(`esbuild wrote no ${ENTRY}`);

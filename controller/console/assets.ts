@@ -1,9 +1,12 @@
-// The page and its two assets. The HTML and CSS are constants; app.js is the esbuild bundle of web/app.ts:
-// dist/console/app.js in a built package, built in memory when running from the sources (a checkout, tests).
+// The page and its assets. The HTML and CSS are constants; app.js and uplot.js are esbuild bundles of web/app.ts
+// and web/uplot-entry.ts: dist/console/ in a built package, built in memory when running from the sources.
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { FIRST_PAGE_PATH } from './fleet-order.ts';
 
+// The first page of the fleet is asked for by the HTML (preload), not after the script is parsed and run;
+// uPlot's script and stylesheet are not asked for until a chart is drawn (web/charts.ts).
 export const INDEX_HTML = `<!doctype html>
 <html lang="en">
 <head>
@@ -11,9 +14,9 @@ export const INDEX_HTML = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>episodic console</title>
 <link rel="icon" type="image/svg+xml" href="/assets/favicon.svg">
-<link rel="stylesheet" href="/assets/uplot.css">
 <link rel="stylesheet" href="/assets/app.css">
 <script src="/assets/app.js" defer></script>
+<link rel="preload" href="${FIRST_PAGE_PATH}" as="fetch" crossorigin>
 </head>
 <body>
 <header><a href="#/" class="brand">episodic</a><nav><a href="#/">Fleet</a> <a href="#/triggers">Triggers</a> <a href="#/budgets">Budgets</a></nav><span id="live" class="live">connecting…</span></header>
@@ -86,24 +89,37 @@ export function uplotCss(): string {
   return readFileSync(createRequire(import.meta.url).resolve('uplot/dist/uPlot.min.css'), 'utf8');
 }
 
-/** The browser bundle: prebuilt beside the CLI bundle, or built from web/app.ts on first request. */
-export async function appScript(): Promise<string> {
-  const built = fileURLToPath(new URL('../console/app.js', import.meta.url));
+/** The page's script (web/app.ts), prebuilt beside the CLI bundle or built at start. */
+export function appScript(): Promise<string> {
+  return webScript('app');
+}
+
+/** uPlot (web/uplot-entry.ts), its own script: loaded by the page only when it draws a chart. */
+export function uplotScript(): Promise<string> {
+  return webScript('uplot');
+}
+
+/** dist/console/NAME.js in a built package; from the sources (a checkout, tests) built in memory by esbuild. */
+async function webScript(name: 'app' | 'uplot'): Promise<string> {
+  const built = fileURLToPath(new URL(`../console/${name}.js`, import.meta.url));
   if (!here.endsWith('.ts') && existsSync(built)) return readFileSync(built, 'utf8');
   const { build } = await import('esbuild');
+  const entry = name === 'app' ? './web/app.ts' : './web/uplot-entry.ts';
   const out = await build({
     ...WEB_BUILD,
-    entryPoints: [fileURLToPath(new URL('./web/app.ts', import.meta.url))],
+    entryPoints: [fileURLToPath(new URL(entry, import.meta.url))],
     write: false,
   });
   return out.outputFiles[0]?.text ?? '';
 }
 
-/** As scripts/build.mjs builds dist/console/app.js (kept in step by hand: the build script is plain JS). */
+/** As scripts/build.mjs builds dist/console/*.js (kept in step by hand: the build script is plain JS).
+ * Minified: the browser parses less before the first render. */
 export const WEB_BUILD = {
   bundle: true,
   format: 'iife',
   platform: 'browser',
   target: 'es2022',
+  minify: true,
   logLevel: 'warning',
 } as const;

@@ -4,6 +4,9 @@ import { clip } from '../api/bounds.ts';
 import type { Message } from '../api/spawn-fields.ts';
 import { readLocalBlackboard } from '../ops/local-blackboard.ts';
 import { LocalMailboxes } from '../sinks/local/mailboxes.ts';
+import { readClusterBlackboard } from '../ops/cluster-blackboard.ts';
+import { KubeMailboxes } from '../sinks/cluster/mailboxes.ts';
+import type { KubeClient } from '../kube/kube-client.ts';
 
 export const BOARD_KEYS_SHOWN = 50;
 export const BOARD_VALUE_SHOWN = 500;
@@ -46,13 +49,24 @@ export function mailView(messages: readonly Message[]): MailView {
   };
 }
 
+export interface BoardAndMail {
+  blackboard: BoardView;
+  mailbox: MailView;
+}
+
 /** The local state dir's board and mailbox for one task. */
-export async function localBoardAndMail(
-  stateDir: string,
-  namespace: string,
-  name: string,
-): Promise<{ blackboard: BoardView; mailbox: MailView }> {
+export async function localBoardAndMail(stateDir: string, namespace: string, name: string): Promise<BoardAndMail> {
   const board = readLocalBlackboard(stateDir, namespace);
   const messages = await new LocalMailboxes(stateDir).read(namespace, name);
+  return { blackboard: boardView(board.entries), mailbox: mailView(messages) };
+}
+
+/** On a cluster: ConfigMap episodic-blackboard of the namespace and the task's episodic-mailbox-NAME, read
+ * when its page is opened (two gets; neither is in an informer cache). */
+export async function clusterBoardAndMail(client: KubeClient, namespace: string, name: string): Promise<BoardAndMail> {
+  const [board, messages] = await Promise.all([
+    readClusterBlackboard(client, namespace),
+    new KubeMailboxes(client).read(namespace, name),
+  ]);
   return { blackboard: boardView(board.entries), mailbox: mailView(messages) };
 }

@@ -1,7 +1,7 @@
 // The console on a cluster: rows from the controller's AgentTask informer cache (no extra apiserver load for
-// the fleet or live updates), a task's episodes listed when its page is opened, Resume and Suspend as the
-// annotations `episodic resume` / `suspend --kubeconfig` set, PR links from the AgentTrigger informer, and
-// episode logs from the pod log API (pod-logs.ts).
+// the fleet or live updates), a task's episodes, blackboard and mailbox read when its page is opened, Resume
+// and Suspend as the annotations `episodic resume` / `suspend --kubeconfig` set, PR links from the AgentTrigger
+// informer, and episode logs from the pod log API (pod-logs.ts).
 import { randomUUID } from 'node:crypto';
 import { AgentTaskStatusSchema, emptyStatus } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
@@ -15,6 +15,7 @@ import type { KubeClient } from '../kube/kube-client.ts';
 import type { CustomObject, Pod } from '../kube/objects.ts';
 import { episodesPath } from '../sinks/cluster/episode-records.ts';
 import { PodLogs } from './pod-logs.ts';
+import { clusterBoardAndMail } from './board-view.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
 import { holdOfAnnotations } from '../api/hold.ts';
 import type { SuspendHold } from '../api/hold.ts';
@@ -102,7 +103,10 @@ export class ClusterConsoleSource implements ConsoleSource {
   async detail(namespace: string, name: string): Promise<TaskDetail | undefined> {
     const obj = this.inputs.tasks.get(`${namespace}/${name}`);
     if (!obj) return undefined;
-    const episodes = await taskEpisodeRecords(this.inputs.client, namespace, name);
+    const [episodes, boardAndMail] = await Promise.all([
+      taskEpisodeRecords(this.inputs.client, namespace, name),
+      clusterBoardAndMail(this.inputs.client, namespace, name),
+    ]);
     const heldBy = (await this.budgets())
       .filter((b) => b.namespace === namespace && b.status?.heldTasks.includes(name))
       .map((b) => `${b.namespace}/${b.name}`);
@@ -115,6 +119,7 @@ export class ClusterConsoleSource implements ConsoleSource {
       hold: holdOfAnnotations(obj.metadata.annotations as Record<string, string> | undefined),
       specSuspend: (obj.spec as { suspend?: unknown } | undefined)?.suspend === true,
       children: childrenOf(this.rows(), namespace, name),
+      ...boardAndMail,
     };
   }
 

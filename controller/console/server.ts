@@ -3,7 +3,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { APP_CSS, appScript, FAVICON_SVG, INDEX_HTML, uplotCss } from './assets.ts';
+import { APP_CSS, appScript, FAVICON_SVG, INDEX_HTML, uplotCss, uplotScript } from './assets.ts';
 import {
   authorized,
   COOKIE,
@@ -16,6 +16,7 @@ import {
 } from './security.ts';
 import type { ConsoleEvent, ConsoleSource } from './views.ts';
 import { familyOf } from './family.ts';
+import { firstPage, parseFirst } from './fleet-order.ts';
 
 export interface ConsoleServerOptions {
   listen: string;
@@ -46,7 +47,7 @@ export async function startConsole(opts: ConsoleServerOptions): Promise<RunningC
   const { host, port } = parseListen(opts.listen);
   const loopback = isLoopback(host);
   if (!loopback && !opts.token) throw new ConsoleRefused(tokenRequiredMessage(host));
-  const script = await appScript();
+  const [script, chartScript] = await Promise.all([appScript(), uplotScript()]);
   const chartCss = uplotCss();
   const streams = new Set<ServerResponse>();
   // Each event is numbered and /api/tasks says the number its rows include: the page drops what is older.
@@ -62,7 +63,7 @@ export async function startConsole(opts: ConsoleServerOptions): Promise<RunningC
     if (url.pathname === '/login' && opts.token) return login(res, url, opts.token);
     if (!authorized(req, opts.token))
       return send(res, 401, 'text/plain', 'a bearer token is required (or /login?token=…)\n');
-    route(req, res, url, { ...opts, script, chartCss, streams, counter }).catch((err: unknown) => {
+    route(req, res, url, { ...opts, script, chartScript, chartCss, streams, counter }).catch((err: unknown) => {
       if (!res.headersSent) send(res, 500, 'text/plain', `${(err as Error).message}\n`);
       else res.end();
     });
@@ -92,6 +93,7 @@ export async function startConsole(opts: ConsoleServerOptions): Promise<RunningC
 
 interface RouteContext extends ConsoleServerOptions {
   script: string;
+  chartScript: string;
   chartCss: string;
   streams: Set<ServerResponse>;
   counter: { seq: number };
@@ -110,10 +112,11 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: R
   if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
   if (path === '/') return send(res, 200, 'text/html; charset=utf-8', INDEX_HTML);
   if (path === '/assets/app.js') return send(res, 200, 'text/javascript; charset=utf-8', ctx.script);
+  if (path === '/assets/uplot.js') return send(res, 200, 'text/javascript; charset=utf-8', ctx.chartScript);
   if (path === '/assets/uplot.css') return send(res, 200, 'text/css; charset=utf-8', ctx.chartCss);
   if (path === '/assets/app.css') return send(res, 200, 'text/css; charset=utf-8', APP_CSS);
   if (path === '/assets/favicon.svg' || path === '/favicon.ico') return send(res, 200, 'image/svg+xml', FAVICON_SVG);
-  if (path === '/api/tasks') return json(res, 200, { items: ctx.source.rows(), seq: ctx.counter.seq });
+  if (path === '/api/tasks') return tasks(res, ctx, parseFirst(url.searchParams.get('first')));
   if (path === '/api/triggers') return json(res, 200, { items: await ctx.source.triggers() });
   if (path === '/api/budgets') return json(res, 200, { items: await ctx.source.budgets() });
   if (path === '/api/events') return events(req, res, ctx);
@@ -126,6 +129,14 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: R
   const log = LOG_PATH.exec(path);
   if (log) return serveLog(res, ctx, log[1] as string, log[2] as string, Number(log[3]), url.searchParams.has('raw'));
   send(res, 404, 'text/plain', 'not found\n');
+}
+
+/** The whole list with the event number it includes, or (?first=N) its first page in the fleet's order and a
+ * summary of all: small, so the page draws before the whole list has come. */
+function tasks(res: ServerResponse, ctx: RouteContext, first: number | undefined): void {
+  const rows = ctx.source.rows();
+  const body = first === undefined ? { items: rows } : firstPage(rows, first);
+  json(res, 200, { ...body, seq: ctx.counter.seq });
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string): void {

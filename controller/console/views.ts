@@ -79,7 +79,7 @@ export interface TaskDetail {
   children?: ChildRow[];
   /** Added by the server from the fleet's rows: the parent and the children tree (family.ts). */
   family?: Family;
-  /** Its namespace's blackboard and its waiting messages, bounded (board-view.ts; local state only). */
+  /** Its namespace's blackboard and its waiting messages, bounded (board-view.ts). */
   blackboard?: BoardView;
   mailbox?: MailView;
 }

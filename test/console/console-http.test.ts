@@ -45,8 +45,10 @@ test('console http: no secret env value or token in any page, asset or API answe
     const paths = [
       '/',
       '/assets/app.js',
+      '/assets/uplot.js',
       '/assets/app.css',
       '/api/tasks',
+      '/api/tasks?first=100',
       '/api/budgets',
       '/api/tasks/default/holder',
       '/api/tasks/default/holder/episodes/1/log',

@@ -1,6 +1,8 @@
 // The console page: a hash router (#/, #/task/NS/NAME, #/triggers, #/budgets) over the JSON API, kept live by SSE.
 import { api, h, usd } from './dom.ts';
 import { renderFleet } from './fleet.ts';
+import { FIRST_PAGE_PATH } from '../fleet-order.ts';
+import type { FleetSummary } from '../fleet-order.ts';
 import type { FleetFilter } from './fleet.ts';
 import { TaskPage } from './task.ts';
 import { triggersPage } from './triggers.ts';
@@ -41,10 +43,15 @@ function renderFleetNow(): void {
   const typing = document.activeElement as HTMLInputElement | null;
   const caret = typing?.dataset.filter === 'search' ? typing.selectionStart : null;
   main.replaceChildren(
-    renderFleet([...rows.values()], filter, (f) => {
-      filter = f;
-      renderFleetNow();
-    }),
+    renderFleet(
+      [...rows.values()],
+      filter,
+      (f) => {
+        filter = f;
+        renderFleetNow();
+      },
+      partial,
+    ),
   );
   if (caret !== null) {
     const search = main.querySelector<HTMLInputElement>('input[data-filter=search]');
@@ -120,10 +127,25 @@ function applyTasks(event: TasksEvent): void {
   document.body.dataset.updates = String(Number(document.body.dataset.updates ?? 0) + 1);
 }
 
+// Until the whole list has come: the summary of all rows, while `rows` holds only the first page.
+let partial: FleetSummary | undefined;
+
+/** At start: the first page alone (a small answer the HTML preloaded), drawn before the whole list is read. */
+async function firstPage(): Promise<void> {
+  // As the preload asked for it (no extra header), so the browser hands over that response.
+  const res = await fetch(FIRST_PAGE_PATH);
+  if (!res.ok) return;
+  const first = (await res.json()) as { items: TaskRow[]; summary: FleetSummary };
+  for (const row of first.items) rows.set(row.key, row);
+  if (first.items.length < first.summary.total) partial = first.summary;
+  renderFleetNow();
+}
+
 /** Every row read again (at start and after a reconnect, when events may have been missed). */
 async function resync(): Promise<void> {
   snapshotSeq = undefined;
   const { items, seq } = await api<{ items: TaskRow[]; seq: number }>('/api/tasks');
+  partial = undefined;
   rows.clear();
   for (const row of items) rows.set(row.key, row);
   snapshotSeq = seq;
@@ -154,6 +176,8 @@ function connect(): void {
 
 async function start(): Promise<void> {
   connect();
+  // Drawn before the whole list is asked for: reading 10,000 rows would hold the page's thread.
+  if (!route()[0]) await firstPage().catch(() => {});
   await resync();
   window.addEventListener('hashchange', () => void show());
   await show();

@@ -1,7 +1,8 @@
-// The console's charts, drawn by uPlot (bundled into app.js, its stylesheet served from /assets: no CDN, no
-// inline script): a task's cumulative cost against its cap, its episodes' durations, a budget's spend per hour
-// or day against its cap. Time and money on labelled axes; the legend shows the exact figure under the cursor.
-import uPlot from 'uplot';
+// The console's charts, drawn by uPlot (its own script and stylesheet from /assets, loaded when a chart is first
+// drawn: no CDN, no inline script): a task's cumulative cost against its cap, its episodes' durations, a budget's
+// spend per hour or day against its cap. Time and money on labelled axes; the legend shows the exact figure under
+// the cursor.
+import type uPlot from 'uplot';
 import type { EpisodeRecord } from '../../api/episode-record.ts';
 import type { LedgerBucket } from '../../api/agent-budget.ts';
 import { h, seconds, usd } from './dom.ts';
@@ -12,27 +13,65 @@ const RED = '#b3261e';
 const HOUR_S = 3600;
 const DAY_S = 86_400;
 
+type Lib = typeof uPlot;
+type ChartOptions = Omit<uPlot.Options, 'width' | 'height'>;
+let loading: Promise<Lib> | undefined;
+
+/** /assets/uplot.js and uplot.css, added once (script-src and style-src 'self': the CSP allows them). */
+function loadUplot(): Promise<Lib> {
+  loading ??= new Promise<Lib>((resolve, reject) => {
+    if (!document.querySelector('link[data-uplot]')) {
+      const css = h('link', { data: { uplot: '' } }) as HTMLLinkElement;
+      css.rel = 'stylesheet';
+      css.href = '/assets/uplot.css';
+      document.head.append(css);
+    }
+    const script = document.createElement('script');
+    script.src = '/assets/uplot.js';
+    script.onload = () => resolve((window as unknown as { uPlot: Lib }).uPlot);
+    script.onerror = () => {
+      loading = undefined; // the next chart tries again
+      script.remove();
+      reject(new Error('/assets/uplot.js did not load'));
+    };
+    document.head.append(script);
+  });
+  return loading;
+}
+
 /** Charts made for a page: destroyed before the page draws again (uPlot keeps window listeners). */
 export class Charts {
   private made: uPlot[] = [];
+  // A chart whose script arrives after destroy() belongs to a page no longer shown: it is not drawn.
+  private generation = 0;
 
   destroy(): void {
     for (const c of this.made) c.destroy();
     this.made = [];
+    this.generation++;
   }
 
-  /** The chart in a box of its own (testid for the tests), or "none" without data. */
-  draw(testid: string, title: string, opts: Omit<uPlot.Options, 'width' | 'height'>, data: uPlot.AlignedData) {
+  /** The chart in a box of its own (testid for the tests), or "none" without data; drawn once uPlot is loaded. */
+  draw(testid: string, title: string, options: (lib: Lib) => ChartOptions, data: uPlot.AlignedData) {
     const box = h('div', { className: 'chart', data: { testid } }, h('h4', {}, title));
     if ((data[0]?.length ?? 0) === 0) {
       box.append(h('p', {}, 'none'));
       return box;
     }
     const plot = h('div', {});
-    // The axes are drawn on the canvas; their names are said as text too (for a reader, and a search).
-    const names = (opts.axes ?? []).map((a) => a.label).filter((l): l is string => typeof l === 'string');
-    box.append(plot, h('p', { className: 'axes', data: { testid: 'axes' } }, `axes: ${names.join(' · ')}`));
-    this.made.push(new uPlot({ ...opts, width: chartWidth(), height: 220 }, data, plot));
+    box.append(plot);
+    const generation = this.generation;
+    loadUplot().then(
+      (lib) => {
+        if (generation !== this.generation) return;
+        const opts = options(lib);
+        // The axes are drawn on the canvas; their names are said as text too (for a reader, and a search).
+        const names = (opts.axes ?? []).map((a) => a.label).filter((l): l is string => typeof l === 'string');
+        box.append(h('p', { className: 'axes', data: { testid: 'axes' } }, `axes: ${names.join(' · ')}`));
+        this.made.push(new lib({ ...opts, width: chartWidth(), height: 220 }, data, plot));
+      },
+      (err: Error) => box.append(h('p', { className: 'error' }, err.message)),
+    );
     return box;
   }
 }
@@ -50,16 +89,16 @@ function capSeries(label: string): uPlot.Series {
 }
 
 /** A label drawn at the cap line's right end (the legend says it too; this keeps it beside the line). */
-function capLabelHook(label: string, cap: number): uPlot.Hooks.Arrays['draw'] {
+function capLabelHook(lib: Lib, label: string, cap: number): uPlot.Hooks.Arrays['draw'] {
   return [
     (u: uPlot) => {
       const ctx = u.ctx;
       const y = u.valToPos(cap, 'y', true);
       ctx.save();
       ctx.fillStyle = RED;
-      ctx.font = `${Math.round(12 * uPlot.pxRatio)}px system-ui, sans-serif`;
+      ctx.font = `${Math.round(12 * lib.pxRatio)}px system-ui, sans-serif`;
       ctx.textAlign = 'right';
-      ctx.fillText(label, u.bbox.left + u.bbox.width - 4, y - 7 * uPlot.pxRatio);
+      ctx.fillText(label, u.bbox.left + u.bbox.width - 4, y - 7 * lib.pxRatio);
       ctx.restore();
     },
   ];
@@ -86,12 +125,12 @@ export function costChart(charts: Charts, episodes: EpisodeRecord[], cap: number
   return charts.draw(
     'cost-chart',
     `Cost over time: ${usd(sum)}${cap === undefined ? '' : ` of ${usd(cap)}`}`,
-    {
+    (lib) => ({
       series,
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(max, cap ?? 0) * 1.1 || 1] } },
       axes: [{ label: 'time (episode end)' }, { label: 'cost (USD, cumulative)', values: moneyAxis, size: 60 }],
-      hooks: cap === undefined ? {} : { draw: capLabelHook(capLabel, cap) },
-    },
+      hooks: cap === undefined ? {} : { draw: capLabelHook(lib, capLabel, cap) },
+    }),
     data,
   );
 }
@@ -106,14 +145,14 @@ export function durationChart(charts: Charts, episodes: EpisodeRecord[]): HTMLEl
   return charts.draw(
     'duration-chart',
     'Episode durations',
-    {
+    (lib) => ({
       series: [
         { label: 'episode', value: (_u, v) => (v === null ? '—' : `#${v}`) },
         {
           label: 'duration',
           stroke: BLUE,
           fill: 'rgba(11, 87, 208, 0.35)',
-          paths: uPlot.paths.bars?.({ size: [0.6, 40] }),
+          paths: lib.paths.bars?.({ size: [0.6, 40] }),
           points: { show: false },
           value: (_u, v) => (v === null ? '—' : `${v.toFixed(1)} s`),
         },
@@ -126,7 +165,7 @@ export function durationChart(charts: Charts, episodes: EpisodeRecord[]): HTMLEl
         { label: 'episode', incrs: [1, 2, 5, 10, 20, 50, 100], values: (_u, vals) => vals.map((v) => `#${v}`) },
         { label: 'duration (seconds)', values: (_u, vals) => vals.map((v) => `${v} s`), size: 60 },
       ],
-    },
+    }),
     data,
   );
 }
@@ -154,36 +193,34 @@ export interface BudgetSpend {
 export function budgetChart(charts: Charts, b: BudgetSpend, slot: 'hour' | 'day'): HTMLElement {
   const [xs, ys] = spendPer(b.buckets, slot);
   const capLabel = b.limitUSD === undefined ? '' : `${b.name}: ${usd(b.limitUSD)} per ${b.window ?? 'total'}`;
-  const series: uPlot.Series[] = [
+  const series = (lib: Lib): uPlot.Series[] => [
     { label: slot },
     {
       label: `spent per ${slot}`,
       stroke: BLUE,
       fill: 'rgba(11, 87, 208, 0.35)',
-      paths: uPlot.paths.bars?.({ size: [0.6, 60] }),
+      paths: lib.paths.bars?.({ size: [0.6, 60] }),
       points: { show: false },
       value: money,
     },
+    ...(b.limitUSD === undefined ? [] : [capSeries(capLabel)]),
   ];
   const data: uPlot.AlignedData = [xs, ys];
-  if (b.limitUSD !== undefined) {
-    series.push(capSeries(capLabel));
-    data.push(xs.map(() => b.limitUSD as number));
-  }
+  if (b.limitUSD !== undefined) data.push(xs.map(() => b.limitUSD as number));
   const size = slot === 'hour' ? HOUR_S : DAY_S;
   return charts.draw(
     `budget-chart-${slot}`,
     `${b.name}: spend per ${slot}`,
-    {
-      series,
+    (lib) => ({
+      series: series(lib),
       scales: {
         // From the data, not uPlot's guess: one slot alone would otherwise span years.
         x: { time: true, range: () => [(xs[0] ?? 0) - size / 2, (xs.at(-1) ?? 0) + size / 2] },
         y: { range: (_u, _m, max) => [0, Math.max(max, b.limitUSD ?? 0) * 1.1 || 1] },
       },
       axes: [{ label: `time (per ${slot})` }, { label: 'spend (USD)', values: moneyAxis, size: 60 }],
-      hooks: b.limitUSD === undefined ? {} : { draw: capLabelHook(capLabel, b.limitUSD) },
-    },
+      hooks: b.limitUSD === undefined ? {} : { draw: capLabelHook(lib, capLabel, b.limitUSD) },
+    }),
     data,
   );
 }

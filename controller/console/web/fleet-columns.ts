@@ -1,27 +1,7 @@
 // The Fleet table's columns: each one's header, its cell, and the value it sorts by (any column sorts).
 import { ago, externalLink, h, usd } from './dom.ts';
+import { defaultOrder, order, rank } from '../fleet-order.ts';
 import type { TaskRow } from './types.ts';
-
-// What needs a person first, then what is moving, then what is done.
-const RANK: Record<string, number> = {
-  NeedsReview: 0,
-  Failed: 1,
-  Running: 3,
-  Waiting: 4,
-  Pending: 5,
-  Suspended: 6,
-  Succeeded: 7,
-  Skipped: 8,
-};
-
-export function phaseRank(phase: string): number {
-  return RANK[phase] ?? 9;
-}
-
-export function rank(row: TaskRow): number {
-  if (row.breaker === 'HalfOpen' && phaseRank(row.phase) > 2) return 2;
-  return phaseRank(row.phase);
-}
 
 /** Seconds from start to finish (or to now while it is not finished). */
 export function durationOf(r: TaskRow, now: number): number | undefined {
@@ -148,12 +128,7 @@ export interface Sort {
 /** The order rows show in: by the chosen column (ties by name), or what needs a person first. */
 export function comparator(sort: Sort | undefined, now: number): (a: TaskRow, b: TaskRow) => number {
   const column = COLUMNS.find((c) => c.id === sort?.column);
-  if (!column) return (a, b) => rank(a) - rank(b) || order(a.key, b.key);
+  if (!column) return defaultOrder;
   const sign = sort?.descending ? -1 : 1;
   return (a, b) => sign * order(column.sort(a, now), column.sort(b, now)) || order(a.key, b.key);
-}
-
-// Plain comparison, not localeCompare: sorting 10,000 rows each render must stay a few milliseconds.
-function order(x: string | number, y: string | number): number {
-  return x < y ? -1 : x > y ? 1 : 0;
 }

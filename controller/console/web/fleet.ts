@@ -1,11 +1,12 @@
 // The Fleet page: a row per task, what needs a person first (or sorted by any column), searched by name,
 // filtered, grouped by parent or by trigger (collapsible), and paginated so 10,000 tasks stay quick.
 import { h, usd } from './dom.ts';
-import { COLUMNS, comparator, phaseRank } from './fleet-columns.ts';
+import { PAGE_ROWS as PAGE, phaseRank, summaryOf } from '../fleet-order.ts';
+import type { FleetSummary } from '../fleet-order.ts';
+import { COLUMNS, comparator } from './fleet-columns.ts';
 import type { Sort } from './fleet-columns.ts';
 import type { TaskRow } from './types.ts';
 
-const PAGE = 100;
 const SEARCH_DEBOUNCE_MS = 150;
 
 export interface FleetFilter {
@@ -34,14 +35,15 @@ export function matches(row: TaskRow, f: FleetFilter): boolean {
 /** A line of the table: a task at a depth (grouped by parent), or a group's heading (grouped by trigger). */
 type Line = { row: TaskRow; depth: number; children: number } | { group: string; count: number };
 
-export function renderFleet(rows: TaskRow[], filter: FleetFilter, onFilter: (f: FleetFilter) => void): HTMLElement {
+/** `partial`: the rows are only the server's first page (the whole list is on its way); its summary is of all. */
+export function renderFleet(
+  rows: TaskRow[],
+  filter: FleetFilter,
+  onFilter: (f: FleetFilter) => void,
+  partial?: FleetSummary,
+): HTMLElement {
   const now = Date.now();
-  const counts = new Map<string, number>();
-  let spend = 0;
-  for (const r of rows) {
-    counts.set(r.phase, (counts.get(r.phase) ?? 0) + 1);
-    spend += r.costUSD;
-  }
+  const summary = partial ?? summaryOf(rows);
   const shown = rows.filter((r) => matches(r, filter)).sort(comparator(filter.sort, now));
   const lines = linesOf(shown, filter);
   const pages = Math.max(1, Math.ceil(lines.length / PAGE));
@@ -49,9 +51,9 @@ export function renderFleet(rows: TaskRow[], filter: FleetFilter, onFilter: (f: 
   const chips = h(
     'div',
     { className: 'chips', data: { testid: 'counts' } },
-    h('span', { data: { testid: 'total' } }, `${rows.length} tasks`),
-    h('span', { data: { testid: 'spend' } }, `spent ${usd(spend)}`),
-    ...[...counts]
+    h('span', { data: { testid: 'total' } }, `${summary.total} tasks`),
+    h('span', { data: { testid: 'spend' } }, `spent ${usd(summary.spendUSD)}`),
+    ...Object.entries(summary.phases)
       .sort(([a], [b]) => phaseRank(a) - phaseRank(b))
       .map(([phase, n]) => h('span', { className: `phase-${phase}`, data: { phaseCount: phase } }, `${phase} ${n}`)),
   );
@@ -68,7 +70,13 @@ export function renderFleet(rows: TaskRow[], filter: FleetFilter, onFilter: (f: 
           { className: 'scroll' },
           h('table', { data: { testid: 'fleet' } }, header(filter, onFilter), h('tbody', {}, ...body)),
         ),
-    pager(page, pages, shown.length, (p) => onFilter({ ...filter, page: p })),
+    partial
+      ? h(
+          'p',
+          { data: { testid: 'loading-rest' } },
+          `the first ${rows.length} of ${partial.total} shown; loading the rest…`,
+        )
+      : pager(page, pages, shown.length, (p) => onFilter({ ...filter, page: p })),
   );
 }
 
