@@ -18,6 +18,7 @@ import { reconcile } from '../reconciler/reconcile.ts';
 import type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from '../reconciler/reconcile.ts';
 import { mailboxCameUp } from '../reconciler/mail.ts';
 import { settled } from '../reconciler/settled.ts';
+import { freeSlots } from '../reconciler/slots.ts';
 import { diffsWanted } from '../reconciler/attempts.ts';
 import type { SpawnFacts } from '../reconciler/spawn-decide.ts';
 import { BudgetBook } from './budget-book.ts';
@@ -86,6 +87,8 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   /** Best-of-N: the outcome of each task's last AdoptWinner (lost on a restart, which carries it out again). */
   private readonly adopted = new Map<string, AdoptOutcome>();
   private reserved = 0;
+  /** Slots lent to agents run outside a task's pass (the merge queue's resolution episodes). */
+  private lent = 0;
   private stopping = false;
   private listeners: Array<() => void> = [];
   private readonly budgetBook: BudgetBook | undefined;
@@ -173,6 +176,36 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       }
     };
     return settled({ busy: this.busy(), runningEpisodes: this.opts.executor.runningCount(), tasks: tasks() });
+  }
+
+  /**
+   * A slot of --max-concurrent for an agent run outside a task's pass (a merge queue's resolution episode):
+   * waits until one is free (reconciler/slots.ts) and holds it until the returned release is called.
+   * Throws when the controller stops: the caller's step is redone after a restart.
+   */
+  async takeSlot(): Promise<() => void> {
+    while (this.freeSlots() <= 0) {
+      if (this.stopping) throw new Error('the controller is stopping: no slot for a resolution episode');
+      await this.nextChange();
+    }
+    this.lent++;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.lent--;
+      this.wakeSlotWaiters();
+    };
+  }
+
+  private freeSlots(): number {
+    return freeSlots({
+      maxConcurrent: this.opts.maxConcurrent,
+      episodes: this.opts.executor.runningCount(),
+      reserved: this.reserved,
+      resolutions: this.lent,
+      stopping: this.stopping,
+    });
   }
 
   /** Resolves after the next reconcile pass (or within a second). */
@@ -300,7 +333,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       opsApplied: this.opsApplied.get(key)?.episode,
       opsRefused: this.opsApplied.get(key)?.refused,
       ...this.dependencies(task),
-      capacity: !this.stopping && this.opts.executor.runningCount() + this.reserved < this.opts.maxConcurrent,
+      capacity: this.freeSlots() > 0,
       globalBudget:
         this.opts.budgetUSD !== undefined
           ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: spentByOthers }
@@ -466,7 +499,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   /** As many waiting tasks as there are free slots get another look; one that does not start wakes the next. */
   private wakeSlotWaiters(): void {
     if (this.stopping) return;
-    let free = this.opts.maxConcurrent - this.opts.executor.runningCount() - this.reserved;
+    let free = this.freeSlots();
     for (const key of this.slotWaiters) {
       if (free-- <= 0) break;
       this.slotWaiters.delete(key);
