@@ -56,6 +56,7 @@ function baseline(dir: string): { ms: number; processes: number } {
 
 // Each branch adds its own file: nothing conflicts, so no resolution episode is ever asked for.
 const noEpisodes = {
+  slot: async () => () => undefined,
   run: () => Promise.reject(new Error('bench/merge-queue: no branch conflicts')),
   kill: async () => undefined,
   record: async () => undefined,

@@ -132,6 +132,26 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     return settled({ busy: this.busy(), runningEpisodes: this.opts.executor.runningCount(), tasks: tasks() });
   }
 
+  /**
+   * A slot of --max-concurrent for an agent run outside a task's pass (a merge queue's resolution episode):
+   * waits until one is free (reconciler/slots.ts) and holds it until the returned release is called.
+   * Throws when the controller stops: the caller's step is redone after a restart.
+   */
+  async takeSlot(): Promise<() => void> {
+    while (this.slots.free(this.stopping) <= 0) {
+      if (this.stopping) throw new Error('the controller is stopping: no slot for a resolution episode');
+      await this.nextChange();
+    }
+    this.slots.lend();
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.slots.giveBack();
+      this.wakeSlotWaiters();
+    };
+  }
+
   /** Resolves after the next reconcile pass (or within a second). */
   nextChange(): Promise<void> {
     return new Promise((resolve) => {

@@ -1,9 +1,14 @@
-// --max-concurrent as the loop keeps it: episodes running (the executor's count) plus starts decided but not
-// yet carried out, and the tasks whose last pass found no free slot, longest waiting first.
+// --max-concurrent as the loop keeps it: episodes running (the executor's count), starts decided but not yet
+// carried out and slots lent to resolution episodes (what is free is reconciler/slots.ts's rule), and the tasks
+// whose last pass found no free slot, longest waiting first.
+import { freeSlots } from '../reconciler/slots.ts';
+
 export class Slots {
   private readonly max: number;
   private readonly running: () => number;
   private reserved = 0;
+  /** Slots lent to agents run outside a task's pass (the merge queue's resolution episodes). */
+  private lent = 0;
   private readonly waiters = new Set<string>();
 
   constructor(max: number, running: () => number) {
@@ -13,7 +18,21 @@ export class Slots {
 
   /** Slots free now; none while the loop stops. */
   free(stopping: boolean): number {
-    return stopping ? 0 : Math.max(0, this.max - this.running() - this.reserved);
+    return freeSlots({
+      maxConcurrent: this.max,
+      episodes: this.running(),
+      reserved: this.reserved,
+      resolutions: this.lent,
+      stopping,
+    });
+  }
+
+  lend(): void {
+    this.lent++;
+  }
+
+  giveBack(): void {
+    this.lent--;
   }
 
   /** A pass decided a start: the slot is taken before its first await, so parallel passes see it. */

@@ -210,7 +210,7 @@ export class LocalController {
       logger: this.opts.logger,
       clock: this.opts.clock ?? systemClock,
       metrics: this.opts.metrics?.mergeQueue,
-      episodes: this.queueEpisodes(),
+      episodes: this.queueEpisodes(loop),
       writeStatus: async (key, status) => {
         const task = this.source.get(key);
         if (task) await this.sink.write(task, status, { beforeStart: false });
@@ -226,7 +226,7 @@ export class LocalController {
   }
 
   /** The queue's resolution episodes: the executor runs them, the sink records them, as any episode. */
-  private queueEpisodes(): QueueEpisodes {
+  private queueEpisodes(loop: Controller<LocalTask>): QueueEpisodes {
     const task = (key: string): LocalTask => {
       const t = this.source.get(key);
       if (!t) throw new Error(`${key}: no such task for a resolution episode`);
@@ -237,6 +237,7 @@ export class LocalController {
       return this.executor;
     };
     return {
+      slot: () => loop.takeSlot(),
       run: (key, run) => executor().resolve(task(key), run),
       kill: (key, number) => executor().killResolution(task(key), number),
       record: (key, record) => this.sink.recordEpisode(task(key), record),

@@ -4,12 +4,14 @@
 // As a resolution episode (EPISODIC_MERGE_QUEUE=1, the prompt on stdin): drops the conflict markers of every
 // file of the directory, keeping both sides, and creates MERGE_AGENT_ON_GATE when the prompt names a gate.
 // It prints its prompt, so the episode's log shows what it was told.
+// MERGE_AGENT_DELAY_MS: a task's agent works this long before it edits (an episode that overlaps others).
 // MERGE_AGENT_BLOCK (a file): a resolution episode that finds it writes its pid there and waits to be killed.
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const env = process.env;
 if (env.EPISODIC_MERGE_QUEUE !== '1') {
+  if (env.MERGE_AGENT_DELAY_MS) await new Promise((r) => setTimeout(r, Number(env.MERGE_AGENT_DELAY_MS)));
   if (env.MERGE_AGENT_NEW_FILE) writeFileSync(env.MERGE_AGENT_NEW_FILE, `${env.MERGE_AGENT_TEXT ?? 'new'}\n`);
   if (env.MERGE_AGENT_FILE) {
     const lines = readFileSync(env.MERGE_AGENT_FILE, 'utf8').split('\n');

@@ -6,6 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { readRecords } from '../../controller/sinks/local/episode-records.ts';
+import { episodesPath } from '../../controller/util/state-layout.ts';
 import { isAlive, NODE, readStatus, REPO, runCli, specDir, startCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -255,4 +257,30 @@ test("merge queue: kill -9 during the rebase's fetch → rebased and pushed afte
   for (const t of ['f1', 'f2']) assert.equal(readStatus(dir, t)?.status.integrate?.result, 'integrated', t);
   assertLinear(bare, 3);
   assertNoLeftovers(dir);
+});
+
+test('merge queue: a resolution episode takes a slot of --max-concurrent (never two agents at once under 1)', async () => {
+  const dir = tempDir();
+  const bare = origin(dir);
+  // `late` starts when k2 succeeds, so it works while the queue meets the conflict of k1 and k2.
+  const late = task('late', { ...lineEdit(40, 'late'), MERGE_AGENT_DELAY_MS: '3000' });
+  const tasks = [task('k1', lineEdit(20, 'k1')), task('k2', lineEdit(20, 'k2')), late];
+  (tasks[2].spec as Record<string, unknown>).dependsOn = ['k2'];
+  specDir(tasks, { dir });
+  const res = await runCli(['run', dir, '--max-concurrent', '1'], { timeoutMs: 120_000 });
+  assert.equal(res.code, 0, res.stderr);
+  const spans: Array<{ what: string; start: number; end: number }> = [];
+  for (const name of ['k1', 'k2', 'late']) {
+    for (const r of await readRecords(episodesPath(join(dir, '.episodic'), 'default', name)))
+      spans.push({
+        what: `${name}#${r.number}`,
+        start: Date.parse(r.startedAt ?? ''),
+        end: Date.parse(r.finishedAt ?? ''),
+      });
+  }
+  assert.equal(spans.length, 4, `three episodes and one resolution episode: ${JSON.stringify(spans)}`);
+  const overlapping = spans.filter((s) => spans.some((o) => o !== s && o.start < s.end && s.start < o.end));
+  assert.deepEqual(overlapping, [], 'no two agents ran at once');
+  assertOnceOnMain(bare, ['k1', 'k2', 'late']);
+  assertLinear(bare, 4);
 });

@@ -43,6 +43,8 @@ export interface QueueTask {
 
 /** A task's resolution episodes, run and recorded as its other episodes are (local-controller.ts binds them). */
 export interface QueueEpisodes {
+  /** A slot of --max-concurrent, held until the release is called: a resolution episode is an agent too. */
+  slot(): Promise<() => void>;
   /** Through the EpisodeExecutor port: the task's agent, sandbox and gateway. */
   run(key: string, run: ResolutionRun): Promise<EpisodeResult>;
   kill(key: string, number: number): Promise<void>;
@@ -269,12 +271,19 @@ export class MergeQueueLoop {
     this.opts.metrics?.resolutionEpisodes.inc({ queue, why: j.why ?? 'conflict' });
     const task = it.task;
     const number = resolutionEpisodeNumber(task.status);
-    await this.writeJournal(queue, { ...j, episode: number }); // before it starts: a restart kills what is left
-    const startedAt = this.opts.clock.now().toISOString();
-    const vars = resolutionVars(j, it.branch, it.into);
-    const run = { number, cwd: clone, template: RESOLUTION_TEMPLATE, vars, status: task.status };
-    const result = await this.opts.episodes.run(task.key, run);
-    const finishedAt = this.opts.clock.now().toISOString();
+    const release = await this.opts.episodes.slot(); // its record's times are the agent's, not the wait's
+    let ran: { startedAt: string; result: EpisodeResult; finishedAt: string };
+    try {
+      await this.writeJournal(queue, { ...j, episode: number }); // before it starts: a restart kills what is left
+      const startedAt = this.opts.clock.now().toISOString();
+      const vars = resolutionVars(j, it.branch, it.into);
+      const run = { number, cwd: clone, template: RESOLUTION_TEMPLATE, vars, status: task.status };
+      const result = await this.opts.episodes.run(task.key, run);
+      ran = { startedAt, result, finishedAt: this.opts.clock.now().toISOString() };
+    } finally {
+      release();
+    }
+    const { startedAt, result, finishedAt } = ran;
     const name = task.key.slice(task.key.indexOf('/') + 1);
     const ended = recordResolution(name, task.status, { number, startedAt, finishedAt, result });
     task.status = ended.status;
