@@ -123,6 +123,10 @@ export class FileStatusSink implements StatusSink<SpecFileTask> {
     try {
       appendRecord(episodesPath(this.stateDir, task.namespace, task.name), record, this.syncError(task));
     } catch (err) {
+      // No room: the pass stops as when its status cannot be written (said once); the status still has the
+      // episode running, so the next pass with room records it again — nothing is lost.
+      const full = this.noRoom(err);
+      if (full) throw full;
       this.logger.error(
         { namespace: task.namespace, task: task.name, episode: record.number, err },
         'episode record not written',
