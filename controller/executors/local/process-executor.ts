@@ -22,7 +22,7 @@ import { adoptLocalWinner, localAttemptDiffs } from './git-workspace.ts';
 import { checkpointLocalEpisode } from './episode-checkpoint.ts';
 import { launchEpisode } from './episode-launcher.ts';
 import { episodeLogPath, promptScratchPath } from '../../util/state-layout.ts';
-import type { LaunchedEpisode } from './episode-launcher.ts';
+import type { LaunchedEpisode, LaunchRequest } from './episode-launcher.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
 import { effectiveSkipWhen } from '../../reconciler/scope.ts';
 import { scopeBaseline } from '../evidence/scope-guard.ts';
@@ -167,23 +167,11 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
         })
       : undefined;
     const episode = await launchEpisode({
-      gateway: grant,
-      root: this.opts.root,
-      stateDir: this.opts.stateDir,
-      specFile: task.file,
+      ...this.launchBase(task, number, spec, status, grant),
       created: task.created,
-      namespace: task.namespace,
-      name: task.name,
-      number,
-      spec,
-      status,
       upstream,
       promptVars: task.promptVars,
-      killGraceMs: this.opts.killGraceMs,
-      bwrap: this.opts.bwrap,
-      marker: this.markerFor(task.namespace, task.name, number),
       skipWhen: effectiveSkipWhen(task.spec, status),
-      withheldEnv: this.withheldEnv,
       beforeSpawn: async (workspace) => {
         const settled = this.settled.get(workspace);
         this.settled.delete(workspace); // taken once: a failed episode leaves it unknown
@@ -216,6 +204,31 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       this.notify(task.key);
     });
     return { agentPid: episode.pid };
+  }
+
+  /** What every episode of the task is launched with, a task's own or a resolution episode. */
+  private launchBase(
+    task: SpecFileTask,
+    number: number,
+    spec: AgentTaskSpec,
+    status: AgentTaskStatus,
+    grant: GrantOpening | undefined,
+  ) {
+    return {
+      gateway: grant,
+      root: this.opts.root,
+      stateDir: this.opts.stateDir,
+      specFile: task.file,
+      namespace: task.namespace,
+      name: task.name,
+      number,
+      spec,
+      status,
+      killGraceMs: this.opts.killGraceMs,
+      bwrap: this.opts.bwrap,
+      marker: this.markerFor(task.namespace, task.name, number),
+      withheldEnv: this.withheldEnv,
+    } satisfies Partial<LaunchRequest>;
   }
 
   /** The gateway's grant for the episode; without a gateway, why the task cannot run. */
@@ -251,19 +264,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
       ? await this.openGrant(task, run.number, spec, run.status, undefined, () => cancel?.())
       : undefined;
     const episode = await launchEpisode({
-      gateway: grant,
-      root: this.opts.root,
-      stateDir: this.opts.stateDir,
-      specFile: task.file,
-      namespace: task.namespace,
-      name: task.name,
-      number: run.number,
-      spec,
-      status: run.status,
-      killGraceMs: this.opts.killGraceMs,
-      bwrap: this.opts.bwrap,
-      marker: this.markerFor(task.namespace, task.name, run.number),
-      withheldEnv: this.withheldEnv,
+      ...this.launchBase(task, run.number, spec, run.status, grant),
       resolution: { cwd: run.cwd, template: run.template, vars: run.vars },
     });
     cancel = () => episode.cancel('cancelled');
