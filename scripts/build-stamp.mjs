@@ -7,6 +7,24 @@ import { join, relative } from 'node:path';
 /** The build's outputs a run needs: the CLI entry, the console's page script and charts, the sandbox relay. */
 export const BUILT = ['cli/main.js', 'console/app.js', 'console/uplot.js', 'sandbox-relay.js'];
 
+/** The console's browser scripts: controller/console/web/ENTRY → dist/console/NAME (uPlot on its own, loaded
+ * only when a chart is drawn). */
+export const CONSOLE_SCRIPTS = [
+  ['app.ts', 'app.js'],
+  ['uplot-entry.ts', 'uplot.js'],
+];
+
+/** esbuild's options for those scripts, in dist/ and when a checkout builds them in memory (console/assets.ts).
+ * Minified: the browser parses less before the first render. */
+export const WEB_BUILD = {
+  bundle: true,
+  format: 'iife',
+  platform: 'browser',
+  target: 'es2022',
+  minify: true,
+  logLevel: 'warning',
+};
+
 /** A hash of what the build reads: the sources, the build script and the locked dependencies. */
 export function sourceHash(repo) {
   const hash = createHash('sha256');

@@ -2,7 +2,7 @@ import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { distIsFresh, readStamp, sourceHash } from './build-stamp.mjs';
+import { CONSOLE_SCRIPTS, distIsFresh, readStamp, sourceHash, WEB_BUILD } from './build-stamp.mjs';
 
 const repo = fileURLToPath(new URL('../', import.meta.url)); // not .pathname: percent-encoded (a path with a space)
 const dist = join(repo, 'dist');
@@ -12,10 +12,6 @@ const ENTRY = 'main.js';
 
 const sources = sourceHash(repo);
 const stamp = readStamp(dist);
-const CONSOLE_SCRIPTS = [
-  ['app.ts', 'app.js'],
-  ['uplot-entry.ts', 'uplot.js'],
-];
 if (process.argv.includes('--if-stale') && distIsFresh(repo, sources)) {
   console.log('dist/ is up to date with the sources (npm run build rebuilds it anyway)');
   process.exit(0);
@@ -44,19 +40,13 @@ try {
       js: "import { createRequire as __episodicRequire } from 'node:module'; const require = __episodicRequire(import.meta.url);",
     },
   });
-  // The console's scripts (controller/console/web) for the browser, no CDN, minified: the page (app.js) and
-  // uPlot on its own (uplot.js), loaded only when a chart is drawn. As controller/console/assets.ts's WEB_BUILD.
+  // The console's scripts (controller/console/web) for the browser, no CDN: the page and uPlot on its own.
   for (const [entry, name] of CONSOLE_SCRIPTS)
     await build({
+      ...WEB_BUILD,
       absWorkingDir: repo,
       entryPoints: [`controller/console/web/${entry}`],
       outfile: join(staging, 'console', name),
-      bundle: true,
-      format: 'iife',
-      platform: 'browser',
-      target: 'es2022',
-      minify: true,
-      logLevel: 'warning',
     });
   // The sandbox's relay (controller/executors/sandbox/relay.ts): started by path inside a sandbox, node built-ins only.
   await build({

@@ -3,6 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { CONSOLE_SCRIPTS, WEB_BUILD } from '../../scripts/build-stamp.mjs';
 import { FIRST_PAGE_PATH } from './fleet-order.ts';
 
 // The first page of the fleet is asked for by the HTML (preload), not after the script is parsed and run;
@@ -104,22 +105,11 @@ async function webScript(name: 'app' | 'uplot'): Promise<string> {
   const built = fileURLToPath(new URL(`../console/${name}.js`, import.meta.url));
   if (!here.endsWith('.ts') && existsSync(built)) return readFileSync(built, 'utf8');
   const { build } = await import('esbuild');
-  const entry = name === 'app' ? './web/app.ts' : './web/uplot-entry.ts';
+  const entry = CONSOLE_SCRIPTS.find(([, file]) => file === `${name}.js`)?.[0] as string;
   const out = await build({
     ...WEB_BUILD,
-    entryPoints: [fileURLToPath(new URL(entry, import.meta.url))],
+    entryPoints: [fileURLToPath(new URL(`./web/${entry}`, import.meta.url))],
     write: false,
   });
   return out.outputFiles[0]?.text ?? '';
 }
-
-/** As scripts/build.mjs builds dist/console/*.js (kept in step by hand: the build script is plain JS).
- * Minified: the browser parses less before the first render. */
-export const WEB_BUILD = {
-  bundle: true,
-  format: 'iife',
-  platform: 'browser',
-  target: 'es2022',
-  minify: true,
-  logLevel: 'warning',
-} as const;
