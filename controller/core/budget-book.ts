@@ -11,6 +11,7 @@ import { budgetHoldsTask, expectedEpisode } from '../reconciler/budget.ts';
 import type { BudgetFacts } from '../reconciler/budget.ts';
 import { addSpend, prune, setCounted, windowEntries } from '../reconciler/budget-ledger.ts';
 import { episodesCounted } from '../reconciler/spend-cap.ts';
+import type { LiveSpend } from '../reconciler/spend-cap.ts';
 import type { Clock } from './clock.ts';
 import type { DesiredTask } from './ports.ts';
 
@@ -44,6 +45,12 @@ interface RunningEpisode {
   tokens: number;
 }
 
+/** A running episode counts at what it is expected to cost, or at what the gateway metered on it once that is more. */
+function runningAt(e: RunningEpisode, task: string, live: LiveSpend | undefined) {
+  const metered = live?.episode === e.number ? live : undefined;
+  return { task, usd: Math.max(e.usd, metered?.costUSD ?? 0), tokens: Math.max(e.tokens, metered?.tokens ?? 0) };
+}
+
 export class BudgetBook {
   private readonly ledgers = new Map<string, BudgetLedger>();
   private readonly held = new Map<string, Set<string>>();
@@ -58,6 +65,7 @@ export class BudgetBook {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly metrics?: BudgetMetrics;
+  private readonly liveSpend?: (task: { namespace: string; name: string }) => LiveSpend | undefined;
 
   /** `changed`: a budget of this namespace changed; its tasks need another look. */
   constructor(opts: {
@@ -66,8 +74,11 @@ export class BudgetBook {
     log: Logger;
     metrics?: BudgetMetrics;
     changed: (namespace: string) => void;
+    /** What the gateway metered so far on a task's running episode (EpisodeExecutor.liveSpend). */
+    liveSpend?: (task: { namespace: string; name: string }) => LiveSpend | undefined;
   }) {
     this.store = opts.store;
+    this.liveSpend = opts.liveSpend;
     this.clock = opts.clock;
     this.log = opts.log;
     this.metrics = opts.metrics;
@@ -188,9 +199,10 @@ export class BudgetBook {
 
   /** What the budget's other tasks spent per finished episode, and their episodes running now. */
   private othersOf(key: string, ledger: BudgetLedger, task: string): Pick<BudgetFacts, 'others' | 'running'> {
+    const namespace = key.split('/')[0] as string;
     const running = [...(this.running.get(key) ?? [])]
       .filter(([name]) => name !== task)
-      .map(([name, e]) => ({ task: name, usd: e.usd, tokens: e.tokens }));
+      .map(([name, e]) => runningAt(e, name, this.liveSpend?.({ namespace, name })));
     const others = { costUSD: 0, tokens: 0, episodes: 0 };
     for (const t of ledger.tasks) {
       if (t.task === task) continue;

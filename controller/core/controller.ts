@@ -69,6 +69,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
         log: opts.logger,
         metrics: opts.metrics?.budgets,
         changed,
+        liveSpend: opts.executor.liveSpend && ((t) => opts.executor.liveSpend?.(t)),
       });
     }
     opts.source.subscribe((key) => this.sourceChanged(key));

@@ -1,6 +1,7 @@
 // The three ports the one controller loop runs over. Local mode implements them with a spec directory,
 // processes and status files; cluster mode with an AgentTask informer, Pods and the /status subresource.
 // Each mode's source, executor and sink share types through this file only, never by importing each other.
+import type { LiveSpend } from '../reconciler/spend-cap.ts';
 import type { EpisodeLeash } from '../api/episode-leash.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
@@ -132,6 +133,11 @@ export interface EpisodeExecutor<T extends DesiredTask = DesiredTask> {
   forget(key: string): Promise<void>;
   /** Episodes holding a concurrency slot now. */
   runningCount(): number;
+  /**
+   * What the model gateway metered so far on the task's running episode: the AgentBudgets count it for the
+   * episodes of other tasks before its record does. Absent, or undefined: nothing is metered live.
+   */
+  liveSpend?(task: Pick<DesiredTask, 'namespace' | 'name'>): LiveSpend | undefined;
   /** Keys of every task the executor has an episode for (after a restart: what the source may lack). */
   keys(): Iterable<string>;
   /** Called with a task's key whenever one of its episodes changes (started, ended, vanished). */

@@ -7,6 +7,7 @@ import type { TokenCounts } from '../api/bounds.ts';
 import type { EpisodeLeash } from '../api/episode-leash.ts';
 import type { Pricing } from '../api/pricing.ts';
 import { sharedSpend } from '../reconciler/spend-cap.ts';
+import type { LiveSpend } from '../reconciler/spend-cap.ts';
 import type { CredentialPool } from './credential-pool.ts';
 import type { Provider } from './usage.ts';
 
@@ -65,6 +66,13 @@ export interface Grant extends GrantSpec {
 export const tokenHash = (token: string) => createHash('sha256').update(token).digest('base64url');
 const hash = tokenHash;
 
+const liveOf = (g: Grant): LiveSpend => ({
+  task: g.task,
+  episode: g.episode,
+  costUSD: g.metered.costUSD,
+  tokens: totalTokens(g.metered.tokens),
+});
+
 export function newMetered(): Metered {
   return { requests: 0, tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, costUSD: 0, inFlight: 0 };
 }
@@ -103,18 +111,21 @@ export class Grants {
   sharedSpendOf(grant: Grant): Array<{ costUSD: number; tokens: number } | undefined> {
     return grant.leash.others.map((o) => {
       if (!o.shared) return undefined;
-      const live = (this.shared.get(`${grant.namespace} ${o.shared.key}`) ?? []).map((g) => ({
-        task: g.task,
-        episode: g.episode,
-        costUSD: g.metered.costUSD,
-        tokens: totalTokens(g.metered.tokens),
-      }));
+      const live = (this.shared.get(`${grant.namespace} ${o.shared.key}`) ?? []).map(liveOf);
       return sharedSpend(o.shared, grant.task, live);
     });
   }
 
   private sharedKeys(grant: Grant): string[] {
     return grant.leash.others.flatMap((o) => (o.shared ? [`${grant.namespace} ${o.shared.key}`] : []));
+  }
+
+  /** What the gateway has metered so far on the task's episode still running (its newest live grant). */
+  liveSpend(namespace: string, task: string): LiveSpend | undefined {
+    let newest: Grant | undefined;
+    for (const g of this.byHash.values())
+      if (g.namespace === namespace && g.task === task && (!newest || g.episode > newest.episode)) newest = g;
+    return newest && liveOf(newest);
   }
 
   get(token: string): Grant | undefined {

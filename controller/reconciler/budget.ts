@@ -25,7 +25,7 @@ export interface BudgetFacts {
   counted: { costUSD: number; tokens: number; episodes: number };
   /** What the budget's other tasks spent on their finished episodes: a task with no history is expected to cost their average. */
   others?: { costUSD: number; tokens: number; episodes: number };
-  /** Episodes of other tasks running now, at what each is expected to cost: spend the window will hold. */
+  /** Episodes of other tasks running now, at what each is expected to cost or what the gateway metered on it once more. */
   running?: Array<{ task: string; usd: number; tokens: number }>;
   /** The task's limits.expectedEpisodeCostUSD: its estimate until it has a history of its own. */
   declaredUSD?: number;
@@ -112,7 +112,7 @@ export function judgeBudget(budget: BudgetFacts, status: AgentTaskStatus, now: D
     tokens: Math.max(0, totalTokens(status.tokens) - budget.counted.tokens),
     episodes: 0,
   };
-  // Episodes running now add to the window when they end: each counts at its expected cost.
+  // Episodes running now add to the window when they end: each counts at its expected (or metered) cost.
   const running = (budget.running ?? []).map(
     (r): WindowEntry => ({ expiresAtMs: windowMs, usd: r.usd, tokens: r.tokens, episodes: 0 }),
   );

@@ -195,3 +195,37 @@ test('budget loop: an episode behind the gateway gets its budget window shared, 
   assert.deepEqual(b2?.shared, { key: 'budget hourly', counted: { a: 1 } });
   assert.equal(b2?.frees?.length, 2);
 });
+
+test("budget loop: an episode the gateway refused waits for the budget's running episodes at what the gateway metered on them, then stops", async () => {
+  const t = setup();
+  t.budgets.set('team', { limitUSD: 1, window: 'total', selector: { matchLabels: { team: 'a' } } });
+  const spec = { agent: { command: ['agent'], credentials: 'creds' }, limits: { expectedEpisodeCostUSD: 0.1 } };
+  for (const n of ['a', 'b']) t.source.set(desired(n, spec, { labels: { team: 'a' } }));
+  t.controller.start();
+  await t.settle();
+  const refused = 'episodic: budget exhausted: AgentBudget team: $1.0000 was left when the episode started';
+  const gateway = (costUSD: number) => ({
+    requests: 1,
+    tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+    costUSD,
+    refused,
+  });
+  // Together they reached $1 at the wire: a has been metered at $0.60 and still runs, b is refused at $0.40.
+  t.executor.metered.set('default/a', { costUSD: 0.6, tokens: 0 });
+  t.executor.finish('default/b', { exitCode: 1, costUSD: 0.4, gateway: gateway(0.4) });
+  await t.settle();
+  // Counted at its expected $0.10, a would leave room for b's next $0.40 episode; at its metered $0.60, none.
+  assert.equal(t.executor.running.has('default/b'), false, 'no episode starts into the spent budget');
+  assert.equal(t.status('b')?.reason, 'BudgetWindow', t.status('b')?.message);
+  assert.match(t.status('b')?.message ?? '', /\$0\.60 expected of 1 episode running/);
+  const [record] = t.sink.records.filter((r) => r.key === 'default/b');
+  assert.equal(record?.record.reason, 'BudgetExceeded', 'the record says why it ended');
+
+  t.executor.finish('default/a', { exitCode: 1, costUSD: 0.6, gateway: gateway(0.6) });
+  await t.settle();
+  for (const n of ['a', 'b']) {
+    assert.equal(t.status(n)?.phase, 'NeedsReview', t.status(n)?.message);
+    assert.equal(t.status(n)?.reason, 'BudgetExceeded');
+  }
+  assert.equal(t.executor.calls.filter((c) => c.op === 'start').length, 2, 'one episode each');
+});

@@ -8,6 +8,7 @@ import type { EpisodeRecord } from '../../controller/api/episode-record.ts';
 import type { EpisodeResultInput } from '../../controller/api/episode-result.ts';
 import type { DesiredTask, EpisodeExecutor, StatusSink, TaskSource } from '../../controller/core/ports.ts';
 import type { ObservedEpisode, StopReason } from '../../controller/reconciler/reconcile.ts';
+import type { LiveSpend } from '../../controller/reconciler/spend-cap.ts';
 
 export function desired(
   name: string,
@@ -78,6 +79,8 @@ export class MemoryExecutor implements EpisodeExecutor {
   readonly forgotten: string[] = [];
   /** Make the next start of these keys throw (an API error worth retrying). */
   readonly failNextStart = new Set<string>();
+  /** What a gateway metered so far on a running episode, by key (liveSpend). */
+  readonly metered = new Map<string, { costUSD: number; tokens: number }>();
   private listeners: Array<(key: string) => void> = [];
   private readonly now: () => Date;
   constructor(now: () => Date) {
@@ -114,6 +117,12 @@ export class MemoryExecutor implements EpisodeExecutor {
   }
   runningCount(): number {
     return this.running.size;
+  }
+  liveSpend(task: { namespace: string; name: string }): LiveSpend | undefined {
+    const key = `${task.namespace}/${task.name}`;
+    const run = this.running.get(key);
+    const m = this.metered.get(key);
+    return run && m ? { task: task.name, episode: run.number, ...m } : undefined;
   }
   keys() {
     return new Set([...this.running.keys(), ...this.finished.keys()]);

@@ -4,6 +4,7 @@
 // starts; the pod carries only the token's SHA-256 (an annotation), so a restarted controller re-grants the
 // running pods' tokens instead of failing them. A token dies when its pod ends or is deleted.
 import { sleepOn, systemClock } from '../../core/clock.ts';
+import type { LiveSpend } from '../../reconciler/spend-cap.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Logger } from 'pino';
 import {
@@ -147,6 +148,11 @@ export class ClusterGatewayBinding {
     if (!spec.ok) return spec;
     this.running().grants.restore(tokenSha256, spec.grant);
     return { ok: true };
+  }
+
+  /** What the gateway metered so far on the task's running episode (the budgets count it before its record). */
+  liveSpend(namespace: string, task: string): LiveSpend | undefined {
+    return this.gateway?.grants.liveSpend(namespace, task);
   }
 
   has(tokenSha256: string): boolean {

@@ -1,6 +1,7 @@
 // Episodes on a cluster: one Pod per episode, named after (task, episode number) so creating it twice is
 // harmless and a restarted controller adopts what runs. observe() reports what the pods say; the facts
 // only pods can tell (who deleted one, what it said last, a create the API server refused) are kept here.
+import type { LiveSpend } from '../../reconciler/spend-cap.ts';
 import type { Logger } from 'pino';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import { episodeResult } from '../../api/episode-result.ts';
@@ -253,6 +254,10 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     if (namespace && name) await this.attemptsGit.forget(namespace, name);
     await this.deletePolicy(key);
     await Promise.all(this.opts.pods.byIndex('task', key).map((pod) => this.deletePod(pod, 'work')));
+  }
+
+  liveSpend(task: { namespace: string; name: string }): LiveSpend | undefined {
+    return this.opts.gateway?.liveSpend(task.namespace, task.name);
   }
 
   runningCount(): number {

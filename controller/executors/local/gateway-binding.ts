@@ -20,6 +20,7 @@ import { codexGatewayConfig } from '../../gateway/codex-config.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import type { GrantRequest } from '../../gateway/grants.ts';
 import type { Gateway } from '../../gateway/gateway.ts';
+import type { LiveSpend } from '../../reconciler/spend-cap.ts';
 import type { SpecCredentials } from '../../sources/local/credentials-files.ts';
 import { writeFileAtomicSync } from '../../util/atomic-write.ts';
 import { gatewayCodexHomePath } from '../../util/state-layout.ts';
@@ -54,6 +55,8 @@ export interface LocalGatewayOptions {
 
 export class LocalGatewayBinding {
   private gateway?: Promise<Gateway>;
+  /** The gateway once listening: what it metered is read synchronously, between two passes. */
+  private listening?: Gateway;
   private readonly opts: LocalGatewayOptions;
   private readonly env: NodeJS.ProcessEnv;
   private readonly clock: Clock;
@@ -128,6 +131,11 @@ export class LocalGatewayBinding {
     };
   }
 
+  /** What the gateway metered so far on the task's running episode (the budgets count it before its record). */
+  liveSpend(namespace: string, task: string): LiveSpend | undefined {
+    return this.listening?.grants.liveSpend(namespace, task);
+  }
+
   /** Every credential of the task's AgentCredentials is at a usage limit: the earliest reset (the reconciler's fact). */
   async pausedUntil(namespace: string, credentials: string): Promise<Date | undefined> {
     const doc = [...this.opts.lookup()].find((c) => c.namespace === namespace && c.name === credentials);
@@ -176,12 +184,14 @@ export class LocalGatewayBinding {
       onUsage: metrics && ((grant, usage, cost, _status, credential) => metrics.used(grant, credential, usage, cost)),
     });
     this.opts.log.info({ gateway: gateway.url }, 'model gateway listening');
+    this.listening = gateway;
     return gateway;
   }
 
   async close(): Promise<void> {
     const gateway = this.gateway;
     this.gateway = undefined;
+    this.listening = undefined;
     await (await gateway)?.close();
     await this.pools.flush();
   }

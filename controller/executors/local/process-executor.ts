@@ -3,6 +3,7 @@
 // "episode N starts" is; a restarted controller kills whatever carries the marker of an episode on record
 // and records that episode's end from its log: as it ended if the agent finished, else interrupted.
 import { readFileSync } from 'node:fs';
+import type { LiveSpend } from '../../reconciler/spend-cap.ts';
 import type { Logger } from 'pino';
 import { DEFAULT_SPEC } from '../../api/agent-task.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
@@ -312,6 +313,10 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
 
   async forget(key: string): Promise<void> {
     this.finished.delete(key);
+  }
+
+  liveSpend(task: { namespace: string; name: string }): LiveSpend | undefined {
+    return this.opts.gateway?.liveSpend(task.namespace, task.name);
   }
 
   runningCount(): number {
