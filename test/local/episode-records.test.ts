@@ -6,8 +6,12 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { parse } from 'yaml';
+import { emptyStatus } from '../../controller/api/agent-task-status.ts';
 import { EpisodeRecordSchema } from '../../controller/api/episode-record.ts';
+import type { SpecFileTask } from '../../controller/core/ports.ts';
+import { FileStatusSink } from '../../controller/sinks/local/file-status-sink.ts';
 import type { EpisodeRecord } from '../../controller/api/episode-record.ts';
 import { readStatus, runCli, specDir, startCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
@@ -219,6 +223,34 @@ test('records: kill -9 mid-episode and restart: the interrupted episode is recor
       [1, 'continue'],
       [2, 'interrupted'],
       [3, 'succeeded'],
+    ],
+  );
+});
+
+test('records: a controller killed after a record but before its status: the next one, ending that episode again, does not record it twice', async () => {
+  const stateDir = join(tempDir(), '.episodic');
+  const task = { key: 'default/dup', namespace: 'default', name: 'dup', generation: 1, specHash: 'h' } as SpecFileTask;
+  const record = (number: number, message: string) =>
+    EpisodeRecordSchema.parse({ task: 'dup', number, outcome: 'succeeded', exitCode: 0, costUSD: 0.1, message });
+  const dead = new FileStatusSink(stateDir, pino({ level: 'silent' }));
+  await dead.load();
+  const running = {
+    ...emptyStatus(),
+    phase: 'Running' as const,
+    currentEpisode: { number: 1, startedAt: new Date().toISOString() },
+  };
+  await dead.write(task, running, { beforeStart: true });
+  await dead.recordEpisode(task, record(1, 'by the controller that died'));
+
+  const next = new FileStatusSink(stateDir, pino({ level: 'silent' }));
+  await next.load();
+  await next.recordEpisode(task, record(1, 'ended again from its log'));
+  await next.recordEpisode(task, record(2, 'the next episode'));
+  assert.deepEqual(
+    rawRecords(stateDir.replace(/\/\.episodic$/, ''), 'dup').map((r) => [r.number, r.message]),
+    [
+      [1, 'by the controller that died'],
+      [2, 'the next episode'],
     ],
   );
 });

@@ -109,13 +109,14 @@ function latestPerNumber(records: EpisodeRecord[]): EpisodeRecord[] {
  * At start, under the state lock: cuts off a torn last line, and appends the record of the status's last
  * episode when a crash came between writing that status and appending its record (the evidence and
  * tokens of that one episode are then unknown; its outcome, times, cost and message are in status).
+ * Returns the newest episode number on file (0: none).
  */
 export function recoverRecords(
   path: string,
   task: string,
   status: AgentTaskStatus,
   onSyncError: (err: Error) => void,
-): void {
+): number {
   let fd: number;
   try {
     fd = openSync(path, 'r+');
@@ -138,5 +139,7 @@ export function recoverRecords(
     }
   }
   const last = status.lastEpisode;
-  if (last && last.number > newest) appendRecord(path, episodeRecordOf(task, last, undefined, undefined), onSyncError);
+  if (!last || last.number <= newest) return newest;
+  appendRecord(path, episodeRecordOf(task, last, undefined, undefined), onSyncError);
+  return last.number;
 }

@@ -16,6 +16,8 @@ import type { StoredStatus } from './file-status.ts';
 export class FileStatusSink implements StatusSink<SpecFileTask> {
   readonly store: FileStatusStore;
   private readonly records = new Map<string, StoredStatus>();
+  /** Per task, the newest episode number in episodes.jsonl: one the dead controller recorded is not appended again. */
+  private readonly recordedUpTo = new Map<string, number>();
   private readonly logger: Logger;
   private readonly stateDir: string;
 
@@ -36,7 +38,8 @@ export class FileStatusSink implements StatusSink<SpecFileTask> {
     for (const r of records) {
       this.records.set(`${r.namespace}/${r.name}`, r);
       try {
-        recoverRecords(episodesPath(this.stateDir, r.namespace, r.name), r.name, r.status, this.syncError(r));
+        const path = episodesPath(this.stateDir, r.namespace, r.name);
+        this.recordedUpTo.set(`${r.namespace}/${r.name}`, recoverRecords(path, r.name, r.status, this.syncError(r)));
       } catch (err) {
         this.logger.error({ namespace: r.namespace, task: r.name, err }, 'could not check the episode records');
       }
@@ -120,8 +123,12 @@ export class FileStatusSink implements StatusSink<SpecFileTask> {
   }
 
   async recordEpisode(task: SpecFileTask, record: EpisodeRecord): Promise<void> {
+    // A controller killed between appending a record and writing its status left the episode running in
+    // status: the next one ends it again, and its record (with the evidence only the first knew) stands.
+    if (record.number <= (this.recordedUpTo.get(task.key) ?? 0)) return;
     try {
       appendRecord(episodesPath(this.stateDir, task.namespace, task.name), record, this.syncError(task));
+      this.recordedUpTo.set(task.key, record.number);
     } catch (err) {
       // No room: the pass stops as when its status cannot be written (said once); the status still has the
       // episode running, so the next pass with room records it again — nothing is lost.
@@ -147,6 +154,7 @@ export class FileStatusSink implements StatusSink<SpecFileTask> {
       await rm(holdPath(this.stateDir, task.namespace, task.name), { force: true });
       await rm(this.store.pathFor(task.namespace, task.name), { force: true });
       this.records.delete(task.key);
+      this.recordedUpTo.delete(task.key);
       this.logger.info({ ...fields, ...(kept ? { kept } : {}) }, 'spec deleted: status removed, episode logs kept');
     } catch (err) {
       this.logger.error({ ...fields, err }, 'spec deleted, but its status could not be removed');
