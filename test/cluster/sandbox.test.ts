@@ -158,6 +158,8 @@ describe('cluster sandbox: sandbox.enforce', { skip: skipCluster, timeout: SUITE
     await kubectl(['apply', '-f', '-'], { input: agentTaskManifest(ns, 'boxed', fakeClaudeSpec({ sandbox: {} })) });
     const refused: any = await waitForTask(client, ns, 'open', (s) => s.phase === 'Failed');
     assert.match(refused.status.message, /chart sandbox\.enforce/);
+    // The two are reconciled independently: 'open' may fail before 'boxed' has its pod.
+    await waitForPod(client, ns, 'boxed-ep-1');
     const pods: any = await client.get(`/api/v1/namespaces/${ns}/pods`);
     assert.deepEqual(
       pods.items.map((p: any) => p.metadata.name),
