@@ -52,6 +52,12 @@ export function tailLine(text: string | undefined, max = LINE_MAX): string | und
 export const TRIGGER_ERROR_MAX = 500;
 /** Longest name quoted back in a refusal: what was refused as a name may be any length. */
 export const QUOTED_NAME_MAX = 70;
+/** Longest connect target (host:port) quoted back in a sandbox proxy refusal: 100 characters and the mark. */
+export const QUOTED_TARGET_MAX = 101;
+/** Longest model name kept from a provider's answer (a metered request's `model`). */
+export const MODEL_NAME_MAX = 200;
+/** Longest provider error type (`rate_limit_error`, `RESOURCE_EXHAUSTED`) kept from an upstream answer. */
+export const ERROR_TYPE_MAX = 60;
 /** Longest requester (`by`) of a resume request or a hold. */
 export const BY_MAX = 128;
 

@@ -1,6 +1,6 @@
 // The forge layer's contract: what a trigger asks of GitHub or Gitea. The item and comment shapes both polls
 // and webhooks produce are api/forge-item.ts's (the reconciler's trigger rules use them too).
-import { cleanName, clip } from '../api/bounds.ts';
+import { LINE_MAX, cleanName, clip, oneLine } from '../api/bounds.ts';
 import type { ForgeComment, ForgeItem, ForgeKind, PermissionAnswer } from '../api/forge-item.ts';
 import { REPORT_MARKER_PREFIX } from '../api/forge-item.ts';
 
@@ -100,8 +100,8 @@ export async function readPermission(forge: Pick<Forge, 'permission'>, user: str
     return await forge.permission(user);
   } catch (err) {
     if (err instanceof ForgeRateLimitedError) throw err;
-    const who = user.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, NAME_MAX);
-    return { unknown: `cannot read ${who}'s permission: ${(err as Error).message}`.slice(0, 300) };
+    const who = cleanName(user, NAME_MAX);
+    return { unknown: clip(oneLine(`cannot read ${who}'s permission: ${(err as Error).message}`), LINE_MAX) };
   }
 }
 

@@ -2,6 +2,7 @@
 // (anthropic-ratelimit-*, x-ratelimit-*, retry-after), and whether an error answer is worth another
 // credential within the same request (a 429 rate limit, a 529 or 503 overload) or a usage limit that pauses
 // the credential until its reset (Claude's 5-hour window, Codex's usage_limit_reached, Gemini's daily quota).
+import { ERROR_TYPE_MAX, LINE_MAX, cleanName, clip, oneLine } from '../api/bounds.ts';
 import { redact } from '../api/redaction.ts';
 import type { SeenLimits } from '../reconciler/credential-governor.ts';
 import type { Provider } from './usage.ts';
@@ -98,11 +99,11 @@ function parse(body: string): Json {
 function errorOf(body: Json): { type: string; message: string } {
   const e = obj(body.error) ?? {};
   const type = String(e.type ?? e.status ?? e.code ?? '');
-  return { type: type.slice(0, 60), message: String(e.message ?? '').slice(0, 300) };
+  return { type: cleanName(type, ERROR_TYPE_MAX), message: clip(oneLine(String(e.message ?? '')), LINE_MAX) };
 }
 
 const describe = (status: number, e: { type: string; message: string }) =>
-  `${status}${e.type ? ` ${e.type}` : ''}${e.message ? `: ${e.message}` : ''}`.slice(0, 500);
+  `${status}${e.type ? ` ${e.type}` : ''}${e.message ? `: ${e.message}` : ''}`;
 
 /** Midnight Pacific time after `now`: when Google's per-day quotas reset. */
 function nextPacificMidnight(now: Date): Date {

@@ -2,6 +2,7 @@
 // (Anthropic message_start/message_delta, OpenAI response.completed or a chat chunk's usage, Gemini's
 // usageMetadata), or a JSON body at its end. Pure: bytes in, counts out; nothing here holds a response
 // beyond the event being read (an SSE event, or a JSON body up to MAX_JSON_BYTES).
+import { MODEL_NAME_MAX, clip } from '../api/bounds.ts';
 import type { TokenCounts } from '../api/bounds.ts';
 
 export type Provider = 'anthropic' | 'openai' | 'gemini';
@@ -22,7 +23,8 @@ type Json = Record<string, unknown>;
 const obj = (v: unknown): Json | undefined =>
   v && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined;
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0);
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v.slice(0, 200) : undefined);
+const str = (v: unknown): string | undefined =>
+  typeof v === 'string' && v.length > 0 ? clip(v, MODEL_NAME_MAX) : undefined;
 
 /** Anthropic's usage object: input excludes the cache, which it reports beside it. */
 function anthropicUsage(u: Json | undefined, model: string | undefined): Partial<Usage> {

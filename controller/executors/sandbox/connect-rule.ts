@@ -3,6 +3,7 @@
 // socket says whose request it is; on a cluster the Proxy-Authorization credential does (proxyCredential).
 // Pure: the head, the allow list and the key in, a verdict out; connect-proxy.ts carries it out.
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { QUOTED_TARGET_MAX, clip } from '../../api/bounds.ts';
 
 /** A request head longer than this is no CONNECT of ours: refused before more is read. */
 export const REQUEST_HEAD_MAX = 8192;
@@ -22,7 +23,7 @@ export function admitConnect(requestLine: string, allow: readonly string[]): Con
   if (!m) return { refused: 'not a CONNECT request', status: 403 };
   const target = m[1].toLowerCase();
   if (!allow.some((a) => a.toLowerCase() === target))
-    return { refused: `${clip(target)} is not in allowHosts`, status: 403 };
+    return { refused: `${clip(target, QUOTED_TARGET_MAX)} is not in allowHosts`, status: 403 };
   const colon = target.lastIndexOf(':');
   const host = target.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
   return { host, port: Number(target.slice(colon + 1)) };
@@ -51,7 +52,7 @@ export function admitClusterConnect(
   const task = authorization === undefined ? undefined : taskOf(authorization, key);
   if (!task) return { refused: 'no valid Proxy-Authorization of a sandboxed task', status: 407 };
   const allow = allowOf(task);
-  if (!allow) return { refused: `${clip(proxyUser(task))} has no allowHosts here`, status: 403 };
+  if (!allow) return { refused: `${clip(proxyUser(task), QUOTED_TARGET_MAX)} has no allowHosts here`, status: 403 };
   return admitConnect(line, allow);
 }
 
@@ -67,8 +68,4 @@ function taskOf(authorization: string, key: Buffer): { namespace: string; name: 
   const given = Buffer.from(decoded.slice(colon + 1));
   const expected = Buffer.from(proxyCredential(key, task));
   return given.length === expected.length && timingSafeEqual(given, expected) ? task : undefined;
-}
-
-function clip(target: string): string {
-  return target.length > 100 ? `${target.slice(0, 100)}…` : target;
 }

@@ -2,6 +2,7 @@
 // the task fails to start with what to install or enable (never a silent run without the sandbox).
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { tailLine } from '../../api/bounds.ts';
 
 export const BWRAP = '/usr/bin/bwrap';
 
@@ -24,7 +25,7 @@ export function sandboxUnavailable(facts: {
   if (!facts.root && facts.unprivilegedUsernsClone === '0') settings.push('sysctl kernel.unprivileged_userns_clone=1');
   if (facts.maxUserNamespaces === '0') settings.push('sysctl user.max_user_namespaces=15000');
   if (!facts.root) settings.push('or kernel.apparmor_restrict_unprivileged_userns=0 where AppArmor restricts them');
-  const why = (facts.stderr ?? '').trim().split('\n').pop()?.slice(0, 200) ?? '';
+  const why = tailLine((facts.stderr ?? '').trim().split('\n').pop()) ?? '';
   return `${head}: bubblewrap cannot create namespaces${why ? ` (${why})` : ''}; enable user namespaces: ${
     settings.length
       ? settings.join(', ')
