@@ -88,6 +88,8 @@ export class Grants {
   private readonly byHash = new Map<string, Grant>();
   /** Per shared cap (namespace and LeftOver.shared.key): the grants that spend from it, in issue order. */
   private readonly shared = new Map<string, Grant[]>();
+  /** Per task, its newest grant, kept after the episode ends: its spend counts until the controller records it. */
+  private readonly newestOfTask = new Map<string, Grant>();
   private readonly random: (n: number) => Buffer;
 
   constructor(random: (n: number) => Buffer = randomBytes) {
@@ -98,6 +100,7 @@ export class Grants {
     const token = `${TOKEN_PREFIX}${this.random(TOKEN_BYTES).toString('base64url')}`;
     const grant: Grant = { ...spec, metered: newMetered() };
     this.byHash.set(hash(token), grant);
+    this.keepNewest(grant);
     for (const key of this.sharedKeys(grant)) {
       const list = this.shared.get(key) ?? [];
       list.push(grant);
@@ -120,12 +123,21 @@ export class Grants {
     return grant.leash.others.flatMap((o) => (o.shared ? [`${grant.namespace} ${o.shared.key}`] : []));
   }
 
-  /** What the gateway has metered so far on the task's episode still running (its newest live grant). */
+  /**
+   * What the gateway metered on the task's newest episode, running or just ended: between the agent's exit and
+   * the pass that records it, another task's budget check must still see that spend.
+   */
   liveSpend(namespace: string, task: string): LiveSpend | undefined {
-    let newest: Grant | undefined;
-    for (const g of this.byHash.values())
-      if (g.namespace === namespace && g.task === task && (!newest || g.episode > newest.episode)) newest = g;
+    const newest = this.newestOfTask.get(`${namespace}/${task}`);
     return newest && liveOf(newest);
+  }
+
+  private keepNewest(grant: Grant): void {
+    const key = `${grant.namespace}/${grant.task}`;
+    this.newestOfTask.delete(key); // re-inserted last: the map's first entry is the task seen longest ago
+    this.newestOfTask.set(key, grant);
+    if (this.newestOfTask.size > SHARED_EPISODES_KEPT)
+      this.newestOfTask.delete(this.newestOfTask.keys().next().value as string);
   }
 
   get(token: string): Grant | undefined {
@@ -142,7 +154,10 @@ export class Grants {
 
   /** A restarted controller takes back the grant of a running episode, known by its token's hash alone. */
   restore(tokenSha256: string, spec: GrantSpec): void {
-    if (!this.byHash.has(tokenSha256)) this.byHash.set(tokenSha256, { ...spec, metered: newMetered() });
+    if (this.byHash.has(tokenSha256)) return;
+    const grant = { ...spec, metered: newMetered() };
+    this.byHash.set(tokenSha256, grant);
+    this.keepNewest(grant);
   }
 
   hasHash(tokenSha256: string): boolean {

@@ -60,3 +60,24 @@ describe('Grants: the spend of a shared cap’s other episodes', () => {
     assert.deepEqual(grants.sharedSpendOf(a3), [{ costUSD: 0, tokens: 0 }, undefined]);
   });
 });
+
+describe('Grants: what a task’s newest episode was metered at (the budgets’ liveSpend)', () => {
+  it('running, and still after it ended until a newer episode of the task is granted; by namespace and task', () => {
+    const grants = new Grants(random);
+    const a1 = grants.issue(spec('a', 1, leash({})));
+    grants.issue(spec('a', 1, leash({}), 'elsewhere'));
+    const g = grants.get(a1);
+    assert.ok(g);
+    g.metered.costUSD = 0.45;
+    g.metered.tokens = { input: 90, output: 9, cacheRead: 0, cacheWrite: 0 };
+    const live = { task: 'a', episode: 1, costUSD: 0.45, tokens: 99 };
+    assert.deepEqual(grants.liveSpend('default', 'a'), live);
+    // The agent exited: its token dies, but the pass that records the episode may come after another task's check.
+    grants.revoke(a1);
+    assert.deepEqual(grants.liveSpend('default', 'a'), live);
+    assert.equal(grants.liveSpend('elsewhere', 'a')?.costUSD, 0);
+    assert.equal(grants.liveSpend('default', 'b'), undefined);
+    grants.issue(spec('a', 2, leash({})));
+    assert.deepEqual(grants.liveSpend('default', 'a'), { task: 'a', episode: 2, costUSD: 0, tokens: 0 });
+  });
+});
