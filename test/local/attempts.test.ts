@@ -213,7 +213,8 @@ test('kill -9 mid-attempts: after a restart no attempt is lost or made twice, an
   const res = await runCli(['run', dir], { timeoutMs: 150_000 });
   const status = readStatus(dir, 't')?.status;
   assert.equal(status?.phase, 'Succeeded', `${status?.message}\n${res.stderr.slice(-2000)}`);
-  assert.equal(status?.attempts?.winner, 3);
+  const why = [1, 2, 3].map((n) => JSON.stringify(readStatus(dir, `t-attempt-${n}`)?.status)).join('\n');
+  assert.equal(status?.attempts?.winner, 3, `${JSON.stringify(status?.attempts?.candidates)}\n${why}`);
   const tasks = readdirSync(join(dir, '.episodic/workspaces/default')).filter((n) => n.startsWith('t-attempt-'));
   assert.deepEqual(tasks.sort(), ['t-attempt-1', 't-attempt-2', 't-attempt-3'], 'three attempts, none doubled');
   assert.equal(git(bare, 'show', 'main:work.txt'), lines(5), "the winner's work once");

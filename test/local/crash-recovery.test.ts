@@ -2,7 +2,8 @@
 // restart: its real outcome and cost, never "interrupted, $0" for finished work.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readStatus, runCli, specDir, startCli, tempDir } from '../support/local.ts';
@@ -238,4 +239,42 @@ test('ten kill -9s at random points: no episode lost or run twice, spend never b
   // This seed kills some episodes mid-work and some after their result: both paths are exercised.
   const outcomes = records.map((r) => r.outcome as string);
   assert.ok(outcomes.includes('interrupted') && outcomes.includes('continue'), outcomes.join(','));
+});
+
+test('kill -9 between the agent’s result and its checkpoint: the restart commits and pushes its work, with its evidence', async () => {
+  const dir = tempDir();
+  const bare = join(dir, 'origin.git');
+  const git = (cwd: string, ...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], {
+      cwd,
+      encoding: 'utf8',
+    }).trim();
+  git(dir, 'init', '--quiet', '--bare', '--initial-branch=main', bare);
+  const seed = join(dir, 'seed');
+  git(dir, 'clone', '--quiet', bare, seed);
+  // The agent writes its work, prints its result and lingers: the controller dies before the checkpoint.
+  const work = { mode: 'success', writeFiles: { 'work.txt': 'one\ntwo\nthree' }, lingerSeconds: 300 };
+  writeFileSync(join(seed, '.fake-agent.json'), JSON.stringify({ tasks: { t: work } }));
+  git(seed, 'add', '.');
+  git(seed, 'commit', '--quiet', '-m', 'seed');
+  git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main');
+  const workspace = { git: { url: 'origin.git', ref: 'episodic/t', from: 'main' } };
+  specDir([{ name: 't', spec: { workspace, limits: { maxEpisodes: 2 } } }], { dir });
+  const first = startCli(['run', dir]);
+  await waitFor('the result in the log', () => read(logOf(dir, 't', 1)).includes('"type":"result"'));
+  first.child.kill('SIGKILL');
+  await first.exited;
+
+  const second = await runCli(['run', dir]);
+  assert.equal(second.code, 0, second.stderr);
+  const s = readStatus(dir, 't')?.status;
+  assert.equal(s?.phase, 'Succeeded');
+  assert.equal(s?.episodes, 1, 'the finished episode is not redone');
+  assert.equal(git(bare, 'show', 'episodic/t:work.txt'), 'one\ntwo\nthree', 'its work is committed and pushed');
+  assert.equal(s?.changedLines, 3, 'its evidence counts the lines it wrote');
+  const [record] = read(join(dir, '.episodic/logs/default/t/episodes.jsonl'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.equal(record.evidence?.workspace?.commit, git(bare, 'rev-parse', 'episodic/t'));
 });

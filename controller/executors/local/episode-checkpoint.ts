@@ -13,10 +13,13 @@ import { settleEpisode } from '../evidence/settle.ts';
 import type { WorkspaceSnapshot } from '../evidence/workspace.ts';
 import { pushLocalGitWorkspace } from './git-workspace.ts';
 
+/** What of the task an episode's end needs (a recovered episode has its spec file's task, not the source's). */
+export type EndedTask = Pick<SpecFileTask, 'namespace' | 'name' | 'file' | 'spec' | 'created'>;
+
 export interface LocalEpisodeEnd {
   workspace: string;
   stateDir: string;
-  task: SpecFileTask;
+  task: EndedTask;
   /** The spec the episode ran with (a pipeline's current step). */
   spec: AgentTaskSpec;
   number: number;

@@ -21,6 +21,8 @@ import type { EpisodeResult } from '../../api/episode-result.ts';
 import type { AdoptOutcome } from '../../api/attempts.ts';
 import { adoptLocalWinner, localAttemptDiffs } from './git-workspace.ts';
 import { checkpointLocalEpisode } from './episode-checkpoint.ts';
+import type { EndedTask } from './episode-checkpoint.ts';
+import { checkpointRecovered } from './recovered-checkpoint.ts';
 import { launchEpisode } from './episode-launcher.ts';
 import { episodeLogPath, promptScratchPath } from '../../util/state-layout.ts';
 import type { LaunchedEpisode, LaunchRequest } from './episode-launcher.ts';
@@ -86,16 +88,15 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
    * (episode-log-recovery.ts): finished there, it is recorded as it ended, with its cost; otherwise it is
    * interrupted, keeping the cost the log shows. `specs` gives each task's analyzer options.
    */
-  async recover(
-    records: readonly RecordedStatus[],
-    specs?: ReadonlyMap<string, { spec?: AgentTaskSpec }>,
-  ): Promise<void> {
+  async recover(records: readonly RecordedStatus[], specs?: ReadonlyMap<string, EndedTask>): Promise<void> {
+    const where = { stateDir: this.opts.stateDir, logger: this.opts.logger };
     for (const record of records) {
       const current = record.status.currentEpisode;
       if (!current) continue;
       const killed = await killMarkedProcesses(this.markerFor(record.namespace, record.name, current.number));
       const key = `${record.namespace}/${record.name}`;
-      const taskSpec = specs?.get(key)?.spec;
+      const ran = specs?.get(key);
+      const taskSpec = ran?.spec;
       // In a pipeline, the episode ran with its step's agent and completion.
       const spec = taskSpec && effectiveSpec(taskSpec, record.status);
       const completion = spec?.completion ?? DEFAULT_SPEC.completion;
@@ -131,7 +132,12 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
         startedAt: current.startedAt,
         ...(recovered.finishedAt && recovered.how !== 'no-log' ? { finishedAt: recovered.finishedAt } : {}),
         // The ops the agent wrote before the controller died are applied like any episode's.
-        result: await withOpsFrom(recovered.result, opsFilePath(logFile)),
+        result: await withOpsFrom(
+          ran && spec && recovered.how !== 'no-log'
+            ? await checkpointRecovered(recovered.result, { ...where, task: ran, spec, number: current.number })
+            : recovered.result,
+          opsFilePath(logFile),
+        ),
       });
     }
   }
