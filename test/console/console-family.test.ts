@@ -166,7 +166,7 @@ test('console: family tree and origin links, a sortable searchable groupable fle
     assert.match((await page.textContent('[data-testid=family]')) ?? '', /Children \(3\)/);
     assert.match(
       (await page.textContent('li[data-child="default/child-b"]')) ?? '',
-      /Succeeded · 1 episodes · \$0\.2000/,
+      /Succeeded · 1 episode · \$0\.2000/,
     );
     assert.match((await page.textContent('[data-testid=origin]')) ?? '', /made by a person/);
     assert.equal(await page.textContent('[data-testid=audit]'), 'none');
