@@ -45,6 +45,7 @@ export function triggerView(
     name: t.name,
     source: describeSource(t.spec).slice(0, 300),
     suspended: (t.spec as { suspend?: unknown } | undefined)?.suspend === true,
+    ticks: !!(t.spec as { source?: Record<string, Loose> } | undefined)?.source?.schedule,
     lastPollAt: s.lastPollAt,
     nextPollAt: s.nextPollAt,
     lastTick: s.lastTick,

@@ -215,6 +215,8 @@ export interface TriggerView {
   name: string;
   source: string;
   suspended: boolean;
+  /** A schedule: its passes are ticks, not polls. */
+  ticks: boolean;
   lastPollAt?: string;
   nextPollAt?: string;
   lastTick?: string;

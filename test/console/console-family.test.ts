@@ -57,6 +57,15 @@ function trigger(dir: string): void {
   };
   mkdirSync(join(dir, '.episodic', 'triggers', 'default'), { recursive: true });
   writeFileSync(join(dir, '.episodic', 'triggers', 'default', 'issues.json'), JSON.stringify(status));
+  // A schedule beside it: its passes are ticks, the next one recorded as nextPollAt.
+  const weekly = {
+    ...manifest,
+    metadata: { name: 'weekly' },
+    spec: { ...spec, source: { schedule: { cron: '0 9 * * 1' } } },
+  };
+  writeFileSync(join(dir, 'weekly.yaml'), JSON.stringify(weekly));
+  const ticked = { lastTick: '2026-11-30T09:00:00Z', nextPollAt: '2026-12-07T09:00:00Z', tasksCreated: 0 };
+  writeFileSync(join(dir, '.episodic', 'triggers', 'default', 'weekly.json'), JSON.stringify(ticked));
 }
 
 const keysShown = (page: Page) => page.$$eval('tr[data-key]', (trs) => trs.map((t) => (t as HTMLElement).dataset.key));
@@ -157,7 +166,7 @@ test('console: family tree and origin links, a sortable searchable groupable fle
     assert.match((await page.textContent('[data-testid=family]')) ?? '', /Children \(3\)/);
     assert.match(
       (await page.textContent('li[data-child="default/child-b"]')) ?? '',
-      /Succeeded · 1 episodes · \$0\.2000/,
+      /Succeeded · 1 episode · \$0\.2000/,
     );
     assert.match((await page.textContent('[data-testid=origin]')) ?? '', /made by a person/);
     assert.equal(await page.textContent('[data-testid=audit]'), 'none');
@@ -185,6 +194,12 @@ test('console: family tree and origin links, a sortable searchable groupable fle
     const card = (await page.textContent('section[data-trigger="default/issues"]')) ?? '';
     assert.match(card, /github owner\/repo issues \[agent\]/);
     assert.match(card, /last poll2026-12-01 18:44Z/);
+    assert.match(card, /next poll2026-12-01 18:45Z/);
+    const weekly = (await page.textContent('section[data-trigger="default/weekly"]')) ?? '';
+    assert.match(weekly, /schedule 0 9 \* \* 1 \(UTC\)/);
+    assert.match(weekly, /last tick2026-11-30 09:00Z/);
+    assert.match(weekly, /next tick2026-12-07 09:00Z/);
+    assert.doesNotMatch(weekly, /poll/, 'a schedule ticks, it does not poll');
     assert.match(card, /items seen3/);
     assert.match(card, /tasks active \/ created0 \/ 1/);
     assert.match(card, /last error<script>window.__xss='script'<\/script>/);

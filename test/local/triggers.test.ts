@@ -61,6 +61,14 @@ test('a schedule: the missed tick runs once as TRIGGER-YYYYMMDD-HHMM (UTC); a se
   assert.equal(manifest.spec.prompt, `Notes for ${TICK.toISOString()}. <promise>COMPLETE</promise>`);
   assert.equal(manifest.metadata.labels['episodic.dev/trigger'], 'yearly');
   assert.equal(manifest.metadata.labels.team, 'notes');
+  // get -o wide names the trigger that made it and when it first started (issue 31 §2).
+  const wide = await runCli(['get', dir, '-o', 'wide']);
+  assert.equal(wide.code, 0, wide.stderr);
+  assert.match(wide.stdout, /\sPARENT\s+TRIGGER\s+STARTED\s/);
+  assert.match(
+    wide.stdout,
+    new RegExp(`${TASK}\\s+Succeeded\\s.*\\syearly\\s+\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\\s`),
+  );
   // Its default workspace too is under the state dir (issue 28: it was ws/NAME beside the trigger's file).
   assert.deepEqual(readdirSync(dir).sort(), ['.episodic', 'yearly.yaml'], 'the spec dir is not written');
   assert.deepEqual(readdirSync(join(dir, '.episodic/workspaces/default')), [TASK]);

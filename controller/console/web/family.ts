@@ -65,7 +65,7 @@ function tree(nodes: FamilyNode[]): HTMLElement {
         taskLink(n.row, 'child'),
         ' ',
         h('span', { className: `phase-${n.row.phase}`, data: { testid: 'child-phase' } }, n.row.phase),
-        ` · ${n.row.episodes} episodes · ${usd(n.row.costUSD)}`,
+        ` · ${n.row.episodes} episode${n.row.episodes === 1 ? '' : 's'} · ${usd(n.row.costUSD)}`,
         n.children.length ? tree(n.children) : null,
       ),
     ),

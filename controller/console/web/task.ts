@@ -10,6 +10,7 @@ import { Charts, costChart, durationChart } from './charts.ts';
 import { changedFiles } from './files.ts';
 import { boardSection } from './board.ts';
 import { spentUSD } from './spend.ts';
+import { kindOf, kindWords, LEGEND } from './episode-kind.ts';
 
 export class TaskPage {
   readonly root = h('div', { data: { testid: 'task' } });
@@ -216,7 +217,7 @@ export class TaskPage {
   }
 
   private mark(n: number, kind: string, outcome: string, secs: number | undefined, cost: number): HTMLElement {
-    const what = kind === outcome ? outcome : `${outcome}, ${KIND_WORDS[kind] ?? kind}`;
+    const what = kindWords(kind, outcome);
     const title = `episode ${n}: ${what}${secs === undefined ? '' : `, ${secs.toFixed(1)} s`}, ${usd(cost)}`;
     const el = h('div', {
       className: `mark o-${kind}${n === this.selected ? ' selected' : ''}`,
@@ -315,33 +316,6 @@ export class TaskPage {
     }
   }
 }
-
-const KIND_WORDS: Record<string, string> = {
-  gateFailed: 'a gate failed (a fix episode follows)',
-  retry: 'retried',
-  usageLimit: 'usage limit: waited',
-  cancel: 'cancelled',
-};
-
-/** What a mark's colour says: a failed gate over the outcome (the agent may have said "continue"), then the
- * waits and retries and cancels, each its own colour; else the outcome itself. */
-export function kindOf(e: EpisodeRecord): string {
-  if (e.gates?.some((g) => g.exitCode !== 0)) return 'gateFailed';
-  if (e.outcome === 'transient' || e.outcome === 'timeout') return 'retry';
-  if (e.outcome === 'cancelled' || e.outcome === 'interrupted') return 'cancel';
-  return e.outcome;
-}
-
-const LEGEND: Array<[string, string]> = [
-  ['succeeded', 'succeeded'],
-  ['continue', 'continue'],
-  ['gateFailed', 'gate failed'],
-  ['retry', 'retry'],
-  ['usageLimit', 'usage limit'],
-  ['cancel', 'cancel'],
-  ['failed', 'failed'],
-  ['running', 'running'],
-];
 
 function legend(): HTMLElement {
   return h(

@@ -12,12 +12,18 @@ export async function triggersPage(selected?: string): Promise<HTMLElement> {
 }
 
 function triggerCard(t: TriggerView, selected: boolean): HTMLElement {
-  const facts: Array<[string, Node | string]> = [
-    ['source', t.source],
-    ['last poll', when(t.lastPollAt) || 'never'],
-    ['next poll', when(t.nextPollAt) || '—'],
-  ];
-  if (t.lastTick) facts.push(['last tick', when(t.lastTick) || t.lastTick]);
+  // A schedule's pass is a tick (its next one is recorded as nextPollAt); a forge or hook trigger polls.
+  const facts: Array<[string, Node | string]> = t.ticks
+    ? [
+        ['source', t.source],
+        ['last tick', when(t.lastTick) || t.lastTick || 'never'],
+        ['next tick', when(t.nextPollAt) || '—'],
+      ]
+    : [
+        ['source', t.source],
+        ['last poll', when(t.lastPollAt) || 'never'],
+        ['next poll', when(t.nextPollAt) || '—'],
+      ];
   facts.push(['items seen', String(t.itemsSeen)], ['tasks active / created', `${t.tasksActive} / ${t.tasksCreated}`]);
   if (t.rateLimitedUntil) facts.push(['rate limited until', when(t.rateLimitedUntil)]);
   facts.push(['last error', t.lastError ?? 'none']);
