@@ -14,6 +14,7 @@ import type { LocalState } from '../console/local-state.ts';
 import { getSteps, stepTable } from './get-steps.ts';
 import { childrenTable } from './get-children.ts';
 import { stackLines } from './get-stack.ts';
+import { integrateLines } from './get-integrate.ts';
 import { episodeTable, taskStarted, taskTable } from './get-rows.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
@@ -165,6 +166,9 @@ export async function getCommand(
   // One stack task: its top frames under the row.
   const stack = name !== undefined ? stackLines(items[0].task.spec, items[0].status) : [];
   if (stack.length > 0) process.stdout.write(`\n${stack.join('\n')}\n`);
+  // One task in a merge queue: where it stands there.
+  const queue = name !== undefined ? integrateLines(items[0].status) : [];
+  if (queue.length > 0) process.stdout.write(`\n${queue.join('\n')}\n`);
   // One task: the tasks it created (spawn, forEach) under it.
   const children = name !== undefined ? childrenTable(items[0].task, state.items) : '';
   if (children) process.stdout.write(`\n${children}\n`);

@@ -156,6 +156,18 @@ test('merge queue: a conflict left unresolved after onConflict.episodes is Needs
   assert.equal(review?.phase, 'NeedsReview');
   assert.match(review?.message ?? '', /conflicts in shared\.txt/);
   assert.deepEqual(review?.integrate?.conflicts, ['shared.txt']);
+  // `episodic get NAME` tells where each stands in the queue.
+  for (const [n, s] of ['u1', 'u2'].map((n, i) => [n, st[i]] as const)) {
+    const got = await runCli(['get', n, dir]);
+    assert.equal(got.code, 0, got.stderr);
+    const want =
+      s === review
+        ? /\nMerge queue q: needsReview; \d+ rebases?, 0 resolution episodes\n {2}conflicts: shared\.txt\n/
+        : new RegExp(
+            `\\nMerge queue q: integrated at ${s?.integrate?.commit?.slice(0, 12)}; 1 rebase, 0 resolution episodes\\n`,
+          );
+    assert.match(got.stdout, want, n);
+  }
   assertNoLeftovers(dir);
 });
 

@@ -11,6 +11,8 @@ import { JUDGE_DIFF_MAX } from '../../controller/api/attempts.ts';
 import { attemptsPass, candidatesOf, diffsWanted, judgeEvidence } from '../../controller/reconciler/attempts.ts';
 import type { AttemptsInput } from '../../controller/reconciler/attempts.ts';
 import type { ChildView } from '../../controller/reconciler/children.ts';
+import { treeCost } from '../../controller/reconciler/children.ts';
+import { OWNER_LABELS } from '../../controller/api/spawn-fields.ts';
 
 function spec(attempts: Record<string, unknown> = {}, over: Record<string, unknown> = {}) {
   return AgentTaskSpecSchema.parse({
@@ -145,6 +147,31 @@ describe('attemptsPass: the winner becomes the task', () => {
     assert.deepEqual(
       made.map((t) => [t.name, t.spec.integrate, (t.spec.workspace as { git: { ref: string } }).git.ref]),
       [1, 2, 3].map((n) => [`t-attempt-${n}`, undefined, `episodic/t/attempt-${n}`]),
+    );
+  });
+});
+
+describe("the attempts and the judge are the task's family: its maxCostUSD counts them all", () => {
+  const capped = (attempts: Record<string, unknown> = {}) => spec(attempts, { limits: { maxCostUSD: 2 } });
+  const made = (out: ReturnType<typeof pass>) => (out.actions[0]?.type === 'CreateTasks' ? out.actions[0].tasks : []);
+
+  it("each attempt and the judge carry the task's parent label and no cap above the task's", () => {
+    const attempts = made(pass({ spec: capped(), children: [] }));
+    const judge = made(pass({ spec: capped({ select: 'judge', judge: { prompt: 'pick {{attempts}}' } }) }));
+    assert.deepEqual(
+      [...attempts, ...judge].map((t) => [t.name, t.labels?.[OWNER_LABELS.AgentTask]]),
+      [...[1, 2, 3].map((n) => [`t-attempt-${n}`, 't']), ['t-judge', 't']],
+    );
+    for (const t of [...attempts, ...judge])
+      assert.ok(((t.spec.limits as { maxCostUSD?: number } | undefined)?.maxCostUSD ?? Infinity) <= 2, t.name);
+    // The family's spend, as the cap reads it through those labels: the task's own, every attempt's, the judge's.
+    const own: Record<string, number> = { t: 0.05, 't-attempt-1': 0.1, 't-attempt-2': 0.2, 't-attempt-3': 0.3 };
+    own['t-judge'] = 0.4;
+    const members = [...attempts, ...judge];
+    const kids = (k: string) => members.filter((m) => m.labels?.[OWNER_LABELS.AgentTask] === k).map((m) => m.name);
+    assert.equal(
+      treeCost('t', (k) => own[k] ?? 0, kids),
+      1.05,
     );
   });
 });
