@@ -9,7 +9,7 @@ import { SandboxSchema } from '../../controller/api/sandbox.ts';
 import { prepareSandbox } from '../../controller/executors/sandbox/episode-sandbox.ts';
 import { startProcessEpisode } from '../../controller/executors/process/process-episode.ts';
 import { endRelay } from '../../controller/executors/sandbox/relay-holder.ts';
-import type { ProcessEpisodeRequest } from '../../controller/executors/process/process-episode.ts';
+import type { ProcessEpisodeRequest } from '../../controller/executors/process/episode-request.ts';
 import { removeDir, tempDir } from '../local/lib.ts';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import { analyzerOptions } from '../../controller/executors/output/analyzer-options.ts';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { EpisodeResult } from '../../controller/api/episode-result.ts';
 import { startProcessEpisode } from '../../controller/executors/process/process-episode.ts';
-import type { ProcessEpisodeRequest } from '../../controller/executors/process/process-episode.ts';
+import type { ProcessEpisodeRequest } from '../../controller/executors/process/episode-request.ts';
 import { FAKE_CLAUDE, FAKE_CODEX, request, sandbox } from './support.ts';
 import type { Sandbox } from './support.ts';
 

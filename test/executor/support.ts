@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach } from 'node:test';
-import type { ProcessEpisodeRequest } from '../../controller/executors/process/process-episode.ts';
+import type { ProcessEpisodeRequest } from '../../controller/executors/process/episode-request.ts';
 import { waitFor } from '../support/wait.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -13,7 +13,7 @@ import { createOutputAnalyzer } from '../output/index.ts';
 import type { AnalyzerOptions, ProcessExit } from '../output/types.ts';
 import { completionClaim } from '../../reconciler/outcome.ts';
 import { EpisodeLog, NOTE_PREFIX, NOTE_SUFFIX, STDERR_PREFIX, spoolFiles } from './episode-log.ts';
-import { claimFacts, claimRules } from './process-episode.ts';
+import { claimFacts, claimRules } from './episode-end.ts';
 import { episodeOutputs, outputsFileFor } from './outputs-file.ts';
 
 export interface LogRecoveryOptions {

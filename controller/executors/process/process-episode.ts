@@ -6,110 +6,40 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, parse, resolve } from 'node:path';
-import { clip, LINE_MAX } from '../../api/bounds.ts';
-import { episodeResult } from '../../api/episode-result.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { rewriteInPlace } from '../../util/fs.ts';
 import { EpisodeLog, exitNote, spoolFiles } from './episode-log.ts';
 import type { OutputListener } from './episode-log.ts';
-import { checklistMeetsCompletion } from '../../reconciler/completion.ts';
 import { completionClaim } from '../../reconciler/outcome.ts';
-import { readWorkspaceChecklist } from '../evidence/checklist.ts';
-import type { ClaimFacts, ClaimRules } from '../../reconciler/outcome.ts';
 import { createOutputAnalyzer } from '../output/index.ts';
 import { createByteTail } from '../output/byte-tail.ts';
-import type { AnalyzerOptions, OutputAnalysis, OutputAnalyzer, ProcessExit } from '../output/types.ts';
+import type { OutputAnalyzer } from '../output/types.ts';
 import { TREE_MARKER_ENV } from './process-tree.ts';
-import type { Gate, GateRun } from '../../api/gates.ts';
+import type { GateRun } from '../../api/gates.ts';
 import { runGates } from './gates.ts';
 import { OUTPUTS_ENV } from '../../api/outputs.ts';
 import { clearOutputsFile, episodeOutputs, outputsFileFor } from './outputs-file.ts';
-import { errorCode, errorText, noRoomOn, startProcess } from './agent-process.ts';
-import type { ProcessEnd } from './agent-process.ts';
+import { noRoomOn, startProcess } from './agent-process.ts';
 import { OPS_ENV, opsFilePath, prepareOpsFile, withOpsFrom } from './ops-file.ts';
-import type { SandboxResources } from '../../api/sandbox.ts';
 import { limitMessage, watchLimits } from '../sandbox/episode-sandbox.ts';
-import type { EpisodeSandbox } from '../sandbox/episode-sandbox.ts';
-
-export type PromptVia = 'stdin' | 'argument' | 'file';
-
-export interface ProcessEpisodeRequest {
-  namespace: string;
-  name: string;
-  /** 1-based. */
-  episode: number;
-  maxEpisodes: number;
-  /** spec.agent.command: an argv array, never run through a shell. */
-  argv: string[];
-  promptVia: PromptVia;
-  /** The rendered prompt text. */
-  prompt: string;
-  /** Extra environment (spec.agent.env, resolved); added on top of baseEnv and the EPISODIC_* vars. */
-  env?: Record<string, string>;
-  /** What of the controller's environment the processes inherit (api/agent-env.ts); default: all of it. */
-  baseEnv?: Record<string, string>;
-  /** The workspace directory; must exist. */
-  cwd: string;
-  timeoutMs: number;
-  /** SIGTERM → SIGKILL delay. Default 5000. */
-  killGraceMs?: number;
-  /** Output of the agent (and verify) is appended here; parent directories are created. */
-  logFile: string;
-  /** Run in cwd after a completion signal; exit 0 confirms it. */
-  verify?: string[];
-  /** Exit code 0 alone counts as a completion claim (so verify runs after it). */
-  onExitZero: boolean;
-  /**
-   * Write how the agent exited into the log (default true), for a controller restarted before it records the
-   * end. The in-pod runner says it in the termination message instead and keeps the pod log the agent's own.
-   */
-  exitNote?: boolean;
-  analyzer: AnalyzerOptions;
-  /** spec.steps[].gates of the episode's step: run after a completion claim that verify (if any) confirmed. */
-  gates?: Gate[];
-  /** A fix episode (status.steps[].gate): the gates run after any clean exit, claim or not. */
-  fixEpisode?: boolean;
-  /**
-   * spec.progress.checklist (in cwd) and spec.completion.checklist: a clean exit that leaves the plan complete
-   * meets the completion rule without a claim, so the gates run after it too (checklistMeetsCompletion).
-   */
-  checklist?: { file: string; completes: boolean };
-  /**
-   * Where the prompt is written for promptVia stdin/file: a scratch file reused by every episode of the
-   * task (rewritten in place, see rewriteInPlace in util/fs.ts). Default: episode-N.prompt.md by the log.
-   */
-  promptFile?: string;
-  /** spec.sandbox (local): every process of the episode runs wrapped in bubblewrap (sandbox/episode-sandbox.ts). */
-  sandbox?: EpisodeSandbox;
-  /** spec.sandbox.resources, for the message of a bound hit. */
-  sandboxResources?: SandboxResources;
-  /**
-   * TREE_MARKER_ENV of every process of the episode, agent and verify (default: a new random one): what a
-   * restarted controller looks for to kill what a crashed one left running.
-   */
-  marker?: string;
-}
-
-export interface RunningEpisode {
-  /** Process group leader; undefined when the command could not be started. */
-  pid: number | undefined;
-  /** /proc start time of pid, to recognise the same process after a controller restart (Linux only). */
-  pidStartTime?: string;
-  /** Never rejects; the log is complete when it resolves. */
-  result: Promise<EpisodeResult>;
-  /**
-   * Kill the whole process tree (agent or verify); the result then says cancelled (and `why`, in the log
-   * and the message). No-op once finished.
-   */
-  cancel(why?: string): void;
-}
+import type { ProcessEpisodeRequest, RunningEpisode } from './episode-request.ts';
+import {
+  buildResult,
+  checklistMet,
+  claimFacts,
+  claimRules,
+  describeVerify,
+  internalError,
+  notStarted,
+  seconds,
+} from './episode-end.ts';
+import type { VerifyOutcome } from './episode-end.ts';
 
 const DEFAULT_KILL_GRACE_MS = 5000;
 // Verify gets the rest of the episode's time, but never less than this: a slow test suite after a long
 // episode should not fail just because the agent used most of its budget.
 const MIN_VERIFY_TIMEOUT_MS = 60_000;
 
-/** Resolves once the agent runs (or could not be started: then `result` says why). */
 /** Where each process's argv comes from in the spec, for "cannot start" messages. */
 const COMMAND_FIELDS = {
   agent: 'spec.agent.command',
@@ -117,6 +47,7 @@ const COMMAND_FIELDS = {
   gate: "the gate's check or fix (spec.steps[].gates[])",
 } as const;
 
+/** Resolves once the agent runs (or could not be started: then `result` says why). */
 export async function startProcessEpisode(req: ProcessEpisodeRequest): Promise<RunningEpisode> {
   const startedAt = Date.now();
   const killGraceMs = req.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
@@ -294,133 +225,4 @@ function episodeEnv(req: ProcessEpisodeRequest, promptFile: string | undefined):
   };
   if (req.promptVia === 'file' && promptFile) env.EPISODIC_PROMPT_FILE = promptFile;
   return { ...env, ...req.env };
-}
-
-interface VerifyOutcome {
-  exitCode: number | null;
-  /** Set when verify did not pass. */
-  note?: string;
-}
-
-/** A failed verify's message ends with its last stderr line (where a check says why), else its last stdout line. */
-function describeVerify(exit: ProcessEnd, stderrTail: string, stdoutTail: string, timeoutMs: number): VerifyOutcome {
-  if (exit.spawnErrorMessage) return { exitCode: null, note: `verify failed: ${exit.spawnErrorMessage}` };
-  if (exit.timedOut) return { exitCode: null, note: `verify timed out after ${seconds(timeoutMs)}` };
-  if (exit.cancelled) return { exitCode: exit.exitCode, note: 'verify cancelled' };
-  if (exit.exitCode === 0) return { exitCode: 0 };
-  const how = exit.exitCode === null ? `was killed by ${exit.signal ?? 'a signal'}` : `exited ${exit.exitCode}`;
-  const last = lastLine(stderrTail) || lastLine(stdoutTail);
-  return { exitCode: exit.exitCode, note: `verify ${how}${last ? `: ${last}` : ''}` };
-}
-
-/** The request's `checklist`: spec.progress.checklist, and whether it completes the step (completion.checklist). */
-export function checklistRule(
-  file: string | undefined,
-  completion: { checklist: boolean },
-): Pick<ProcessEpisodeRequest, 'checklist'> {
-  return file ? { checklist: { file, completes: completion.checklist } } : {};
-}
-
-/** The completion rule met by the plan file alone (read after the agent, before the gates). */
-function checklistMet(req: ProcessEpisodeRequest): boolean {
-  const c = req.checklist;
-  return !!c && checklistMeetsCompletion({ checklist: c.completes }, readWorkspaceChecklist(req.cwd, c.file));
-}
-
-/** What the agent's end says about completion, before verify runs. */
-export function claimFacts(exit: ProcessExit, analysis: OutputAnalysis): ClaimFacts {
-  return {
-    exitCode: exit.exitCode,
-    agentError: analysis.agentError,
-    completion: analysis.completion,
-    evidence: { ralph: analysis.ralph, completionKeywords: analysis.keywords },
-  };
-}
-
-export function claimRules(req: Pick<ProcessEpisodeRequest, 'onExitZero' | 'analyzer'>): ClaimRules {
-  return { onExitZero: req.onExitZero, signals: req.analyzer.signals === true };
-}
-
-function buildResult(o: {
-  req: ProcessEpisodeRequest;
-  exit: ProcessEnd;
-  analysis: OutputAnalysis;
-  verify?: VerifyOutcome;
-  cancelled: boolean;
-  cancelWhy?: string;
-  /** The log, or the disk, had no room left: a failed agent likely failed writing its output there. */
-  noRoom?: string;
-  durationMs: number;
-}): EpisodeResult {
-  const { req, exit, analysis, verify } = o;
-  let message = analysis.message ?? exit.spawnErrorMessage;
-  let errorClass = analysis.errorClass;
-  if (exit.timedOut) message = `timed out after ${seconds(req.timeoutMs)}`;
-  else if (o.cancelled) message = o.cancelWhy ? `cancelled: ${o.cancelWhy}` : 'cancelled';
-  else if (verify?.note) message = verify.note;
-  else if (o.noRoom && exit.exitCode !== 0) {
-    errorClass = 'transient'; // not the agent's failure: its output had no room on the state disk
-    message = `no room on the state disk for the agent's output (${o.noRoom})`;
-  }
-  return episodeResult({
-    exitCode: exit.exitCode,
-    ...(exit.signal ? { signal: exit.signal } : {}),
-    timedOut: exit.timedOut,
-    cancelled: o.cancelled,
-    format: analysis.format,
-    agentError: analysis.agentError,
-    errorClass,
-    ...(analysis.resetAt ? { resetAt: analysis.resetAt } : {}),
-    ...(analysis.completion ? { completion: analysis.completion } : {}),
-    costUSD: analysis.costUSD,
-    tokens: analysis.tokens,
-    ...(analysis.ralph || analysis.keywords
-      ? { evidence: { ralph: analysis.ralph, completionKeywords: analysis.keywords } }
-      : {}),
-    ...(verify ? { verifyExitCode: verify.exitCode } : {}),
-    ...(message ? { message } : {}),
-    durationMs: o.durationMs,
-  });
-}
-
-/** Setup failed before anything ran (e.g. the log directory cannot be created): a fatal, not a throw. */
-function notStarted(req: ProcessEpisodeRequest, startedAt: number, err: unknown): RunningEpisode {
-  const text = `cannot prepare episode: ${errorText(err)}`;
-  const result = Promise.resolve().then(() => {
-    const analysis = createOutputAnalyzer(req.analyzer).finish({
-      exitCode: null,
-      spawnErrorCode: errorCode(err, 'ESETUP'),
-      spawnErrorMessage: text,
-    });
-    return episodeResult({
-      exitCode: null,
-      format: analysis.format,
-      agentError: analysis.agentError,
-      errorClass: analysis.errorClass,
-      message: analysis.message ?? text,
-      durationMs: Date.now() - startedAt,
-    });
-  });
-  return { pid: undefined, result: result.catch((e: unknown) => internalError(e, startedAt)), cancel() {} };
-}
-
-/** A bug of ours (analyzer threw, result did not validate): still a result, never a rejection. */
-function internalError(err: unknown, startedAt: number): EpisodeResult {
-  return episodeResult({
-    exitCode: null,
-    errorClass: 'fatal',
-    message: `episodic internal error: ${errorText(err)}`,
-    durationMs: Date.now() - startedAt,
-  });
-}
-
-function lastLine(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  const plain = text.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
-  const lines = plain.split(/\r?\n/).map((l) => l.trim());
-  return clip(lines.filter((l) => l.length > 0).pop() ?? '', LINE_MAX);
-}
-
-function seconds(ms: number): string {
-  return `${Math.round(ms / 1000)}s`;
 }
