@@ -1,12 +1,9 @@
 import { emptyStatus, taskKey } from '../api/agent-task.ts';
 import type { AgentTaskStatus } from '../api/agent-task.ts';
-import type { AdoptOutcome } from '../api/attempts.ts';
-import type { ApplyRejection } from '../api/ops.ts';
 import { statusProblems } from '../api/validate.ts';
-import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
 import type { CredentialsPaused } from '../reconciler/credentials-hold.ts';
 import { reconcile } from '../reconciler/reconcile.ts';
-import type { Action, ObservedEpisode, ReconcileInput, ReconcileResult, StopReason } from '../reconciler/reconcile.ts';
+import type { Action, ObservedEpisode, ReconcileInput, ReconcileResult } from '../reconciler/reconcile.ts';
 import { settled } from '../reconciler/settled.ts';
 import { diffsWanted } from '../reconciler/attempts.ts';
 import type { SpawnFacts } from '../reconciler/spawn-decide.ts';
@@ -19,7 +16,9 @@ import { DependencyGraph } from './dependency-graph.ts';
 import { TaskTally } from './task-tally.ts';
 import { Slots } from './slots.ts';
 import type { ControllerOptions } from './controller-options.ts';
-import { applyOpsThenRecord, countEpisodeOps, opsFollow } from './ops-loop.ts';
+import { countEpisodeOps, opsFollow } from './ops-loop.ts';
+import { LoopMemory } from './loop-memory.ts';
+import { performActions } from './perform-actions.ts';
 import { WorkQueue } from './work-queue.ts';
 
 export type { ControllerOptions } from './controller-options.ts';
@@ -32,14 +31,9 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   private readonly known = new Map<string, T>();
   private readonly graph: DependencyGraph<T>;
   private readonly tally: TaskTally;
-  private readonly stops = new Map<string, { number: number; reason: StopReason }>();
-  /** Episodes on record whose start failed with an error worth retrying: started again, never renumbered. */
-  private readonly pendingStarts = new Map<string, number>();
+  /** What a pass leaves for the task's next one (a stop asked for, a start to retry, ops applied, an adoption). */
+  private readonly memory = new LoopMemory();
   private readonly slots: Slots;
-  /** Task key → the newest episode whose ops this controller applied (ReconcileInput.opsApplied). */
-  private readonly opsApplied = new Map<string, { episode: number; refused: ApplyRejection[] }>();
-  /** Best-of-N: the outcome of each task's last AdoptWinner (lost on a restart, which carries it out again). */
-  private readonly adopted = new Map<string, AdoptOutcome>();
   private stopping = false;
   private listeners: Array<() => void> = [];
   private readonly budgetBook: BudgetBook | undefined;
@@ -215,7 +209,13 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       await this.recordEpisodes(task, out.actions);
       if (!out.keepsStatus) await this.writeStatus(task, out.status, starts);
       const promptVars = spawn && this.opts.spawn?.promptVars(spawn, out.status);
-      await this.perform(promptVars ? { ...task, promptVars } : task, out.status, out.actions);
+      const performed = promptVars ? { ...task, promptVars } : task;
+      await performActions(
+        { opts: this.opts, memory: this.memory, graph: this.graph },
+        performed,
+        out.status,
+        out.actions,
+      );
       await this.opts.spawn?.afterWrite(task, before, out.status, spawn, (k) => this.queue.add(k));
     } finally {
       if (starts) this.slots.unreserve();
@@ -277,12 +277,9 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       shuttingDown: this.stopping,
       status: pass.before,
       episode: pass.episode,
-      stopRequested: this.stops.get(key),
-      startToRetry: this.pendingStarts.get(key),
+      ...this.memory.facts(key),
       resumeRequest: task.resumeRequest,
       hold: task.hold,
-      opsApplied: this.opsApplied.get(key)?.episode,
-      opsRefused: this.opsApplied.get(key)?.refused,
       ...this.graph.facts(task),
       freeSlots: this.slots.free(this.stopping),
       globalBudget:
@@ -290,54 +287,16 @@ export class Controller<T extends DesiredTask = DesiredTask> {
           ? { limitUSD: this.opts.budgetUSD, othersSpentUSD: this.tally.spentByOthers(key) }
           : undefined,
       budgets: pass.deleted ? undefined : this.budgetBook?.facts(task, pass.before, pass.now),
-      adoption: { supported: this.opts.executor.adoptWinner !== undefined, outcome: this.adopted.get(key) },
+      adoption: { supported: this.opts.executor.adoptWinner !== undefined, outcome: this.memory.adopted.get(key) },
       credentialsPaused: pass.credentialsPaused,
       now: pass.now,
       jitter: (this.opts.random ?? Math.random)(),
     };
   }
 
-  /** The pass's other actions, in the order reconcile() listed them, once the status that calls for them is on record. */
-  private async perform(task: T, status: AgentTaskStatus, actions: readonly Action[]): Promise<void> {
-    const { executor } = this.opts;
-    let startDetails: Record<string, unknown> = {};
-    // An episode whose ops this pass applies is recorded after them, with those refused (ops-loop.ts).
-    const held = actions.find((a) => a.type === 'RecordEpisode' && opsFollow(actions, a.record.number));
-    for (const a of actions) {
-      if (a.type === 'RecordEpisode' || a.type === 'ReleaseTask') {
-        // recorded before the status (recordEpisodes), or held for its ops; a release is the pass's last step
-      } else if (a.type === 'ApplyOps') {
-        const record = held?.type === 'RecordEpisode' ? held.record : undefined;
-        const refused = await applyOpsThenRecord({ ...this.opts, applier: this.opts.ops }, task, a, record);
-        this.opsApplied.set(task.key, { episode: a.episode, refused });
-      } else if (a.type === 'RecordEvent') {
-        const details = a.afterStart ? { ...a.details, ...startDetails } : (a.details ?? {});
-        this.opts.sink.event(task, a.eventType, a.reason, a.message, details);
-      } else if (a.type === 'CreateTasks') {
-        await this.createTasks(task, a.tasks);
-      } else if (a.type === 'AdoptWinner') {
-        if (executor.adoptWinner) this.adopted.set(task.key, await executor.adoptWinner(task, a));
-      } else if (a.type === 'StopEpisode') {
-        this.stops.set(task.key, { number: a.number, reason: a.reason });
-        await executor.stop(task, a.number, a.reason);
-      } else {
-        this.pendingStarts.set(task.key, a.number);
-        startDetails = await executor.start(task, a.number, status, this.graph.upstreamOutputs(task), a.leash);
-        this.pendingStarts.delete(task.key);
-      }
-    }
-  }
-
-  /** A forEach step's children, through the one created-tasks mechanism; a name another task has is said. */
-  private async createTasks(task: T, tasks: Extract<Action, { type: 'CreateTasks' }>['tasks']): Promise<void> {
-    const refused = (await this.opts.spawn?.createTasks(task, tasks)) ?? tasks.map((t) => `${t.name}: not supported`);
-    if (refused.length > 0)
-      this.opts.sink.event(task, 'Warning', 'ChildrenRefused', clip(refused.join('; '), EVENT_MESSAGE_MAX), {});
-  }
-
   /** What the pass means for the queue: a requeue, the slot waiters, the dependents. */
   private schedule(key: string, out: ReconcileResult, started: boolean): void {
-    if (!out.status.currentEpisode) this.stops.delete(key);
+    if (!out.status.currentEpisode) this.memory.stops.delete(key);
     this.slots.setWaiting(key, out.waitsForSlot);
     if (out.requeueAfterMs !== undefined) this.queue.addAfter(key, out.requeueAfterMs);
     if (out.wakeDependents) this.wakeDependents(key);
@@ -352,10 +311,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     if (!gone) return;
     this.known.delete(task.key);
     this.budgetBook?.forgetTask(task);
-    this.stops.delete(task.key);
-    this.pendingStarts.delete(task.key);
-    this.opsApplied.delete(task.key);
-    this.adopted.delete(task.key);
+    this.memory.forget(task.key);
     this.slots.setWaiting(task.key, false);
     this.tally.forget(task);
   }
