@@ -14,6 +14,7 @@ import type { Informer } from '../kube/informer.ts';
 import type { KubeClient } from '../kube/kube-client.ts';
 import type { CustomObject, Pod } from '../kube/objects.ts';
 import { episodesPath } from '../sinks/cluster/episode-records.ts';
+import { ConsoleEvents } from './console-events.ts';
 import { PodLogs } from './pod-logs.ts';
 import { clusterBoardAndMail } from './board-view.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
@@ -36,8 +37,6 @@ import type {
   TaskRow,
 } from './views.ts';
 
-const COALESCE_MS = 100;
-
 export interface ClusterConsoleInputs {
   tasks: Informer<CustomObject>;
   budgets: Informer<CustomObject>;
@@ -49,18 +48,15 @@ export interface ClusterConsoleInputs {
 
 export class ClusterConsoleSource implements ConsoleSource {
   private readonly inputs: ClusterConsoleInputs;
-  private readonly listeners = new Set<(event: ConsoleEvent) => void>();
-  private readonly pending = new Map<string, TaskRow>();
-  private flushTimer: NodeJS.Timeout | undefined;
-  private closed = false;
+  private readonly events = new ConsoleEvents();
   private readonly podLogs: PodLogs;
 
   constructor(inputs: ClusterConsoleInputs) {
     this.inputs = inputs;
     this.podLogs = new PodLogs(inputs);
     inputs.tasks.on({
-      add: (obj) => this.queue(this.rowOf(obj)),
-      update: (_old, obj) => this.queue(this.rowOf(obj)),
+      add: (obj) => this.events.row(this.rowOf(obj)),
+      update: (_old, obj) => this.events.row(this.rowOf(obj)),
     });
     // A PR opened for a task changes its row: the trigger's tasks are sent again.
     inputs.triggers?.on({
@@ -74,7 +70,7 @@ export class ClusterConsoleSource implements ConsoleSource {
   private triggerChanged(trigger: CustomObject): void {
     const key = `${trigger.metadata.namespace}/${trigger.metadata.name}`;
     for (const task of this.inputs.tasks.list())
-      if (triggerKeyOf(identityOf(task)) === key) this.queue(this.rowOf(task));
+      if (triggerKeyOf(identityOf(task)) === key) this.events.row(this.rowOf(task));
   }
 
   private rowOf(obj: CustomObject): TaskRow {
@@ -83,17 +79,6 @@ export class ClusterConsoleSource implements ConsoleSource {
     const status = trigger ? this.inputs.triggers?.get(trigger)?.status : undefined;
     const origin = originOf(id.namespace, id.labels, (key) => this.inputs.triggers?.get(key)?.spec);
     return taskRow(id, statusOf(obj), { pullRequest: pullRequestOf(status, id.name), origin });
-  }
-
-  private queue(row: TaskRow): void {
-    if (this.closed) return;
-    this.pending.set(row.key, row);
-    this.flushTimer ??= setTimeout(() => {
-      this.flushTimer = undefined;
-      const rows = [...this.pending.values()];
-      this.pending.clear();
-      for (const listener of this.listeners) listener({ type: 'tasks', rows });
-    }, COALESCE_MS);
   }
 
   rows(): TaskRow[] {
@@ -177,13 +162,11 @@ export class ClusterConsoleSource implements ConsoleSource {
   }
 
   subscribe(listener: (event: ConsoleEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.events.subscribe(listener);
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.flushTimer);
+    this.events.close();
   }
 }
 

@@ -13,6 +13,7 @@ import { requestLocalResume } from '../sources/local/resume-requests.ts';
 import type { LoadedSpecs, SpecTask } from '../sources/local/spec-files.ts';
 import { localEpisodeLog } from './local-logs.ts';
 import type { EpisodeLog, LogRequest } from './log-text.ts';
+import { ConsoleEvents } from './console-events.ts';
 import { FirstStarts } from './first-starts.ts';
 import { localBoardAndMail } from './board-view.ts';
 import { originOf } from './origin.ts';
@@ -48,9 +49,6 @@ import type {
   TaskRow,
 } from './views.ts';
 
-// Changes within this window go out as one event: 100 status writes a second make 10 events, not 100.
-const COALESCE_MS = 100;
-
 /** The controller's own tasks and statuses (`run --console`). */
 export type FollowedView = Array<{ task: SpecTask; status: AgentTaskStatus }>;
 
@@ -59,9 +57,7 @@ export class LocalConsoleSource implements ConsoleSource {
   private readonly stateDir: string;
   private specs: LoadedSpecs | undefined;
   private readonly rowsByKey = new Map<string, TaskRow>();
-  private readonly listeners = new Set<(event: ConsoleEvent) => void>();
-  private readonly pending = new Map<string, TaskRow>();
-  private flushTimer: NodeJS.Timeout | undefined;
+  private readonly events = new ConsoleEvents();
   private readonly watches = new DirWatch();
   private closed = false;
   private started = false;
@@ -181,7 +177,7 @@ export class LocalConsoleSource implements ConsoleSource {
     if (sameRow(this.rowsByKey.get(row.key), row)) return;
     this.rowsByKey.set(row.key, row);
     this.followLogs(row);
-    this.queue(row);
+    this.events.row(row);
   }
 
   // One watch per directory (util/dir-watch.ts, not chokidar: see there).
@@ -216,7 +212,7 @@ export class LocalConsoleSource implements ConsoleSource {
       if (pullRequest === row.pullRequest) continue;
       const next = { ...row, pullRequest };
       this.rowsByKey.set(row.key, next);
-      this.queue(next);
+      this.events.row(next);
     }
   }
 
@@ -276,21 +272,7 @@ export class LocalConsoleSource implements ConsoleSource {
     } catch {
       return;
     }
-    this.emit({ type: 'log', key, episode, size });
-  }
-
-  private queue(row: TaskRow): void {
-    this.pending.set(row.key, row);
-    this.flushTimer ??= setTimeout(() => {
-      this.flushTimer = undefined;
-      const rows = [...this.pending.values()];
-      this.pending.clear();
-      this.emit({ type: 'tasks', rows });
-    }, COALESCE_MS);
-  }
-
-  private emit(event: ConsoleEvent): void {
-    for (const listener of this.listeners) listener(event);
+    this.events.log(key, episode, size);
   }
 
   rows(): TaskRow[] {
@@ -377,13 +359,12 @@ export class LocalConsoleSource implements ConsoleSource {
   }
 
   subscribe(listener: (event: ConsoleEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.events.subscribe(listener);
   }
 
   async close(): Promise<void> {
     clearInterval(this.waitForState);
-    clearTimeout(this.flushTimer);
+    this.events.close();
     this.closed = true;
     this.firstStarts.stop();
     this.watches.close();
