@@ -1,6 +1,7 @@
 // The Triggers page: each trigger's source in a line, its recorded status (polls, ticks, counts, held items,
 // last error), its tasks (linked) and, when hooks are served, its hook URL. Built from the spec's source and
 // the recorded status only — never token or secret names' values. Item text is bounded here; the page escapes it.
+import { oneLine } from '../api/bounds.ts';
 import { AgentTriggerStatusSchema, HELD_ITEMS_MAX } from '../api/agent-trigger.ts';
 import type { TaskRow, TriggerView } from './views.ts';
 
@@ -22,7 +23,7 @@ export function describeSource(spec: unknown): string {
   const labels = Array.isArray(s.labels) && s.labels.length ? ` [${s.labels.map(str).join(', ')}]` : '';
   const command = typeof (s.command as Loose)?.text === 'string' ? ` command ${str((s.command as Loose)?.text)}` : '';
   const kind = forge === 'webhook' ? str(s.forge) : str(s.kind) || 'issues';
-  return `${forge} ${str(s.repo) || '(any repository)'} ${kind}${labels}${command}`.replace(/\s+/g, ' ').trim();
+  return oneLine(`${forge} ${str(s.repo) || '(any repository)'} ${kind}${labels}${command}`);
 }
 
 function hooked(spec: unknown): boolean {

@@ -2,7 +2,7 @@
 // one comment edited in place, a label naming the phase, and on success a pull request — and nothing more
 // than changed since the last report. Pure: the carrier (sources/triggers/report-task.ts) performs the actions.
 import { createHash } from 'node:crypto';
-import { cleanName, clip } from '../api/bounds.ts';
+import { cleanName, clip, oneLine } from '../api/bounds.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task-status.ts';
 import { ITEM_LABEL, itemTaskName, newestOfItem } from './trigger-items.ts';
 
@@ -144,11 +144,9 @@ function publishAction(input: ReportInput): Extract<ReportAction, { kind: 'publi
 
 /** `{{item.title}}` and `{{item.number}}` filled in, one line; a PR title renders no markdown. */
 export function renderTitle(template: string, item: ReportItem): string {
-  const filled = template
-    .replaceAll('{{item.title}}', item.title)
-    .replaceAll('{{item.number}}', String(item.number))
-    .replace(/\s+/g, ' ')
-    .trim();
+  const filled = oneLine(
+    template.replaceAll('{{item.title}}', item.title).replaceAll('{{item.number}}', String(item.number)),
+  );
   return clip(filled || `episodic #${item.number}`, 256);
 }
 

@@ -6,6 +6,7 @@
 // what follows ("# Discoveries", "## 2026-11-25") and is no entry. Two entries are the same when their
 // text is (markers dropped, whitespace collapsed): that is what the digest covers.
 import { createHash } from 'node:crypto';
+import { oneLine } from '../../api/bounds.ts';
 
 const HEADING = /^ {0,3}(#{1,6})\s+(.*)$/;
 const TOP_ITEM = /^ ?(?:[-*+]|\d+[.)])\s+(.*)$/;
@@ -55,5 +56,5 @@ export function entryDigest(text: string): string {
 }
 
 function normalise(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
+  return oneLine(text);
 }
