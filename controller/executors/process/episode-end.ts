@@ -7,6 +7,7 @@ import { checklistMeetsCompletion } from '../../reconciler/completion.ts';
 import type { ClaimFacts, ClaimRules } from '../../reconciler/outcome.ts';
 import { readWorkspaceChecklist } from '../evidence/checklist.ts';
 import { createOutputAnalyzer } from '../output/index.ts';
+import { stripAnsi } from '../output/rules.ts';
 import type { OutputAnalysis, ProcessExit } from '../output/types.ts';
 import { errorCode, errorText } from './agent-process.ts';
 import type { ProcessEnd } from './agent-process.ts';
@@ -128,8 +129,7 @@ export function internalError(err: unknown, startedAt: number): EpisodeResult {
 }
 
 export function lastLine(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  const plain = text.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
+  const plain = stripAnsi(text);
   const lines = plain.split(/\r?\n/).map((l) => l.trim());
   return clip(lines.filter((l) => l.length > 0).pop() ?? '', LINE_MAX);
 }
