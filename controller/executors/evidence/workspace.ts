@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
+import { clip } from '../../api/bounds.ts';
 import { FILE_PATH_MAX, FILES_MAX } from '../../api/leash.ts';
 import type { WorkspaceEvidence } from '../../api/leash.ts';
 import { readHead } from '../../git/repo-files.ts';
@@ -107,7 +108,7 @@ export function parseAddVerbose(out: string): string[] {
 
 /** The first FILES_MAX paths, each cut to FILE_PATH_MAX characters (an agent names them: bounded). */
 export function boundedPaths(paths: string[]): string[] {
-  return paths.slice(0, FILES_MAX).map((p) => (p.length > FILE_PATH_MAX ? `${p.slice(0, FILE_PATH_MAX - 1)}…` : p));
+  return paths.slice(0, FILES_MAX).map((p) => clip(p, FILE_PATH_MAX));
 }
 
 /** git pathspecs that leave out the excluded paths inside the repository (the state directory, say). */
