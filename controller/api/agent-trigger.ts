@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { Cron } from 'croner';
 import { API_VERSION, AgentTaskSpecSchema, MetadataSchema } from './agent-task.ts';
-import { TRIGGER_ERROR_MAX } from './bounds.ts';
+import { LINE_MAX, TRIGGER_ERROR_MAX } from './bounds.ts';
 import { describeIssues } from './validate.ts';
 
 export const TRIGGER_KIND = 'AgentTrigger';
@@ -254,9 +254,14 @@ export type SkipReason = keyof ItemsSkipped;
 
 /** Items a pass could not judge (status.itemsUndecided): at most this many are named. */
 export const UNDECIDED_ITEMS_MAX = 20;
+/** Longest reason an undecided item is named with (a forge's answer on one line). */
+export const UNDECIDED_REASON_MAX = LINE_MAX;
 export const UndecidedItemSchema = z.strictObject({
   number: z.number().int().positive(),
-  reason: z.string().max(300).describe('why it could not be judged, and the token rights that would let it'),
+  reason: z
+    .string()
+    .max(UNDECIDED_REASON_MAX)
+    .describe('why it could not be judged, and the token rights that would let it'),
 });
 export type UndecidedItem = z.infer<typeof UndecidedItemSchema>;
 

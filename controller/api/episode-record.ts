@@ -42,13 +42,16 @@ export const DEFAULT_HISTORY_KEEP = HistorySchema.parse({}).keep;
 // Every string is bounded: the CRD's `self == oldSelf` rule is costed by the longest value it may compare.
 const timestamp = z.string().max(64);
 
+/** Longest task reason a record keeps (a word such as PromiseDetected: cut, never marked). */
+export const EPISODE_REASON_MAX = 128;
+
 export const EpisodeRecordSchema = z.object({
   task: z.string().min(1).max(253),
   number: z.number().int().min(1),
   outcome: z.enum(OUTCOMES),
   reason: z
     .string()
-    .max(128)
+    .max(EPISODE_REASON_MAX)
     .optional()
     .describe(
       "the task's reason right after this episode (PromiseDetected, Backoff, CircuitOpen…); none when the next one started at once",
@@ -125,7 +128,7 @@ export function episodeRecordOf(
     task,
     number: last.number,
     outcome: last.outcome,
-    reason: reason?.slice(0, 128),
+    reason: reason?.slice(0, EPISODE_REASON_MAX),
     exitCode: last.exitCode ?? null,
     errorClass: result && result.errorClass !== 'none' ? result.errorClass : undefined,
     completion: result?.completion,

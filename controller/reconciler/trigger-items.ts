@@ -1,7 +1,8 @@
 // Which forge items become tasks, as a pure function of what a poll (or a webhook) saw and the tasks the
 // trigger already made. Task names are deterministic — TRIGGER-NUMBER, then TRIGGER-NUMBER-2, -3 for
 // re-triggers — so a poll, a webhook and a restart that see the same item can never create it twice.
-import { PERMISSIONS, UNDECIDED_ITEMS_MAX } from '../api/agent-trigger.ts';
+import { clip } from '../api/bounds.ts';
+import { PERMISSIONS, UNDECIDED_ITEMS_MAX, UNDECIDED_REASON_MAX } from '../api/agent-trigger.ts';
 import type { ItemsSkipped, Permission, SkipReason, UndecidedItem } from '../api/agent-trigger.ts';
 import type { ForgeComment, ForgeItem, PermissionAnswer } from '../api/forge-item.ts';
 import { isReportComment } from '../api/forge-item.ts';
@@ -237,7 +238,7 @@ export function planItems(input: PlanItemsInput): ItemPlan {
     skipped: countSkips(decisions),
     undecided: input.seen.flatMap((s, i) => {
       const d = decisions[i];
-      return d?.kind === 'undecided' ? [{ number: s.item.number, reason: d.reason.slice(0, 300) }] : [];
+      return d?.kind === 'undecided' ? [{ number: s.item.number, reason: clip(d.reason, UNDECIDED_REASON_MAX) }] : [];
     }),
   };
 }
