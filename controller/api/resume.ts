@@ -84,6 +84,7 @@ export interface ResumeRequest {
 export const RESUME_ANNOTATION = 'episodic.dev/resume';
 export const RESUME_EPISODES_ANNOTATION = 'episodic.dev/resume-episodes';
 export const RESUME_BY_ANNOTATION = 'episodic.dev/resume-by';
+/** Most episodes one resume request grants: `episodic resume --episodes`, the console, `/episodic resume N`. */
 export const MAX_GRANT = 10_000;
 
 /** Why a task cannot be resumed by a person (only a NeedsReview task can), or undefined when it can. */

@@ -5,6 +5,7 @@
 import { cleanName } from '../api/bounds.ts';
 import type { Phase } from '../api/agent-task-status.ts';
 import type { ForgeComment } from '../api/forge-item.ts';
+import { MAX_GRANT } from '../api/resume.ts';
 import type { NewResumeRequest } from '../api/resume.ts';
 import type { ItemSeen } from './trigger-items.ts';
 
@@ -34,8 +35,6 @@ export type ResumeCommandDecision =
 /** What a permitted resume comment asks for: the request `episodic resume` makes. */
 export type ResumeRequest = Extract<ResumeCommandDecision, { kind: 'resume' }>['request'];
 
-const MAX_EPISODES = 10_000;
-
 /** Whether the comment is a resume command this user may give, and the request it makes. */
 export function resumeCommand(input: ResumeCommandInput): ResumeCommandDecision {
   const parsed = parseResumeCommand(input.comment.body, input.command ?? '/episodic');
@@ -59,7 +58,7 @@ export function parseResumeCommand(body: string, command: string): { episodes?: 
   if (words[0] !== command || words[1] !== 'resume' || words.length > 3) return undefined;
   if (words.length === 2) return {};
   const n = /^\d{1,5}$/.test(words[2]) ? Number(words[2]) : NaN;
-  return n >= 1 && n <= MAX_EPISODES ? { episodes: n } : undefined;
+  return n >= 1 && n <= MAX_GRANT ? { episodes: n } : undefined;
 }
 
 export function atLeast(have: RepoPermission | undefined, need: RepoPermission): boolean {

@@ -17,6 +17,7 @@ import {
 } from '../../controller/reconciler/trigger-report.ts';
 import { ITEM_LABEL } from '../../controller/reconciler/trigger-items.ts';
 import { resumeCommand, type ResumeCommandInput } from '../../controller/reconciler/trigger-resume.ts';
+import { MAX_GRANT } from '../../controller/api/resume.ts';
 
 const now = () => new Date('2026-11-25T22:00:00Z');
 const spec = {
@@ -222,6 +223,12 @@ test('resume command: permitted users resume once; everyone else gets nothing', 
     kind: 'resume',
     request: { token: 'gitea-comment-9', by: 'gitea:al_i_ce', episodes: 5 },
   });
+  // A comment grants what `episodic resume --episodes` may (api/resume.ts MAX_GRANT), not one more.
+  const grant = (n: number) =>
+    resumeCommand(cmd({ comment: { id: 9, author: 'alice', authorIsBot: false, body: `/episodic resume ${n}` } }));
+  const most = grant(MAX_GRANT);
+  assert.equal(most.kind === 'resume' ? most.request.episodes : most.why, MAX_GRANT);
+  assert.equal(grant(MAX_GRANT + 1).kind, 'ignore');
 });
 
 test("a re-run reports in the item's one comment: the key is the first run's, only the newest run reports", () => {
