@@ -87,9 +87,14 @@ export const RESUME_BY_ANNOTATION = 'episodic.dev/resume-by';
 /** Most episodes one resume request grants: `episodic resume --episodes`, the console, `/episodic resume N`. */
 export const MAX_GRANT = 10_000;
 
+/** The one rule for a person's resume (CLI, console, a forge comment, the pass that handles it): NeedsReview only. */
+export function canResume(phase: string | undefined): boolean {
+  return phase === 'NeedsReview';
+}
+
 /** Why a task cannot be resumed by a person (only a NeedsReview task can), or undefined when it can. */
 export function resumeRefusal(key: string, phase: string | undefined, reason: string | undefined): string | undefined {
-  if (phase === 'NeedsReview') return undefined;
+  if (canResume(phase)) return undefined;
   return `${key} is ${phase ?? 'Pending'}${reason ? ` (${reason})` : ''}: only a NeedsReview task can be resumed`;
 }
 

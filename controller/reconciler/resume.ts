@@ -3,7 +3,7 @@
 // clock and the caps come in as inputs, like everything in the reconciler.
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import { clip, EPISODE_MESSAGE_MAX } from '../api/bounds.ts';
-import { AUDIT_KEEP, ResumeStatusSchema } from '../api/resume.ts';
+import { AUDIT_KEEP, ResumeStatusSchema, canResume } from '../api/resume.ts';
 import type { AuditEntry, ResumeRequest, ResumeStatus } from '../api/resume.ts';
 import { reopenBreaker } from './breaker.ts';
 import { normal, warning } from './actions.ts';
@@ -109,8 +109,8 @@ function handleRequest(prev: AgentTaskStatus, req: ResumeRequest, ctx: ResumeCon
       events: [warning('ResumeRejected', `resume request ${req.token} rejected: ${req.error}`)],
     };
   }
-  if (status.phase !== 'NeedsReview' || ctx.recordedPhase !== 'NeedsReview') {
-    const message = `task is ${(status.phase !== 'NeedsReview' ? status.phase : ctx.recordedPhase) ?? 'Pending'}: nothing to resume`;
+  if (!canResume(status.phase) || !canResume(ctx.recordedPhase)) {
+    const message = `task is ${(canResume(status.phase) ? ctx.recordedPhase : status.phase) ?? 'Pending'}: nothing to resume`;
     return {
       status: audit(status, { at, action: 'ResumeIgnored', by, reason: status.reason, message, token: req.token }),
       events: [normal('ResumeIgnored', `resume request ${req.token}: ${message}`)],

@@ -5,7 +5,7 @@
 import { cleanName } from '../api/bounds.ts';
 import type { Phase } from '../api/agent-task-status.ts';
 import type { ForgeComment } from '../api/forge-item.ts';
-import { MAX_GRANT } from '../api/resume.ts';
+import { MAX_GRANT, canResume } from '../api/resume.ts';
 import type { NewResumeRequest } from '../api/resume.ts';
 import type { ItemSeen } from './trigger-items.ts';
 
@@ -45,7 +45,7 @@ export function resumeCommand(input: ResumeCommandInput): ResumeCommandDecision 
   if (typeof permission !== 'object' && !atLeast(permission, input.minPermission))
     return { kind: 'ignore', why: `${input.comment.author} lacks ${input.minPermission} permission` };
   if (token === input.handledToken) return { kind: 'ignore', why: 'already handled' };
-  if (input.phase !== 'NeedsReview') return { kind: 'ignore', why: `task is ${input.phase ?? 'Pending'}` };
+  if (!canResume(input.phase)) return { kind: 'ignore', why: `task is ${input.phase ?? 'Pending'}` };
   if (typeof permission === 'object') return { kind: 'undecided', why: permission.unknown };
   const by = `${input.forge}:${cleanName(input.comment.author, 100)}`;
   return { kind: 'resume', request: { token, by, ...(parsed.episodes ? { episodes: parsed.episodes } : {}) } };
