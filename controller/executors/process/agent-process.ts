@@ -5,13 +5,11 @@
 import { closeSync, constants, existsSync, openSync, rmSync, statfsSync } from 'node:fs';
 import type { ResultPromise } from 'execa';
 import type { EpisodeLog, OutputListener } from './episode-log.ts';
+import { systemClock } from '../../core/clock.ts';
 import { FileTail } from '../../util/file-tail.ts';
 import type { ProcessExit } from '../output/types.ts';
 import { killProcessTree, pidCursor, readPidStartTime } from './process-tree.ts';
 import { cannotStartMessage } from './cannot-start.ts';
-
-// setTimeout overflows above 2^31-1 ms and would fire immediately.
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface ProcessOptions {
   cwd: string;
@@ -124,18 +122,16 @@ export function startProcess(execa: typeof import('execa').execa, argv: string[]
   let timedOut = false;
   let cancelled = false;
   let ended = false;
+  // Through the clock's timer: a timeout past setTimeout's 2^31-1 ms re-arms instead of firing early.
   const timer = Number.isFinite(o.timeoutMs)
-    ? setTimeout(
-        () => {
-          timedOut = true;
-          killTree();
-        },
-        Math.min(Math.max(o.timeoutMs, 0), MAX_TIMER_MS),
-      )
+    ? systemClock.setTimer(() => {
+        timedOut = true;
+        killTree();
+      }, o.timeoutMs)
     : undefined;
   const exit = exited.then(async ({ code, signal }): Promise<ProcessEnd> => {
     ended = true;
-    clearTimeout(timer);
+    timer?.cancel();
     // Also after a normal exit: what the process left running in the background must not outlive it.
     await killTree();
     // Nothing of the tree writes the spool files any more: read them to their end.
