@@ -6,6 +6,7 @@ import type { Socket } from 'node:net';
 import { anthropicReply } from './anthropic.ts';
 import { geminiReply } from './gemini.ts';
 import { openaiReply } from './openai.ts';
+import { openaiChatReply } from './openai-chat.ts';
 import { json, send, type Reply } from './reply.ts';
 import { parseScenario, type Scenario } from './scenarios.ts';
 
@@ -78,6 +79,8 @@ function route(
     return { api: 'anthropic', reply: json(200, { input_tokens: 1234 }) };
   if (method === 'POST' && /^\/(?:v1\/)?responses$/.test(path))
     return { api: 'openai', reply: openaiReply(scenario, body, requestId, now) };
+  if (method === 'POST' && /^\/(?:v1\/)?chat\/completions$/.test(path))
+    return { api: 'openai', reply: openaiChatReply(scenario, body, requestId, now) };
   const gemini = /^\/v1(?:beta|alpha|)\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens)$/.exec(
     path,
   );
