@@ -141,6 +141,18 @@ export function budgetRefusal(provider: Provider, message: string): Refusal {
   };
 }
 
+/** The upstream did not answer within the gateway's bound: a 504 in the provider's own shape (its timeout error). */
+export function timeoutRefusal(provider: Provider, message: string): Refusal {
+  const headers = { 'content-type': 'application/json' };
+  const body =
+    provider === 'anthropic'
+      ? { type: 'error', error: { type: 'timeout_error', message } }
+      : provider === 'openai'
+        ? { error: { message, type: 'timeout', code: 'timeout', param: null } }
+        : { error: { code: 504, message, status: 'DEADLINE_EXCEEDED' } };
+  return { status: 504, headers, body: JSON.stringify(body) };
+}
+
 /** A refusal that is the gateway's, not the provider's: plain text. */
 export function plainRefusal(status: number, message: string): Refusal {
   return { status, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: `${message}\n` };
