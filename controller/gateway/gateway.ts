@@ -132,6 +132,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     if (verdict.kind === 'refuse') {
       if (!grant.metered.refused) {
         grant.metered.refused = verdict.message;
+        // Once per episode: when its hard stop began (the episode's end follows; bench/gateway-hardstop times it).
+        opts.log.info(
+          { namespace: grant.namespace, task: grant.task, episode: grant.episode },
+          'gateway: budget exhausted, requests refused',
+        );
         grant.onRefused?.(verdict.message);
       }
       return refuse(req, res, budgetRefusal(grant.provider, verdict.message));

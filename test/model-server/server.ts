@@ -25,6 +25,8 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>;
   /** The whole body arrived: false when the sender cut the request short (the gateway's size limit). */
   complete: boolean;
+  /** When it arrived, ms since the epoch (the real clock: bench/gateway-hardstop times a loop from it). */
+  at: number;
 }
 
 export interface ModelServer {
@@ -130,6 +132,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
         credential: credentialOf(req),
         headers: req.headers,
         complete: req.complete,
+        at: Date.now(),
       });
       send(res, json(404, { error: { message: `no scenario in ${url.pathname}; use /s/<scenario>/…` } }));
       return;
@@ -146,6 +149,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
       credential: credentialOf(req),
       headers: req.headers,
       complete: req.complete,
+      at: Date.now(),
     });
     send(res, reply);
   };
