@@ -33,11 +33,13 @@ import {
   budgetRefusal,
   checkTarget,
   downstreamHeaders,
+  isChatCall,
   pausedRefusal,
   plainRefusal,
   timeoutRefusal,
   tokenCandidates,
   upstreamHeaders,
+  withStreamUsage,
 } from './request-policy.ts';
 import type { Refusal } from './request-policy.ts';
 import { UsageMeter } from './usage.ts';
@@ -141,10 +143,18 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       }
       return refuse(req, res, budgetRefusal(grant.provider, verdict.message));
     }
-    await forward(req, res, grant, `${grant.upstream}${target.path}${target.query}`, method);
+    const chat = isChatCall(grant.provider, method, target.path);
+    await forward(req, res, grant, `${grant.upstream}${target.path}${target.query}`, method, chat);
   }
 
-  async function forward(req: IncomingMessage, res: ServerResponse, grant: Grant, url: string, method: string) {
+  async function forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    grant: Grant,
+    url: string,
+    method: string,
+    chat: boolean,
+  ) {
     const abort = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -160,10 +170,12 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     let credential = '';
     let chargeCredential: ((tokens: number) => void) | undefined;
     try {
-      // A pool may send the request again on another credential, so its body is kept (bounded); one streams it.
-      const replay = grant.credentials.length > 1 && method === 'POST';
-      const kept = replay ? await readBounded(req, maxBytes) : undefined;
-      if (kept === null) return refuse(req, res, tooLarge(maxBytes));
+      // A pool may send the request again on another credential, and a chat request is made to ask for its
+      // usage: their bodies are kept (bounded). Any other body streams through.
+      const keep = (grant.credentials.length > 1 || chat) && method === 'POST';
+      const read = keep ? await readBounded(req, maxBytes) : undefined;
+      if (read === null) return refuse(req, res, tooLarge(maxBytes));
+      const kept = chat && read ? withStreamUsage(read) : read;
       const tried: string[] = [];
       let held: Answer | undefined;
       for (;;) {
@@ -184,7 +196,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         const body = method !== 'POST' ? undefined : (kept ?? req.pipe(byteLimit(maxBytes, () => (overflow = true))));
         const upstream = await request(url, {
           method: method as 'POST' | 'GET',
-          headers: upstreamHeaders(grant.provider, req.headers, value),
+          headers: {
+            ...upstreamHeaders(grant.provider, req.headers, value),
+            ...(kept ? { 'content-length': String(kept.length) } : {}),
+          },
           body,
           signal: abort.signal,
           dispatcher: agent,

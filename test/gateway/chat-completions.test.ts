@@ -1,6 +1,7 @@
 // OpenAI Chat Completions through the gateway (issue 29 §1) against the stand-in model server: the bearer token
-// is swapped for the real key, usage is metered from the stream's last chunk (stream_options.include_usage) or
-// from the JSON body, and a stream's bytes reach the agent as they arrive, before the upstream has ended.
+// is swapped for the real key, usage is metered from the stream's last chunk (stream_options.include_usage, which
+// the gateway sets when the agent did not) or from the JSON body, and a stream's bytes reach the agent as they
+// arrive, before the upstream has ended.
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import type { IncomingMessage } from 'node:http';
@@ -116,15 +117,16 @@ describe('OpenAI Chat Completions through the gateway', { timeout: 30_000 }, () 
     assert.deepEqual(gateway.grants.get(token)?.metered.tokens, metered);
   });
 
-  it('streamed without include_usage: forwarded whole, a request that names no tokens', async () => {
+  it('streamed without include_usage: the gateway asks for it, so the stream is metered all the same', async () => {
     const { token, url } = grant('ok.chat-nousage');
     const res = await post(url, token, chat(true, false));
     const events = payloads(await text(res));
     assert.equal(events.at(-1), '[DONE]');
-    assert.ok(events.slice(0, -1).every((e) => !('usage' in JSON.parse(e))));
+    // The usage chunk the gateway asked for comes through, as it would had the agent asked.
+    assert.equal(JSON.parse(events.at(-2) as string).usage.prompt_tokens, u.input);
     const m = gateway.grants.get(token)?.metered;
     assert.equal(m?.requests, 1);
-    assert.deepEqual(m?.tokens, { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 });
+    assert.deepEqual(m?.tokens, metered);
   });
 
   it("a stream's first chunk reaches the agent while the upstream has not ended (not buffered)", async () => {
