@@ -175,3 +175,14 @@ export const REVIEW_EVIDENCE_BYTES = 768;
 export const REVIEW_EVIDENCE_TEXT_MAX = 120;
 /** Digests of entries an episode removed, at most. */
 export const REVIEW_REMOVED_MAX = 16;
+
+// The model gateway (issue 29): every exchange between an agent and its upstream is bounded in size and time,
+// so a stalled upstream (or agent) never holds a request, its grant's in-flight count or a socket for ever.
+/** Largest request body: a CLI sends its whole context (images too) in one request, never more than this. */
+export const GATEWAY_REQUEST_BYTES_MAX = 32 * 1024 * 1024;
+/** Longest wait for the upstream's answer to start: the providers' own SDKs give up on a request at 10 min. */
+export const GATEWAY_HEADERS_TIMEOUT_MS = 10 * 60_000;
+/** Longest silence inside an answer once it started: streams send pings every few seconds; 5 min is a dead one. */
+export const GATEWAY_IDLE_TIMEOUT_MS = 5 * 60_000;
+/** Longest whole exchange: a 64k-token answer at ~50 tokens/s streams for ~21 min; past 30 min it is cut. */
+export const GATEWAY_REQUEST_TIMEOUT_MS = 30 * 60_000;

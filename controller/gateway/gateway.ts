@@ -10,7 +10,15 @@ import { Transform } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
-import { addTokens, roundUSD, totalTokens } from '../api/bounds.ts';
+import {
+  GATEWAY_HEADERS_TIMEOUT_MS,
+  GATEWAY_IDLE_TIMEOUT_MS,
+  GATEWAY_REQUEST_BYTES_MAX,
+  GATEWAY_REQUEST_TIMEOUT_MS,
+  addTokens,
+  roundUSD,
+  totalTokens,
+} from '../api/bounds.ts';
 import { pricingFor } from '../api/agent-credentials.ts';
 import { costFromTokens } from '../api/pricing.ts';
 import { requestStep } from '../reconciler/credential-governor.ts';
@@ -25,10 +33,13 @@ import {
   budgetRefusal,
   checkTarget,
   downstreamHeaders,
+  isChatCall,
   pausedRefusal,
   plainRefusal,
+  timeoutRefusal,
   tokenCandidates,
   upstreamHeaders,
+  withStreamUsage,
 } from './request-policy.ts';
 import type { Refusal } from './request-policy.ts';
 import { UsageMeter } from './usage.ts';
@@ -42,8 +53,8 @@ export interface GatewayOptions {
   log: Logger;
   /** A request body larger than this is refused (413) before anything is forwarded. */
   maxRequestBytes?: number;
-  /** A request (answer included) taking longer than this is cut. */
-  requestTimeoutMs?: number;
+  /** The time bounds of one exchange; api/bounds.ts GATEWAY_*_TIMEOUT_MS unless given (tests make them short). */
+  timeouts?: Partial<GatewayTimeouts>;
   /** Called after each forwarded request with what it was metered at and the credential it went out on (metrics). */
   onUsage?: (grant: Grant, usage: Usage, costUSD: number, status: number, credential: string) => void;
   /** Called on every answer from upstream, a failed-over one too (metrics). */
@@ -54,8 +65,14 @@ export interface GatewayOptions {
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
-export const DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024;
-export const DEFAULT_REQUEST_TIMEOUT_MS = 15 * 60_000;
+export interface GatewayTimeouts {
+  /** Until the upstream's answer starts (its status and headers). */
+  headersMs: number;
+  /** Between two chunks of the answer. */
+  idleMs: number;
+  /** The whole exchange, the answer's last byte included. */
+  requestMs: number;
+}
 
 /** Where an episode's agent is pointed: the gateway's URL and the task's prefix (the token must match it). */
 export function taskPrefix(namespace: string, task: string): string {
@@ -77,9 +94,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const grants = new Grants();
   const now = opts.now ?? (() => new Date());
   const sleep = opts.sleep ?? ((ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }));
-  const maxBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
-  const timeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  const agent = new Agent({ headersTimeout: timeoutMs, bodyTimeout: 5 * 60_000, connections: 256 });
+  const maxBytes = opts.maxRequestBytes ?? GATEWAY_REQUEST_BYTES_MAX;
+  const bounds: GatewayTimeouts = {
+    headersMs: GATEWAY_HEADERS_TIMEOUT_MS,
+    idleMs: GATEWAY_IDLE_TIMEOUT_MS,
+    requestMs: GATEWAY_REQUEST_TIMEOUT_MS,
+    ...opts.timeouts,
+  };
+  const agent = new Agent({ headersTimeout: bounds.headersMs, bodyTimeout: bounds.idleMs, connections: 256 });
   const sockets = new Set<Socket>();
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
@@ -112,16 +134,33 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     if (verdict.kind === 'refuse') {
       if (!grant.metered.refused) {
         grant.metered.refused = verdict.message;
+        // Once per episode: when its hard stop began (the episode's end follows; bench/gateway-hardstop times it).
+        opts.log.info(
+          { namespace: grant.namespace, task: grant.task, episode: grant.episode },
+          'gateway: budget exhausted, requests refused',
+        );
         grant.onRefused?.(verdict.message);
       }
       return refuse(req, res, budgetRefusal(grant.provider, verdict.message));
     }
-    await forward(req, res, grant, `${grant.upstream}${target.path}${target.query}`, method);
+    const chat = isChatCall(grant.provider, method, target.path);
+    await forward(req, res, grant, `${grant.upstream}${target.path}${target.query}`, method, chat);
   }
 
-  async function forward(req: IncomingMessage, res: ServerResponse, grant: Grant, url: string, method: string) {
+  async function forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    grant: Grant,
+    url: string,
+    method: string,
+    chat: boolean,
+  ) {
     const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(new Error('request timed out')), timeoutMs);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abort.abort(new Error('request timed out'));
+    }, bounds.requestMs);
     res.on('close', () => {
       if (!res.writableFinished) abort.abort(new Error('the agent went away'));
     });
@@ -131,10 +170,12 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     let credential = '';
     let chargeCredential: ((tokens: number) => void) | undefined;
     try {
-      // A pool may send the request again on another credential, so its body is kept (bounded); one streams it.
-      const replay = grant.credentials.length > 1 && method === 'POST';
-      const kept = replay ? await readBounded(req, maxBytes) : undefined;
-      if (kept === null) return refuse(req, res, tooLarge(maxBytes));
+      // A pool may send the request again on another credential, and a chat request is made to ask for its
+      // usage: their bodies are kept (bounded). Any other body streams through.
+      const keep = (grant.credentials.length > 1 || chat) && method === 'POST';
+      const read = keep ? await readBounded(req, maxBytes) : undefined;
+      if (read === null) return refuse(req, res, tooLarge(maxBytes));
+      const kept = chat && read ? withStreamUsage(read) : read;
       const tried: string[] = [];
       let held: Answer | undefined;
       for (;;) {
@@ -155,7 +196,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         const body = method !== 'POST' ? undefined : (kept ?? req.pipe(byteLimit(maxBytes, () => (overflow = true))));
         const upstream = await request(url, {
           method: method as 'POST' | 'GET',
-          headers: upstreamHeaders(grant.provider, req.headers, value),
+          headers: {
+            ...upstreamHeaders(grant.provider, req.headers, value),
+            ...(kept ? { 'content-length': String(kept.length) } : {}),
+          },
           body,
           signal: abort.signal,
           dispatcher: agent,
@@ -197,6 +241,16 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         if (res.destroyed) break;
       }
       res.end();
+    } catch (err) {
+      // A bound ran out before the answer started: the agent hears it in its provider's shape, not a cut socket.
+      // Later, the stream is cut (the caller destroys it) and what passed is charged.
+      const bound = timedOut ? bounds.requestMs : headersTimedOut(err) ? bounds.headersMs : undefined;
+      if (bound === undefined || res.headersSent) throw err;
+      opts.log.warn({ boundMs: bound }, 'gateway: the upstream did not answer in time');
+      send(
+        res,
+        timeoutRefusal(grant.provider, `episodic gateway: no answer from the upstream within ${bound / 1000} s`),
+      );
     } finally {
       clearTimeout(timer);
       grant.metered.inFlight--;
@@ -282,6 +336,11 @@ function byteLimit(max: number, onOverflow: () => void): Transform {
       } else done(null, chunk);
     },
   });
+}
+
+/** undici gave up waiting for the answer's headers (Agent headersTimeout). */
+function headersTimedOut(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === 'UND_ERR_HEADERS_TIMEOUT';
 }
 
 /** Gemini names the model in the path; the others in the answer. */

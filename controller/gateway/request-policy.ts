@@ -47,6 +47,29 @@ export function checkTarget(provider: Provider, method: string, raw: string): Ta
   return { ok: true, path, query };
 }
 
+/** A Chat Completions call: its stream names usage only when asked to (withStreamUsage). */
+export function isChatCall(provider: Provider, method: string, path: string): boolean {
+  return provider === 'openai' && method === 'POST' && path === '/v1/chat/completions';
+}
+
+/**
+ * A streamed Chat Completions request, made to ask for its usage chunk (stream_options.include_usage): without
+ * it the stream names no usage, and an agent could spend past its cap unmetered. Any other body is unchanged.
+ */
+export function withStreamUsage(body: Buffer): Buffer {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    return body; // the upstream refuses it; nothing is streamed
+  }
+  const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+  if (!isObject(parsed) || parsed.stream !== true) return body;
+  const options = isObject(parsed.stream_options) ? parsed.stream_options : {};
+  if (options.include_usage === true) return body;
+  return Buffer.from(JSON.stringify({ ...parsed, stream_options: { ...options, include_usage: true } }));
+}
+
 const first = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
 /**
@@ -139,6 +162,18 @@ export function budgetRefusal(provider: Provider, message: string): Refusal {
     headers,
     body: JSON.stringify({ error: { code: 403, message, status: 'PERMISSION_DENIED' } }),
   };
+}
+
+/** The upstream did not answer within the gateway's bound: a 504 in the provider's own shape (its timeout error). */
+export function timeoutRefusal(provider: Provider, message: string): Refusal {
+  const headers = { 'content-type': 'application/json' };
+  const body =
+    provider === 'anthropic'
+      ? { type: 'error', error: { type: 'timeout_error', message } }
+      : provider === 'openai'
+        ? { error: { message, type: 'timeout', code: 'timeout', param: null } }
+        : { error: { code: 504, message, status: 'DEADLINE_EXCEEDED' } };
+  return { status: 504, headers, body: JSON.stringify(body) };
 }
 
 /** A refusal that is the gateway's, not the provider's: plain text. */

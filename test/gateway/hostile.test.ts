@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { DEFAULT_MAX_REQUEST_BYTES, startGateway } from '../../controller/gateway/gateway.ts';
+import { GATEWAY_REQUEST_BYTES_MAX } from '../../controller/api/bounds.ts';
+import { startGateway } from '../../controller/gateway/gateway.ts';
 import type { Gateway } from '../../controller/gateway/gateway.ts';
 import { startModelServer } from '../model-server/server.ts';
 import type { ModelServer } from '../model-server/server.ts';
@@ -79,7 +80,7 @@ describe('hostile requests at the gateway (default limits)', () => {
   const seen = () => server.requestsFor('ok.hostile').length;
 
   it('a 100 MiB body with its length declared: 413 before any of it is read, nothing forwarded', async () => {
-    assert.ok(100 * MIB > DEFAULT_MAX_REQUEST_BYTES);
+    assert.ok(100 * MIB > GATEWAY_REQUEST_BYTES_MAX);
     const a = await send(
       `POST ${prefix}/v1/messages HTTP/1.1\r\nhost: ${host}\r\nx-api-key: ${token}\r\ncontent-type: application/json\r\ncontent-length: ${100 * MIB}\r\n\r\n`,
       100 * MIB,

@@ -7,8 +7,9 @@ export type Reply =
   | { kind: 'sse'; headers?: Record<string, string>; events: SseEvent[]; hang?: boolean; drop?: boolean };
 
 export interface SseEvent {
-  /** The `event:` line; Gemini's stream has none. */
+  /** The `event:` line; Gemini's and Chat Completions' streams have none. */
   event?: string;
+  /** Sent as JSON; a string is sent as it is (Chat Completions' `[DONE]`). */
   data: unknown;
 }
 
@@ -35,7 +36,8 @@ export function send(res: ServerResponse, reply: Reply): void {
   });
   res.flushHeaders(); // a stream that hangs before its first event still sends its headers
   for (const e of reply.events) {
-    res.write(`${e.event ? `event: ${e.event}\n` : ''}data: ${JSON.stringify(e.data)}\n\n`);
+    const data = typeof e.data === 'string' ? e.data : JSON.stringify(e.data);
+    res.write(`${e.event ? `event: ${e.event}\n` : ''}data: ${data}\n\n`);
   }
   // drop: the connection is cut mid-stream, as a proxy or a crashing server would.
   if (reply.drop) setImmediate(() => res.socket?.destroy());

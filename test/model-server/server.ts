@@ -6,6 +6,7 @@ import type { Socket } from 'node:net';
 import { anthropicReply } from './anthropic.ts';
 import { geminiReply } from './gemini.ts';
 import { openaiReply } from './openai.ts';
+import { openaiChatReply } from './openai-chat.ts';
 import { json, send, type Reply } from './reply.ts';
 import { parseScenario, type Scenario } from './scenarios.ts';
 
@@ -24,6 +25,8 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>;
   /** The whole body arrived: false when the sender cut the request short (the gateway's size limit). */
   complete: boolean;
+  /** When it arrived, ms since the epoch (the real clock: bench/gateway-hardstop times a loop from it). */
+  at: number;
 }
 
 export interface ModelServer {
@@ -78,6 +81,8 @@ function route(
     return { api: 'anthropic', reply: json(200, { input_tokens: 1234 }) };
   if (method === 'POST' && /^\/(?:v1\/)?responses$/.test(path))
     return { api: 'openai', reply: openaiReply(scenario, body, requestId, now) };
+  if (method === 'POST' && /^\/(?:v1\/)?chat\/completions$/.test(path))
+    return { api: 'openai', reply: openaiChatReply(scenario, body, requestId, now) };
   const gemini = /^\/v1(?:beta|alpha|)\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens)$/.exec(
     path,
   );
@@ -127,6 +132,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
         credential: credentialOf(req),
         headers: req.headers,
         complete: req.complete,
+        at: Date.now(),
       });
       send(res, json(404, { error: { message: `no scenario in ${url.pathname}; use /s/<scenario>/…` } }));
       return;
@@ -143,6 +149,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
       credential: credentialOf(req),
       headers: req.headers,
       complete: req.complete,
+      at: Date.now(),
     });
     send(res, reply);
   };

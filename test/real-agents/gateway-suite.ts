@@ -199,6 +199,12 @@ export function defineGatewaySuite(s: GatewaySuite): void {
       assert.ok(r.gateway.costUSD >= 1 && r.gateway.costUSD <= 1.05, `spent ${r.gateway.costUSD}`);
       assert.equal(r.gateway.costUSD, (forwarded * (TOOL_LOOP_USAGE.input * 3 + TOOL_LOOP_USAGE.output * 20)) / 1e6);
       assert.match(r.gateway.refused, /maxCostUSD \$1/);
+      // The hard stop's start is logged once, with the episode and no secret (bench/gateway-hardstop times from it).
+      const refusals = run.lines.filter((l) => l.msg === 'gateway: budget exhausted, requests refused');
+      assert.deepEqual(
+        refusals.map((l) => [l.task, l.episode]),
+        [['loop', 1]],
+      );
       assert.equal(r.outcome, 'cancelled');
       assert.equal(st.phase, 'NeedsReview', st.message);
       assert.equal(st.reason, 'BudgetExceeded');
