@@ -3,11 +3,10 @@
 // the next step and carries it out in the queue's clone. The journal (written before each step: a file
 // locally, a ConfigMap on a cluster) is how a kill -9 at any point resumes: the first pass after a start
 // cleans the clone (or clones again) and redoes the unfinished step. What differs by mode is behind
-// MergeQueuePorts: where the clone and the journal live, the remote's URL and credentials, how gates run.
+// MergeQueuePorts (merge-queue-ports.ts): where the clone and the journal live, the remote's URL and credentials, how gates run.
 import type { Logger } from 'pino';
-import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
+import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { clip, GATE_OUTPUT_MAX, STATUS_MESSAGE_MAX } from '../api/bounds.ts';
-import type { Gate, GateRun } from '../api/gates.ts';
 import { CONFLICT_FILES_MAX } from '../api/integrate.ts';
 import type { IntegrateStatus } from '../api/integrate.ts';
 import type { Clock } from './clock.ts';
@@ -24,49 +23,9 @@ import {
   resolutionVars,
 } from '../reconciler/merge-queue.ts';
 import { recordResolution, resolutionEpisodeNumber } from '../reconciler/merge-queue-episode.ts';
-import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
-import type { ResolutionRun } from './ports.ts';
+import type { MergeQueuePorts, QueueEpisodes, QueueTask } from './merge-queue-ports.ts';
 import type { QueueAction, QueueEntry, QueueJournal, StepOutcome } from '../reconciler/merge-queue.ts';
-
-/** What the loop needs of a task: its key, spec and recorded status. */
-export interface QueueTask {
-  key: string;
-  spec: AgentTaskSpec;
-  status: AgentTaskStatus;
-}
-
-/** A task's resolution episodes, run and recorded as its other episodes are (each mode's root binds them). */
-export interface QueueEpisodes {
-  /** A slot of --max-concurrent, held until the release is called: a resolution episode is an agent too. */
-  slot(): Promise<() => void>;
-  /** Through the EpisodeExecutor port: the task's agent, sandbox and gateway. */
-  run(key: string, run: ResolutionRun): Promise<EpisodeResult>;
-  kill(key: string, number: number): Promise<void>;
-  /** The episode's record, once the status counting it is written. */
-  record(key: string, record: EpisodeRecord): Promise<void>;
-}
-
-/** Where each queue's journal lives; read() answers from what was loaded or written (no I/O per pass). */
-export interface QueueJournals {
-  read(queue: string): QueueJournal | undefined;
-  /** Durable when it resolves: the step it announces runs next. undefined: the queue has nothing in flight. */
-  write(queue: string, journal: QueueJournal | undefined): Promise<void>;
-}
-
-/** What differs between modes. */
-export interface MergeQueuePorts<T extends QueueTask> {
-  journals: QueueJournals;
-  /** The queue's clone: locally under the state directory, on a cluster in the controller's scratch volume. */
-  cloneDir(queue: string): string;
-  /** The queue a task waits in (a cluster's are per namespace: so are its git credentials). */
-  queueOf(task: T): string | undefined;
-  /** The task's remote as git is given it (locally a spec-relative path is resolved). Throws if it has none. */
-  remoteUrl(task: T): string;
-  credentials(task: T): Promise<GitCredentials | undefined>;
-  /** The queue's gates in the rebased tree, stopping at the first failure. */
-  gates(queue: string, gates: readonly Gate[], cwd: string): Promise<GateRun[]>;
-}
 
 export interface MergeQueueOptions<T extends QueueTask> {
   ports: MergeQueuePorts<T>;
@@ -103,6 +62,8 @@ export class MergeQueueLoop<T extends QueueTask> {
   private readonly journals = new Map<string, QueueJournal | undefined>();
   private waiting = 0;
   private halted = false;
+  /** Tasks whose `queued` status is being written by announce(). */
+  private readonly announced = new Set<string>();
 
   constructor(opts: MergeQueueOptions<T>) {
     this.opts = opts;
@@ -122,6 +83,7 @@ export class MergeQueueLoop<T extends QueueTask> {
       const pending = members.filter(waiting);
       this.waiting += pending.length + (this.readJournal(queue) ? 1 : 0);
       this.opts.metrics?.waiting.set({ queue }, pending.length);
+      if (this.running.has(queue)) this.announce(queue, pending);
       if (this.running.has(queue) || (pending.length === 0 && !this.readJournal(queue))) continue;
       const drive = this.drive(queue, members)
         .catch((err: unknown) => {
@@ -144,6 +106,24 @@ export class MergeQueueLoop<T extends QueueTask> {
   /** Leadership lost or the controller stops: no further step starts (the journal tells the next leader). */
   halt(): void {
     this.halted = true;
+  }
+
+  /**
+   * A task that entered the queue while another integrates is told its position once (a drive's `begin` tells
+   * the tasks waiting when it starts); `announced` keeps a second pass from writing it again meanwhile.
+   */
+  private announce(queue: string, pending: readonly T[]): void {
+    const fresh = pending.filter((t) => t.status.integrate === undefined && !this.announced.has(t.key));
+    if (fresh.length === 0) return;
+    const positions = queuePositions(pending.map(entryOf), this.readJournal(queue));
+    for (const t of fresh) {
+      const position = positions.get(t.key);
+      if (position === undefined || position === 0) continue;
+      this.announced.add(t.key);
+      void this.record(t, { queue, result: 'queued', position })
+        .catch((err: unknown) => this.opts.logger.warn({ queue, task: t.key, err }, 'merge queue position not written'))
+        .finally(() => this.announced.delete(t.key));
+    }
   }
 
   private readJournal(queue: string): QueueJournal | undefined {

@@ -93,6 +93,8 @@ export interface ResolutionRun {
   queue: string;
   /** On a cluster: the branch holding the clone's tree, which the pod clones and pushes its work back to. */
   branch?: string;
+  /** Aborted when the queue halts (leadership lost): the wait ends, the pod is left for the next leader. */
+  signal?: AbortSignal;
 }
 
 /** Episodes: processes locally, Pods on a cluster. */

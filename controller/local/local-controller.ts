@@ -34,7 +34,7 @@ import { spawnAndSend } from '../ops/spawn-send.ts';
 import { LocalMailboxes } from '../sinks/local/mailboxes.ts';
 import { LocalMailboxWatch } from '../sinks/local/mailbox-watch.ts';
 import { MergeQueueLoop } from '../core/merge-queue-loop.ts';
-import type { QueueEpisodes } from '../core/merge-queue-loop.ts';
+import type { QueueEpisodes } from '../core/merge-queue-ports.ts';
 import { localQueuePorts } from '../executors/local/merge-queue.ts';
 import type { LocalQueueTask } from '../executors/local/merge-queue.ts';
 

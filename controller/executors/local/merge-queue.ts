@@ -3,7 +3,7 @@
 // step; a task's remote resolved against its spec file; the queue's gates run as processes in the clone.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { MergeQueuePorts, QueueJournals, QueueTask } from '../../core/merge-queue-loop.ts';
+import type { MergeQueuePorts, QueueJournals, QueueTask } from '../../core/merge-queue-ports.ts';
 import type { QueueJournal } from '../../reconciler/merge-queue.ts';
 import { writeFileAtomic } from '../../util/atomic-write.ts';
 import { removeQuietly } from '../../util/fs.ts';
