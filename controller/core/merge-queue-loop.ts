@@ -318,7 +318,7 @@ export class MergeQueueLoop<T extends QueueTask> {
       const files = (j.conflicts ?? []).slice(0, CONFLICT_FILES_MAX);
       const what = j.why === 'gate' ? `queue gate ${j.gate ?? '?'} still fails` : `conflicts in ${files.join(', ')}`;
       const message = clip(
-        `merge queue ${queue}: ${what} after ${j.episodes} resolution episode(s)`,
+        `merge queue ${this.ports.shownName(queue)}: ${what} after ${j.episodes} resolution episode(s)`,
         STATUS_MESSAGE_MAX,
       );
       await this.record(
@@ -347,6 +347,7 @@ export class MergeQueueLoop<T extends QueueTask> {
         attempts: prev?.attempts ?? 0,
         episodes: prev?.episodes ?? 0,
         ...integrate,
+        queue: this.ports.shownName(integrate.queue),
         at: this.opts.clock.now().toISOString(),
       },
     };

@@ -40,6 +40,8 @@ export interface MergeQueuePorts<T extends QueueTask> {
   cloneDir(queue: string): string;
   /** The queue a task waits in (a cluster's are per namespace: so are its git credentials). */
   queueOf(task: T): string | undefined;
+  /** The queue's name in a task's status and messages: the spec's (a cluster's key is NS/QUEUE). */
+  shownName(queue: string): string;
   /** The task's remote as git is given it (locally a spec-relative path is resolved). Throws if it has none. */
   remoteUrl(task: T): string;
   credentials(task: T): Promise<GitCredentials | undefined>;

@@ -168,6 +168,7 @@ describe('cluster controller: the merge queue', { skip: skipCluster, timeout: SU
     assert.equal(b.episodes, 2, 'its own episode and the resolution episode');
     assert.equal(b.lastEpisode?.number, 1, "lastEpisode stays the task's own");
     assert.equal(b.integrate?.episodes, 1);
+    assert.equal(b.integrate?.queue, 'q', 'named as in the spec');
     assert.deepEqual(
       (await records(client, ns, 'b')).map((r) => [r.number, r.reason]),
       [

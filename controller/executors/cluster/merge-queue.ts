@@ -117,6 +117,7 @@ export function clusterQueuePorts(opts: ClusterQueueOptions): MergeQueuePorts<Qu
       const q = task.spec.integrate?.queue;
       return q ? `${task.key.slice(0, task.key.indexOf('/'))}/${q}` : undefined;
     },
+    shownName: (queue) => split(queue).name,
     remoteUrl: (task) => gitOf(task.spec, task.key).url,
     credentials: async (task) => {
       const ref = gitOf(task.spec, task.key).secretRef;

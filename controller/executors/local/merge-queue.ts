@@ -21,6 +21,7 @@ export function localQueuePorts(stateDir: string): MergeQueuePorts<LocalQueueTas
     journals: fileJournals(stateDir),
     cloneDir: (queue) => join(mergeQueueDir(stateDir, queue), 'clone'),
     queueOf: (task) => task.spec.integrate?.queue,
+    shownName: (queue) => queue,
     remoteUrl: (task) => {
       const ws = task.spec.workspace;
       if (!ws || typeof ws !== 'object' || !('git' in ws))
