@@ -114,8 +114,13 @@ function podEpisodes(
       await pushScratch(run.cwd, branch, credentials);
       const result = await opts.executor.resolve(t, { ...run, branch, signal });
       // The pod pushed its work to the scratch branch (a failed one may not have): the queue checks the tree.
-      if (result.exitCode === 0) await takeScratch(run.cwd, branch, credentials);
-      else await dropScratch(run.cwd, branch, credentials);
+      try {
+        if (result.exitCode === 0) await takeScratch(run.cwd, branch, credentials);
+        else await dropScratch(run.cwd, branch, credentials);
+      } catch (err) {
+        // The clone keeps its markers: the queue's own check sees the conflict again (another episode, or NeedsReview).
+        opts.log.warn({ task: key, branch, err: String(err) }, "cannot take the resolution episode's work back");
+      }
       return result;
     },
     kill: (key, number) => opts.executor.killResolution(task(key), number),
