@@ -1,5 +1,5 @@
 // bench/merge-queue (issue 32 §5): N ready branches (each adds its own file, all from one base) through the
-// real merge-queue loop (executors/local/merge-queue.ts: journal, fetch, rebase, ff push to a bare remote),
+// real merge-queue loop (core/merge-queue-loop.ts: journal, fetch, rebase, ff push to a bare remote),
 // against a shell-free loop doing `git rebase main BRANCH && git checkout main && git merge --ff-only BRANCH`
 // per branch in a plain repository, in the same run. Prints both times, the ratio and git processes per
 // integration (the queue's counted by git-workspace.ts, the baseline's by its own argv list).
@@ -12,8 +12,9 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { AgentTaskSpecSchema, emptyStatus } from '../../controller/api/agent-task.ts';
 import { systemClock } from '../../controller/core/clock.ts';
-import { MergeQueueLoop } from '../../controller/executors/local/merge-queue.ts';
-import type { QueueTask } from '../../controller/executors/local/merge-queue.ts';
+import { MergeQueueLoop } from '../../controller/core/merge-queue-loop.ts';
+import { localQueuePorts } from '../../controller/executors/local/merge-queue.ts';
+import type { LocalQueueTask } from '../../controller/executors/local/merge-queue.ts';
 import { gitProcessCount } from '../../controller/git/git-workspace.ts';
 
 const GOAL_RATIO = 1.2;
@@ -65,7 +66,7 @@ const noEpisodes = {
 let statusWrites = 0;
 
 async function queue(root: string, bare: string): Promise<{ ms: number; processes: number }> {
-  const tasks: QueueTask[] = [];
+  const tasks: LocalQueueTask[] = [];
   for (let i = 0; i < N; i++) {
     const spec = AgentTaskSpecSchema.parse({
       prompt: 'x',
@@ -82,7 +83,7 @@ async function queue(root: string, bare: string): Promise<{ ms: number; processe
     tasks.push({ key: `default/t${i}`, file: join(root, 'spec.yaml'), spec, status });
   }
   const loop = new MergeQueueLoop({
-    stateDir: join(root, 'state'),
+    ports: localQueuePorts(join(root, 'state')),
     logger: pino({ level: 'silent' }),
     clock: systemClock,
     writeStatus: async () => {

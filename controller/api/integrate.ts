@@ -1,6 +1,6 @@
 // spec.integrate (issue 32 §3): a task that succeeds on a branch enters a named merge queue, which rebases it
 // onto `into`, runs the queue's gates and fast-forwards `into`. The spec schema, the queue's status on a task,
-// and the bounds both share. The queue's rules are reconciler/merge-queue.ts; its loop executors/local/merge-queue.ts.
+// and the bounds both share. The queue's rules are reconciler/merge-queue.ts; its loop core/merge-queue-loop.ts.
 import { z } from 'zod';
 import { GATE_OUTPUT_MAX } from './bounds.ts';
 import { gateSchema, GATES_MAX } from './gates.ts';

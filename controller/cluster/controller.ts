@@ -45,6 +45,11 @@ import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { effectiveSpec } from '../api/steps.ts';
 import { proxyAllowOf } from '../executors/cluster/proxy-env.ts';
 import type { SandboxProxy } from '../executors/cluster/sandbox-proxy.ts';
+import { startClusterMergeQueue } from './merge-queue.ts';
+import type { ClusterMergeQueue } from './merge-queue.ts';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { systemClock } from '../core/clock.ts';
 
 export interface ClusterControllerOptions {
   kubeConfig: KubeConfig;
@@ -89,6 +94,8 @@ export interface ClusterControllerOptions {
    * is 127.0.0.1), `url` what episode pods are given (the chart's Service), default the listener's own URL.
    */
   gateway?: { listen: string; url?: string };
+  /** The controller's scratch directory (best-of-N's and the merge queues' clones); default TMPDIR/episodic-git. */
+  gitDir?: string;
 }
 
 export class ClusterController {
@@ -113,6 +120,7 @@ export class ClusterController {
   /** sandboxProxy: the CONNECT proxy of sandboxed pods' allowHosts (its port, for tests). */
   sandboxProxy: SandboxProxy | undefined;
   private loop: Controller<ClusterTask> | undefined;
+  private mergeQueue: ClusterMergeQueue | undefined;
   private elector: LeaderElector | undefined;
   private leaseClient: KubeClient | undefined;
   private readonly source: AgentTaskSource;
@@ -198,6 +206,7 @@ export class ClusterController {
       imagePullGraceMs: opts.imagePullGraceMs ?? CLUSTER_DEFAULTS.imagePullGraceMs,
       episodeDefaults: opts.episodeDefaults,
       proxyKey: opts.sandboxProxy?.key,
+      gitDir: this.gitDir(),
     });
     this.records = new EpisodeRecordWriter({ client, tasks: this.tasks, log: opts.log });
     this.sink = new KubeStatusSink({
@@ -443,11 +452,29 @@ export class ClusterController {
     );
     // Every task, plus the task of every pod (a pod whose task is gone is an orphan to delete).
     this.loop.start();
+    this.mergeQueue = startClusterMergeQueue({
+      client: this.client,
+      namespace: this.opts.namespace,
+      dir: this.gitDir(),
+      loop: this.loop,
+      source: this.source,
+      sink: this.sink,
+      writer: this.statusWriter,
+      executor: this.executor,
+      log: this.opts.log,
+      clock: this.opts.clock ?? systemClock,
+      metrics: this.metrics.mergeQueue,
+    });
     if (this.triggersInstalled) this.triggerRunner.start();
+  }
+
+  private gitDir(): string {
+    return this.opts.gitDir ?? path.join(tmpdir(), 'episodic-git');
   }
 
   private stopProcessing(): void {
     this.triggerRunner.stop();
+    this.mergeQueue?.halt();
     this.loop?.halt();
     this.loop = undefined;
   }

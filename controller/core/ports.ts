@@ -89,6 +89,12 @@ export interface ResolutionRun {
   vars: Readonly<Record<string, string>>;
   /** The task's status now: the gateway's leash is judged from it. */
   status: AgentTaskStatus;
+  /** The queue's name. */
+  queue: string;
+  /** On a cluster: the branch holding the clone's tree, which the pod clones and pushes its work back to. */
+  branch?: string;
+  /** Aborted when the queue halts (leadership lost): the wait ends, the pod is left for the next leader. */
+  signal?: AbortSignal;
 }
 
 /** Episodes: processes locally, Pods on a cluster. */

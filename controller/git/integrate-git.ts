@@ -1,9 +1,10 @@
-// The merge queue's git steps (executors/local/merge-queue.ts carries them out): one clone per queue, a
+// The merge queue's git steps (core/merge-queue-loop.ts carries them out): one clone per queue, a
 // branch rebased onto `into` there, and `into` fast-forwarded on the remote by a plain push, which git
 // refuses unless it is a fast-forward, so `into` never moves backwards. argv only, no shell, no hooks.
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { GitCredentials } from './git-credentials.ts';
 import { git, GitError } from './git-workspace.ts';
 
 const NO_CREDENTIALS = {};
@@ -26,16 +27,21 @@ const LEAN = [
   ['notes.rewrite.rebase', 'false'],
 ].flatMap(([k, v]) => ['-c', `${k}=${v}`]);
 
-function run(dir: string, args: string[], allowExit?: number[]) {
-  return git(NO_CREDENTIALS, [...LEAN, ...args], { cwd: dir, allowExit, env: COMMITTER });
+/** Credentials (a cluster's git Secret) only for the commands that reach the remote. */
+function run(dir: string, args: string[], allowExit?: number[], credentials?: GitCredentials) {
+  return git(credentials ? { credentials } : NO_CREDENTIALS, [...LEAN, ...args], {
+    cwd: dir,
+    allowExit,
+    env: COMMITTER,
+  });
 }
 
 const srcRef = (branch: string) => `${SRC_PREFIX}${branch}`;
 
-export async function ensureClone(dir: string, url: string): Promise<void> {
+export async function ensureClone(dir: string, url: string, credentials?: GitCredentials): Promise<void> {
   if (existsSync(join(dir, '.git'))) return;
   await rm(dir, { recursive: true, force: true }); // a clone killed half-way
-  await git(NO_CREDENTIALS, ['clone', '--quiet', '--', url, dir]);
+  await git(credentials ? { credentials } : NO_CREDENTIALS, ['clone', '--quiet', '--', url, dir]);
 }
 
 /** After a kill -9: no rebase in progress, no stale lock (the state lock says no other writer runs), a clean tree. */
@@ -63,16 +69,26 @@ export type RebaseResult = { ok: true } | { ok: false; files: string[]; markers:
  * Fetch `into` and the branches about to be integrated in one process (each to refs/mq/branches/BRANCH); `into`'s
  * commit. A branch gone from the remote fails the whole fetch: then `into` and `branches[0]` alone.
  */
-export async function fetchQueue(dir: string, into: string, branches: readonly string[]): Promise<string> {
+export async function fetchQueue(
+  dir: string,
+  into: string,
+  branches: readonly string[],
+  credentials?: GitCredentials,
+): Promise<string> {
   const fetch = (names: readonly string[]) =>
-    run(dir, [
-      'fetch',
-      '--quiet',
-      '--no-tags',
-      'origin',
-      `+refs/heads/${into}:${INTO_REF}`,
-      ...names.map((b) => `+refs/heads/${b}:${srcRef(b)}`),
-    ]);
+    run(
+      dir,
+      [
+        'fetch',
+        '--quiet',
+        '--no-tags',
+        'origin',
+        `+refs/heads/${into}:${INTO_REF}`,
+        ...names.map((b) => `+refs/heads/${b}:${srcRef(b)}`),
+      ],
+      undefined,
+      credentials,
+    );
   await fetch(branches).catch(() => fetch(branches.slice(0, 1)));
   return refCommit(dir, INTO_REF);
 }
@@ -132,9 +148,14 @@ export async function headCommit(dir: string): Promise<string> {
 }
 
 /** Fast-forward `into` on the remote to `commit`; 'rejected' when `into` moved meanwhile (not a fast-forward). */
-export async function pushInto(dir: string, commit: string, into: string): Promise<'pushed' | 'rejected'> {
+export async function pushInto(
+  dir: string,
+  commit: string,
+  into: string,
+  credentials?: GitCredentials,
+): Promise<'pushed' | 'rejected'> {
   try {
-    await run(dir, ['push', '--quiet', 'origin', `${commit}:refs/heads/${into}`]);
+    await run(dir, ['push', '--quiet', 'origin', `${commit}:refs/heads/${into}`], undefined, credentials);
     return 'pushed';
   } catch (err) {
     if (err instanceof GitError && /rejected|non-fast-forward|fetch first/i.test(err.stderr)) return 'rejected';
@@ -143,8 +164,42 @@ export async function pushInto(dir: string, commit: string, into: string): Promi
 }
 
 /** Whether `into` on the remote already contains `commit` (a push that landed before a kill -9). */
-export async function intoContains(dir: string, into: string, commit: string): Promise<boolean> {
-  await fetchQueue(dir, into, []);
+export async function intoContains(
+  dir: string,
+  into: string,
+  commit: string,
+  credentials?: GitCredentials,
+): Promise<boolean> {
+  await fetchQueue(dir, into, [], credentials);
   const res = await run(dir, ['merge-base', '--is-ancestor', commit, INTO_REF], [1, 128]);
   return res.code === 0;
+}
+
+/**
+ * A cluster's resolution episode runs in a pod, which cannot see this clone: the tree as it stands (markers
+ * and all) becomes one commit on top of HEAD, pushed to `branch` for the pod to clone. The rebase stays.
+ */
+export async function pushScratch(dir: string, branch: string, credentials?: GitCredentials): Promise<void> {
+  await run(dir, ['add', '--all']);
+  const tree = (await run(dir, ['write-tree'])).stdout.trim();
+  const message = 'episodic merge queue: the tree a resolution episode starts from';
+  const commit = (await run(dir, ['commit-tree', tree, '-p', 'HEAD', '-m', message])).stdout.trim();
+  await run(dir, ['push', '--quiet', '--force', 'origin', `${commit}:refs/heads/${branch}`], undefined, credentials);
+}
+
+/** The pod's work on `branch` becomes this clone's tree (and index); then the branch is deleted. */
+export async function takeScratch(dir: string, branch: string, credentials?: GitCredentials): Promise<void> {
+  await run(
+    dir,
+    ['fetch', '--quiet', '--no-tags', 'origin', `+refs/heads/${branch}:refs/mq/scratch`],
+    undefined,
+    credentials,
+  );
+  await run(dir, ['read-tree', '--reset', '-u', 'refs/mq/scratch']);
+  await dropScratch(dir, branch, credentials);
+}
+
+/** Deletes `branch` on the remote; gone already is fine. */
+export async function dropScratch(dir: string, branch: string, credentials?: GitCredentials): Promise<void> {
+  await run(dir, ['push', '--quiet', 'origin', `:refs/heads/${branch}`], [1], credentials);
 }

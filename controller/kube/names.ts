@@ -7,6 +7,8 @@ import { GROUP, PLURAL, VERSION } from '../api/agent-task.ts';
 export const TASK_LABEL = 'episodic.dev/task';
 export const EPISODE_LABEL = 'episodic.dev/episode';
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+/** On a merge queue's resolution episode pod: the queue waits for it, the task's own loop does not adopt it. */
+export const RESOLUTION_LABEL = 'episodic.dev/merge-queue-resolution';
 const MAX_NAME = 63;
 
 /** `<task>-ep-<n>`; past 63 characters the task part is cut and a hash keeps names unique. */

@@ -33,8 +33,10 @@ import { systemClock } from '../core/clock.ts';
 import { spawnAndSend } from '../ops/spawn-send.ts';
 import { LocalMailboxes } from '../sinks/local/mailboxes.ts';
 import { LocalMailboxWatch } from '../sinks/local/mailbox-watch.ts';
-import { MergeQueueLoop } from '../executors/local/merge-queue.ts';
-import type { QueueEpisodes, QueueTask } from '../executors/local/merge-queue.ts';
+import { MergeQueueLoop } from '../core/merge-queue-loop.ts';
+import type { QueueEpisodes } from '../core/merge-queue-ports.ts';
+import { localQueuePorts } from '../executors/local/merge-queue.ts';
+import type { LocalQueueTask } from '../executors/local/merge-queue.ts';
 
 export interface LocalControllerOptions {
   dir: string;
@@ -60,7 +62,7 @@ export class LocalController {
   private executor: ProcessEpisodeExecutor | undefined;
   private loop: Controller<LocalTask> | undefined;
   private started = false;
-  private mergeQueue: MergeQueueLoop | undefined;
+  private mergeQueue: MergeQueueLoop<LocalQueueTask> | undefined;
   private stopped = false;
   private readonly requests: ResumeRequestWatch;
   private readonly holds: HoldWatch;
@@ -206,7 +208,7 @@ export class LocalController {
   /** spec.integrate: after every pass (or each second) the merge queues take their next steps. */
   private startMergeQueue(loop: Controller<LocalTask>): void {
     const queue = new MergeQueueLoop({
-      stateDir: this.opts.stateDir,
+      ports: localQueuePorts(this.opts.stateDir),
       logger: this.opts.logger,
       clock: this.opts.clock ?? systemClock,
       metrics: this.opts.metrics?.mergeQueue,
@@ -244,8 +246,8 @@ export class LocalController {
     };
   }
 
-  private queueTasks(): QueueTask[] {
-    const out: QueueTask[] = [];
+  private queueTasks(): LocalQueueTask[] {
+    const out: LocalQueueTask[] = [];
     for (const task of this.source.list()) {
       const status = this.sink.read(task);
       if (task.spec?.integrate && status && !task.deleting)

@@ -1,6 +1,6 @@
 // The merge queue's rules (issue 32 §3), pure: facts about one queue (its waiting tasks, its journal, whether
 // the controller just restarted, whether `into` already has the rebased commit) in, the next git step out;
-// and each step's outcome in, the next journal out. executors/local/merge-queue.ts gathers, writes the journal
+// and each step's outcome in, the next journal out. core/merge-queue-loop.ts gathers, writes the journal
 // atomically before each step and carries them out, so a kill -9 anywhere resumes from the journal.
 
 /** Where the one integration in flight is; written to the journal before the step runs. */

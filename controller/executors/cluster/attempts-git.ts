@@ -8,20 +8,17 @@ import type { AdoptOutcome } from '../../api/attempts.ts';
 import { JUDGE_DIFF_MAX } from '../../api/attempts.ts';
 import type { AdoptWinner, ClusterTask } from '../../core/ports.ts';
 import { adoptBranch, remoteBranchDiff } from '../../git/adopt-branch.ts';
-import { takeGitCredentials } from '../../git/git-credentials.ts';
-import type { GitCredentials } from '../../git/git-credentials.ts';
 import { prepareGitWorkspace } from '../../git/git-workspace.ts';
 import type { GitWorkspace } from '../../git/git-workspace.ts';
-import { isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
+import { readGitCredentials } from './git-secret.ts';
+import type { Lookup } from './git-secret.ts';
 
 export interface AttemptsGitOptions {
   client: KubeClient;
   /** Where the controller keeps its clones (one per task while its attempts are judged and adopted). */
   dir: string;
 }
-
-type Lookup<T> = { ok: true; value: T } | { ok: false; message: string };
 
 export class ClusterAttemptsGit {
   private readonly opts: AttemptsGitOptions;
@@ -67,7 +64,9 @@ export class ClusterAttemptsGit {
   private async workspace(task: ClusterTask, ref: string): Promise<Lookup<GitWorkspace>> {
     const git = gitSpec(task);
     if (!git) return { ok: false, message: 'spec.workspace: attempts need a git workspace' };
-    const credentials = git.secretRef ? await this.credentials(task.namespace, git.secretRef.name) : undefined;
+    const credentials = git.secretRef
+      ? await readGitCredentials(this.opts.client, task.namespace, git.secretRef.name)
+      : undefined;
     if (credentials && !credentials.ok) return credentials;
     return {
       ok: true,
@@ -80,27 +79,6 @@ export class ClusterAttemptsGit {
         log: () => undefined, // failures come back in the step's message
       },
     };
-  }
-
-  /** The task's git Secret, read as the runner reads it from envFrom (api keys never leave this function). */
-  private async credentials(namespace: string, name: string): Promise<Lookup<GitCredentials | undefined>> {
-    const where = `spec.workspace.git.secretRef: Secret ${namespace}/${name}`;
-    let secret: { data?: Record<string, string> };
-    try {
-      secret = await this.opts.client.get(
-        `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`,
-        undefined,
-        'work',
-      );
-    } catch (err) {
-      if (isStatus(err, 404)) return { ok: false, message: `${where} does not exist` };
-      if (isStatus(err, 403))
-        return { ok: false, message: `${where}: the controller may not read it (chart: rbac.readSecrets=true)` };
-      throw err; // unreachable or slow: worth retrying
-    }
-    const env: NodeJS.ProcessEnv = {};
-    for (const [key, value] of Object.entries(secret.data ?? {})) env[key] = Buffer.from(value, 'base64').toString();
-    return { ok: true, value: takeGitCredentials(env) };
   }
 }
 

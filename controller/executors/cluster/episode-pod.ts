@@ -15,7 +15,7 @@ import type { OutputScope } from '../../api/outputs.ts';
 import { episodeImage } from '../../kube/episode-defaults.ts';
 import type { EpisodeDefaults } from '../../kube/episode-defaults.ts';
 import type { Container, EnvFromSource, EnvVar, ObjectMeta, PodSpec, Volume } from '../../kube/objects.ts';
-import { EPISODE_LABEL, MANAGED_BY_LABEL, TASK_LABEL, episodePodName } from '../../kube/names.ts';
+import { EPISODE_LABEL, MANAGED_BY_LABEL, RESOLUTION_LABEL, TASK_LABEL, episodePodName } from '../../kube/names.ts';
 import type { Frame } from '../../api/ops.ts';
 import { EPISODE_PROMPT_VARS_ENV, podPromptVars } from '../../api/prompt-vars.ts';
 import { stackPromptTemplate, stackVars } from '../../reconciler/stack.ts';
@@ -78,6 +78,8 @@ export interface EpisodePodInput {
   gateway?: { env: Readonly<Record<string, string>>; tokenSha256: string };
   /** spec.sandbox.allowHosts: the controller's CONNECT proxy variables (proxy-env.ts), set last. */
   proxyEnv?: ReadonlyArray<{ name: string; value: string }>;
+  /** A merge queue's resolution episode (labelled: the task's own loop leaves it to the queue). */
+  resolution?: boolean;
 }
 
 /** The step's gates and, in a fix episode, the failed gate for {{gate.name}} and {{gate.output}}. */
@@ -213,6 +215,7 @@ export function buildEpisodePod(input: EpisodePodInput): EpisodePod {
         [TASK_LABEL]: name,
         [EPISODE_LABEL]: String(episode),
         [MANAGED_BY_LABEL]: 'episodic',
+        ...(input.resolution ? { [RESOLUTION_LABEL]: 'true' } : {}),
       },
       ...podAnnotations(defaults.podAnnotations, input.gateway?.tokenSha256),
       ownerReferences: [

@@ -19,11 +19,11 @@ import type { KubeClient } from '../../kube/kube-client.ts';
 import type { Lane } from '../../kube/rate-limiter.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
 import type { ClusterTask } from '../../core/ports.ts';
-import { episodePodName, podEpisode, TASK_LABEL } from '../../kube/names.ts';
+import { episodePodName, podEpisode, RESOLUTION_LABEL, TASK_LABEL } from '../../kube/names.ts';
 import { buildEpisodePod } from './episode-pod.ts';
-import { buildNetworkPolicy, enforceProblem, networkPolicyName } from './network-policy.ts';
+import { enforceProblem } from './network-policy.ts';
+import { deletePolicy, ensurePolicy } from './network-policy-writes.ts';
 import { podMountsProblem } from '../../api/sandbox.ts';
-import type { Sandbox } from '../../api/sandbox.ts';
 import { proxyAllowOf, proxyEnv } from './proxy-env.ts';
 import { isFinishedPod, isRunningPod, observeDeletedPod, observePod } from './pod-outcome.ts';
 import { clusterPromptVars } from '../../ops/cluster-prompt.ts';
@@ -32,7 +32,10 @@ import type { ClusterGatewayBinding } from './gateway-binding.ts';
 import { PodGrants } from './pod-grants.ts';
 import { ClusterAttemptsGit } from './attempts-git.ts';
 import type { AdoptOutcome } from '../../api/attempts.ts';
-import type { AdoptWinner } from '../../core/ports.ts';
+import type { AdoptWinner, ResolutionRun } from '../../core/ports.ts';
+import type { EpisodeResult } from '../../api/episode-result.ts';
+import { resolutionSpec } from './merge-queue.ts';
+import { podEnd } from './resolution-pod.ts';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -68,6 +71,8 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
   /** Pods stuck pulling their image, to delete once their episode is on record. */
   private readonly stuck = new Set<string>();
   private listeners: Array<(key: string) => void> = [];
+  /** Resolution episodes waiting for their pod to end. */
+  private readonly podWaiters = new Set<() => void>();
   private readonly grants: PodGrants;
   private readonly attemptsGit: ClusterAttemptsGit;
 
@@ -118,8 +123,10 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     }
     const opts = { now, imagePullGraceMs: this.opts.imagePullGraceMs };
     let newest: Pod | undefined;
-    for (const pod of this.podsOf(task))
+    for (const pod of this.podsOf(task)) {
+      if (pod.metadata.labels?.[RESOLUTION_LABEL]) continue; // the merge queue's, not the task loop's
       if ((podEpisode(pod) ?? 0) > (newest ? (podEpisode(newest) ?? 0) : 0)) newest = pod;
+    }
     const newestNumber = newest ? (podEpisode(newest) ?? 0) : 0;
     if (current && current.number > newestNumber) {
       const podKey = `${task.namespace}/${episodePodName(task.name, current.number)}`;
@@ -140,13 +147,23 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     return this.grants.withMetered(objectKey(newest), { ...seen.episode, podName: newest.metadata.name });
   }
 
-  async start(
+  start(
     task: ClusterTask,
     number: number,
     status: AgentTaskStatus,
     upstream?: UpstreamOutputs,
     leash?: EpisodeLeash,
   ): Promise<Record<string, unknown>> {
+    return this.launch(task, number, status, { upstream, leash });
+  }
+
+  private async launch(
+    task: ClusterTask,
+    number: number,
+    status: AgentTaskStatus,
+    how: { upstream?: UpstreamOutputs; leash?: EpisodeLeash; resolution?: boolean },
+  ): Promise<Record<string, unknown>> {
+    const { upstream, leash } = how;
     if (!task.spec) throw new TerminalError(`${task.key} has no valid spec to start`);
     // In a pipeline, the current step's prompt, agent, completion and limits.
     const spec = effectiveSpec(task.spec, status);
@@ -157,7 +174,14 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       this.notify(task.key);
       return {};
     }
-    if (spec.sandbox?.enabled) await this.ensurePolicy(task, spec.sandbox, proxyAllowOf(spec) !== undefined);
+    if (spec.sandbox?.enabled)
+      await ensurePolicy(
+        this.opts.client,
+        task,
+        spec.sandbox,
+        this.opts.episodeDefaults,
+        proxyAllowOf(spec) !== undefined,
+      );
     const more = await clusterPromptVars(this.opts.client, task.namespace, spec, stack);
     // Last before the pod is built: nothing that may throw lies between issuing the token and creating the pod.
     const gateway = await this.grants.open({ ...this.target(task, number, status), spec }, leash);
@@ -181,6 +205,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       status,
       gateway,
       proxyEnv: proxyEnv(task, spec, this.opts.episodeDefaults?.sandbox?.proxy, this.opts.proxyKey),
+      resolution: how.resolution,
     });
     const path = `/api/v1/namespaces/${task.namespace}/pods`;
     try {
@@ -223,6 +248,37 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     return this.attemptsGit.diffs(task, attempts);
   }
 
+  /** A merge queue's resolution episode: a pod of the task's agent on the queue's scratch branch. */
+  async resolve(task: ClusterTask, run: ResolutionRun): Promise<EpisodeResult> {
+    if (!task.spec) throw new TerminalError(`${task.key} has no valid spec for a resolution episode`);
+    const spec = resolutionSpec(effectiveSpec(task.spec, run.status), run);
+    const promptVars = { ...task.promptVars, ...run.vars };
+    this.refused.delete(task.key);
+    await this.launch({ ...task, spec, promptVars }, run.number, run.status, { resolution: true });
+    const podKey = `${task.namespace}/${episodePodName(task.name, run.number)}`;
+    const refused = () => {
+      const r = this.refused.get(task.key);
+      return r?.number === run.number ? r.message : undefined;
+    };
+    return podEnd(run.number, {
+      pod: () => this.opts.pods.get(podKey),
+      refused,
+      changed: () => new Promise<void>((resolve) => this.podWaiters.add(resolve)),
+      imagePullGraceMs: this.opts.imagePullGraceMs,
+      deleteStuck: (pod) => this.deletePod(pod, 'work'),
+      signal: run.signal,
+    });
+  }
+
+  /** What is left of a resolution episode a stopped leader started: its pod, gone before its number is reused. */
+  async killResolution(task: ClusterTask, number: number): Promise<void> {
+    const podKey = `${task.namespace}/${episodePodName(task.name, number)}`;
+    this.deletedByUs.set(podKey, Date.now());
+    const pod = this.opts.pods.get(podKey);
+    if (pod) await this.deletePod(pod, 'work');
+    while (this.opts.pods.get(podKey)) await new Promise<void>((resolve) => this.podWaiters.add(resolve));
+  }
+
   async stop(task: ClusterTask, number: number, _reason: StopReason): Promise<void> {
     const pod = this.podsOf(task).find((p) => podEpisode(p) === number);
     this.deletedByUs.set(`${task.namespace}/${episodePodName(task.name, number)}`, Date.now());
@@ -252,7 +308,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     this.refused.delete(key);
     const [namespace, name] = key.split('/');
     if (namespace && name) await this.attemptsGit.forget(namespace, name);
-    await this.deletePolicy(key);
+    await deletePolicy(this.opts.client, this.opts.log, key);
     await Promise.all(this.opts.pods.byIndex('task', key).map((pod) => this.deletePod(pod, 'work')));
   }
 
@@ -277,42 +333,6 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     this.listeners.push(onChange);
   }
 
-  /** The task's NetworkPolicy as its sandbox says, before its pod exists (a pod never runs unfenced). */
-  private async ensurePolicy(task: ClusterTask, sandbox: Sandbox, proxied: boolean): Promise<void> {
-    const uid = task.object.metadata.uid as string;
-    const policy = buildNetworkPolicy(
-      { name: task.name, namespace: task.namespace, uid },
-      sandbox,
-      this.opts.episodeDefaults?.sandbox,
-      proxied,
-    );
-    const path = `/apis/networking.k8s.io/v1/namespaces/${task.namespace}/networkpolicies`;
-    try {
-      await this.opts.client.create(path, policy, 'work');
-    } catch (err) {
-      if (!isStatus(err, 409)) throw err;
-      const { ownerReferences, labels } = policy.metadata;
-      await this.opts.client.mergePatch(
-        `${path}/${policy.metadata.name}`,
-        { metadata: { ownerReferences, labels }, spec: policy.spec },
-        'work',
-      );
-    }
-  }
-
-  /** With its task: the garbage collector would too, but a cluster may run none (and it would wait). */
-  private async deletePolicy(key: string): Promise<void> {
-    const [namespace, name] = key.split('/');
-    const path = `/apis/networking.k8s.io/v1/namespaces/${namespace}/networkpolicies/${networkPolicyName(name)}`;
-    try {
-      await this.opts.client.delete(path, undefined, 'bookkeeping');
-    } catch (err) {
-      // Never in the way of forgetting a task: an unsandboxed task has none, an older RBAC may not allow it.
-      if (!isStatus(err, 404))
-        this.opts.log.warn({ task: key, err: (err as Error).message }, 'cannot delete the sandbox NetworkPolicy');
-    }
-  }
-
   private target(task: ClusterTask, episode: number, status: AgentTaskStatus) {
     const spec = effectiveSpec(task.spec as NonNullable<ClusterTask['spec']>, status);
     return { namespace: task.namespace, task: task.name, episode, spec, status };
@@ -325,12 +345,16 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
 
   private podChanged(pod: Pod, deleted = false): void {
     const key = objectKey(pod);
-    if (!deleted && isRunningPod(pod)) this.running.add(key);
+    // A resolution pod's slot is the one the merge queue took for it (Controller.takeSlot).
+    if (!deleted && isRunningPod(pod) && !pod.metadata.labels?.[RESOLUTION_LABEL]) this.running.add(key);
     else this.running.delete(key);
     if (deleted) this.stuck.delete(key);
     this.grants.podChanged(pod, deleted);
     const task = pod.metadata.labels?.[TASK_LABEL];
     if (task) this.notify(`${pod.metadata.namespace}/${task}`);
+    const waiters = [...this.podWaiters];
+    this.podWaiters.clear();
+    for (const w of waiters) w();
   }
 
   private async deletePod(pod: Pod, lane: Lane): Promise<void> {

@@ -1,391 +1,51 @@
-// The merge queue's loop (spec.integrate, issue 32 §3) for local mode: after each controller pass it gathers
-// each queue's facts (its Succeeded tasks not yet integrated, its journal), asks reconciler/merge-queue.ts for
-// the next step and carries it out in the queue's clone (STATE/merge-queue/QUEUE/clone). The journal
-// (STATE/merge-queue/QUEUE/journal.json, written atomically before each step) is how a kill -9 at any point
-// resumes: the first pass after a start cleans the clone and redoes the unfinished step.
-import { mergeQueueDir } from '../../util/state-layout.ts';
+// The merge queue in local mode (core/merge-queue-loop.ts runs it): each queue's clone and journal under the
+// state directory (STATE/merge-queue/QUEUE/{clone,journal.json}), the journal written atomically before each
+// step; a task's remote resolved against its spec file; the queue's gates run as processes in the clone.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Logger } from 'pino';
-import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
-import { clip, GATE_OUTPUT_MAX, STATUS_MESSAGE_MAX } from '../../api/bounds.ts';
-import { CONFLICT_FILES_MAX } from '../../api/integrate.ts';
-import type { IntegrateStatus } from '../../api/integrate.ts';
-import type { Clock } from '../../core/clock.ts';
-import * as mq from '../../git/integrate-git.ts';
-import type { MergeQueueMetrics } from '../../metrics/merge-queue-metrics.ts';
-import {
-  afterStep,
-  beginJournal,
-  decideQueue,
-  positionsToWrite,
-  queuePositions,
-  RESOLUTION_TEMPLATE,
-  resolutionVars,
-} from '../../reconciler/merge-queue.ts';
-import { recordResolution, resolutionEpisodeNumber } from '../../reconciler/merge-queue-episode.ts';
-import type { EpisodeRecord } from '../../api/episode-record.ts';
-import type { EpisodeResult } from '../../api/episode-result.ts';
-import type { ResolutionRun } from '../../core/ports.ts';
-import type { QueueAction, QueueEntry, QueueJournal, StepOutcome } from '../../reconciler/merge-queue.ts';
+import type { MergeQueuePorts, QueueJournals, QueueTask } from '../../core/merge-queue-ports.ts';
+import type { QueueJournal } from '../../reconciler/merge-queue.ts';
 import { writeFileAtomic } from '../../util/atomic-write.ts';
 import { removeQuietly } from '../../util/fs.ts';
+import { mergeQueueDir } from '../../util/state-layout.ts';
 import { resolveGitUrl } from './git-workspace.ts';
 import { runQueueGates } from './merge-queue-steps.ts';
 
-/** What the loop needs of a task: its spec, where its file is, its recorded status and a way to write it. */
-export interface QueueTask {
-  key: string;
+/** A local task: its spec file, which a relative git URL is resolved against. */
+export interface LocalQueueTask extends QueueTask {
   file: string;
-  spec: AgentTaskSpec;
-  status: AgentTaskStatus;
 }
 
-/** A task's resolution episodes, run and recorded as its other episodes are (local-controller.ts binds them). */
-export interface QueueEpisodes {
-  /** A slot of --max-concurrent, held until the release is called: a resolution episode is an agent too. */
-  slot(): Promise<() => void>;
-  /** Through the EpisodeExecutor port: the task's agent, sandbox and gateway. */
-  run(key: string, run: ResolutionRun): Promise<EpisodeResult>;
-  kill(key: string, number: number): Promise<void>;
-  /** The episode's record, once the status counting it is written. */
-  record(key: string, record: EpisodeRecord): Promise<void>;
-}
-
-export interface MergeQueueOptions {
-  stateDir: string;
-  episodes: QueueEpisodes;
-  logger: Logger;
-  clock: Clock;
-  metrics?: MergeQueueMetrics;
-  writeStatus(key: string, status: AgentTaskStatus): Promise<void>;
-}
-
-/** What one drive knows without asking git: `into`'s commit by branch (its fetch or its own push), what it fetched. */
-interface DriveView {
-  members: QueueTask[];
-  into: Map<string, string>;
-  fetched: Set<string>;
-}
-
-interface Integrand {
-  task: QueueTask;
-  url: string;
-  branch: string;
-  into: string;
-}
-
-export class MergeQueueLoop {
-  private readonly opts: MergeQueueOptions;
-  /** Queues whose first pass since start is done: later passes trust the clone. */
-  private readonly recovered = new Set<string>();
-  private readonly running = new Map<string, Promise<void>>();
-  private readonly started = new Map<string, number>();
-  /** Each queue's journal as last written: a step the disk need not hold (see writeJournal) is kept here only. */
-  private readonly journals = new Map<string, QueueJournal | undefined>();
-  private waiting = 0;
-
-  constructor(opts: MergeQueueOptions) {
-    this.opts = opts;
-  }
-
-  /** Starts a drive of every queue with work and no drive running. */
-  scan(tasks: readonly QueueTask[]): void {
-    const byQueue = new Map<string, QueueTask[]>();
-    for (const t of tasks) {
-      const q = t.spec.integrate?.queue;
-      if (q) byQueue.set(q, [...(byQueue.get(q) ?? []), t]);
-    }
-    this.waiting = 0;
-    for (const [queue, members] of byQueue) {
-      const pending = members.filter(waiting);
-      this.waiting += pending.length + (this.readJournal(queue) ? 1 : 0);
-      this.opts.metrics?.waiting.set({ queue }, pending.length);
-      if (this.running.has(queue) || (pending.length === 0 && !this.readJournal(queue))) continue;
-      const drive = this.drive(queue, members)
-        .catch((err: unknown) => this.opts.logger.error({ queue, err }, 'merge queue step failed; retried next pass'))
-        .finally(() => this.running.delete(queue));
-      this.running.set(queue, drive);
-    }
-  }
-
-  /** Nothing waits in any queue and no drive runs (`episodic run` ends only then). */
-  idle(): boolean {
-    return this.running.size === 0 && this.waiting === 0;
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all(this.running.values());
-  }
-
-  private dir(queue: string): string {
-    return mergeQueueDir(this.opts.stateDir, queue);
-  }
-
-  private readJournal(queue: string): QueueJournal | undefined {
-    if (this.journals.has(queue)) return this.journals.get(queue);
-    try {
-      return JSON.parse(readFileSync(join(this.dir(queue), 'journal.json'), 'utf8')) as QueueJournal;
-    } catch {
-      return undefined;
-    }
-  }
-
-  /** `done` stays in memory: the `push` journal on disk already tells a restart to check `into` (no write). */
-  private async writeJournal(queue: string, j: QueueJournal | undefined): Promise<void> {
-    const file = join(this.dir(queue), 'journal.json');
-    this.journals.set(queue, j);
-    if (j?.stage === 'done') return;
-    if (j) await writeFileAtomic(file, `${JSON.stringify(j)}\n`);
-    else removeQuietly(file);
-  }
-
-  /** Steps through the queue until it has nothing to do. */
-  private async drive(queue: string, members: QueueTask[]): Promise<void> {
-    const byKey = new Map(members.map((t) => [t.key, t]));
-    const view: DriveView = { members, into: new Map(), fetched: new Set() };
-    for (;;) {
-      const journal = this.readJournal(queue);
-      const entries: QueueEntry[] = members.filter(waiting).map(entryOf);
-      const current = journal && byKey.get(journal.key);
-      if (journal && !current) {
-        await this.writeJournal(queue, undefined); // its task is gone: nothing of it reached into unjournalled
-        continue;
-      }
-      const recovering = !this.recovered.has(queue);
-      const it = current && integrand(current, this.opts.stateDir);
-      const intoHasRebased =
-        journal?.stage === 'push' && recovering && it && journal.rebased
-          ? await mq.intoContains(join(this.dir(queue), 'clone'), it.into, journal.rebased)
-          : undefined;
-      const actions = decideQueue({
-        entries,
-        journal,
-        recovering,
-        intoHasRebased,
-        maxEpisodes: current?.spec.integrate?.onConflict.episodes ?? 0,
-      });
-      this.recovered.add(queue);
-      if (actions.length === 0) return;
-      for (const action of actions) await this.perform(queue, action, journal, byKey, entries, view);
-    }
-  }
-
-  private async perform(
-    queue: string,
-    action: QueueAction,
-    journal: QueueJournal | undefined,
-    byKey: Map<string, QueueTask>,
-    entries: QueueEntry[],
-    view: DriveView,
-  ): Promise<void> {
-    const clone = join(this.dir(queue), 'clone');
-    if (action.type === 'begin') {
-      const j = beginJournal(action.key);
-      await this.writeJournal(queue, j);
-      this.started.set(action.key, this.opts.clock.now().getTime());
-      const recorded = new Map(members(byKey).map((t) => [t.key, t.status.integrate?.result]));
-      for (const [key, position] of positionsToWrite(queuePositions(entries, j), j.key, recorded)) {
-        const t = byKey.get(key);
-        if (t) await this.record(t, { queue, result: key === j.key ? 'integrating' : 'queued', position });
-      }
-      return;
-    }
-    const j = journal as QueueJournal;
-    const task = byKey.get(j.key) as QueueTask;
-    const it = integrand(task, this.opts.stateDir);
-    if (action.type === 'clean') {
-      if (action.episode !== undefined) await this.opts.episodes.kill(j.key, action.episode);
-      await mq.ensureClone(clone, it.url);
-      await mq.cleanClone(clone);
-      return;
-    }
-    if (action.type === 'finish') return this.finish(queue, task, j, action.result, clone);
-    const outcome = await this.step(queue, action.type, j, it, clone, view);
-    if (outcome.kind === 'pushed') view.into.set(it.into, j.rebased as string);
-    if (outcome.kind === 'rejected') view.into.delete(it.into); // into moved under us: fetch it again
-    const next = afterStep(j, outcome);
-    await this.writeJournal(queue, next);
-    if (outcome.kind === 'conflict' || outcome.kind === 'failed') {
-      await this.record(task, {
-        queue,
-        result: outcome.kind === 'conflict' ? 'conflict' : 'gateFailed',
-        position: 0,
-        attempts: next.attempts,
-        episodes: next.episodes,
-        ...(next.conflicts ? { conflicts: next.conflicts.slice(0, CONFLICT_FILES_MAX).map((f) => clip(f, 300)) } : {}),
-        ...(next.gate ? { gate: next.gate, output: clip(next.output ?? '', GATE_OUTPUT_MAX) } : {}),
-      });
-    }
-  }
-
-  private async step(
-    queue: string,
-    type: 'rebase' | 'resolve' | 'gate' | 'push',
-    j: QueueJournal,
-    it: Integrand,
-    clone: string,
-    view: DriveView,
-  ): Promise<StepOutcome> {
-    const m = this.opts.metrics;
-    if (type === 'rebase') {
-      await mq.ensureClone(clone, it.url);
-      const res = await mq.rebaseBranch(clone, await this.onto(view, clone, it), it.branch);
-      m?.rebases.inc({ queue, outcome: res.ok ? 'clean' : 'conflict' });
-      if (!res.ok) return { step: 'rebase', kind: 'conflict', files: res.files, output: res.markers };
-      // No queue gates: the rebased commit goes straight to the push.
-      const gateless = (it.task.spec.integrate?.gates ?? []).length === 0;
-      return { step: 'rebase', kind: 'clean', ...(gateless ? { rebased: await mq.headCommit(clone) } : {}) };
-    }
-    if (type === 'resolve') return this.resolve(queue, j, it, clone);
-    if (type === 'gate') {
-      const gates = it.task.spec.integrate?.gates ?? [];
-      const runs = await runQueueGates(gates, clone, join(this.dir(queue), 'gates.log'));
-      const failed = runs.find((r) => r.exitCode !== 0);
-      if (failed) return { step: 'gate', kind: 'failed', gate: failed.name, output: failed.output ?? '' };
-      return { step: 'gate', kind: 'passed', rebased: await mq.headCommit(clone) };
-    }
-    return { step: 'push', kind: await mq.pushInto(clone, j.rebased as string, it.into) };
-  }
-
-  /**
-   * `into`'s commit to rebase onto: the one this drive fetched or pushed last; else one fetch of `into` and of
-   * every waiting branch on the same remote (so the next integrations need no fetch of their own).
-   */
-  private async onto(view: DriveView, clone: string, it: Integrand): Promise<string> {
-    const known = view.into.get(it.into);
-    if (known && view.fetched.has(it.branch)) return known;
-    const others = view.members.filter(waiting).flatMap((t) => {
-      const o = t === it.task ? undefined : integrandOrNot(t);
-      return o && o.url === it.url && o.into === it.into && !view.fetched.has(o.branch) ? [o.branch] : [];
-    });
-    const branches = [it.branch, ...new Set(others)];
-    const head = await mq.fetchQueue(clone, it.into, branches);
-    for (const b of branches) view.fetched.add(b);
-    view.into.set(it.into, head);
-    return head;
-  }
-
-  /** One resolution episode of the task, counted and recorded as its episode; then the rebase goes on. */
-  private async resolve(queue: string, j: QueueJournal, it: Integrand, clone: string): Promise<StepOutcome> {
-    this.opts.metrics?.resolutionEpisodes.inc({ queue, why: j.why ?? 'conflict' });
-    const task = it.task;
-    const number = resolutionEpisodeNumber(task.status);
-    const release = await this.opts.episodes.slot(); // its record's times are the agent's, not the wait's
-    let ran: { startedAt: string; result: EpisodeResult; finishedAt: string };
-    try {
-      await this.writeJournal(queue, { ...j, episode: number }); // before it starts: a restart kills what is left
-      const startedAt = this.opts.clock.now().toISOString();
-      const vars = resolutionVars(j, it.branch, it.into);
-      const run = { number, cwd: clone, template: RESOLUTION_TEMPLATE, vars, status: task.status };
-      const result = await this.opts.episodes.run(task.key, run);
-      ran = { startedAt, result, finishedAt: this.opts.clock.now().toISOString() };
-    } finally {
-      release();
-    }
-    const { startedAt, result, finishedAt } = ran;
-    const name = task.key.slice(task.key.indexOf('/') + 1);
-    const ended = recordResolution(name, task.status, { number, startedAt, finishedAt, result });
-    task.status = ended.status;
-    await this.opts.writeStatus(task.key, ended.status);
-    await this.opts.episodes.record(task.key, ended.record);
-    if (j.why === 'gate') {
-      await mq.commitAll(clone, `episodic merge queue: ${j.key} resolution for gate ${j.gate ?? ''}`);
-      return { step: 'resolve', kind: 'resolved' };
-    }
-    const res = await mq.continueRebase(clone, j.conflicts ?? []);
-    return res.ok
-      ? { step: 'resolve', kind: 'resolved' }
-      : { step: 'resolve', kind: 'conflict', files: res.files, output: res.markers };
-  }
-
-  private async finish(
-    queue: string,
-    task: QueueTask,
-    j: QueueJournal,
-    result: 'integrated' | 'needsReview',
-    clone: string,
-  ): Promise<void> {
-    const base = { queue, attempts: j.attempts, episodes: j.episodes };
-    if (result === 'integrated') {
-      await this.record(task, { ...base, result, commit: j.rebased });
-      const began = this.started.get(j.key);
-      if (began !== undefined)
-        this.opts.metrics?.seconds.observe({ queue }, (this.opts.clock.now().getTime() - began) / 1000);
-    } else {
-      const files = (j.conflicts ?? []).slice(0, CONFLICT_FILES_MAX);
-      const what = j.why === 'gate' ? `queue gate ${j.gate ?? '?'} still fails` : `conflicts in ${files.join(', ')}`;
-      const message = clip(
-        `merge queue ${queue}: ${what} after ${j.episodes} resolution episode(s)`,
-        STATUS_MESSAGE_MAX,
-      );
-      await this.record(
-        task,
-        { ...base, result, conflicts: files, ...(j.gate ? { gate: j.gate } : {}) },
-        { phase: 'NeedsReview', reason: 'IntegrationFailed', message },
-      );
-      await mq.cleanClone(clone); // a rebase stopped at a conflict must not stay for the next task
-    }
-    this.opts.metrics?.integrations.inc({ queue, result });
-    await this.writeJournal(queue, undefined);
-    this.started.delete(j.key);
-  }
-
-  private async record(
-    task: QueueTask,
-    integrate: Omit<IntegrateStatus, 'attempts' | 'episodes'> & Partial<IntegrateStatus>,
-    over: Partial<AgentTaskStatus> = {},
-  ) {
-    const prev = task.status.integrate;
-    const next: AgentTaskStatus = {
-      ...task.status,
-      ...over,
-      integrate: {
-        attempts: prev?.attempts ?? 0,
-        episodes: prev?.episodes ?? 0,
-        ...integrate,
-        at: this.opts.clock.now().toISOString(),
-      },
-    };
-    task.status = next;
-    await this.opts.writeStatus(task.key, next);
-  }
-}
-
-/** A Succeeded task the queue has not finished with. */
-function waiting(t: QueueTask): boolean {
-  const r = t.status.integrate?.result;
-  return t.status.phase === 'Succeeded' && r !== 'integrated' && r !== 'needsReview';
-}
-
-function entryOf(t: QueueTask): QueueEntry {
-  // Best-of-N's task runs no episode of its own: it is as old as its winning attempt's end.
-  const winner = t.status.attempts?.candidates.find((c) => c.number === t.status.attempts?.winner);
-  return { key: t.key, enqueuedAt: t.status.lastEpisode?.finishedAt ?? winner?.finishedAt ?? '' };
-}
-
-function integrandOrNot(task: QueueTask): Integrand | undefined {
-  try {
-    return integrand(task, '');
-  } catch {
-    return undefined;
-  }
-}
-
-function members(byKey: Map<string, QueueTask>): QueueTask[] {
-  return [...byKey.values()];
-}
-
-function integrand(task: QueueTask, _stateDir: string): Integrand {
-  const ws = task.spec.workspace;
-  if (!ws || typeof ws !== 'object' || !('git' in ws) || !task.spec.integrate) {
-    throw new Error(`${task.key}: spec.integrate needs workspace.git`);
-  }
-  const strip = (r: string) => r.replace(/^refs\/heads\//, '');
+export function localQueuePorts(stateDir: string): MergeQueuePorts<LocalQueueTask> {
   return {
-    task,
-    url: resolveGitUrl(ws.git.url, task.file),
-    branch: strip(ws.git.ref),
-    into: strip(task.spec.integrate.into),
+    journals: fileJournals(stateDir),
+    cloneDir: (queue) => join(mergeQueueDir(stateDir, queue), 'clone'),
+    queueOf: (task) => task.spec.integrate?.queue,
+    shownName: (queue) => queue,
+    remoteUrl: (task) => {
+      const ws = task.spec.workspace;
+      if (!ws || typeof ws !== 'object' || !('git' in ws))
+        throw new Error(`${task.key}: spec.integrate needs workspace.git`);
+      return resolveGitUrl(ws.git.url, task.file);
+    },
+    credentials: async () => undefined, // local git uses the user's own credential helpers
+    gates: (queue, gates, cwd) => runQueueGates(gates, cwd, join(mergeQueueDir(stateDir, queue), 'gates.log')),
+  };
+}
+
+function fileJournals(stateDir: string): QueueJournals {
+  const file = (queue: string) => join(mergeQueueDir(stateDir, queue), 'journal.json');
+  return {
+    read(queue) {
+      try {
+        return JSON.parse(readFileSync(file(queue), 'utf8')) as QueueJournal;
+      } catch {
+        return undefined;
+      }
+    },
+    async write(queue, j) {
+      if (j) await writeFileAtomic(file(queue), `${JSON.stringify(j)}\n`);
+      else removeQuietly(file(queue));
+    },
   };
 }

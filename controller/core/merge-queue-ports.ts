@@ -1,0 +1,50 @@
+// What the merge queue's loop (merge-queue-loop.ts) needs of each mode: where a queue's clone and journal
+// live, a task's remote and credentials, how the queue's gates run, and how resolution episodes run.
+import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
+import type { EpisodeRecord } from '../api/episode-record.ts';
+import type { EpisodeResult } from '../api/episode-result.ts';
+import type { Gate, GateRun } from '../api/gates.ts';
+import type { GitCredentials } from '../git/git-credentials.ts';
+import type { QueueJournal } from '../reconciler/merge-queue.ts';
+import type { ResolutionRun } from './ports.ts';
+
+/** What the loop needs of a task: its key, spec and recorded status. */
+export interface QueueTask {
+  key: string;
+  spec: AgentTaskSpec;
+  status: AgentTaskStatus;
+}
+
+/** A task's resolution episodes, run and recorded as its other episodes are (each mode's root binds them). */
+export interface QueueEpisodes {
+  /** A slot of --max-concurrent, held until the release is called: a resolution episode is an agent too. */
+  slot(): Promise<() => void>;
+  /** Through the EpisodeExecutor port: the task's agent, sandbox and gateway. */
+  run(key: string, run: ResolutionRun): Promise<EpisodeResult>;
+  kill(key: string, number: number): Promise<void>;
+  /** The episode's record, once the status counting it is written. */
+  record(key: string, record: EpisodeRecord): Promise<void>;
+}
+
+/** Where each queue's journal lives; read() answers from what was loaded or written (no I/O per pass). */
+export interface QueueJournals {
+  read(queue: string): QueueJournal | undefined;
+  /** Durable when it resolves: the step it announces runs next. undefined: the queue has nothing in flight. */
+  write(queue: string, journal: QueueJournal | undefined): Promise<void>;
+}
+
+/** What differs between modes. */
+export interface MergeQueuePorts<T extends QueueTask> {
+  journals: QueueJournals;
+  /** The queue's clone: locally under the state directory, on a cluster in the controller's scratch volume. */
+  cloneDir(queue: string): string;
+  /** The queue a task waits in (a cluster's are per namespace: so are its git credentials). */
+  queueOf(task: T): string | undefined;
+  /** The queue's name in a task's status and messages: the spec's (a cluster's key is NS/QUEUE). */
+  shownName(queue: string): string;
+  /** The task's remote as git is given it (locally a spec-relative path is resolved). Throws if it has none. */
+  remoteUrl(task: T): string;
+  credentials(task: T): Promise<GitCredentials | undefined>;
+  /** The queue's gates in the rebased tree, stopping at the first failure. */
+  gates(queue: string, gates: readonly Gate[], cwd: string): Promise<GateRun[]>;
+}
