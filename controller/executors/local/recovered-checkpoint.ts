@@ -3,7 +3,6 @@
 // and unpushed, and its record says it changed nothing (best-of-N then chose a bigger attempt in CI).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Logger } from 'pino';
 import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { branchName, git } from '../../git/git-workspace.ts';
@@ -13,22 +12,15 @@ import { checkpointLocalEpisode } from './episode-checkpoint.ts';
 import type { LocalEpisodeEnd } from './episode-checkpoint.ts';
 import { localWorkspace } from './workspace.ts';
 
-export interface RecoveredEpisode {
-  stateDir: string;
-  task: LocalEpisodeEnd['task'];
-  /** The spec the episode ran with (a pipeline's step). */
-  spec: AgentTaskSpec;
-  number: number;
-  logger: Logger;
-}
+/** An episode's end as the checkpoint needs it, but its workspace and starting point are found here. */
+export type RecoveredEpisode = Omit<LocalEpisodeEnd, 'workspace' | 'before' | 'scoped' | 'reviewBefore'>;
 
 /** The recovered result with its workspace evidence and checkpoint; unchanged where there is no workspace. */
 export async function checkpointRecovered(result: EpisodeResult, ep: RecoveredEpisode): Promise<EpisodeResult> {
   const workspace = recoveredWorkspace(ep);
   if (!workspace || !existsSync(workspace)) return result;
   const before = await startingPoint(workspace, ep.spec);
-  const end = { workspace, stateDir: ep.stateDir, task: ep.task, spec: ep.spec, number: ep.number, logger: ep.logger };
-  const settled = await checkpointLocalEpisode(result, { ...end, before }).catch(() => undefined);
+  const settled = await checkpointLocalEpisode(result, { ...ep, workspace, before }).catch(() => undefined);
   return settled?.result ?? result;
 }
 
