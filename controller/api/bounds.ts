@@ -67,7 +67,7 @@ export const DELIVERY_ID_MAX = 100;
 export const WEBHOOK_EVENT_MAX = 50;
 /** A refused resume token is kept as its first 64 characters and the mark: shortened, it is still handled once. */
 export const REFUSED_TOKEN_MAX = 65;
-/** Longest value quoted back when a field is refused (a resume request's episodes). */
+/** Longest value quoted back when a field is refused (a resume request's episodes), the mark included when cut. */
 export const QUOTED_VALUE_MAX = 40;
 /** Longest RALPH_STATUS field value kept; no mark: a value is a word compared (EXIT_SIGNAL: true) or a count. */
 export const RALPH_FIELD_MAX = 64;

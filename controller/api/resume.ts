@@ -129,7 +129,7 @@ export function parseResumeRequest(
     return {
       token: text,
       by,
-      error: `${where.episodes}: must be a whole number from 1 to ${MAX_GRANT}, got ${JSON.stringify(raw.episodes)?.slice(0, QUOTED_VALUE_MAX)}`,
+      error: `${where.episodes}: must be a whole number from 1 to ${MAX_GRANT}, got ${clip(JSON.stringify(raw.episodes) ?? 'undefined', QUOTED_VALUE_MAX)}`,
     };
   }
   return { token: text, by, episodes };
