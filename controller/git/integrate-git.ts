@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CONFLICTS_TEXT_MAX, ELLIPSIS } from '../api/bounds.ts';
+import { CONFLICTS_TEXT_MAX, clipPrompt } from '../api/bounds.ts';
 import type { GitCredentials } from './git-credentials.ts';
 import { git, GitError } from './git-workspace.ts';
 
@@ -119,8 +119,7 @@ async function markerText(dir: string, files: readonly string[], max = CONFLICTS
   for (const f of files) {
     const body = await readFile(join(dir, f), 'utf8').catch(() => '');
     text += `--- ${f}\n${body}\n`;
-    // The mark on its own line: a cut file's last line stays as it was read.
-    if (text.length > max) return `${text.slice(0, max)}\n${ELLIPSIS}`;
+    if (text.length > max) return clipPrompt(text, max);
   }
   return text;
 }
