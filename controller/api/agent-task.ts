@@ -12,6 +12,7 @@ import { SandboxSchema } from './sandbox.ts';
 import { OPS_SPEC_FIELDS } from './ops-status.ts';
 import { SPAWN_LIMIT_FIELDS, SPAWN_SPEC_FIELDS } from './spawn-fields.ts';
 import { duplicateStepNames, overTask, STEP_LIMITS_MASK, STEPS_MAX, stepSchema } from './step-schema.ts';
+import { gitWorkspaceOf } from './git-workspace.ts';
 
 // The status schemas live in agent-task-status.ts; every name stays importable from here.
 export * from './agent-task-status.ts';
@@ -314,14 +315,15 @@ export const AgentTaskSpecSchema = z
         break;
       }
     }
-    if (spec.integrate && !(spec.workspace && typeof spec.workspace === 'object' && 'git' in spec.workspace)) {
+    const git = gitWorkspaceOf(spec.workspace);
+    if (spec.integrate && !git) {
       ctx.addIssue({
         code: 'custom',
         path: ['integrate'],
         message: 'needs a git workspace (workspace.git): the branch to integrate',
       });
-    } else if (spec.integrate && typeof spec.workspace === 'object' && 'git' in spec.workspace) {
-      if (spec.workspace.git.ref.replace(/^refs\/heads\//, '') === spec.integrate.into.replace(/^refs\/heads\//, '')) {
+    } else if (spec.integrate && git) {
+      if (git.ref.replace(/^refs\/heads\//, '') === spec.integrate.into.replace(/^refs\/heads\//, '')) {
         ctx.addIssue({ code: 'custom', path: ['integrate', 'into'], message: 'must differ from workspace.git.ref' });
       }
     }
@@ -329,8 +331,7 @@ export const AgentTaskSpecSchema = z
     if (prompts !== 1) ctx.addIssue({ code: 'custom', path: ['prompt'], message: PROMPT_RULE });
     for (const dup of duplicateStepNames(spec.steps ?? []))
       ctx.addIssue({ code: 'custom', path: ['steps', dup.index, 'name'], message: dup.message });
-    const ws = spec.workspace;
-    if (spec.attempts && !(ws && typeof ws === 'object' && 'git' in ws))
+    if (spec.attempts && !git)
       ctx.addIssue({
         code: 'custom',
         path: ['attempts'],
@@ -342,7 +343,7 @@ export const AgentTaskSpecSchema = z
       if (!step.attempts) continue;
       const why = spec.attempts
         ? 'attempts on the task and on a step, not both'
-        : !(ws && typeof ws === 'object' && 'git' in ws)
+        : !git
           ? 'attempts need a git workspace (each on its own branch)'
           : undefined;
       if (why) ctx.addIssue({ code: 'custom', path: ['steps', i, 'attempts'], message: why });

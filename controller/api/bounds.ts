@@ -48,6 +48,30 @@ export function tailLine(text: string | undefined, max = LINE_MAX): string | und
   return line === '' ? undefined : clipStart(line, max);
 }
 
+/**
+ * The mark untrusted text cut for a prompt ends with: in words and on its own line, since an agent reads it and
+ * a lone … could be the author's own (or the end of a file's last line).
+ */
+export const PROMPT_CUT_MARK = '\n[… cut by episodic]';
+
+/** `text` if it fits in `max` characters, else its first `max` and PROMPT_CUT_MARK (max bounds the untrusted part). */
+export function clipPrompt(text: string, max: number): string {
+  return text.length > max ? text.slice(0, max) + PROMPT_CUT_MARK : text;
+}
+
+/** Longest text of the conflicted files a resolution episode sees ({{integrate.conflicts}}). */
+export const CONFLICTS_TEXT_MAX = 8000;
+/** Longest webhook delivery id kept; no mark: the id is a key (a delivery seen twice is ignored). */
+export const DELIVERY_ID_MAX = 100;
+/** Longest webhook event name kept; no mark: it is compared with the events a trigger knows. */
+export const WEBHOOK_EVENT_MAX = 50;
+/** A refused resume token is kept as its first 64 characters and the mark: shortened, it is still handled once. */
+export const REFUSED_TOKEN_MAX = 65;
+/** Longest value quoted back when a field is refused (a resume request's episodes), the mark included when cut. */
+export const QUOTED_VALUE_MAX = 40;
+/** Longest RALPH_STATUS field value kept; no mark: a value is a word compared (EXIT_SIGNAL: true) or a count. */
+export const RALPH_FIELD_MAX = 64;
+
 /** Longest trigger status.lastError (a forge's or the apiserver's words). */
 export const TRIGGER_ERROR_MAX = 500;
 /** Longest name quoted back in a refusal: what was refused as a name may be any length. */

@@ -2,7 +2,7 @@
 // (what was resumed, by whom, which request was handled), status.audit (the bounded history of stop and
 // resume decisions) and the resume request a person makes (a file locally, an annotation on a cluster).
 import { z } from 'zod';
-import { clip, requester } from './bounds.ts';
+import { clip, QUOTED_VALUE_MAX, REFUSED_TOKEN_MAX, requester } from './bounds.ts';
 
 const count = z.number().int().nonnegative();
 
@@ -112,7 +112,7 @@ export function parseResumeRequest(
   const text = typeof raw.token === 'string' ? raw.token : (JSON.stringify(raw.token) ?? '');
   if (!TOKEN.test(text)) {
     return {
-      token: clip(text, 65),
+      token: clip(text, REFUSED_TOKEN_MAX),
       by: 'unknown',
       error: `${where.token}: must be 1-128 letters, digits, ".", "_", ":" or "-"`,
     };
@@ -129,7 +129,7 @@ export function parseResumeRequest(
     return {
       token: text,
       by,
-      error: `${where.episodes}: must be a whole number from 1 to ${MAX_GRANT}, got ${JSON.stringify(raw.episodes)?.slice(0, 40)}`,
+      error: `${where.episodes}: must be a whole number from 1 to ${MAX_GRANT}, got ${clip(JSON.stringify(raw.episodes) ?? 'undefined', QUOTED_VALUE_MAX)}`,
     };
   }
   return { token: text, by, episodes };

@@ -1,102 +1,41 @@
 // Cluster mode: informers on AgentTasks, episode Pods and AgentBudgets feed the one controller loop
 // (core/controller.ts). With leader election only the lease holder runs the loop; standbys keep their
 // caches warm so a take-over starts at once.
-import type { TaskOwner } from '../core/created-tasks.ts';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
-import type { KubeConfig } from '@kubernetes/client-node';
-import type { Logger } from 'pino';
-import { GROUP, PLURAL, VERSION } from '../api/agent-task.ts';
-import { BUDGET_PLURAL } from '../api/agent-budget.ts';
-import { Controller } from '../core/controller.ts';
+import { hostname, tmpdir } from 'node:os';
+import path from 'node:path';
+import { GROUP, PLURAL } from '../api/agent-task.ts';
+import type { AgentTaskStatus } from '../api/agent-task.ts';
+import { effectiveSpec } from '../api/steps.ts';
+import { systemClock } from '../core/clock.ts';
+import type { Controller } from '../core/controller.ts';
+import type { ClusterTask } from '../core/ports.ts';
+import { ClusterGatewayBinding } from '../executors/cluster/gateway-binding.ts';
 import { PodEpisodeExecutor } from '../executors/cluster/pod-executor.ts';
-import { TASK_LABEL } from '../kube/names.ts';
+import { proxyAllowOf } from '../executors/cluster/proxy-env.ts';
+import type { SandboxProxy } from '../executors/cluster/sandbox-proxy.ts';
+import type { HookServer } from '../forge/hook-server.ts';
+import { CLUSTER_DEFAULTS } from '../kube/cluster-defaults.ts';
 import { EventRecorder } from '../kube/events.ts';
-import { Informer } from '../kube/informer.ts';
-import type { WatchRestartCause } from '../kube/informer.ts';
-import type { CustomObject, KubeObject, Pod } from '../kube/objects.ts';
-import { KubeClient, isStatus } from '../kube/kube-client.ts';
+import type { Informer } from '../kube/informer.ts';
+import { KubeClient } from '../kube/kube-client.ts';
 import { LeaderElector } from '../kube/leader-election.ts';
+import type { CustomObject, Pod } from '../kube/objects.ts';
 import { EpisodicMetrics } from '../metrics/metrics.ts';
 import { startMetricsServer } from '../metrics/server.ts';
 import type { RunningServer } from '../metrics/server.ts';
 import { EpisodeRecordWriter } from '../sinks/cluster/episode-records.ts';
+import type { KubeMailboxWatch } from '../sinks/cluster/mailbox-watch.ts';
 import { KubeStatusSink } from '../sinks/cluster/status-sink.ts';
 import { StatusWriter } from '../sinks/cluster/status-writer.ts';
 import { AgentBudgetStore } from '../sources/cluster/agent-budget-store.ts';
 import { AgentTaskSource } from '../sources/cluster/agent-task-source.ts';
 import { ClusterTriggers, triggersPath } from '../sources/cluster/agent-triggers.ts';
-import { TRIGGER_PLURAL } from '../api/agent-trigger.ts';
-import type { HookServer } from '../forge/hook-server.ts';
-import { KubeCreatedTasks } from '../sources/cluster/created-tasks.ts';
-import { deletingOwnedTasks } from '../core/owned-tasks.ts';
-import { SpawnLoop } from '../core/spawn-loop.ts';
-import type { ClusterTask } from '../core/ports.ts';
-import { spawnAndSend } from '../ops/spawn-send.ts';
-import { KubeMailboxes } from '../sinks/cluster/mailboxes.ts';
-import { KubeMailboxWatch } from '../sinks/cluster/mailbox-watch.ts';
-import type { Clock } from '../core/clock.ts';
-import { CLUSTER_DEFAULTS } from '../kube/cluster-defaults.ts';
-import type { EpisodeDefaults } from '../kube/episode-defaults.ts';
-import { ClusterOpsApplier } from '../ops/cluster-ops.ts';
-import { ClusterGatewayBinding } from '../executors/cluster/gateway-binding.ts';
-import type { AgentTaskStatus } from '../api/agent-task.ts';
-import { effectiveSpec } from '../api/steps.ts';
-import { proxyAllowOf } from '../executors/cluster/proxy-env.ts';
-import type { SandboxProxy } from '../executors/cluster/sandbox-proxy.ts';
+import { budgetsPath, clusterInformers, crdInstalled } from './cluster-informers.ts';
+import { clusterLoop } from './cluster-loop.ts';
+import type { ClusterControllerOptions } from './controller-options.ts';
 import { startClusterMergeQueue } from './merge-queue.ts';
 import type { ClusterMergeQueue } from './merge-queue.ts';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { systemClock } from '../core/clock.ts';
-
-export interface ClusterControllerOptions {
-  kubeConfig: KubeConfig;
-  log: Logger;
-  /** Watch one namespace; all when undefined. */
-  namespace?: string;
-  maxConcurrent?: number;
-  budgetUSD?: number;
-  podRetention?: number;
-  imagePullGraceMs?: number;
-  /** --episode-defaults: pod settings for what a task's spec leaves unset. */
-  episodeDefaults?: EpisodeDefaults;
-  workers?: number;
-  qps?: number;
-  burst?: number;
-  requestTimeoutMs?: number;
-  /** "host:port"; undefined serves nothing. Equal addresses share one server. */
-  metricsAddr?: string;
-  healthAddr?: string;
-  /** Serve POST /hooks/NAMESPACE/TRIGGER here (webhook triggers); a bare port binds 127.0.0.1. */
-  hooksAddr?: string;
-  /** spec.sandbox.allowHosts on a cluster: serve the CONNECT proxy here, credentials made with `key`. */
-  sandboxProxy?: { listen: string; key: Buffer };
-  leaderElection?: {
-    namespace: string;
-    identity?: string;
-    leaseDurationMs?: number;
-    renewDeadlineMs?: number;
-    retryPeriodMs?: number;
-  };
-  watchTimeoutSeconds?: number;
-  watchdogMs?: number;
-  metrics?: EpisodicMetrics;
-  /** Leadership was lost: the process should exit (the CLI does), since its view may be stale. */
-  onLostLeadership?: () => void;
-  /** The AgentTask API group (default episodic.dev). Tests: a group without a CRD, as on a fresh cluster. */
-  taskGroup?: string;
-  /** The loop's clock (requeues, backoff). Tests: a ManualClock, to show what happens without a timer. */
-  clock?: Clock;
-  /**
-   * Serve the model gateway (tasks with spec.agent.credentials) while leading: `listen` HOST:PORT (a bare port
-   * is 127.0.0.1), `url` what episode pods are given (the chart's Service), default the listener's own URL.
-   */
-  gateway?: { listen: string; url?: string };
-  /** The controller's scratch directory (best-of-N's and the merge queues' clones); default TMPDIR/episodic-git. */
-  gitDir?: string;
-}
 
 export class ClusterController {
   readonly client: KubeClient;
@@ -141,31 +80,13 @@ export class ClusterController {
     this.client = client;
     this.metrics = opts.metrics ?? new EpisodicMetrics();
     this.identity = opts.leaderElection?.identity ?? `${hostname()}_${randomUUID()}`;
-    const ns = opts.namespace;
-    const watchOptions = (resource: string) => ({
-      client,
-      watchTimeoutSeconds: opts.watchTimeoutSeconds,
-      watchdogMs: opts.watchdogMs,
-      onRestart: (cause: WatchRestartCause, err: unknown) => {
-        this.metrics.watchRestarts.inc({ resource, cause });
-        if (resource === 'agenttasks' && isStatus(err, 404)) return this.noTaskCrd();
-        opts.log.warn({ resource, cause, err: String(err) }, 'watch restarted');
-      },
-    });
-    const informer = <T extends KubeObject>(resource: string, path: string, labelSelector?: string) =>
-      new Informer<T>({ ...watchOptions(resource), resource, path, labelSelector });
-    this.mailboxWatch = new KubeMailboxWatch({ ...watchOptions('configmaps'), namespace: ns });
-    const group = opts.taskGroup ?? GROUP;
-    this.tasks = informer(
-      'agenttasks',
-      ns ? `/apis/${group}/${VERSION}/namespaces/${ns}/${PLURAL}` : `/apis/${group}/${VERSION}/${PLURAL}`,
-    );
-    this.budgets = informer(
-      BUDGET_PLURAL,
-      ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${BUDGET_PLURAL}` : `/apis/${GROUP}/${VERSION}/${BUDGET_PLURAL}`,
-    );
+    const informers = clusterInformers(opts, client, this.metrics, () => this.noTaskCrd());
+    this.mailboxWatch = informers.mailboxWatch;
+    this.tasks = informers.tasks;
+    this.budgets = informers.budgets;
+    this.triggers = informers.triggers;
+    this.pods = informers.pods;
     this.budgetStore = new AgentBudgetStore({ budgets: this.budgets, client, log: opts.log });
-    this.triggers = informer(TRIGGER_PLURAL, triggersPath(ns));
     this.triggerRunner = new ClusterTriggers({
       triggers: this.triggers,
       tasks: this.tasks,
@@ -173,7 +94,6 @@ export class ClusterController {
       log: opts.log,
       counters: this.metrics.triggers,
     });
-    this.pods = informer('pods', ns ? `/api/v1/namespaces/${ns}/pods` : '/api/v1/pods', TASK_LABEL);
     this.statusWriter = new StatusWriter({
       client,
       tasks: this.tasks,
@@ -314,9 +234,15 @@ export class ClusterController {
     this.tasks.start();
     this.pods.start();
     this.mailboxWatch.informer.start();
-    await this.probeBudgets();
+    this.budgetsInstalled = await this.probe(
+      budgetsPath(this.opts.namespace),
+      'the AgentBudget CRD is not installed (kubectl apply -f crds/episodic.dev_agentbudgets.yaml, or `episodic crd`); running without budgets',
+    );
     if (this.budgetsInstalled) this.budgets.start();
-    this.triggersInstalled = await this.probeTriggers();
+    this.triggersInstalled = await this.probe(
+      triggersPath(this.opts.namespace),
+      'the AgentTrigger CRD is not installed (kubectl apply -f crds/episodic.dev_agenttriggers.yaml); running without triggers',
+    );
     if (this.triggersInstalled) this.triggers.start();
     const le = this.opts.leaderElection;
     if (!le) {
@@ -368,35 +294,11 @@ export class ClusterController {
     });
   }
 
-  /** One list of at most one AgentBudget: a 404 means the CRD is missing, which is said once and not retried. */
-  private async probeBudgets(): Promise<void> {
-    const ns = this.opts.namespace;
-    const path = ns
-      ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${BUDGET_PLURAL}`
-      : `/apis/${GROUP}/${VERSION}/${BUDGET_PLURAL}`;
-    try {
-      await this.client.get(path, { limit: 1 });
-    } catch (err) {
-      if (!isStatus(err, 404)) return; // unreachable or slow: the informer retries as for any other kind
-      this.budgetsInstalled = false;
-      this.opts.log.warn(
-        'the AgentBudget CRD is not installed (kubectl apply -f crds/episodic.dev_agentbudgets.yaml, or `episodic crd`); running without budgets',
-      );
-    }
-  }
-
-  /** Like probeBudgets: a 404 means the AgentTrigger CRD is missing; said once, and triggers stay off. */
-  private async probeTriggers(): Promise<boolean> {
-    try {
-      await this.client.get(triggersPath(this.opts.namespace), { limit: 1 });
-    } catch (err) {
-      if (!isStatus(err, 404)) return true;
-      this.opts.log.warn(
-        'the AgentTrigger CRD is not installed (kubectl apply -f crds/episodic.dev_agenttriggers.yaml); running without triggers',
-      );
-      return false;
-    }
-    return true;
+  /** A CRD a `helm upgrade` may not have installed (it installs no new CRDs): missing is said once, not retried. */
+  private async probe(path: string, missing: string): Promise<boolean> {
+    const installed = await crdInstalled(this.client, path);
+    if (!installed) this.opts.log.warn(missing);
+    return installed;
   }
 
   /** The leader serves the gateway before it reconciles: a pod it starts must find it listening. */
@@ -412,39 +314,16 @@ export class ClusterController {
 
   private startProcessing(): void {
     if (this.loop || this.stopped) return;
-    this.loop = new Controller({
-      source: deletingOwnedTasks(this.source, {
-        created: new KubeCreatedTasks(this.client),
-        mailboxes: new KubeMailboxes(this.client),
-      }),
+    this.loop = clusterLoop({
+      opts: this.opts,
+      client: this.client,
+      source: this.source,
       executor: this.executor,
       sink: this.sink,
-      logger: this.opts.log,
-      maxConcurrent: this.opts.maxConcurrent ?? CLUSTER_DEFAULTS.maxConcurrent,
-      budgetUSD: this.opts.budgetUSD,
-      budgets: this.budgetsInstalled ? this.budgetStore : undefined,
-      workers: this.opts.workers ?? CLUSTER_DEFAULTS.workers,
       metrics: this.metrics,
-      ops: new ClusterOpsApplier(
-        this.client,
-        spawnAndSend<ClusterTask>({
-          created: new KubeCreatedTasks(this.client),
-          mailboxes: new KubeMailboxes(this.client),
-          ownerOf: clusterOwner,
-          tasks: this.source,
-          statuses: this.sink,
-          clock: this.opts.clock,
-        }),
-      ),
-      spawn: new SpawnLoop({
-        source: this.source,
-        sink: this.sink,
-        mailboxes: new KubeMailboxes(this.client),
-        created: { store: new KubeCreatedTasks(this.client), ownerOf: clusterOwner },
-      }),
-      mailboxEvents: this.mailboxWatch,
-      clock: this.opts.clock,
-      ...(this.gateway && credentialsFacts(this.gateway)),
+      mailboxWatch: this.mailboxWatch,
+      budgets: this.budgetsInstalled ? this.budgetStore : undefined,
+      gateway: this.gateway,
     });
     this.opts.log.info(
       { tasks: this.tasks.size, pods: this.pods.size, identity: this.identity },
@@ -478,30 +357,4 @@ export class ClusterController {
     this.loop?.halt();
     this.loop = undefined;
   }
-}
-
-/** The namespace this pod runs in (in-cluster), for the default lease namespace. */
-export function inClusterNamespace(): string | undefined {
-  try {
-    return readFileSync('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A cluster task as the owner of the tasks it creates: its uid goes into their ownerReference. */
-function clusterOwner(t: ClusterTask): TaskOwner {
-  return { kind: 'AgentTask', namespace: t.namespace, name: t.name, uid: t.object.metadata.uid };
-}
-
-/** A task's pool of credentials all paused (the reconciler holds it), and the pauses that wake its tasks. */
-function credentialsFacts(gateway: ClusterGatewayBinding) {
-  return {
-    credentialsPaused: async (task: ClusterTask) => {
-      const credentials = task.spec?.agent.credentials;
-      const until = credentials ? await gateway.pausedUntil(task.namespace, credentials) : undefined;
-      return credentials && until ? { credentials, until } : undefined;
-    },
-    credentialEvents: gateway.pauses,
-  };
 }

@@ -3,9 +3,10 @@
 // The CLI parses the arguments and turns the end into an exit code.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../kube/kube-config.ts';
-import { ClusterController, inClusterNamespace } from './controller.ts';
+import { readFileSync } from 'node:fs';
+import { ClusterController } from './controller.ts';
 import { CLUSTER_DEFAULTS } from '../kube/cluster-defaults.ts';
-import type { ClusterControllerOptions } from './controller.ts';
+import type { ClusterControllerOptions } from './controller-options.ts';
 
 export interface ClusterRunOptions extends Omit<ClusterControllerOptions, 'kubeConfig' | 'leaderElection'> {
   kubeconfig?: string;
@@ -110,4 +111,13 @@ function logStarted(controller: ClusterController, opts: ClusterRunOptions): voi
     },
     'episodic controller started',
   );
+}
+
+/** The namespace this pod runs in (in-cluster), for the default lease namespace. */
+export function inClusterNamespace(): string | undefined {
+  try {
+    return readFileSync('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }

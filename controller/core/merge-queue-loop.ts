@@ -26,6 +26,7 @@ import { recordResolution, resolutionEpisodeNumber } from '../reconciler/merge-q
 import type { EpisodeResult } from '../api/episode-result.ts';
 import type { MergeQueuePorts, QueueEpisodes, QueueTask } from './merge-queue-ports.ts';
 import type { QueueAction, QueueEntry, QueueJournal, StepOutcome } from '../reconciler/merge-queue.ts';
+import { gitWorkspaceOf } from '../api/git-workspace.ts';
 
 export interface MergeQueueOptions<T extends QueueTask> {
   ports: MergeQueuePorts<T>;
@@ -362,12 +363,12 @@ export class MergeQueueLoop<T extends QueueTask> {
   }
 
   private place(task: T): { url: string; branch: string; into: string } {
-    const ws = task.spec.workspace;
-    if (!ws || typeof ws !== 'object' || !('git' in ws) || !task.spec.integrate) {
+    const git = gitWorkspaceOf(task.spec.workspace);
+    if (!git || !task.spec.integrate) {
       throw new Error(`${task.key}: spec.integrate needs workspace.git`);
     }
     const strip = (r: string) => r.replace(/^refs\/heads\//, '');
-    return { url: this.ports.remoteUrl(task), branch: strip(ws.git.ref), into: strip(task.spec.integrate.into) };
+    return { url: this.ports.remoteUrl(task), branch: strip(git.ref), into: strip(task.spec.integrate.into) };
   }
 
   private placeOrNot(task: T): { url: string; branch: string; into: string } | undefined {

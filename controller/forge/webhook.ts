@@ -3,6 +3,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { parseComment, parseIssue, parsePull } from './shapes.ts';
+import { DELIVERY_ID_MAX, WEBHOOK_EVENT_MAX } from '../api/bounds.ts';
 import type { ForgeComment, ForgeItem, ForgeKind } from '../api/forge-item.ts';
 
 export type Headers = Record<string, string | string[] | undefined>;
@@ -36,9 +37,9 @@ export function verifyWebhook(forge: ForgeKind, headers: Headers, rawBody: Buffe
   if (!given) return { ok: false, reason: 'missing signature' };
   const hex = given.startsWith(names.prefix) ? given.slice(names.prefix.length) : '';
   if (!signatureMatches(hex, rawBody, secret)) return { ok: false, reason: 'bad signature' };
-  const deliveryId = header(headers, names.delivery)?.slice(0, 100);
+  const deliveryId = header(headers, names.delivery)?.slice(0, DELIVERY_ID_MAX);
   if (!deliveryId) return { ok: false, reason: 'missing delivery id' };
-  return { ok: true, event: (header(headers, names.event) ?? '').slice(0, 50), deliveryId };
+  return { ok: true, event: (header(headers, names.event) ?? '').slice(0, WEBHOOK_EVENT_MAX), deliveryId };
 }
 
 /** Whether `hex` is the HMAC-SHA256 of body under secret (compared in constant time). */

@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { CONFLICTS_TEXT_MAX, clipPrompt } from '../api/bounds.ts';
 import type { GitCredentials } from './git-credentials.ts';
 import { git, GitError } from './git-workspace.ts';
 
@@ -113,12 +114,12 @@ async function conflicts(dir: string): Promise<RebaseResult> {
 }
 
 /** The conflicted files' text (bounded): what a resolution episode sees in {{integrate.conflicts}}. */
-async function markerText(dir: string, files: readonly string[], max = 8000): Promise<string> {
+async function markerText(dir: string, files: readonly string[], max = CONFLICTS_TEXT_MAX): Promise<string> {
   let text = '';
   for (const f of files) {
     const body = await readFile(join(dir, f), 'utf8').catch(() => '');
     text += `--- ${f}\n${body}\n`;
-    if (text.length > max) return `${text.slice(0, max)}\n…`;
+    if (text.length > max) return clipPrompt(text, max);
   }
   return text;
 }

@@ -15,6 +15,7 @@ import { isTerminal } from './children.ts';
 import { bestByEvidence, judgeVerdict } from './attempts-select.ts';
 import { planChild } from './spawn.ts';
 import { advanceStep, withRecord } from './steps.ts';
+import { gitWorkspaceOf } from '../api/git-workspace.ts';
 
 export interface AttemptsInput {
   task: string;
@@ -205,8 +206,7 @@ function losers(candidates: readonly AttemptStatus[], winner: AttemptStatus): st
 
 /** The task's own branch, which the winner's becomes. */
 function taskRef(spec: AgentTaskSpec): string | undefined {
-  const ws = spec.workspace;
-  return ws && typeof ws === 'object' && 'git' in ws ? ws.git.ref : undefined;
+  return gitWorkspaceOf(spec.workspace)?.ref;
 }
 
 function withAttempts(status: AgentTaskStatus, attempts: AttemptsStatus): AgentTaskStatus {
@@ -233,9 +233,9 @@ function planAttempt(input: AttemptsInput, n: number): Made | string {
     { op: 'spawn', name: `attempt-${n}`, prompt: 'attempt' },
   );
   if (!plan.ok) return `attempt ${n}: ${plan.message}`;
-  const ws = input.spec.workspace;
-  if (!ws || typeof ws !== 'object' || !('git' in ws)) return 'attempts need a git workspace';
-  const workspace = { git: { ...ws.git, ref: attemptBranch(input.task, n), from: ws.git.from ?? ws.git.ref } };
+  const git = gitWorkspaceOf(input.spec.workspace);
+  if (!git) return 'attempts need a git workspace';
+  const workspace = { git: { ...git, ref: attemptBranch(input.task, n), from: git.from ?? git.ref } };
   return { name: plan.name, spec: { ...own, workspace, limits: plan.spec.limits }, labels: plan.labels };
 }
 

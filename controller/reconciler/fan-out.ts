@@ -13,6 +13,7 @@ import type { ChildView } from './children.ts';
 import { isTerminal } from './children.ts';
 import { planChild } from './spawn.ts';
 import { advanceStep, stepRecord, stepWords, withRecord } from './steps.ts';
+import { gitWorkspaceOf } from '../api/git-workspace.ts';
 
 /** How the items stand: children that succeeded, ended otherwise, run (or were created), and are not made yet. */
 export interface FanOutCounts {
@@ -67,9 +68,9 @@ export function itemChildName(task: string, step: string, index: number): string
 
 /** A git workspace's child works on episodic/TASK/STEP-INDEX, started from the parent's branch. */
 function childWorkspace(spec: AgentTaskSpec, task: string, step: string, index: number): AgentTaskSpec['workspace'] {
-  const ws = spec.workspace;
-  if (!ws || typeof ws !== 'object' || !('git' in ws)) return ws;
-  return { git: { ...ws.git, ref: `episodic/${task}/${step}-${index}`, from: ws.git.from ?? ws.git.ref } };
+  const git = gitWorkspaceOf(spec.workspace);
+  if (!git) return spec.workspace;
+  return { git: { ...git, ref: `episodic/${task}/${step}-${index}`, from: git.from ?? git.ref } };
 }
 
 export interface FanOutInput {

@@ -72,7 +72,7 @@ export function scopeFacts(
 ): NonNullable<EpisodeResult['scope']> | undefined {
   if (violations.length === 0) return undefined;
   const first = (paths: readonly string[], n = SCOPE_PATHS_REPORTED) =>
-    paths.slice(0, n).map((p) => p.slice(0, REPORTED_PATH_MAX));
+    paths.slice(0, n).map((p) => clip(p, REPORTED_PATH_MAX));
   const reverting = scope.onViolation === 'Revert';
   return {
     onViolation: scope.onViolation,

@@ -16,6 +16,7 @@ import {
   reportActions,
   reportingTasks,
 } from './trigger-report.ts';
+import { gitWorkspaceOf } from '../api/git-workspace.ts';
 
 /** A task of the trigger as a report sees it: its labels and its status as recorded (undefined: none yet). */
 export interface ReportedTask {
@@ -157,8 +158,7 @@ export function refusalComment(task: string, reason: string): string {
 
 /** The template's git workspace ({url, ref}), if it has one. */
 function templateGit(spec: AgentTriggerSpec): { url: string; ref: string } | undefined {
-  const ws = spec.template.spec.workspace;
-  return ws && typeof ws === 'object' && 'git' in ws ? ws.git : undefined;
+  return gitWorkspaceOf(spec.template.spec.workspace);
 }
 
 function keep<T>(record: Record<string, T> | undefined, names: Set<string>): Record<string, T> {

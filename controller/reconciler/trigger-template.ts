@@ -4,9 +4,8 @@
 import { posix } from 'node:path';
 import type { AgentTaskSpec } from '../api/agent-task.ts';
 import { ITEM_TEXT_MAX } from '../api/agent-trigger.ts';
+import { clipPrompt } from '../api/bounds.ts';
 import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
-
-const CUT = '\n[… cut by episodic]';
 
 export interface TemplateVars {
   item?: ForgeItem;
@@ -20,7 +19,7 @@ const PLACEHOLDER = /\{\{\s*(item\.[a-z]+|tick)\s*\}\}/g;
 function bounded(text: string, max: number): string {
   // NUL and other C0 controls (but tab/newline) have no place in a prompt; a terminal may act on them.
   const clean = text.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
-  return clean.length > max ? clean.slice(0, max) + CUT : clean;
+  return clipPrompt(clean, max);
 }
 
 export function templateValues(vars: TemplateVars): Record<string, string> {

@@ -6,10 +6,12 @@ import {
   BY_MAX,
   cleanName,
   clip,
+  clipPrompt,
   clipStart,
   EPISODE_MESSAGE_MAX,
   headLine,
   LINE_MAX,
+  PROMPT_CUT_MARK,
   requester,
   roundUSD,
   tailLine,
@@ -78,4 +80,15 @@ test('requester: trimmed and cut to BY_MAX; missing, blank or not text is unknow
     ['b'.repeat(BY_MAX + 5), 'b'.repeat(BY_MAX)],
   ];
   for (const [by, want] of cases) assert.equal(requester(by), want, String(by));
+});
+
+test('clipPrompt: text that fits is kept; longer text keeps exactly max characters, then the worded mark', () => {
+  const cases: Array<[string, number, string]> = [
+    ['', 3, ''],
+    ['abc', 3, 'abc'],
+    ['abcd', 3, `abc${PROMPT_CUT_MARK}`],
+    ['a\nb', 1, `a${PROMPT_CUT_MARK}`],
+  ];
+  for (const [text, max, want] of cases) assert.equal(clipPrompt(text, max), want, `clipPrompt(${text}, ${max})`);
+  assert.ok(PROMPT_CUT_MARK.startsWith('\n'), 'the mark stands on its own line');
 });

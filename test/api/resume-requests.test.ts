@@ -3,7 +3,9 @@
 // request a caller can make reads back as itself, and a later request without a grant clears the old grant.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { QUOTED_VALUE_MAX } from '../../controller/api/bounds.ts';
 import {
+  parseResumeRequest,
   RESUME_EPISODES_ANNOTATION,
   resumeAnnotations,
   resumeRequestOfAnnotations,
@@ -52,4 +54,13 @@ test('resume request, cluster: no token is no request; a bad grant names its ann
   const bad = resumeRequestOfAnnotations({ 'episodic.dev/resume': 't', [RESUME_EPISODES_ANNOTATION]: 'many' });
   assert.match(bad?.error ?? '', /^annotation episodic\.dev\/resume-episodes: must be a whole number/);
   assert.equal(bad?.by, 'annotation', 'a bare `kubectl annotate` is by "annotation"');
+});
+
+test('a refused episodes value is quoted back cut to QUOTED_VALUE_MAX, with the mark when cut', () => {
+  const where = { token: 'token', episodes: 'episodes', by: 'by' };
+  const quoted = (episodes: unknown) =>
+    parseResumeRequest({ token: 'tok', episodes }, where)?.error?.replace(/^.*, got /, '');
+  assert.equal(quoted(-1), '-1');
+  assert.equal(quoted('x'.repeat(QUOTED_VALUE_MAX - 2)), `"${'x'.repeat(QUOTED_VALUE_MAX - 2)}"`);
+  assert.equal(quoted('x'.repeat(100)), `"${'x'.repeat(QUOTED_VALUE_MAX - 2)}…`);
 });

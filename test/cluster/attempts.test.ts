@@ -5,7 +5,6 @@
 // clone, and a judge's prompt holds each attempt's bounded diff.
 import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,11 +23,7 @@ import {
   withController,
 } from '../support/kubelet.ts';
 import { waitFor } from '../support/wait.ts';
-
-function git(cwd: string, ...args: string[]): string {
-  const who = ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com'];
-  return execFileSync('git', [...who, ...args], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-}
+import { git } from '../support/git.ts';
 
 const lines = (n: number) => Array.from({ length: n }, (_, i) => `line ${i}`).join('\n');
 const heads = (bare: string) => git(bare, 'for-each-ref', '--format=%(refname:short)', 'refs/heads').split('\n').sort();

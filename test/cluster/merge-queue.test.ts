@@ -5,7 +5,6 @@
 // while a resolution pod waits resumes from the journal ConfigMap in a fresh clone, integrating nothing twice.
 import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,10 +26,9 @@ import {
 } from '../support/kubelet.ts';
 import type { LooseObject } from '../support/loose-object.ts';
 import { waitFor } from '../support/wait.ts';
+import { git } from '../support/git.ts';
 
 const AGENT = join(repoRoot, 'test/agents/merge-agent.mjs');
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 
 /** A bare remote whose main holds shared.txt (60 numbered lines); each task's branch starts there too. */
 function origin(tasks: readonly string[]): string {

@@ -20,17 +20,11 @@ import {
   withController,
 } from '../support/kubelet.ts';
 import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
+import { git } from '../support/git.ts';
 
 const EPISODE_CRD = path.join(import.meta.dirname, '..', '..', 'crds', 'episodic.dev_agentepisodes.yaml');
 const script = (episodes: Record<string, unknown>) => JSON.stringify({ episodes });
 const dirs: string[] = [];
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], {
-    cwd,
-    encoding: 'utf8',
-  }).trim();
-}
 
 /** A bare repository on main with README.md, src/keep.ts and the stand-in agent's script. */
 async function seededRepo(episodes: Record<string, unknown>): Promise<{ bare: string; url: string }> {

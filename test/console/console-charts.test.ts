@@ -5,7 +5,6 @@
 // `--hooks-addr 127.0.0.1:0`. Screenshots at 1400 and 800 px checked for overlap and cut-off.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -23,6 +22,7 @@ import {
 import { assertLayoutClean } from '../support/layout.ts';
 import { FAKE_CLAUDE, NODE, readStatus, runCli, startCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
+import { git } from '../support/git.ts';
 
 const fileBrowser = sharedBrowser();
 
@@ -30,11 +30,10 @@ const fileBrowser = sharedBrowser();
 const HOSTILE_PATH = `<img src=x onerror="window.__xss='path'">\u001b[31m\u202etxt.exe`;
 
 function gitRepo(dir: string): void {
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, stdio: 'ignore' });
-  git('init', '-q', '--initial-branch=main');
+  git(dir, 'init', '-q', '--initial-branch=main');
   writeFileSync(join(dir, 'README'), 'r\n');
-  git('add', '.');
-  git('-c', 'user.name=t', '-c', 'user.email=t@e', 'commit', '-q', '-m', 'start');
+  git(dir, 'add', '.');
+  git(dir, 'commit', '-q', '-m', 'start');
 }
 
 /** Three episodes in a git workspace (costs 0.1, 0.2, 0.15; cap 1), a 24h budget over it. */

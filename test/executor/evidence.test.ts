@@ -1,7 +1,6 @@
 // Evidence from real workspaces: git repositories driven by the real git, plain directories, plan files.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { countChecklist } from '../../controller/executors/evidence/checklist.ts';
@@ -11,37 +10,16 @@ import { episodeResult } from '../../controller/api/episode-result.ts';
 import { settleEpisode } from '../../controller/executors/evidence/settle.ts';
 import { snapshotWorkspace } from '../../controller/executors/evidence/workspace.ts';
 import { tempDir } from '../support/local.ts';
+import { git } from '../support/git.ts';
 
 function gitRepo(): string {
   const dir = tempDir('episodic-evidence-');
-  const git = (...args: string[]) =>
-    execFileSync('git', args, {
-      cwd: dir,
-      env: {
-        ...process.env,
-        GIT_AUTHOR_NAME: 't',
-        GIT_AUTHOR_EMAIL: 't@e',
-        GIT_COMMITTER_NAME: 't',
-        GIT_COMMITTER_EMAIL: 't@e',
-      },
-    });
-  git('init', '-q');
+  git(dir, 'init', '-q');
   writeFileSync(join(dir, 'a.txt'), 'one\n');
-  git('add', '.');
-  git('commit', '-q', '-m', 'first');
+  git(dir, 'add', '.');
+  git(dir, 'commit', '-q', '-m', 'first');
   return dir;
 }
-const gitIn = (dir: string, ...args: string[]) =>
-  execFileSync('git', args, {
-    cwd: dir,
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: 't',
-      GIT_AUTHOR_EMAIL: 't@e',
-      GIT_COMMITTER_NAME: 't',
-      GIT_COMMITTER_EMAIL: 't@e',
-    },
-  });
 
 /** The snapshot before, the work, and the step both executors run after an episode (evidence, checkpoint). */
 async function across(dir: string, work: () => void) {
@@ -70,8 +48,8 @@ test('evidence: a commit moves HEAD, with its diffstat', async () => {
   const e = await across(dir, () => {
     writeFileSync(join(dir, 'a.txt'), 'one\ntwo\nthree\n');
     writeFileSync(join(dir, 'b.txt'), 'new\n');
-    gitIn(dir, 'add', '.');
-    gitIn(dir, 'commit', '-q', '-m', 'work');
+    git(dir, 'add', '.');
+    git(dir, 'commit', '-q', '-m', 'work');
   });
   assert.equal(e.changed, true);
   assert.notEqual(e.headBefore, e.headAfter);

@@ -3,7 +3,6 @@
 // its start are not its), what a revert restores, and a skipWhen path that leads out of the workspace.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -23,13 +22,7 @@ import {
   enforceScope,
   scopeBaseline,
 } from '../../controller/executors/evidence/scope-guard.ts';
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
-    cwd,
-    encoding: 'utf8',
-  }).trim();
-}
+import { git } from '../support/git.ts';
 
 function repo(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), 'episodic-scope-guard-'));

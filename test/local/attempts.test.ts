@@ -18,13 +18,7 @@ import {
   tempDir,
 } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], {
-    cwd,
-    encoding: 'utf8',
-  }).trim();
-}
+import { git } from '../support/git.ts';
 
 const heads = (bare: string) => git(bare, 'for-each-ref', '--format=%(refname:short)', 'refs/heads').split('\n').sort();
 

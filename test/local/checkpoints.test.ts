@@ -3,21 +3,14 @@
 // episode that changed nothing; and `workspace: {git}` cloned under the state directory and reused.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EpisodeRecordSchema } from '../../controller/api/episode-record.ts';
 import type { EpisodeRecord } from '../../controller/api/episode-record.ts';
 import { readStatus, runCli, specDir, tempDir } from '../support/local.ts';
+import { git } from '../support/git.ts';
 
 const fast = { backoff: { initialSeconds: 0.05, factor: 1, maxSeconds: 0.05 } };
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], {
-    cwd,
-    encoding: 'utf8',
-  }).trim();
-}
 
 function records(stateDir: string, name: string): EpisodeRecord[] {
   const file = join(stateDir, 'logs/default', name, 'episodes.jsonl');

@@ -2,12 +2,12 @@
 // restart: its real outcome and cost, never "interrupted, $0" for finished work.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readStatus, runCli, specDir, startCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
+import { git } from '../support/git.ts';
 
 const logOf = (dir: string, name: string, n: number) => join(dir, `.episodic/logs/default/${name}/episode-${n}.log`);
 const read = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : '');
@@ -244,11 +244,6 @@ test('ten kill -9s at random points: no episode lost or run twice, spend never b
 test('kill -9 between the agent’s result and its checkpoint: the restart commits and pushes its work, with its evidence', async () => {
   const dir = tempDir();
   const bare = join(dir, 'origin.git');
-  const git = (cwd: string, ...args: string[]) =>
-    execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], {
-      cwd,
-      encoding: 'utf8',
-    }).trim();
   git(dir, 'init', '--quiet', '--bare', '--initial-branch=main', bare);
   const seed = join(dir, 'seed');
   git(dir, 'clone', '--quiet', bare, seed);

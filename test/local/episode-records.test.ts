@@ -3,7 +3,6 @@
 // kept straight across a torn last line, a crash between status and record, and a kill -9 mid-episode.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -15,6 +14,7 @@ import { FileStatusSink } from '../../controller/sinks/local/file-status-sink.ts
 import type { EpisodeRecord } from '../../controller/api/episode-record.ts';
 import { readStatus, runCli, specDir, startCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
+import { git } from '../support/git.ts';
 
 const fast = { backoff: { initialSeconds: 0.05, factor: 1, maxSeconds: 0.05 } };
 const plan = (done: number) => ['# Plan', ...[1, 2, 3].map((i) => `- [${i <= done ? 'x' : ' '}] step ${i}`)].join('\n');
@@ -29,13 +29,11 @@ const rawRecords = (dir: string, name: string): EpisodeRecord[] =>
 function gitWorkspace(dir: string, name: string): string {
   const ws = join(dir, 'ws', name);
   mkdirSync(ws, { recursive: true });
-  const git = (...args: string[]) =>
-    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: ws });
-  git('init', '-q');
+  git(ws, 'init', '-q');
   writeFileSync(join(ws, 'PLAN.md'), plan(0));
-  git('add', '.');
-  git('commit', '-qm', 'start');
-  return git('rev-parse', 'HEAD').toString().trim();
+  git(ws, 'add', '.');
+  git(ws, 'commit', '-qm', 'start');
+  return git(ws, 'rev-parse', 'HEAD');
 }
 
 test('records: one line per finished episode, with outcome, spend and evidence; get --episodes shows them in every format', async () => {

@@ -3,7 +3,6 @@
 // never runs more than maxConcurrency children at once (read from the episode records' times, across the
 // restart), ends the step by its failurePolicy and leaves no stray worktree or lock behind.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -11,9 +10,7 @@ import { readRecords } from '../../controller/sinks/local/episode-records.ts';
 import { createdDir, episodesPath, workspacesDir } from '../../controller/util/state-layout.ts';
 import { FAKE_CLAUDE, NODE, readStatus, runCli, specDir, startCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
-
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd, encoding: 'utf8' }).trim();
+import { git } from '../support/git.ts';
 
 const NAMES = Array.from({ length: 6 }, (_, i) => `mig-each-${i}`);
 

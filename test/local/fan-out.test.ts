@@ -3,7 +3,6 @@
 // episode records), one child fails and {atLeast: 5} lets the step succeed; the next step reads
 // {{steps.each.items}}, and `episodic get` shows the children under their parent.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -11,6 +10,7 @@ import { readRecords } from '../../controller/sinks/local/episode-records.ts';
 import { episodesPath } from '../../controller/util/state-layout.ts';
 import { startConsoleCli } from '../support/browser.ts';
 import { FAKE_CLAUDE, NODE, readStatus, recordedPrompts, runCli, specDir, tempDir } from '../support/local.ts';
+import { git } from '../support/git.ts';
 
 const ITEMS = JSON.stringify(Array.from({ length: 6 }, (_, i) => ({ pkg: `pkg-${i}` })));
 
@@ -94,13 +94,6 @@ test('six items from a planner, maxConcurrency 2, one failing under atLeast 5: t
     await server.exited;
   }
 });
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], {
-    cwd,
-    encoding: 'utf8',
-  }).trim();
-}
 
 test('a git workspace: each child works on episodic/TASK/STEP-INDEX in its own clone, all from the parent branch’s commit', async () => {
   const dir = tempDir();

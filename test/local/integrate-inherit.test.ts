@@ -2,18 +2,11 @@
 // a forEach step's children each enter the parent's queue, so `into` gets every item's work; best-of-N's
 // attempts do not, only the winner does, once its branch is the task's.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { readStatus, runCli, specDir, tempDir } from '../support/local.ts';
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-c', 'user.name=seed', '-c', 'user.email=seed@example.com', ...args], {
-    cwd,
-    encoding: 'utf8',
-  }).trim();
-}
+import { git } from '../support/git.ts';
 
 /** origin.git: main with the agent's script, and `work` one commit ahead of it. */
 function origin(tasks: Record<string, unknown>): { dir: string; bare: string } {

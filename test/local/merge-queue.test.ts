@@ -2,7 +2,6 @@
 // queue with a conflict resolved by a resolution episode, a queue gate failing after a rebase, and kill -9
 // during a rebase and during the push, each finishing after a restart with nothing lost or applied twice.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -10,9 +9,9 @@ import { readRecords } from '../../controller/sinks/local/episode-records.ts';
 import { episodesPath } from '../../controller/util/state-layout.ts';
 import { isAlive, NODE, readStatus, REPO, runCli, specDir, startCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
+import { git } from '../support/git.ts';
 
 const AGENT = join(REPO, 'test/agents/merge-agent.mjs');
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
 
 /** origin.git with main holding shared.txt (60 numbered lines). */
 function origin(dir: string): string {

@@ -9,6 +9,7 @@ import { encodeTerminationMessage } from '../../controller/api/termination-messa
 import { episodeResult } from '../../controller/api/episode-result.ts';
 import type { EpisodeResultInput } from '../../controller/api/episode-result.ts';
 import { effectiveSpec, stepSpec } from '../../controller/api/steps.ts';
+import { REPORTED_PATH_MAX } from '../../controller/api/scope.ts';
 import { reconcile } from '../../controller/reconciler/reconcile.ts';
 import type { Action, ReconcileInput, ReconcileResult } from '../../controller/reconciler/reconcile.ts';
 import {
@@ -303,6 +304,9 @@ test('scopeFacts and scopeStop: bounded facts, NeedsReview, a full revert, a par
   const worst = scopeFacts({ paths: ['x'], onViolation: 'Revert' }, long, long);
   const added = encodeTerminationMessage({ ...base, scope: worst }).length - encodeTerminationMessage(base).length;
   assert.ok(added < 1000, `the scope facts take ${added} bytes`);
+  // A cut path says it was cut: its first characters alone would name a path that may not exist.
+  assert.equal(worst?.paths[0], `${'d/'.repeat(49)}d…`);
+  assert.equal(worst?.paths[0].length, REPORTED_PATH_MAX);
 });
 
 function scoped(over: Record<string, unknown> = {}): AgentTaskSpec {

@@ -1,17 +1,13 @@
 // Git workspaces through the real runner against real repositories: a local bare repository (file://)
 // and, for credentials, the same repository served by `git http-backend` behind HTTP basic auth.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { chmod, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { episodeConfig, nodeAgent, removeTempDirs, runRunner, tempDir } from './runner-harness.ts';
 import { startGitHttpServer } from './git-http-server.ts';
 import type { GitHttpServer } from './git-http-server.ts';
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-}
+import { git } from '../support/git.ts';
 
 /** A bare repository with one commit on main, plus its file:// URL. */
 async function seededBareRepo(): Promise<{ bare: string; url: string }> {

@@ -17,7 +17,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import { ClusterController } from '../../controller/cluster/controller.ts';
-import type { ClusterControllerOptions } from '../../controller/cluster/controller.ts';
+import type { ClusterControllerOptions } from '../../controller/cluster/controller-options.ts';
 import { AGENT_CONTAINER } from '../../controller/executors/cluster/episode-pod.ts';
 import type { LooseObject as KubeObject } from './loose-object.ts';
 import { KubeClient, isStatus } from '../../controller/kube/kube-client.ts';

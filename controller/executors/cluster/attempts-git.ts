@@ -13,6 +13,7 @@ import type { GitWorkspace } from '../../git/git-workspace.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
 import { readGitCredentials } from './git-secret.ts';
 import type { Lookup } from './git-secret.ts';
+import { gitWorkspaceOf } from '../../api/git-workspace.ts';
 
 export interface AttemptsGitOptions {
   client: KubeClient;
@@ -83,6 +84,5 @@ export class ClusterAttemptsGit {
 }
 
 function gitSpec(task: ClusterTask) {
-  const ws = task.spec?.workspace;
-  return ws && typeof ws === 'object' && 'git' in ws ? ws.git : undefined;
+  return gitWorkspaceOf(task.spec?.workspace);
 }

@@ -21,6 +21,7 @@ import { EPISODE_PROMPT_VARS_ENV, podPromptVars } from '../../api/prompt-vars.ts
 import { stackPromptTemplate, stackVars } from '../../reconciler/stack.ts';
 import { PROVIDER_KEY_VARS } from '../../gateway/agent-env.ts';
 import { GATEWAY_TOKEN_ANNOTATION } from './gateway-binding.ts';
+import { gitWorkspaceOf } from '../../api/git-workspace.ts';
 
 export const AGENT_CONTAINER = 'agent';
 /** The non-root user of episode pods (the "nonroot" uid of distroless images). */
@@ -90,8 +91,7 @@ function gatesOf(input: EpisodePodInput) {
 
 function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
   const { task, spec, episode, lastEpisodeMessage } = input;
-  const git =
-    spec.workspace && typeof spec.workspace === 'object' && 'git' in spec.workspace ? spec.workspace.git : undefined;
+  const git = gitWorkspaceOf(spec.workspace);
   return {
     task: task.metadata.name,
     namespace: task.metadata.namespace,
@@ -299,8 +299,9 @@ function workspaceVolume(workspace: AgentTaskSpec['workspace']): { volume: Volum
   if (workspace && typeof workspace === 'object' && 'volumeClaim' in workspace) {
     return { volume: { name: 'workspace', persistentVolumeClaim: { claimName: workspace.volumeClaim } } };
   }
-  if (workspace && typeof workspace === 'object' && 'git' in workspace) {
-    return { volume: { name: 'workspace', emptyDir: {} }, gitSecret: workspace.git.secretRef?.name };
+  const git = gitWorkspaceOf(workspace);
+  if (git) {
+    return { volume: { name: 'workspace', emptyDir: {} }, gitSecret: git.secretRef?.name };
   }
   return { volume: { name: 'workspace', emptyDir: {} } };
 }

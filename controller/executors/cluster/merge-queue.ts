@@ -16,6 +16,7 @@ import { MANAGED_BY_LABEL } from '../../kube/names.ts';
 import type { QueueJournal } from '../../reconciler/merge-queue.ts';
 import { MERGE_QUEUE_ENV } from '../local/episode-launcher.ts';
 import { readGitCredentials } from './git-secret.ts';
+import { gitWorkspaceOf } from '../../api/git-workspace.ts';
 
 export const MERGE_QUEUE_LABEL = 'episodic.dev/merge-queue';
 const JOURNAL_KEY = 'journal';
@@ -141,9 +142,9 @@ function notOnACluster(gate: { name: string }): GateRun {
 }
 
 function gitOf(spec: AgentTaskSpec, key: string) {
-  const ws = spec.workspace;
-  if (!ws || typeof ws !== 'object' || !('git' in ws)) throw new Error(`${key}: spec.integrate needs workspace.git`);
-  return ws.git;
+  const git = gitWorkspaceOf(spec.workspace);
+  if (!git) throw new Error(`${key}: spec.integrate needs workspace.git`);
+  return git;
 }
 
 /** The scratch branch a resolution episode's pod clones and pushes back to. */

@@ -25,7 +25,8 @@ import { enforceProblem } from './network-policy.ts';
 import { deletePolicy, ensurePolicy } from './network-policy-writes.ts';
 import { podMountsProblem } from '../../api/sandbox.ts';
 import { proxyAllowOf, proxyEnv } from './proxy-env.ts';
-import { isFinishedPod, isRunningPod, observeDeletedPod, observePod } from './pod-outcome.ts';
+import { isRunningPod, observeDeletedPod, observePod } from './pod-outcome.ts';
+import { ownerUid, podsToTidy } from './pod-tidy.ts';
 import { clusterPromptVars } from '../../ops/cluster-prompt.ts';
 import type { EpisodeLeash } from '../../api/episode-leash.ts';
 import type { ClusterGatewayBinding } from './gateway-binding.ts';
@@ -288,20 +289,15 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
 
   /** Strays of an earlier task with the same name, stuck pods on record, finished pods past retention. */
   async tidy(task: ClusterTask, status: AgentTaskStatus): Promise<void> {
-    const all = this.opts.pods.byIndex('task', task.key);
-    const uid = task.object.metadata.uid;
-    const doomed = all.filter((p) => ownerUid(p) !== uid);
-    // Only what the server has on record: a status still being written may yet be lost with its pod.
-    const recorded = Math.min(status.lastEpisode?.number ?? 0, lastEpisodeOnServer(task.object.status));
-    const mine = all.filter((p) => ownerUid(p) === uid && !p.metadata.deletionTimestamp);
-    doomed.push(...mine.filter((p) => this.stuck.has(objectKey(p)) && (podEpisode(p) ?? 0) <= recorded));
-    const finished = mine
-      .filter(
-        (p) => (podEpisode(p) ?? 0) <= recorded && podEpisode(p) !== status.currentEpisode?.number && isFinishedPod(p),
-      )
-      .sort((a, b) => (podEpisode(b) ?? 0) - (podEpisode(a) ?? 0));
-    doomed.push(...finished.slice(this.opts.podRetention));
-    await Promise.all([...new Set(doomed)].map((pod) => this.deletePod(pod, 'bookkeeping')));
+    const doomed = podsToTidy({
+      pods: this.opts.pods.byIndex('task', task.key),
+      uid: task.object.metadata.uid,
+      status,
+      serverStatus: task.object.status,
+      stuck: this.stuck,
+      podRetention: this.opts.podRetention,
+    });
+    await Promise.all(doomed.map((pod) => this.deletePod(pod, 'bookkeeping')));
   }
 
   async forget(key: string): Promise<void> {
@@ -386,16 +382,6 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
   private notify(key: string): void {
     for (const l of this.listeners) l(key);
   }
-}
-
-/** status.lastEpisode.number as the server has it (the status sink validates statuses; here 0 stands for none). */
-function lastEpisodeOnServer(status: unknown): number {
-  const number = (status as { lastEpisode?: { number?: unknown } } | undefined)?.lastEpisode?.number;
-  return typeof number === 'number' ? number : 0;
-}
-
-function ownerUid(pod: Pod): string | undefined {
-  return pod.metadata.ownerReferences?.find((o) => o.controller)?.uid;
 }
 
 /** Pod creates the API server will refuse again if retried: invalid specs and PodSecurity rejections. */

@@ -12,6 +12,7 @@ import type { ScopeBaseline } from '../evidence/scope-guard.ts';
 import { settleEpisode } from '../evidence/settle.ts';
 import type { WorkspaceSnapshot } from '../evidence/workspace.ts';
 import { pushLocalGitWorkspace } from './git-workspace.ts';
+import { gitWorkspaceOf } from '../../api/git-workspace.ts';
 
 /** What of the task an episode's end needs (a recovered episode has its spec file's task, not the source's). */
 export type EndedTask = Pick<SpecFileTask, 'namespace' | 'name' | 'file' | 'spec' | 'created'>;
@@ -50,9 +51,9 @@ export async function checkpointLocalEpisode(ended: EpisodeResult, ctx: LocalEpi
   if (checkpoint.error) logger.warn(where, checkpoint.error);
   const commit = checkpoint.result.evidence?.workspace?.commit;
   if (commit) logger.debug({ ...where, commit }, 'checkpoint');
-  const ws = spec.workspace;
-  if (ws && typeof ws === 'object' && 'git' in ws) {
-    const pushed = await pushLocalGitWorkspace(ctx.stateDir, task.namespace, task.name, task.file, ws.git).catch(
+  const git = gitWorkspaceOf(spec.workspace);
+  if (git) {
+    const pushed = await pushLocalGitWorkspace(ctx.stateDir, task.namespace, task.name, task.file, git).catch(
       (err: Error) => ({ ok: false as const, message: err.message }),
     );
     if (!pushed.ok) logger.warn(where, `${pushed.message}; the commit stays in the clone and goes with the next push`);

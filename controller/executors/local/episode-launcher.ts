@@ -21,6 +21,7 @@ import { opsPromptVars } from '../../ops/local-prompt.ts';
 import { stackPromptTemplate } from '../../reconciler/stack.ts';
 import { prepareSandbox } from '../sandbox/episode-sandbox.ts';
 import type { EpisodeSandbox } from '../sandbox/episode-sandbox.ts';
+import { gitWorkspaceOf } from '../../api/git-workspace.ts';
 
 export interface LaunchRequest {
   root: string;
@@ -83,13 +84,12 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
   let workspace: string;
   let template: string;
   try {
-    const ws = req.spec.workspace;
+    const git = gitWorkspaceOf(req.spec.workspace);
     if (req.resolution) [workspace, template] = [req.resolution.cwd, req.resolution.template];
     else {
-      workspace =
-        ws && typeof ws === 'object' && 'git' in ws
-          ? await prepareLocalGitWorkspace(req.stateDir, req.namespace, req.name, req.specFile, ws.git)
-          : await prepareWorkspace(req.root, req.specFile, req.name, req.spec, req.created ? req : undefined);
+      workspace = git
+        ? await prepareLocalGitWorkspace(req.stateDir, req.namespace, req.name, req.specFile, git)
+        : await prepareWorkspace(req.root, req.specFile, req.name, req.spec, req.created ? req : undefined);
       template = req.spec.stack
         ? stackPromptTemplate(req.status.stack?.frames ?? req.spec.stack)
         : await readPromptTemplate(workspace, req.spec, stepField(currentStep(req.spec, req.status), 'promptFile'));

@@ -10,6 +10,7 @@ import { removeQuietly } from '../../util/fs.ts';
 import { mergeQueueDir } from '../../util/state-layout.ts';
 import { resolveGitUrl } from './git-workspace.ts';
 import { runQueueGates } from './merge-queue-steps.ts';
+import { gitWorkspaceOf } from '../../api/git-workspace.ts';
 
 /** A local task: its spec file, which a relative git URL is resolved against. */
 export interface LocalQueueTask extends QueueTask {
@@ -23,10 +24,9 @@ export function localQueuePorts(stateDir: string): MergeQueuePorts<LocalQueueTas
     queueOf: (task) => task.spec.integrate?.queue,
     shownName: (queue) => queue,
     remoteUrl: (task) => {
-      const ws = task.spec.workspace;
-      if (!ws || typeof ws !== 'object' || !('git' in ws))
-        throw new Error(`${task.key}: spec.integrate needs workspace.git`);
-      return resolveGitUrl(ws.git.url, task.file);
+      const git = gitWorkspaceOf(task.spec.workspace);
+      if (!git) throw new Error(`${task.key}: spec.integrate needs workspace.git`);
+      return resolveGitUrl(git.url, task.file);
     },
     credentials: async () => undefined, // local git uses the user's own credential helpers
     gates: (queue, gates, cwd) => runQueueGates(gates, cwd, join(mergeQueueDir(stateDir, queue), 'gates.log')),

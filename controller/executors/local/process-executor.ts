@@ -41,6 +41,7 @@ import { opsFilePath, withOpsFrom } from '../process/ops-file.ts';
 import type { EpisodeLeash } from '../../api/episode-leash.ts';
 import { episodeLeash } from '../../reconciler/spend-cap.ts';
 import type { GrantOpening, LocalGatewayBinding } from './gateway-binding.ts';
+import { gitWorkspaceOf } from '../../api/git-workspace.ts';
 
 export interface ProcessExecutorOptions {
   /** The spec directory: workspaces must stay inside it. */
@@ -285,23 +286,23 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
 
   /** Best-of-N: the winner's branch becomes the task's, in the task's own clone (STATE/workspaces/NS/NAME). */
   async adoptWinner(task: SpecFileTask, action: AdoptWinner): Promise<AdoptOutcome> {
-    const ws = task.spec?.workspace;
-    if (!ws || typeof ws !== 'object' || !('git' in ws))
+    const ws = gitWorkspaceOf(task.spec?.workspace);
+    if (!ws)
       return {
         winner: action.winner,
         from: action.from,
         ok: false,
         message: 'spec.workspace: attempts need a git workspace',
       };
-    const git = { ...ws.git, ref: action.into };
+    const git = { ...ws, ref: action.into };
     const result = await adoptLocalWinner(this.opts.stateDir, task.namespace, task.name, task.file, git, action);
     return { winner: action.winner, from: action.from, ...result };
   }
 
   async attemptDiffs(task: SpecFileTask, attempts: readonly { number: number; task: string }[]) {
-    const ws = task.spec?.workspace;
-    if (!ws || typeof ws !== 'object' || !('git' in ws)) return {};
-    return localAttemptDiffs(this.opts.stateDir, task.namespace, ws.git, attempts);
+    const git = gitWorkspaceOf(task.spec?.workspace);
+    if (!git) return {};
+    return localAttemptDiffs(this.opts.stateDir, task.namespace, git, attempts);
   }
 
   async stop(task: SpecFileTask, number: number, reason: StopReason): Promise<void> {

@@ -11,6 +11,7 @@ import type { GitSnapshot } from '../evidence/workspace.ts';
 import { checkpointLocalEpisode } from './episode-checkpoint.ts';
 import type { LocalEpisodeEnd } from './episode-checkpoint.ts';
 import { localWorkspace } from './workspace.ts';
+import { gitWorkspaceOf } from '../../api/git-workspace.ts';
 
 /** An episode's end as the checkpoint needs it, but its workspace and starting point are found here. */
 export type RecoveredEpisode = Omit<LocalEpisodeEnd, 'workspace' | 'before' | 'scoped' | 'reviewBefore'>;
@@ -26,9 +27,7 @@ export async function checkpointRecovered(result: EpisodeResult, ep: RecoveredEp
 
 /** Where the episode ran: a git workspace's clone under the state dir, else its directory (never created here). */
 function recoveredWorkspace(ep: RecoveredEpisode): string | undefined {
-  const ws = ep.spec.workspace;
-  if (ws && typeof ws === 'object' && 'git' in ws)
-    return stateWorkspaceDir(ep.stateDir, ep.task.namespace, ep.task.name);
+  if (gitWorkspaceOf(ep.spec.workspace)) return stateWorkspaceDir(ep.stateDir, ep.task.namespace, ep.task.name);
   const created = ep.task.created ? { stateDir: ep.stateDir, namespace: ep.task.namespace } : undefined;
   const local = localWorkspace(ep.task.file, ep.task.name, ep.spec, created);
   return local && 'dir' in local ? local.dir : undefined;
@@ -40,8 +39,8 @@ function recoveredWorkspace(ep: RecoveredEpisode): string | undefined {
  */
 async function startingPoint(dir: string, spec: AgentTaskSpec): Promise<GitSnapshot | undefined> {
   if (!existsSync(join(dir, '.git'))) return undefined;
-  const ws = spec.workspace;
-  const pushed = ws && typeof ws === 'object' && 'git' in ws ? [`refs/remotes/origin/${branchName(ws.git.ref)}`] : [];
+  const source = gitWorkspaceOf(spec.workspace);
+  const pushed = source ? [`refs/remotes/origin/${branchName(source.ref)}`] : [];
   for (const ref of [...pushed, 'HEAD']) {
     const out = await git({}, ['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], { cwd: dir, allowExit: [1] });
     if (out.code === 0 && out.stdout.trim()) return { kind: 'git', head: out.stdout.trim(), status: '' };

@@ -9,6 +9,7 @@ import { closest } from '../../api/validate-words.ts';
 import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import { isInside } from '../../util/paths.ts';
 import { stateWorkspaceDir, workspacesDir } from '../../util/state-layout.ts';
+import { gitWorkspaceOf } from '../../api/git-workspace.ts';
 
 export class WorkspaceError extends Error {}
 
@@ -40,7 +41,7 @@ export function localWorkspace(
   }
   const ws = spec.workspace ?? join('ws', name);
   if (typeof ws === 'string') return { ws, dir: resolve(dirname(specFile), ws) };
-  if ('git' in ws) return undefined;
+  if (gitWorkspaceOf(ws)) return undefined;
   return {
     problem:
       'spec.workspace: volumeClaim workspaces work on a cluster only; locally use a directory or a git workspace',

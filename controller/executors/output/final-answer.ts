@@ -1,5 +1,6 @@
 // What an agent's final answer says beyond the sentinel: the answer without copies of the prompt, the fields
 // of its last RALPH_STATUS block, and completion keywords. Raw facts; the reconciler scores them.
+import { RALPH_FIELD_MAX } from '../../api/bounds.ts';
 import type { RalphStatus } from '../../api/leash.ts';
 import { withoutEchoedSignals, withoutPromptEcho } from './prompt-echo.ts';
 import { promisePattern } from './text.ts';
@@ -12,7 +13,7 @@ const STATUS_END = '---END_RALPH_STATUS---';
 function statusField(block: string, name: string): string | undefined {
   const match = new RegExp(`^\\s*\\**${name}\\**\\s*:\\s*\\**\\s*([^\\n*]*)`, 'im').exec(block);
   const value = match?.[1]?.trim();
-  return value ? value.slice(0, 64) : undefined;
+  return value ? value.slice(0, RALPH_FIELD_MAX) : undefined;
 }
 
 function statusCount(block: string, name: string): number | undefined {
