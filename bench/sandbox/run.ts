@@ -2,7 +2,10 @@
 // trivial episode (/bin/true through startProcessEpisode, as the local controller runs one) unsandboxed and
 // under each sandbox shape, interleaved round by round in one run, so the machine's load hits all alike.
 // network gateway twice: a task's later episodes (they enter the task's kept relay) and its first (which starts
-// the relay: a fresh task name each time). Also the relay's RSS. Usage: node bench/sandbox/run.ts [--rounds N]
+// the relay: a fresh task name each time). Then a task's first episode as the controller launches it
+// (launchEpisode: a fresh clone of a git workspace, then the episode), plain and network gateway: the relay
+// starts beside the clone. Also the relay's RSS. Usage: node bench/sandbox/run.ts [--rounds N]
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SandboxSchema } from '../../controller/api/sandbox.ts';
@@ -13,6 +16,7 @@ import type { ProcessEpisodeRequest } from '../../controller/executors/process/e
 import { removeDir, tempDir } from '../local/lib.ts';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import { analyzerOptions } from '../../controller/executors/output/analyzer-options.ts';
+import { launchEpisode } from '../../controller/executors/local/episode-launcher.ts';
 
 const SPEC = AgentTaskSpecSchema.parse({ prompt: 'x', agent: { command: ['/bin/true'], output: 'text' } });
 
@@ -22,6 +26,12 @@ const dir = tempDir('episodic-bench-sandbox-');
 const stateDir = join(dir, '.episodic');
 const workspace = join(dir, 'ws');
 mkdirSync(workspace, { recursive: true });
+
+const origin = join(dir, 'origin.git');
+const git = (args: string[], cwd = dir) => execFileSync('git', args, { cwd, stdio: 'ignore' });
+git(['init', '-q', '-b', 'main', join(dir, 'seed')]);
+git(['-c', 'user.name=b', '-c', 'user.email=b@b', 'commit', '-q', '--allow-empty', '-m', 'seed'], join(dir, 'seed'));
+git(['clone', '-q', '--bare', join(dir, 'seed'), origin]);
 
 const SHAPES = {
   none: { network: 'none' },
@@ -76,6 +86,29 @@ async function episode(shape: Shape, argv = ['/bin/true']): Promise<{ ms: number
   return { ms, log: readFileSync(join(stateDir, 'logs', `episode-${n}.log`), 'utf8'), relayPid: sandbox?.relayPid };
 }
 
+const LAUNCHED = ['first episode of a git task: plain', 'first episode of a git task: gateway'] as const;
+
+/** A task's first episode through launchEpisode: its clone, then /bin/true (sandboxed: network gateway). */
+async function launched(shape: (typeof LAUNCHED)[number]): Promise<number> {
+  n += 1;
+  const name = `git-${n}`;
+  const env = Object.entries(GATEWAY_ENV).map(([k, value]) => ({ name: k, value }));
+  const spec = AgentTaskSpecSchema.parse({
+    prompt: 'x',
+    agent: { command: ['/bin/true'], output: 'text', env },
+    workspace: { git: { url: origin, ref: 'main' } },
+    ...(shape.endsWith('gateway') ? { sandbox: { network: 'gateway' } } : {}),
+  });
+  const started = performance.now();
+  const launch = { root: dir, stateDir, specFile: join(dir, 'bench.yaml'), namespace: 'default', name, number: 1 };
+  const episode = await launchEpisode({ ...launch, spec, status: { episodes: 0 } as never });
+  const result = await episode.result;
+  const ms = performance.now() - started;
+  endRelay(`default/${name}`);
+  if (result.exitCode !== 0) throw new Error(`${shape}: episode ${n} exited ${result.exitCode}: ${result.message}`);
+  return ms;
+}
+
 function quantile(xs: number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
@@ -83,23 +116,29 @@ function quantile(xs: number[], q: number): number {
 
 const shapes: Shape[] = ['plain', ...(Object.keys(SHAPES) as Shape[])];
 const times = new Map<Shape, number[]>(shapes.map((s) => [s, []]));
+const launchTimes = new Map<string, number[]>(LAUNCHED.map((s) => [s, []]));
 for (const s of shapes) await episode(s); // warm-up: the probe, the modules, the page cache
-for (let r = 0; r < ROUNDS; r++) for (const s of shapes) times.get(s)?.push((await episode(s)).ms);
+for (const s of LAUNCHED) await launched(s);
+for (let r = 0; r < ROUNDS; r++) {
+  for (const s of shapes) times.get(s)?.push((await episode(s)).ms);
+  for (const s of LAUNCHED) launchTimes.get(s)?.push(await launched(s));
+}
 
 // The relay's RSS: the one child of its namespace's init (bwrap).
 const { relayPid } = await episode('gateway');
 const relay = readFileSync(`/proc/${relayPid}/task/${relayPid}/children`, 'utf8').trim().split(' ')[0];
 const relayRss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${relay}/status`, 'utf8'))?.[1]) / 1024;
 
+/** A row: p50, p99 and what they add to the baseline's (the first row of its kind, which adds nothing). */
+function row(label: string, xs: number[], base: number[]): string {
+  const added = (q: number) => (quantile(xs, q) - quantile(base, q)).toFixed(1);
+  const vs = xs === base ? '' : `${added(0.5)} / ${added(0.99)}`;
+  return `| ${label} | ${quantile(xs, 0.5).toFixed(1)} | ${quantile(xs, 0.99).toFixed(1)} | ${vs} |`;
+}
 const plain = times.get('plain') ?? [];
-const rows = shapes.map((s) => {
-  const xs = times.get(s) ?? [];
-  const added =
-    s === 'plain'
-      ? ''
-      : `${(quantile(xs, 0.5) - quantile(plain, 0.5)).toFixed(1)} / ${(quantile(xs, 0.99) - quantile(plain, 0.99)).toFixed(1)}`;
-  return `| ${s} | ${quantile(xs, 0.5).toFixed(1)} | ${quantile(xs, 0.99).toFixed(1)} | ${added} |`;
-});
+const rows = shapes.map((s) => row(s, times.get(s) ?? [], plain));
+const gitPlain = launchTimes.get(LAUNCHED[0]) ?? [];
+rows.push(...LAUNCHED.map((s) => row(s, launchTimes.get(s) ?? [], gitPlain)));
 console.log(`bench/sandbox: ${ROUNDS} rounds, /bin/true as the agent, ms from request to result\n`);
 console.log('| shape | p50 | p99 | added p50 / p99 |\n| --- | --- | --- | --- |');
 console.log(rows.join('\n'));

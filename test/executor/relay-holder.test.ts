@@ -12,7 +12,10 @@ import { after, before, describe, it } from 'node:test';
 import { SandboxSchema } from '../../controller/api/sandbox.ts';
 import { prepareSandbox } from '../../controller/executors/sandbox/episode-sandbox.ts';
 import type { EpisodeSandbox } from '../../controller/executors/sandbox/episode-sandbox.ts';
-import { endRelay } from '../../controller/executors/sandbox/relay-holder.ts';
+import { endRelay, relayOpening } from '../../controller/executors/sandbox/relay-holder.ts';
+import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
+import { launchEpisode } from '../../controller/executors/local/episode-launcher.ts';
+import { episodeLogPath } from '../../controller/util/state-layout.ts';
 import { NODE, REPO, tempDir } from '../support/local.ts';
 
 const FETCH =
@@ -142,5 +145,33 @@ describe('the relay of network gateway: once per task, kept between its episodes
     assert.equal(seen.length, 2);
     for (const s of seen) assert.deepEqual([s.got, s.userns], ['pong', true]);
     assert.equal(seen[0].relay, seen[1].relay, 'one relay for both episodes');
+  });
+
+  it("a task's relay starts beside its workspace's set-up: it is there before the first episode asks", async () => {
+    const spec = AgentTaskSpecSchema.parse({
+      prompt: 'p',
+      agent: { command: [NODE, '-e', FETCH], env: Object.entries(env).map(([name, value]) => ({ name, value })) },
+      workspace: 'ws',
+      sandbox: {},
+    });
+    let openedBeforeSpawn: boolean | undefined;
+    const episode = await launchEpisode({
+      root: dir,
+      stateDir: join(dir, '.episodic'),
+      specFile: join(dir, 't.yaml'),
+      namespace: 'default',
+      name: 'warm',
+      number: 1,
+      spec,
+      status: { episodes: 0 } as never,
+      beforeSpawn: async () => {
+        openedBeforeSpawn = relayOpening('default/warm');
+      },
+    });
+    const result = await episode.result;
+    assert.equal(openedBeforeSpawn, true, 'the relay was started before the episode leased it');
+    assert.equal(result.exitCode, 0, result.message);
+    assert.match(readFileSync(episodeLogPath(join(dir, '.episodic'), 'default', 'warm', 1), 'utf8'), /pong/);
+    endRelay('default/warm');
   });
 });

@@ -12,7 +12,13 @@ import type { SandboxPlan } from '../../controller/executors/sandbox/bwrap-argv.
 import { admitConnect, gatewayRoutes, relayArgs } from '../../controller/executors/sandbox/gateway-routes.ts';
 import { installDirOf, installDirs, programsOf } from '../../controller/executors/sandbox/install-dirs.ts';
 import { sandboxUnavailable } from '../../controller/executors/sandbox/preflight.ts';
-import { cgroupSettings, counterOf, limitHit, rlimitArgs } from '../../controller/executors/sandbox/resources.ts';
+import {
+  cgroupSettings,
+  counterOf,
+  limitHit,
+  removeRetryDelays,
+  rlimitArgs,
+} from '../../controller/executors/sandbox/resources.ts';
 import { tempDir } from '../support/local.ts';
 
 const plan = (over: Partial<SandboxPlan> = {}): SandboxPlan => ({
@@ -214,6 +220,17 @@ describe('resources', () => {
     assert.equal(limitHit({ oomKills: 0, pidsRefused: 0 }), undefined);
     assert.equal(counterOf('oom_kill_disable 0\nunder_oom 0\noom_kill 2\n', 'oom_kill'), 2);
     assert.equal(counterOf('max 0\n', 'max'), 0);
+  });
+  it("a group's removal is retried soon first (its init ends ~1 ms after bwrap), then less often, within budget", () => {
+    assert.deepEqual(removeRetryDelays(100, 25), [1, 2, 4, 8, 16, 25, 25, 19]);
+    assert.deepEqual(removeRetryDelays(3, 25), [1, 2]);
+    const delays = removeRetryDelays();
+    assert.equal(delays[0], 1);
+    assert.equal(Math.max(...delays), 25);
+    assert.equal(
+      delays.reduce((a, b) => a + b),
+      1000,
+    );
   });
 });
 

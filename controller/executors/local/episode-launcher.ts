@@ -19,7 +19,8 @@ import { GitWorkspaceError, prepareLocalGitWorkspace } from './git-workspace.ts'
 import { prepareWorkspace, readPromptTemplate, WorkspaceError } from './workspace.ts';
 import { opsPromptVars } from '../../ops/local-prompt.ts';
 import { stackPromptTemplate } from '../../reconciler/stack.ts';
-import { prepareSandbox } from '../sandbox/episode-sandbox.ts';
+import { prepareSandbox, warmSandbox } from '../sandbox/episode-sandbox.ts';
+import type { Sandbox } from '../../api/sandbox.ts';
 import type { EpisodeSandbox } from '../sandbox/episode-sandbox.ts';
 import { gitWorkspaceOf } from '../../api/git-workspace.ts';
 
@@ -81,6 +82,10 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
   });
   if (req.gateway && !req.gateway.ok)
     return failed(`${req.specFile}: AgentTask ${req.namespace}/${req.name}: ${req.gateway.message}`);
+  const { env, unset } = agentEnv(req);
+  const withheld = new Set([...(req.withheldEnv ?? []), ...unset]);
+  // Beside the workspace's set-up (a clone, the snapshot): the first episode finds the task's relay started.
+  if (req.spec.sandbox?.enabled) void warmSandbox({ ...sandboxOf(req, req.spec.sandbox), env });
   let workspace: string;
   let template: string;
   try {
@@ -128,23 +133,11 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
       ...req.resolution?.vars,
     },
   });
-  const env: Record<string, string> = {};
-  for (const e of spec.agent.env) {
-    if (e.value !== undefined) env[e.name] = e.value;
-  }
-  Object.assign(env, stepEnv(step));
-  if (req.resolution) env[MERGE_QUEUE_ENV] = '1';
-  // After spec.agent.env: behind the gateway the key variables are the gateway's token, never a real key.
-  if (req.gateway?.ok) Object.assign(env, req.gateway.env);
-  // Behind the gateway the provider keys stay with the controller, even when the spec names them.
-  const unset = new Set(req.gateway?.ok ? req.gateway.unset : []);
-  const withheld = new Set([...(req.withheldEnv ?? []), ...unset]);
   const logFile = episodeLogPath(req.stateDir, req.namespace, req.name, req.number);
   let sandbox: EpisodeSandbox | undefined;
   if (spec.sandbox?.enabled) {
     try {
-      const box = { sandbox: spec.sandbox, stateDir: req.stateDir, workspace, env, bwrap: req.bwrap };
-      sandbox = await prepareSandbox({ ...box, namespace: req.namespace, name: req.name });
+      sandbox = await prepareSandbox({ ...sandboxOf(req, spec.sandbox), env, workspace });
     } catch (err) {
       // Never a run without the sandbox: the task fails to start, saying what to install or enable.
       return failed(`${req.specFile}: AgentTask ${req.namespace}/${req.name}: ${(err as Error).message}`);
@@ -195,4 +188,22 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
     cancel: (reason) => running.cancel(reason === 'deleted' ? 'spec deleted' : undefined),
     workspace,
   };
+}
+
+/** The agent's variables (spec.agent.env, the step's, the gateway's) and those the gateway keeps from it. */
+function agentEnv(req: LaunchRequest): { env: Record<string, string>; unset: Set<string> } {
+  const env: Record<string, string> = {};
+  for (const e of req.spec.agent.env) {
+    if (e.value !== undefined) env[e.name] = e.value;
+  }
+  Object.assign(env, stepEnv(currentStep(req.spec, req.status)));
+  if (req.resolution) env[MERGE_QUEUE_ENV] = '1';
+  // After spec.agent.env: behind the gateway the key variables are the gateway's token, never a real key.
+  if (req.gateway?.ok) Object.assign(env, req.gateway.env);
+  // Behind the gateway the provider keys stay with the controller, even when the spec names them.
+  return { env, unset: new Set(req.gateway?.ok ? req.gateway.unset : []) };
+}
+
+function sandboxOf(req: LaunchRequest, sandbox: Sandbox) {
+  return { sandbox, stateDir: req.stateDir, bwrap: req.bwrap, namespace: req.namespace, name: req.name };
 }

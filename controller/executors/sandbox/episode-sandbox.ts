@@ -12,8 +12,8 @@ import { bwrapArgv } from './bwrap-argv.ts';
 import { gatewayRoutes } from './gateway-routes.ts';
 import { installDirs, programsOf } from './install-dirs.ts';
 import { BWRAP, probeSandbox } from './preflight.ts';
-import { leaseRelay } from './relay-holder.ts';
-import type { RelayLease } from './relay-holder.ts';
+import { leaseRelay, warmRelay } from './relay-holder.ts';
+import type { RelayLease, RelayRequest } from './relay-holder.ts';
 import { episodeGroup } from './resources.ts';
 import type { EpisodeGroup } from './resources.ts';
 
@@ -52,22 +52,31 @@ export function sandboxHome(stateDir: string, namespace: string, name: string): 
   return sandboxHomePath(stateDir, namespace, name);
 }
 
+/**
+ * What a task's episodes share, started ahead of the episode beside its workspace's set-up: the probe of bwrap
+ * and (network: gateway) the task's relay. prepareSandbox then finds them ready; it reports what failed here.
+ */
+export function warmSandbox(req: Omit<SandboxRequest, 'workspace'>): Promise<void> {
+  const bwrap = req.bwrap ?? BWRAP;
+  return probeSandbox(bwrap)
+    .then(async (problem) => {
+      const relay = problem || mountProblem(req) ? undefined : relayRequest(req, bwrap);
+      if (relay) await warmRelay(relay);
+    })
+    .catch(() => undefined);
+}
+
 export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbox> {
   const bwrap = req.bwrap ?? BWRAP;
-  const problem = await probeSandbox(bwrap);
+  const problem = (await probeSandbox(bwrap)) ?? mountProblem(req);
   if (problem) throw new SandboxError(problem);
   const mounts = req.sandbox.mounts;
-  for (const [i, m] of mounts.entries())
-    if (isInside(m.path, req.stateDir) || isInside(req.stateDir, m.path))
-      throw new SandboxError(`spec.sandbox.mounts[${i}].path: ${m.path} is or holds the state directory`);
   const home = sandboxHome(req.stateDir, req.namespace, req.name);
   mkdirSync(home, { recursive: true, mode: 0o700 });
   const network = req.sandbox.network;
   const routes = gatewayRoutes(req.env, req.sandbox.allowHosts);
-  const relayed = network === 'gateway' && (routes.upstreams.length > 0 || routes.proxyPort !== undefined);
-  const relay: RelayLease | undefined = relayed
-    ? await leaseRelay({ task: `${req.namespace}/${req.name}`, routes, bwrap, ...relayCommand() })
-    : undefined;
+  const relayReq = relayRequest(req, bwrap);
+  const relay: RelayLease | undefined = relayReq ? await leaseRelay(relayReq) : undefined;
   const group: EpisodeGroup = episodeGroup(`${req.namespace}.${req.name}.${randomUUID()}`, req.sandbox.resources);
   let hit: ResourceLimit | undefined;
   return {
@@ -109,6 +118,22 @@ export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbo
       return relay?.release() ?? [];
     },
   };
+}
+
+/** A mount that is or holds the state directory, named; else undefined. */
+function mountProblem(req: Pick<SandboxRequest, 'sandbox' | 'stateDir'>): string | undefined {
+  for (const [i, m] of req.sandbox.mounts.entries())
+    if (isInside(m.path, req.stateDir) || isInside(req.stateDir, m.path))
+      return `spec.sandbox.mounts[${i}].path: ${m.path} is or holds the state directory`;
+  return undefined;
+}
+
+/** network: gateway with an endpoint or an allowHost to carry: the task's relay; else none. */
+function relayRequest(req: Omit<SandboxRequest, 'workspace'>, bwrap: string): RelayRequest | undefined {
+  const routes = gatewayRoutes(req.env, req.sandbox.allowHosts);
+  const carried = routes.upstreams.length > 0 || routes.proxyPort !== undefined;
+  if (req.sandbox.network !== 'gateway' || !carried) return undefined;
+  return { task: `${req.namespace}/${req.name}`, routes, bwrap, ...relayCommand() };
 }
 
 /** The relay: this Node and its script (bundled in dist/ where built; the source otherwise), and their installs. */

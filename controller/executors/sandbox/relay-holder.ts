@@ -65,7 +65,7 @@ const live = new Set<Holder>();
 export async function leaseRelay(req: RelayRequest): Promise<RelayLease> {
   if (!existsSync(NSENTER))
     throw new Error(`${NSENTER} not found; install the util-linux package (it enters the relay)`);
-  const key = JSON.stringify([req.bwrap, req.command, req.routes.upstreams, req.routes.allow, req.routes.proxyPort]);
+  const key = keyOf(req);
   let holder = await holderFor(req, key);
   // The relay died (its exit may not have reached us yet; its namespace's init is gone first): a new one, once.
   if (holder.ended || !existsSync(`/proc/${holder.inner}`)) {
@@ -73,6 +73,28 @@ export async function leaseRelay(req: RelayRequest): Promise<RelayLease> {
     holder = await holderFor(req, key);
   }
   return lease(holder);
+}
+
+/**
+ * The task's relay started ahead of its episode (beside the workspace's set-up: a Node start is ~30 ms here), so
+ * the lease finds it running. Resolves with the relay namespace's init, or undefined: a failure is the lease's
+ * to report. Unleased, it ends after LINGER_MS like an idle one.
+ */
+export async function warmRelay(req: RelayRequest): Promise<number | undefined> {
+  if (!existsSync(NSENTER)) return undefined;
+  return holderFor(req, keyOf(req)).then(
+    (holder) => holder.inner,
+    () => undefined,
+  );
+}
+
+/** Is the task's relay started or starting (for tests: a warm one is there before the episode asks)? */
+export function relayOpening(task: string): boolean {
+  return holders.has(task);
+}
+
+function keyOf(req: RelayRequest): string {
+  return JSON.stringify([req.bwrap, req.command, req.routes.upstreams, req.routes.allow, req.routes.proxyPort]);
 }
 
 function holderFor(req: RelayRequest, key: string): Promise<Holder> {
@@ -107,11 +129,15 @@ function lease(holder: Holder): RelayLease {
         holder.bridge.refused.length = 0; // kept per episode, not for the holder's life
         if (holder.ended) closeFds(holder);
         else if (holder.retired) end(holder);
-        else holder.linger = setTimeout(() => end(holder), LINGER_MS).unref();
+        else linger(holder);
       }
       return released;
     },
   };
+}
+
+function linger(holder: Holder): void {
+  holder.linger = setTimeout(() => end(holder), LINGER_MS).unref();
 }
 
 /** A task done with its relay (or a bench's throwaway task): it ends now if idle, else at its last release. */
@@ -142,6 +168,7 @@ async function openHolder(req: RelayRequest, key: string): Promise<Holder> {
     const held = holdNamespaces(info);
     const holder: Holder = { key, child, bridge, held, inner: info.pid, leases: 0, retired: false, ended: false };
     live.add(holder);
+    linger(holder); // a lease clears it; a warmed relay no episode asked for ends like an idle one
     onExitEndAll();
     child.once('exit', () => cleanUp(holder));
     for (const stream of [child.stdin, child.stdout, child.stderr, child.stdio[INFO_FD]])

@@ -165,15 +165,28 @@ function delegate(dir: string, available: string): void {
     if (available.split(/\s+/).includes(c)) writeFileSync(join(dir, 'cgroup.subtree_control'), `+${c}`);
 }
 
-// A killed process stays in its group until it is reaped: rmdir is retried this often, this far apart.
-const REMOVE_TRIES = 40;
-const REMOVE_EVERY_MS = 25;
+// A killed process stays in its group until it is reaped, and bwrap exits before its sandbox's init is (that
+// init's end is the kernel's, ~1 ms later): rmdir is retried soon at first, then less often, within the budget.
+const REMOVE_BUDGET_MS = 1000;
+const REMOVE_MAX_WAIT_MS = 25;
+
+/** How long to wait before each retry of a group's rmdir: 1, 2, 4… ms up to the max, summing to the budget. */
+export function removeRetryDelays(budgetMs = REMOVE_BUDGET_MS, maxWaitMs = REMOVE_MAX_WAIT_MS): number[] {
+  const delays: number[] = [];
+  for (let spent = 0, next = 1; spent < budgetMs; next = Math.min(next * 2, maxWaitMs)) {
+    const wait = Math.min(next, budgetMs - spent);
+    delays.push(wait);
+    spent += wait;
+  }
+  return delays;
+}
 
 async function removeDirs(dirs: string[]): Promise<void> {
   for (const dir of dirs) {
-    for (let i = 0; i < REMOVE_TRIES && !tryRmdir(dir); i++) {
+    for (const wait of [...removeRetryDelays(), undefined]) {
+      if (tryRmdir(dir) || wait === undefined) break;
       killMembers(dir); // a process that outlived the episode's kill (a fork bomb's late children)
-      await new Promise((r) => setTimeout(r, REMOVE_EVERY_MS));
+      await new Promise((r) => setTimeout(r, wait));
     }
   }
 }
