@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { readRecords } from '../../controller/sinks/local/episode-records.ts';
 import { createdDir, episodesPath, workspacesDir } from '../../controller/util/state-layout.ts';
-import { FAKE_CLAUDE, NODE, readStatus, runCli, specDir, startCli, tempDir } from '../support/local.ts';
+import { FAKE_CLAUDE, NODE, readStatus, specDir, startCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
 import { git } from '../support/git.ts';
 
@@ -90,12 +90,25 @@ test('fan-out: kill -9 with two children done and two running → restart makes 
     },
     90_000,
   );
+  const killedEpisodes = ['mig-each-2', 'mig-each-3'].map((n) => readStatus(dir, n)?.status.currentEpisode?.number);
   run.child.kill('SIGKILL');
   await run.exited;
-  writeFileSync(go, '');
 
-  const res = await runCli(['run', dir], { timeoutMs: 120_000 });
-  assert.equal(res.code, 1, `item 5 fails, so run says a task did not succeed: ${res.stderr}`);
+  // `go` only once the restart has ended the killed controller's episodes and started new ones: written
+  // earlier, an orphaned episode could finish before the restart, which then settles it from its log instead.
+  const restart = startCli(['run', dir]);
+  await waitFor(
+    'the restart runs new episodes of items 2 and 3',
+    async () =>
+      ['mig-each-2', 'mig-each-3'].every((n, i) => {
+        const now = readStatus(dir, n)?.status.currentEpisode?.number;
+        return now !== undefined && now !== killedEpisodes[i];
+      }),
+    90_000,
+  );
+  writeFileSync(go, '');
+  const code = await restart.exited;
+  assert.equal(code, 1, `item 5 fails, so run says a task did not succeed: ${restart.output()}`);
   const parent = readStatus(dir, 'mig')?.status;
   assert.equal(parent?.phase, 'Succeeded', parent?.message);
   assert.deepEqual(parent?.steps?.[0]?.forEach, { total: 6, created: 6, running: 0, succeeded: 5, failed: 1 });
