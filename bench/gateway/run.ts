@@ -3,7 +3,7 @@
 // streams at once; each process on its own (upstream.ts, serve.ts, this client). Per request: time to first
 // body byte and to the end; added latency is gateway minus direct at p50/p99, measured in the same run with
 // the two interleaved block by block. The gateway's CPU time and RSS come from its own process.
-// Usage: node bench/gateway/run.ts [--quick]
+// Usage: node bench/gateway/run.ts [--quick] [--cpu-prof DIR] (DIR: the gateway process's V8 CPU profile)
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -12,6 +12,9 @@ import { Agent, request } from 'undici';
 
 const HERE = import.meta.dirname;
 const QUICK = process.argv.includes('--quick');
+const PROFILE_DIR = process.argv.includes('--cpu-prof')
+  ? process.argv[process.argv.indexOf('--cpu-prof') + 1]
+  : undefined;
 const GOALS = { p50AddedMs: 1, p99AddedMs: 5, ttfbAddedMs: 1 };
 const BODY = JSON.stringify({ model: 'claude-bench', stream: true, max_tokens: 1024, messages: [] });
 
@@ -39,8 +42,12 @@ const CASES: Case[] = [
   { size: 'big', concurrency: 200, perBlock: QUICK ? 200 : 400, blocks: 4 },
 ];
 
-function child(script: string, args: string[]): Promise<{ proc: ChildProcess; first: Record<string, unknown> }> {
-  const proc = fork(join(HERE, script), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+function child(
+  script: string,
+  args: string[],
+  execArgv: string[] = [],
+): Promise<{ proc: ChildProcess; first: Record<string, unknown> }> {
+  const proc = fork(join(HERE, script), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
   return once(proc, 'message').then(([first]) => ({ proc, first: first as Record<string, unknown> }));
 }
 
@@ -88,7 +95,8 @@ const ms = (x: number) => `${x.toFixed(2)} ms`;
 async function main(): Promise<void> {
   const up = await child('upstream.ts', []);
   const upstream = up.first.url as string;
-  const gw = await child('serve.ts', [upstream]);
+  const profile = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const gw = await child('serve.ts', [upstream], profile);
   const grants = gw.first.grants as Record<string, { url: string; token: string }>;
   const rows: string[][] = [];
   const verdicts: string[] = [];
