@@ -2,17 +2,29 @@
 // (~1 KB) and 1 MiB, straight from a stand-in model server and through the real gateway, with 1 and 200
 // streams at once; each process on its own (upstream.ts, serve.ts, this client). Per request: time to first
 // body byte and to the end; added latency is gateway minus direct at p50/p99, measured in the same run with
-// the two interleaved block by block. The gateway's CPU time and RSS come from its own process.
-// Usage: node bench/gateway/run.ts [--quick]
+// the two interleaved block by block. The gateway's CPU time and RSS come from its own process. At 200 streams
+// back to back the machine is CPU-bound and every request queues behind the others' work: the bench prints
+// that floor (queueing.ts) and runs the same 200 streams paced, each pausing between requests so they offer
+// the gateway 30 % of a core, which shows what the gateway adds when it is not queueing.
+// Usage: node bench/gateway/run.ts [--quick] [--cpu-prof DIR] (DIR: the gateway process's V8 CPU profile)
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
+import { pauseForShare, queueing } from './queueing.ts';
 
 const HERE = import.meta.dirname;
 const QUICK = process.argv.includes('--quick');
+const PROFILE_DIR = process.argv.includes('--cpu-prof')
+  ? process.argv[process.argv.indexOf('--cpu-prof') + 1]
+  : undefined;
 const GOALS = { p50AddedMs: 1, p99AddedMs: 5, ttfbAddedMs: 1 };
+const CORES = availableParallelism();
+/** The share of one core the paced streams offer the gateway. */
+const PACED_SHARE = 0.3;
 const BODY = JSON.stringify({ model: 'claude-bench', stream: true, max_tokens: 1024, messages: [] });
 
 interface Stats {
@@ -30,6 +42,8 @@ interface Case {
   /** Requests per block; blocks alternate direct and gateway. */
   perBlock: number;
   blocks: number;
+  /** Each stream pauses between requests (pauseForShare, from the CPU measured back to back). */
+  paced?: boolean;
 }
 
 const CASES: Case[] = [
@@ -37,10 +51,16 @@ const CASES: Case[] = [
   { size: 'big', concurrency: 1, perBlock: QUICK ? 10 : 25, blocks: 4 },
   { size: 'short', concurrency: 200, perBlock: QUICK ? 400 : 2000, blocks: 4 },
   { size: 'big', concurrency: 200, perBlock: QUICK ? 200 : 400, blocks: 4 },
+  { size: 'short', concurrency: 200, perBlock: 400, blocks: QUICK ? 2 : 4, paced: true },
+  { size: 'big', concurrency: 200, perBlock: 200, blocks: 2, paced: true },
 ];
 
-function child(script: string, args: string[]): Promise<{ proc: ChildProcess; first: Record<string, unknown> }> {
-  const proc = fork(join(HERE, script), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+function child(
+  script: string,
+  args: string[],
+  execArgv: string[] = [],
+): Promise<{ proc: ChildProcess; first: Record<string, unknown> }> {
+  const proc = fork(join(HERE, script), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
   return once(proc, 'message').then(([first]) => ({ proc, first: first as Record<string, unknown> }));
 }
 
@@ -66,13 +86,16 @@ async function one(url: string, token: string): Promise<Sample> {
   return { ttfb, total: performance.now() - t0 };
 }
 
-async function block(url: string, token: string, n: number, concurrency: number): Promise<Sample[]> {
+async function block(url: string, token: string, n: number, concurrency: number, pauseMs = 0): Promise<Sample[]> {
   const out: Sample[] = [];
   let next = 0;
+  // Paced streams start spread over one pause and pause 0.5-1.5 times it: no stream lines up with another.
   const worker = async () => {
+    if (pauseMs > 0) await sleep(Math.random() * pauseMs);
     while (next < n) {
       next++;
       out.push(await one(url, token));
+      if (pauseMs > 0 && next < n) await sleep(pauseMs * (0.5 + Math.random()));
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
@@ -88,27 +111,36 @@ const ms = (x: number) => `${x.toFixed(2)} ms`;
 async function main(): Promise<void> {
   const up = await child('upstream.ts', []);
   const upstream = up.first.url as string;
-  const gw = await child('serve.ts', [upstream]);
+  const profile = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const gw = await child('serve.ts', [upstream], profile);
   const grants = gw.first.grants as Record<string, { url: string; token: string }>;
   const rows: string[][] = [];
   const verdicts: string[] = [];
+  /** The gateway CPU per request measured back to back, by size and streams: the paced cases' pause. */
+  const cpuBackToBack = new Map<string, number>();
+  const load0 = loadavg();
   try {
     for (const c of CASES) {
       const direct = `${upstream}/${c.size}/v1/messages`;
       const through = `${(grants[c.size] as { url: string }).url}/v1/messages`;
       const token = (grants[c.size] as { token: string }).token;
-      // Warm both paths: connections open, JIT warm.
-      await block(direct, 'x', Math.min(c.perBlock, 200), c.concurrency);
-      await block(through, token, Math.min(c.perBlock, 200), c.concurrency);
+      const pauseMs = c.paced
+        ? pauseForShare(c.concurrency, cpuBackToBack.get(`${c.size}/${c.concurrency}`) ?? 0, PACED_SHARE)
+        : 0;
+      // Warm both paths: connections open, JIT warm (a paced case follows its back-to-back one, warm already).
+      if (!c.paced) {
+        await block(direct, 'x', Math.min(c.perBlock, 200), c.concurrency);
+        await block(through, token, Math.min(c.perBlock, 200), c.concurrency);
+      }
       const d: Sample[] = [];
       const g: Sample[] = [];
       let gwCpuUs = 0;
       let gwMs = 0;
       for (let b = 0; b < c.blocks; b++) {
-        d.push(...(await block(direct, 'x', c.perBlock, c.concurrency)));
+        d.push(...(await block(direct, 'x', c.perBlock, c.concurrency, pauseMs)));
         const before = await stats(gw.proc);
         const t0 = performance.now();
-        g.push(...(await block(through, token, c.perBlock, c.concurrency)));
+        g.push(...(await block(through, token, c.perBlock, c.concurrency, pauseMs)));
         gwMs += performance.now() - t0;
         const after = await stats(gw.proc);
         gwCpuUs += after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system;
@@ -119,7 +151,14 @@ async function main(): Promise<void> {
       const added50 = pct(tot(g), 50) - pct(tot(d), 50);
       const added99 = pct(tot(g), 99) - pct(tot(d), 99);
       const ttfbAdded = pct(fb(g), 50) - pct(fb(d), 50);
-      const name = `${c.size === 'short' ? 'short (~1 KB)' : '1 MiB'}, ${c.concurrency} stream${c.concurrency > 1 ? 's' : ''}`;
+      const cpuUs = gwCpuUs / g.length;
+      if (!c.paced) cpuBackToBack.set(`${c.size}/${c.concurrency}`, cpuUs);
+      const streams = `${c.concurrency} stream${c.concurrency > 1 ? 's' : ''}`;
+      const pace = c.paced
+        ? ` paced (${(PACED_SHARE * 100).toFixed(0)} % of a core, ~${pauseMs.toFixed(0)} ms pauses)`
+        : '';
+      const name = `${c.size === 'short' ? 'short (~1 KB)' : '1 MiB'}, ${streams}${pace}`;
+      const q = queueing(c.concurrency, cpuUs, CORES, GOALS.p50AddedMs);
       rows.push([
         name,
         String(g.length),
@@ -128,13 +167,18 @@ async function main(): Promise<void> {
         `${ms(added50)} (${(pct(tot(g), 50) / pct(tot(d), 50)).toFixed(2)}x)`,
         `${ms(added99)} (${(pct(tot(g), 99) / pct(tot(d), 99)).toFixed(2)}x)`,
         `${ms(pct(fb(d), 50))} → ${ms(pct(fb(g), 50))} (${ms(ttfbAdded)})`,
-        `${(gwCpuUs / g.length).toFixed(0)} µs, ${((gwCpuUs / 1000 / gwMs) * 100).toFixed(0)} %`,
+        `${cpuUs.toFixed(0)} µs, ${((gwCpuUs / 1000 / gwMs) * 100).toFixed(0)} %`,
+        c.paced || c.concurrency === 1 ? '—' : ms(q.floorMs),
         `${(s.rss / 1024 / 1024).toFixed(0)} MiB (max ${(s.maxRss / 1024).toFixed(0)} MiB)`,
       ]);
       const ok = (v: number, goal: number) => (v < goal ? 'met' : 'NOT met');
       verdicts.push(
         `${name}: p50 added ${ms(added50)} (goal < ${GOALS.p50AddedMs} ms: ${ok(added50, GOALS.p50AddedMs)}), p99 added ${ms(added99)} (goal < ${GOALS.p99AddedMs} ms: ${ok(added99, GOALS.p99AddedMs)}), TTFB added ${ms(ttfbAdded)} (goal within ${GOALS.ttfbAddedMs} ms: ${ok(Math.abs(ttfbAdded), GOALS.ttfbAddedMs)})`,
       );
+      if (c.concurrency > 1 && !c.paced)
+        verdicts.push(
+          `  queueing: ${c.concurrency} × ${cpuUs.toFixed(0)} µs / ${CORES} cores = ${ms(q.floorMs)} (${((q.floorMs / added50) * 100).toFixed(0)} % of the p50 added); a p50 added < ${GOALS.p50AddedMs} ms at ${c.concurrency} streams back to back needs ≤ ${q.neededUs.toFixed(0)} µs of gateway CPU a request: ${q.reachable ? 'reachable' : 'out of reach on this machine'}`,
+        );
     }
   } finally {
     gw.proc.disconnect();
@@ -150,8 +194,13 @@ async function main(): Promise<void> {
     'p99 added',
     'TTFB p50 direct → gateway',
     'gateway CPU per request, busy',
+    'queueing floor',
     'gateway RSS',
   ];
+  const load1 = loadavg();
+  console.log(
+    `${CORES} cores; load average ${load0.map((l) => l.toFixed(2)).join(' ')} at the start, ${load1.map((l) => l.toFixed(2)).join(' ')} at the end\n`,
+  );
   console.log(`| ${head.join(' | ')} |\n| ${head.map(() => '---').join(' | ')} |`);
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
   console.log('');

@@ -1,10 +1,19 @@
-// bench/gateway's gateway: the real one (controller/gateway/gateway.ts) in a process of its own, one token
-// per response size, its CPU time and RSS reported on request over IPC.
+// bench/gateway's gateway: the real one (controller/gateway/gateway.ts) in a process of its own, with its
+// metrics wired as the executors wire them, one token per response size, its CPU time and RSS reported on
+// request over IPC.
 import pino from 'pino';
+import { Registry } from 'prom-client';
 import { startGateway } from '../../controller/gateway/gateway.ts';
+import { GatewayMetrics } from '../../controller/metrics/gateway-metrics.ts';
 
 const upstream = process.argv[2] as string;
-const gateway = await startGateway({ host: '127.0.0.1', log: pino({ level: 'silent' }) });
+const metrics = new GatewayMetrics(new Registry());
+const gateway = await startGateway({
+  host: '127.0.0.1',
+  log: pino({ level: 'silent' }),
+  onAnswer: (grant, credential, status) => metrics.answered(grant, credential, status),
+  onUsage: (grant, usage, cost, _status, credential) => metrics.used(grant, credential, usage, cost),
+});
 const price = { inputPerMTok: 3, outputPerMTok: 15, cacheReadPerMTok: 0.3, cacheWritePerMTok: 3.75 };
 const grants = Object.fromEntries(
   ['short', 'big'].map((size) => [

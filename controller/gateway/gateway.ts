@@ -2,7 +2,6 @@
 // agent holds only a capability token; the gateway checks it, checks what the episode may still spend,
 // swaps the token for the real credential, forwards the request to the fixed upstream (undici) and streams
 // the answer back as its bytes arrive, reading usage from them as they pass. Bodies are never logged.
-import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -169,6 +168,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     let status = 0;
     let credential = '';
     let chargeCredential: ((tokens: number) => void) | undefined;
+    let flush: NodeJS.Immediate | undefined;
     try {
       // A pool may send the request again on another credential, and a chat request is made to ask for its
       // usage: their bodies are kept (bounded). Any other body streams through.
@@ -233,11 +233,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       grant.sticky = credential;
       status = held.status;
       res.writeHead(status, downstreamHeaders(held.upstream.headers));
-      res.flushHeaders();
+      // The headers go out with the first chunk (one write, not two) when it is already here; else on the next
+      // turn of the loop, so an upstream that sends its headers and then thinks still shows them at once.
+      flush = setImmediate(() => res.flushHeaders());
       meter = new UsageMeter(grant.provider, String(held.upstream.headers['content-type'] ?? ''), modelOf(url));
       for await (const chunk of held.chunks()) {
+        clearImmediate(flush);
         meter.push(chunk);
-        if (!res.write(chunk)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+        if (!res.write(chunk)) await drained(res);
         if (res.destroyed) break;
       }
       res.end();
@@ -253,6 +256,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       );
     } finally {
       clearTimeout(timer);
+      clearImmediate(flush);
       grant.metered.inFlight--;
       // What passed is charged, whether the answer ended or was cut short.
       if (meter) charge(grant, credential, meter.done(), status, chargeCredential);
@@ -335,6 +339,19 @@ function byteLimit(max: number, onOverflow: () => void): Transform {
         done(new Error('request body too large'));
       } else done(null, chunk);
     },
+  });
+}
+
+/** The agent read what was written, or went away: both listeners go, neither stays behind on the response. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
   });
 }
 

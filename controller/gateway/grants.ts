@@ -1,7 +1,7 @@
 // Capability tokens: one per episode, issued when it starts and revoked when it ends. A token names the task
 // and episode it was issued for, the upstream and credential it may use, and the leash on its spend; what
 // the gateway metered on it is kept here until the episode's end collects it.
-import { createHash, randomBytes } from 'node:crypto';
+import { hash as digest, randomBytes } from 'node:crypto';
 import { totalTokens } from '../api/bounds.ts';
 import type { TokenCounts } from '../api/bounds.ts';
 import type { EpisodeLeash } from '../api/episode-leash.ts';
@@ -63,7 +63,8 @@ export interface Grant extends GrantSpec {
 }
 
 /** What a token is kept (and, on a cluster, annotated on its pod) as: its SHA-256, never the token itself. */
-export const tokenHash = (token: string) => createHash('sha256').update(token).digest('base64url');
+// One-shot crypto.hash: a Hash object per lookup cost ~12 µs of the gateway's ~400 µs short request.
+export const tokenHash = (token: string) => digest('sha256', token, 'base64url');
 const hash = tokenHash;
 
 const liveOf = (g: Grant): LiveSpend => ({

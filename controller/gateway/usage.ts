@@ -107,23 +107,37 @@ export function mergeUsage(a: Usage, b: Partial<Usage>): Usage {
  */
 export class SseSplitter {
   private pending = '';
-  /** Where the next search for a blank line starts: text before it was searched already (linear, not quadratic). */
+  /** Where the next search for a blank line may start: text before it was searched already (linear, not quadratic). */
   private searched = 0;
   private skipping = false;
   private readonly decoder = new TextDecoder();
+  /** Only the events whose text contains it are read (the others are not split into lines). */
+  private readonly needle?: string;
+
+  constructor(needle?: string) {
+    this.needle = needle;
+  }
 
   push(chunk: Uint8Array): string[] {
     this.pending += this.decoder.decode(chunk, { stream: true });
     const out: string[] = [];
-    const boundary = /\r?\n\r?\n/g;
-    // Back up 3 characters: a "\r\n\r\n" may have begun at the end of the text searched before.
-    boundary.lastIndex = Math.max(0, this.searched - 3);
+    const text = this.pending;
+    // Back up 2 characters: a "\n\r\n" may have begun at the end of the text searched before. Two string
+    // searches instead of the regex /\r?\n\r?\n/: a third of the CPU of metering a 1 MiB stream went to it.
+    const from = Math.max(0, this.searched - 2);
+    let lfLf = text.indexOf('\n\n', from);
+    let lfCrLf = text.indexOf('\n\r\n', from);
     let start = 0;
-    for (let end = boundary.exec(this.pending); end; end = boundary.exec(this.pending)) {
-      const event = this.pending.slice(start, end.index);
-      start = end.index + end[0].length;
+    for (;;) {
+      const lf = lfLf < 0 ? lfCrLf : lfCrLf < 0 ? lfLf : Math.min(lfLf, lfCrLf);
+      if (lf < 0) break;
+      // The CR of a CRLF before the blank line is not part of the event.
+      const event = text.slice(start, lf > start && text.charCodeAt(lf - 1) === 13 ? lf - 1 : lf);
+      start = lf + (lf === lfLf ? 2 : 3);
+      if (lfLf >= 0 && lfLf < start) lfLf = text.indexOf('\n\n', start);
+      if (lfCrLf >= 0 && lfCrLf < start) lfCrLf = text.indexOf('\n\r\n', start);
       if (this.skipping) this.skipping = false;
-      else {
+      else if (!this.needle || event.includes(this.needle)) {
         const data = dataOf(event);
         if (data !== undefined) out.push(data);
       }
@@ -144,7 +158,7 @@ export class SseSplitter {
     const rest = this.pending + this.decoder.decode();
     this.pending = '';
     this.searched = 0;
-    const data = this.skipping ? undefined : dataOf(rest);
+    const data = this.skipping || (this.needle && !rest.includes(this.needle)) ? undefined : dataOf(rest);
     return data === undefined ? [] : [data];
   }
 }
@@ -177,7 +191,9 @@ export class UsageMeter {
   constructor(provider: Provider, contentType: string | undefined, model?: string) {
     this.provider = provider;
     if (model) this.usage.model = model;
-    if (/text\/event-stream/i.test(contentType ?? '')) this.sse = new SseSplitter();
+    // Usage is always under a key "usage" or "usageMetadata": events without that text (most of a stream, the
+    // text deltas) are neither split into lines nor parsed. Only a shortcut: an event with it is read by usageOf.
+    if (/text\/event-stream/i.test(contentType ?? '')) this.sse = new SseSplitter('"usage');
   }
 
   push(chunk: Uint8Array): void {
@@ -203,11 +219,6 @@ export class UsageMeter {
   }
 
   private take(events: string[]): void {
-    for (const data of events) {
-      // Usage is always under a key "usage" or "usageMetadata": events without that text (most of a stream, the
-      // text deltas) are not parsed. Only a shortcut: an event that has it is still read by usageOf's rules.
-      if (!data.includes('"usage')) continue;
-      this.usage = mergeUsage(this.usage, usageOf(this.provider, parseJson(data)));
-    }
+    for (const data of events) this.usage = mergeUsage(this.usage, usageOf(this.provider, parseJson(data)));
   }
 }

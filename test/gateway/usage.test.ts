@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SseSplitter, UsageMeter, usageOf } from '../../controller/gateway/usage.ts';
+import { MAX_EVENT_BYTES, SseSplitter, UsageMeter, usageOf } from '../../controller/gateway/usage.ts';
 import type { Provider } from '../../controller/gateway/usage.ts';
 
 const sse = (events: Array<{ event?: string; data: unknown }>, eol = '\n') =>
@@ -195,6 +195,37 @@ describe('SseSplitter', () => {
       const got = [...s.push(Buffer.from(text.slice(0, cut))), ...s.push(Buffer.from(text.slice(cut))), ...s.end()];
       assert.deepEqual(got, ['one', 'two', 'three'], `cut at ${cut}`);
     }
+  });
+});
+
+describe('SseSplitter: blank lines found by string search, events read only when they hold the needle', () => {
+  /** Every event of `text`, fed in two chunks cut at `cut`. */
+  const split = (text: string, cut: number, needle?: string) => {
+    const s = new SseSplitter(needle);
+    const bytes = Buffer.from(text);
+    return [...s.push(bytes.subarray(0, cut)), ...s.push(bytes.subarray(cut)), ...s.end()];
+  };
+
+  it('LF, CRLF and mixed blank lines split anywhere: each event once, the CR before a blank line dropped', () => {
+    const text = 'data: one\n\ndata: two\r\n\ndata: three\n\r\ndata: four\r\r\n\n: c\n\n\ndata: five';
+    const want = ['one', 'two', 'three', 'four\r', 'five'];
+    for (let cut = 0; cut <= text.length; cut++) assert.deepEqual(split(text, cut), want, `cut at ${cut}`);
+  });
+
+  it('with a needle, only the events that contain it, however the chunks fall', () => {
+    const text =
+      'data: {"type":"delta"}\n\ndata: {"usage":{"output_tokens":5}}\n\ndata: {"type":"stop"}\n\ndata: {"usage":1}';
+    for (let cut = 0; cut <= text.length; cut++)
+      assert.deepEqual(split(text, cut, '"usage'), ['{"usage":{"output_tokens":5}}', '{"usage":1}'], `cut at ${cut}`);
+  });
+
+  it('an event over MAX_EVENT_BYTES is dropped up to its blank line; the next one is read', () => {
+    const s = new SseSplitter();
+    const big = Buffer.alloc(64 * 1024, 'x');
+    const got = [...s.push(Buffer.from('data: '))];
+    for (let sent = 0; sent <= MAX_EVENT_BYTES; sent += big.length) got.push(...s.push(big));
+    got.push(...s.push(Buffer.from('\n\ndata: after\n\n')), ...s.end());
+    assert.deepEqual(got, ['after']);
   });
 });
 
