@@ -1,6 +1,7 @@
 // Cluster mode: informers on AgentTasks, episode Pods and AgentBudgets feed the one controller loop
 // (core/controller.ts). With leader election only the lease holder runs the loop; standbys keep their
 // caches warm so a take-over starts at once.
+import { gatewayCredentials } from '../api/agent-credentials.ts';
 import type { TaskOwner } from '../core/created-tasks.ts';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -471,7 +472,7 @@ function clusterOwner(t: ClusterTask): TaskOwner {
 function credentialsFacts(gateway: ClusterGatewayBinding) {
   return {
     credentialsPaused: async (task: ClusterTask) => {
-      const credentials = task.spec?.agent.credentials;
+      const credentials = task.spec && gatewayCredentials(task.spec);
       const until = credentials ? await gateway.pausedUntil(task.namespace, credentials) : undefined;
       return credentials && until ? { credentials, until } : undefined;
     },

@@ -42,6 +42,8 @@ import { MAILBOX_RESYNC_MS, spawnHold, spawnInterrupt, withDelivery } from './sp
 import { fanOutDecision } from './fan-out-decide.ts';
 import { tallyEvidence } from './attempts.ts';
 import { credentialsHold } from './credentials-hold.ts';
+import { credentialsConflictHold, credentialsUsed } from './credentials-choice.ts';
+import { gatewayCredentials } from '../api/agent-credentials.ts';
 
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 
@@ -301,13 +303,12 @@ function beforeStart(given: AgentTaskStatus, spec: AgentTaskSpec, input: Reconci
   }
   const held = spawnHold(status, spec, input.spawn);
   if (held) return { status: set(held.phase, held.reason, held.message), actions: [], requeueAfterMs: held.recheckMs };
+  // Two namespace defaults: no pick, the task waits until one is left (credentials-choice.ts).
+  const conflict = credentialsConflictHold(status, input.credentials);
+  if (conflict) return { ...conflict, actions: [] };
   // No episode starts into a pool whose every credential is at a usage limit (credentials-hold.ts).
-  const pool = credentialsHold(
-    status,
-    spec.agent.credentials ? input.credentialsPaused : undefined,
-    input.now,
-    input.jitter,
-  );
+  const paused = gatewayCredentials(spec) ? input.credentialsPaused : undefined;
+  const pool = credentialsHold(status, paused, input.now, input.jitter);
   if (pool.kind === 'hold') return { ...pool, actions: [] };
   status = pool.status;
   const nowMs = input.now.getTime();
@@ -338,10 +339,12 @@ function beforeStart(given: AgentTaskStatus, spec: AgentTaskSpec, input: Reconci
     return { status: set('Pending', 'ReadingMailbox', message), actions: [], requeueAfterMs: 0 };
   }
   // Only an agent behind the gateway is held to its leash request by request.
-  const leash = spec.agent.credentials
+  const leash = gatewayCredentials(spec)
     ? episodeLeash(status, spec.limits, input.budgets, input.spawn?.caps, input.now)
     : undefined;
-  return start(withDelivery(status, episodeNumbersUsed(status) + 1, input.spawn), spec, input.now, leash);
+  const delivered = withDelivery(status, episodeNumbersUsed(status) + 1, input.spawn);
+  const credentials = credentialsUsed(gatewayCredentials(spec), input.credentials);
+  return start({ ...delivered, credentials }, spec, input.now, leash);
 }
 
 /** The next episode: on record as running, then started, then announced. */
