@@ -1,6 +1,8 @@
 // Cluster mode: informers on AgentTasks, episode Pods and AgentBudgets feed the one controller loop
 // (core/controller.ts). With leader election only the lease holder runs the loop; standbys keep their
 // caches warm so a take-over starts at once.
+import { CREDENTIALS_PLURAL, gatewayCredentials } from '../api/agent-credentials.ts';
+import { ClusterNamespaceCredentials, credentialsPath } from '../sources/cluster/namespace-credentials.ts';
 import type { TaskOwner } from '../core/created-tasks.ts';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -104,6 +106,9 @@ export class ClusterController {
   readonly pods: Informer<Pod>;
   readonly budgets: Informer<CustomObject>;
   readonly triggers: Informer<CustomObject>;
+  /** AgentCredentials, watched with the gateway on: the namespace defaults (credentials-choice.ts). */
+  readonly credentials: Informer<CustomObject>;
+  private readonly namespaceCredentials: ClusterNamespaceCredentials;
   /** Mailbox ConfigMaps: a message arriving wakes its task (not part of readiness: the resync still reads). */
   readonly mailboxWatch: KubeMailboxWatch;
   private readonly triggerRunner: ClusterTriggers;
@@ -166,6 +171,8 @@ export class ClusterController {
     );
     this.budgetStore = new AgentBudgetStore({ budgets: this.budgets, client, log: opts.log });
     this.triggers = informer(TRIGGER_PLURAL, triggersPath(ns));
+    this.credentials = informer(CREDENTIALS_PLURAL, credentialsPath(ns));
+    this.namespaceCredentials = new ClusterNamespaceCredentials(this.credentials);
     this.triggerRunner = new ClusterTriggers({
       triggers: this.triggers,
       tasks: this.tasks,
@@ -235,7 +242,8 @@ export class ClusterController {
       this.tasks.hasSynced() &&
       this.pods.hasSynced() &&
       (!this.budgetsInstalled || this.budgets.hasSynced()) &&
-      (!this.triggersInstalled || this.triggers.hasSynced())
+      (!this.triggersInstalled || this.triggers.hasSynced()) &&
+      (!this.gateway || this.credentials.hasSynced())
     );
   }
 
@@ -249,6 +257,7 @@ export class ClusterController {
       this.pods.waitForSync(),
       this.budgetsInstalled ? this.budgets.waitForSync() : undefined,
       this.triggersInstalled ? this.triggers.waitForSync() : undefined,
+      this.gateway ? this.credentials.waitForSync() : undefined,
     ]);
   }
 
@@ -277,6 +286,7 @@ export class ClusterController {
     this.pods.stop();
     this.budgets.stop();
     this.triggers.stop();
+    this.credentials.stop();
     this.mailboxWatch.informer.stop();
     await Promise.all([...this.servers, ...(this.hooks ? [this.hooks] : [])].map((s) => s.close()));
     await this.gateway?.close();
@@ -318,6 +328,8 @@ export class ClusterController {
     if (this.budgetsInstalled) this.budgets.start();
     this.triggersInstalled = await this.probeTriggers();
     if (this.triggersInstalled) this.triggers.start();
+    // The gateway's RBAC (chart: gateway.enabled) lets the controller list and watch AgentCredentials.
+    if (this.gateway) this.credentials.start();
     const le = this.opts.leaderElection;
     if (!le) {
       // Not awaited: an unreachable API server must not hang startup; /readyz tells when we are synced.
@@ -444,7 +456,7 @@ export class ClusterController {
       }),
       mailboxEvents: this.mailboxWatch,
       clock: this.opts.clock,
-      ...(this.gateway && credentialsFacts(this.gateway)),
+      ...(this.gateway && credentialsFacts(this.gateway, this.namespaceCredentials)),
     });
     this.opts.log.info(
       { tasks: this.tasks.size, pods: this.pods.size, identity: this.identity },
@@ -494,14 +506,20 @@ function clusterOwner(t: ClusterTask): TaskOwner {
   return { kind: 'AgentTask', namespace: t.namespace, name: t.name, uid: t.object.metadata.uid };
 }
 
-/** A task's pool of credentials all paused (the reconciler holds it), and the pauses that wake its tasks. */
-function credentialsFacts(gateway: ClusterGatewayBinding) {
+/** The namespace's AgentCredentials (a task's default), a pool all paused, and the changes that wake its tasks. */
+function credentialsFacts(gateway: ClusterGatewayBinding, inNamespace: ClusterNamespaceCredentials) {
   return {
+    namespaceCredentials: (namespace: string) => inNamespace.inNamespace(namespace),
     credentialsPaused: async (task: ClusterTask) => {
-      const credentials = task.spec?.agent.credentials;
+      const credentials = task.spec && gatewayCredentials(task.spec);
       const until = credentials ? await gateway.pausedUntil(task.namespace, credentials) : undefined;
       return credentials && until ? { credentials, until } : undefined;
     },
-    credentialEvents: gateway.pauses,
+    credentialEvents: {
+      subscribe: (fn: (namespace: string, name: string) => void) => {
+        gateway.pauses.subscribe(fn);
+        inNamespace.changes.subscribe(fn);
+      },
+    },
   };
 }
