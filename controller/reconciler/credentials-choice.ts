@@ -6,7 +6,7 @@ import { NO_CREDENTIALS } from '../api/agent-credentials.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { CredentialsUsed } from '../api/agent-task-status.ts';
 import { warning } from './actions.ts';
-import type { Events } from './actions.ts';
+import type { Action, Events } from './actions.ts';
 
 /** One AgentCredentials of the namespace, as the loop found it; `where` names it in messages (file or object). */
 export interface NamespaceCredentials {
@@ -42,8 +42,12 @@ export function defaultsConflict(inNamespace: readonly NamespaceCredentials[]): 
   return defaults.length > 1 ? conflictMessage(defaults) : undefined;
 }
 
-/** The spec the executors and the reconciler read: spec.agent.credentials is the choice (absent: none). */
+/**
+ * The spec the executors and the reconciler read: spec.agent.credentials is the choice (absent: none). An
+ * opt-out stays "none" as written, so the tasks it creates (spawn, forEach, attempts) inherit the opt-out.
+ */
 export function withChosenCredentials(spec: AgentTaskSpec, choice: CredentialsChoice): AgentTaskSpec {
+  if (choice.kind === 'none' && choice.optedOut) return spec;
   const name = choice.kind === 'use' ? choice.name : undefined;
   if (name === spec.agent.credentials) return spec;
   const { credentials: _, ...agent } = spec.agent;
@@ -91,4 +95,22 @@ export function withCredentialsChosen<T extends { spec?: AgentTaskSpec }>(
   const choice = chooseCredentials(task.spec.agent.credentials, inNamespace);
   const spec = withChosenCredentials(task.spec, choice);
   return { task: spec === task.spec ? task : { ...task, spec }, choice };
+}
+
+/**
+ * The tasks a task creates (forEach items, attempts) take its credentials as it wrote them: a default it relied
+ * on is left out, so each child resolves the namespace default itself and says so (status namespaceDefault).
+ */
+export function childrenAsWritten(actions: Action[], choice: CredentialsChoice | undefined): Action[] {
+  if (choice?.kind !== 'use' || !choice.viaDefault) return actions;
+  return actions.map((a) =>
+    a.type === 'CreateTasks' ? { ...a, tasks: a.tasks.map((t) => withoutDefault(t, choice.name)) } : a,
+  );
+}
+
+function withoutDefault<T extends { spec: Record<string, unknown> }>(child: T, name: string): T {
+  const agent = child.spec.agent as { credentials?: string } | undefined;
+  if (agent?.credentials !== name) return child;
+  const { credentials: _, ...rest } = agent;
+  return { ...child, spec: { ...child.spec, agent: rest } };
 }

@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { emptyStatus } from '../../controller/api/agent-task-status.ts';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
+import { gatewayCredentials } from '../../controller/api/agent-credentials.ts';
 import {
   CREDENTIALS_CONFLICT,
+  childrenAsWritten,
   chooseCredentials,
   credentialsConflictHold,
   credentialsUsed,
@@ -12,7 +14,8 @@ import {
 } from '../../controller/reconciler/credentials-choice.ts';
 import type { CredentialsChoice, NamespaceCredentials } from '../../controller/reconciler/credentials-choice.ts';
 import { reconcile } from '../../controller/reconciler/reconcile.ts';
-import type { ReconcileInput } from '../../controller/reconciler/reconcile.ts';
+import { syncSteps } from '../../controller/reconciler/steps.ts';
+import type { Action, ReconcileInput } from '../../controller/reconciler/reconcile.ts';
 
 const plain: NamespaceCredentials = { name: 'plain', isDefault: false, where: 'plain.yaml' };
 const team: NamespaceCredentials = { name: 'team', isDefault: true, where: 'team.yaml' };
@@ -53,13 +56,14 @@ describe('chooseCredentials: which AgentCredentials a task goes through', () => 
     assert.equal(defaultsConflict([plain, team]), undefined);
   });
 
-  it('the spec the executors read holds the choice: the default filled in, "none" and a conflict leave none', () => {
+  it('the spec the executors read holds the choice: the default filled in, "none" kept, a conflict leaves none', () => {
     const task = { key: 'ns/t', spec: specWith() };
     assert.equal(withCredentialsChosen(task, [team]).task.spec?.agent.credentials, 'team');
     assert.equal(withCredentialsChosen(task, [team, other]).task.spec?.agent.credentials, undefined);
+    // "none" stays as written: what the task creates inherits the opt-out; gatewayCredentials reads it as none.
     const optedOut = withCredentialsChosen({ key: 'ns/t', spec: specWith('none') }, [team]);
-    assert.equal(optedOut.task.spec?.agent.credentials, undefined);
-    assert.ok(!('credentials' in (optedOut.task.spec?.agent ?? {})));
+    assert.equal(optedOut.task.spec?.agent.credentials, 'none');
+    assert.equal(gatewayCredentials(optedOut.task.spec as ReturnType<typeof specWith>), undefined);
     const unchanged = { key: 'ns/t', spec: specWith('mine') };
     assert.equal(withCredentialsChosen(unchanged, [team]).task, unchanged);
   });
@@ -70,6 +74,22 @@ describe('chooseCredentials: which AgentCredentials a task goes through', () => 
     // A step naming its own credentials: not the default's doing.
     assert.deepEqual(credentialsUsed('step-own', byDefault), { name: 'step-own' });
     assert.equal(credentialsUsed(undefined, byDefault), undefined);
+  });
+
+  it('children created by a task that relied on the default take it as written (absent), an explicit name stays', () => {
+    const child = (credentials?: string) => ({
+      name: 'c',
+      labels: {},
+      spec: { prompt: 'p', agent: { command: ['a'], ...(credentials ? { credentials } : {}) } },
+    });
+    const create = (credentials?: string): Action[] => [{ type: 'CreateTasks', tasks: [child(credentials)] }];
+    const agentOf = (actions: Action[]) => (actions[0] as Extract<Action, { type: 'CreateTasks' }>).tasks[0].spec.agent;
+    const byDefault: CredentialsChoice = { kind: 'use', name: 'team', viaDefault: true };
+    assert.deepEqual(agentOf(childrenAsWritten(create('team'), byDefault)), { command: ['a'] });
+    // A step's own name for the child, another than the default: kept.
+    assert.deepEqual(agentOf(childrenAsWritten(create('mine'), byDefault)), { command: ['a'], credentials: 'mine' });
+    const named: CredentialsChoice = { kind: 'use', name: 'team', viaDefault: false };
+    assert.deepEqual(agentOf(childrenAsWritten(create('team'), named)), { command: ['a'], credentials: 'team' });
   });
 
   it('a conflict holds the task Waiting, warned once', () => {
@@ -117,6 +137,34 @@ describe('reconcile with the credentials chosen', () => {
     );
     assert.equal(out.status.reason, CREDENTIALS_CONFLICT);
     assert.match(out.status.message ?? '', /other\.yaml and team\.yaml/);
+  });
+
+  it("a forEach step's children of a task on the default are created without a name: each resolves the default", () => {
+    const raw = {
+      agent: { command: ['agent'] },
+      steps: [{ name: 'each', prompt: 'do {{item}}', forEach: { items: ['a', 'b'], maxConcurrency: 2 } }],
+    };
+    const chosen = withCredentialsChosen({ spec: AgentTaskSpecSchema.parse(raw) }, [team]);
+    const spec = chosen.task.spec as ReturnType<typeof specWith>;
+    const status = syncSteps(emptyStatus(), spec, 1).status;
+    const spawn = { children: [], waiting: [] };
+    const out = reconcile({ ...input(spec, chosen.choice as CredentialsChoice), status, spawn });
+    const created = out.actions.flatMap((a) => (a.type === 'CreateTasks' ? a.tasks : []));
+    assert.equal(created.length, 2, JSON.stringify(out.status));
+    for (const c of created) assert.ok(!('credentials' in (c.spec.agent as object)), JSON.stringify(c.spec.agent));
+    // Opted out: the children inherit "none", so they do not pick up the default either.
+    const none = withCredentialsChosen(
+      { spec: AgentTaskSpecSchema.parse({ ...raw, agent: { command: ['agent'], credentials: 'none' } }) },
+      [team],
+    );
+    const noneOut = reconcile({
+      ...input(none.task.spec as ReturnType<typeof specWith>, none.choice as CredentialsChoice),
+      status,
+      spawn,
+    });
+    const noneMade = noneOut.actions.flatMap((a) => (a.type === 'CreateTasks' ? a.tasks : []));
+    assert.equal(noneMade.length, 2);
+    for (const c of noneMade) assert.equal((c.spec.agent as { credentials?: string }).credentials, 'none');
   });
 
   it('opted out: an episode without the gateway, no credentials in status', () => {
