@@ -1,8 +1,9 @@
 // Cluster mode: informers on AgentTasks, episode Pods and AgentBudgets feed the one controller loop
 // (core/controller.ts). With leader election only the lease holder runs the loop; standbys keep their
 // caches warm so a take-over starts at once.
-import { CREDENTIALS_PLURAL, gatewayCredentials } from '../api/agent-credentials.ts';
+import { CREDENTIALS_PLURAL } from '../api/agent-credentials.ts';
 import { ClusterNamespaceCredentials, credentialsPath } from '../sources/cluster/namespace-credentials.ts';
+import { credentialsFacts, probeCredentials } from './credentials-facts.ts';
 import type { TaskOwner } from '../core/created-tasks.ts';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -106,8 +107,9 @@ export class ClusterController {
   readonly pods: Informer<Pod>;
   readonly budgets: Informer<CustomObject>;
   readonly triggers: Informer<CustomObject>;
-  /** AgentCredentials, watched with the gateway on: the namespace defaults (credentials-choice.ts). */
+  /** AgentCredentials: the namespace defaults (credentials-choice.ts); off when the CRD or the grant is missing. */
   readonly credentials: Informer<CustomObject>;
+  private credentialsWatched = false;
   private readonly namespaceCredentials: ClusterNamespaceCredentials;
   /** Mailbox ConfigMaps: a message arriving wakes its task (not part of readiness: the resync still reads). */
   readonly mailboxWatch: KubeMailboxWatch;
@@ -243,7 +245,7 @@ export class ClusterController {
       this.pods.hasSynced() &&
       (!this.budgetsInstalled || this.budgets.hasSynced()) &&
       (!this.triggersInstalled || this.triggers.hasSynced()) &&
-      (!this.gateway || this.credentials.hasSynced())
+      (!this.credentialsWatched || this.credentials.hasSynced())
     );
   }
 
@@ -257,7 +259,7 @@ export class ClusterController {
       this.pods.waitForSync(),
       this.budgetsInstalled ? this.budgets.waitForSync() : undefined,
       this.triggersInstalled ? this.triggers.waitForSync() : undefined,
-      this.gateway ? this.credentials.waitForSync() : undefined,
+      this.credentialsWatched ? this.credentials.waitForSync() : undefined,
     ]);
   }
 
@@ -328,8 +330,9 @@ export class ClusterController {
     if (this.budgetsInstalled) this.budgets.start();
     this.triggersInstalled = await this.probeTriggers();
     if (this.triggersInstalled) this.triggers.start();
-    // The gateway's RBAC (chart: gateway.enabled) lets the controller list and watch AgentCredentials.
-    if (this.gateway) this.credentials.start();
+    // Watched with or without the gateway: without it a task on a namespace default fails, saying why.
+    this.credentialsWatched = await probeCredentials(this.client, this.opts.namespace, this.opts.log);
+    if (this.credentialsWatched) this.credentials.start();
     const le = this.opts.leaderElection;
     if (!le) {
       // Not awaited: an unreachable API server must not hang startup; /readyz tells when we are synced.
@@ -456,7 +459,7 @@ export class ClusterController {
       }),
       mailboxEvents: this.mailboxWatch,
       clock: this.opts.clock,
-      ...(this.gateway && credentialsFacts(this.gateway, this.namespaceCredentials)),
+      ...credentialsFacts(this.gateway, this.credentialsWatched ? this.namespaceCredentials : undefined),
     });
     this.opts.log.info(
       { tasks: this.tasks.size, pods: this.pods.size, identity: this.identity },
@@ -504,22 +507,4 @@ export function inClusterNamespace(): string | undefined {
 /** A cluster task as the owner of the tasks it creates: its uid goes into their ownerReference. */
 function clusterOwner(t: ClusterTask): TaskOwner {
   return { kind: 'AgentTask', namespace: t.namespace, name: t.name, uid: t.object.metadata.uid };
-}
-
-/** The namespace's AgentCredentials (a task's default), a pool all paused, and the changes that wake its tasks. */
-function credentialsFacts(gateway: ClusterGatewayBinding, inNamespace: ClusterNamespaceCredentials) {
-  return {
-    namespaceCredentials: (namespace: string) => inNamespace.inNamespace(namespace),
-    credentialsPaused: async (task: ClusterTask) => {
-      const credentials = task.spec && gatewayCredentials(task.spec);
-      const until = credentials ? await gateway.pausedUntil(task.namespace, credentials) : undefined;
-      return credentials && until ? { credentials, until } : undefined;
-    },
-    credentialEvents: {
-      subscribe: (fn: (namespace: string, name: string) => void) => {
-        gateway.pauses.subscribe(fn);
-        inNamespace.changes.subscribe(fn);
-      },
-    },
-  };
 }

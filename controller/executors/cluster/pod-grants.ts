@@ -55,7 +55,7 @@ export class PodGrants {
     if (!this.opts.binding)
       return {
         ok: false as const,
-        message: `spec.agent.credentials: ${credentials}: this controller serves no model gateway (chart: gateway.enabled; flag --gateway-addr)`,
+        message: `AgentCredentials ${credentials} (spec.agent.credentials, or the namespace default): this controller serves no model gateway (chart: gateway.enabled; flag --gateway-addr); spec.agent.credentials: none runs the task without it`,
       };
     return this.opts.binding.open(this.request(t, credentials, leash));
   }
