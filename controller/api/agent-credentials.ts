@@ -1,6 +1,7 @@
 // The AgentCredentials contract (episodic.dev/v1alpha1): the model provider a task's agent talks to through the
 // gateway, the upstream it is fixed to, the credentials the gateway holds for it (the agent never sees one), and
-// what the provider's models cost. A task names it with spec.agent.credentials. Like AgentTask, this zod
+// what the provider's models cost. A task names it with spec.agent.credentials, or uses the one its namespace
+// marks spec.default (reconciler/credentials-choice.ts). Like AgentTask, this zod
 // schema is the one source of types, defaults, validation messages and the CRD.
 import { z } from 'zod';
 import { API_VERSION, MetadataSchema, PricingSchema } from './agent-task.ts';
@@ -8,6 +9,9 @@ import { describeIssues } from './validate.ts';
 
 export const CREDENTIALS_KIND = 'AgentCredentials';
 export const CREDENTIALS_PLURAL = 'agentcredentials';
+
+/** spec.agent.credentials: "none" opts a task out of its namespace's default (no gateway); no AgentCredentials has this name. */
+export const NO_CREDENTIALS = 'none';
 
 export const PROVIDERS = ['anthropic', 'openai', 'gemini'] as const;
 export type Provider = (typeof PROVIDERS)[number];
@@ -64,6 +68,12 @@ export const AgentCredentialsSpecSchema = z
     provider: z.enum(PROVIDERS),
     upstream: upstreamUrl.optional(),
     credentials: z.array(CredentialSchema).min(1).max(32),
+    default: z
+      .boolean()
+      .default(false)
+      .describe(
+        'the namespace default: a task of the namespace without spec.agent.credentials uses this one (at most one default per namespace)',
+      ),
     pricing: z
       .record(z.string().min(1).max(200), PricingSchema)
       .default({})
@@ -113,6 +123,19 @@ export function validateCredentialsSpec(raw: unknown): CredentialsValidation {
   return parsed.success
     ? { ok: true, spec: parsed.data }
     : { ok: false, errors: describeIssues(parsed.error, 'spec', AgentCredentialsSpecSchema) };
+}
+
+/** The AgentCredentials a (resolved) spec reaches its model through; "none" and absent: no gateway. */
+export function gatewayCredentials(spec: { agent: { credentials?: string } }): string | undefined {
+  const name = spec.agent.credentials;
+  return name === NO_CREDENTIALS ? undefined : name;
+}
+
+/** The name "none" says "no credentials" in a task: an AgentCredentials may not take it. */
+export function credentialsNameProblem(name: string): string | undefined {
+  return name === NO_CREDENTIALS
+    ? `metadata.name: "${NO_CREDENTIALS}" is reserved (spec.agent.credentials: ${NO_CREDENTIALS} opts a task out of the default)`
+    : undefined;
 }
 
 export function upstreamOf(spec: AgentCredentialsSpec): string {

@@ -181,12 +181,19 @@ export const AgentTaskStatusSchema = z.object({
     .optional()
     .describe('episodes that changed paths outside the scope'),
   attempts: AttemptsStatusSchema.optional().describe('spec.attempts: each attempt with its evidence, cost and branch'),
+  credentials: z
+    .object({ name: z.string(), namespaceDefault: z.boolean().optional() })
+    .optional()
+    .describe(
+      'the AgentCredentials (gateway) the last episode started through; namespaceDefault: the namespace default chose it',
+    ),
 });
 
 export type AgentTaskStatus = z.infer<typeof AgentTaskStatusSchema>;
 export type Phase = (typeof PHASES)[number];
 export type Outcome = (typeof OUTCOMES)[number];
 export type Tokens = z.infer<typeof TokensSchema>;
+export type CredentialsUsed = NonNullable<AgentTaskStatus['credentials']>;
 export type Condition = z.infer<typeof ConditionSchema>;
 export type LastEpisode = z.infer<typeof LastEpisodeSchema>;
 export type StepStatus = z.infer<typeof StepStatusSchema>;

@@ -90,7 +90,9 @@ export const AgentSchema = z.strictObject({
     .max(253)
     .regex(/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be the name of an AgentCredentials (lowercase)')
     .optional()
-    .describe('the AgentCredentials the agent reaches its model through (the gateway): it gets a token, never a key'),
+    .describe(
+      'the AgentCredentials the agent reaches its model through (the gateway): it gets a token, never a key; absent: the namespace default AgentCredentials (spec.default), if any; "none": no gateway, even when the namespace has a default',
+    ),
   image: z.string().min(1).optional().describe('cluster mode: the agent image (required there)'),
   imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).optional(),
   resources: z

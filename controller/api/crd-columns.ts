@@ -51,5 +51,6 @@ export const episodePrinterColumns = [
 
 export const credentialsPrinterColumns = [
   { name: 'Provider', type: 'string', jsonPath: '.spec.provider' },
+  { name: 'Default', type: 'boolean', jsonPath: '.spec.default' },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
 ];

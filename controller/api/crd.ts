@@ -15,7 +15,7 @@ import {
 import { AgentTaskSchema, DNS_LABEL_MAX, DNS_LABEL_PATTERN, GROUP, KIND, PLURAL, VERSION } from './agent-task.ts';
 import { AgentEpisodeSchema, EPISODE_KIND, EPISODE_PLURAL } from './episode-record.ts';
 import { AgentBudgetSchema, BUDGET_KIND, BUDGET_PLURAL } from './agent-budget.ts';
-import { AgentCredentialsSchema, CREDENTIALS_KIND, CREDENTIALS_PLURAL } from './agent-credentials.ts';
+import { AgentCredentialsSchema, CREDENTIALS_KIND, CREDENTIALS_PLURAL, NO_CREDENTIALS } from './agent-credentials.ts';
 import { AgentTriggerSchema, TRIGGER_KIND, TRIGGER_NAME_MAX, TRIGGER_PLURAL } from './agent-trigger.ts';
 
 export const CRD_NAME = `${PLURAL}.${GROUP}`;
@@ -182,6 +182,12 @@ const nameIsDnsLabel: Json = {
   message: `metadata.name must be a lowercase RFC 1123 label of at most ${DNS_LABEL_MAX} characters (a-z, 0-9, "-"; no dots): it becomes a label value of the task's pods`,
 };
 
+// spec.agent.credentials: none opts a task out of its namespace's default, so no AgentCredentials takes the name.
+const credentialsNameNotNone: Json = {
+  rule: `self.metadata.name != '${NO_CREDENTIALS}'`,
+  message: `metadata.name "${NO_CREDENTIALS}" is reserved: spec.agent.credentials: ${NO_CREDENTIALS} opts a task out of the namespace default`,
+};
+
 /** The openAPIV3Schema of the AgentTask CRD. */
 function agentTaskOpenApiSchema(): Json {
   return openApiSchema(
@@ -337,7 +343,7 @@ function agentCredentialsCrd(): object {
       status: "Each credential's state and use; never a key. Written by the controller.",
     },
     ['spec'],
-    [nameIsDnsLabel],
+    [nameIsDnsLabel, credentialsNameNotNone],
   );
   return crd({
     kind: CREDENTIALS_KIND,

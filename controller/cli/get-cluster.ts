@@ -11,7 +11,7 @@ import { TASK_LABEL } from '../kube/names.ts';
 import type { CustomObject } from '../kube/objects.ts';
 import { episodesPath } from '../sinks/cluster/episode-records.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
-import { episodeTable, taskStarted, taskTable } from './get-rows.ts';
+import { credentialsLines, episodeTable, taskStarted, taskTable } from './get-rows.ts';
 import type { TaskRowInput } from './get-rows.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { childrenTable } from './get-children.ts';
@@ -97,6 +97,8 @@ export function getTasksOnCluster(opts: ClusterGetOptions, name?: string): Promi
     if (rows.length === 0)
       console.error(`No AgentTasks found in ${opts.allNamespaces ? 'any namespace' : opts.namespace}.`);
     else process.stdout.write(`${formatTable(header, wide ? rows : fitLastColumn(header, rows, terminalColumns()))}\n`);
+    const credentials = name !== undefined ? credentialsLines(inputs[0].status) : [];
+    if (credentials.length > 0) process.stdout.write(`\n${credentials.join('\n')}\n`);
     // One task: the tasks it created (spawn, forEach, attempts) under it, as locally.
     const all = (list.items ?? []).map((o) => taskInput(o)).map((task) => ({ task, status: task.status }));
     const children = name !== undefined ? childrenTable(inputs[0], all) : '';

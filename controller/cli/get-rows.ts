@@ -80,6 +80,14 @@ export function taskTable(items: TaskRowInput[], wide: boolean): { header: strin
   return { header, rows };
 }
 
+/** `get NAME`: the AgentCredentials its last episode went through (the model gateway), and whether by default. */
+export function credentialsLines(status: AgentTaskStatus): string[] {
+  const used = status.credentials;
+  if (!used) return [];
+  const why = used.namespaceDefault ? ', the namespace default (spec.agent.credentials not set)' : '';
+  return [`Credentials: AgentCredentials ${used.name}${why}; the agent got a gateway token, never a key`];
+}
+
 /** GATES: "2 passed", "1 passed, 1 failed: test" (a gate killed or not started counts as failed). */
 export function gatesCell(gates: readonly GateRun[] | undefined): string {
   if (!gates || gates.length === 0) return '';

@@ -15,7 +15,7 @@ import { getSteps, stepTable } from './get-steps.ts';
 import { childrenTable } from './get-children.ts';
 import { stackLines } from './get-stack.ts';
 import { integrateLines } from './get-integrate.ts';
-import { episodeTable, taskStarted, taskTable } from './get-rows.ts';
+import { credentialsLines, episodeTable, taskStarted, taskTable } from './get-rows.ts';
 import { yamlLib } from '../util/yaml-lib.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { printable } from '../util/printable.ts';
@@ -169,6 +169,9 @@ export async function getCommand(
   // One task in a merge queue: where it stands there.
   const queue = name !== undefined ? integrateLines(items[0].status) : [];
   if (queue.length > 0) process.stdout.write(`\n${queue.join('\n')}\n`);
+  // One task: the AgentCredentials its episodes went through.
+  const credentials = name !== undefined ? credentialsLines(items[0].status) : [];
+  if (credentials.length > 0) process.stdout.write(`\n${credentials.join('\n')}\n`);
   // One task: the tasks it created (spawn, forEach) under it.
   const children = name !== undefined ? childrenTable(items[0].task, state.items) : '';
   if (children) process.stdout.write(`\n${children}\n`);

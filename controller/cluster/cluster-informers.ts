@@ -1,8 +1,9 @@
 // The cluster controller's caches: one informer per watched kind (AgentTasks, episode Pods, AgentBudgets,
-// AgentTriggers, mailbox ConfigMaps), each restarting its own watch; and the probe that finds a CRD missing.
+// AgentTriggers, AgentCredentials, mailbox ConfigMaps), each restarting its own watch; and the probe that finds a CRD missing.
 import { GROUP, PLURAL, VERSION } from '../api/agent-task.ts';
 import { BUDGET_PLURAL } from '../api/agent-budget.ts';
 import { TRIGGER_PLURAL } from '../api/agent-trigger.ts';
+import { CREDENTIALS_PLURAL } from '../api/agent-credentials.ts';
 import { TASK_LABEL } from '../kube/names.ts';
 import { Informer } from '../kube/informer.ts';
 import type { WatchRestartCause } from '../kube/informer.ts';
@@ -11,6 +12,7 @@ import { isStatus } from '../kube/kube-client.ts';
 import type { KubeClient } from '../kube/kube-client.ts';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import { triggersPath } from '../sources/cluster/agent-triggers.ts';
+import { credentialsPath } from '../sources/cluster/namespace-credentials.ts';
 import { KubeMailboxWatch } from '../sinks/cluster/mailbox-watch.ts';
 import type { ClusterControllerOptions } from './controller-options.ts';
 
@@ -19,6 +21,7 @@ export interface ClusterInformers {
   pods: Informer<Pod>;
   budgets: Informer<CustomObject>;
   triggers: Informer<CustomObject>;
+  credentials: Informer<CustomObject>;
   mailboxWatch: KubeMailboxWatch;
 }
 
@@ -51,6 +54,7 @@ export function clusterInformers(
     ),
     budgets: informer(BUDGET_PLURAL, budgetsPath(ns)),
     triggers: informer(TRIGGER_PLURAL, triggersPath(ns)),
+    credentials: informer(CREDENTIALS_PLURAL, credentialsPath(ns)),
     pods: informer('pods', ns ? `/api/v1/namespaces/${ns}/pods` : '/api/v1/pods', TASK_LABEL),
   };
 }

@@ -18,7 +18,9 @@ import type { KubeStatusSink } from '../sinks/cluster/status-sink.ts';
 import type { AgentBudgetStore } from '../sources/cluster/agent-budget-store.ts';
 import type { AgentTaskSource } from '../sources/cluster/agent-task-source.ts';
 import { KubeCreatedTasks } from '../sources/cluster/created-tasks.ts';
+import type { ClusterNamespaceCredentials } from '../sources/cluster/namespace-credentials.ts';
 import type { ClusterControllerOptions } from './controller-options.ts';
+import { credentialsFacts } from './credentials-facts.ts';
 
 export interface ClusterLoopParts {
   opts: ClusterControllerOptions;
@@ -31,6 +33,8 @@ export interface ClusterLoopParts {
   /** Undefined when the AgentBudget CRD is not installed: tasks run without budgets. */
   budgets: AgentBudgetStore | undefined;
   gateway: ClusterGatewayBinding | undefined;
+  /** Undefined when AgentCredentials cannot be watched (CRD missing, no RBAC): no namespace defaults. */
+  namespaceCredentials: ClusterNamespaceCredentials | undefined;
 }
 
 /** The loop, not started. */
@@ -68,23 +72,11 @@ export function clusterLoop(p: ClusterLoopParts): Controller<ClusterTask> {
     }),
     mailboxEvents: p.mailboxWatch,
     clock: opts.clock,
-    ...(p.gateway && credentialsFacts(p.gateway)),
+    ...credentialsFacts(p.gateway, p.namespaceCredentials),
   });
 }
 
 /** A cluster task as the owner of the tasks it creates: its uid goes into their ownerReference. */
 function clusterOwner(t: ClusterTask): TaskOwner {
   return { kind: 'AgentTask', namespace: t.namespace, name: t.name, uid: t.object.metadata.uid };
-}
-
-/** A task's pool of credentials all paused (the reconciler holds it), and the pauses that wake its tasks. */
-function credentialsFacts(gateway: ClusterGatewayBinding) {
-  return {
-    credentialsPaused: async (task: ClusterTask) => {
-      const credentials = task.spec?.agent.credentials;
-      const until = credentials ? await gateway.pausedUntil(task.namespace, credentials) : undefined;
-      return credentials && until ? { credentials, until } : undefined;
-    },
-    credentialEvents: gateway.pauses,
-  };
 }

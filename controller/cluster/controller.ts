@@ -1,6 +1,8 @@
 // Cluster mode: informers on AgentTasks, episode Pods and AgentBudgets feed the one controller loop
 // (core/controller.ts). With leader election only the lease holder runs the loop; standbys keep their
 // caches warm so a take-over starts at once.
+import { ClusterNamespaceCredentials } from '../sources/cluster/namespace-credentials.ts';
+import { probeCredentials } from './credentials-facts.ts';
 import { randomUUID } from 'node:crypto';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -43,6 +45,10 @@ export class ClusterController {
   readonly pods: Informer<Pod>;
   readonly budgets: Informer<CustomObject>;
   readonly triggers: Informer<CustomObject>;
+  /** AgentCredentials: the namespace defaults (credentials-choice.ts); off when the CRD or the grant is missing. */
+  readonly credentials: Informer<CustomObject>;
+  private credentialsWatched = false;
+  private readonly namespaceCredentials: ClusterNamespaceCredentials;
   /** Mailbox ConfigMaps: a message arriving wakes its task (not part of readiness: the resync still reads). */
   readonly mailboxWatch: KubeMailboxWatch;
   private readonly triggerRunner: ClusterTriggers;
@@ -87,6 +93,8 @@ export class ClusterController {
     this.triggers = informers.triggers;
     this.pods = informers.pods;
     this.budgetStore = new AgentBudgetStore({ budgets: this.budgets, client, log: opts.log });
+    this.credentials = informers.credentials;
+    this.namespaceCredentials = new ClusterNamespaceCredentials(this.credentials);
     this.triggerRunner = new ClusterTriggers({
       triggers: this.triggers,
       tasks: this.tasks,
@@ -155,7 +163,8 @@ export class ClusterController {
       this.tasks.hasSynced() &&
       this.pods.hasSynced() &&
       (!this.budgetsInstalled || this.budgets.hasSynced()) &&
-      (!this.triggersInstalled || this.triggers.hasSynced())
+      (!this.triggersInstalled || this.triggers.hasSynced()) &&
+      (!this.credentialsWatched || this.credentials.hasSynced())
     );
   }
 
@@ -169,6 +178,7 @@ export class ClusterController {
       this.pods.waitForSync(),
       this.budgetsInstalled ? this.budgets.waitForSync() : undefined,
       this.triggersInstalled ? this.triggers.waitForSync() : undefined,
+      this.credentialsWatched ? this.credentials.waitForSync() : undefined,
     ]);
   }
 
@@ -197,6 +207,7 @@ export class ClusterController {
     this.pods.stop();
     this.budgets.stop();
     this.triggers.stop();
+    this.credentials.stop();
     this.mailboxWatch.informer.stop();
     await Promise.all([...this.servers, ...(this.hooks ? [this.hooks] : [])].map((s) => s.close()));
     await this.gateway?.close();
@@ -244,6 +255,9 @@ export class ClusterController {
       'the AgentTrigger CRD is not installed (kubectl apply -f crds/episodic.dev_agenttriggers.yaml); running without triggers',
     );
     if (this.triggersInstalled) this.triggers.start();
+    // Watched with or without the gateway: without it a task on a namespace default fails, saying why.
+    this.credentialsWatched = await probeCredentials(this.client, this.opts.namespace, this.opts.log);
+    if (this.credentialsWatched) this.credentials.start();
     const le = this.opts.leaderElection;
     if (!le) {
       // Not awaited: an unreachable API server must not hang startup; /readyz tells when we are synced.
@@ -324,6 +338,7 @@ export class ClusterController {
       mailboxWatch: this.mailboxWatch,
       budgets: this.budgetsInstalled ? this.budgetStore : undefined,
       gateway: this.gateway,
+      namespaceCredentials: this.credentialsWatched ? this.namespaceCredentials : undefined,
     });
     this.opts.log.info(
       { tasks: this.tasks.size, pods: this.pods.size, identity: this.identity },

@@ -3,6 +3,7 @@
 import type { Logger } from 'pino';
 import type { EpisodicMetrics } from '../metrics/metrics.ts';
 import type { CredentialsPaused } from '../reconciler/credentials-hold.ts';
+import type { NamespaceCredentials } from '../reconciler/credentials-choice.ts';
 import type { BudgetStore } from './budget-book.ts';
 import type { Clock } from './clock.ts';
 import type { MailboxEvents } from './mailboxes.ts';
@@ -28,7 +29,9 @@ export interface ControllerOptions<T extends DesiredTask> {
   random?: () => number;
   /** spec.agent.credentials: whether every credential of the task's pool is paused (a usage limit), until when. */
   credentialsPaused?: (task: T) => CredentialsPaused | undefined | Promise<CredentialsPaused | undefined>;
-  /** A pool's pauses changed (namespace, AgentCredentials name): its tasks are looked at again, all at once. */
+  /** The namespace's AgentCredentials (name, spec.default): the loop chooses each task's (credentials-choice.ts). */
+  namespaceCredentials?: (namespace: string) => readonly NamespaceCredentials[];
+  /** A pool's pauses changed, or an AgentCredentials did (namespace, name): its tasks are looked at again, all at once. */
   credentialEvents?: { subscribe(fn: (namespace: string, name: string) => void): void };
   /**
    * Tasks on record that their source no longer has (deleting), e.g. a spec deleted while no controller

@@ -5,6 +5,7 @@ import type { CredentialsPaused } from '../reconciler/credentials-hold.ts';
 import { reconcile } from '../reconciler/reconcile.ts';
 import type { Action, ObservedEpisode, ReconcileInput, ReconcileResult } from '../reconciler/reconcile.ts';
 import { settled } from '../reconciler/settled.ts';
+import { withCredentialsChosen } from '../reconciler/credentials-choice.ts';
 import { diffsWanted } from '../reconciler/attempts.ts';
 import type { SpawnFacts } from '../reconciler/spawn-decide.ts';
 import { BudgetBook } from './budget-book.ts';
@@ -74,8 +75,11 @@ export class Controller<T extends DesiredTask = DesiredTask> {
       this.wakeSlotWaiters();
     });
     opts.credentialEvents?.subscribe((ns, name) => {
-      for (const t of opts.source.list())
-        if (t.namespace === ns && t.spec?.agent.credentials === name) this.queue.add(t.key);
+      // Its tasks: those naming it, and those without a name (it may be, or have become, the namespace default).
+      for (const t of opts.source.list()) {
+        const written = t.spec?.agent.credentials;
+        if (t.namespace === ns && (written === name || written === undefined)) this.queue.add(t.key);
+      }
     });
     // A message for a task the source does not have (yet) waits in its mailbox for the task's first pass.
     opts.mailboxEvents?.subscribe((key) => opts.source.get(key) && this.queue.add(key));
@@ -186,8 +190,10 @@ export class Controller<T extends DesiredTask = DesiredTask> {
   private async reconcileTask(key: string): Promise<void> {
     const { source, executor, sink } = this.opts;
     const current = source.get(key);
-    const task = current ?? this.known.get(key);
-    if (!task) return executor.forget(key);
+    const written = current ?? this.known.get(key);
+    if (!written) return executor.forget(key);
+    // From here on spec.agent.credentials is the AgentCredentials chosen (a default too): one rule decides it.
+    const { task, choice: credentials } = withCredentialsChosen(written, this.namespaceCredentials(written));
     const deleted = !current || task.deleting;
     const now = this.clock.now();
     const before = sink.read(task) ?? emptyStatus();
@@ -196,7 +202,7 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     const spawn = deleted ? undefined : await this.opts.spawn?.facts(task, before);
     const attemptDiffs = await this.attemptDiffs(task, before, spawn);
     const pass = { deleted, before, episode, now, credentialsPaused };
-    const out = reconcile({ ...this.facts(task, pass), spawn, attemptDiffs });
+    const out = reconcile({ ...this.facts(task, pass), spawn, attemptDiffs, credentials });
     if (out.actions.some((a) => a.type === 'RecordEpisode')) countEpisodeOps(this.opts.metrics, task, episode);
     this.budgetBook?.afterPass(task, before, out.status, out.heldByBudgets, now);
     this.opts.spawn?.afterPass(task, out.status);
@@ -240,6 +246,10 @@ export class Controller<T extends DesiredTask = DesiredTask> {
     checkStatus(task.key, status);
     await this.opts.sink.write(task, status, { beforeStart: starts });
     await this.budgetBook?.flush();
+  }
+
+  private namespaceCredentials(task: T) {
+    return this.opts.namespaceCredentials?.(task.namespace) ?? [];
   }
 
   /** Best-of-N: the candidates' diffs, read only in the pass that makes the judge (diffsWanted). */

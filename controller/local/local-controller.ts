@@ -1,5 +1,9 @@
 // Local mode: a spec directory (source), processes (executor) and status files (sink) under the one
 // controller loop. This file only wires them and answers what `episodic run` asks.
+import { withCredentialsChosen } from '../reconciler/credentials-choice.ts';
+import { namespaceCredentials } from '../sources/local/credentials-files.ts';
+import type { SpecCredentials } from '../sources/local/credentials-files.ts';
+import { gatewayCredentials } from '../api/agent-credentials.ts';
 import type { TaskOwner } from '../core/created-tasks.ts';
 import { secretEnvNames } from '../api/agent-env.ts';
 import { randomUUID } from 'node:crypto';
@@ -75,6 +79,8 @@ export class LocalController {
   private userSpecs: LoadedSpecs | undefined;
   /** The model gateway, started with the first episode of a task with spec.agent.credentials. */
   private readonly gateway: LocalGatewayBinding;
+  /** The loop's listeners for AgentCredentials edits (credentialsChanged). */
+  private readonly credentialsEdited: Array<(namespace: string, name: string) => void> = [];
 
   constructor(opts: LocalControllerOptions) {
     this.opts = opts;
@@ -156,13 +162,37 @@ export class LocalController {
       }),
       mailboxEvents: this.mailboxWatch,
       credentialsPaused: (task) => this.credentialsPaused(task),
-      credentialEvents: this.gateway.pauses,
+      namespaceCredentials: (namespace) => this.namespaceCredentials(namespace),
+      credentialEvents: {
+        subscribe: (fn) => {
+          this.gateway.pauses.subscribe(fn);
+          this.credentialsEdited.push(fn);
+        },
+      },
     });
+  }
+
+  /** The AgentCredentials documents of the namespace (the loop chooses a task's among them). */
+  private namespaceCredentials(namespace: string) {
+    return namespaceCredentials(this.userSpecs?.credentials?.values() ?? [], namespace);
+  }
+
+  /** An AgentCredentials document added, edited or removed: the tasks that may use it are looked at again. */
+  private credentialsChanged(before: LoadedSpecs | undefined, after: LoadedSpecs): void {
+    const old = before?.credentials ?? new Map();
+    const now = after.credentials ?? new Map();
+    for (const key of new Set([...old.keys(), ...now.keys()])) {
+      const was = old.get(key);
+      const is = now.get(key);
+      if (was?.specHash === is?.specHash) continue;
+      const { namespace, name } = (is ?? was) as SpecCredentials;
+      for (const fn of this.credentialsEdited) fn(namespace, name);
+    }
   }
 
   /** The reconciler's fact: every credential of the task's AgentCredentials is paused, until the earliest reset. */
   private async credentialsPaused(task: LocalTask): Promise<CredentialsPaused | undefined> {
-    const credentials = task.spec?.agent.credentials;
+    const credentials = task.spec && gatewayCredentials(task.spec);
     const until = credentials ? await this.gateway.pausedUntil(task.namespace, credentials) : undefined;
     return credentials && until ? { credentials, until } : undefined;
   }
@@ -194,8 +224,10 @@ export class LocalController {
     }
     this.budgets.set(loaded);
     this.executor?.withholdEnv(secretEnvNames([...(loaded.triggers?.values() ?? [])].map((t) => t.spec)));
+    const before = this.userSpecs;
     this.userSpecs = loaded;
     this.source.set(withCreatedTasks(loaded, this.opts.stateDir));
+    this.credentialsChanged(before, loaded);
     if (this.started) return;
     this.started = true;
     this.mailboxWatch.start();
@@ -232,7 +264,8 @@ export class LocalController {
     const task = (key: string): LocalTask => {
       const t = this.source.get(key);
       if (!t) throw new Error(`${key}: no such task for a resolution episode`);
-      return t;
+      // A resolution episode goes through the same AgentCredentials as the task's own episodes.
+      return withCredentialsChosen(t, this.namespaceCredentials(t.namespace)).task;
     };
     const executor = (): ProcessEpisodeExecutor => {
       if (!this.executor) throw new Error('the merge queue ran before recover()');

@@ -117,7 +117,7 @@ export async function runLocal(opts: LocalRunOptions): Promise<LocalRunEnd> {
     controller.setSpecs(
       withoutFailedChecks(
         initial,
-        checkSpecSet(initial.tasks.values(), () => dir),
+        checkSpecSet(initial.tasks.values(), () => dir, initial.credentials?.values()),
       ),
     );
     if (opts.watch) {
@@ -173,7 +173,7 @@ async function loadAndRecover(controller: LocalController, opts: LocalRunOptions
   await controller.recover(initial);
   for (const line of initial.errors) logger.error(line);
   // What validate reports across files, said before any episode starts; the tasks concerned never start.
-  const checked = checkSpecSet(initial.tasks.values(), () => dir);
+  const checked = checkSpecSet(initial.tasks.values(), () => dir, initial.credentials?.values());
   for (const line of checked.errors) logger.error(line);
   for (const line of checked.warnings) logger.warn(line);
   for (const line of initial.ignored) logger.debug(`ignored ${line}`);
@@ -242,7 +242,7 @@ async function watchSpecs(
       controller.setSpecs(
         withoutFailedChecks(
           specs,
-          checkSpecSet(specs.tasks.values(), () => dir),
+          checkSpecSet(specs.tasks.values(), () => dir, specs.credentials?.values()),
         ),
       );
     },

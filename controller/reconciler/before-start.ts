@@ -2,11 +2,13 @@
 // a hold, a backoff, no free slot, ops to apply first), or its start. Pure, as reconcile() is.
 import type { AgentTaskSpec, AgentTaskStatus, Phase } from '../api/agent-task.ts';
 import { episodeNumbersUsed } from '../api/agent-task.ts';
+import { gatewayCredentials } from '../api/agent-credentials.ts';
 import { totalTokens } from '../api/bounds.ts';
 import type { EpisodeLeash } from '../api/episode-leash.ts';
 import type { Action, Events } from './actions.ts';
 import { normal, warning } from './actions.ts';
 import { BUDGET_HOLD_REASONS, budgetHold, judgeBudgets } from './budget.ts';
+import { credentialsConflictHold, credentialsUsed } from './credentials-choice.ts';
 import { credentialsHold } from './credentials-hold.ts';
 import { cycleMessage, judgeDependencies } from './dependencies.ts';
 import { fanOutDecision } from './fan-out-decide.ts';
@@ -69,13 +71,12 @@ export function beforeStart(given: AgentTaskStatus, spec: AgentTaskSpec, input: 
   }
   const held = spawnHold(status, spec, input.spawn);
   if (held) return { status: set(held.phase, held.reason, held.message), actions: [], requeueAfterMs: held.recheckMs };
+  // Two namespace defaults: no pick, the task waits until one is left (credentials-choice.ts).
+  const conflict = credentialsConflictHold(status, input.credentials);
+  if (conflict) return { ...conflict, actions: [] };
   // No episode starts into a pool whose every credential is at a usage limit (credentials-hold.ts).
-  const pool = credentialsHold(
-    status,
-    spec.agent.credentials ? input.credentialsPaused : undefined,
-    input.now,
-    input.jitter,
-  );
+  const paused = gatewayCredentials(spec) ? input.credentialsPaused : undefined;
+  const pool = credentialsHold(status, paused, input.now, input.jitter);
   if (pool.kind === 'hold') return { ...pool, actions: [] };
   status = pool.status;
   const nowMs = input.now.getTime();
@@ -106,10 +107,12 @@ export function beforeStart(given: AgentTaskStatus, spec: AgentTaskSpec, input: 
     return { status: set('Pending', 'ReadingMailbox', message), actions: [], requeueAfterMs: 0 };
   }
   // Only an agent behind the gateway is held to its leash request by request.
-  const leash = spec.agent.credentials
+  const leash = gatewayCredentials(spec)
     ? episodeLeash(status, spec.limits, input.budgets, input.spawn?.caps, input.now)
     : undefined;
-  return start(withDelivery(status, episodeNumbersUsed(status) + 1, input.spawn), spec, input.now, leash);
+  const delivered = withDelivery(status, episodeNumbersUsed(status) + 1, input.spawn);
+  const credentials = credentialsUsed(gatewayCredentials(spec), input.credentials);
+  return start({ ...delivered, credentials }, spec, input.now, leash);
 }
 
 /** The next episode: on record as running, then started, then announced. */

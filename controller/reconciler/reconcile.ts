@@ -23,6 +23,7 @@ import { syncStack } from './stack.ts';
 import { advanceStep, chargeStep, mirrorStep, nameStepInEvents } from './steps.ts';
 import { auditHold } from './suspend.ts';
 import type { ObservedEpisode, ReconcileInput, ReconcileResult } from './types.ts';
+import { childrenAsWritten } from './credentials-choice.ts';
 
 export { DEADLINE_GRACE_MS, USAGE_LIMIT_FALLBACK_MS } from './types.ts';
 
@@ -95,7 +96,10 @@ export function reconcile(given: ReconcileInput): ReconcileResult {
   return {
     status,
     // A deleted task whose episode this pass ended (or never started) is let go once that is on record.
-    actions: input.deleted && !status.currentEpisode ? [...pass.actions, RELEASE] : pass.actions,
+    actions: childrenAsWritten(
+      input.deleted && !status.currentEpisode ? [...pass.actions, RELEASE] : pass.actions,
+      input.credentials,
+    ),
     // Ops being applied: look again at once, to record that they were and go on.
     requeueAfterMs: earliest(requeueAfterMs, input.episode?.recheckAfterMs, applyOps.length > 0 ? 0 : undefined),
     heldByBudgets: decided.heldByBudgets,

@@ -10,6 +10,7 @@ import type { DependencyFact } from './dependencies.ts';
 import type { SpawnFacts } from './spawn-decide.ts';
 import type { AdoptOutcome } from '../api/attempts.ts';
 import type { CredentialsPaused } from './credentials-hold.ts';
+import type { CredentialsChoice } from './credentials-choice.ts';
 
 /** Grace past the episode timeout before the reconciler itself asks for a stop (the executor should have). */
 export const DEADLINE_GRACE_MS = 30_000;
@@ -94,6 +95,8 @@ export interface ReconcileInput {
   attemptDiffs?: Readonly<Record<number, string>>;
   /** spec.agent.credentials: set while every credential of that pool is paused by a usage limit. */
   credentialsPaused?: CredentialsPaused;
+  /** The AgentCredentials the loop chose (credentials-choice.ts); spec.agent.credentials already holds a name used. */
+  credentials?: CredentialsChoice;
   now: Date;
   /** In [0, 1): the caller's randomness for backoff jitter. */
   jitter: number;

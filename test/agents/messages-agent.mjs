@@ -2,7 +2,12 @@
 // A stand-in agent that speaks the real Anthropic Messages API: one request to $ANTHROPIC_BASE_URL with
 // $ANTHROPIC_API_KEY (behind the gateway: its token), as Claude Code would. A 200 ends the task
 // (<promise>COMPLETE</promise>); an error answer is printed as Claude Code prints it (a usage limit with its
-// reset) and the agent exits 1.
+// reset) and the agent exits 1. With $MESSAGES_AGENT_ENV_FILE it first writes its environment there (JSON).
+import { writeFileSync } from 'node:fs';
+
+// What the agent was given (the tests look for the real key in it): its environment, in its working directory.
+if (process.env.MESSAGES_AGENT_ENV_FILE)
+  writeFileSync(process.env.MESSAGES_AGENT_ENV_FILE, JSON.stringify(process.env));
 const base = process.env.ANTHROPIC_BASE_URL;
 const key = process.env.ANTHROPIC_API_KEY;
 if (!base || !key) {

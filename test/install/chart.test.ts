@@ -85,6 +85,8 @@ const CONTROLLER_RULES = [
   { apiGroups: ['episodic.dev'], resources: ['agentbudgets/status'], verbs: ['patch'] },
   { apiGroups: ['episodic.dev'], resources: ['agenttriggers'], verbs: ['list', 'watch'] },
   { apiGroups: ['episodic.dev'], resources: ['agenttriggers/status'], verbs: ['patch'] },
+  // The namespace default AgentCredentials: seen with the gateway off too (its tasks then fail, saying why).
+  { apiGroups: ['episodic.dev'], resources: ['agentcredentials'], verbs: ['list', 'watch'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
   {

@@ -93,6 +93,25 @@ describe('helm chart: gateway.enabled', () => {
     );
   });
 
+  it('lets the controller list and watch AgentCredentials where it watches tasks (the namespace defaults)', async () => {
+    const rule = { apiGroups: ['episodic.dev'], resources: ['agentcredentials'], verbs: ['list', 'watch'] };
+    const main = (objects: K8sObject[], kind: string) =>
+      objects.find((o) => o.kind === kind && o.metadata.name === 'episodic') as any;
+    assert.deepEqual(
+      main(await render(ON), 'ClusterRole').rules.filter((r: any) => r.resources.includes('agentcredentials')),
+      [rule],
+    );
+    const scoped = main(await render({ ...ON, watchNamespace: 'team-a' }), 'Role');
+    assert.equal(scoped.metadata.namespace, 'team-a');
+    assert.ok(scoped.rules.some((r: any) => JSON.stringify(r) === JSON.stringify(rule)));
+    // Gateway off too: the controller sees a namespace default, and fails its tasks saying it needs the gateway.
+    const off = main(await render({}), 'ClusterRole');
+    assert.deepEqual(
+      off.rules.filter((r: any) => r.resources.includes('agentcredentials')),
+      [rule],
+    );
+  });
+
   it('refuses more than one replica, saying why', async () => {
     await assert.rejects(render({ ...ON, replicaCount: 2 }), /gateway\.enabled: .*replicaCount: 1/);
   });

@@ -2,6 +2,7 @@
 // finished or deleted (what was metered on it is kept for the episode's record), re-granted after a
 // controller restart for pods still running (by the token hash the pod carries), and, when the gateway
 // refused for lack of budget, the pod deleted after a short grace so the episode ends at once.
+import { gatewayCredentials } from '../../api/agent-credentials.ts';
 import type { Logger } from 'pino';
 import type { AgentTaskSpec, AgentTaskStatus } from '../../api/agent-task.ts';
 import type { EpisodeLeash } from '../../api/episode-leash.ts';
@@ -49,12 +50,12 @@ export class PodGrants {
 
   /** The pod's gateway env and annotation for a task with spec.agent.credentials, or why it cannot run. */
   async open(t: Target, leash: EpisodeLeash | undefined) {
-    const credentials = t.spec.agent.credentials;
+    const credentials = gatewayCredentials(t.spec);
     if (!credentials) return undefined;
     if (!this.opts.binding)
       return {
         ok: false as const,
-        message: `spec.agent.credentials: ${credentials}: this controller serves no model gateway (chart: gateway.enabled; flag --gateway-addr)`,
+        message: `AgentCredentials ${credentials} (spec.agent.credentials, or the namespace default): this controller serves no model gateway (chart: gateway.enabled; flag --gateway-addr); spec.agent.credentials: none runs the task without it`,
       };
     return this.opts.binding.open(this.request(t, credentials, leash));
   }
@@ -84,7 +85,7 @@ export class PodGrants {
         `the controller restarted and cannot re-grant episode ${t.episode}'s gateway token: ${why}`,
       );
     binding
-      .restore(this.request(t, t.spec.agent.credentials ?? '', undefined), hash)
+      .restore(this.request(t, gatewayCredentials(t.spec) ?? '', undefined), hash)
       .then((r) => {
         if (r.ok) this.opts.log.info({ pod: key }, 'gateway token re-granted after a restart');
         else fail(r.message);

@@ -2,6 +2,7 @@
 // carries a marker derived from (state directory, task, N), so the marker is on record the moment
 // "episode N starts" is; a restarted controller kills whatever carries the marker of an episode on record
 // and records that episode's end from its log: as it ended if the agent finished, else interrupted.
+import { gatewayCredentials } from '../../api/agent-credentials.ts';
 import { readFileSync } from 'node:fs';
 import type { LiveSpend } from '../../reconciler/spend-cap.ts';
 import type { Logger } from 'pino';
@@ -169,7 +170,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
     let reviewBefore: ReviewSnapshot | undefined;
     const snapshot = { exclude: [this.opts.stateDir] };
     let refusedTimer: NodeJS.Timeout | undefined;
-    const grant = spec.agent.credentials
+    const grant = gatewayCredentials(spec)
       ? await this.openGrant(task, number, spec, status, leash, () => {
           refusedTimer ??= setTimeout(() => this.running.get(task.key)?.cancel('cancelled'), REFUSED_GRACE_MS);
         })
@@ -248,7 +249,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
     leash: EpisodeLeash | undefined,
     onRefused: () => void,
   ): Promise<GrantOpening> {
-    const credentials = spec.agent.credentials as string;
+    const credentials = gatewayCredentials(spec) as string;
     if (!this.opts.gateway)
       return { ok: false, message: 'spec.agent.credentials: this controller runs no model gateway' };
     return this.opts.gateway.open({
@@ -268,7 +269,7 @@ export class ProcessEpisodeExecutor implements EpisodeExecutor<SpecFileTask> {
     if (!task.spec) throw new TerminalError(`${task.key} has no valid spec for a resolution episode`);
     const spec = effectiveSpec(task.spec, run.status);
     let cancel: (() => void) | undefined;
-    const grant = spec.agent.credentials
+    const grant = gatewayCredentials(spec)
       ? await this.openGrant(task, run.number, spec, run.status, undefined, () => cancel?.())
       : undefined;
     const episode = await launchEpisode({

@@ -2,8 +2,9 @@
 // other kinds, its errors naming file, object and field. Locally a credential names an environment variable
 // of the controller's (credentials[].env); the value is read when an episode starts, never stored.
 import { taskKey } from '../../api/agent-task.ts';
-import { CREDENTIALS_KIND, validateCredentialsSpec } from '../../api/agent-credentials.ts';
+import { CREDENTIALS_KIND, credentialsNameProblem, validateCredentialsSpec } from '../../api/agent-credentials.ts';
 import type { AgentCredentialsSpec } from '../../api/agent-credentials.ts';
+import type { NamespaceCredentials } from '../../reconciler/credentials-choice.ts';
 
 export interface SpecCredentials {
   key: string;
@@ -11,6 +12,8 @@ export interface SpecCredentials {
   name: string;
   file: string;
   spec?: AgentCredentialsSpec;
+  /** spec.default as written, an invalid document's too: a task relying on it fails to start, never goes keyless. */
+  isDefault?: boolean;
   errors: string[];
   specHash: string;
 }
@@ -25,6 +28,8 @@ export function credentialsDocument(
   const spec = validateCredentialsSpec(manifest.spec);
   const label = `${where}: ${CREDENTIALS_KIND} ${meta.namespace}/${meta.name}`;
   const errors = spec.ok ? [] : spec.errors.map((e) => `${label}: ${e}`);
+  const reserved = credentialsNameProblem(meta.name);
+  if (reserved) errors.push(`${label}: ${reserved}`);
   // Local mode reads a key from the controller's environment: a secretRef is the cluster's.
   if (spec.ok)
     spec.spec.credentials.forEach((c, i) => {
@@ -39,7 +44,15 @@ export function credentialsDocument(
     name: meta.name,
     file,
     spec: spec.ok && errors.length === 0 ? spec.spec : undefined,
+    isDefault: (manifest.spec as { default?: unknown } | undefined)?.default === true,
     errors,
     specHash,
   };
+}
+
+/** The namespace's AgentCredentials documents, as the credentials choice reads them (file and object named). */
+export function namespaceCredentials(all: Iterable<SpecCredentials>, namespace: string): NamespaceCredentials[] {
+  return [...all]
+    .filter((c) => c.namespace === namespace)
+    .map((c) => ({ name: c.name, isDefault: c.isDefault === true, where: `${c.file} (${CREDENTIALS_KIND} ${c.key})` }));
 }

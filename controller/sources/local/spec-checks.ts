@@ -1,7 +1,7 @@
 // Checks across a set of spec files that no single document can make on its own — the ones `run` would
 // otherwise find only when an episode starts: a workspace or promptFile that leads out of its root or is
 // not there, a dependsOn that names the task itself or closes a cycle, or names a task that is not there,
-// an agent or gate command that will not start here. One path, used by `episodic validate` and by `episodic run`
+// an agent or gate command that will not start here, two namespace default AgentCredentials. One path, used by `episodic validate` and by `episodic run`
 // when it loads DIR; the workspace and cycle checks are the executor's and the loop's own (one home each).
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
@@ -19,6 +19,10 @@ import { formatIssuePath } from '../../api/validate.ts';
 import { cycleMessage, cycleThrough } from '../../reconciler/dependencies.ts';
 import { dependsOnAsWritten } from './spec-files.ts';
 import type { SpecTask } from './spec-files.ts';
+import { chooseCredentials, defaultsConflict } from '../../reconciler/credentials-choice.ts';
+import type { NamespaceCredentials } from '../../reconciler/credentials-choice.ts';
+import { namespaceCredentials } from './credentials-files.ts';
+import type { SpecCredentials } from './credentials-files.ts';
 
 export interface SpecCheckResult {
   /** The task will fail (run) or is refused (validate). */
@@ -29,10 +33,18 @@ export interface SpecCheckResult {
   byTask: Map<string, string[]>;
 }
 
-/** root: the spec directory (for files given one by one, each file's own directory). */
-export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) => string): SpecCheckResult {
+/**
+ * root: the spec directory (for files given one by one, each file's own directory). credentials: the
+ * AgentCredentials documents beside the tasks (the namespace default a task without a name uses).
+ */
+export function checkSpecSet(
+  tasks: Iterable<SpecTask>,
+  rootOf: (t: SpecTask) => string,
+  credentials: Iterable<SpecCredentials> = [],
+): SpecCheckResult {
   const out: SpecCheckResult = { errors: [], warnings: [], byTask: new Map() };
   const all = [...tasks];
+  const inNamespace = credentialsByNamespace(all, [...credentials], out);
   // Every task as written, an invalid one too: the loop walks dependsOn as written (spec-dir-source.ts).
   const byNamespace = new Map<string, Map<string, SpecTask>>();
   for (const t of all)
@@ -58,12 +70,32 @@ export function checkSpecSet(tasks: Iterable<SpecTask>, rootOf: (t: SpecTask) =>
       return dep && dependsOnAsWritten(dep);
     });
     if (cycle) fail(cycleMessage(cycle));
+    // The task relies on a namespace default that is not one (said once per namespace above; run fails the task).
+    const choice = chooseCredentials(spec.agent.credentials, inNamespace.get(t.namespace) ?? []);
+    if (choice.kind === 'conflict')
+      out.byTask.set(t.key, [...(out.byTask.get(t.key) ?? []), `${at}: ${choice.message}`]);
     for (const dep of spec.dependsOn) {
       if (dep !== t.name && !tasks.has(dep))
         warn(`spec.dependsOn: no task ${t.namespace}/${dep} here; the task waits until one appears`);
     }
   }
   return out;
+}
+
+/** Each namespace's AgentCredentials; two defaults in one are an error whether a task relies on them or not. */
+function credentialsByNamespace(
+  tasks: readonly SpecTask[],
+  credentials: readonly SpecCredentials[],
+  out: SpecCheckResult,
+): Map<string, NamespaceCredentials[]> {
+  const byNamespace = new Map<string, NamespaceCredentials[]>();
+  for (const ns of new Set([...tasks, ...credentials].map((x) => x.namespace))) {
+    const here = namespaceCredentials(credentials, ns);
+    byNamespace.set(ns, here);
+    const conflict = defaultsConflict(here);
+    if (conflict) out.errors.push(`namespace ${ns}: ${conflict}`);
+  }
+  return byNamespace;
 }
 
 /** The executor's own checks of workspace and promptFile; the workspace directory, when there is one to look at. */
