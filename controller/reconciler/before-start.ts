@@ -8,7 +8,7 @@ import type { EpisodeLeash } from '../api/episode-leash.ts';
 import type { Action, Events } from './actions.ts';
 import { normal, warning } from './actions.ts';
 import { BUDGET_HOLD_REASONS, budgetHold, judgeBudgets } from './budget.ts';
-import { credentialsConflictHold, credentialsUsed } from './credentials-choice.ts';
+import { credentialsConflictHold, credentialsUsed, stepNamesCredentials } from './credentials-choice.ts';
 import { credentialsHold } from './credentials-hold.ts';
 import { cycleMessage, judgeDependencies } from './dependencies.ts';
 import { fanOutDecision } from './fan-out-decide.ts';
@@ -111,7 +111,8 @@ export function beforeStart(given: AgentTaskStatus, spec: AgentTaskSpec, input: 
     ? episodeLeash(status, spec.limits, input.budgets, input.spawn?.caps, input.now)
     : undefined;
   const delivered = withDelivery(status, episodeNumbersUsed(status) + 1, input.spawn);
-  const credentials = credentialsUsed(gatewayCredentials(spec), input.credentials);
+  const choice = input.spec && stepNamesCredentials(input.spec, status) ? undefined : input.credentials;
+  const credentials = credentialsUsed(gatewayCredentials(spec), choice);
   return start({ ...delivered, credentials }, spec, input.now, leash);
 }
 

@@ -5,6 +5,7 @@
 import { NO_CREDENTIALS } from '../api/agent-credentials.ts';
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { CredentialsUsed } from '../api/agent-task-status.ts';
+import { currentStep } from '../api/steps.ts';
 import { warning } from './actions.ts';
 import type { Action, Events } from './actions.ts';
 
@@ -71,6 +72,12 @@ export function credentialsUsed(
   if (name === undefined) return undefined;
   const byDefault = choice?.kind === 'use' && choice.viaDefault && choice.name === name;
   return byDefault ? { name, namespaceDefault: true } : { name };
+}
+
+/** A step that names its own credentials chose them, even when they are the namespace default's. */
+export function stepNamesCredentials(spec: AgentTaskSpec, status: AgentTaskStatus): boolean {
+  const step = currentStep(spec, status);
+  return step !== undefined && spec.steps?.[step.index - 1]?.agent?.credentials !== undefined;
 }
 
 /** Two defaults: the task waits (a person removes one), said once as a warning event; undefined: no conflict. */

@@ -129,6 +129,15 @@ describe('reconcile with the credentials chosen', () => {
     assert.deepEqual(out.status.credentials, { name: 'team', namespaceDefault: true });
   });
 
+  it("a step naming the default's own credentials chose them: status does not say the default did", () => {
+    const raw = { agent: { command: ['agent'] } };
+    const steps = [{ name: 'own', prompt: 'p', agent: { credentials: 'team' } }];
+    const chosen = withCredentialsChosen({ spec: AgentTaskSpecSchema.parse({ ...raw, steps }) }, [team]);
+    const out = reconcile(input(chosen.task.spec as ReturnType<typeof specWith>, chosen.choice as CredentialsChoice));
+    assert.ok(out.actions.some((a) => a.type === 'StartEpisode'));
+    assert.deepEqual(out.status.credentials, { name: 'team' });
+  });
+
   it('two defaults: no episode starts, the message names both', () => {
     const out = reconcile(input(specWith(), { kind: 'conflict', message: conflict }));
     assert.equal(
