@@ -17,6 +17,9 @@ import {
   afterStep,
   beginJournal,
   decideQueue,
+  inFlight,
+  integratedBy,
+  mustBeDurable,
   positionsToWrite,
   queuePositions,
   RESOLUTION_TEMPLATE,
@@ -24,9 +27,10 @@ import {
 } from '../reconciler/merge-queue.ts';
 import { recordResolution, resolutionEpisodeNumber } from '../reconciler/merge-queue-episode.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
+import { batchEntryOf, entryOf, placeOf, placeOrNot, waiting } from './merge-queue-entries.ts';
+import type { Place } from './merge-queue-entries.ts';
 import type { MergeQueuePorts, QueueEpisodes, QueueTask } from './merge-queue-ports.ts';
 import type { QueueAction, QueueEntry, QueueJournal, StepOutcome } from '../reconciler/merge-queue.ts';
-import { gitWorkspaceOf } from '../api/git-workspace.ts';
 
 export interface MergeQueueOptions<T extends QueueTask> {
   ports: MergeQueuePorts<T>;
@@ -132,11 +136,11 @@ export class MergeQueueLoop<T extends QueueTask> {
     return this.ports.journals.read(queue);
   }
 
-  /** `done` stays in memory: the `push` journal on record already tells a restart to check `into` (no write). */
+  /** `done` and a batch's later rebases stay in memory (see mustBeDurable). */
   private async writeJournal(queue: string, j: QueueJournal | undefined): Promise<void> {
     if (this.halted) throw new Error('the merge queue is halted');
     this.journals.set(queue, j);
-    if (j?.stage === 'done') return;
+    if (!mustBeDurable(j)) return;
     await this.ports.journals.write(queue, j);
   }
 
@@ -146,7 +150,7 @@ export class MergeQueueLoop<T extends QueueTask> {
     const view: DriveView<T> = { members, into: new Map(), fetched: new Set() };
     while (!this.halted) {
       const journal = this.readJournal(queue);
-      const entries: QueueEntry[] = members.filter(waiting).map(entryOf);
+      const entries: QueueEntry[] = members.filter(waiting).map((t) => batchEntryOf(t, this.placeOrNot(t)));
       const current = journal && byKey.get(journal.key);
       if (journal && !current) {
         await this.writeJournal(queue, undefined); // its task is gone: nothing of it reached into unjournalled
@@ -184,13 +188,14 @@ export class MergeQueueLoop<T extends QueueTask> {
   ): Promise<void> {
     const clone = this.ports.cloneDir(queue);
     if (action.type === 'begin') {
-      const j = beginJournal(action.key);
+      const j = beginJournal(action.key, action.next);
       await this.writeJournal(queue, j);
-      this.started.set(action.key, this.opts.clock.now().getTime());
+      const batch = inFlight(j);
+      for (const key of batch) this.started.set(key, this.opts.clock.now().getTime());
       const recorded = new Map([...byKey.values()].map((t) => [t.key, t.status.integrate?.result]));
-      for (const [key, position] of positionsToWrite(queuePositions(entries, j), j.key, recorded)) {
+      for (const [key, position] of positionsToWrite(queuePositions(entries, j), batch, recorded)) {
         const t = byKey.get(key);
-        if (t) await this.record(t, { queue, result: key === j.key ? 'integrating' : 'queued', position });
+        if (t) await this.record(t, { queue, result: batch.includes(key) ? 'integrating' : 'queued', position });
       }
       return;
     }
@@ -203,13 +208,15 @@ export class MergeQueueLoop<T extends QueueTask> {
       await mq.cleanClone(clone);
       return;
     }
-    if (action.type === 'finish') return this.finish(queue, task, j, action.result, clone);
+    if (action.type === 'finish') return this.finish(queue, task, j, action.result, clone, byKey);
     const outcome = await this.step(queue, action.type, j, it, clone, view);
     if (outcome.kind === 'pushed') view.into.set(it.into, j.rebased as string);
     if (outcome.kind === 'rejected') view.into.delete(it.into); // into moved under us: fetch it again
     const next = afterStep(j, outcome);
+    // A rebase that ended its batch is dropped: the task begins again, alone, after the batch's push.
+    if (outcome.kind === 'conflict' && next.stage === 'push') await mq.cleanClone(clone);
     await this.writeJournal(queue, next);
-    if (outcome.kind === 'conflict' || outcome.kind === 'failed') {
+    if (next.stage === 'resolve') {
       await this.record(task, {
         queue,
         result: outcome.kind === 'conflict' ? 'conflict' : 'gateFailed',
@@ -233,7 +240,7 @@ export class MergeQueueLoop<T extends QueueTask> {
     const m = this.opts.metrics;
     if (type === 'rebase') {
       await mq.ensureClone(clone, it.url, it.credentials);
-      const res = await mq.rebaseBranch(clone, await this.onto(view, clone, it), it.branch);
+      const res = await mq.rebaseBranch(clone, await this.batchOnto(view, clone, it, j), it.branch);
       m?.rebases.inc({ queue, outcome: res.ok ? 'clean' : 'conflict' });
       if (!res.ok) return { step: 'rebase', kind: 'conflict', files: res.files, output: res.markers };
       // No queue gates: the rebased commit goes straight to the push.
@@ -266,6 +273,14 @@ export class MergeQueueLoop<T extends QueueTask> {
     for (const b of branches) view.fetched.add(b);
     view.into.set(it.into, head);
     return head;
+  }
+
+  /** In a batch, the previous task's rebased commit (this task's branch fetched); else `into`'s (onto()). */
+  private async batchOnto(view: DriveView<T>, clone: string, it: Integrand<T>, j: QueueJournal): Promise<string> {
+    const previous = j.batch?.[j.batch.length - 1];
+    if (!previous) return this.onto(view, clone, it);
+    if (!view.fetched.has(it.branch)) await this.onto(view, clone, it);
+    return previous.commit;
   }
 
   /** One resolution episode of the task, counted and recorded as its episode; then the rebase goes on. */
@@ -308,13 +323,11 @@ export class MergeQueueLoop<T extends QueueTask> {
     j: QueueJournal,
     result: 'integrated' | 'needsReview',
     clone: string,
+    byKey: ReadonlyMap<string, T>,
   ): Promise<void> {
     const base = { queue, attempts: j.attempts, episodes: j.episodes };
     if (result === 'integrated') {
-      await this.record(task, { ...base, result, commit: j.rebased });
-      const began = this.started.get(j.key);
-      if (began !== undefined)
-        this.opts.metrics?.seconds.observe({ queue }, (this.opts.clock.now().getTime() - began) / 1000);
+      await this.integrated(queue, j, byKey);
     } else {
       const files = (j.conflicts ?? []).slice(0, CONFLICT_FILES_MAX);
       const what = j.why === 'gate' ? `queue gate ${j.gate ?? '?'} still fails` : `conflicts in ${files.join(', ')}`;
@@ -328,10 +341,24 @@ export class MergeQueueLoop<T extends QueueTask> {
         { phase: 'NeedsReview', reason: 'IntegrationFailed', message },
       );
       await mq.cleanClone(clone); // a rebase stopped at a conflict must not stay for the next task
+      this.opts.metrics?.integrations.inc({ queue, result });
     }
-    this.opts.metrics?.integrations.inc({ queue, result });
     await this.writeJournal(queue, undefined);
     this.started.delete(j.key);
+  }
+
+  /** Each task the push carried (a batch's all), with its own rebased commit; a task gone meanwhile is skipped. */
+  private async integrated(queue: string, j: QueueJournal, byKey: ReadonlyMap<string, T>): Promise<void> {
+    for (const { key, commit } of integratedBy(j)) {
+      const t = byKey.get(key);
+      const counts = key === j.key ? { episodes: j.episodes } : {};
+      if (t) await this.record(t, { queue, result: 'integrated', attempts: j.attempts, ...counts, commit });
+      this.opts.metrics?.integrations.inc({ queue, result: 'integrated' });
+      const began = this.started.get(key);
+      if (began !== undefined)
+        this.opts.metrics?.seconds.observe({ queue }, (this.opts.clock.now().getTime() - began) / 1000);
+      this.started.delete(key);
+    }
   }
 
   private async record(
@@ -357,37 +384,12 @@ export class MergeQueueLoop<T extends QueueTask> {
   }
 
   private async integrand(task: T): Promise<Integrand<T>> {
-    const place = this.place(task);
+    const place = placeOf(task, this.ports.remoteUrl(task));
     const credentials = await this.ports.credentials(task);
     return { task, ...place, ...(credentials ? { credentials } : {}) };
   }
 
-  private place(task: T): { url: string; branch: string; into: string } {
-    const git = gitWorkspaceOf(task.spec.workspace);
-    if (!git || !task.spec.integrate) {
-      throw new Error(`${task.key}: spec.integrate needs workspace.git`);
-    }
-    const strip = (r: string) => r.replace(/^refs\/heads\//, '');
-    return { url: this.ports.remoteUrl(task), branch: strip(git.ref), into: strip(task.spec.integrate.into) };
+  private placeOrNot(task: T): Place | undefined {
+    return placeOrNot(task, (t) => this.ports.remoteUrl(t));
   }
-
-  private placeOrNot(task: T): { url: string; branch: string; into: string } | undefined {
-    try {
-      return this.place(task);
-    } catch {
-      return undefined;
-    }
-  }
-}
-
-/** A Succeeded task the queue has not finished with. */
-function waiting(t: QueueTask): boolean {
-  const r = t.status.integrate?.result;
-  return t.status.phase === 'Succeeded' && r !== 'integrated' && r !== 'needsReview';
-}
-
-function entryOf(t: QueueTask): QueueEntry {
-  // Best-of-N's task runs no episode of its own: it is as old as its winning attempt's end.
-  const winner = t.status.attempts?.candidates.find((c) => c.number === t.status.attempts?.winner);
-  return { key: t.key, enqueuedAt: t.status.lastEpisode?.finishedAt ?? winner?.finishedAt ?? '' };
 }

@@ -2,6 +2,8 @@
 // the controller just restarted, whether `into` already has the rebased commit) in, the next git step out;
 // and each step's outcome in, the next journal out. core/merge-queue-loop.ts gathers, writes the journal
 // atomically before each step and carries them out, so a kill -9 anywhere resumes from the journal.
+// Batches (as Bors and GitHub's merge queues): waiting tasks of one lane (no queue gates, same remote and
+// `into`) are rebased one onto the other, oldest first, and `into` is pushed once, to the last of them.
 
 /** Where the one integration in flight is; written to the journal before the step runs. */
 export type QueueStage = 'rebase' | 'resolve' | 'gate' | 'push' | 'done' | 'review';
@@ -21,12 +23,26 @@ export interface QueueJournal {
   output?: string;
   /** The resolution episode started at stage resolve (written before it starts): a restart kills what is left of it. */
   episode?: number;
+  /** A batch: the tasks rebased before `key`, oldest first, each with its rebased commit (pushed with `key`'s). */
+  batch?: BatchMember[];
+  /** A batch: the tasks still to rebase after `key`, oldest first (chosen when it began). */
+  next?: string[];
+}
+
+export interface BatchMember {
+  key: string;
+  commit: string;
 }
 
 export interface QueueEntry {
   key: string;
   /** When the task succeeded: the queue's order. */
   enqueuedAt: string;
+  /**
+   * Where it lands (remote and `into`) when it can share a push: no queue gates, no PR to merge through the
+   * forge's API. Tasks of one lane in a row form a batch; undefined: it integrates alone.
+   */
+  lane?: string;
 }
 
 export interface QueueFacts {
@@ -42,7 +58,7 @@ export interface QueueFacts {
 
 export type QueueAction =
   | { type: 'clean'; episode?: number }
-  | { type: 'begin'; key: string }
+  | { type: 'begin'; key: string; next?: string[] }
   | { type: 'rebase' }
   | { type: 'resolve' }
   | { type: 'gate' }
@@ -51,13 +67,18 @@ export type QueueAction =
 
 /** A push rejected this many times (into kept moving under us) is left for a person. */
 export const QUEUE_ATTEMPTS_MAX = 5;
+/**
+ * Tasks in one batch: one push for up to this many (a push costs ~5 processes on the remote), while a rejected
+ * push or a restart redoes at most this many rebases, and the journal (a ConfigMap on a cluster) stays small.
+ */
+export const QUEUE_BATCH_MAX = 16;
 
 /** The next steps of one queue; empty when it has nothing to do. */
 export function decideQueue(facts: QueueFacts): QueueAction[] {
   const j = facts.journal;
   if (!j) {
-    const next = oldestFirst(facts.entries)[0];
-    return next ? [{ type: 'begin', key: next.key }] : [];
+    const [first, ...rest] = batchOf(facts.entries);
+    return first ? [{ type: 'begin', key: first, ...(rest.length > 0 ? { next: rest } : {}) }] : [];
   }
   if (j.stage === 'done' || (j.stage === 'push' && facts.intoHasRebased)) {
     return [{ type: 'finish', key: j.key, result: 'integrated' }];
@@ -86,13 +107,28 @@ export type StepOutcome =
   | { step: 'push'; kind: 'pushed' }
   | { step: 'push'; kind: 'rejected' };
 
+/** The oldest waiting task and, when it has a lane, the tasks of its lane right behind it (up to the bound). */
+export function batchOf(entries: readonly QueueEntry[]): string[] {
+  const sorted = oldestFirst(entries);
+  const lane = sorted[0]?.lane;
+  if (lane === undefined) return sorted.slice(0, 1).map((e) => e.key);
+  const stop = sorted.findIndex((e) => e.lane !== lane);
+  return sorted.slice(0, Math.min(stop < 0 ? sorted.length : stop, QUEUE_BATCH_MAX)).map((e) => e.key);
+}
+
 /** The journal after a step's outcome (what the loop writes before the next step). */
 export function afterStep(j: QueueJournal, outcome: StepOutcome): QueueJournal {
   const base = { key: j.key, attempts: j.attempts, episodes: j.episodes };
+  const batch = j.batch?.length ? { batch: j.batch } : {};
   switch (outcome.kind) {
     case 'clean':
-      return outcome.rebased ? { ...base, stage: 'push', rebased: outcome.rebased } : { ...base, stage: 'gate' };
+      if (!outcome.rebased) return { ...base, stage: 'gate' };
+      return j.next?.length
+        ? nextInBatch(j, outcome.rebased)
+        : { ...base, ...batch, stage: 'push', rebased: outcome.rebased };
     case 'conflict': {
+      // Mid-batch: the batch ends before this task, which begins again (alone, as today) after the push.
+      if (outcome.step === 'rebase' && j.batch?.length) return endBatch(j.batch, j.attempts);
       const episodes = outcome.step === 'resolve' ? j.episodes + 1 : j.episodes;
       return { ...base, episodes, stage: 'resolve', why: 'conflict', conflicts: outcome.files, output: outcome.output };
     }
@@ -103,17 +139,71 @@ export function afterStep(j: QueueJournal, outcome: StepOutcome): QueueJournal {
     case 'failed':
       return { ...base, stage: 'resolve', why: 'gate', gate: outcome.gate, output: outcome.output };
     case 'pushed':
-      return { ...base, stage: 'done', rebased: j.rebased };
+      return { ...base, ...batch, stage: 'done', rebased: j.rebased };
     case 'rejected':
-      return j.attempts + 1 >= QUEUE_ATTEMPTS_MAX
-        ? { ...base, stage: 'review', why: 'conflict' }
-        : { ...base, attempts: j.attempts + 1, stage: 'rebase' };
+      return rejected(j);
   }
 }
 
-/** The journal a task's integration starts with. */
-export function beginJournal(key: string): QueueJournal {
-  return { key, stage: 'rebase', attempts: 1, episodes: 0 };
+/** `into` moved under the push: the batch is rebased again from its first task, or that one is left for a person. */
+function rejected(j: QueueJournal): QueueJournal {
+  const [first = j.key, ...rest] = [...(j.batch ?? []).map((m) => m.key), j.key];
+  const episodes = j.batch?.length ? 0 : j.episodes;
+  if (j.attempts + 1 >= QUEUE_ATTEMPTS_MAX)
+    return { key: first, stage: 'review', attempts: j.attempts, episodes, why: 'conflict' };
+  return { ...beginJournal(first, rest), attempts: j.attempts + 1, episodes };
+}
+
+function nextInBatch(j: QueueJournal, rebased: string): QueueJournal {
+  const [key, ...next] = j.next as string[];
+  const batch = [...(j.batch ?? []), { key: j.key, commit: rebased }];
+  return {
+    key: key as string,
+    stage: 'rebase',
+    attempts: j.attempts,
+    episodes: 0,
+    batch,
+    ...(next.length ? { next } : {}),
+  };
+}
+
+/** The tasks rebased so far are pushed: the last of them carries the push, the others ride along. */
+function endBatch(batch: readonly BatchMember[], attempts: number): QueueJournal {
+  const last = batch[batch.length - 1] as BatchMember;
+  const rest = batch.slice(0, -1);
+  return {
+    key: last.key,
+    stage: 'push',
+    attempts,
+    episodes: 0,
+    rebased: last.commit,
+    ...(rest.length ? { batch: rest } : {}),
+  };
+}
+
+/** The journal a task's integration (a batch's: the tasks after it in `next`) starts with. */
+export function beginJournal(key: string, next: readonly string[] = []): QueueJournal {
+  return { key, stage: 'rebase', attempts: 1, episodes: 0, ...(next.length ? { next: [...next] } : {}) };
+}
+
+/** Every task integrated by this journal's push, oldest first, each with its own rebased commit. */
+export function integratedBy(j: QueueJournal): BatchMember[] {
+  return [...(j.batch ?? []), ...(j.rebased ? [{ key: j.key, commit: j.rebased }] : [])];
+}
+
+/** Every task in flight: rebased, being rebased, or still to rebase in this batch. */
+export function inFlight(j: QueueJournal): string[] {
+  return [...(j.batch ?? []).map((m) => m.key), j.key, ...(j.next ?? [])];
+}
+
+/**
+ * Whether a journal must be durable before its step runs. Not `done` (the `push` journal on record already
+ * tells a restart to check `into`), nor a batch's later rebases: a restart redoes the batch from the journal
+ * it began with (nothing of it was pushed), so a batch takes two writes, not one per task.
+ */
+export function mustBeDurable(j: QueueJournal | undefined): boolean {
+  if (!j) return true;
+  return j.stage !== 'done' && !(j.stage === 'rebase' && (j.batch?.length ?? 0) > 0);
 }
 
 /** Oldest first; the key breaks ties so every pass picks the same task. */
@@ -126,21 +216,21 @@ export function oldestFirst(entries: readonly QueueEntry[]): QueueEntry[] {
 /** Each waiting task's position: 0 for the one integrating, then 1, 2… in the order they will go. */
 export function queuePositions(entries: readonly QueueEntry[], journal?: QueueJournal): Map<string, number> {
   const out = new Map<string, number>();
-  if (journal) out.set(journal.key, 0);
+  if (journal) for (const key of inFlight(journal)) out.set(key, 0);
   for (const e of oldestFirst(entries)) if (!out.has(e.key)) out.set(e.key, out.size + (journal ? 0 : 1));
   return out;
 }
 
 /**
- * Whose status a `begin` rewrites: the task that begins and tasks not yet recorded as queued. A queued task's
- * position is as of its `at`: rewriting every waiting task at each step would be N² writes for N tasks.
+ * Whose status a `begin` rewrites: the tasks that begin (a batch's all) and tasks not yet recorded as queued. A
+ * queued task's position is as of its `at`: rewriting every waiting task at each step would be N² writes.
  */
 export function positionsToWrite(
   positions: ReadonlyMap<string, number>,
-  beginning: string,
+  beginning: readonly string[],
   recorded: ReadonlyMap<string, string | undefined>,
 ): Map<string, number> {
-  return new Map([...positions].filter(([key]) => key === beginning || recorded.get(key) !== 'queued'));
+  return new Map([...positions].filter(([key]) => beginning.includes(key) || recorded.get(key) !== 'queued'));
 }
 
 /** {{integrate.conflicts}}: the conflicting files and their markers, or the failing gate and its output. */

@@ -7,53 +7,17 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { readRecords } from '../../controller/sinks/local/episode-records.ts';
 import { episodesPath } from '../../controller/util/state-layout.ts';
-import { isAlive, NODE, readStatus, REPO, runCli, specDir, startCli, tempDir } from '../support/local.ts';
+import { isAlive, NODE, readStatus, runCli, specDir, startCli, tempDir } from '../support/local.ts';
+import {
+  assertLinear,
+  assertNoLeftovers,
+  assertOnceOnMain,
+  git,
+  lineEdit,
+  origin,
+  task,
+} from '../support/merge-queue.ts';
 import { waitFor } from '../support/wait.ts';
-import { git } from '../support/git.ts';
-
-const AGENT = join(REPO, 'test/agents/merge-agent.mjs');
-
-/** origin.git with main holding shared.txt (60 numbered lines). */
-function origin(dir: string): string {
-  const bare = join(dir, 'origin.git');
-  git(dir, 'init', '--quiet', '--bare', '-b', 'main', bare);
-  const seed = join(dir, 'seed');
-  git(dir, 'clone', '--quiet', bare, seed);
-  writeFileSync(join(seed, 'shared.txt'), `${Array.from({ length: 60 }, (_, i) => `line ${i + 1}`).join('\n')}\n`);
-  git(seed, 'add', '.');
-  git(seed, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '--quiet', '-m', 'seed');
-  git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main');
-  return bare;
-}
-
-function task(name: string, env: Record<string, string>, integrate: Record<string, unknown> = {}) {
-  return {
-    name,
-    spec: {
-      agent: {
-        command: [NODE, AGENT],
-        output: 'text',
-        env: Object.entries(env).map(([n, value]) => ({ name: n, value })),
-      },
-      completion: { onExitZero: true },
-      workspace: { git: { url: 'origin.git', ref: `work/${name}` } },
-      integrate: { into: 'main', queue: 'q', ...integrate },
-    },
-  };
-}
-
-function assertLinear(bare: string, commits: number) {
-  assert.equal(git(bare, 'rev-list', '--merges', 'main'), '', 'no merge commits on main');
-  assert.equal(git(bare, 'rev-list', '--count', 'main'), String(commits));
-}
-
-function assertNoLeftovers(dir: string) {
-  const q = join(dir, '.episodic/merge-queue/q');
-  assert.equal(existsSync(join(q, 'journal.json')), false, 'no journal left');
-  for (const f of ['index.lock', 'rebase-merge', 'rebase-apply'])
-    assert.equal(existsSync(join(q, 'clone/.git', f)), false, f);
-  assert.equal(git(join(q, 'clone'), 'status', '--porcelain'), '', 'clean clone');
-}
 
 /** The task's one resolution episode is its episode 2: counted, recorded, its log in the task's logs. */
 function assertResolutionEpisode(dir: string, name: string, prompt: RegExp[]) {
@@ -76,12 +40,6 @@ function assertResolutionEpisode(dir: string, name: string, prompt: RegExp[]) {
   for (const re of prompt) assert.match(log, re);
   assert.equal(existsSync(join(dir, '.episodic/merge-queue/q/episodes')), false, 'no side log');
 }
-
-const lineEdit = (line: number, text: string) => ({
-  MERGE_AGENT_FILE: 'shared.txt',
-  MERGE_AGENT_LINE: String(line),
-  MERGE_AGENT_TEXT: text,
-});
 
 test('merge queue: six branches, two editing the same line, all integrated with one resolution episode, linear', async () => {
   const dir = tempDir();
@@ -227,11 +185,6 @@ async function killedInTransport(
     git(clone, 'config', '--unset', `remote.origin.${side}`);
     writeFileSync(`${mark}.go`, '');
   });
-}
-
-function assertOnceOnMain(bare: string, names: string[]) {
-  const main = git(bare, 'show', 'main:shared.txt').split('\n');
-  for (const n of names) assert.equal(main.filter((l) => l === n).length, 1, `${n} once on main`);
 }
 
 test('merge queue: kill -9 after the push landed, before the controller heard → integrated, not pushed twice', async () => {

@@ -4,11 +4,15 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   afterStep,
+  batchOf,
   beginJournal,
   decideQueue,
+  integratedBy,
+  mustBeDurable,
   positionsToWrite,
   queuePositions,
   QUEUE_ATTEMPTS_MAX,
+  QUEUE_BATCH_MAX,
 } from '../../controller/reconciler/merge-queue.ts';
 import type { QueueFacts, QueueJournal, StepOutcome } from '../../controller/reconciler/merge-queue.ts';
 
@@ -76,6 +80,29 @@ const decisions: Array<[string, Partial<QueueFacts>, ReturnType<typeof decideQue
   ],
   ['done: integrated', { journal: j('done') }, [{ type: 'finish', key: 'ns/a', result: 'integrated' }]],
   ['review: NeedsReview', { journal: j('review') }, [{ type: 'finish', key: 'ns/a', result: 'needsReview' }]],
+  [
+    'no journal, gateless tasks of one lane: the oldest begins a batch of them',
+    { entries: entries.map((e) => ({ ...e, lane: 'L' })) },
+    [{ type: 'begin', key: 'ns/a', next: ['ns/b', 'ns/c'] }],
+  ],
+  [
+    'a batch pushed before a kill -9, into has its head: all integrated, nothing pushed',
+    {
+      journal: j('push', { rebased: 'c2', batch: [{ key: 'ns/b', commit: 'c1' }] }),
+      recovering: true,
+      intoHasRebased: true,
+    },
+    [{ type: 'finish', key: 'ns/a', result: 'integrated' }],
+  ],
+  [
+    'a batch journalled but not pushed before a kill -9: clean, push it once',
+    {
+      journal: j('push', { rebased: 'c2', batch: [{ key: 'ns/b', commit: 'c1' }] }),
+      recovering: true,
+      intoHasRebased: false,
+    },
+    [{ type: 'clean' }, { type: 'push' }],
+  ],
 ];
 
 for (const [name, f, want] of decisions) {
@@ -140,13 +167,151 @@ const steps: Array<[string, QueueJournal, StepOutcome, Partial<QueueJournal>]> =
   ],
 ];
 
+const member = (key: string, commit: string) => ({ key, commit });
+steps.push(
+  [
+    'a clean rebase in a batch: the next task is rebased onto it (no push yet)',
+    j('rebase', { next: ['ns/b', 'ns/c'] }),
+    { step: 'rebase', kind: 'clean', rebased: 'c1' },
+    { key: 'ns/b', stage: 'rebase', batch: [member('ns/a', 'c1')], next: ['ns/c'], rebased: undefined },
+  ],
+  [
+    "the batch's last clean rebase: one push of its commit, carrying the others",
+    j('rebase', { key: 'ns/c', batch: [member('ns/a', 'c1'), member('ns/b', 'c2')] }),
+    { step: 'rebase', kind: 'clean', rebased: 'c3' },
+    { key: 'ns/c', stage: 'push', rebased: 'c3', batch: [member('ns/a', 'c1'), member('ns/b', 'c2')], next: undefined },
+  ],
+  [
+    'a conflict mid-batch ends the batch before that task: the earlier ones are pushed',
+    j('rebase', { key: 'ns/c', batch: [member('ns/a', 'c1'), member('ns/b', 'c2')], next: ['ns/d'] }),
+    { step: 'rebase', kind: 'conflict', files: ['f.txt'] },
+    { key: 'ns/b', stage: 'push', rebased: 'c2', batch: [member('ns/a', 'c1')], next: undefined, conflicts: undefined },
+  ],
+  [
+    "a conflict at the batch's second task: the first is pushed alone",
+    j('rebase', { key: 'ns/b', batch: [member('ns/a', 'c1')], next: ['ns/c'] }),
+    { step: 'rebase', kind: 'conflict', files: ['f.txt'] },
+    { key: 'ns/a', stage: 'push', rebased: 'c1', batch: undefined, next: undefined },
+  ],
+  [
+    "a conflict at the batch's first task: it goes to resolution alone, the rest wait again",
+    j('rebase', { next: ['ns/b'] }),
+    { step: 'rebase', kind: 'conflict', files: ['f.txt'] },
+    { key: 'ns/a', stage: 'resolve', conflicts: ['f.txt'], next: undefined, batch: undefined },
+  ],
+  [
+    'a batch pushed is done, every task with it',
+    j('push', { key: 'ns/b', rebased: 'c2', batch: [member('ns/a', 'c1')] }),
+    { step: 'push', kind: 'pushed' },
+    { key: 'ns/b', stage: 'done', rebased: 'c2', batch: [member('ns/a', 'c1')] },
+  ],
+  [
+    "a batch's push rejected (into moved): the whole batch again from its first task",
+    j('push', { key: 'ns/c', rebased: 'c3', batch: [member('ns/a', 'c1'), member('ns/b', 'c2')] }),
+    { step: 'push', kind: 'rejected' },
+    { key: 'ns/a', stage: 'rebase', attempts: 2, next: ['ns/b', 'ns/c'], batch: undefined, rebased: undefined },
+  ],
+  [
+    "a batch's push rejected too often: its first task is left for a person, the rest wait again",
+    j('push', { key: 'ns/b', rebased: 'c2', attempts: QUEUE_ATTEMPTS_MAX - 1, batch: [member('ns/a', 'c1')] }),
+    { step: 'push', kind: 'rejected' },
+    { key: 'ns/a', stage: 'review', batch: undefined, next: undefined },
+  ],
+  [
+    'a lone task rejected keeps its resolution episodes',
+    j('push', { rebased: 'c1', episodes: 1 }),
+    { step: 'push', kind: 'rejected' },
+    { key: 'ns/a', stage: 'rebase', attempts: 2, episodes: 1, next: undefined },
+  ],
+);
+
 for (const [name, journal, outcome, want] of steps) {
   test(`afterStep: ${name}`, () => {
     const got = afterStep(journal, outcome);
     for (const [k, v] of Object.entries(want)) assert.deepEqual(got[k as keyof QueueJournal], v, k);
-    assert.equal(got.key, journal.key);
+    if (!('key' in want)) assert.equal(got.key, journal.key);
   });
 }
+
+const lane = (key: string, at: number, l?: string) => ({
+  key,
+  enqueuedAt: `2026-01-01T00:00:0${at}Z`,
+  ...(l ? { lane: l } : {}),
+});
+const batches: Array<[string, Parameters<typeof batchOf>[0], string[]]> = [
+  ['nothing waits: no batch', [], []],
+  ['the oldest has no lane (queue gates): alone', [lane('ns/a', 1), lane('ns/b', 2, 'L')], ['ns/a']],
+  [
+    'one lane: all, oldest first',
+    [lane('ns/c', 3, 'L'), lane('ns/a', 1, 'L'), lane('ns/b', 2, 'L')],
+    ['ns/a', 'ns/b', 'ns/c'],
+  ],
+  [
+    'a task without a lane stops the batch (the order stays oldest first)',
+    [lane('ns/a', 1, 'L'), lane('ns/b', 2), lane('ns/c', 3, 'L')],
+    ['ns/a'],
+  ],
+  [
+    'another lane (another into) stops it too',
+    [lane('ns/a', 1, 'L'), lane('ns/b', 2, 'M'), lane('ns/c', 3, 'L')],
+    ['ns/a'],
+  ],
+];
+for (const [name, list, want] of batches) test(`batchOf: ${name}`, () => assert.deepEqual(batchOf(list), want));
+
+test('batchOf: at most QUEUE_BATCH_MAX tasks', () => {
+  const many = Array.from({ length: QUEUE_BATCH_MAX + 5 }, (_, i) => ({
+    key: `ns/t${String(i).padStart(3, '0')}`,
+    enqueuedAt: '2026-01-01T00:00:00Z',
+    lane: 'L',
+  }));
+  assert.deepEqual(
+    batchOf(many),
+    many.slice(0, QUEUE_BATCH_MAX).map((e) => e.key),
+  );
+});
+
+test('beginJournal: a batch names the tasks after the first', () => {
+  assert.deepEqual(beginJournal('ns/a', ['ns/b']), {
+    key: 'ns/a',
+    stage: 'rebase',
+    attempts: 1,
+    episodes: 0,
+    next: ['ns/b'],
+  });
+});
+
+test('integratedBy: every task the push carried, each with its own commit', () => {
+  assert.deepEqual(integratedBy(j('done', { key: 'ns/b', rebased: 'c2', batch: [member('ns/a', 'c1')] })), [
+    member('ns/a', 'c1'),
+    member('ns/b', 'c2'),
+  ]);
+  assert.deepEqual(integratedBy(j('done', { rebased: 'c1' })), [member('ns/a', 'c1')]);
+});
+
+test('mustBeDurable: before each step, except done and a batch past its first rebase', () => {
+  const cases: Array<[QueueJournal | undefined, boolean]> = [
+    [undefined, true],
+    [j('rebase', { next: ['ns/b'] }), true],
+    [j('rebase', { key: 'ns/b', batch: [member('ns/a', 'c1')] }), false],
+    [j('push', { key: 'ns/b', rebased: 'c2', batch: [member('ns/a', 'c1')] }), true],
+    [j('resolve'), true],
+    [j('done', { rebased: 'c1' }), false],
+  ];
+  for (const [journal, want] of cases) assert.equal(mustBeDurable(journal), want, JSON.stringify(journal));
+});
+
+test('queuePositions: every task of a batch in flight is at 0', () => {
+  const batch = j('rebase', { key: 'ns/b', batch: [member('ns/a', 'c1')] });
+  assert.deepEqual(
+    [...queuePositions(entries, batch)],
+    [
+      ['ns/a', 0],
+      ['ns/b', 0],
+      ['ns/c', 2],
+    ],
+  );
+});
 
 test('beginJournal: first attempt, no episodes, at the rebase', () => {
   assert.deepEqual(beginJournal('ns/x'), { key: 'ns/x', stage: 'rebase', attempts: 1, episodes: 0 });
@@ -185,7 +350,7 @@ test('positionsToWrite: the task beginning and tasks not yet recorded as queued;
     ['ns/d', 'conflict'],
   ]);
   assert.deepEqual(
-    [...positionsToWrite(positions, 'ns/c', recorded)],
+    [...positionsToWrite(positions, ['ns/c'], recorded)],
     [
       ['ns/c', 0],
       ['ns/b', 2],
