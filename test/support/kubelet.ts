@@ -205,7 +205,12 @@ export interface ControllerProcess {
   kill(signal?: NodeJS.Signals): Promise<number | string>;
 }
 
-export async function startControllerProcess(cluster: Cluster, args: string[]): Promise<ControllerProcess> {
+export async function startControllerProcess(
+  cluster: Cluster,
+  args: string[],
+  /** Extra environment (e.g. TMPDIR: where its scratch directory is). */
+  env: Record<string, string> = {},
+): Promise<ControllerProcess> {
   const child = spawn(
     NODE,
     [
@@ -223,6 +228,7 @@ export async function startControllerProcess(cluster: Cluster, args: string[]): 
     ],
     {
       cwd: repoRoot,
+      env: { ...process.env, ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
     },
   );
