@@ -186,6 +186,35 @@ describe('cluster controller: the merge queue runs its gates in a pod', {
     assert.match(body, new RegExp(`^episodic_merge_queue_integration_seconds_count\\{${labels}\\} 2$`, 'm'));
   });
 
+  it('a controller stopped while its gate pod waits: the next one deletes it, rebases again, runs the gates once more', async () => {
+    const ns = await createNamespace('ctl-mq-gates-restart');
+    const first = await controller(ns);
+    const bare = origin(['sa']);
+    await apply(ns, 'sa', taskSpec(bare, 'sa', 'a.txt'));
+    await kubelet.runEpisode(await waitForPod(client, ns, 'sa-ep-1'));
+    const orphan = await newPod(client, ns, 'sa-mq-gate');
+    const journal = await kubectl([
+      'get',
+      'configmap',
+      '-n',
+      ns,
+      'episodic-merge-queue-q',
+      '-o',
+      'jsonpath={.data.journal}',
+    ]);
+    assert.equal(JSON.parse(journal).stage, 'gate', 'the journal names the gate step before the pod runs');
+    await first.stop();
+    controllers.splice(controllers.indexOf(first), 1);
+
+    await controller(ns); // a fresh scratch directory: the clone is gone with the old pod
+    const again = await newPod(client, ns, 'sa-mq-gate', [orphan]);
+    assert.equal((await kubelet.runGatePod(again)).exitCode, 0);
+    await waitForTask(client, ns, 'sa', (s) => s.integrate?.result === 'integrated', 60_000);
+    assert.equal(git(bare, 'rev-list', '--count', 'main'), '2', 'seed and sa: pushed once');
+    assert.deepEqual(heads(bare), ['main', 'work/sa']);
+    assert.equal(await journals(ns), '');
+  });
+
   it('a gate still failing with no resolution episodes left → NeedsReview naming the gate', async () => {
     const ns = await createNamespace('ctl-mq-gates-review');
     await controller(ns);
