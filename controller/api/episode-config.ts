@@ -14,7 +14,7 @@ export const TERMINATION_MESSAGE_LIMIT = 4096;
 export const POD_WORKSPACE = '/workspace';
 
 // The runner's copy of a gate: the task's CRD already validated it, so only its shape is checked here.
-const GateConfigSchema = z.object({
+export const GateConfigSchema = z.object({
   name: z.string(),
   fix: z.array(z.string()).optional(),
   check: z.array(z.string()).min(1),

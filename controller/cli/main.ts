@@ -25,6 +25,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   crd: async () => (await import('./crd.ts')).registerCrd,
   controller: async () => (await import('./controller.ts')).registerController,
   episode: async () => (await import('./episode.ts')).registerEpisode,
+  'queue-gates': async () => (await import('./queue-gates.ts')).registerQueueGates,
   blackboard: async () => (await import('./blackboard.ts')).registerBlackboard,
 };
 

@@ -1,8 +1,8 @@
 // Wiring of the merge queue on a cluster (the leader runs it; controller.ts starts it with the loop and
 // halts it with leadership). The loop and its rules are the local mode's (core/merge-queue-loop.ts); here
-// are a cluster's parts: the journals in ConfigMaps, the clone in the scratch directory, and resolution
-// episodes as pods: the clone's tree goes to a scratch branch, the pod works on it and pushes, the queue
-// takes the result back into its clone and goes on with the rebase.
+// are a cluster's parts: the journals in ConfigMaps, the clone in the scratch directory, resolution episodes
+// as pods (the clone's tree goes to a scratch branch, the pod works on it and pushes, the queue takes the
+// result back into its clone and goes on with the rebase), and the queue's gates as a pod on that branch.
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Controller } from '../core/controller.ts';
@@ -10,8 +10,10 @@ import { MergeQueueLoop } from '../core/merge-queue-loop.ts';
 import type { MergeQueuePorts, QueueEpisodes, QueueTask } from '../core/merge-queue-ports.ts';
 import type { ClusterTask } from '../core/ports.ts';
 import { clusterQueuePorts, KubeQueueJournals, scratchBranch } from '../executors/cluster/merge-queue.ts';
+import type { QueueGatePodPort, QueueGatePodRun } from '../executors/cluster/merge-queue.ts';
+import { gateRunsOf } from '../executors/cluster/queue-gate-pod.ts';
 import type { PodEpisodeExecutor } from '../executors/cluster/pod-executor.ts';
-import { dropScratch, pushScratch, takeScratch } from '../git/integrate-git.ts';
+import { dropScratch, pushHead, pushScratch, takeScratch } from '../git/integrate-git.ts';
 import type { KubeClient } from '../kube/kube-client.ts';
 import type { MergeQueueMetrics } from '../metrics/merge-queue-metrics.ts';
 import type { KubeStatusSink } from '../sinks/cluster/status-sink.ts';
@@ -40,9 +42,10 @@ export interface ClusterMergeQueue {
 /** Loads the journals, then scans the queues after every pass of the loop (or each second). */
 export function startClusterMergeQueue(opts: ClusterMergeQueueOptions): ClusterMergeQueue {
   const journals = new KubeQueueJournals(opts.client);
-  const ports = clusterQueuePorts({ client: opts.client, journals, dir: opts.dir });
-  let halted = false;
   const halting = new AbortController();
+  const gatePods = podGates(opts, halting.signal);
+  const ports = clusterQueuePorts({ client: opts.client, journals, dir: opts.dir, gatePods });
+  let halted = false;
   const queue = new MergeQueueLoop<QueueTask>({
     ports,
     episodes: podEpisodes(opts, ports, halting.signal),
@@ -125,5 +128,36 @@ function podEpisodes(
     },
     kill: (key, number) => opts.executor.killResolution(task(key), number),
     record: (key, record) => opts.sink.recordEpisode(task(key), record),
+  };
+}
+
+/**
+ * Queue gates as a pod of the task: the rebased commit goes to the queue's scratch branch, the pod clones it
+ * and runs the gates; the branch is deleted after. A halt ends the wait (not the pod: the next leader stops it).
+ */
+function podGates(opts: ClusterMergeQueueOptions, signal: AbortSignal): QueueGatePodPort {
+  const task = (key: string): ClusterTask => {
+    const t = opts.source.get(key);
+    if (!t?.spec) throw new Error(`${key}: no such task for the queue's gates`);
+    return t;
+  };
+  const drop = (run: QueueGatePodRun) =>
+    dropScratch(run.clone, run.branch, run.credentials).catch((err: unknown) =>
+      opts.log.warn({ task: run.task.key, err: String(err) }, "cannot delete the queue gates' scratch branch"),
+    );
+  return {
+    run: async (run, gates) => {
+      const commit = await pushHead(run.clone, run.branch, run.credentials);
+      try {
+        const req = { queue: run.queue, branch: run.branch, commit, gates, status: run.task.status, signal };
+        return gateRunsOf(await opts.executor.queueGates(task(run.task.key), req), gates);
+      } finally {
+        await drop(run);
+      }
+    },
+    stop: async (run) => {
+      await opts.executor.stopQueueGates(task(run.task.key));
+      await drop(run);
+    },
   };
 }

@@ -87,7 +87,7 @@ export class MergeQueueLoop<T extends QueueTask> {
     for (const [queue, members] of byQueue) {
       const pending = members.filter(waiting);
       this.waiting += pending.length + (this.readJournal(queue) ? 1 : 0);
-      this.opts.metrics?.waiting.set({ queue }, pending.length);
+      this.opts.metrics?.waiting.set(this.labels(queue), pending.length);
       if (this.running.has(queue)) this.announce(queue, pending);
       if (this.running.has(queue) || (pending.length === 0 && !this.readJournal(queue))) continue;
       const drive = this.drive(queue, members)
@@ -131,6 +131,11 @@ export class MergeQueueLoop<T extends QueueTask> {
     }
   }
 
+  /** A queue's metric labels: its name, and on a cluster its namespace apart. */
+  private labels(queue: string): Record<string, string> {
+    return this.ports.metricLabels?.(queue) ?? { queue };
+  }
+
   private readJournal(queue: string): QueueJournal | undefined {
     if (this.journals.has(queue)) return this.journals.get(queue);
     return this.ports.journals.read(queue);
@@ -158,15 +163,12 @@ export class MergeQueueLoop<T extends QueueTask> {
       }
       const recovering = !this.recovered.has(queue);
       const it = current && (await this.integrand(current));
-      const intoHasRebased =
-        journal?.stage === 'push' && recovering && it && journal.rebased
-          ? await mq.intoContains(this.ports.cloneDir(queue), it.into, journal.rebased, it.credentials)
-          : undefined;
+      const landed = journal?.stage === 'push' && recovering && it ? await this.pushLanded(queue, journal, it) : {};
       const actions = decideQueue({
         entries,
         journal,
         recovering,
-        intoHasRebased,
+        ...landed,
         maxEpisodes: current?.spec.integrate?.onConflict.episodes ?? 0,
       });
       this.recovered.add(queue);
@@ -176,6 +178,19 @@ export class MergeQueueLoop<T extends QueueTask> {
         await this.perform(queue, action, journal, byKey, entries, view);
       }
     }
+  }
+
+  /** After a restart at stage push: did the push land, and does the clone (maybe a new one) hold the commit? */
+  private async pushLanded(
+    queue: string,
+    j: QueueJournal,
+    it: Integrand<T>,
+  ): Promise<{ intoHasRebased?: boolean; cloneHasRebased?: boolean }> {
+    if (!j.rebased) return {};
+    const clone = this.ports.cloneDir(queue);
+    await mq.ensureClone(clone, it.url, it.credentials); // a cluster's new leader starts without one
+    if (await mq.intoContains(clone, it.into, j.rebased, it.credentials)) return { intoHasRebased: true };
+    return { intoHasRebased: false, cloneHasRebased: await mq.hasCommit(clone, j.rebased) };
   }
 
   private async perform(
@@ -205,6 +220,7 @@ export class MergeQueueLoop<T extends QueueTask> {
     if (action.type === 'clean') {
       if (action.episode !== undefined) await this.opts.episodes.kill(j.key, action.episode);
       await mq.ensureClone(clone, it.url, it.credentials);
+      if (action.gate) await this.ports.stopGates?.(queue, task);
       await mq.cleanClone(clone);
       return;
     }
@@ -241,7 +257,7 @@ export class MergeQueueLoop<T extends QueueTask> {
     if (type === 'rebase') {
       await mq.ensureClone(clone, it.url, it.credentials);
       const res = await mq.rebaseBranch(clone, await this.batchOnto(view, clone, it, j), it.branch);
-      m?.rebases.inc({ queue, outcome: res.ok ? 'clean' : 'conflict' });
+      m?.rebases.inc({ ...this.labels(queue), outcome: res.ok ? 'clean' : 'conflict' });
       if (!res.ok) return { step: 'rebase', kind: 'conflict', files: res.files, output: res.markers };
       // No queue gates: the rebased commit goes straight to the push.
       const gateless = (it.task.spec.integrate?.gates ?? []).length === 0;
@@ -249,7 +265,7 @@ export class MergeQueueLoop<T extends QueueTask> {
     }
     if (type === 'resolve') return this.resolve(queue, j, it, clone);
     if (type === 'gate') {
-      const runs = await this.ports.gates(queue, it.task.spec.integrate?.gates ?? [], clone);
+      const runs = await this.ports.gates(queue, it.task, it.task.spec.integrate?.gates ?? [], clone);
       const failed = runs.find((r) => r.exitCode !== 0);
       if (failed) return { step: 'gate', kind: 'failed', gate: failed.name, output: failed.output ?? '' };
       return { step: 'gate', kind: 'passed', rebased: await mq.headCommit(clone) };
@@ -285,7 +301,7 @@ export class MergeQueueLoop<T extends QueueTask> {
 
   /** One resolution episode of the task, counted and recorded as its episode; then the rebase goes on. */
   private async resolve(queue: string, j: QueueJournal, it: Integrand<T>, clone: string): Promise<StepOutcome> {
-    this.opts.metrics?.resolutionEpisodes.inc({ queue, why: j.why ?? 'conflict' });
+    this.opts.metrics?.resolutionEpisodes.inc({ ...this.labels(queue), why: j.why ?? 'conflict' });
     const task = it.task;
     const number = resolutionEpisodeNumber(task.status);
     const release = await this.opts.episodes.slot(); // its record's times are the agent's, not the wait's
@@ -341,7 +357,7 @@ export class MergeQueueLoop<T extends QueueTask> {
         { phase: 'NeedsReview', reason: 'IntegrationFailed', message },
       );
       await mq.cleanClone(clone); // a rebase stopped at a conflict must not stay for the next task
-      this.opts.metrics?.integrations.inc({ queue, result });
+      this.opts.metrics?.integrations.inc({ ...this.labels(queue), result });
     }
     await this.writeJournal(queue, undefined);
     this.started.delete(j.key);
@@ -353,10 +369,10 @@ export class MergeQueueLoop<T extends QueueTask> {
       const t = byKey.get(key);
       const counts = key === j.key ? { episodes: j.episodes } : {};
       if (t) await this.record(t, { queue, result: 'integrated', attempts: j.attempts, ...counts, commit });
-      this.opts.metrics?.integrations.inc({ queue, result: 'integrated' });
+      this.opts.metrics?.integrations.inc({ ...this.labels(queue), result: 'integrated' });
       const began = this.started.get(key);
       if (began !== undefined)
-        this.opts.metrics?.seconds.observe({ queue }, (this.opts.clock.now().getTime() - began) / 1000);
+        this.opts.metrics?.seconds.observe(this.labels(queue), (this.opts.clock.now().getTime() - began) / 1000);
       this.started.delete(key);
     }
   }

@@ -45,6 +45,10 @@ export interface MergeQueuePorts<T extends QueueTask> {
   /** The task's remote as git is given it (locally a spec-relative path is resolved). Throws if it has none. */
   remoteUrl(task: T): string;
   credentials(task: T): Promise<GitCredentials | undefined>;
-  /** The queue's gates in the rebased tree, stopping at the first failure. */
-  gates(queue: string, gates: readonly Gate[], cwd: string): Promise<GateRun[]>;
+  /** The queue's gates in the rebased tree (`cwd`), stopping at the first failure: locally processes, on a cluster a pod. */
+  gates(queue: string, task: T, gates: readonly Gate[], cwd: string): Promise<GateRun[]>;
+  /** After a restart at the gate step: stop what is left of the gate run a killed controller started. */
+  stopGates?(queue: string, task: T): Promise<void>;
+  /** The queue's metric labels (default {queue}); a cluster's name its namespace apart. */
+  metricLabels?(queue: string): Record<string, string>;
 }

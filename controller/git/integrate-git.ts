@@ -176,6 +176,11 @@ export async function intoContains(
   return res.code === 0;
 }
 
+/** Whether the clone has `commit` (a cluster's new leader clones afresh: a rebase it never pushed is not there). */
+export async function hasCommit(dir: string, commit: string): Promise<boolean> {
+  return (await run(dir, ['cat-file', '-e', `${commit}^{commit}`], [1, 128])).code === 0;
+}
+
 /**
  * A cluster's resolution episode runs in a pod, which cannot see this clone: the tree as it stands (markers
  * and all) becomes one commit on top of HEAD, pushed to `branch` for the pod to clone. The rebase stays.
@@ -186,6 +191,13 @@ export async function pushScratch(dir: string, branch: string, credentials?: Git
   const message = 'episodic merge queue: the tree a resolution episode starts from';
   const commit = (await run(dir, ['commit-tree', tree, '-p', 'HEAD', '-m', message])).stdout.trim();
   await run(dir, ['push', '--quiet', '--force', 'origin', `${commit}:refs/heads/${branch}`], undefined, credentials);
+}
+
+/** A cluster's queue gates run in a pod: the rebased commit as it is goes to `branch` for the pod to clone. */
+export async function pushHead(dir: string, branch: string, credentials?: GitCredentials): Promise<string> {
+  const commit = await headCommit(dir);
+  await run(dir, ['push', '--quiet', '--force', 'origin', `${commit}:refs/heads/${branch}`], undefined, credentials);
+  return commit;
 }
 
 /** The pod's work on `branch` becomes this clone's tree (and index); then the branch is deleted. */

@@ -11,9 +11,26 @@ export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const RESOLUTION_LABEL = 'episodic.dev/merge-queue-resolution';
 const MAX_NAME = 63;
 
+/** On a merge queue's gate pod (it also carries TASK_LABEL: the task's sandbox NetworkPolicy fences it). */
+export const GATE_LABEL = 'episodic.dev/merge-queue-gate';
+
+/** A pod the merge queue waits for itself: the task's own loop neither adopts nor tidies it. */
+export function isQueuePod(pod: { metadata?: { labels?: Record<string, string> } }): boolean {
+  const labels = pod.metadata?.labels ?? {};
+  return RESOLUTION_LABEL in labels || GATE_LABEL in labels;
+}
+
 /** `<task>-ep-<n>`; past 63 characters the task part is cut and a hash keeps names unique. */
 export function episodePodName(task: string, episode: number): string {
-  const suffix = `-ep-${episode}`;
+  return withSuffix(task, `-ep-${episode}`);
+}
+
+/** `<task>-mq-gate`: one gate pod per task at a time (the queue deletes the last one before the next). */
+export function queueGatePodName(task: string): string {
+  return withSuffix(task, '-mq-gate');
+}
+
+function withSuffix(task: string, suffix: string): string {
   if (task.length + suffix.length <= MAX_NAME) return `${task}${suffix}`;
   const hash = createHash('sha256').update(task).digest('hex').slice(0, 8);
   const keep = MAX_NAME - suffix.length - hash.length - 1;

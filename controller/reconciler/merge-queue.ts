@@ -52,12 +52,15 @@ export interface QueueFacts {
   recovering: boolean;
   /** Journal at stage push: `into` on the remote already contains the rebased commit. */
   intoHasRebased?: boolean;
+  /** Journal at stage push, after a restart: the clone holds the rebased commit (a cluster's new leader clones afresh). */
+  cloneHasRebased?: boolean;
   /** The journal task's onConflict.episodes. */
   maxEpisodes: number;
 }
 
 export type QueueAction =
-  | { type: 'clean'; episode?: number }
+  /** episode: a resolution episode to kill; gate: a gate run (a cluster's gate pod) to stop. */
+  | { type: 'clean'; episode?: number; gate?: true }
   | { type: 'begin'; key: string; next?: string[] }
   | { type: 'rebase' }
   | { type: 'resolve' }
@@ -84,9 +87,17 @@ export function decideQueue(facts: QueueFacts): QueueAction[] {
     return [{ type: 'finish', key: j.key, result: 'integrated' }];
   }
   if (j.stage === 'review') return [{ type: 'finish', key: j.key, result: 'needsReview' }];
-  const orphan = j.episode !== undefined ? { episode: j.episode } : {};
+  const orphan = {
+    ...(j.episode !== undefined ? { episode: j.episode } : {}),
+    ...(j.stage === 'gate' ? { gate: true as const } : {}),
+  };
   const clean: QueueAction[] = facts.recovering ? [{ type: 'clean', ...orphan }] : [];
-  if (j.stage === 'push') return [...clean, { type: 'push' }];
+  // A batch cut short by a restart begins again from its first task: only a push of its head is trusted, and a
+  // cluster's new leader clones afresh, without the batch's rebased commits.
+  const restartBatch = j.stage === 'rebase' || (j.stage === 'push' && facts.cloneHasRebased === false);
+  if (facts.recovering && j.batch?.length && restartBatch) return [...clean, againFromFirst(j)];
+  // A push that did not land from a clone that never had the commit: rebased (and gated) again, then pushed.
+  if (j.stage === 'push') return [...clean, { type: facts.cloneHasRebased === false ? 'rebase' : 'push' }];
   // A half-done rebase, resolution or gate run is not trusted after a restart: the rebase is done again.
   if (facts.recovering || j.stage === 'rebase') return [...clean, { type: 'rebase' }];
   if (j.stage === 'resolve') {
@@ -143,6 +154,12 @@ export function afterStep(j: QueueJournal, outcome: StepOutcome): QueueJournal {
     case 'rejected':
       return rejected(j);
   }
+}
+
+/** The batch's tasks (those rebased, the one in flight, those after it) begun again, oldest first. */
+function againFromFirst(j: QueueJournal): QueueAction {
+  const [first = j.key, ...rest] = [...(j.batch ?? []).map((m) => m.key), j.key, ...(j.next ?? [])];
+  return { type: 'begin', key: first, ...(rest.length ? { next: rest } : {}) };
 }
 
 /** `into` moved under the push: the batch is rebased again from its first task, or that one is left for a person. */

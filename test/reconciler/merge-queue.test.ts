@@ -51,9 +51,9 @@ const decisions: Array<[string, Partial<QueueFacts>, ReturnType<typeof decideQue
     [{ type: 'clean', episode: 4 }, { type: 'rebase' }],
   ],
   [
-    'killed mid-gate: clean, rebase again',
+    'killed mid-gate: clean (stopping its gate run), rebase again',
     { journal: j('gate'), recovering: true },
-    [{ type: 'clean' }, { type: 'rebase' }],
+    [{ type: 'clean', gate: true }, { type: 'rebase' }],
   ],
   ['resolve with episodes left: a resolution episode', { journal: j('resolve') }, [{ type: 'resolve' }]],
   [
@@ -72,6 +72,16 @@ const decisions: Array<[string, Partial<QueueFacts>, ReturnType<typeof decideQue
     'killed before the push landed: clean, push again',
     { journal: j('push'), recovering: true, intoHasRebased: false },
     [{ type: 'clean' }, { type: 'push' }],
+  ],
+  [
+    'killed before the push landed, the clone still has the commit: clean, push again',
+    { journal: j('push'), recovering: true, intoHasRebased: false, cloneHasRebased: true },
+    [{ type: 'clean' }, { type: 'push' }],
+  ],
+  [
+    'killed before the push landed, a new clone without the commit (a new leader): clean, rebase again',
+    { journal: j('push'), recovering: true, intoHasRebased: false, cloneHasRebased: false },
+    [{ type: 'clean' }, { type: 'rebase' }],
   ],
   [
     'killed after the push landed: integrated, never pushed twice',
@@ -102,6 +112,21 @@ const decisions: Array<[string, Partial<QueueFacts>, ReturnType<typeof decideQue
       intoHasRebased: false,
     },
     [{ type: 'clean' }, { type: 'push' }],
+  ],
+  [
+    "a batch not pushed, a new leader's fresh clone lacks its commits: clean, the batch begins again from its first",
+    {
+      journal: j('push', { rebased: 'c2', batch: [{ key: 'ns/b', commit: 'c1' }] }),
+      recovering: true,
+      intoHasRebased: false,
+      cloneHasRebased: false,
+    },
+    [{ type: 'clean' }, { type: 'begin', key: 'ns/b', next: ['ns/a'] }],
+  ],
+  [
+    'a restart mid-batch (rebasing its second task): clean, the batch begins again with every task it had',
+    { journal: j('rebase', { batch: [{ key: 'ns/b', commit: 'c1' }], next: ['ns/c'] }), recovering: true },
+    [{ type: 'clean' }, { type: 'begin', key: 'ns/b', next: ['ns/a', 'ns/c'] }],
   ],
 ];
 

@@ -22,6 +22,7 @@ import { AGENT_CONTAINER } from '../../controller/executors/cluster/episode-pod.
 import type { LooseObject as KubeObject } from './loose-object.ts';
 import { KubeClient, isStatus } from '../../controller/kube/kube-client.ts';
 import { EPISODE_CONFIG_ENV } from '../../controller/api/episode-config.ts';
+import { QUEUE_GATES_CONFIG_ENV } from '../../controller/api/queue-gates-config.ts';
 import { ensureCluster, kubectl, repoRoot } from './cluster.ts';
 import type { Cluster } from './cluster.ts';
 import { cliEntry } from './cli-entry.ts';
@@ -204,7 +205,12 @@ export interface ControllerProcess {
   kill(signal?: NodeJS.Signals): Promise<number | string>;
 }
 
-export async function startControllerProcess(cluster: Cluster, args: string[]): Promise<ControllerProcess> {
+export async function startControllerProcess(
+  cluster: Cluster,
+  args: string[],
+  /** Extra environment (e.g. TMPDIR: where its scratch directory is). */
+  env: Record<string, string> = {},
+): Promise<ControllerProcess> {
   const child = spawn(
     NODE,
     [
@@ -222,6 +228,7 @@ export async function startControllerProcess(cluster: Cluster, args: string[]): 
     ],
     {
       cwd: repoRoot,
+      env: { ...process.env, ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
     },
   );
@@ -350,6 +357,14 @@ export class FakeKubelet {
     return outcome;
   }
 
+  /** A merge queue's gate pod: the real `episodic queue-gates` with the pod's env, reported as the kubelet would. */
+  async runGatePod(pod: KubeObject, opts: Pick<RunOptions, 'output'> = {}): Promise<RunOutcome> {
+    const running = await this.setRunning(pod);
+    const outcome = await runQueueGatesRunner(pod, opts);
+    await this.terminate(running, { exitCode: outcome.exitCode, message: outcome.message });
+    return outcome;
+  }
+
   /** The kubelet killed the pod at activeDeadlineSeconds. */
   deadlineExceeded(pod: KubeObject): Promise<KubeObject> {
     return this.terminate(pod, {
@@ -474,6 +489,34 @@ export async function runRunner(pod: KubeObject, opts: RunOptions = {}): Promise
     });
     const message = await readFile(resultFile, 'utf8').catch(() => '');
     return { exitCode, message };
+  } finally {
+    await rm(workspace, { recursive: true, force: true });
+    await rm(resultFile, { force: true });
+  }
+}
+
+/** `episodic queue-gates --result-file F` (a gate pod's command) with the pod's literal env; /workspace a temp directory. */
+export async function runQueueGatesRunner(pod: KubeObject, opts: Pick<RunOptions, 'output'> = {}): Promise<RunOutcome> {
+  const container = pod.spec.containers.find((c: any) => c.name === AGENT_CONTAINER);
+  const workspace = await mkdtemp(path.join(tmpdir(), 'episodic-gate-ws-'));
+  const resultFile = `${workspace}.result`;
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, LANG: 'C.UTF-8' };
+  for (const e of container.env ?? []) if (typeof e.value === 'string' && e.name !== 'HOME') env[e.name] = e.value;
+  const config = JSON.parse(env[QUEUE_GATES_CONFIG_ENV] as string);
+  env[QUEUE_GATES_CONFIG_ENV] = JSON.stringify({ ...config, workspaceDir: workspace });
+  try {
+    const exitCode = await new Promise<number>((resolve, reject) => {
+      const args = [cliEntry(), ...container.command.slice(1), '--result-file', resultFile];
+      const child = execFile(NODE, args, { cwd: workspace, env, timeout: CLI_HANG_GUARD_MS }, (err) => {
+        if ((err as any)?.killed)
+          reject(new Error(hangGuardMessage('episodic queue-gates (a pod)', CLI_HANG_GUARD_MS)));
+        else if (err && typeof (err as any).code !== 'number') reject(err);
+      });
+      child.stdout?.setEncoding('utf8').on('data', (c: string) => opts.output?.(c));
+      child.stderr?.setEncoding('utf8').on('data', (c: string) => opts.output?.(c));
+      child.on('close', (code) => resolve(code ?? 1));
+    });
+    return { exitCode, message: await readFile(resultFile, 'utf8').catch(() => '') };
   } finally {
     await rm(workspace, { recursive: true, force: true });
     await rm(resultFile, { force: true });

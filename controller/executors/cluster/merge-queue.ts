@@ -7,7 +7,8 @@
 // ConfigMap's resourceVersion, so a deposed leader's write fails instead of undoing the new leader's.
 import path from 'node:path';
 import type { AgentTaskSpec } from '../../api/agent-task.ts';
-import type { GateRun } from '../../api/gates.ts';
+import type { Gate, GateRun } from '../../api/gates.ts';
+import type { GitCredentials } from '../../git/git-credentials.ts';
 import type { MergeQueuePorts, QueueJournals, QueueTask } from '../../core/merge-queue-ports.ts';
 import type { ResolutionRun } from '../../core/ports.ts';
 import { isStatus } from '../../kube/kube-client.ts';
@@ -102,42 +103,65 @@ export class KubeQueueJournals implements QueueJournals {
   }
 }
 
+/** One gate run of a task: the queue's name (the spec's), its scratch branch, its clone and the task's credentials. */
+export interface QueueGatePodRun {
+  queue: string;
+  branch: string;
+  task: QueueTask;
+  clone: string;
+  credentials?: GitCredentials;
+}
+
+/** Runs the queue's gates in a pod (cluster/merge-queue.ts binds it to the pod executor). */
+export interface QueueGatePodPort {
+  run(run: QueueGatePodRun, gates: readonly Gate[]): Promise<GateRun[]>;
+  /** What is left of a run (its pod, its scratch branch) is removed. */
+  stop(run: QueueGatePodRun): Promise<void>;
+}
+
 export interface ClusterQueueOptions {
   client: KubeClient;
   journals: QueueJournals;
   /** The controller's scratch directory (the chart's emptyDir). */
   dir: string;
+  /** The controller runs no project code: queue gates run in a pod of the task's image. */
+  gatePods?: QueueGatePodPort;
 }
 
 export function clusterQueuePorts(opts: ClusterQueueOptions): MergeQueuePorts<QueueTask> {
+  const credentials = async (task: QueueTask): Promise<GitCredentials | undefined> => {
+    const ref = gitOf(task.spec, task.key).secretRef;
+    if (!ref) return undefined;
+    const found = await readGitCredentials(opts.client, task.key.slice(0, task.key.indexOf('/')), ref.name);
+    if (!found.ok) throw new Error(found.message);
+    return found.value;
+  };
+  // '.merge-queue' is no namespace name: it cannot meet best-of-N's DIR/NS/TASK clones.
+  const cloneDir = (queue: string) => path.join(opts.dir, '.merge-queue', split(queue).namespace, split(queue).name);
+  const gateRun = async (queue: string, task: QueueTask): Promise<QueueGatePodRun> => ({
+    queue: split(queue).name,
+    branch: scratchBranch(queue, task.key.slice(task.key.indexOf('/') + 1)),
+    task,
+    clone: cloneDir(queue),
+    credentials: await credentials(task),
+  });
   return {
     journals: opts.journals,
-    // '.merge-queue' is no namespace name: it cannot meet best-of-N's DIR/NS/TASK clones.
-    cloneDir: (queue) => path.join(opts.dir, '.merge-queue', split(queue).namespace, split(queue).name),
+    cloneDir,
     queueOf: (task) => {
       const q = task.spec.integrate?.queue;
       return q ? `${task.key.slice(0, task.key.indexOf('/'))}/${q}` : undefined;
     },
     shownName: (queue) => split(queue).name,
     remoteUrl: (task) => gitOf(task.spec, task.key).url,
-    credentials: async (task) => {
-      const ref = gitOf(task.spec, task.key).secretRef;
-      if (!ref) return undefined;
-      const found = await readGitCredentials(opts.client, task.key.slice(0, task.key.indexOf('/')), ref.name);
-      if (!found.ok) throw new Error(found.message);
-      return found.value;
+    credentials,
+    gates: async (queue, task, gates) => {
+      if (gates.length === 0) return []; // after a resolution a gateless queue passes through the gate step
+      if (!opts.gatePods) throw new Error('the merge queue has no gate pods to run its gates in');
+      return opts.gatePods.run(await gateRun(queue, task), gates);
     },
-    gates: async (_queue, gates) => gates.map(notOnACluster),
-  };
-}
-
-/** The controller runs no project code (it holds the service account and the git Secrets): said as a failure. */
-function notOnACluster(gate: { name: string }): GateRun {
-  return {
-    name: gate.name,
-    exitCode: 1,
-    output:
-      'queue gates do not run on a cluster yet: the controller runs no project code. Drop spec.integrate.gates, or run the check as a step gate of the task.',
+    stopGates: async (queue, task) => opts.gatePods?.stop(await gateRun(queue, task)),
+    metricLabels: (queue) => ({ namespace: split(queue).namespace, queue: split(queue).name }),
   };
 }
 

@@ -19,7 +19,7 @@ import type { KubeClient } from '../../kube/kube-client.ts';
 import type { Lane } from '../../kube/rate-limiter.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
 import type { ClusterTask } from '../../core/ports.ts';
-import { episodePodName, podEpisode, RESOLUTION_LABEL, TASK_LABEL } from '../../kube/names.ts';
+import { episodePodName, GATE_LABEL, isQueuePod, podEpisode, RESOLUTION_LABEL, TASK_LABEL } from '../../kube/names.ts';
 import { buildEpisodePod } from './episode-pod.ts';
 import { enforceProblem } from './network-policy.ts';
 import { deletePolicy, ensurePolicy } from './network-policy-writes.ts';
@@ -37,6 +37,8 @@ import type { AdoptWinner, ResolutionRun } from '../../core/ports.ts';
 import type { EpisodeResult } from '../../api/episode-result.ts';
 import { resolutionSpec } from './merge-queue.ts';
 import { podEnd } from './resolution-pod.ts';
+import { QueueGatePods } from './queue-gate-pod.ts';
+import type { QueueGateRequest } from './queue-gate-pod.ts';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -76,12 +78,18 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
   private readonly podWaiters = new Set<() => void>();
   private readonly grants: PodGrants;
   private readonly attemptsGit: ClusterAttemptsGit;
+  private readonly gatePods: QueueGatePods;
 
   constructor(opts: PodExecutorOptions) {
     this.opts = opts;
     this.attemptsGit = new ClusterAttemptsGit({
       client: opts.client,
       dir: opts.gitDir ?? path.join(tmpdir(), 'episodic-git'),
+    });
+    this.gatePods = new QueueGatePods({
+      ...opts,
+      changed: () => new Promise<void>((resolve) => this.podWaiters.add(resolve)),
+      deletePod: (pod) => this.deletePod(pod, 'work'),
     });
     this.grants = new PodGrants({
       binding: opts.gateway,
@@ -125,7 +133,7 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     const opts = { now, imagePullGraceMs: this.opts.imagePullGraceMs };
     let newest: Pod | undefined;
     for (const pod of this.podsOf(task)) {
-      if (pod.metadata.labels?.[RESOLUTION_LABEL]) continue; // the merge queue's, not the task loop's
+      if (isQueuePod(pod)) continue; // the merge queue's, not the task loop's
       if ((podEpisode(pod) ?? 0) > (newest ? (podEpisode(newest) ?? 0) : 0)) newest = pod;
     }
     const newestNumber = newest ? (podEpisode(newest) ?? 0) : 0;
@@ -269,6 +277,16 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
       deleteStuck: (pod) => this.deletePod(pod, 'work'),
       signal: run.signal,
     });
+  }
+
+  /** A merge queue's gates: a pod of the task's image on the queue's scratch branch (queue-gate-pod.ts). */
+  queueGates(task: ClusterTask, req: QueueGateRequest): Promise<EpisodeResult> {
+    return this.gatePods.run(task, req);
+  }
+
+  /** The task's gate pod (a stopped leader's, or the last run's) deleted and gone. */
+  stopQueueGates(task: ClusterTask): Promise<void> {
+    return this.gatePods.stop(task);
   }
 
   /** What is left of a resolution episode a stopped leader started: its pod, gone before its number is reused. */

@@ -1,7 +1,7 @@
 // Which of a task's pods the executor deletes when it tidies: a rule of the pod cache and the task's status.
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
 import { objectKey } from '../../kube/informer.ts';
-import { podEpisode } from '../../kube/names.ts';
+import { GATE_LABEL, podEpisode } from '../../kube/names.ts';
 import type { Pod } from '../../kube/objects.ts';
 import { isFinishedPod } from './pod-outcome.ts';
 
@@ -27,6 +27,7 @@ export function podsToTidy(f: TidyFacts): Pod[] {
   const mine = f.pods.filter((p) => ownerUid(p) === f.uid && !p.metadata.deletionTimestamp);
   doomed.push(...mine.filter((p) => f.stuck.has(objectKey(p)) && (podEpisode(p) ?? 0) <= recorded));
   const finished = mine
+    .filter((p) => !p.metadata.labels?.[GATE_LABEL]) // the queue replaces its gate pod itself
     .filter(
       (p) => (podEpisode(p) ?? 0) <= recorded && podEpisode(p) !== f.status.currentEpisode?.number && isFinishedPod(p),
     )

@@ -1,15 +1,16 @@
 // The merge queue in local mode (core/merge-queue-loop.ts runs it): each queue's clone and journal under the
 // state directory (STATE/merge-queue/QUEUE/{clone,journal.json}), the journal written atomically before each
 // step; a task's remote resolved against its spec file; the queue's gates run as processes in the clone.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Gate, GateRun } from '../../api/gates.ts';
 import type { MergeQueuePorts, QueueJournals, QueueTask } from '../../core/merge-queue-ports.ts';
 import type { QueueJournal } from '../../reconciler/merge-queue.ts';
 import { writeFileAtomic } from '../../util/atomic-write.ts';
 import { removeQuietly } from '../../util/fs.ts';
 import { mergeQueueDir } from '../../util/state-layout.ts';
 import { resolveGitUrl } from './git-workspace.ts';
-import { runQueueGates } from './merge-queue-steps.ts';
+import { runQueueGates } from '../process/queue-gates.ts';
 import { gitWorkspaceOf } from '../../api/git-workspace.ts';
 
 /** A local task: its spec file, which a relative git URL is resolved against. */
@@ -29,7 +30,7 @@ export function localQueuePorts(stateDir: string): MergeQueuePorts<LocalQueueTas
       return resolveGitUrl(git.url, task.file);
     },
     credentials: async () => undefined, // local git uses the user's own credential helpers
-    gates: (queue, gates, cwd) => runQueueGates(gates, cwd, join(mergeQueueDir(stateDir, queue), 'gates.log')),
+    gates: (queue, _task, gates, cwd) => gatesLogged(gates, cwd, join(mergeQueueDir(stateDir, queue), 'gates.log')),
   };
 }
 
@@ -48,4 +49,15 @@ function fileJournals(stateDir: string): QueueJournals {
       else removeQuietly(file(queue));
     },
   };
+}
+
+/** The gates' output appended to the queue's gates.log. */
+async function gatesLogged(gates: readonly Gate[], cwd: string, logFile: string): Promise<GateRun[]> {
+  mkdirSync(dirname(logFile), { recursive: true });
+  const fd = openSync(logFile, 'a');
+  try {
+    return await runQueueGates(gates, cwd, (chunk) => writeSync(fd, chunk));
+  } finally {
+    closeSync(fd);
+  }
 }
