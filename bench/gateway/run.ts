@@ -6,8 +6,8 @@
 // back to back the machine is CPU-bound and every request queues behind the others' work: the bench prints
 // that floor (queueing.ts) and runs the same 200 streams paced, each pausing between requests so they offer
 // the gateway 30 % of a core, which shows what the gateway adds when it is not queueing.
-// At one stream the same blocks also go through a plain Node relay (plain.ts: undici + pipeline, nothing else),
-// the floor any Node relay pays on this machine, in the same run.
+// At one stream the same blocks also go through two floors (plain.ts): a plain Node relay (undici + pipeline,
+// nothing else), what any Node HTTP relay pays on this machine, and a raw TCP relay (the bytes alone).
 // Usage: node bench/gateway/run.ts [--quick] [--focus] [--cpu-prof DIR] (DIR: the gateway process's V8 CPU
 // profile; --focus: only the 1 MiB, 1 stream case, 400 requests a path)
 import { fork } from 'node:child_process';
@@ -167,14 +167,56 @@ function row(name: string, d: Sample[], g: Measured, floor: string, rss: string)
 
 const rssOf = (s: Stats) => `${(s.rss / 1024 / 1024).toFixed(0)} MiB (max ${(s.maxRss / 1024).toFixed(0)} MiB)`;
 
+/** A path through a relay process: the gateway, or a floor beside it (plain.ts). */
+interface Path {
+  label: string;
+  proc: ChildProcess;
+  url: (size: Case['size']) => string;
+  token: string;
+}
+
+/**
+ * A case's blocks: straight to the server, then through each path, the paths taking turns going first (none
+ * always follows another). The direct samples and, per path, what it measured.
+ */
+async function measureCase(c: Case, direct: string, paths: Path[], pauseMs: number) {
+  // Warm every path: connections open, JIT warm (a paced case follows its back-to-back one, warm already).
+  if (!c.paced)
+    for (const [url, t] of [[direct, 'x'], ...paths.map((p) => [p.url(c.size), p.token])] as const)
+      await block(url, t, Math.min(c.perBlock, 200), c.concurrency);
+  const d: Sample[] = [];
+  const sums: Measured[] = paths.map(() => ({ samples: [], cpuUs: 0, busy: 0 }));
+  for (let b = 0; b < c.blocks; b++) {
+    d.push(...(await block(direct, 'x', c.perBlock, c.concurrency, pauseMs)));
+    for (let k = 0; k < paths.length; k++) {
+      const i = (b + k) % paths.length;
+      const p = paths[i] as Path;
+      await measuredBlock(p.proc, p.url(c.size), p.token, c, pauseMs, sums[i] as Measured);
+    }
+  }
+  return { d, measured: sums.map(finish) };
+}
+
 async function main(): Promise<void> {
   const up = await child('upstream.ts', []);
   const upstream = up.first.url as string;
   const profile = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
   const gw = await child('serve.ts', [upstream], profile);
-  const plain = await child('plain.ts', [upstream]);
-  const plainUrl = plain.first.url as string;
   const grants = gw.first.grants as Record<string, { url: string; token: string }>;
+  const gateway: Path = {
+    label: 'gateway',
+    proc: gw.proc,
+    url: (size) => `${(grants[size] as { url: string }).url}/v1/messages`,
+    token: '',
+  };
+  const floors: Path[] = [];
+  for (const [label, mode] of [
+    ['plain Node relay (undici + pipeline)', 'http'],
+    ['raw TCP relay (net pipe)', 'tcp'],
+  ] as const) {
+    const f = await child('plain.ts', [upstream, mode]);
+    floors.push({ label, proc: f.proc, url: (size) => `${f.first.url}/${size}/v1/messages`, token: 'x' });
+  }
   const rows: string[][] = [];
   const verdicts: string[] = [];
   /** The gateway CPU per request measured back to back, by size and streams: the paced cases' pause. */
@@ -183,25 +225,14 @@ async function main(): Promise<void> {
   try {
     for (const c of CASES) {
       const direct = `${upstream}/${c.size}/v1/messages`;
-      const through = `${(grants[c.size] as { url: string }).url}/v1/messages`;
-      const token = (grants[c.size] as { token: string }).token;
-      const bare = c.concurrency === 1 ? `${plainUrl}/${c.size}/v1/messages` : undefined;
       const pauseMs = c.paced
         ? pauseForShare(c.concurrency, cpuBackToBack.get(`${c.size}/${c.concurrency}`) ?? 0, PACED_SHARE)
         : 0;
-      // Warm every path: connections open, JIT warm (a paced case follows its back-to-back one, warm already).
-      if (!c.paced)
-        for (const [url, t] of [[direct, 'x'], [through, token], ...(bare ? [[bare, 'x']] : [])] as const)
-          await block(url, t, Math.min(c.perBlock, 200), c.concurrency);
-      const d: Sample[] = [];
-      const gm: Measured = { samples: [], cpuUs: 0, busy: 0 };
-      const pm: Measured = { samples: [], cpuUs: 0, busy: 0 };
-      for (let b = 0; b < c.blocks; b++) {
-        d.push(...(await block(direct, 'x', c.perBlock, c.concurrency, pauseMs)));
-        await measuredBlock(gw.proc, through, token, c, pauseMs, gm);
-        if (bare) await measuredBlock(plain.proc, bare, 'x', c, pauseMs, pm);
-      }
-      const g = finish(gm);
+      // The floors only at one stream: there they show what is left of the gateway's added time.
+      const paths = [{ ...gateway, token: (grants[c.size] as { token: string }).token }];
+      if (c.concurrency === 1) paths.push(...floors);
+      const { d, measured } = await measureCase(c, direct, paths, pauseMs);
+      const g = measured[0] as Measured;
       const added50 = pct(tot(g.samples), 50) - pct(tot(d), 50);
       const added99 = pct(tot(g.samples), 99) - pct(tot(d), 99);
       const ttfbAdded = pct(fb(g.samples), 50) - pct(fb(d), 50);
@@ -214,7 +245,10 @@ async function main(): Promise<void> {
       const q = queueing(c.concurrency, g.cpuUs, CORES, GOALS.p50AddedMs);
       const floor = c.paced || c.concurrency === 1 ? '—' : ms(q.floorMs);
       rows.push(row(name, d, g, floor, rssOf(await stats(gw.proc))));
-      if (bare) rows.push(row(`${name}: plain Node relay`, d, finish(pm), '—', rssOf(await stats(plain.proc))));
+      for (let i = 1; i < paths.length; i++) {
+        const p = paths[i] as Path;
+        rows.push(row(`${name}: ${p.label}`, d, measured[i] as Measured, '—', rssOf(await stats(p.proc))));
+      }
       const ok = (v: number, goal: number) => (v < goal ? 'met' : 'NOT met');
       verdicts.push(
         `${name}: p50 added ${ms(added50)} (goal < ${GOALS.p50AddedMs} ms: ${ok(added50, GOALS.p50AddedMs)}), p99 added ${ms(added99)} (goal < ${GOALS.p99AddedMs} ms: ${ok(added99, GOALS.p99AddedMs)}), TTFB added ${ms(ttfbAdded)} (goal within ${GOALS.ttfbAddedMs} ms: ${ok(Math.abs(ttfbAdded), GOALS.ttfbAddedMs)})`,
@@ -226,7 +260,7 @@ async function main(): Promise<void> {
     }
   } finally {
     gw.proc.disconnect();
-    plain.proc.disconnect();
+    for (const f of floors) f.proc.disconnect();
     up.proc.disconnect();
     await dispatcher.close();
   }

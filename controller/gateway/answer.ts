@@ -40,7 +40,7 @@ export async function readAnswer(upstream: Dispatcher.ResponseData): Promise<Ans
 }
 
 /**
- * Streams `body` to `res`, each chunk shown to `onChunk` before it is written, and ends `res` with it.
+ * Streams `body` to `res`, each chunk shown to `onChunk` once it is written, and ends `res` with it.
  * Resolves when the body ended or the agent went away (the body is then destroyed); rejects on the body's
  * error (the caller cuts the stream). 'data' events, not an async iterator: the iterator's read() joins the
  * chunks buffered meanwhile into a new Buffer, a copy of most of a fast stream's bytes.
@@ -48,8 +48,9 @@ export async function readAnswer(upstream: Dispatcher.ResponseData): Promise<Ans
 export function relay(body: Readable, res: ServerResponse, onChunk: (chunk: Buffer) => void): Promise<void> {
   return new Promise((resolve, reject) => {
     const onData = (chunk: Buffer) => {
-      onChunk(chunk);
+      // Written first, then read: the agent's side takes the bytes while this one meters them.
       if (!res.write(chunk)) body.pause();
+      onChunk(chunk);
     };
     const onDrain = () => body.resume();
     const settle = (err?: Error) => {
