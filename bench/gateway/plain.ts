@@ -30,6 +30,9 @@ http.keepAliveTimeout = 60_000;
 const tcp = createTcpServer((client) => {
   const { hostname, port } = new URL(upstream);
   const up = connect(Number(port), hostname);
+  // No Nagle on either side, as Node's HTTP server and undici set it (else 40 ms delayed-ACK stalls).
+  client.setNoDelay(true);
+  up.setNoDelay(true);
   client.pipe(up).pipe(client);
   const close = () => {
     client.destroy();
