@@ -23,7 +23,7 @@ import { costFromTokens } from '../api/pricing.ts';
 import { requestStep } from '../reconciler/credential-governor.ts';
 import type { Choice } from '../reconciler/credential-governor.ts';
 import { judgeRequest } from '../reconciler/spend-cap.ts';
-import { readAnswer, readBounded } from './answer.ts';
+import { readAnswer, readBounded, relay } from './answer.ts';
 import type { Answer } from './answer.ts';
 import { classifyAnswer, seenLimits } from './upstream-signals.ts';
 import { Grants } from './grants.ts';
@@ -237,13 +237,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       // turn of the loop, so an upstream that sends its headers and then thinks still shows them at once.
       flush = setImmediate(() => res.flushHeaders());
       meter = new UsageMeter(grant.provider, String(held.upstream.headers['content-type'] ?? ''), modelOf(url));
-      for await (const chunk of held.chunks()) {
+      const metering = meter;
+      await relay(held.body(), res, (chunk) => {
         clearImmediate(flush);
-        meter.push(chunk);
-        if (!res.write(chunk)) await drained(res);
-        if (res.destroyed) break;
-      }
-      res.end();
+        metering.push(chunk);
+      });
     } catch (err) {
       // A bound ran out before the answer started: the agent hears it in its provider's shape, not a cut socket.
       // Later, the stream is cut (the caller destroys it) and what passed is charged.
@@ -339,19 +337,6 @@ function byteLimit(max: number, onOverflow: () => void): Transform {
         done(new Error('request body too large'));
       } else done(null, chunk);
     },
-  });
-}
-
-/** The agent read what was written, or went away: both listeners go, neither stays behind on the response. */
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
   });
 }
 

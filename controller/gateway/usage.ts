@@ -104,13 +104,17 @@ export function mergeUsage(a: Usage, b: Partial<Usage>): Usage {
 /**
  * Splits an SSE byte stream into the `data:` payload of each event, across chunk boundaries. Events are
  * separated by a blank line (LF or CRLF); the data lines of one event are joined with "\n" (the SSE rule).
+ * The bytes are searched as latin1 text (one character a byte: no decoder state, a chunk cut inside a UTF-8
+ * character still splits right, and the blank lines and the needle are ASCII); only an event that is kept is
+ * decoded as UTF-8.
  */
 export class SseSplitter {
   private pending = '';
   /** Where the next search for a blank line may start: text before it was searched already (linear, not quadratic). */
   private searched = 0;
   private skipping = false;
-  private readonly decoder = new TextDecoder();
+  /** No event ended yet: a byte order mark may begin the stream (the SSE rule drops it). */
+  private first = true;
   /** Only the events whose text contains it are read (the others are not split into lines). */
   private readonly needle?: string;
 
@@ -119,7 +123,8 @@ export class SseSplitter {
   }
 
   push(chunk: Uint8Array): string[] {
-    this.pending += this.decoder.decode(chunk, { stream: true });
+    // latin1, not TextDecoder: a copy into a one-byte string, ~3x cheaper than UTF-8 decoding a 64 KiB chunk.
+    this.pending += Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('latin1');
     const out: string[] = [];
     const text = this.pending;
     // Back up 2 characters: a "\n\r\n" may have begun at the end of the text searched before. Two string
@@ -137,10 +142,8 @@ export class SseSplitter {
       if (lfLf >= 0 && lfLf < start) lfLf = text.indexOf('\n\n', start);
       if (lfCrLf >= 0 && lfCrLf < start) lfCrLf = text.indexOf('\n\r\n', start);
       if (this.skipping) this.skipping = false;
-      else if (!this.needle || event.includes(this.needle)) {
-        const data = dataOf(event);
-        if (data !== undefined) out.push(data);
-      }
+      else this.keep(event, out);
+      this.first = false;
     }
     if (start > 0) this.pending = this.pending.slice(start);
     this.searched = this.pending.length;
@@ -155,11 +158,20 @@ export class SseSplitter {
 
   /** The last event, when the stream ended without its blank line. */
   end(): string[] {
-    const rest = this.pending + this.decoder.decode();
+    const rest = this.pending;
     this.pending = '';
     this.searched = 0;
-    const data = this.skipping || (this.needle && !rest.includes(this.needle)) ? undefined : dataOf(rest);
-    return data === undefined ? [] : [data];
+    const out: string[] = [];
+    if (!this.skipping) this.keep(rest, out);
+    return out;
+  }
+
+  /** An event (latin1) whose text holds the needle: decoded as UTF-8, its data added to `out`. */
+  private keep(event: string, out: string[]): void {
+    if (this.needle && !event.includes(this.needle)) return;
+    const text = Buffer.from(event, 'latin1').toString('utf8');
+    const data = dataOf(this.first && text.startsWith('\uFEFF') ? text.slice(1) : text);
+    if (data !== undefined) out.push(data);
   }
 }
 

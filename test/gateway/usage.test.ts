@@ -188,6 +188,15 @@ describe('SseSplitter', () => {
     assert.deepEqual([...s.push(bytes.subarray(0, 7)), ...s.push(bytes.subarray(7))], ['✓']);
   });
 
+  it('a byte order mark before the first event is dropped, split or not; a later one is text', () => {
+    const bytes = Buffer.from('\uFEFFdata: {"usage":1}\n\ndata: \uFEFF"usage"\n\n');
+    for (let cut = 1; cut < 4; cut++) {
+      const s = new SseSplitter('"usage');
+      const got = [...s.push(bytes.subarray(0, cut)), ...s.push(bytes.subarray(cut)), ...s.end()];
+      assert.deepEqual(got, ['{"usage":1}', '\uFEFF"usage"'], `cut at ${cut}`);
+    }
+  });
+
   it('finds a CRLF blank line split anywhere across chunks, and each event once', () => {
     const text = 'data: one\r\n\r\ndata: two\r\n\r\ndata: three\r\n\r\n';
     for (let cut = 1; cut < text.length; cut++) {
