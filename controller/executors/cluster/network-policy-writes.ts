@@ -1,11 +1,29 @@
 // A sandboxed task's NetworkPolicy (network-policy.ts builds it) written to and deleted from the API server.
 import type { Logger } from 'pino';
+import type { AgentTaskSpec } from '../../api/agent-task.ts';
+import { podMountsProblem } from '../../api/sandbox.ts';
 import type { Sandbox } from '../../api/sandbox.ts';
 import type { ClusterTask } from '../../core/ports.ts';
 import type { EpisodeDefaults } from '../../kube/episode-defaults.ts';
 import { isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
-import { buildNetworkPolicy, networkPolicyName } from './network-policy.ts';
+import { buildNetworkPolicy, enforceProblem, networkPolicyName } from './network-policy.ts';
+import { proxyAllowOf } from './proxy-env.ts';
+
+/** Why a pod of this spec may not run here (the chart's sandbox.enforce, mounts a pod cannot have), or undefined. */
+export function sandboxRefusal(spec: AgentTaskSpec, defaults: EpisodeDefaults | undefined): string | undefined {
+  return enforceProblem(spec.sandbox, defaults?.sandbox) ?? podMountsProblem(spec.sandbox);
+}
+
+/** A sandboxed spec's NetworkPolicy written before any pod of the task (episode, gate) is made. */
+export async function fenceTask(
+  client: KubeClient,
+  task: ClusterTask,
+  spec: AgentTaskSpec,
+  defaults: EpisodeDefaults | undefined,
+): Promise<void> {
+  if (spec.sandbox?.enabled) await ensurePolicy(client, task, spec.sandbox, defaults, proxyAllowOf(spec) !== undefined);
+}
 
 /** The task's NetworkPolicy as its sandbox says, before its pod exists (a pod never runs unfenced). */
 export async function ensurePolicy(

@@ -19,12 +19,10 @@ import type { KubeClient } from '../../kube/kube-client.ts';
 import type { Lane } from '../../kube/rate-limiter.ts';
 import type { ObservedEpisode, StopReason } from '../../reconciler/reconcile.ts';
 import type { ClusterTask } from '../../core/ports.ts';
-import { episodePodName, GATE_LABEL, isQueuePod, podEpisode, RESOLUTION_LABEL, TASK_LABEL } from '../../kube/names.ts';
+import { episodePodName, isQueuePod, podEpisode, RESOLUTION_LABEL, TASK_LABEL } from '../../kube/names.ts';
 import { buildEpisodePod } from './episode-pod.ts';
-import { enforceProblem } from './network-policy.ts';
-import { deletePolicy, ensurePolicy } from './network-policy-writes.ts';
-import { podMountsProblem } from '../../api/sandbox.ts';
-import { proxyAllowOf, proxyEnv } from './proxy-env.ts';
+import { deletePolicy, fenceTask, sandboxRefusal } from './network-policy-writes.ts';
+import { proxyEnv } from './proxy-env.ts';
 import { isRunningPod, observeDeletedPod, observePod } from './pod-outcome.ts';
 import { ownerUid, podsToTidy } from './pod-tidy.ts';
 import { clusterPromptVars } from '../../ops/cluster-prompt.ts';
@@ -177,20 +175,13 @@ export class PodEpisodeExecutor implements EpisodeExecutor<ClusterTask> {
     // In a pipeline, the current step's prompt, agent, completion and limits.
     const spec = effectiveSpec(task.spec, status);
     const stack = spec.stack ? (status.stack?.frames ?? spec.stack) : undefined;
-    const refusal = enforceProblem(spec.sandbox, this.opts.episodeDefaults?.sandbox) ?? podMountsProblem(spec.sandbox);
+    const refusal = sandboxRefusal(spec, this.opts.episodeDefaults);
     if (refusal) {
       this.refused.set(task.key, { number, message: refusal });
       this.notify(task.key);
       return {};
     }
-    if (spec.sandbox?.enabled)
-      await ensurePolicy(
-        this.opts.client,
-        task,
-        spec.sandbox,
-        this.opts.episodeDefaults,
-        proxyAllowOf(spec) !== undefined,
-      );
+    await fenceTask(this.opts.client, task, spec, this.opts.episodeDefaults);
     const more = await clusterPromptVars(this.opts.client, task.namespace, spec, stack);
     // Last before the pod is built: nothing that may throw lies between issuing the token and creating the pod.
     const gateway = await this.grants.open({ ...this.target(task, number, status), spec }, leash);

@@ -11,7 +11,6 @@ import type { EpisodeResult } from '../../api/episode-result.ts';
 import type { Gate, GateRun } from '../../api/gates.ts';
 import { QUEUE_GATES_CONFIG_ENV } from '../../api/queue-gates-config.ts';
 import type { QueueGatesConfig } from '../../api/queue-gates-config.ts';
-import { podMountsProblem } from '../../api/sandbox.ts';
 import { effectiveSpec } from '../../api/steps.ts';
 import type { ClusterTask } from '../../core/ports.ts';
 import type { EpisodeDefaults } from '../../kube/episode-defaults.ts';
@@ -22,9 +21,8 @@ import { EPISODE_LABEL, GATE_LABEL, queueGatePodName } from '../../kube/names.ts
 import type { Pod } from '../../kube/objects.ts';
 import { buildEpisodePod } from './episode-pod.ts';
 import type { EpisodePod } from './episode-pod.ts';
-import { enforceProblem } from './network-policy.ts';
-import { ensurePolicy } from './network-policy-writes.ts';
-import { proxyAllowOf, proxyEnv } from './proxy-env.ts';
+import { fenceTask, sandboxRefusal } from './network-policy-writes.ts';
+import { proxyEnv } from './proxy-env.ts';
 import { podEnd } from './resolution-pod.ts';
 
 /** Time for the clone and the runner around the gates' own timeouts. */
@@ -140,17 +138,10 @@ export class QueueGatePods {
   async run(task: ClusterTask, req: QueueGateRequest): Promise<EpisodeResult> {
     if (!task.spec) throw new Error(`${task.key} has no valid spec for its queue gates`);
     const spec = effectiveSpec(task.spec, req.status);
-    const refusal = enforceProblem(spec.sandbox, this.opts.episodeDefaults?.sandbox) ?? podMountsProblem(spec.sandbox);
+    const refusal = sandboxRefusal(spec, this.opts.episodeDefaults);
     if (refusal) return episodeResult({ exitCode: null, errorClass: 'fatal', message: refusal });
     await this.stop(task); // the last run's pod (kept for its log) makes way
-    if (spec.sandbox?.enabled)
-      await ensurePolicy(
-        this.opts.client,
-        task,
-        spec.sandbox,
-        this.opts.episodeDefaults,
-        proxyAllowOf(spec) !== undefined,
-      );
+    await fenceTask(this.opts.client, task, spec, this.opts.episodeDefaults);
     const pod = buildQueueGatePod({
       task: { metadata: { name: task.name, namespace: task.namespace, uid: task.object.metadata.uid } },
       spec,
