@@ -21,10 +21,12 @@ import {
   queuePositions,
   RESOLUTION_TEMPLATE,
   resolutionVars,
+  reviewReason,
 } from '../reconciler/merge-queue.ts';
 import { recordResolution, resolutionEpisodeNumber } from '../reconciler/merge-queue-episode.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
-import type { MergeQueuePorts, QueueEpisodes, QueueTask } from './merge-queue-ports.ts';
+import { mergeStep, pullFact } from './merge-queue-forge.ts';
+import type { MergeQueuePorts, QueuePulls, QueueEpisodes, QueueTask } from './merge-queue-ports.ts';
 import type { QueueAction, QueueEntry, QueueJournal, StepOutcome } from '../reconciler/merge-queue.ts';
 
 export interface MergeQueueOptions<T extends QueueTask> {
@@ -115,7 +117,8 @@ export class MergeQueueLoop<T extends QueueTask> {
   private announce(queue: string, pending: readonly T[]): void {
     const fresh = pending.filter((t) => t.status.integrate === undefined && !this.announced.has(t.key));
     if (fresh.length === 0) return;
-    const positions = queuePositions(pending.map(entryOf), this.readJournal(queue));
+    const entries = pending.map((t) => entryOf(t));
+    const positions = queuePositions(entries, this.readJournal(queue));
     for (const t of fresh) {
       const position = positions.get(t.key);
       if (position === undefined || position === 0) continue;
@@ -145,7 +148,7 @@ export class MergeQueueLoop<T extends QueueTask> {
     const view: DriveView<T> = { members, into: new Map(), fetched: new Set() };
     while (!this.halted) {
       const journal = this.readJournal(queue);
-      const entries: QueueEntry[] = members.filter(waiting).map(entryOf);
+      const entries: QueueEntry[] = members.filter(waiting).map((t) => entryOf(t, this.ports.pulls));
       const current = journal && byKey.get(journal.key);
       if (journal && !current) {
         await this.writeJournal(queue, undefined); // its task is gone: nothing of it reached into unjournalled
@@ -163,6 +166,7 @@ export class MergeQueueLoop<T extends QueueTask> {
         recovering,
         intoHasRebased,
         maxEpisodes: current?.spec.integrate?.onConflict.episodes ?? 0,
+        ...pullFact(current, this.ports.pulls),
       });
       this.recovered.add(queue);
       if (actions.length === 0) return;
@@ -205,7 +209,8 @@ export class MergeQueueLoop<T extends QueueTask> {
     if (action.type === 'finish') return this.finish(queue, task, j, action.result, clone);
     const outcome = await this.step(queue, action.type, j, it, clone, view);
     if (outcome.kind === 'pushed') view.into.set(it.into, j.rebased as string);
-    if (outcome.kind === 'rejected') view.into.delete(it.into); // into moved under us: fetch it again
+    // into moved under us, or the forge moved it (its commit may be new): fetch it again
+    if (outcome.kind === 'rejected' || outcome.step === 'merge') view.into.delete(it.into);
     const next = afterStep(j, outcome);
     await this.writeJournal(queue, next);
     if (outcome.kind === 'conflict' || outcome.kind === 'failed') {
@@ -223,7 +228,7 @@ export class MergeQueueLoop<T extends QueueTask> {
 
   private async step(
     queue: string,
-    type: 'rebase' | 'resolve' | 'gate' | 'push',
+    type: 'rebase' | 'resolve' | 'gate' | 'push' | 'merge',
     j: QueueJournal,
     it: Integrand<T>,
     clone: string,
@@ -246,6 +251,7 @@ export class MergeQueueLoop<T extends QueueTask> {
       if (failed) return { step: 'gate', kind: 'failed', gate: failed.name, output: failed.output ?? '' };
       return { step: 'gate', kind: 'passed', rebased: await mq.headCommit(clone) };
     }
+    if (type === 'merge') return mergeStep(this.ports.pulls, it.task, { clone, journal: j, ...it });
     return { step: 'push', kind: await mq.pushInto(clone, j.rebased as string, it.into, it.credentials) };
   }
 
@@ -308,7 +314,7 @@ export class MergeQueueLoop<T extends QueueTask> {
     result: 'integrated' | 'needsReview',
     clone: string,
   ): Promise<void> {
-    const base = { queue, attempts: j.attempts, episodes: j.episodes };
+    const base = { queue, attempts: j.attempts, episodes: j.episodes, ...(j.pull ? { pullRequest: j.pull } : {}) };
     if (result === 'integrated') {
       await this.record(task, { ...base, result, commit: j.rebased });
       const began = this.started.get(j.key);
@@ -316,14 +322,11 @@ export class MergeQueueLoop<T extends QueueTask> {
         this.opts.metrics?.seconds.observe({ queue }, (this.opts.clock.now().getTime() - began) / 1000);
     } else {
       const files = (j.conflicts ?? []).slice(0, CONFLICT_FILES_MAX);
-      const what = j.why === 'gate' ? `queue gate ${j.gate ?? '?'} still fails` : `conflicts in ${files.join(', ')}`;
-      const message = clip(
-        `merge queue ${this.ports.shownName(queue)}: ${what} after ${j.episodes} resolution episode(s)`,
-        STATUS_MESSAGE_MAX,
-      );
+      const message = clip(`merge queue ${this.ports.shownName(queue)}: ${reviewReason(j, files)}`, STATUS_MESSAGE_MAX);
+      const why = { ...(j.gate ? { gate: j.gate } : {}), ...(j.forge ? { forge: j.forge } : {}) };
       await this.record(
         task,
-        { ...base, result, conflicts: files, ...(j.gate ? { gate: j.gate } : {}) },
+        { ...base, result, conflicts: files, ...why },
         { phase: 'NeedsReview', reason: 'IntegrationFailed', message },
       );
       await mq.cleanClone(clone); // a rebase stopped at a conflict must not stay for the next task
@@ -385,8 +388,9 @@ function waiting(t: QueueTask): boolean {
   return t.status.phase === 'Succeeded' && r !== 'integrated' && r !== 'needsReview';
 }
 
-function entryOf(t: QueueTask): QueueEntry {
+function entryOf<T extends QueueTask>(t: T, pulls?: QueuePulls<T>): QueueEntry {
   // Best-of-N's task runs no episode of its own: it is as old as its winning attempt's end.
   const winner = t.status.attempts?.candidates.find((c) => c.number === t.status.attempts?.winner);
-  return { key: t.key, enqueuedAt: t.status.lastEpisode?.finishedAt ?? winner?.finishedAt ?? '' };
+  const awaiting = pulls?.of(t) === 'awaiting' ? { awaitingPull: true } : {};
+  return { key: t.key, enqueuedAt: t.status.lastEpisode?.finishedAt ?? winner?.finishedAt ?? '', ...awaiting };
 }

@@ -2,6 +2,7 @@
 // the controller just restarted, whether `into` already has the rebased commit) in, the next git step out;
 // and each step's outcome in, the next journal out. core/merge-queue-loop.ts gathers, writes the journal
 // atomically before each step and carries them out, so a kill -9 anywhere resumes from the journal.
+// A task with a pull request (on `into`) is landed through the forge's merge API instead of a push.
 
 /** Where the one integration in flight is; written to the journal before the step runs. */
 export type QueueStage = 'rebase' | 'resolve' | 'gate' | 'push' | 'done' | 'review';
@@ -15,18 +16,24 @@ export interface QueueJournal {
   episodes: number;
   /** The rebased commit about to be pushed (stage push), so a restart can tell whether the push happened. */
   rebased?: string;
-  why?: 'conflict' | 'gate';
+  why?: 'conflict' | 'gate' | 'forge';
   conflicts?: string[];
   gate?: string;
   output?: string;
   /** The resolution episode started at stage resolve (written before it starts): a restart kills what is left of it. */
   episode?: number;
+  /** The pull request merged through the forge (stage done or review). */
+  pull?: number;
+  /** The forge's refusal to merge it (stage review, why forge): redacted and bounded by the forge client. */
+  forge?: string;
 }
 
 export interface QueueEntry {
   key: string;
   /** When the task succeeded: the queue's order. */
   enqueuedAt: string;
+  /** Its trigger opens a pull request for it that is not recorded yet: it waits (a push would race the PR). */
+  awaitingPull?: boolean;
 }
 
 export interface QueueFacts {
@@ -38,6 +45,8 @@ export interface QueueFacts {
   intoHasRebased?: boolean;
   /** The journal task's onConflict.episodes. */
   maxEpisodes: number;
+  /** The journal task's open pull request onto `into`: it is merged through the forge's API, not pushed. */
+  pull?: number;
 }
 
 export type QueueAction =
@@ -47,6 +56,7 @@ export type QueueAction =
   | { type: 'resolve' }
   | { type: 'gate' }
   | { type: 'push' }
+  | { type: 'merge'; pull: number }
   | { type: 'finish'; key: string; result: 'integrated' | 'needsReview' };
 
 /** A push rejected this many times (into kept moving under us) is left for a person. */
@@ -56,7 +66,7 @@ export const QUEUE_ATTEMPTS_MAX = 5;
 export function decideQueue(facts: QueueFacts): QueueAction[] {
   const j = facts.journal;
   if (!j) {
-    const next = oldestFirst(facts.entries)[0];
+    const next = oldestFirst(facts.entries.filter((e) => !e.awaitingPull))[0];
     return next ? [{ type: 'begin', key: next.key }] : [];
   }
   if (j.stage === 'done' || (j.stage === 'push' && facts.intoHasRebased)) {
@@ -65,7 +75,9 @@ export function decideQueue(facts: QueueFacts): QueueAction[] {
   if (j.stage === 'review') return [{ type: 'finish', key: j.key, result: 'needsReview' }];
   const orphan = j.episode !== undefined ? { episode: j.episode } : {};
   const clean: QueueAction[] = facts.recovering ? [{ type: 'clean', ...orphan }] : [];
-  if (j.stage === 'push') return [...clean, { type: 'push' }];
+  // The merge step asks the forge first whether the PR is merged already: a restart never merges it twice.
+  if (j.stage === 'push')
+    return [...clean, facts.pull !== undefined ? { type: 'merge', pull: facts.pull } : { type: 'push' }];
   // A half-done rebase, resolution or gate run is not trusted after a restart: the rebase is done again.
   if (facts.recovering || j.stage === 'rebase') return [...clean, { type: 'rebase' }];
   if (j.stage === 'resolve') {
@@ -84,7 +96,10 @@ export type StepOutcome =
   | { step: 'gate'; kind: 'passed'; rebased: string }
   | { step: 'gate'; kind: 'failed'; gate: string; output: string }
   | { step: 'push'; kind: 'pushed' }
-  | { step: 'push'; kind: 'rejected' };
+  | { step: 'push'; kind: 'rejected' }
+  /** commit: what `into` got (a forge's rebase merge may write new commits; a fast-forward keeps `rebased`). */
+  | { step: 'merge'; kind: 'merged'; pull: number; commit?: string }
+  | { step: 'merge'; kind: 'refused'; pull: number; reason: string };
 
 /** The journal after a step's outcome (what the loop writes before the next step). */
 export function afterStep(j: QueueJournal, outcome: StepOutcome): QueueJournal {
@@ -104,6 +119,10 @@ export function afterStep(j: QueueJournal, outcome: StepOutcome): QueueJournal {
       return { ...base, stage: 'resolve', why: 'gate', gate: outcome.gate, output: outcome.output };
     case 'pushed':
       return { ...base, stage: 'done', rebased: j.rebased };
+    case 'merged':
+      return { ...base, stage: 'done', rebased: outcome.commit ?? j.rebased, pull: outcome.pull };
+    case 'refused':
+      return { ...base, stage: 'review', why: 'forge', pull: outcome.pull, forge: outcome.reason };
     case 'rejected':
       return j.attempts + 1 >= QUEUE_ATTEMPTS_MAX
         ? { ...base, stage: 'review', why: 'conflict' }
@@ -141,6 +160,13 @@ export function positionsToWrite(
   recorded: ReadonlyMap<string, string | undefined>,
 ): Map<string, number> {
   return new Map([...positions].filter(([key]) => key === beginning || recorded.get(key) !== 'queued'));
+}
+
+/** What a NeedsReview message says went wrong (the forge's refusal, a gate, or the conflicting files). */
+export function reviewReason(j: QueueJournal, files: readonly string[]): string {
+  if (j.why === 'forge') return `the forge refused to merge pull request #${j.pull ?? '?'}: ${j.forge ?? ''}`;
+  if (j.why === 'gate') return `queue gate ${j.gate ?? '?'} still fails after ${j.episodes} resolution episode(s)`;
+  return `conflicts in ${files.join(', ')} after ${j.episodes} resolution episode(s)`;
 }
 
 /** {{integrate.conflicts}}: the conflicting files and their markers, or the failing gate and its output. */
