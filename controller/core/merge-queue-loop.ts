@@ -83,10 +83,13 @@ export class MergeQueueLoop<T extends QueueTask> {
     this.waiting = 0;
     for (const [queue, members] of byQueue) {
       const pending = members.filter(waiting);
-      this.waiting += pending.length + (this.readJournal(queue) ? 1 : 0);
+      // A task awaiting its PR starts no drive and does not hold `episodic run` open (without --watch its PR is
+      // opened after the run; the next run merges it).
+      const ready = pending.filter((t) => this.ports.pulls?.of(t) !== 'awaiting');
+      this.waiting += ready.length + (this.readJournal(queue) ? 1 : 0);
       this.opts.metrics?.waiting.set({ queue }, pending.length);
       if (this.running.has(queue)) this.announce(queue, pending);
-      if (this.running.has(queue) || (pending.length === 0 && !this.readJournal(queue))) continue;
+      if (this.running.has(queue) || (ready.length === 0 && !this.readJournal(queue))) continue;
       const drive = this.drive(queue, members)
         .catch((err: unknown) => {
           if (!this.halted) this.opts.logger.error({ queue, err }, 'merge queue step failed; retried next pass');

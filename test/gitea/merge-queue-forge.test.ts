@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Gitea, startGitea } from '../support/gitea.ts';
 import { triggerRunEnv, watchRun, writePublishTrigger } from '../support/gitea-trigger.ts';
-import { readStatus, tempDir } from '../support/local.ts';
+import { readStatus, runCli, tempDir } from '../support/local.ts';
 import { waitFor } from '../support/wait.ts';
 
 const OWNER = 'episodic-admin';
@@ -134,6 +134,21 @@ describe('the merge queue merges a task with a PR through the Gitea API (real Gi
     } finally {
       await stop();
     }
+  });
+
+  it('without --watch: the run ends with the task waiting for its PR (opened after the run); the next run merges it', async () => {
+    const repo = 'mq-runs';
+    const { dir, env } = await setup(repo);
+    const first = await runCli(['run', dir, '--no-table'], { env, timeoutMs: 120_000 });
+    assert.equal(first.code, 0, first.stderr);
+    assert.equal(task(dir)?.phase, 'Succeeded');
+    assert.equal(task(dir)?.integrate, undefined, 'it waited for the PR, neither pushed nor merged');
+    assert.equal((await pull(repo)).state, 'open', "the trigger's report opened the PR after the run");
+    const second = await runCli(['run', dir, '--no-table'], { env, timeoutMs: 120_000 });
+    assert.equal(second.code, 0, second.stderr);
+    assert.equal(task(dir)?.integrate?.result, 'integrated', JSON.stringify(task(dir)?.integrate));
+    assert.equal((await pull(repo)).merged, true);
+    assert.equal(mainHistory(repo, env).fixCommits, 1);
   });
 
   it('kill -9 after Gitea merged, before the controller heard → the restart finishes it, merged once', async () => {
