@@ -2,7 +2,7 @@
 // onto `into`, runs the queue's gates and fast-forwards `into`. The spec schema, the queue's status on a task,
 // and the bounds both share. The queue's rules are reconciler/merge-queue.ts; its loop core/merge-queue-loop.ts.
 import { z } from 'zod';
-import { GATE_OUTPUT_MAX } from './bounds.ts';
+import { GATE_OUTPUT_MAX, LINE_MAX } from './bounds.ts';
 import { gateSchema, GATES_MAX } from './gates.ts';
 
 export const INTEGRATE_EPISODES_MAX = 10;
@@ -64,6 +64,13 @@ export const IntegrateStatusSchema = z.object({
   gate: z.string().max(63).optional().describe('the queue gate that failed last'),
   output: z.string().max(GATE_OUTPUT_MAX).optional().describe("the failing gate's output tail"),
   commit: z.string().max(64).optional().describe('the commit `into` was fast-forwarded to'),
+  pullRequest: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe("the task's pull request, merged through the forge's API (or refused)"),
+  forge: z.string().max(LINE_MAX).optional().describe("the forge's answer when it refused to merge the pull request"),
   at: z.string().optional().describe('when result was recorded'),
 });
 

@@ -10,7 +10,6 @@ import { clip, GATE_OUTPUT_MAX, STATUS_MESSAGE_MAX } from '../api/bounds.ts';
 import { CONFLICT_FILES_MAX } from '../api/integrate.ts';
 import type { IntegrateStatus } from '../api/integrate.ts';
 import type { Clock } from './clock.ts';
-import type { GitCredentials } from '../git/git-credentials.ts';
 import * as mq from '../git/integrate-git.ts';
 import type { MergeQueueMetrics } from '../metrics/merge-queue-metrics.ts';
 import {
@@ -24,11 +23,15 @@ import {
   queuePositions,
   RESOLUTION_TEMPLATE,
   resolutionVars,
+  reviewReason,
 } from '../reconciler/merge-queue.ts';
 import { recordResolution, resolutionEpisodeNumber } from '../reconciler/merge-queue-episode.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
 import { batchEntryOf, entryOf, placeOf, placeOrNot, waiting } from './merge-queue-entries.ts';
 import type { Place } from './merge-queue-entries.ts';
+import { batchOnto, pushLanded } from './merge-queue-fetch.ts';
+import type { DriveView, Integrand } from './merge-queue-fetch.ts';
+import { mergeStep, pullFact } from './merge-queue-forge.ts';
 import type { MergeQueuePorts, QueueEpisodes, QueueTask } from './merge-queue-ports.ts';
 import type { QueueAction, QueueEntry, QueueJournal, StepOutcome } from '../reconciler/merge-queue.ts';
 
@@ -42,20 +45,6 @@ export interface MergeQueueOptions<T extends QueueTask> {
 }
 
 /** What one drive knows without asking git: `into`'s commit by branch (its fetch or its own push), what it fetched. */
-interface DriveView<T extends QueueTask> {
-  members: T[];
-  into: Map<string, string>;
-  fetched: Set<string>;
-}
-
-interface Integrand<T extends QueueTask> {
-  task: T;
-  url: string;
-  branch: string;
-  into: string;
-  credentials?: GitCredentials;
-}
-
 export class MergeQueueLoop<T extends QueueTask> {
   private readonly opts: MergeQueueOptions<T>;
   private readonly ports: MergeQueuePorts<T>;
@@ -86,10 +75,13 @@ export class MergeQueueLoop<T extends QueueTask> {
     this.waiting = 0;
     for (const [queue, members] of byQueue) {
       const pending = members.filter(waiting);
-      this.waiting += pending.length + (this.readJournal(queue) ? 1 : 0);
+      // A task awaiting its PR starts no drive and does not hold `episodic run` open (without --watch its PR is
+      // opened after the run; the next run merges it).
+      const ready = pending.filter((t) => this.ports.pulls?.of(t) !== 'awaiting');
+      this.waiting += ready.length + (this.readJournal(queue) ? 1 : 0);
       this.opts.metrics?.waiting.set(this.labels(queue), pending.length);
       if (this.running.has(queue)) this.announce(queue, pending);
-      if (this.running.has(queue) || (pending.length === 0 && !this.readJournal(queue))) continue;
+      if (this.running.has(queue) || (ready.length === 0 && !this.readJournal(queue))) continue;
       const drive = this.drive(queue, members)
         .catch((err: unknown) => {
           if (!this.halted) this.opts.logger.error({ queue, err }, 'merge queue step failed; retried next pass');
@@ -120,7 +112,8 @@ export class MergeQueueLoop<T extends QueueTask> {
   private announce(queue: string, pending: readonly T[]): void {
     const fresh = pending.filter((t) => t.status.integrate === undefined && !this.announced.has(t.key));
     if (fresh.length === 0) return;
-    const positions = queuePositions(pending.map(entryOf), this.readJournal(queue));
+    const entries = pending.map((t) => entryOf(t));
+    const positions = queuePositions(entries, this.readJournal(queue));
     for (const t of fresh) {
       const position = positions.get(t.key);
       if (position === undefined || position === 0) continue;
@@ -155,7 +148,9 @@ export class MergeQueueLoop<T extends QueueTask> {
     const view: DriveView<T> = { members, into: new Map(), fetched: new Set() };
     while (!this.halted) {
       const journal = this.readJournal(queue);
-      const entries: QueueEntry[] = members.filter(waiting).map((t) => batchEntryOf(t, this.placeOrNot(t)));
+      const entries: QueueEntry[] = members
+        .filter(waiting)
+        .map((t) => batchEntryOf(t, this.placeOrNot(t), this.ports.pulls));
       const current = journal && byKey.get(journal.key);
       if (journal && !current) {
         await this.writeJournal(queue, undefined); // its task is gone: nothing of it reached into unjournalled
@@ -163,13 +158,15 @@ export class MergeQueueLoop<T extends QueueTask> {
       }
       const recovering = !this.recovered.has(queue);
       const it = current && (await this.integrand(current));
-      const landed = journal?.stage === 'push' && recovering && it ? await this.pushLanded(queue, journal, it) : {};
+      const landed =
+        journal?.stage === 'push' && recovering && it ? await pushLanded(this.ports.cloneDir(queue), journal, it) : {};
       const actions = decideQueue({
         entries,
         journal,
         recovering,
         ...landed,
         maxEpisodes: current?.spec.integrate?.onConflict.episodes ?? 0,
+        ...pullFact(current, this.ports.pulls),
       });
       this.recovered.add(queue);
       if (actions.length === 0) return;
@@ -178,19 +175,6 @@ export class MergeQueueLoop<T extends QueueTask> {
         await this.perform(queue, action, journal, byKey, entries, view);
       }
     }
-  }
-
-  /** After a restart at stage push: did the push land, and does the clone (maybe a new one) hold the commit? */
-  private async pushLanded(
-    queue: string,
-    j: QueueJournal,
-    it: Integrand<T>,
-  ): Promise<{ intoHasRebased?: boolean; cloneHasRebased?: boolean }> {
-    if (!j.rebased) return {};
-    const clone = this.ports.cloneDir(queue);
-    await mq.ensureClone(clone, it.url, it.credentials); // a cluster's new leader starts without one
-    if (await mq.intoContains(clone, it.into, j.rebased, it.credentials)) return { intoHasRebased: true };
-    return { intoHasRebased: false, cloneHasRebased: await mq.hasCommit(clone, j.rebased) };
   }
 
   private async perform(
@@ -227,7 +211,8 @@ export class MergeQueueLoop<T extends QueueTask> {
     if (action.type === 'finish') return this.finish(queue, task, j, action.result, clone, byKey);
     const outcome = await this.step(queue, action.type, j, it, clone, view);
     if (outcome.kind === 'pushed') view.into.set(it.into, j.rebased as string);
-    if (outcome.kind === 'rejected') view.into.delete(it.into); // into moved under us: fetch it again
+    // into moved under us, or the forge moved it (its commit may be new): fetch it again
+    if (outcome.kind === 'rejected' || outcome.step === 'merge') view.into.delete(it.into);
     const next = afterStep(j, outcome);
     // A rebase that ended its batch is dropped: the task begins again, alone, after the batch's push.
     if (outcome.kind === 'conflict' && next.stage === 'push') await mq.cleanClone(clone);
@@ -247,7 +232,7 @@ export class MergeQueueLoop<T extends QueueTask> {
 
   private async step(
     queue: string,
-    type: 'rebase' | 'resolve' | 'gate' | 'push',
+    type: 'rebase' | 'resolve' | 'gate' | 'push' | 'merge',
     j: QueueJournal,
     it: Integrand<T>,
     clone: string,
@@ -256,7 +241,11 @@ export class MergeQueueLoop<T extends QueueTask> {
     const m = this.opts.metrics;
     if (type === 'rebase') {
       await mq.ensureClone(clone, it.url, it.credentials);
-      const res = await mq.rebaseBranch(clone, await this.batchOnto(view, clone, it, j), it.branch);
+      const res = await mq.rebaseBranch(
+        clone,
+        await batchOnto(view, clone, it, j, (t) => this.placeOrNot(t)),
+        it.branch,
+      );
       m?.rebases.inc({ ...this.labels(queue), outcome: res.ok ? 'clean' : 'conflict' });
       if (!res.ok) return { step: 'rebase', kind: 'conflict', files: res.files, output: res.markers };
       // No queue gates: the rebased commit goes straight to the push.
@@ -270,33 +259,8 @@ export class MergeQueueLoop<T extends QueueTask> {
       if (failed) return { step: 'gate', kind: 'failed', gate: failed.name, output: failed.output ?? '' };
       return { step: 'gate', kind: 'passed', rebased: await mq.headCommit(clone) };
     }
+    if (type === 'merge') return mergeStep(this.ports.pulls, it.task, { clone, journal: j, ...it });
     return { step: 'push', kind: await mq.pushInto(clone, j.rebased as string, it.into, it.credentials) };
-  }
-
-  /**
-   * `into`'s commit to rebase onto: the one this drive fetched or pushed last; else one fetch of `into` and of
-   * every waiting branch on the same remote (so the next integrations need no fetch of their own).
-   */
-  private async onto(view: DriveView<T>, clone: string, it: Integrand<T>): Promise<string> {
-    const known = view.into.get(it.into);
-    if (known && view.fetched.has(it.branch)) return known;
-    const others = view.members.filter(waiting).flatMap((t) => {
-      const o = t === it.task ? undefined : this.placeOrNot(t);
-      return o && o.url === it.url && o.into === it.into && !view.fetched.has(o.branch) ? [o.branch] : [];
-    });
-    const branches = [it.branch, ...new Set(others)];
-    const head = await mq.fetchQueue(clone, it.into, branches, it.credentials);
-    for (const b of branches) view.fetched.add(b);
-    view.into.set(it.into, head);
-    return head;
-  }
-
-  /** In a batch, the previous task's rebased commit (this task's branch fetched); else `into`'s (onto()). */
-  private async batchOnto(view: DriveView<T>, clone: string, it: Integrand<T>, j: QueueJournal): Promise<string> {
-    const previous = j.batch?.[j.batch.length - 1];
-    if (!previous) return this.onto(view, clone, it);
-    if (!view.fetched.has(it.branch)) await this.onto(view, clone, it);
-    return previous.commit;
   }
 
   /** One resolution episode of the task, counted and recorded as its episode; then the rebase goes on. */
@@ -341,19 +305,16 @@ export class MergeQueueLoop<T extends QueueTask> {
     clone: string,
     byKey: ReadonlyMap<string, T>,
   ): Promise<void> {
-    const base = { queue, attempts: j.attempts, episodes: j.episodes };
+    const base = { queue, attempts: j.attempts, episodes: j.episodes, ...(j.pull ? { pullRequest: j.pull } : {}) };
     if (result === 'integrated') {
       await this.integrated(queue, j, byKey);
     } else {
       const files = (j.conflicts ?? []).slice(0, CONFLICT_FILES_MAX);
-      const what = j.why === 'gate' ? `queue gate ${j.gate ?? '?'} still fails` : `conflicts in ${files.join(', ')}`;
-      const message = clip(
-        `merge queue ${this.ports.shownName(queue)}: ${what} after ${j.episodes} resolution episode(s)`,
-        STATUS_MESSAGE_MAX,
-      );
+      const message = clip(`merge queue ${this.ports.shownName(queue)}: ${reviewReason(j, files)}`, STATUS_MESSAGE_MAX);
+      const why = { ...(j.gate ? { gate: j.gate } : {}), ...(j.forge ? { forge: j.forge } : {}) };
       await this.record(
         task,
-        { ...base, result, conflicts: files, ...(j.gate ? { gate: j.gate } : {}) },
+        { ...base, result, conflicts: files, ...why },
         { phase: 'NeedsReview', reason: 'IntegrationFailed', message },
       );
       await mq.cleanClone(clone); // a rebase stopped at a conflict must not stay for the next task
@@ -367,7 +328,8 @@ export class MergeQueueLoop<T extends QueueTask> {
   private async integrated(queue: string, j: QueueJournal, byKey: ReadonlyMap<string, T>): Promise<void> {
     for (const { key, commit } of integratedBy(j)) {
       const t = byKey.get(key);
-      const counts = key === j.key ? { episodes: j.episodes } : {};
+      // The journal's own task carries its episodes and the PR the forge merged; the batch's others ride along.
+      const counts = key === j.key ? { episodes: j.episodes, ...(j.pull ? { pullRequest: j.pull } : {}) } : {};
       if (t) await this.record(t, { queue, result: 'integrated', attempts: j.attempts, ...counts, commit });
       this.opts.metrics?.integrations.inc({ ...this.labels(queue), result: 'integrated' });
       const began = this.started.get(key);

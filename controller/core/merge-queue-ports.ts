@@ -3,6 +3,7 @@
 import type { AgentTaskSpec, AgentTaskStatus } from '../api/agent-task.ts';
 import type { EpisodeRecord } from '../api/episode-record.ts';
 import type { EpisodeResult } from '../api/episode-result.ts';
+import type { Forge } from '../forge/types.ts';
 import type { Gate, GateRun } from '../api/gates.ts';
 import type { GitCredentials } from '../git/git-credentials.ts';
 import type { QueueJournal } from '../reconciler/merge-queue.ts';
@@ -33,6 +34,23 @@ export interface QueueJournals {
   write(queue: string, journal: QueueJournal | undefined): Promise<void>;
 }
 
+/** A task's pull request onto its `into`, as its trigger recorded it, and the forge client that merges it. */
+export interface QueuePull {
+  number: number;
+  url: string;
+  forge: Pick<Forge, 'pullMergeState' | 'mergePullRequest'>;
+}
+
+/**
+ * Where a task's PR is known (its trigger's spec.report.pullRequest and status.pullRequests). 'awaiting': the
+ * trigger will open one and has not yet; undefined: none (the queue pushes `into` itself).
+ */
+export interface QueuePulls<T extends QueueTask> {
+  of(task: T): 'awaiting' | { number: number } | undefined;
+  /** The PR with its forge client (the trigger's token resolved): only for a task of()'s answered with a number. */
+  open(task: T): Promise<QueuePull>;
+}
+
 /** What differs between modes. */
 export interface MergeQueuePorts<T extends QueueTask> {
   journals: QueueJournals;
@@ -51,4 +69,6 @@ export interface MergeQueuePorts<T extends QueueTask> {
   stopGates?(queue: string, task: T): Promise<void>;
   /** The queue's metric labels (default {queue}); a cluster's name its namespace apart. */
   metricLabels?(queue: string): Record<string, string>;
+  /** Tasks' pull requests (local mode; without it every task is pushed). */
+  pulls?: QueuePulls<T>;
 }

@@ -3,7 +3,15 @@
 // caller dedupes by number and updatedAt); labels= is sent but also checked here, because Gitea drops
 // names it does not know and, with none left, returns every issue. See docs/gitea-for-tests.md.
 import { fetchRetryingStale, forgeError, rateLimitReset, splitRepo } from './http.ts';
-import { type ApiComment, type ApiIssue, parseComment, parseIssue, parsePull, parsePullRef } from './shapes.ts';
+import {
+  type ApiComment,
+  type ApiIssue,
+  parseComment,
+  parseIssue,
+  parseMergeState,
+  parsePull,
+  parsePullRef,
+} from './shapes.ts';
 import type {
   Forge,
   ForgePermission,
@@ -11,12 +19,22 @@ import type {
   ListCommentsQuery,
   ListItemsQuery,
   Listed,
+  PullMergeAnswer,
+  PullMergeState,
   PullRequestInput,
   PullRequestRef,
   ReportComment,
 } from './types.ts';
 import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
-import { ForgeRateLimitedError, ForgeRequestError, closingBody, hasLabels, reportBody, reportMarker } from './types.ts';
+import {
+  ForgeRateLimitedError,
+  ForgeRequestError,
+  closingBody,
+  hasLabels,
+  refusal,
+  reportBody,
+  reportMarker,
+} from './types.ts';
 
 export interface GiteaForgeOptions {
   /** The server, e.g. https://gitea.example.com (the API is under /api/v1). */
@@ -167,6 +185,33 @@ export class GiteaForge implements Forge {
 
   async getPullRequest(number: number): Promise<ForgeItem> {
     return parsePull((await this.#call('GET', `${this.#repoPath}/pulls/${number}`)).body);
+  }
+
+  async pullMergeState(number: number): Promise<PullMergeState> {
+    return parseMergeState((await this.#call('GET', `${this.#repoPath}/pulls/${number}`)).body);
+  }
+
+  /** Fast-forward only (so `into` gets the queue's rebased commit itself), once Gitea has checked the head. */
+  async mergePullRequest(number: number, head: string): Promise<PullMergeAnswer> {
+    await this.#headChecked(number, head);
+    try {
+      const body = { Do: 'fast-forward-only', head_commit_id: head };
+      await this.#call('POST', `${this.#repoPath}/pulls/${number}/merge`, { body });
+    } catch (err) {
+      return refusal(err);
+    }
+    return { kind: 'merged', commit: head };
+  }
+
+  /** Gitea re-checks a PR in a queue after a push to its head and refuses a merge until then ("try again later"). */
+  async #headChecked(number: number, head: string): Promise<void> {
+    const deadline = this.#now().getTime() + (this.#opts.pushSettleMs ?? 15_000);
+    for (;;) {
+      const pull = await this.pullMergeState(number);
+      if (pull.state !== 'open' || (pull.head === head && pull.mergeable)) return;
+      if (this.#now().getTime() > deadline) return; // the merge call then says why
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   }
 
   async waitForBranch(branch: string, timeoutMs = 30_000): Promise<void> {

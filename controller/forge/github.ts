@@ -5,7 +5,7 @@
 // from x-ratelimit-reset or retry-after); outages a ForgeUnavailableError.
 import { Octokit } from '@octokit/rest';
 import { fetchRetryingStale, forgeError, pathOnly, rateLimitReset, splitRepo } from './http.ts';
-import { parseComment, parseIssue, parsePull, parsePullRef } from './shapes.ts';
+import { parseComment, parseIssue, parseMergeState, parsePull, parsePullRef } from './shapes.ts';
 import type {
   Forge,
   ForgePermission,
@@ -13,12 +13,22 @@ import type {
   ListCommentsQuery,
   ListItemsQuery,
   Listed,
+  PullMergeAnswer,
+  PullMergeState,
   PullRequestInput,
   PullRequestRef,
   ReportComment,
 } from './types.ts';
 import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
-import { FORGE_PERMISSIONS, ForgeRateLimitedError, closingBody, hasLabels, reportBody, reportMarker } from './types.ts';
+import {
+  FORGE_PERMISSIONS,
+  ForgeRateLimitedError,
+  closingBody,
+  hasLabels,
+  refusal,
+  reportBody,
+  reportMarker,
+} from './types.ts';
 
 export interface GitHubForgeOptions {
   /** https://api.github.com, or GitHub Enterprise's https://HOST/api/v3. */
@@ -210,6 +220,23 @@ export class GitHubForge implements Forge {
   }
 
   /** GitHub's API sees a branch once the push has returned. */
+  async pullMergeState(number: number): Promise<PullMergeState> {
+    const route = 'GET /repos/{owner}/{repo}/pulls/{pull_number}';
+    return parseMergeState((await this.#call(route, { pull_number: number })).data);
+  }
+
+  /** A rebase merge (no merge commit; GitHub writes new commits) if the head is still `head`: 405/409 refuse. */
+  async mergePullRequest(number: number, head: string): Promise<PullMergeAnswer> {
+    try {
+      const route = 'PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge';
+      const answer = await this.#call(route, { pull_number: number, merge_method: 'rebase', sha: head });
+      const sha = (answer.data as { sha?: unknown } | undefined)?.sha;
+      return { kind: 'merged', ...(typeof sha === 'string' && /^[0-9a-f]{40,64}$/.test(sha) ? { commit: sha } : {}) };
+    } catch (err) {
+      return refusal(err);
+    }
+  }
+
   async waitForBranch(): Promise<void> {}
 
   async #openPull(head: string): Promise<Raw | undefined> {

@@ -2,6 +2,7 @@
 // zod and cut to bounds: everything a forge sends is untrusted text. Used by both clients and by webhooks.
 import { z } from 'zod';
 import type { ForgeComment, ForgeItem } from '../api/forge-item.ts';
+import type { PullMergeState } from './types.ts';
 import { BODY_MAX, LABELS_MAX, NAME_MAX, TITLE_MAX, boundText, numberFromUrl } from './types.ts';
 
 const text = (max: number) =>
@@ -104,6 +105,30 @@ export function parseComment(raw: unknown, number?: number): ForgeComment {
     body: c.body,
     createdAt: c.created_at ?? '',
     updatedAt: c.updated_at ?? c.created_at ?? '',
+  };
+}
+
+const sha = z
+  .string()
+  .regex(/^[0-9a-f]{40,64}$/)
+  .nullish();
+const MergeStateSchema = z.object({
+  state: z.string().max(20),
+  merged: z.boolean().nullish(),
+  merge_commit_sha: sha,
+  mergeable: z.boolean().nullish(),
+  head: z.object({ sha }).nullish(),
+});
+
+/** A PR's merge state (both forges: `merged` beside `state` closed; merge_commit_sha is what the base got). */
+export function parseMergeState(raw: unknown): PullMergeState {
+  const p = MergeStateSchema.parse(raw);
+  const state = p.merged ? 'merged' : p.state === 'open' ? 'open' : 'closed';
+  return {
+    state,
+    ...(p.head?.sha ? { head: p.head.sha } : {}),
+    ...(typeof p.mergeable === 'boolean' ? { mergeable: p.mergeable } : {}),
+    ...(p.merged && p.merge_commit_sha ? { mergeCommit: p.merge_commit_sha } : {}),
   };
 }
 

@@ -67,6 +67,18 @@ export interface PullRequestRef {
   action: 'created' | 'updated' | 'unchanged';
 }
 
+/** A pull request as the merge queue sees it: where it stands, its head, and what its base got when merged. */
+export interface PullMergeState {
+  state: 'open' | 'closed' | 'merged';
+  head?: string;
+  /** The forge's own answer (Gitea: false while it is still checking a push). */
+  mergeable?: boolean;
+  mergeCommit?: string;
+}
+
+/** A merge call's answer: a refusal (closed, not mergeable, head moved: 405/409/422) is an answer, not an error. */
+export type PullMergeAnswer = { kind: 'merged'; commit?: string } | { kind: 'refused'; reason: string };
+
 export interface Forge {
   readonly kind: ForgeKind;
   /** OWNER/NAME */
@@ -87,6 +99,12 @@ export interface Forge {
   getItem(number: number): Promise<ForgeItem>;
   /** A pull request with its own branch (`headBranch`): a PR item's work is pushed there. */
   getPullRequest(number: number): Promise<ForgeItem>;
+  pullMergeState(number: number): Promise<PullMergeState>;
+  /**
+   * Merges the PR without a merge commit (Gitea: fast-forward-only; GitHub: rebase) if its head is still `head`.
+   * Outages and rate limits throw (the queue retries); a refusal's reason names no token.
+   */
+  mergePullRequest(number: number, head: string): Promise<PullMergeAnswer>;
   /** Resolves once the forge's API sees the pushed branch (Gitea answers 409/500 for a moment after a push). */
   waitForBranch(branch: string, timeoutMs?: number): Promise<void>;
 }
@@ -133,6 +151,12 @@ export class ForgeRequestError extends Error {
     this.name = 'ForgeRequestError';
     this.status = status;
   }
+}
+
+/** A refused request as a merge answer; anything else (outage, rate limit) is rethrown. */
+export function refusal(err: unknown): PullMergeAnswer {
+  if (!(err instanceof ForgeRequestError)) throw err;
+  return { kind: 'refused', reason: clip(oneLine(err.message), LINE_MAX) };
 }
 
 /** The hidden marker that finds a report comment again. `key` is ours (e.g. the task name), never item text. */

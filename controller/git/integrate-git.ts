@@ -1,6 +1,7 @@
 // The merge queue's git steps (core/merge-queue-loop.ts carries them out): one clone per queue, a
 // branch rebased onto `into` there, and `into` fast-forwarded on the remote by a plain push, which git
-// refuses unless it is a fast-forward, so `into` never moves backwards. argv only, no shell, no hooks.
+// refuses unless it is a fast-forward, so `into` never moves backwards (or, for a task with a pull request,
+// the PR's head leased to the rebased commit for the forge to merge). argv only, no shell, no hooks.
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -162,6 +163,25 @@ export async function pushInto(
     if (err instanceof GitError && /rejected|non-fast-forward|fetch first/i.test(err.stderr)) return 'rejected';
     throw err;
   }
+}
+
+/**
+ * A pull request's head set to the rebased `commit` (the forge then merges it), only if the head is still what
+ * the queue fetched and rebased: 'moved' when someone pushed to it since. Already at `commit` (a step redone
+ * after a kill -9) is 'pushed'.
+ */
+export async function pushPullHead(
+  dir: string,
+  commit: string,
+  branch: string,
+  credentials?: GitCredentials,
+): Promise<'pushed' | 'moved'> {
+  const fetched = await refCommit(dir, srcRef(branch));
+  const lease = `--force-with-lease=refs/heads/${branch}:${fetched}`;
+  const res = await run(dir, ['push', '--quiet', lease, 'origin', `${commit}:refs/heads/${branch}`], [1], credentials);
+  if (res.code === 0) return 'pushed';
+  const remote = await run(dir, ['ls-remote', 'origin', `refs/heads/${branch}`], undefined, credentials);
+  return remote.stdout.split('\t')[0]?.trim() === commit ? 'pushed' : 'moved';
 }
 
 /** Whether `into` on the remote already contains `commit` (a push that landed before a kill -9). */

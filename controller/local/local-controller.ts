@@ -240,7 +240,7 @@ export class LocalController {
   /** spec.integrate: after every pass (or each second) the merge queues take their next steps. */
   private startMergeQueue(loop: Controller<LocalTask>): void {
     const queue = new MergeQueueLoop({
-      ports: localQueuePorts(this.opts.stateDir),
+      ports: localQueuePorts(this.opts.stateDir, () => this.userSpecs?.triggers),
       logger: this.opts.logger,
       clock: this.opts.clock ?? systemClock,
       metrics: this.opts.metrics?.mergeQueue,
@@ -283,8 +283,7 @@ export class LocalController {
     const out: LocalQueueTask[] = [];
     for (const task of this.source.list()) {
       const status = this.sink.read(task);
-      if (task.spec?.integrate && status && !task.deleting)
-        out.push({ key: task.key, file: task.file, spec: task.spec, status });
+      if (task.spec?.integrate && status && !task.deleting) out.push({ ...task, spec: task.spec, status });
     }
     return out;
   }

@@ -4,6 +4,7 @@
 // atomically before each step and carries them out, so a kill -9 anywhere resumes from the journal.
 // Batches (as Bors and GitHub's merge queues): waiting tasks of one lane (no queue gates, same remote and
 // `into`) are rebased one onto the other, oldest first, and `into` is pushed once, to the last of them.
+// A task with a pull request (on `into`) is landed through the forge's merge API instead of a push.
 
 /** Where the one integration in flight is; written to the journal before the step runs. */
 export type QueueStage = 'rebase' | 'resolve' | 'gate' | 'push' | 'done' | 'review';
@@ -17,7 +18,7 @@ export interface QueueJournal {
   episodes: number;
   /** The rebased commit about to be pushed (stage push), so a restart can tell whether the push happened. */
   rebased?: string;
-  why?: 'conflict' | 'gate';
+  why?: 'conflict' | 'gate' | 'forge';
   conflicts?: string[];
   gate?: string;
   output?: string;
@@ -27,6 +28,10 @@ export interface QueueJournal {
   batch?: BatchMember[];
   /** A batch: the tasks still to rebase after `key`, oldest first (chosen when it began). */
   next?: string[];
+  /** The pull request merged through the forge (stage done or review). */
+  pull?: number;
+  /** The forge's refusal to merge it (stage review, why forge): redacted and bounded by the forge client. */
+  forge?: string;
 }
 
 export interface BatchMember {
@@ -43,6 +48,8 @@ export interface QueueEntry {
    * forge's API. Tasks of one lane in a row form a batch; undefined: it integrates alone.
    */
   lane?: string;
+  /** Its trigger opens a pull request for it that is not recorded yet: it waits (a push would race the PR). */
+  awaitingPull?: boolean;
 }
 
 export interface QueueFacts {
@@ -56,6 +63,8 @@ export interface QueueFacts {
   cloneHasRebased?: boolean;
   /** The journal task's onConflict.episodes. */
   maxEpisodes: number;
+  /** The journal task's open pull request onto `into`: it is merged through the forge's API, not pushed. */
+  pull?: number;
 }
 
 export type QueueAction =
@@ -66,6 +75,7 @@ export type QueueAction =
   | { type: 'resolve' }
   | { type: 'gate' }
   | { type: 'push' }
+  | { type: 'merge'; pull: number }
   | { type: 'finish'; key: string; result: 'integrated' | 'needsReview' };
 
 /** A push rejected this many times (into kept moving under us) is left for a person. */
@@ -80,7 +90,7 @@ export const QUEUE_BATCH_MAX = 16;
 export function decideQueue(facts: QueueFacts): QueueAction[] {
   const j = facts.journal;
   if (!j) {
-    const [first, ...rest] = batchOf(facts.entries);
+    const [first, ...rest] = batchOf(facts.entries.filter((e) => !e.awaitingPull));
     return first ? [{ type: 'begin', key: first, ...(rest.length > 0 ? { next: rest } : {}) }] : [];
   }
   if (j.stage === 'done' || (j.stage === 'push' && facts.intoHasRebased)) {
@@ -97,7 +107,10 @@ export function decideQueue(facts: QueueFacts): QueueAction[] {
   const restartBatch = j.stage === 'rebase' || (j.stage === 'push' && facts.cloneHasRebased === false);
   if (facts.recovering && j.batch?.length && restartBatch) return [...clean, againFromFirst(j)];
   // A push that did not land from a clone that never had the commit: rebased (and gated) again, then pushed.
-  if (j.stage === 'push') return [...clean, { type: facts.cloneHasRebased === false ? 'rebase' : 'push' }];
+  if (j.stage === 'push' && facts.cloneHasRebased === false) return [...clean, { type: 'rebase' }];
+  // The merge step asks the forge first whether the PR is merged already: a restart never merges it twice.
+  if (j.stage === 'push')
+    return [...clean, facts.pull !== undefined ? { type: 'merge', pull: facts.pull } : { type: 'push' }];
   // A half-done rebase, resolution or gate run is not trusted after a restart: the rebase is done again.
   if (facts.recovering || j.stage === 'rebase') return [...clean, { type: 'rebase' }];
   if (j.stage === 'resolve') {
@@ -116,7 +129,10 @@ export type StepOutcome =
   | { step: 'gate'; kind: 'passed'; rebased: string }
   | { step: 'gate'; kind: 'failed'; gate: string; output: string }
   | { step: 'push'; kind: 'pushed' }
-  | { step: 'push'; kind: 'rejected' };
+  | { step: 'push'; kind: 'rejected' }
+  /** commit: what `into` got (a forge's rebase merge may write new commits; a fast-forward keeps `rebased`). */
+  | { step: 'merge'; kind: 'merged'; pull: number; commit?: string }
+  | { step: 'merge'; kind: 'refused'; pull: number; reason: string };
 
 /** The oldest waiting task and, when it has a lane, the tasks of its lane right behind it (up to the bound). */
 export function batchOf(entries: readonly QueueEntry[]): string[] {
@@ -151,6 +167,10 @@ export function afterStep(j: QueueJournal, outcome: StepOutcome): QueueJournal {
       return { ...base, stage: 'resolve', why: 'gate', gate: outcome.gate, output: outcome.output };
     case 'pushed':
       return { ...base, ...batch, stage: 'done', rebased: j.rebased };
+    case 'merged':
+      return { ...base, stage: 'done', rebased: outcome.commit ?? j.rebased, pull: outcome.pull };
+    case 'refused':
+      return { ...base, stage: 'review', why: 'forge', pull: outcome.pull, forge: outcome.reason };
     case 'rejected':
       return rejected(j);
   }
@@ -248,6 +268,13 @@ export function positionsToWrite(
   recorded: ReadonlyMap<string, string | undefined>,
 ): Map<string, number> {
   return new Map([...positions].filter(([key]) => beginning.includes(key) || recorded.get(key) !== 'queued'));
+}
+
+/** What a NeedsReview message says went wrong (the forge's refusal, a gate, or the conflicting files). */
+export function reviewReason(j: QueueJournal, files: readonly string[]): string {
+  if (j.why === 'forge') return `the forge refused to merge pull request #${j.pull ?? '?'}: ${j.forge ?? ''}`;
+  if (j.why === 'gate') return `queue gate ${j.gate ?? '?'} still fails after ${j.episodes} resolution episode(s)`;
+  return `conflicts in ${files.join(', ')} after ${j.episodes} resolution episode(s)`;
 }
 
 /** {{integrate.conflicts}}: the conflicting files and their markers, or the failing gate and its output. */

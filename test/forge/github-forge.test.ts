@@ -13,7 +13,7 @@ import {
   ForgeUnavailableError,
   reportMarker,
 } from '../../controller/forge/types.ts';
-import { GitHubStandin } from '../support/github-standin.ts';
+import { GitHubStandin, HEAD_SHA } from '../support/github-standin.ts';
 
 const TOKEN = 'ghp_standinTokenValue0123456789';
 const REPO = 'octo/widgets';
@@ -194,6 +194,25 @@ describe('GitHubForge against a stand-in in GitHub shapes', () => {
       gh.requests.filter((r) => r.method !== 'GET').map((r) => r.method),
       ['POST', 'PATCH'],
     );
+  });
+
+  it('merges a PR by rebase pinned to its head; a moved head or a closed PR is a refusal, not an error', async () => {
+    const make = (head: string) => forge.ensurePullRequest({ head, base: 'main', title: head, body: '' });
+    const pr = await make('episodic/1');
+    assert.deepEqual(await forge.pullMergeState(pr.number), { state: 'open', head: HEAD_SHA });
+    const moved = await forge.mergePullRequest(pr.number, 'a'.repeat(40));
+    assert.equal(moved.kind, 'refused');
+    assert.match(moved.kind === 'refused' ? moved.reason : '', /-> 409: Head branch was modified/);
+    const merged = await forge.mergePullRequest(pr.number, HEAD_SHA);
+    assert.equal(merged.kind, 'merged');
+    const sent = gh.requests.filter((r) => r.method === 'PUT').map((r) => r.body);
+    assert.deepEqual(sent.at(-1), { merge_method: 'rebase', sha: HEAD_SHA });
+    const state = await forge.pullMergeState(pr.number);
+    assert.equal(state.state, 'merged');
+    assert.equal(state.mergeCommit, merged.kind === 'merged' ? merged.commit : 'none', 'the commit it answered');
+    const again = await forge.mergePullRequest(pr.number, HEAD_SHA);
+    assert.match(again.kind === 'refused' ? again.reason : '', /-> 405: Pull Request is not mergeable/);
+    assert.ok(!JSON.stringify(again).includes(TOKEN));
   });
 
   it('turns a primary rate limit into a wait until x-ratelimit-reset, and a secondary one into retry-after', async () => {

@@ -13,6 +13,7 @@ import {
   queuePositions,
   QUEUE_ATTEMPTS_MAX,
   QUEUE_BATCH_MAX,
+  reviewReason,
 } from '../../controller/reconciler/merge-queue.ts';
 import type { QueueFacts, QueueJournal, StepOutcome } from '../../controller/reconciler/merge-queue.ts';
 
@@ -88,6 +89,25 @@ const decisions: Array<[string, Partial<QueueFacts>, ReturnType<typeof decideQue
     { journal: j('push'), recovering: true, intoHasRebased: true },
     [{ type: 'finish', key: 'ns/a', result: 'integrated' }],
   ],
+  // A task with a pull request onto `into` (its trigger's): the forge merges it, the queue does not push.
+  ['push stage with a PR: merged through the forge', { journal: j('push'), pull: 7 }, [{ type: 'merge', pull: 7 }]],
+  [
+    'killed at the merge, into without the commit: clean, merge step again (it asks whether the PR is merged)',
+    { journal: j('push'), pull: 7, recovering: true, intoHasRebased: false },
+    [{ type: 'clean' }, { type: 'merge', pull: 7 }],
+  ],
+  [
+    'killed after the forge merged it fast-forward: integrated, no second merge call',
+    { journal: j('push'), pull: 7, recovering: true, intoHasRebased: true },
+    [{ type: 'finish', key: 'ns/a', result: 'integrated' }],
+  ],
+  [
+    'the oldest awaits the PR its trigger will open: the next one begins',
+    { entries: entries.map((e) => (e.key === 'ns/a' ? { ...e, awaitingPull: true } : e)) },
+    [{ type: 'begin', key: 'ns/b' }],
+  ],
+  ['every task awaits its PR: nothing', { entries: entries.map((e) => ({ ...e, awaitingPull: true })) }, []],
+  ['a PR fact before the push stage changes nothing', { journal: j('gate'), pull: 7 }, [{ type: 'gate' }]],
   ['done: integrated', { journal: j('done') }, [{ type: 'finish', key: 'ns/a', result: 'integrated' }]],
   ['review: NeedsReview', { journal: j('review') }, [{ type: 'finish', key: 'ns/a', result: 'needsReview' }]],
   [
@@ -183,6 +203,24 @@ const steps: Array<[string, QueueJournal, StepOutcome, Partial<QueueJournal>]> =
     j('push'),
     { step: 'push', kind: 'rejected' },
     { stage: 'rebase', attempts: 2 },
+  ],
+  [
+    'merged by the forge: done, into at the commit it says (a rebase merge writes new ones)',
+    j('push', { rebased: 'abc' }),
+    { step: 'merge', kind: 'merged', pull: 7, commit: 'def' },
+    { stage: 'done', rebased: 'def', pull: 7 },
+  ],
+  [
+    'merged fast-forward (no commit said): done at the rebased commit',
+    j('push', { rebased: 'abc' }),
+    { step: 'merge', kind: 'merged', pull: 7 },
+    { stage: 'done', rebased: 'abc', pull: 7 },
+  ],
+  [
+    "the forge refused: NeedsReview with the forge's reason",
+    j('push', { rebased: 'abc' }),
+    { step: 'merge', kind: 'refused', pull: 7, reason: 'gitea -> 405: not mergeable' },
+    { stage: 'review', why: 'forge', pull: 7, forge: 'gitea -> 405: not mergeable' },
   ],
   [
     'rejected too often: NeedsReview',
@@ -335,6 +373,19 @@ test('queuePositions: every task of a batch in flight is at 0', () => {
       ['ns/b', 0],
       ['ns/c', 2],
     ],
+  );
+});
+
+test('reviewReason: the forge refusal, a gate, the conflicting files', () => {
+  const forge = j('review', { why: 'forge', pull: 7, forge: 'gitea -> 405: closed' });
+  assert.equal(reviewReason(forge, []), 'the forge refused to merge pull request #7: gitea -> 405: closed');
+  assert.equal(
+    reviewReason(j('review', { why: 'gate', gate: 'test', episodes: 1 }), []),
+    'queue gate test still fails after 1 resolution episode(s)',
+  );
+  assert.equal(
+    reviewReason(j('review', { why: 'conflict' }), ['a', 'b']),
+    'conflicts in a, b after 0 resolution episode(s)',
   );
 });
 

@@ -29,10 +29,19 @@ export interface PublishTrigger {
   writeFiles: Record<string, string>;
   /** A `source.webhook` (deliveries signed with this variable's secret) instead of a polled `source.gitea`. */
   webhookSecretEnv?: string;
+  /** The forge's API as the controller reaches it (a proxy in front of Gitea); gitea.url by default. */
+  apiURL?: string;
+  /** More of the template's spec, as YAML lines indented 6 spaces (e.g. `integrate: {...}`). */
+  templateSpec?: string;
+  /** How long the stand-in agent runs (2.5 s: long enough to be seen Running). */
+  delayMs?: number;
+  /** The PRs' base (report.pullRequest.base) and the template's git ref (main; replaced per item anyway). */
+  prBase?: string;
+  templateRef?: string;
 }
 
 function sourceYaml(t: PublishTrigger): string {
-  const forge = `apiURL: ${t.gitea.url}
+  const forge = `apiURL: ${t.apiURL ?? t.gitea.url}
       repo: ${t.owner}/${t.repo}
       labels: [agent]
       tokenEnv: TEST_GITEA_TOKEN`;
@@ -43,7 +52,10 @@ function sourceYaml(t: PublishTrigger): string {
 /** Writes the stand-in agent's script and the trigger (label `agent`, a report with comment, labels and PR). */
 export function writePublishTrigger(dir: string, t: PublishTrigger): void {
   const script = join(dir, `${t.name}-agent.json`);
-  writeFileSync(script, JSON.stringify({ default: { mode: 'success', delayMs: 2500, writeFiles: t.writeFiles } }));
+  writeFileSync(
+    script,
+    JSON.stringify({ default: { mode: 'success', delayMs: t.delayMs ?? 2500, writeFiles: t.writeFiles } }),
+  );
   writeFileSync(
     join(dir, `${t.name}.yaml`),
     `apiVersion: episodic.dev/v1alpha1
@@ -56,16 +68,16 @@ spec:
   report:
     comment: true
     labels: {running: 'episodic:running', done: 'episodic:done'}
-    pullRequest: {titleTemplate: 'episodic: {{item.title}}'}
+    pullRequest: {titleTemplate: 'episodic: {{item.title}}'${t.prBase ? `, base: ${t.prBase}` : ''}}
   template:
     spec:
       prompt: 'Fix #{{item.number}} <promise>COMPLETE</promise>'
-      workspace: {git: {url: '${t.gitea.cloneUrl(t.owner, t.repo)}', ref: main}}
+      workspace: {git: {url: '${t.gitea.cloneUrl(t.owner, t.repo)}', ref: ${t.templateRef ?? 'main'}}}
       agent:
         command: [${JSON.stringify(NODE)}, ${JSON.stringify(FAKE_CLAUDE)}, ${JSON.stringify(`--fake-script=${script}`)}]
         output: claude
       limits: {maxEpisodes: 2, episodeTimeoutSeconds: 60}
-`,
+${t.templateSpec ?? ''}`,
   );
 }
 

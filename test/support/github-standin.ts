@@ -17,6 +17,8 @@ export interface Recorded {
 }
 
 type Json = Record<string, unknown>;
+/** Every stand-in PR's head commit. */
+export const HEAD_SHA = 'e5bd3914e2e596debea16f433f57875b5b90bcd6';
 
 export interface StandinIssue {
   number: number;
@@ -27,7 +29,7 @@ export interface StandinIssue {
   userType?: 'User' | 'Bot';
   labels: string[];
   updated_at: string;
-  pull?: { head: string; base: string; draft: boolean };
+  pull?: { head: string; base: string; draft: boolean; merged?: string };
 }
 
 export interface StandinComment {
@@ -278,6 +280,7 @@ export class GitHubStandin {
       if (!issue.pull) throw Object.assign(new Error('Not Found'), { status: 404 });
       return ok(this.#pullJson(issue));
     }
+    if ((m = /^PUT \/pulls\/(\d+)\/merge$/.exec(key))) return this.#merge(this.#issue(Number(m[1])), body);
     if ((m = /^PATCH \/pulls\/(\d+)$/.exec(key))) {
       const issue = this.#issue(Number(m[1]));
       if (typeof body.title === 'string') issue.title = body.title;
@@ -345,18 +348,31 @@ export class GitHubStandin {
     return out;
   }
 
+  /** PUT …/merge as documented: 405 when it cannot be merged, 409 when `sha` is not the head; else a new commit. */
+  #merge(i: StandinIssue, body: Json): { status: number; body: unknown } {
+    if (!i.pull || i.state !== 'open') return { status: 405, body: { message: 'Pull Request is not mergeable' } };
+    if (body.sha !== HEAD_SHA)
+      return { status: 409, body: { message: 'Head branch was modified. Review and try the merge again.' } };
+    i.pull.merged = createHash('sha1')
+      .update(`${i.number}:${String(body.merge_method)}`)
+      .digest('hex');
+    i.state = 'closed';
+    return { status: 200, body: { sha: i.pull.merged, merged: true, message: 'Pull Request successfully merged' } };
+  }
+
   #pullJson(i: StandinIssue): Json {
     const { pull_request: _, ...issue } = this.#issueJson(i);
     const ref = (name: string) => ({
       label: `${this.#repo.split('/')[0]}:${name}`,
       ref: name,
-      sha: 'e5bd3914e2e596debea16f433f57875b5b90bcd6',
+      sha: HEAD_SHA,
     });
     return {
       ...issue,
       url: `${this.url}/repos/${this.#repo}/pulls/${i.number}`,
       draft: i.pull?.draft ?? false,
-      merged: false,
+      merged: !!i.pull?.merged,
+      merge_commit_sha: i.pull?.merged ?? null,
       head: ref(i.pull?.head ?? ''),
       base: ref(i.pull?.base ?? 'main'),
     };
