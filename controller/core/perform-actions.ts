@@ -3,6 +3,7 @@
 // here; what a later pass must know of it goes to the loop's memory.
 import type { AgentTaskStatus } from '../api/agent-task.ts';
 import { clip, EVENT_MESSAGE_MAX } from '../api/bounds.ts';
+import { spawnParentAsWritten } from '../reconciler/credentials-choice.ts';
 import type { Action } from '../reconciler/reconcile.ts';
 import type { ControllerOptions } from './controller-options.ts';
 import type { DependencyGraph } from './dependency-graph.ts';
@@ -33,7 +34,8 @@ export async function performActions<T extends DesiredTask>(
       // recorded before the status (recordEpisodes), or held for its ops; a release is the pass's last step
     } else if (a.type === 'ApplyOps') {
       const record = held?.type === 'RecordEpisode' ? held.record : undefined;
-      const refused = await applyOpsThenRecord({ ...opts, applier: opts.ops }, task, a, record);
+      const parent = spawnParentAsWritten(task, a.credentialsDefault);
+      const refused = await applyOpsThenRecord({ ...opts, applier: opts.ops }, parent, a, record);
       memory.opsApplied.set(task.key, { episode: a.episode, refused });
     } else if (a.type === 'RecordEvent') {
       const details = a.afterStart ? { ...a.details, ...startDetails } : (a.details ?? {});

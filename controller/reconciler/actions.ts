@@ -23,7 +23,8 @@ export type Action =
     }
   | { type: 'StopEpisode'; number: number; reason: StopReason }
   /** Agent ops with effects outside the status (blackboard, spawn, send): idempotent per (task, episode). */
-  | { type: 'ApplyOps'; episode: number; ops: Op[] }
+  /** credentialsDefault: the namespace default the task relied on, left out of its spawned children. */
+  | { type: 'ApplyOps'; episode: number; ops: Op[]; credentialsDefault?: string }
   /** leash: what the episode may spend through the gateway (spend-cap.ts); a retried start has none. */
   | { type: 'StartEpisode'; number: number; leash?: EpisodeLeash }
   /**

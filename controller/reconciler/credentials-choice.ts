@@ -105,14 +105,23 @@ export function withCredentialsChosen<T extends { spec?: AgentTaskSpec }>(
 }
 
 /**
- * The tasks a task creates (forEach items, attempts) take its credentials as it wrote them: a default it relied
- * on is left out, so each child resolves the namespace default itself and says so (status namespaceDefault).
+ * The tasks a task creates (forEach items, attempts, spawn ops) take its credentials as it wrote them: a default
+ * it relied on is left out, so each child resolves the namespace default itself and says so (status
+ * namespaceDefault). Spawned children are planned when the ops are applied: their action names the default.
  */
 export function childrenAsWritten(actions: Action[], choice: CredentialsChoice | undefined): Action[] {
   if (choice?.kind !== 'use' || !choice.viaDefault) return actions;
-  return actions.map((a) =>
-    a.type === 'CreateTasks' ? { ...a, tasks: a.tasks.map((t) => withoutDefault(t, choice.name)) } : a,
-  );
+  return actions.map((a) => {
+    if (a.type === 'CreateTasks') return { ...a, tasks: a.tasks.map((t) => withoutDefault(t, choice.name)) };
+    if (a.type === 'ApplyOps' && a.ops.some((o) => o.op === 'spawn')) return { ...a, credentialsDefault: choice.name };
+    return a;
+  });
+}
+
+/** The task its spawn ops plan children from: the default it relied on (childrenAsWritten) left out. */
+export function spawnParentAsWritten<T extends { spec?: AgentTaskSpec }>(task: T, credentialsDefault?: string): T {
+  if (!task.spec || credentialsDefault === undefined) return task;
+  return { ...task, spec: withoutDefault({ spec: task.spec }, credentialsDefault).spec };
 }
 
 function withoutDefault<T extends { spec: Record<string, unknown> }>(child: T, name: string): T {

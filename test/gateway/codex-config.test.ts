@@ -1,7 +1,16 @@
-// The codex config written behind the gateway: the user's config kept, its provider choice replaced by ours.
+// The codex config written behind the gateway: the user's config kept, its provider choice replaced by ours;
+// its URL the one the agent reaches the gateway at (a sandbox's relay when sandboxed).
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import pino from 'pino';
+import { validateCredentialsSpec } from '../../controller/api/agent-credentials.ts';
+import { LocalGatewayBinding } from '../../controller/executors/local/gateway-binding.ts';
+import { gatewayRoutes } from '../../controller/executors/sandbox/gateway-routes.ts';
 import { CODEX_PROVIDER_ID, codexGatewayConfig } from '../../controller/gateway/codex-config.ts';
+import { gatewayCodexHomePath } from '../../controller/util/state-layout.ts';
 
 const URL = 'http://127.0.0.1:4567/t/default/x/v1';
 const topLevel = (toml: string) => toml.slice(0, toml.search(/^\[/m)).split('\n');
@@ -42,4 +51,60 @@ describe('codexGatewayConfig', () => {
       assert.ok(out.includes('env_key = "OPENAI_API_KEY"'));
       assert.ok(out.includes('wire_api = "responses"'));
     });
+});
+
+describe("the episode's codex config names the gateway as the agent reaches it", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'codex-config-'));
+  const userHome = join(dir, 'user-codex');
+  mkdirSync(userHome);
+  writeFileSync(join(userHome, 'config.toml'), 'model = "gpt-5"\nmodel_provider = "mock"\n');
+  const spec = validateCredentialsSpec({ provider: 'openai', credentials: [{ name: 'main', env: 'CODEX_CFG_KEY' }] });
+  assert.ok(spec.ok);
+  const doc = {
+    key: 'default/oa',
+    namespace: 'default',
+    name: 'oa',
+    file: 'c.yaml',
+    spec: spec.spec,
+    errors: [],
+    specHash: 'h',
+  };
+  const binding = new LocalGatewayBinding({
+    lookup: () => [doc],
+    log: pino({ level: 'silent' }),
+    stateDir: join(dir, 'state'),
+    env: { CODEX_CFG_KEY: 'sk-proj-codex-config-NEVER-SHOWN' },
+  });
+  after(() => binding.close());
+  const config = () =>
+    readFileSync(join(gatewayCodexHomePath(join(dir, 'state'), 'default', 'x'), 'config.toml'), 'utf8');
+
+  for (const sandboxed of [false, true])
+    it(
+      sandboxed ? 'sandboxed: the relay on the sandbox loopback' : 'not sandboxed: the gateway on the host',
+      async () => {
+        const grant = await binding.open({
+          namespace: 'default',
+          task: 'x',
+          episode: 1,
+          credentials: 'oa',
+          leash: { task: { costUSD: 0, tokens: 0 }, others: [] },
+          onRefused: () => {},
+          agentEnv: { CODEX_HOME: userHome },
+        });
+        assert.ok(grant.ok);
+        assert.match(grant.env.OPENAI_BASE_URL, /^http:\/\/127\.0\.0\.1:\d+\/t\/default\/x\/v1$/);
+        const seen = sandboxed
+          ? gatewayRoutes({ ...grant.env, OTHER_BASE_URL: 'http://10.0.0.1:9' }, []).env
+          : grant.env;
+        grant.writeAgentFiles(seen);
+        const want = sandboxed ? 'http://127.0.0.1:41000/t/default/x/v1' : grant.env.OPENAI_BASE_URL;
+        assert.equal(seen.OPENAI_BASE_URL, want);
+        const lines = config().split('\n');
+        assert.ok(lines.includes(`base_url = "${want}"`), config());
+        assert.ok(lines.includes('model = "gpt-5"'), "the user's config kept");
+        assert.ok(!config().includes('NEVER-SHOWN'), 'the key is in the config');
+        grant.close();
+      },
+    );
 });

@@ -7,11 +7,12 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { startModelServer } from '../model-server/server.ts';
-import { NODE, REPO, readStatus, runCli, tempDir, taskYaml } from '../support/local.ts';
+import { NODE, REPO, readStatus, runCli, specDir, tempDir, taskYaml } from '../support/local.ts';
 
 const REAL_KEY = 'sk-ant-api03-namespace-default-never-in-the-agent';
 const OWN_KEY = 'sk-ant-own-key-of-the-opted-out-task';
 const AGENT = join(REPO, 'test/agents/messages-agent.mjs');
+const OPS_AGENT = join(REPO, 'test/agents/ops-agent.mjs');
 const PRICE = { inputPerMTok: 3, outputPerMTok: 20, cacheReadPerMTok: 0.3, cacheWritePerMTok: 3.75 };
 
 function credentials(dir: string, file: string, name: string, upstream: string): void {
@@ -93,6 +94,21 @@ describe('local: the namespace default AgentCredentials', () => {
     } finally {
       await server.close();
     }
+  });
+
+  it('a child spawned by a task on the default resolves the default itself: its status says namespaceDefault', async () => {
+    const dir = tempDir('creds-default-spawn-');
+    credentials(dir, 'creds.yaml', 'team', 'http://127.0.0.1:1');
+    const spawn = `@op ${JSON.stringify({ op: 'spawn', name: 'kid', prompt: 'child work' })}`;
+    const agent = { command: [NODE, OPS_AGENT], output: 'claude', env: [{ name: 'OPS_AGENT_CLAUDE', value: '1' }] };
+    specDir([{ name: 'parent', spec: { prompt: `spawn one\n${spawn}`, agent, limits: { maxEpisodes: 1 } } }], { dir });
+    const res = await runCli(['run', dir], { env: { DEFAULT_CREDS_KEY: REAL_KEY } });
+    const out = res.stdout + res.stderr;
+    const parent = readStatus(dir, 'parent')?.status;
+    assert.deepEqual(parent?.credentials, { name: 'team', namespaceDefault: true }, out.slice(-3000));
+    const kid = readStatus(dir, 'parent-kid')?.status;
+    assert.ok((kid?.episodes ?? 0) >= 1, `the child ran: ${out.slice(-3000)}`);
+    assert.deepEqual(kid?.credentials, { name: 'team', namespaceDefault: true }, JSON.stringify(kid));
   });
 
   it('two defaults in one namespace: validate and run refuse, naming both files; no episode starts', async () => {

@@ -10,8 +10,10 @@ import {
   credentialsConflictHold,
   credentialsUsed,
   defaultsConflict,
+  spawnParentAsWritten,
   withCredentialsChosen,
 } from '../../controller/reconciler/credentials-choice.ts';
+import { planChild } from '../../controller/reconciler/spawn.ts';
 import type { CredentialsChoice, NamespaceCredentials } from '../../controller/reconciler/credentials-choice.ts';
 import { reconcile } from '../../controller/reconciler/reconcile.ts';
 import { syncSteps } from '../../controller/reconciler/steps.ts';
@@ -90,6 +92,30 @@ describe('chooseCredentials: which AgentCredentials a task goes through', () => 
     assert.deepEqual(agentOf(childrenAsWritten(create('mine'), byDefault)), { command: ['a'], credentials: 'mine' });
     const named: CredentialsChoice = { kind: 'use', name: 'team', viaDefault: false };
     assert.deepEqual(agentOf(childrenAsWritten(create('team'), named)), { command: ['a'], credentials: 'team' });
+  });
+
+  it('spawn ops of a task on the default: their children are planned from the task as written', () => {
+    const spawn = { op: 'spawn' as const, name: 'kid', prompt: 'p' };
+    const apply = (ops: Extract<Action, { type: 'ApplyOps' }>['ops']): Action[] => [
+      { type: 'ApplyOps', episode: 1, ops },
+    ];
+    const byDefault: CredentialsChoice = { kind: 'use', name: 'team', viaDefault: true };
+    const named: CredentialsChoice = { kind: 'use', name: 'team', viaDefault: false };
+    assert.deepEqual(childrenAsWritten(apply([spawn]), byDefault), [
+      { type: 'ApplyOps', episode: 1, ops: [spawn], credentialsDefault: 'team' },
+    ]);
+    const board = apply([{ op: 'set', key: 'k', value: 'v' }]);
+    assert.deepEqual(childrenAsWritten(board, byDefault), board, 'no spawn: nothing to say');
+    assert.deepEqual(childrenAsWritten(apply([spawn]), named), apply([spawn]), 'named: the name is written');
+    const chosen = withCredentialsChosen({ name: 'p', spec: specWith() }, [team]).task;
+    const agentOfChild = (parent: typeof chosen) => {
+      const plan = planChild({ name: 'p', spec: parent.spec as NonNullable<typeof parent.spec>, children: [] }, spawn);
+      assert.ok(plan.ok);
+      return plan.spec.agent as { credentials?: string };
+    };
+    assert.equal(agentOfChild(chosen).credentials, 'team', 'without the rule the default is written in by name');
+    assert.equal(agentOfChild(spawnParentAsWritten(chosen, 'team')).credentials, undefined);
+    assert.equal(spawnParentAsWritten(chosen, undefined), chosen);
   });
 
   it('a conflict holds the task Waiting, warned once', () => {

@@ -81,12 +81,12 @@ export class ClusterGatewayBinding {
 
   /** Every credential of the AgentCredentials is at a usage limit: the earliest reset (the reconciler's fact). */
   async pausedUntil(namespace: string, name: string): Promise<Date | undefined> {
-    let pool = this.pools.loadedPool(namespace, name);
-    if (!pool) {
-      const found = await this.credentialsSpec(namespace, name);
-      if (!found.ok) return undefined; // the episode's start says why
-      pool = await this.pools.pool(namespace, name, membersOf(found.spec));
-    }
+    const loaded = this.pools.loadedPool(namespace, name);
+    if (loaded && !loaded.pausedUntil(this.now())) return undefined;
+    // Paused (or not made yet): its members as the spec has them now, so a credential added frees it at once.
+    const found = await this.credentialsSpec(namespace, name);
+    if (!found.ok) return undefined; // the episode's start says why
+    const pool = await this.pools.pool(namespace, name, membersOf(found.spec));
     return pool.pausedUntil(this.now());
   }
 

@@ -48,7 +48,15 @@ export interface LaunchRequest {
   /** spec.sandbox: the bubblewrap binary (default /usr/bin/bwrap). */
   bwrap?: string;
   /** spec.agent.credentials: the gateway's token and URL for the agent, or why it cannot have them. */
-  gateway?: { ok: true; env: Record<string, string>; unset: string[] } | { ok: false; message: string };
+  gateway?:
+    | {
+        ok: true;
+        env: Record<string, string>;
+        unset: string[];
+        /** Writes the files naming the gateway (codex's config) from the environment the agent will see. */
+        writeAgentFiles?(seen: Readonly<Record<string, string>>): void;
+      }
+    | { ok: false; message: string };
   /** Runs once the workspace exists, before the agent starts (e.g. a snapshot for evidence). */
   beforeSpawn?: (workspace: string) => Promise<void>;
   /** Variables of the controller's environment specs name as secrets: kept from the agent (api/agent-env.ts). */
@@ -143,6 +151,8 @@ export async function launchEpisode(req: LaunchRequest): Promise<LaunchedEpisode
       return failed(`${req.specFile}: AgentTask ${req.namespace}/${req.name}: ${(err as Error).message}`);
     }
   }
+  // Codex's config names the gateway as the agent reaches it: the relay's loopback when sandboxed.
+  if (req.gateway?.ok) req.gateway.writeAgentFiles?.(sandbox ? sandbox.seen(env) : env);
   const running = await startProcessEpisode({
     sandbox,
     sandboxResources: spec.sandbox?.resources,

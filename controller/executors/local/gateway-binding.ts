@@ -31,6 +31,11 @@ export interface OpenedGrant {
   env: Record<string, string>;
   /** Not inherited from the controller's environment. */
   unset: string[];
+  /**
+   * The files that name the gateway's URL (codex's config.toml), written from `seen`: the agent's environment as
+   * it will run, whose base URL is the sandbox's relay when the episode is sandboxed.
+   */
+  writeAgentFiles(seen: Readonly<Record<string, string>>): void;
   /** The episode ended: the token dies; what was metered on it. */
   close(): GatewayMetered;
 }
@@ -112,12 +117,16 @@ export class LocalGatewayBinding {
     const credentialVars = all.flatMap((c) =>
       (c.spec?.credentials ?? []).map((x) => x.env).filter((e) => e !== undefined),
     );
-    const base = gateway.baseUrl(req.namespace, req.task);
-    const codexHome = doc.spec.provider === 'openai' ? this.writeCodexHome(req, `${base}/v1`) : undefined;
+    const codexHome =
+      doc.spec.provider === 'openai' ? gatewayCodexHomePath(this.opts.stateDir, req.namespace, req.task) : undefined;
+    const env = agentGatewayEnv(doc.spec.provider, gateway.baseUrl(req.namespace, req.task), token, codexHome);
     return {
       ok: true,
-      env: agentGatewayEnv(doc.spec.provider, base, token, codexHome),
+      env,
       unset: [...new Set([...PROVIDER_KEY_VARS, ...credentialVars])],
+      writeAgentFiles: (seen) => {
+        if (codexHome) this.writeCodexHome(req, codexHome, seen.OPENAI_BASE_URL ?? env.OPENAI_BASE_URL);
+      },
       close: () => {
         const m = gateway.grants.revoke(token);
         this.persist(doc);
@@ -162,15 +171,13 @@ export class LocalGatewayBinding {
   }
 
   /** The task's CODEX_HOME: the user's config.toml with the gateway as its provider (codex-config.ts). */
-  private writeCodexHome(req: LocalGrantRequest, baseUrl: string): string | undefined {
-    const home = gatewayCodexHomePath(this.opts.stateDir, req.namespace, req.task);
+  private writeCodexHome(req: LocalGrantRequest, home: string, baseUrl: string): void {
     const env = { ...this.env, ...req.agentEnv };
     const own = env.CODEX_HOME ?? (env.HOME ? join(env.HOME, '.codex') : undefined);
     const userConfig = own && own !== home ? join(own, 'config.toml') : undefined;
     const user = userConfig && existsSync(userConfig) ? readFileSync(userConfig, 'utf8') : '';
     mkdirSync(home, { recursive: true, mode: 0o700 });
     writeFileAtomicSync(join(home, 'config.toml'), codexGatewayConfig(baseUrl, user));
-    return home;
   }
 
   private async start(): Promise<Gateway> {

@@ -1,7 +1,7 @@
 // A sandboxed episode's set-up (README "Sandbox"): probes bubblewrap, makes the task's $HOME, the resource
 // group and (network: gateway) leases the task's relay; wraps each process of the episode (agent, verify,
 // gates) in bwrap. The rules are in bwrap-argv.ts, gateway-routes.ts, install-dirs.ts and resources.ts.
-import { sandboxHomePath } from '../../util/state-layout.ts';
+import { gatewayCodexHomePath, sandboxHomePath } from '../../util/state-layout.ts';
 import { randomUUID } from 'node:crypto';
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
@@ -26,6 +26,8 @@ export class SandboxError extends Error {}
 export interface EpisodeSandbox {
   /** The argv and (whole) environment a process of the episode is started with. */
   wrap(argv: string[], env: Record<string, string>): { argv: string[]; env: Record<string, string> };
+  /** The agent's environment as it is inside: with network gateway, its endpoints at the relay's loopback. */
+  seen(env: Readonly<Record<string, string>>): Record<string, string>;
   /** A bound of spec.sandbox.resources the episode hit so far. */
   limitHit(): ResourceLimit | undefined;
   /** What the result and the record say. */
@@ -79,11 +81,16 @@ export async function prepareSandbox(req: SandboxRequest): Promise<EpisodeSandbo
   const relay: RelayLease | undefined = relayReq ? await leaseRelay(relayReq) : undefined;
   const group: EpisodeGroup = episodeGroup(`${req.namespace}.${req.name}.${randomUUID()}`, req.sandbox.resources);
   let hit: ResourceLimit | undefined;
+  const seen = (env: Readonly<Record<string, string>>) =>
+    network === 'gateway' ? { ...env, ...routes.env } : { ...env };
+  // The gateway's CODEX_HOME of this task (its config.toml names the relay); never a user's own ~/.codex.
+  const codexHome = gatewayCodexHomePath(req.stateDir, req.namespace, req.name);
   return {
     relayPid: relay?.pid,
+    seen,
     wrap(argv, env) {
-      const inside = network === 'gateway' ? { ...env, ...routes.env } : { ...env };
-      const files = filesOf(inside);
+      const inside = seen(env);
+      const files = filesOf(inside, codexHome);
       const bins = programsOf(argv).map((p) => resolveProgram(p, inside.PATH ?? process.env.PATH ?? DEFAULT_PATH));
       const readOnly = [...installDirs(bins), ...files.ro, ...mounts.filter((m) => m.readOnly).map((m) => m.path)];
       const readWrite = [...files.rw, ...mounts.filter((m) => !m.readOnly).map((m) => m.path)];
@@ -146,8 +153,8 @@ function relayCommand(): { command: string[]; readOnly: string[]; rootLinks: Rec
   return { command, readOnly: installDirs(bins), rootLinks: rootLinks() };
 }
 
-/** The files named by the episode's variables, made to exist so they can be mounted. */
-function filesOf(env: Record<string, string>): { ro: string[]; rw: string[] } {
+/** The files named by the episode's variables, made to exist so they can be mounted; the gateway's CODEX_HOME. */
+function filesOf(env: Record<string, string>, codexHome: string): { ro: string[]; rw: string[] } {
   const pick = (names: string[], create: boolean) =>
     names.flatMap((n) => {
       const file = env[n];
@@ -155,7 +162,8 @@ function filesOf(env: Record<string, string>): { ro: string[]; rw: string[] } {
       if (create && !existsSync(file)) closeSync(openSync(file, 'a', 0o600));
       return existsSync(file) ? [file] : [];
     });
-  return { rw: pick(FILE_VARIABLES.rw, true), ro: pick(FILE_VARIABLES.ro, false) };
+  const codex = env.CODEX_HOME === codexHome && existsSync(codexHome) ? [codexHome] : [];
+  return { rw: [...pick(FILE_VARIABLES.rw, true), ...codex], ro: pick(FILE_VARIABLES.ro, false) };
 }
 
 function resolveProgram(program: string, path: string): { named: string; resolved: string } {
