@@ -2,9 +2,10 @@
 // `into`. The forge is asked first whether the PR is merged already, so a step redone after a kill -9 (or
 // after an answer lost on the way) never merges twice; then the PR's head is leased to the rebased commit
 // and the forge merges it without a merge commit (Gitea fast-forward-only, GitHub rebase, both pinned to that
-// head). A refusal is an outcome the rule turns into NeedsReview; an outage throws and is retried.
+// head). A refusal is an outcome the rule turns into NeedsReview (unless `into` moved: then it is rebased
+// again); an outage throws and is retried.
 import type { GitCredentials } from '../git/git-credentials.ts';
-import { pushPullHead } from '../git/integrate-git.ts';
+import { fastForwards, pushPullHead } from '../git/integrate-git.ts';
 import type { QueueJournal, StepOutcome } from '../reconciler/merge-queue.ts';
 import type { QueuePull, QueuePulls, QueueTask } from './merge-queue-ports.ts';
 
@@ -13,6 +14,7 @@ export interface ForgeMergeInput {
   journal: QueueJournal;
   /** The task's branch: the PR's head. */
   branch: string;
+  into: string;
   pull: QueuePull;
   credentials?: GitCredentials;
 }
@@ -37,7 +39,12 @@ export async function mergeThroughForge(m: ForgeMergeInput): Promise<StepOutcome
   if ((await pushPullHead(m.clone, rebased, m.branch, m.credentials)) === 'moved') {
     return refused(`its head branch ${m.branch} moved since the queue fetched it`);
   }
+  // `into` moved since the rebase (the forge will not fast-forward it): rebased again, as a rejected push is.
+  // Asked before the call too: Gitea answers a move between the two with a 500, an outage retried next pass.
+  const moved = async () => !(await fastForwards(m.clone, m.into, rebased, m.credentials));
+  if (await moved()) return { step: 'merge', kind: 'rejected' };
   const answer = await forge.mergePullRequest(number, rebased);
+  if (answer.kind === 'refused' && (await moved())) return { step: 'merge', kind: 'rejected' };
   if (answer.kind === 'refused') return refused(answer.reason);
   return { step: 'merge', kind: 'merged', pull: number, commit: answer.commit ?? rebased };
 }

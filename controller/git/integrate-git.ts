@@ -196,6 +196,17 @@ export async function intoContains(
   return res.code === 0;
 }
 
+/** Whether `commit` still fast-forwards `into` on the remote (false: `into` moved since the rebase). */
+export async function fastForwards(
+  dir: string,
+  into: string,
+  commit: string,
+  credentials?: GitCredentials,
+): Promise<boolean> {
+  await fetchQueue(dir, into, [], credentials);
+  return (await run(dir, ['merge-base', '--is-ancestor', INTO_REF, commit], [1, 128])).code === 0;
+}
+
 /** Whether the clone has `commit` (a cluster's new leader clones afresh: a rebase it never pushed is not there). */
 export async function hasCommit(dir: string, commit: string): Promise<boolean> {
   return (await run(dir, ['cat-file', '-e', `${commit}^{commit}`], [1, 128])).code === 0;

@@ -129,7 +129,8 @@ export type StepOutcome =
   | { step: 'gate'; kind: 'passed'; rebased: string }
   | { step: 'gate'; kind: 'failed'; gate: string; output: string }
   | { step: 'push'; kind: 'pushed' }
-  | { step: 'push'; kind: 'rejected' }
+  /** `into` moved under the push, or under the forge's merge: rebased again. */
+  | { step: 'push' | 'merge'; kind: 'rejected' }
   /** commit: what `into` got (a forge's rebase merge may write new commits; a fast-forward keeps `rebased`). */
   | { step: 'merge'; kind: 'merged'; pull: number; commit?: string }
   | { step: 'merge'; kind: 'refused'; pull: number; reason: string };

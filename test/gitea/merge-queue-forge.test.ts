@@ -151,6 +151,33 @@ describe('the merge queue merges a task with a PR through the Gitea API (real Gi
     assert.equal(mainHistory(repo, env).fixCommits, 1);
   });
 
+  it('main moves between the rebase and the merge call → Gitea will not fast-forward: rebased again, merged', async () => {
+    const repo = 'mq-moved';
+    const late = { content: Buffer.from('late\n').toString('base64'), branch: 'main', message: 'late work' };
+    const moveMain = () => gitea.api('POST', `/repos/${OWNER}/${repo}/contents/LATE.md`, { body: late });
+    const proxy = await holdingProxy(gitea.url, undefined, moveMain);
+    try {
+      const { dir, env, statusFile } = await setup(repo, proxy.url);
+      const { explain, stop } = watchRun(dir, env, statusFile);
+      try {
+        const st = await waitFor('the queue done with it', () => settled(dir), 120_000).catch(explain);
+        assert.equal(st.integrate?.result, 'integrated', JSON.stringify(st.integrate));
+        assert.equal(st.integrate?.attempts, 2, 'rebased twice: before and after main moved');
+        assert.equal(proxy.merges(), 2, 'the refused merge, then the one that landed');
+        assert.equal((await pull(repo)).merged, true);
+        const main = mainHistory(repo, env);
+        assert.equal(main.merges, '');
+        assert.equal(main.fixCommits, 1);
+        assert.equal(main.head, st.integrate?.commit);
+        assert.match(readFileSync(join(dir, '.episodic/status/default/mq-1.json'), 'utf8'), /"integrated"/);
+      } finally {
+        await stop();
+      }
+    } finally {
+      proxy.close();
+    }
+  });
+
   it('kill -9 after Gitea merged, before the controller heard → the restart finishes it, merged once', async () => {
     const repo = 'mq-killed';
     const mark = join(tempDir(), 'merged');
@@ -184,17 +211,18 @@ describe('the merge queue merges a task with a PR through the Gitea API (real Gi
 });
 
 /**
- * An HTTP proxy in front of Gitea's API that forwards everything; a merge call's answer, once Gitea has given
- * it, is written to `mark` and withheld (the caller waits until it is killed), until release().
+ * An HTTP proxy in front of Gitea's API that forwards everything; with `mark`, a merge call's answer, once Gitea
+ * has given it, is written to `mark` and withheld (the caller waits until it is killed), until release().
+ * `beforeFirstMerge` runs before the first merge call goes on (e.g. someone else moving `into` just then).
  */
-async function holdingProxy(target: string, mark: string) {
-  let holding = true;
+async function holdingProxy(target: string, mark?: string, beforeFirstMerge?: () => Promise<unknown>) {
+  let holding = mark !== undefined;
   let merges = 0;
   const server = http.createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const isMerge = req.method === 'POST' && /\/pulls\/\d+\/merge$/.test(req.url ?? '');
-    if (isMerge) merges++;
+    if (isMerge && ++merges === 1) await beforeFirstMerge?.();
     const headers = Object.fromEntries(
       Object.entries(req.headers).filter(
         ([k]) => !['host', 'connection', 'accept-encoding', 'content-length'].includes(k),
@@ -203,7 +231,7 @@ async function holdingProxy(target: string, mark: string) {
     const body = req.method === 'GET' || req.method === 'HEAD' ? undefined : Buffer.concat(chunks);
     const up = await fetch(`${target}${req.url}`, { method: req.method, headers, body });
     const answer = Buffer.from(await up.arrayBuffer());
-    if (isMerge && holding) {
+    if (isMerge && holding && mark) {
       writeFileSync(mark, String(up.status));
       return; // never answered
     }

@@ -205,6 +205,12 @@ const steps: Array<[string, QueueJournal, StepOutcome, Partial<QueueJournal>]> =
     { stage: 'rebase', attempts: 2 },
   ],
   [
+    'the forge would not fast-forward: into moved since the rebase, so it is rebased again (not NeedsReview)',
+    j('push', { rebased: 'abc' }),
+    { step: 'merge', kind: 'rejected' },
+    { stage: 'rebase', attempts: 2 },
+  ],
+  [
     'merged by the forge: done, into at the commit it says (a rebase merge writes new ones)',
     j('push', { rebased: 'abc' }),
     { step: 'merge', kind: 'merged', pull: 7, commit: 'def' },
