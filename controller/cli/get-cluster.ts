@@ -15,6 +15,7 @@ import { credentialsLines, episodeTable, taskStarted, taskTable } from './get-ro
 import type { TaskRowInput } from './get-rows.ts';
 import { fitLastColumn, formatTable, terminalColumns } from './live-table.ts';
 import { childrenTable } from './get-children.ts';
+import { integrateLines } from './get-integrate.ts';
 
 export interface ClusterGetOptions {
   kubeconfig: string;
@@ -97,6 +98,9 @@ export function getTasksOnCluster(opts: ClusterGetOptions, name?: string): Promi
     if (rows.length === 0)
       console.error(`No AgentTasks found in ${opts.allNamespaces ? 'any namespace' : opts.namespace}.`);
     else process.stdout.write(`${formatTable(header, wide ? rows : fitLastColumn(header, rows, terminalColumns()))}\n`);
+    // One task in a merge queue: where it stands there, as locally.
+    const queue = name !== undefined ? integrateLines(inputs[0].status) : [];
+    if (queue.length > 0) process.stdout.write(`\n${queue.join('\n')}\n`);
     const credentials = name !== undefined ? credentialsLines(inputs[0].status) : [];
     if (credentials.length > 0) process.stdout.write(`\n${credentials.join('\n')}\n`);
     // One task: the tasks it created (spawn, forEach, attempts) under it, as locally.

@@ -358,6 +358,7 @@ export class ClusterController {
       log: this.opts.log,
       clock: this.opts.clock ?? systemClock,
       metrics: this.metrics.mergeQueue,
+      triggers: this.triggersInstalled ? this.triggers : undefined,
     });
     if (this.triggersInstalled) this.triggerRunner.start();
   }

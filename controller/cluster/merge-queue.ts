@@ -2,7 +2,8 @@
 // halts it with leadership). The loop and its rules are the local mode's (core/merge-queue-loop.ts); here
 // are a cluster's parts: the journals in ConfigMaps, the clone in the scratch directory, resolution episodes
 // as pods (the clone's tree goes to a scratch branch, the pod works on it and pushes, the queue takes the
-// result back into its clone and goes on with the rebase), and the queue's gates as a pod on that branch.
+// result back into its clone and goes on with the rebase), the queue's gates as a pod on that branch, and a
+// trigger's task with a PR merged through its forge (the AgentTriggers' informer, sources/cluster/trigger-queue-pulls.ts).
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Controller } from '../core/controller.ts';
@@ -14,11 +15,14 @@ import type { QueueGatePodPort, QueueGatePodRun } from '../executors/cluster/mer
 import { gateRunsOf } from '../executors/cluster/queue-gate-pod.ts';
 import type { PodEpisodeExecutor } from '../executors/cluster/pod-executor.ts';
 import { dropScratch, pushHead, pushScratch, takeScratch } from '../git/integrate-git.ts';
+import type { Informer } from '../kube/informer.ts';
 import type { KubeClient } from '../kube/kube-client.ts';
+import type { CustomObject } from '../kube/objects.ts';
 import type { MergeQueueMetrics } from '../metrics/merge-queue-metrics.ts';
 import type { KubeStatusSink } from '../sinks/cluster/status-sink.ts';
 import type { StatusWriter } from '../sinks/cluster/status-writer.ts';
 import type { AgentTaskSource } from '../sources/cluster/agent-task-source.ts';
+import { clusterQueuePulls } from '../sources/cluster/trigger-queue-pulls.ts';
 
 export interface ClusterMergeQueueOptions {
   client: KubeClient;
@@ -33,6 +37,8 @@ export interface ClusterMergeQueueOptions {
   log: Logger;
   clock: Clock;
   metrics?: MergeQueueMetrics;
+  /** The AgentTriggers (absent without their CRD): a trigger's task with a PR is merged through its forge. */
+  triggers?: Informer<CustomObject>;
 }
 
 export interface ClusterMergeQueue {
@@ -44,7 +50,8 @@ export function startClusterMergeQueue(opts: ClusterMergeQueueOptions): ClusterM
   const journals = new KubeQueueJournals(opts.client);
   const halting = new AbortController();
   const gatePods = podGates(opts, halting.signal);
-  const ports = clusterQueuePorts({ client: opts.client, journals, dir: opts.dir, gatePods });
+  const pulls = opts.triggers && clusterQueuePulls(opts.triggers, opts.client);
+  const ports = clusterQueuePorts({ client: opts.client, journals, dir: opts.dir, gatePods, pulls });
   let halted = false;
   const queue = new MergeQueueLoop<QueueTask>({
     ports,
@@ -63,7 +70,8 @@ export function startClusterMergeQueue(opts: ClusterMergeQueueOptions): ClusterM
     const out: QueueTask[] = [];
     for (const task of opts.source.list()) {
       const status = opts.sink.read(task);
-      if (task.spec?.integrate && status && !task.deleting) out.push({ key: task.key, spec: task.spec, status });
+      if (task.spec?.integrate && status && !task.deleting)
+        out.push({ key: task.key, spec: task.spec, status, labels: task.labels });
     }
     return out;
   };

@@ -9,11 +9,12 @@ import type { GitCredentials } from '../git/git-credentials.ts';
 import type { QueueJournal } from '../reconciler/merge-queue.ts';
 import type { ResolutionRun } from './ports.ts';
 
-/** What the loop needs of a task: its key, spec and recorded status. */
+/** What the loop needs of a task: its key, spec and recorded status; its labels name the trigger that made it. */
 export interface QueueTask {
   key: string;
   spec: AgentTaskSpec;
   status: AgentTaskStatus;
+  labels?: Readonly<Record<string, string>>;
 }
 
 /** A task's resolution episodes, run and recorded as its other episodes are (each mode's root binds them). */
@@ -69,6 +70,6 @@ export interface MergeQueuePorts<T extends QueueTask> {
   stopGates?(queue: string, task: T): Promise<void>;
   /** The queue's metric labels (default {queue}); a cluster's name its namespace apart. */
   metricLabels?(queue: string): Record<string, string>;
-  /** Tasks' pull requests (local mode; without it every task is pushed). */
+  /** Tasks' pull requests (sources/triggers/trigger-pulls.ts; without it every task is pushed). */
   pulls?: QueuePulls<T>;
 }

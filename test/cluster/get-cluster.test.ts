@@ -1,5 +1,5 @@
 // `episodic get --kubeconfig`: the local get's tables from a real apiserver's AgentTasks and AgentEpisodes —
-// PARENT, -o wide's TRIGGER and STARTED, and --episodes' DURATION, GATES, OPS and STEP columns.
+// PARENT, -o wide's TRIGGER and STARTED, --episodes' DURATION, GATES, OPS and STEP columns, one task's merge queue.
 import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
@@ -41,7 +41,20 @@ describe('episodic get --kubeconfig', { skip: skipCluster, timeout: SUITE_HANG_G
     const labels = { 'episodic.dev/parent': 'boss', 'episodic.dev/trigger': 'nightly' };
     await kubectl(['apply', '-f', '-'], { input: task(ns, 'boss-child', labels) });
     const status = {
-      status: { phase: 'Running', episodes: 2, costUSD: 0.5, step: { index: 1, name: 'build', summary: '1/1 build' } },
+      status: {
+        phase: 'Running',
+        episodes: 2,
+        costUSD: 0.5,
+        step: { index: 1, name: 'build', summary: '1/1 build' },
+        integrate: {
+          queue: 'q',
+          result: 'needsReview',
+          attempts: 1,
+          episodes: 0,
+          pullRequest: 4,
+          forge: 'gitea -> 405',
+        },
+      },
     };
     await kubectl([
       'patch',
@@ -108,6 +121,15 @@ describe('episodic get --kubeconfig', { skip: skipCluster, timeout: SUITE_HANG_G
       /^1\s+build\s+continue\s+0\s+1m05s\s+\$0\.2500\s+0 passed, 1 failed: test\s+2 applied, 1 rejected\s/,
     );
     assert.match(two, /^2\s+build\s+succeeded\s+0\s+2\.4s\s+\$0\.2500\s+1 passed\s+2026-12-01T18:46:02Z/);
+  });
+
+  it('one task: its merge queue lines under the row, the PR and the forge refusing it (as locally)', async () => {
+    const one = await get('boss-child');
+    assert.equal(one.code, 0, one.stderr);
+    assert.match(
+      one.stdout,
+      /\n\nMerge queue q: needsReview \(pull request #4\); 1 rebase, 0 resolution episodes\n {2}forge refused: gitea -> 405\n/,
+    );
   });
 
   it('a task that is not there, and a local-only flag, are said plainly', async () => {

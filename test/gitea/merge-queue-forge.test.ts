@@ -109,6 +109,8 @@ describe('the merge queue merges a task with a PR through the Gitea API (real Gi
       assert.equal(main.other, true, 'the commit main got meanwhile is kept');
       assert.equal(main.head, st.integrate?.commit, 'main is the rebased commit (a fast-forward)');
       assert.equal(pr.head.sha, main.head, "the PR's head was leased to the rebased commit");
+      const got = await runCli(['get', 'mq-1', dir], { env });
+      assert.match(got.stdout, new RegExp(`\\nMerge queue q: integrated at \\w{12} \\(pull request #${pr.number}\\);`));
     } finally {
       await stop();
     }
@@ -126,6 +128,8 @@ describe('the merge queue merges a task with a PR through the Gitea API (real Gi
       assert.equal(st.reason, 'IntegrationFailed');
       assert.match(st.message ?? '', /merge queue q: the forge refused to merge pull request #2: gitea POST .*-> 405/);
       assert.match(st.integrate?.forge ?? '', /405/, st.message);
+      const got = await runCli(['get', 'mq-1', dir], { env });
+      assert.match(got.stdout, /\nMerge queue q: needsReview \(pull request #2\);.*\n {2}forge refused: .*405/);
       assert.equal((await pull(repo)).state, 'open');
       assert.equal(mainHistory(repo, env).fixCommits, 0);
       const statusText = readFileSync(join(dir, '.episodic/status/default/mq-1.json'), 'utf8');

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import type { Gate, GateRun } from '../../api/gates.ts';
 import type { GitCredentials } from '../../git/git-credentials.ts';
-import type { MergeQueuePorts, QueueJournals, QueueTask } from '../../core/merge-queue-ports.ts';
+import type { MergeQueuePorts, QueueJournals, QueuePulls, QueueTask } from '../../core/merge-queue-ports.ts';
 import type { ResolutionRun } from '../../core/ports.ts';
 import { isStatus } from '../../kube/kube-client.ts';
 import type { KubeClient } from '../../kube/kube-client.ts';
@@ -126,6 +126,8 @@ export interface ClusterQueueOptions {
   dir: string;
   /** The controller runs no project code: queue gates run in a pod of the task's image. */
   gatePods?: QueueGatePodPort;
+  /** Tasks' pull requests (sources/cluster/trigger-queue-pulls.ts); without it every task is pushed. */
+  pulls?: QueuePulls<QueueTask>;
 }
 
 export function clusterQueuePorts(opts: ClusterQueueOptions): MergeQueuePorts<QueueTask> {
@@ -146,6 +148,7 @@ export function clusterQueuePorts(opts: ClusterQueueOptions): MergeQueuePorts<Qu
     credentials: await credentials(task),
   });
   return {
+    pulls: opts.pulls,
     journals: opts.journals,
     cloneDir,
     queueOf: (task) => {

@@ -4,7 +4,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Gate, GateRun } from '../../api/gates.ts';
-import type { MergeQueuePorts, QueueJournals } from '../../core/merge-queue-ports.ts';
+import type { MergeQueuePorts, QueueJournals, QueueTask } from '../../core/merge-queue-ports.ts';
 import type { QueueJournal } from '../../reconciler/merge-queue.ts';
 import { writeFileAtomic } from '../../util/atomic-write.ts';
 import { removeQuietly } from '../../util/fs.ts';
@@ -12,11 +12,11 @@ import { mergeQueueDir } from '../../util/state-layout.ts';
 import { resolveGitUrl } from './git-workspace.ts';
 import { runQueueGates } from '../process/queue-gates.ts';
 import { gitWorkspaceOf } from '../../api/git-workspace.ts';
-import { localQueuePulls, type PulledTask } from './merge-queue-pulls.ts';
+import { localQueuePulls } from './merge-queue-pulls.ts';
 import type { SpecTrigger } from '../../sources/local/spec-files.ts';
 
 /** A local task: its spec file, which a relative git URL is resolved against. */
-export interface LocalQueueTask extends PulledTask {
+export interface LocalQueueTask extends QueueTask {
   file: string;
 }
 

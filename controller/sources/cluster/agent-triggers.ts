@@ -184,19 +184,27 @@ export class ClusterTriggers {
     return out;
   }
 
-  /** The token of a Secret key in the trigger's namespace; undefined when none is named. */
-  private async secret(ref: { name: string; key: string } | undefined, namespace: string): Promise<string | undefined> {
-    if (!ref) return undefined;
-    let secret: { data?: Record<string, string> };
-    try {
-      secret = await this.client.get(`/api/v1/namespaces/${namespace}/secrets/${ref.name}`, undefined, 'work');
-    } catch (err) {
-      // Only the status: a Secret's content never reaches a message.
-      const code = (err as { status?: number }).status;
-      throw new Error(`cannot read Secret ${namespace}/${ref.name}${code ? ` (HTTP ${code})` : ''}`);
-    }
-    const value = secret.data?.[ref.key];
-    if (value === undefined) throw new Error(`Secret ${namespace}/${ref.name} has no key ${ref.key}`);
-    return Buffer.from(value, 'base64').toString('utf8').trim();
+  private secret(ref: { name: string; key: string } | undefined, namespace: string): Promise<string | undefined> {
+    return triggerSecret(this.client, ref, namespace);
   }
+}
+
+/** The token of a Secret key in the trigger's namespace; undefined when none is named. */
+export async function triggerSecret(
+  client: KubeClient,
+  ref: { name: string; key: string } | undefined,
+  namespace: string,
+): Promise<string | undefined> {
+  if (!ref) return undefined;
+  let secret: { data?: Record<string, string> };
+  try {
+    secret = await client.get(`/api/v1/namespaces/${namespace}/secrets/${ref.name}`, undefined, 'work');
+  } catch (err) {
+    // Only the status: a Secret's content never reaches a message.
+    const code = (err as { status?: number }).status;
+    throw new Error(`cannot read Secret ${namespace}/${ref.name}${code ? ` (HTTP ${code})` : ''}`);
+  }
+  const value = secret.data?.[ref.key];
+  if (value === undefined) throw new Error(`Secret ${namespace}/${ref.name} has no key ${ref.key}`);
+  return Buffer.from(value, 'base64').toString('utf8').trim();
 }
