@@ -12,6 +12,10 @@ export const TERMINATION_LOG = '/dev/termination-log';
 /** Kubernetes truncates termination messages at 4096 bytes; stay below it. */
 export const TERMINATION_MESSAGE_LIMIT = 4096;
 export const POD_WORKSPACE = '/workspace';
+/** The pod's $HOME: an emptyDir, since a read-only root needs writable scratch space for agents' state. */
+export const POD_HOME = '/home/episodic';
+/** An openai task's CODEX_HOME behind the gateway: in the home emptyDir, so codex can write its own state there. */
+export const POD_CODEX_HOME = `${POD_HOME}/.codex`;
 
 // The runner's copy of a gate: the task's CRD already validated it, so only its shape is checked here.
 export const GateConfigSchema = z.object({
@@ -61,6 +65,8 @@ export const EpisodeConfigSchema = z.object({
   scopeAllowed: z.array(z.string()).optional(),
   /** spec.sandbox.mounts: paths of the image the agent is promised (read-only); the runner checks they exist. */
   sandboxMounts: z.array(z.string()).optional(),
+  /** Behind the gateway, an openai task: the runner writes home/config.toml naming the gateway (a URL, no key). */
+  codexGateway: z.object({ home: z.string().min(1), baseUrl: z.string().min(1) }).optional(),
   /** Set for git workspaces: clone before the episode, commit and push after it. */
   git: GitWorkspaceSchema.shape.git.optional(),
   ...OUTPUTS_CONFIG_FIELDS,

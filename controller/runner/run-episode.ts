@@ -14,6 +14,7 @@ import { startProcessEpisode } from '../executors/process/process-episode.ts';
 import { readEpisodeConfig, readPrompt } from './episode-input.ts';
 import type { RunnerConfig } from './episode-input.ts';
 import { followFile } from './follow-file.ts';
+import { writeCodexGatewayHome } from './codex-home.ts';
 import { redact } from '../api/redaction.ts';
 import { takeGitCredentials } from '../git/git-credentials.ts';
 import type { GitCredentials } from '../git/git-credentials.ts';
@@ -114,6 +115,7 @@ async function runConfiguredEpisode(
   if (opts.signal?.aborted)
     return finish(opts, episodeResult({ exitCode: null, cancelled: true, message: 'cancelled' }));
 
+  if (config.codexGateway) await writeCodexGatewayHome(config.codexGateway);
   const reserveMs = git ? Math.min(MAX_SAVE_RESERVE_MS, timeoutMs / 10) : 0;
   const agentTimeoutMs = Math.max(1000, startedAt + timeoutMs - reserveMs - Date.now());
   // Evidence as locally: the workspace before and after the agent (before our own commit and push).

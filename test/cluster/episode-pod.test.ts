@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import type { AgentTask } from '../../controller/api/agent-task.ts';
-import { EpisodeConfigSchema } from '../../controller/api/episode-config.ts';
+import { EPISODE_CONFIG_ENV, EpisodeConfigSchema, POD_CODEX_HOME } from '../../controller/api/episode-config.ts';
+import { agentGatewayEnv } from '../../controller/gateway/agent-env.ts';
 import { episodePodName, podEpisode } from '../../controller/kube/names.ts';
 import { buildEpisodePod as buildPod } from '../../controller/executors/cluster/episode-pod.ts';
 import type { EpisodePodInput } from '../../controller/executors/cluster/episode-pod.ts';
@@ -277,6 +278,61 @@ describe('buildEpisodePod with --episode-defaults', () => {
       defaults,
     });
     assert.ok(plain.spec.containers[0].env.some((e: any) => e.name === 'ANTHROPIC_API_KEY' && e.valueFrom));
+  });
+
+  it('behind the gateway, codex: the runner is told to write its config.toml in the home emptyDir; no key in the pod', () => {
+    const spec = AgentTaskSpecSchema.parse({
+      prompt: 'p',
+      agent: {
+        command: ['codex', 'exec', '--json', '-'],
+        credentials: 'openai',
+        env: [
+          { name: 'OPENAI_API_KEY', value: 'sk-real-literal-key' },
+          { name: 'CODEX_HOME', value: '/somewhere/else' },
+        ],
+      },
+    });
+    const t: AgentTask = {
+      apiVersion: 'episodic.dev/v1alpha1',
+      kind: 'AgentTask',
+      metadata: { name: 'demo', namespace: 'ns1', uid: 'uid-1' },
+      spec,
+    };
+    // What the cluster binding gives an openai grant (gateway-binding.ts).
+    const env = agentGatewayEnv('openai', 'http://gw:8070/t/ns1/demo', 'episodic-gw-tok', POD_CODEX_HOME);
+    const p = buildEpisodePod({ task: t, spec, episode: 1, gateway: { env, tokenSha256: 'h' } });
+    const c = p.spec.containers[0];
+    const config = EpisodeConfigSchema.parse(JSON.parse(c.env.find((e: any) => e.name === EPISODE_CONFIG_ENV).value));
+    assert.deepEqual(config.codexGateway, { home: '/home/episodic/.codex', baseUrl: 'http://gw:8070/t/ns1/demo/v1' });
+    assert.deepEqual(
+      c.env.filter((e: any) => ['CODEX_HOME', 'OPENAI_API_KEY'].includes(e.name)),
+      [
+        { name: 'OPENAI_API_KEY', value: 'episodic-gw-tok' },
+        { name: 'CODEX_HOME', value: '/home/episodic/.codex' },
+      ],
+    );
+    // CODEX_HOME is under the writable home emptyDir (codex writes its own state beside config.toml).
+    assert.ok(c.volumeMounts.some((m: any) => m.name === 'home' && POD_CODEX_HOME.startsWith(`${m.mountPath}/`)));
+    assert.deepEqual(
+      p.spec.volumes.find((v: any) => v.name === 'home'),
+      { name: 'home', emptyDir: {} },
+    );
+    const whole = JSON.stringify(p);
+    assert.ok(!whole.includes('sk-real-literal-key'), 'a provider key is in the pod');
+    // The token is in the env only: never in the runner's config (the config.toml it writes holds a URL).
+    assert.ok(!JSON.stringify(config).includes('episodic-gw-tok'));
+    // Another provider's grant names no codex home: no config is written.
+    const claude = buildEpisodePod({
+      task: t,
+      spec,
+      episode: 1,
+      gateway: {
+        env: agentGatewayEnv('anthropic', 'http://gw:8070/t/ns1/demo', 'tok', POD_CODEX_HOME),
+        tokenSha256: 'h',
+      },
+    });
+    const cfg = JSON.parse(claude.spec.containers[0].env.find((e: any) => e.name === EPISODE_CONFIG_ENV).value);
+    assert.equal(cfg.codexGateway, undefined);
   });
 
   it('fills in what the task leaves unset: image, pod-level scheduling fields, labels, env', () => {

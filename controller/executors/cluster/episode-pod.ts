@@ -3,7 +3,8 @@
 import { PROXY_VARIABLES } from './proxy-env.ts';
 import type { AgentTaskSpec } from '../../api/agent-task.ts';
 import { API_VERSION, KIND } from '../../api/agent-task.ts';
-import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_WORKSPACE, TERMINATION_LOG } from '../../api/episode-config.ts';
+import { EPISODE_CONFIG_ENV, EPISODE_PROMPT_ENV, POD_HOME, POD_WORKSPACE } from '../../api/episode-config.ts';
+import { TERMINATION_LOG } from '../../api/episode-config.ts';
 import type { EpisodeConfig } from '../../api/episode-config.ts';
 import { stepEnv, stepGates } from '../../api/steps.ts';
 import type { AgentTaskStatus } from '../../api/agent-task.ts';
@@ -26,7 +27,7 @@ import { gitWorkspaceOf } from '../../api/git-workspace.ts';
 export const AGENT_CONTAINER = 'agent';
 /** The non-root user of episode pods (the "nonroot" uid of distroless images). */
 const EPISODE_UID = 65532;
-const HOME_DIR = '/home/episodic';
+const HOME_DIR = POD_HOME;
 
 const HARDENED_POD_SECURITY = {
   runAsNonRoot: true,
@@ -111,6 +112,7 @@ function buildEpisodeConfig(input: EpisodePodInput): EpisodeConfig {
     ...(spec.promptFile && lastEpisodeMessage !== undefined ? { lastEpisodeMessage } : {}),
     ...(input.step ? { step: { name: input.step.name, index: input.step.index } } : {}),
     ...gateConfig(input),
+    ...codexGatewayOf(input.gateway?.env),
     ...scopeConfig(spec, input.skipWhen),
     ...(spec.promptFile && input.outputs ? { outputs: input.outputs } : {}),
   };
@@ -125,6 +127,13 @@ function promptVarsEnv(more: Readonly<Record<string, string>>): EnvVar {
 function sandboxMountsConfig(spec: AgentTaskSpec): Pick<EpisodeConfig, 'sandboxMounts'> {
   const mounts = spec.sandbox?.enabled ? spec.sandbox.mounts : [];
   return mounts.length > 0 ? { sandboxMounts: mounts.map((m) => m.path) } : {};
+}
+
+/** An openai grant names a CODEX_HOME: the runner writes its config.toml there from the gateway's URL. */
+function codexGatewayOf(env: Readonly<Record<string, string>> | undefined): Pick<EpisodeConfig, 'codexGateway'> {
+  const home = env?.CODEX_HOME;
+  const baseUrl = env?.OPENAI_BASE_URL;
+  return home && baseUrl ? { codexGateway: { home, baseUrl } } : {};
 }
 
 function gateConfig(input: EpisodePodInput): Pick<EpisodeConfig, 'gates' | 'gate'> {

@@ -15,6 +15,7 @@ import {
 } from '../../api/agent-credentials.ts';
 import type { AgentCredentialsSpec } from '../../api/agent-credentials.ts';
 import { GROUP, VERSION } from '../../api/agent-task.ts';
+import { POD_CODEX_HOME } from '../../api/episode-config.ts';
 import type { GatewayMetered } from '../../api/episode-result.ts';
 import { agentGatewayEnv } from '../../gateway/agent-env.ts';
 import type { CredentialPool } from '../../gateway/credential-pool.ts';
@@ -136,7 +137,11 @@ export class ClusterGatewayBinding {
     if (!spec.ok) return spec;
     const gateway = this.running();
     const token = gateway.grants.issue(spec.grant);
-    const env = agentGatewayEnv(spec.grant.provider, `${this.url}${taskPrefix(req.namespace, req.task)}`, token);
+    const url = `${this.url}${taskPrefix(req.namespace, req.task)}`;
+    // Codex's config.toml is written by the pod's runner into its home emptyDir (episode-pod.ts), not mounted
+    // from a ConfigMap: no object per episode to create and clean up, and codex 0.169 writes its own state
+    // (its sessions and logs) into CODEX_HOME, which a ConfigMap volume would make read-only.
+    const env = agentGatewayEnv(spec.grant.provider, url, token, POD_CODEX_HOME);
     return { ok: true, env, tokenSha256: tokenHash(token) };
   }
 
