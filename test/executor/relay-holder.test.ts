@@ -131,17 +131,19 @@ describe('the relay of network gateway: once per task, kept between its episodes
   it("an unused spare ends when its controller dies (SIGKILL: its pipe closes, bwrap's parent is gone)", async () => {
     const state = tempDir('episodic-relay-spare-');
     const at = (file: string) => JSON.stringify(join(REPO, file));
+    // A controller's own loop keeps it alive (a started spare does not); it prints the spare and waits.
     const script = `
+      setInterval(() => undefined, 1000);
       import { prepareSandbox } from ${at('controller/executors/sandbox/episode-sandbox.ts')};
       import { spareStarted } from ${at('controller/executors/sandbox/relay-holder.ts')};
       import { SandboxSchema } from ${at('controller/api/sandbox.ts')};
       const box = await prepareSandbox({ sandbox: SandboxSchema.parse({}), stateDir: ${JSON.stringify(state)} + '/.episodic',
         namespace: 'default', name: 'dies', workspace: ${JSON.stringify(state)}, env: ${JSON.stringify(env)} });
       await box.close();
-      console.log(await spareStarted());
-      setInterval(() => undefined, 1000);`;
+      console.log(await spareStarted());`;
     const controller = spawn(NODE, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const spare = await new Promise<number>((ok) => {
+    const spare = await new Promise<number>((ok, fail) => {
+      controller.once('exit', (code) => fail(new Error(`the controller exited ${code} before naming its spare`)));
       let out = '';
       controller.stdout.on('data', (d: Buffer) => {
         out += d.toString();
