@@ -1,8 +1,8 @@
 // bench/sandbox: the start-up a sandbox adds to an episode (issue 30 §5; goal p50 ≤ 15 ms added). The same
 // trivial episode (/bin/true through startProcessEpisode, as the local controller runs one) unsandboxed and
 // under each sandbox shape, interleaved round by round in one run, so the machine's load hits all alike.
-// network gateway twice: a task's later episodes (they enter the task's kept relay) and its first (which starts
-// the relay: a fresh task name each time). Then a task's first episode as the controller launches it
+// network gateway twice: a task's later episodes (they enter the task's kept relay) and its first (a fresh task
+// name each time: it takes the spare relay started beforehand, or starts one). Then a task's first episode as the controller launches it
 // (launchEpisode: a fresh clone of a git workspace, then the episode), plain and network gateway: the relay
 // starts beside the clone. Also the relay's RSS. Usage: node bench/sandbox/run.ts [--rounds N]
 import { execFileSync } from 'node:child_process';

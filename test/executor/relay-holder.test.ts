@@ -3,7 +3,7 @@
 // unprivileged controller (bwrap makes user namespaces) enters it too. Real bwrap, nsenter, Node relay and an
 // HTTP server standing in for the gateway.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { SandboxSchema } from '../../controller/api/sandbox.ts';
 import { prepareSandbox } from '../../controller/executors/sandbox/episode-sandbox.ts';
 import type { EpisodeSandbox } from '../../controller/executors/sandbox/episode-sandbox.ts';
-import { endRelay, relayOpening } from '../../controller/executors/sandbox/relay-holder.ts';
+import { endRelay, relayOpening, spareStarted } from '../../controller/executors/sandbox/relay-holder.ts';
 import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import { launchEpisode } from '../../controller/executors/local/episode-launcher.ts';
 import { episodeLogPath } from '../../controller/util/state-layout.ts';
@@ -64,6 +64,7 @@ describe('the relay of network gateway: once per task, kept between its episodes
   };
 
   it("a task's episodes share one relay; another task gets its own; each reaches the gateway", async () => {
+    assert.equal(await spareStarted(), undefined, 'no spare before the controller has a gateway task');
     const first = await open('a');
     assert.equal(await fetchInside(first), 'pong');
     await first.close();
@@ -105,6 +106,55 @@ describe('the relay of network gateway: once per task, kept between its episodes
     endRelay('default/c');
   });
 
+  it("a task's first episode takes the spare, started beforehand; the spare serves that task only", async () => {
+    const first = await open('s1');
+    await first.close();
+    const spare = await spareStarted();
+    assert.ok(spare && existsSync(`/proc/${spare}`), 'a spare relay is running before the next task asks');
+    const second = await open('s2');
+    assert.equal(second.relayPid, spare, "s2's first episode entered the spare");
+    assert.equal(await fetchInside(second), 'pong');
+    const next = await spareStarted();
+    assert.ok(next !== undefined && next !== spare, 'a new spare started; the taken one is never a spare again');
+    const third = await open('s3');
+    assert.equal(third.relayPid, next);
+    const again = await open('s2');
+    assert.equal(again.relayPid, spare, "s2's next episode: its own relay, not s3's");
+    assert.equal(await fetchInside(third), 'pong');
+    await Promise.all([second.close(), third.close(), again.close()]);
+    const last = (await spareStarted()) as number;
+    for (const task of ['s1', 's2', 's3', 'a', 'b', 'c']) endRelay(`default/${task}`);
+    await gone(last); // the controller's last gateway task done: no idle spare
+    await gone(spare);
+  });
+
+  it("an unused spare ends when its controller dies (SIGKILL: its pipe closes, bwrap's parent is gone)", async () => {
+    const state = tempDir('episodic-relay-spare-');
+    const at = (file: string) => JSON.stringify(join(REPO, file));
+    // A controller's own loop keeps it alive (a started spare does not); it prints the spare and waits.
+    const script = `
+      setInterval(() => undefined, 1000);
+      import { prepareSandbox } from ${at('controller/executors/sandbox/episode-sandbox.ts')};
+      import { spareStarted } from ${at('controller/executors/sandbox/relay-holder.ts')};
+      import { SandboxSchema } from ${at('controller/api/sandbox.ts')};
+      const box = await prepareSandbox({ sandbox: SandboxSchema.parse({}), stateDir: ${JSON.stringify(state)} + '/.episodic',
+        namespace: 'default', name: 'dies', workspace: ${JSON.stringify(state)}, env: ${JSON.stringify(env)} });
+      await box.close();
+      console.log(await spareStarted());`;
+    const controller = spawn(NODE, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const spare = await new Promise<number>((ok, fail) => {
+      controller.once('exit', (code) => fail(new Error(`the controller exited ${code} before naming its spare`)));
+      let out = '';
+      controller.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('\n')) ok(Number(out.trim()));
+      });
+    });
+    assert.ok(spare > 0 && existsSync(`/proc/${spare}`), 'the spare runs beside the dying controller');
+    controller.kill('SIGKILL');
+    await gone(spare);
+  });
+
   it('an unprivileged controller (uid 65534): episodes enter the relay through its user namespace', {
     skip: process.getuid?.() !== 0 && 'dropping to another uid needs root',
   }, async () => {
@@ -115,7 +165,7 @@ describe('the relay of network gateway: once per task, kept between its episodes
     const script = `
       import { prepareSandbox } from ${at('controller/executors/sandbox/episode-sandbox.ts')};
       import { SandboxSchema } from ${at('controller/api/sandbox.ts')};
-      import { execFile } from 'node:child_process';
+      import { execFile, spawn } from 'node:child_process';
       import { promisify } from 'node:util';
       const env = ${JSON.stringify(env)};
       const seen = [];

@@ -9,7 +9,7 @@ import { AgentTaskSpecSchema } from '../../controller/api/agent-task.ts';
 import { launchEpisode } from '../../controller/executors/local/episode-launcher.ts';
 import { bwrapArgv, joinNetArgv, relayHolderArgv } from '../../controller/executors/sandbox/bwrap-argv.ts';
 import type { SandboxPlan } from '../../controller/executors/sandbox/bwrap-argv.ts';
-import { admitConnect, gatewayRoutes, relayArgs } from '../../controller/executors/sandbox/gateway-routes.ts';
+import { admitConnect, gatewayRoutes, relayAssignment } from '../../controller/executors/sandbox/gateway-routes.ts';
 import { installDirOf, installDirs, programsOf } from '../../controller/executors/sandbox/install-dirs.ts';
 import { sandboxUnavailable } from '../../controller/executors/sandbox/preflight.ts';
 import {
@@ -97,7 +97,7 @@ describe('relayHolderArgv and joinNetArgv', () => {
       socketDir: '/tmp/episodic-sb-x',
       readOnly: ['/opt/node'],
       rootLinks: { bin: 'usr/bin' },
-      command: ['/opt/node/bin/node', '/opt/relay.js', '--listen', '41000=/run/episodic/gw-0.sock'],
+      command: ['/opt/node/bin/node', '/opt/relay.js', '--spare'],
     },
     3,
   );
@@ -154,12 +154,7 @@ describe('gatewayRoutes and admitConnect', () => {
     assert.deepEqual(r.allow, ['github.com:443', 'api.openai.com:443']);
     assert.equal(r.env.HTTPS_PROXY, 'http://127.0.0.1:41099');
     assert.equal(r.env.NO_PROXY, '127.0.0.1,localhost');
-    assert.deepEqual(relayArgs(r), [
-      '--listen',
-      '41000=/run/episodic/gw-0.sock',
-      '--listen',
-      '41099=/run/episodic/proxy.sock',
-    ]);
+    assert.equal(relayAssignment(r), 'listen 41000=/run/episodic/gw-0.sock 41099=/run/episodic/proxy.sock');
   });
   it('no endpoint and no allowHosts: nothing relayed, no proxy', () => {
     const r = gatewayRoutes({ A: 'b' }, []);

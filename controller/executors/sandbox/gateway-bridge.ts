@@ -18,9 +18,14 @@ export interface GatewayBridge {
   close(): Promise<void>;
 }
 
-export async function openGatewayBridge(routes: GatewayRoutes): Promise<GatewayBridge> {
+/** A relay's socket directory, empty until a task's bridge opens in it. */
+export function makeSocketDir(): string {
   // Short and private: a Unix socket path has room for ~107 bytes, and only the controller's user may connect.
-  const socketDir = mkdtempSync(join(tmpdir(), 'episodic-sb-'));
+  return mkdtempSync(join(tmpdir(), 'episodic-sb-'));
+}
+
+/** The task's sockets in socketDir (its relay's, made by makeSocketDir); close() removes the directory. */
+export async function openGatewayBridge(routes: GatewayRoutes, socketDir: string): Promise<GatewayBridge> {
   const servers: Server[] = [];
   const refused: string[] = [];
   const listen = (socket: string, onConnection: (s: Socket) => void) =>

@@ -2,6 +2,7 @@
 // environment says instead, and which host:port pairs the CONNECT proxy admits. Pure; gateway-bridge.ts serves it.
 import { allowHostProblem } from '../../api/sandbox.ts';
 import { SANDBOX_RUN_DIR } from './bwrap-argv.ts';
+import { assignmentLine } from './relay-assignment.ts';
 
 export { admitConnect } from './connect-rule.ts';
 
@@ -69,11 +70,12 @@ export function gatewayRoutes(env: Record<string, string>, allowHosts: readonly 
   return { env: out, upstreams, allow: admitted, proxyPort };
 }
 
-/** The relay's argv: each loopback port and the socket it forwards to, then the agent's argv. */
-export function relayArgs(routes: GatewayRoutes): string[] {
-  const pairs = routes.upstreams.map((u) => `${u.localPort}=${SANDBOX_RUN_DIR}/${u.socket}`);
-  if (routes.proxyPort !== undefined) pairs.push(`${routes.proxyPort}=${SANDBOX_RUN_DIR}/${PROXY_SOCKET}`);
-  return pairs.flatMap((pair) => ['--listen', pair]);
+/** What the task's relay is given (relay-assignment.ts): each loopback port and the socket it forwards to. */
+export function relayAssignment(routes: GatewayRoutes): string {
+  const listen = routes.upstreams.map((u) => ({ port: u.localPort, socket: `${SANDBOX_RUN_DIR}/${u.socket}` }));
+  if (routes.proxyPort !== undefined)
+    listen.push({ port: routes.proxyPort, socket: `${SANDBOX_RUN_DIR}/${PROXY_SOCKET}` });
+  return assignmentLine(listen);
 }
 
 function parseUrl(value: string): URL | undefined {

@@ -1,23 +1,23 @@
-// The relay of network: gateway, started once per task and kept (README "Sandbox"): a bwrap whose network
-// namespace holds only the relay (relay.ts) on its loopback. Every process of the task's episodes enters that
-// namespace (nsenter, by descriptors the controller holds) instead of starting a Node relay of its own, which
-// cost 150–400 ms an episode here. A holder ends LINGER_MS after its task's last episode, or with the controller.
-import { spawn } from 'node:child_process';
+// The relay of network: gateway, started once per task and kept (README "Sandbox"): a relay process
+// (relay-process.ts) bound to the task. Every process of the task's episodes enters its namespace (nsenter, by
+// descriptors the controller holds) instead of starting a Node relay of its own, which cost 150–400 ms an
+// episode here. While the controller has gateway tasks one more relay is kept started, bound to none, so the
+// next task's first episode takes it instead of waiting for a Node start (relay-choice.ts says when). A holder
+// ends LINGER_MS after its task's last episode, or with the controller.
 import type { ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, fstatSync, openSync, readlinkSync, rmSync } from 'node:fs';
-import { joinNetArgv, relayHolderArgv } from './bwrap-argv.ts';
-import type { RelayPlan } from './bwrap-argv.ts';
+import { closeSync, existsSync, rmSync } from 'node:fs';
+import { joinNetArgv } from './bwrap-argv.ts';
 import { openGatewayBridge } from './gateway-bridge.ts';
 import type { GatewayBridge } from './gateway-bridge.ts';
-import { relayArgs } from './gateway-routes.ts';
+import { relayAssignment } from './gateway-routes.ts';
 import type { GatewayRoutes } from './gateway-routes.ts';
+import { relaySource, spareAction } from './relay-choice.ts';
+import { relayBaseKey, startRelayProcess } from './relay-process.ts';
+import type { RelayBase, RelayProcess } from './relay-process.ts';
 
 export const NSENTER = '/usr/bin/nsenter';
 /** Between a task's episodes (retries, the next step) the relay stays; after this long unused it goes. */
 const LINGER_MS = 60_000;
-const START_TIMEOUT_MS = 30_000;
-const INFO_FD = 3;
-const STDERR_KEPT = 2048;
 
 export interface RelayLease {
   /** Put before bwrap: the process enters the task's relay namespace. */
@@ -28,15 +28,10 @@ export interface RelayLease {
   release(): string[];
 }
 
-export interface RelayRequest {
+export interface RelayRequest extends RelayBase {
   /** The task's identity: one holder per task, never shared with another. */
   task: string;
   routes: GatewayRoutes;
-  bwrap: string;
-  /** The relay's command (Node, its script) without --listen pairs, and its install dirs to mount. */
-  command: string[];
-  readOnly: string[];
-  rootLinks: Record<string, string>;
 }
 
 interface Holder {
@@ -108,7 +103,10 @@ function holderFor(req: RelayRequest, key: string): Promise<Holder> {
     (h) => {
       entry.holder = h;
     },
-    () => holders.get(req.task) === entry && holders.delete(req.task),
+    () => {
+      if (holders.get(req.task) === entry) holders.delete(req.task);
+      keepSpare();
+    },
   );
   return entry.ready;
 }
@@ -151,88 +149,90 @@ function retire(holder: Holder): void {
 }
 
 async function openHolder(req: RelayRequest, key: string): Promise<Holder> {
-  const bridge = await openGatewayBridge(req.routes);
-  const plan: RelayPlan = {
-    socketDir: bridge.socketDir,
-    readOnly: req.readOnly,
-    rootLinks: req.rootLinks,
-    command: [...req.command, ...relayArgs(req.routes)],
-  };
-  const argv = relayHolderArgv(req.bwrap, plan, INFO_FD);
-  const child = spawn(argv[0], argv.slice(1), {
-    stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-  });
+  const taken = takeSpare(req);
+  let holder: Holder;
   try {
-    const info = await started(child);
-    const held = holdNamespaces(info);
-    const holder: Holder = { key, child, bridge, held, inner: info.pid, leases: 0, retired: false, ended: false };
-    live.add(holder);
-    linger(holder); // a lease clears it; a warmed relay no episode asked for ends like an idle one
-    onExitEndAll();
-    child.once('exit', () => cleanUp(holder));
-    for (const stream of [child.stdin, child.stdout, child.stderr, child.stdio[INFO_FD]])
-      (stream as { unref?: () => void } | null)?.unref?.();
-    child.unref(); // the controller may exit with it running: --die-with-parent ends it then
-    return holder;
+    holder = await bindRelay(req, key, await (taken ?? startRelayProcess(req)));
   } catch (err) {
-    child.kill('SIGKILL');
-    await bridge.close();
+    if (!taken) throw err;
+    holder = await bindRelay(req, key, await startRelayProcess(req)); // the spare had died: a new one, once
+  }
+  keepSpare(req);
+  return holder;
+}
+
+/** The relay given to the task: the task's sockets opened in its directory, then its ports and sockets sent. */
+async function bindRelay(req: RelayRequest, key: string, relay: RelayProcess): Promise<Holder> {
+  let bridge: GatewayBridge | undefined;
+  try {
+    bridge = await openGatewayBridge(req.routes, relay.socketDir);
+    await relay.assign(relayAssignment(req.routes));
+  } catch (err) {
+    relay.discard();
+    await bridge?.close();
     throw new Error(`spec.sandbox.network gateway: the relay did not start: ${(err as Error).message}`);
   }
+  const { child, held, inner } = relay;
+  const holder: Holder = { key, child, bridge, held, inner, leases: 0, retired: false, ended: false };
+  live.add(holder);
+  linger(holder); // a lease clears it; a warmed relay no episode asked for ends like an idle one
+  onExitEndAll();
+  child.once('exit', () => cleanUp(holder));
+  return holder;
 }
 
-/** Resolves with bwrap's report (the namespace's pid and net inode) once the relay says it listens. */
-function started(child: ChildProcess): Promise<{ pid: number; netInode: number }> {
-  return new Promise((ready, fail) => {
-    let info = '';
-    let out = '';
-    let err = '';
-    let parsed: { pid: number; netInode: number } | undefined;
-    let listening = false;
-    const timer = setTimeout(() => finish(new Error(`not ready in ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
-    const finish = (problem?: Error) => {
-      clearTimeout(timer);
-      child.removeListener('exit', onExit);
-      if (problem || !parsed) fail(problem ?? new Error('no namespace reported'));
-      else ready(parsed);
-    };
-    const check = () => parsed && listening && finish();
-    const onExit = (code: number | null, signal: string | null) =>
-      finish(new Error(`exited ${signal ?? code}${err.trim() ? `: ${err.trim().split('\n').pop()}` : ''}`));
-    child.once('exit', onExit);
-    child.once('error', (e) => finish(e));
-    child.stdio[INFO_FD]?.on('data', (d: Buffer) => {
-      info = (info + d.toString()).slice(0, 4096);
-      try {
-        const j = JSON.parse(info) as { 'child-pid': number; 'net-namespace': number };
-        parsed = { pid: j['child-pid'], netInode: j['net-namespace'] };
-        check();
-      } catch {
-        // not whole yet
-      }
-    });
-    child.stdout?.on('data', (d: Buffer) => {
-      out = (out + d.toString()).slice(-64);
-      listening ||= out.includes('ready\n');
-      check();
-    });
-    child.stderr?.on('data', (d: Buffer) => {
-      err = (err + d.toString()).slice(-STDERR_KEPT);
-    });
-  });
+let spare: { baseKey: string; ready: Promise<RelayProcess>; started?: RelayProcess } | undefined;
+let spareBase: RelayBase | undefined;
+
+/** The spare for this request's relay, if relaySource says so: it is the task's from now on, never a spare. */
+function takeSpare(base: RelayBase): Promise<RelayProcess> | undefined {
+  const state = spare === undefined ? 'none' : spare.started ? 'started' : 'starting';
+  if (relaySource({ spare: state, sameBase: spare?.baseKey === relayBaseKey(base) }) === 'start') return undefined;
+  const taken = spare?.ready;
+  spare = undefined;
+  return taken;
 }
 
-/** Descriptors of the relay's namespaces, checked against bwrap's report (a reused pid is refused). */
-function holdNamespaces(info: { pid: number; netInode: number }): Holder['held'] {
-  const netFd = openSync(`/proc/${info.pid}/ns/net`, 'r');
-  if (fstatSync(netFd).ino !== info.netInode) {
-    closeSync(netFd);
-    throw new Error('the relay ended before its namespace was held');
-  }
-  const sameUser = readlinkSync('/proc/self/ns/user') === readlinkSync(`/proc/${info.pid}/ns/user`);
-  const userFd = sameUser ? undefined : openSync(`/proc/${info.pid}/ns/user`, 'r');
-  return { pid: process.pid, netFd, ...(userFd === undefined ? {} : { userFd }) };
+/** Starts or ends the spare as spareAction says, for the controller's current gateway tasks. */
+function keepSpare(base = spareBase): void {
+  if (!base) return;
+  spareBase = { bwrap: base.bwrap, command: base.command, readOnly: base.readOnly, rootLinks: base.rootLinks };
+  const baseKey = relayBaseKey(base);
+  if (spare && spare.baseKey !== baseKey) discardSpare(); // the relay's install changed: the old spare is no use
+  const state = spare === undefined ? 'none' : spare.started ? 'started' : 'starting';
+  const action = spareAction({ spare: state, gatewayTasks: holders.size });
+  if (action === 'end') discardSpare();
+  if (action !== 'start') return;
+  const entry: NonNullable<typeof spare> = { baseKey, ready: startRelayProcess(spareBase) };
+  spare = entry;
+  entry.ready.then(
+    (relay) => {
+      entry.started = relay;
+      relay.child.once('exit', () => {
+        if (spare !== entry) return; // taken: its holder's to clean up
+        spare = undefined;
+        relay.discard(); // died unused: its descriptors and empty directory go
+      });
+    },
+    () => spare === entry && (spare = undefined), // not retried until the next task's relay
+  );
+}
+
+function discardSpare(): void {
+  const gone = spare;
+  spare = undefined;
+  void gone?.ready.then(
+    (relay) => relay.discard(),
+    () => undefined,
+  );
+}
+
+/** The spare relay's namespace init once it is started (for tests and bench/); undefined when there is none. */
+export async function spareStarted(): Promise<number | undefined> {
+  return spare?.ready.then(
+    (relay) => relay.inner,
+    () => undefined,
+  );
 }
 
 function end(holder: Holder): void {
@@ -242,9 +242,10 @@ function end(holder: Holder): void {
   holder.child.kill('SIGKILL'); // bwrap's --die-with-parent ends the relay with it
 }
 
-/** No new lease finds it. */
+/** No new lease finds it; the spare goes with the controller's last gateway task. */
 function forget(holder: Holder): void {
   for (const [task, entry] of holders) if (entry.holder === holder) holders.delete(task);
+  keepSpare();
 }
 
 function cleanUp(holder: Holder): void {
@@ -273,5 +274,6 @@ function onExitEndAll(): void {
       holder.child.kill('SIGKILL');
       rmSync(holder.bridge.socketDir, { recursive: true, force: true });
     }
+    spare?.started?.discard();
   });
 }
