@@ -198,6 +198,7 @@ export class GiteaForge implements Forge {
       const body = { Do: 'fast-forward-only', head_commit_id: head };
       await this.#call('POST', `${this.#repoPath}/pulls/${number}/merge`, { body });
     } catch (err) {
+      if (giteaStillChecking(err)) throw err; // not a refusal: the queue's next pass merges it
       return refusal(err);
     }
     return { kind: 'merged', commit: head };
@@ -324,4 +325,12 @@ function parseJson(text: string): unknown {
   } catch {
     return text; // a proxy's HTML error page
   }
+}
+
+/**
+ * Gitea's 405 "Please try again later": the PR is still being checked after a push to its head (its
+ * mergeability not settled when #headChecked gave up, or settled and queued again), not a refusal.
+ */
+export function giteaStillChecking(err: unknown): boolean {
+  return err instanceof ForgeRequestError && err.status === 405 && /please try again later/i.test(err.message);
 }

@@ -237,7 +237,11 @@ describe('AgentTriggers on a real apiserver', { skip: skipCluster, timeout: SUIT
     assert.match(pulls[0].body, /Closes #1$/);
     const recorded = await waitFor(
       'status.pullRequests',
-      async () => (await get('agenttrigger', 'pub')).status?.pullRequests as Record<string, unknown> | undefined,
+      // The entry, not the map: an empty one may be written first.
+      async () => {
+        const pulls = (await get('agenttrigger', 'pub')).status?.pullRequests as Record<string, unknown> | undefined;
+        return pulls?.['pub-1'] ? pulls : undefined;
+      },
     );
     assert.deepEqual(recorded, { 'pub-1': { number: pulls[0].number, url: pulls[0].html_url } });
     const final = await waitFor('the comment saying Succeeded', async () => {

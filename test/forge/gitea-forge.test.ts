@@ -6,11 +6,11 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, test } from 'node:test';
 import { promisify } from 'node:util';
 import { Registry } from 'prom-client';
 import { forgeCounter } from '../support/forge-counter.ts';
-import { GiteaForge } from '../../controller/forge/gitea.ts';
+import { GiteaForge, giteaStillChecking } from '../../controller/forge/gitea.ts';
 import {
   type HookDelivery,
   type HookOutcome,
@@ -332,4 +332,12 @@ describe('GiteaForge against a real Gitea', () => {
       );
     });
   });
+});
+
+test("giteaStillChecking: Gitea's 405 'Please try again later' is retried, any other refusal is an answer", () => {
+  const err = (status: number, message: string) => new ForgeRequestError(message, status);
+  assert.equal(giteaStillChecking(err(405, 'gitea POST /x -> 405: {"message":"Please try again later"}')), true);
+  assert.equal(giteaStillChecking(err(405, 'gitea POST /x -> 405: {"message":"not allowed to merge"}')), false);
+  assert.equal(giteaStillChecking(err(409, 'gitea POST /x -> 409: Please try again later')), false);
+  assert.equal(giteaStillChecking(new Error('Please try again later')), false);
 });
