@@ -7,7 +7,7 @@ import { AgentTaskStatusSchema } from './agent-task-status.ts';
 import { BreakerSpecSchema, ProgressSpecSchema } from './leash.ts';
 import { ResumeSpecSchema } from './resume.ts';
 import { ScopeSchema } from './scope.ts';
-import { integrateSchema } from './integrate.ts';
+import { INTO_OWN_REF, integrateSchema, sameBranch } from './integrate.ts';
 import { SandboxSchema } from './sandbox.ts';
 import { OPS_SPEC_FIELDS } from './ops-status.ts';
 import { SPAWN_LIMIT_FIELDS, SPAWN_SPEC_FIELDS } from './spawn-fields.ts';
@@ -253,113 +253,105 @@ export const StepSchema = stepSchema({
 // spec.stack (agent ops) is one more alternative; the words stay as existing specs and tests know them.
 const PROMPT_RULE = 'exactly one of prompt or promptFile is required, or steps instead of both';
 
-export const AgentTaskSpecSchema = z
-  .strictObject({
-    prompt: z.string().min(1).optional(),
-    promptFile: z.string().min(1).optional().describe('path inside the workspace'),
-    agent: AgentSchema,
-    workspace: WorkspaceSchema.optional().describe('local: directory relative to the spec file (default ws/NAME)'),
-    completion: CompletionSchema.default(() => CompletionSchema.parse({})),
-    limits: LimitsSchema.default(() => LimitsSchema.parse({})),
-    backoff: BackoffSchema.default(() => BackoffSchema.parse({})),
-    dependsOn: z.array(dnsLabel).default([]).describe('names of AgentTasks in the same namespace'),
-    suspend: z.boolean().default(false),
-    progress: ProgressSpecSchema.default(() => ProgressSpecSchema.parse({})),
-    breaker: BreakerSpecSchema.default(() => BreakerSpecSchema.parse({})),
-    history: HistorySchema.default(() => HistorySchema.parse({})),
-    resume: ResumeSpecSchema.default(() => ResumeSpecSchema.parse({})),
-    steps: z
-      .array(StepSchema)
-      .min(1)
-      .max(STEPS_MAX)
-      .optional()
-      .describe('a pipeline: steps run in order in the one workspace, each a loop of episodes of its own')
-      .meta({
-        'x-kubernetes-validations': [
-          { rule: 'self.all(s, self.exists_one(t, t.name == s.name))', message: 'step names must be unique' },
-        ],
-      }),
-    // scope (README "Scope"); a step's replaces it.
-    scope: ScopeSchema.optional(),
-    integrate: integrateSchema(dnsLabel, gitBranch)
-      .optional()
-      .describe('a merge queue: once the task succeeds, its branch is rebased onto `into`, gated and fast-forwarded'),
-    // Best-of-N (api/attempts.ts).
-    attempts: AttemptsSchema.optional(),
-    // sandbox (README "Sandbox"); a step's replaces it.
-    sandbox: SandboxSchema.optional(),
-    ...OPS_SPEC_FIELDS,
-    ...SPAWN_SPEC_FIELDS,
-  })
-  .superRefine((spec, ctx) => {
-    // A step's completion is the task's with the step's fields over it: each is checked where it is written.
-    const completions = [
-      { completion: spec.completion, at: [] as PropertyKey[] },
-      ...(spec.steps ?? []).map((step, i) => ({
-        completion: overTask(spec.completion, step.completion),
-        at: ['steps', i],
-      })),
-    ];
-    for (const { completion, at } of completions) {
-      if (completion.requires.includes('verify') && !completion.verify) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [...at, 'completion', 'requires'],
-          message: 'requires verify, but completion.verify names no command',
-        });
-      }
-      if ((completion.requires.includes('checklist') || completion.checklist) && !spec.progress.checklist) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['progress', 'checklist'],
-          message: 'a checklist completion needs progress.checklist (the plan file)',
-        });
-        break;
-      }
-    }
-    const git = gitWorkspaceOf(spec.workspace);
-    if (spec.integrate && !git) {
+const SpecObject = z.strictObject({
+  prompt: z.string().min(1).optional(),
+  promptFile: z.string().min(1).optional().describe('path inside the workspace'),
+  agent: AgentSchema,
+  workspace: WorkspaceSchema.optional().describe('local: directory relative to the spec file (default ws/NAME)'),
+  completion: CompletionSchema.default(() => CompletionSchema.parse({})),
+  limits: LimitsSchema.default(() => LimitsSchema.parse({})),
+  backoff: BackoffSchema.default(() => BackoffSchema.parse({})),
+  dependsOn: z.array(dnsLabel).default([]).describe('names of AgentTasks in the same namespace'),
+  suspend: z.boolean().default(false),
+  progress: ProgressSpecSchema.default(() => ProgressSpecSchema.parse({})),
+  breaker: BreakerSpecSchema.default(() => BreakerSpecSchema.parse({})),
+  history: HistorySchema.default(() => HistorySchema.parse({})),
+  resume: ResumeSpecSchema.default(() => ResumeSpecSchema.parse({})),
+  steps: z
+    .array(StepSchema)
+    .min(1)
+    .max(STEPS_MAX)
+    .optional()
+    .describe('a pipeline: steps run in order in the one workspace, each a loop of episodes of its own')
+    .meta({
+      'x-kubernetes-validations': [
+        { rule: 'self.all(s, self.exists_one(t, t.name == s.name))', message: 'step names must be unique' },
+      ],
+    }),
+  // scope (README "Scope"); a step's replaces it.
+  scope: ScopeSchema.optional(),
+  integrate: integrateSchema(dnsLabel, gitBranch)
+    .optional()
+    .describe('a merge queue: once the task succeeds, its branch is rebased onto `into`, gated and fast-forwarded'),
+  // Best-of-N (api/attempts.ts).
+  attempts: AttemptsSchema.optional(),
+  // sandbox (README "Sandbox"); a step's replaces it.
+  sandbox: SandboxSchema.optional(),
+  ...OPS_SPEC_FIELDS,
+  ...SPAWN_SPEC_FIELDS,
+});
+
+/** The spec's rules; `ownRef`: its git ref is its task's (a trigger's template has it replaced per item). */
+function specRules(spec: z.infer<typeof SpecObject>, ctx: z.RefinementCtx, ownRef: boolean): void {
+  // A step's completion is the task's with the step's fields over it: each is checked where it is written.
+  const completions = [
+    { completion: spec.completion, at: [] as PropertyKey[] },
+    ...(spec.steps ?? []).map((step, i) => ({
+      completion: overTask(spec.completion, step.completion),
+      at: ['steps', i],
+    })),
+  ];
+  for (const { completion, at } of completions) {
+    if (completion.requires.includes('verify') && !completion.verify) {
       ctx.addIssue({
         code: 'custom',
-        path: ['integrate'],
-        message: 'needs a git workspace (workspace.git): the branch to integrate',
+        path: [...at, 'completion', 'requires'],
+        message: 'requires verify, but completion.verify names no command',
       });
-    } else if (spec.integrate && git) {
-      if (git.ref.replace(/^refs\/heads\//, '') === spec.integrate.into.replace(/^refs\/heads\//, '')) {
-        ctx.addIssue({ code: 'custom', path: ['integrate', 'into'], message: 'must differ from workspace.git.ref' });
-      }
     }
-    const prompts = [spec.prompt, spec.promptFile, spec.steps, spec.stack].filter((p) => p !== undefined).length;
-    if (prompts !== 1) ctx.addIssue({ code: 'custom', path: ['prompt'], message: PROMPT_RULE });
-    for (const dup of duplicateStepNames(spec.steps ?? []))
-      ctx.addIssue({ code: 'custom', path: ['steps', dup.index, 'name'], message: dup.message });
-    if (spec.attempts && !git)
+    if ((completion.requires.includes('checklist') || completion.checklist) && !spec.progress.checklist) {
       ctx.addIssue({
         code: 'custom',
-        path: ['attempts'],
-        message: 'attempts need a git workspace (each on its own branch)',
+        path: ['progress', 'checklist'],
+        message: 'a checklist completion needs progress.checklist (the plan file)',
       });
-    if (spec.attempts?.select === 'judge' && !spec.attempts.judge)
-      ctx.addIssue({ code: 'custom', path: ['attempts', 'judge'], message: 'select: judge needs judge.prompt' });
-    for (const [i, step] of (spec.steps ?? []).entries()) {
-      if (!step.attempts) continue;
-      const why = spec.attempts
-        ? 'attempts on the task and on a step, not both'
-        : !git
-          ? 'attempts need a git workspace (each on its own branch)'
-          : undefined;
-      if (why) ctx.addIssue({ code: 'custom', path: ['steps', i, 'attempts'], message: why });
+      break;
     }
-    for (const ref of outputRefProblems(spec).errors) ctx.addIssue({ code: 'custom', ...ref });
-  })
-  .meta({
-    'x-kubernetes-validations': [
-      {
-        rule: '(has(self.prompt) ? 1 : 0) + (has(self.promptFile) ? 1 : 0) + (has(self.steps) ? 1 : 0) + (has(self.stack) ? 1 : 0) == 1',
-        message: PROMPT_RULE,
-      },
-    ],
-  });
+  }
+  const git = gitWorkspaceOf(spec.workspace);
+  const noGit = 'needs a git workspace (workspace.git): the branch to integrate';
+  if (spec.integrate && !git) ctx.addIssue({ code: 'custom', path: ['integrate'], message: noGit });
+  else if (ownRef && spec.integrate && git && sameBranch(git.ref, spec.integrate.into)) {
+    ctx.addIssue({ code: 'custom', path: ['integrate', 'into'], message: INTO_OWN_REF });
+  }
+  const prompts = [spec.prompt, spec.promptFile, spec.steps, spec.stack].filter((p) => p !== undefined).length;
+  if (prompts !== 1) ctx.addIssue({ code: 'custom', path: ['prompt'], message: PROMPT_RULE });
+  for (const dup of duplicateStepNames(spec.steps ?? []))
+    ctx.addIssue({ code: 'custom', path: ['steps', dup.index, 'name'], message: dup.message });
+  const attemptsGit = 'attempts need a git workspace (each on its own branch)';
+  if (spec.attempts && !git) ctx.addIssue({ code: 'custom', path: ['attempts'], message: attemptsGit });
+  if (spec.attempts?.select === 'judge' && !spec.attempts.judge)
+    ctx.addIssue({ code: 'custom', path: ['attempts', 'judge'], message: 'select: judge needs judge.prompt' });
+  for (const [i, step] of (spec.steps ?? []).entries()) {
+    if (!step.attempts) continue;
+    const why = spec.attempts ? 'attempts on the task and on a step, not both' : !git ? attemptsGit : undefined;
+    if (why) ctx.addIssue({ code: 'custom', path: ['steps', i, 'attempts'], message: why });
+  }
+  for (const ref of outputRefProblems(spec).errors) ctx.addIssue({ code: 'custom', ...ref });
+}
+
+const SPEC_META = {
+  'x-kubernetes-validations': [
+    {
+      rule: '(has(self.prompt) ? 1 : 0) + (has(self.promptFile) ? 1 : 0) + (has(self.steps) ? 1 : 0) + (has(self.stack) ? 1 : 0) == 1',
+      message: PROMPT_RULE,
+    },
+  ],
+};
+
+export const AgentTaskSpecSchema = SpecObject.superRefine((s, c) => specRules(s, c, true)).meta(SPEC_META);
+/** A trigger template's spec: `into` against the ref its item's task gets is the trigger's rule (agent-trigger.ts). */
+export const TemplateTaskSpecSchema = SpecObject.superRefine((s, c) => specRules(s, c, false)).meta(SPEC_META);
 
 /** The schema's defaults, for rules that must act on a task whose spec did not validate. */
 export const DEFAULT_SPEC = {

@@ -4,7 +4,9 @@
 // validation messages and the CRD.
 import { z } from 'zod';
 import { Cron } from 'croner';
-import { API_VERSION, AgentTaskSpecSchema, MetadataSchema } from './agent-task.ts';
+import { API_VERSION, MetadataSchema, TemplateTaskSpecSchema } from './agent-task.ts';
+import { gitWorkspaceOf } from './git-workspace.ts';
+import { INTO_OWN_REF, sameBranch } from './integrate.ts';
 import { LINE_MAX, TRIGGER_ERROR_MAX } from './bounds.ts';
 import { describeIssues } from './validate.ts';
 
@@ -141,7 +143,7 @@ export const TriggerSourceSchema = z
 export const TaskTemplateSchema = z.strictObject({
   labels: z.record(z.string(), z.string()).optional(),
   annotations: z.record(z.string(), z.string()).optional(),
-  spec: AgentTaskSpecSchema.describe(
+  spec: TemplateTaskSpecSchema.describe(
     'an AgentTask spec; {{item.number}}, {{item.title}}, {{item.body}}, {{item.url}}, {{item.author}}, {{item.labels}}, {{item.comment}} and {{tick}} are filled in prompts only',
   ),
 });
@@ -170,10 +172,33 @@ export const AgentTriggerSpecSchema = z
     report: ReportSchema.optional(),
   })
   .superRefine((spec, ctx) => {
+    const into = templateIntoProblem(spec);
+    if (into) ctx.addIssue({ code: 'custom', path: ['template', 'spec', 'integrate', 'into'], message: into });
     if (!spec.report || !spec.source.webhook) return;
     for (const m of webhookReportMissing(spec.source.webhook))
       ctx.addIssue({ code: 'custom', path: ['source', 'webhook', m.field], message: m.message });
   });
+
+/** The branch an issue item's task works on when the trigger opens PRs (a PR item's: its own head branch). */
+export const issueBranch = (number: number) => `episodic/${number}`;
+const ISSUE_BRANCH = /^(refs\/heads\/)?episodic\/[0-9]+$/;
+
+/**
+ * Why the template's integrate.into cannot be, measured against the ref each item's task gets: the template's
+ * own, unless report.pullRequest gives every task its item's branch (trigger-report-plan.ts itemBranch).
+ */
+export function templateIntoProblem(spec: {
+  template: { spec: { workspace?: string | { git: { ref: string } } | object; integrate?: { into: string } } };
+  report?: { pullRequest?: unknown };
+}): string | undefined {
+  const git = gitWorkspaceOf(spec.template.spec.workspace);
+  const into = spec.template.spec.integrate?.into;
+  if (!git || !into) return undefined;
+  if (!spec.report?.pullRequest) return sameBranch(git.ref, into) ? INTO_OWN_REF : undefined;
+  return ISSUE_BRANCH.test(into)
+    ? "must not be an item's branch (episodic/NUMBER): each item's task works on its own"
+    : undefined;
+}
 
 /**
  * What a webhook source lacks for spec.report: the comment, labels and PR are written through the forge's

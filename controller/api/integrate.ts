@@ -11,6 +11,14 @@ export const CONFLICT_FILES_MAX = 32;
 export const DEFAULT_CONFLICT_EPISODES = 1;
 const QUEUE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
+/** Why `into` cannot be the branch the task works on: the queue would rebase a branch onto itself. */
+export const INTO_OWN_REF = 'must differ from workspace.git.ref';
+
+/** Whether two branch names (refs/heads/ optional) are the same branch. */
+export function sameBranch(a: string, b: string): boolean {
+  return a.replace(/^refs\/heads\//, '') === b.replace(/^refs\/heads\//, '');
+}
+
 export function integrateSchema(name: z.ZodString, branch: z.ZodType<string>) {
   const gates = z
     .array(gateSchema(name))

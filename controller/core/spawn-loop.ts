@@ -209,6 +209,7 @@ export class SpawnLoop<T extends DesiredTask> {
           outOfScope: (status.outOfScopeEpisodes ?? 0) > 0,
           gatesPassed: !status.steps?.some((s) => s.gate),
           finishedAt: status.lastEpisode?.finishedAt,
+          workspaceChanges: status.workspaceChanges,
         },
       });
     }

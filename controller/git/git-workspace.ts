@@ -26,6 +26,13 @@ export type GitStep = { ok: true } | { ok: false; errorClass: ErrorClass; messag
 
 const GIT_TIMEOUT_MS = 10 * 60_000;
 
+/** Which of `branches` the remote has. */
+async function remoteHeads(w: GitWorkspace, url: string, branches: readonly string[]): Promise<Set<string>> {
+  const listed = await git(w, ['ls-remote', '--heads', '--', url, ...branches]);
+  const refs = listed.stdout.split('\n').map((line) => line.split('\t')[1] ?? '');
+  return new Set(branches.filter((b) => refs.includes(`refs/heads/${b}`)));
+}
+
 /** Clone `url` at `ref` into `dir`, or bring an existing clone up to date with the remote ref. */
 export async function prepareGitWorkspace(ws: GitWorkspace): Promise<GitStep> {
   const { url, credentials } = withoutUserinfo(ws);
@@ -33,15 +40,17 @@ export async function prepareGitWorkspace(ws: GitWorkspace): Promise<GitStep> {
   const branch = branchName(ws.ref);
   try {
     await mkdir(ws.dir, { recursive: true });
-    const remoteHasRef =
-      (await git(w, ['ls-remote', '--exit-code', '--heads', '--', url, branch], { allowExit: [2] })).code === 0;
+    const wanted = ws.from ? [branch, branchName(ws.from)] : [branch];
+    const heads = await remoteHeads(w, url, wanted);
+    const remoteHasRef = heads.has(branch);
     if (!existsSync(path.join(ws.dir, '.git'))) {
       w.log(`cloning ${redact(url)} (${branch}) into ${ws.dir}`);
       if (remoteHasRef) {
         await git(w, ['clone', '--quiet', '--branch', branch, '--single-branch', '--', url, ws.dir]);
       } else {
-        // A new branch (or an empty repository): start it from `from` or the default branch; the first push creates it.
-        const from = ws.from ? branchName(ws.from) : undefined;
+        // A new branch (or an empty repository): start it from `from` or, while that is not pushed yet either (an
+        // attempt of a trigger item's task before episodic/N exists), the default branch as `from` itself would.
+        const from = ws.from && heads.has(branchName(ws.from)) ? branchName(ws.from) : undefined;
         await git(w, ['clone', '--quiet', ...(from ? ['--branch', from] : []), '--', url, ws.dir]);
         await git(w, ['checkout', '--quiet', '-b', branch], { cwd: ws.dir });
       }

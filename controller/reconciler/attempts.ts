@@ -186,10 +186,14 @@ function choose(
   const adopted = adopting && outcome?.ok ? { ...outcome.adopted, keptBranches: kept } : undefined;
   const made = adopted ? `; ${adopted.into} is now its ${adopted.commit?.slice(0, 12) ?? 'head'}` : '';
   const message = `${chose}${made}`;
-  const outputs = { ...input.children.find((c) => c.name === winner.task)?.outputs, branch: winner.branch ?? '' };
+  const child = input.children.find((c) => c.name === winner.task);
+  const outputs = { ...child?.outputs, branch: winner.branch ?? '' };
   const ok = winner.phase === 'Succeeded';
+  // The winner's work is the task's: a trigger publishes (and a queue awaits) only a task that changed something.
+  const workspaceChanges = Math.max(status.workspaceChanges, child?.evidence?.workspaceChanges ?? 0);
   const next: AgentTaskStatus = {
     ...withAttempts(status, { ...base, ...(adopted ? { adopted } : {}) }),
+    workspaceChanges,
     phase: ok ? 'Succeeded' : 'Failed',
     reason: 'AttemptChosen',
     message,

@@ -16,7 +16,14 @@ export interface ChildView {
   outputs?: Readonly<Record<string, string>>;
   lastMessage?: string;
   /** What best-of-N compares attempts by (attempts-select.ts). */
-  evidence?: { changedLines?: number; outOfScope?: boolean; gatesPassed?: boolean; finishedAt?: string };
+  evidence?: {
+    changedLines?: number;
+    outOfScope?: boolean;
+    gatesPassed?: boolean;
+    finishedAt?: string;
+    /** Episodes that changed the workspace: a winning attempt's become its task's (a trigger's PR needs some). */
+    workspaceChanges?: number;
+  };
 }
 
 /** Characters of each child's last message and of each output value in {{children}}. */

@@ -6,6 +6,8 @@ import { emptyStatus } from '../api/agent-task-status.ts';
 import type { AgentTaskStatus } from '../api/agent-task-status.ts';
 import { gitRefProblem } from '../api/agent-task.ts';
 import type { AgentTriggerSpec, AgentTriggerStatus } from '../api/agent-trigger.ts';
+import { issueBranch } from '../api/agent-trigger.ts';
+import { sameBranch } from '../api/integrate.ts';
 import type { ForgeItem } from '../api/forge-item.ts';
 import {
   codeSpan,
@@ -128,7 +130,7 @@ export function itemBranch(
 ): ItemSpec {
   const git = templateGit(trigger.spec);
   if (!git || !trigger.spec.report?.pullRequest) return { spec };
-  let branch = `episodic/${item.number}`;
+  let branch = issueBranch(item.number);
   if (item.isPullRequest) {
     const head = item.headBranch ? item : pull;
     if (!head && !canRead) return { refused: "the PR's branch is unknown without a forge client" };
@@ -136,6 +138,9 @@ export function itemBranch(
     const { gitea, github, webhook } = trigger.spec.source;
     const refused = prBranchProblem(head, (gitea ?? github ?? webhook)?.repo ?? '');
     if (refused) return { refused };
+    const into = (spec as { integrate?: { into: string } }).integrate?.into;
+    if (into && sameBranch(head.headBranch as string, into))
+      return { refused: `the PR's head is the merge queue's \`into\` (${into}): it cannot be integrated into itself` };
     branch = head.headBranch as string;
   }
   const workspace = spec.workspace as { git: Record<string, unknown> };

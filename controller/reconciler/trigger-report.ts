@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { cleanName, clip, oneLine } from '../api/bounds.ts';
 import type { AgentTaskStatus, Phase } from '../api/agent-task-status.ts';
+import { issueBranch } from '../api/agent-trigger.ts';
 import { ITEM_LABEL, itemTaskName, newestOfItem } from './trigger-items.ts';
 
 /** spec.report of an AgentTrigger (api/agent-trigger.ts ReportSchema), after defaults. */
@@ -131,7 +132,7 @@ function publishAction(input: ReportInput): Extract<ReportAction, { kind: 'publi
   const pr = spec.pullRequest;
   return {
     kind: 'publish',
-    branch: `episodic/${item.number}`,
+    branch: issueBranch(item.number),
     pullRequest: {
       title: renderTitle(pr.titleTemplate ?? '{{item.title}}', item),
       body: `Work of episodic task \`${input.task}\`: ${status.episodes} episodes, ${usd(status.costUSD)}.`,

@@ -18,9 +18,9 @@ import { waitFor } from '../support/wait.ts';
 
 const OWNER = 'episodic-admin';
 const INTEGRATE = '      integrate: {into: main, queue: q}\n';
-// spec.integrate's `into` must differ from the template's ref (checked on the template too), so the template
-// names another; each item's task works on episodic/NUMBER, its PR based on main.
-const TEMPLATE = { templateSpec: INTEGRATE, templateRef: 'episodic/start', prBase: 'main' };
+// `into` is the template's own ref: each item's task works on episodic/NUMBER (what the into rule compares),
+// its PR based on the template's ref, main.
+const TEMPLATE = { templateSpec: INTEGRATE, templateRef: 'main' };
 
 interface Pull {
   number: number;

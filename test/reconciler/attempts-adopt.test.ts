@@ -94,6 +94,16 @@ describe('attemptsPass: the winner becomes the task', () => {
     assert.deepEqual(out.actions, []);
   });
 
+  it("the winner's workspace changes become the task's (a trigger publishes only a task that changed something)", () => {
+    const withChanges = ended.map((c, i) => ({ ...c, evidence: { ...c.evidence, workspaceChanges: i + 1 } }));
+    const outcome = adopted(3, []);
+    const out = pass({ children: withChanges, adoption: { supported: true, outcome } });
+    assert.equal(out.status.phase, 'Succeeded');
+    assert.equal(out.status.workspaceChanges, 3, "attempt 3's, not the task's own 0");
+    const waiting = pass({ children: withChanges });
+    assert.equal(waiting.status.workspaceChanges, 0, 'not before the winner is adopted');
+  });
+
   it('an outcome for another winner (a stale one) is not taken: adopt again', () => {
     const out = pass({ adoption: { supported: true, outcome: adopted(2, []) } });
     assert.equal(out.status.reason, 'AttemptAdopting');
