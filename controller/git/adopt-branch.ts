@@ -49,7 +49,10 @@ function retryOr(step: { errorClass: string; message: string }, what: string): A
 /** What a clone's branch changed since it left `from` (its stat, then the patch); undefined when unknown. */
 export async function branchDiff(dir: string, from: string): Promise<string | undefined> {
   const at = { cwd: dir, allowExit: [1, 128] };
-  const base = await git({}, ['merge-base', 'HEAD', `refs/remotes/origin/${branchName(from)}`], at);
+  // `from` not pushed yet (a trigger item's episodic/N before its winner is adopted): the attempts started from
+  // the default branch, as git-workspace.ts starts them.
+  let base = await git({}, ['merge-base', 'HEAD', `refs/remotes/origin/${branchName(from)}`], at);
+  if (base.code !== 0) base = await git({}, ['merge-base', 'HEAD', 'refs/remotes/origin/HEAD'], at);
   if (base.code !== 0) return undefined;
   const diff = await git(
     {},

@@ -2,8 +2,10 @@
 // remote has it, else the default branch — an attempt of a trigger item's task is cloned before episodic/N,
 // its `from`, is pushed. Real git, a bare remote.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { branchDiff } from '../../controller/git/adopt-branch.ts';
 import { prepareGitWorkspace } from '../../controller/git/git-workspace.ts';
 import { git } from '../support/git.ts';
 import { tempDir } from '../support/local.ts';
@@ -45,4 +47,17 @@ test('a `from` matching only the tail of another branch is not taken for it', as
   git(r.bare, 'branch', 'x/side', 'side');
   git(r.bare, 'branch', '-D', 'side');
   assert.equal(await clone(r.bare, join(r.dir, 'ws'), 'side'), r.main);
+});
+
+test("branchDiff: an attempt's diff against its `from`, or the default branch while `from` is not pushed (a judge's view)", async () => {
+  const { dir, bare } = remote();
+  const work = join(dir, 'attempt');
+  git(dir, 'clone', '--quiet', bare, work);
+  git(work, 'checkout', '--quiet', '-b', 'episodic/1-attempt-1');
+  writeFileSync(join(work, 'SHORT.md'), 'short\n');
+  git(work, 'add', '.');
+  git(work, 'commit', '--quiet', '-m', 'attempt');
+  const unpushedFrom = await branchDiff(work, 'episodic/1');
+  assert.match(unpushedFrom ?? '', /SHORT\.md/, 'against the default branch, main');
+  assert.match((await branchDiff(work, 'side')) ?? '', /SHORT\.md/, 'against a pushed from');
 });
