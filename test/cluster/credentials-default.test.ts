@@ -6,13 +6,12 @@
 // FakeKubelet plays the node; the request is made as the agent would make it.
 import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import { CREDENTIALS_CONFLICT } from '../../controller/reconciler/credentials-choice.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
+import { freePort, literalEnv } from '../support/cluster-gateway.ts';
 import type { Cluster } from '../support/cluster.ts';
 import {
   clusterWithCrd,
@@ -29,14 +28,6 @@ import type { ModelServer } from '../model-server/server.ts';
 
 const REAL_KEY = 'sk-ant-cluster-default-key-DO-NOT-LEAK-91c2';
 const SCENARIO = 'ok.gw-default';
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
 
 const apply = (...docs: object[]) =>
   kubectl(['apply', '-f', '-'], { input: docs.map((d) => JSON.stringify(d)).join('\n') });
@@ -59,11 +50,6 @@ const task = (ns: string, name: string, agent: Record<string, unknown> = {}) => 
   metadata: { name, namespace: ns },
   spec: fakeClaudeSpec({ limits: { maxEpisodes: 1, episodeTimeoutSeconds: 600 } }, agent),
 });
-
-const literalEnv = (pod: any): Record<string, string> =>
-  Object.fromEntries(
-    pod.spec.containers[0].env.filter((e: any) => e.value !== undefined).map((e: any) => [e.name, e.value]),
-  );
 
 async function secret(ns: string): Promise<void> {
   const meta = { name: 'agent-keys', namespace: ns };

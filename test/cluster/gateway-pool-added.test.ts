@@ -3,14 +3,13 @@
 // clock that does not move; the pod holds only the gateway URL and a token, and that token's requests go out on
 // the new credential. FakeKubelet plays the node; requests are made as the agent would make them.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import { ManualClock } from '../../controller/core/clock.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { CREDENTIALS_EXHAUSTED } from '../../controller/reconciler/credentials-hold.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
+import { freePort, ask, literalEnv } from '../support/cluster-gateway.ts';
 import type { Cluster } from '../support/cluster.ts';
 import {
   FakeKubelet,
@@ -31,28 +30,6 @@ import type { ModelServer } from '../model-server/server.ts';
 const KEY_A = 'sk-ant-cluster-added-A-DO-NOT-LEAK-3333';
 const KEY_B = 'sk-ant-cluster-added-B-DO-NOT-LEAK-4444';
 const SCENARIO = 'ok.gw-pool-added';
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
-
-async function ask(env: Record<string, string>): Promise<{ status: number; body: string }> {
-  const res = await fetch(`${env.ANTHROPIC_BASE_URL}/v1/messages`, {
-    method: 'POST',
-    headers: { 'x-api-key': env.ANTHROPIC_API_KEY, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'claude-sonnet-4-5', stream: true, max_tokens: 10, messages: [] }),
-  });
-  return { status: res.status, body: await res.text() };
-}
-
-const literalEnv = (pod: any): Record<string, string> =>
-  Object.fromEntries(
-    pod.spec.containers[0].env.filter((e: any) => e.value !== undefined).map((e: any) => [e.name, e.value]),
-  );
 
 describe('cluster controller: a credential added to a wholly paused pool', {
   skip: skipCluster,

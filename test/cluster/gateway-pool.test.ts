@@ -4,14 +4,13 @@
 // with no pod created, a restarted controller keeps the pause from that status, and with the injected clock
 // past the reset the held tasks get their pods. FakeKubelet plays the node; requests are made as the agent would.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import { ManualClock } from '../../controller/core/clock.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { CREDENTIALS_EXHAUSTED, CREDENTIALS_RESUME_JITTER_MS } from '../../controller/reconciler/credentials-hold.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
+import { freePort, ask, literalEnv } from '../support/cluster-gateway.ts';
 import type { Cluster } from '../support/cluster.ts';
 import {
   FakeKubelet,
@@ -32,28 +31,6 @@ import type { ModelServer } from '../model-server/server.ts';
 const KEY_A = 'sk-ant-cluster-pool-A-DO-NOT-LEAK-1111';
 const KEY_B = 'sk-ant-cluster-pool-B-DO-NOT-LEAK-2222';
 const SCENARIO = 'ok.gw-pool';
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
-
-async function ask(env: Record<string, string>): Promise<{ status: number; body: string }> {
-  const res = await fetch(`${env.ANTHROPIC_BASE_URL}/v1/messages`, {
-    method: 'POST',
-    headers: { 'x-api-key': env.ANTHROPIC_API_KEY, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'claude-sonnet-4-5', stream: true, max_tokens: 10, messages: [] }),
-  });
-  return { status: res.status, body: await res.text() };
-}
-
-const literalEnv = (pod: any): Record<string, string> =>
-  Object.fromEntries(
-    pod.spec.containers[0].env.filter((e: any) => e.value !== undefined).map((e: any) => [e.name, e.value]),
-  );
 
 describe('cluster controller: a pool of credentials behind the gateway', {
   skip: skipCluster,

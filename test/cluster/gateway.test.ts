@@ -5,13 +5,12 @@
 import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import { GATEWAY_TOKEN_ANNOTATION } from '../../controller/executors/cluster/gateway-binding.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
+import { freePort, ask, literalEnv } from '../support/cluster-gateway.ts';
 import type { Cluster } from '../support/cluster.ts';
 import {
   FakeKubelet,
@@ -31,29 +30,6 @@ import type { ModelServer } from '../model-server/server.ts';
 const REAL_KEY = 'sk-ant-cluster-real-key-DO-NOT-LEAK-7f3e';
 const PRICE = { inputPerMTok: 3, outputPerMTok: 20, cacheReadPerMTok: 0.3, cacheWritePerMTok: 3.75 };
 const SCENARIO = 'ok.gw-cluster';
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
-
-/** One Messages request as Claude Code makes it behind ANTHROPIC_BASE_URL. */
-async function ask(env: Record<string, string>): Promise<{ status: number; body: string }> {
-  const res = await fetch(`${env.ANTHROPIC_BASE_URL}/v1/messages`, {
-    method: 'POST',
-    headers: { 'x-api-key': env.ANTHROPIC_API_KEY, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'claude-sonnet-4-5', stream: true, max_tokens: 10, messages: [] }),
-  });
-  return { status: res.status, body: await res.text() };
-}
-
-const literalEnv = (pod: any): Record<string, string> =>
-  Object.fromEntries(
-    pod.spec.containers[0].env.filter((e: any) => e.value !== undefined).map((e: any) => [e.name, e.value]),
-  );
 
 describe('cluster controller: the model gateway', { skip: skipCluster, timeout: SUITE_HANG_GUARD_MS }, () => {
   let cluster: Cluster;

@@ -5,8 +5,6 @@
 // through the gateway: the model server sees the real key, the pod and the config hold only the token and URL.
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
@@ -18,6 +16,7 @@ import {
 import type { ClusterController } from '../../controller/cluster/controller.ts';
 import type { KubeClient } from '../../controller/kube/kube-client.ts';
 import { kubectl, skipCluster } from '../support/cluster.ts';
+import { freePort } from '../support/cluster-gateway.ts';
 import { FakeKubelet, clusterWithCrd, createNamespace, startController, testClient } from '../support/kubelet.ts';
 import { waitForPod, waitForTask } from '../support/kubelet.ts';
 import { startModelServer, type ModelServer } from '../model-server/server.ts';
@@ -28,14 +27,6 @@ import type { RunnerRun } from './support.ts';
 const REAL_KEY = 'sk-proj-cluster-codex-real-key-DO-NOT-LEAK-5c1d';
 const SCENARIO = 'ok.gw-codex-cluster';
 const PRICE = { inputPerMTok: 3, outputPerMTok: 20, cacheReadPerMTok: 0.3, cacheWritePerMTok: 3.75 };
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
 
 describe('codex behind the gateway in a cluster episode pod', {
   skip: skipRealAgents || skipCluster,
