@@ -5,7 +5,6 @@
 // it; either way the new leader finishes the integration once, and `into` never moves backwards.
 import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,23 +26,11 @@ import {
   waitForTask,
 } from '../support/kubelet.ts';
 import type { ControllerProcess } from '../support/kubelet.ts';
+import { git } from '../support/git.ts';
+import { numberedLines, origin } from '../support/merge-queue.ts';
 import { waitFor } from '../support/wait.ts';
 
 const AGENT = join(repoRoot, 'test/agents/merge-agent.mjs');
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-
-function origin(dir: string, task: string): string {
-  const bare = join(dir, 'origin.git');
-  git(dir, 'init', '--quiet', '--bare', '-b', 'main', bare);
-  const seed = join(dir, 'seed');
-  git(dir, 'clone', '--quiet', bare, seed);
-  writeFileSync(join(seed, 'shared.txt'), `${Array.from({ length: 20 }, (_, i) => `line ${i + 1}`).join('\n')}\n`);
-  git(seed, 'add', '.');
-  git(seed, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '--quiet', '-m', 'seed');
-  git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main', `HEAD:refs/heads/work/${task}`);
-  return bare;
-}
 
 function taskSpec(bare: string, name: string): Record<string, unknown> {
   const env = { MERGE_AGENT_FILE: 'shared.txt', MERGE_AGENT_LINE: '5', MERGE_AGENT_TEXT: `${name} was here` };
@@ -92,7 +79,7 @@ describe('cluster controller: kill -9 during the merge queue push', {
   async function killedDuringPush(name: string, body: string) {
     const ns = await createNamespace('ctl-mq-kill');
     const dir = mkdtempSync(join(tmpdir(), 'episodic-mq-kill-'));
-    const bare = origin(dir, name);
+    const bare = origin(dir, { shared: numberedLines(20), branches: [`work/${name}`] });
     const mark = join(dir, 'mark');
     const wrapper = join(dir, 'slow-receive-pack');
     writeFileSync(wrapper, `#!/bin/sh\nMARK=${mark}\nGO=${mark}.go\n${body}\n`);

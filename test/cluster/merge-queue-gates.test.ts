@@ -5,8 +5,7 @@
 // gates again in a new pod → integrated, or NeedsReview naming the gate; the metrics by namespace and queue.
 import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -26,29 +25,22 @@ import {
   waitForTask,
 } from '../support/kubelet.ts';
 import type { LooseObject } from '../support/loose-object.ts';
+import { git } from '../support/git.ts';
+import { origin } from '../support/merge-queue.ts';
 import { waitFor } from '../support/wait.ts';
 
 const AGENT = join(repoRoot, 'test/agents/merge-agent.mjs');
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+/** A bare remote whose main holds shared.txt ('shared'); each task's branch work/TASK starts there too. */
+const gatesOrigin = (tasks: readonly string[]) =>
+  origin(mkdtempSync(join(tmpdir(), 'episodic-mq-gates-')), {
+    shared: 'shared\n',
+    branches: tasks.map((t) => `work/${t}`),
+  });
 // Passes with a.txt or b.txt alone; both need both.txt, which only a resolution episode writes.
 const PAIR = {
   name: 'pair',
   check: [NODE, '-e', "const f=require('fs').existsSync;process.exit(f('a.txt')&&f('b.txt')&&!f('both.txt')?1:0)"],
 };
-
-function origin(tasks: readonly string[]): string {
-  const dir = mkdtempSync(join(tmpdir(), 'episodic-mq-gates-'));
-  const bare = join(dir, 'origin.git');
-  git(dir, 'init', '--quiet', '--bare', '-b', 'main', bare);
-  const seed = join(dir, 'seed');
-  git(dir, 'clone', '--quiet', bare, seed);
-  writeFileSync(join(seed, 'shared.txt'), 'shared\n');
-  git(seed, 'add', '.');
-  git(seed, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '--quiet', '-m', 'seed');
-  git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main', ...tasks.map((t) => `HEAD:refs/heads/work/${t}`));
-  return bare;
-}
 
 /** Task NAME whose agent creates FILE on work/NAME; its resolution episode writes both.txt when told of a gate. */
 function taskSpec(bare: string, name: string, file: string, episodes = 1): Record<string, unknown> {
@@ -126,7 +118,7 @@ describe('cluster controller: the merge queue runs its gates in a pod', {
   it('a passing gate → integrated; failing after the rebase → a resolution pod, the gates again → integrated', async () => {
     const ns = await createNamespace('ctl-mq-gates');
     const c = await controller(ns);
-    const bare = origin(['ta', 'tb']);
+    const bare = gatesOrigin(['ta', 'tb']);
     await apply(ns, 'ta', taskSpec(bare, 'ta', 'a.txt'));
     await apply(ns, 'tb', taskSpec(bare, 'tb', 'b.txt'));
     assert.equal((await kubelet.runEpisode(await waitForPod(client, ns, 'ta-ep-1'))).exitCode, 0);
@@ -189,7 +181,7 @@ describe('cluster controller: the merge queue runs its gates in a pod', {
   it('a controller stopped while its gate pod waits: the next one deletes it, rebases again, runs the gates once more', async () => {
     const ns = await createNamespace('ctl-mq-gates-restart');
     const first = await controller(ns);
-    const bare = origin(['sa']);
+    const bare = gatesOrigin(['sa']);
     await apply(ns, 'sa', taskSpec(bare, 'sa', 'a.txt'));
     await kubelet.runEpisode(await waitForPod(client, ns, 'sa-ep-1'));
     const orphan = await newPod(client, ns, 'sa-mq-gate');
@@ -218,7 +210,7 @@ describe('cluster controller: the merge queue runs its gates in a pod', {
   it('a gate still failing with no resolution episodes left → NeedsReview naming the gate', async () => {
     const ns = await createNamespace('ctl-mq-gates-review');
     await controller(ns);
-    const bare = origin(['ra', 'rb']);
+    const bare = gatesOrigin(['ra', 'rb']);
     await apply(ns, 'ra', taskSpec(bare, 'ra', 'a.txt'));
     await apply(ns, 'rb', taskSpec(bare, 'rb', 'b.txt', 0));
     await kubelet.runEpisode(await waitForPod(client, ns, 'ra-ep-1'));

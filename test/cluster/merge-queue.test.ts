@@ -5,7 +5,7 @@
 // while a resolution pod waits resumes from the journal ConfigMap in a fresh clone, integrating nothing twice.
 import { SUITE_HANG_GUARD_MS } from '../support/hang-guard.ts';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -27,22 +27,13 @@ import {
 import type { LooseObject } from '../support/loose-object.ts';
 import { waitFor } from '../support/wait.ts';
 import { git } from '../support/git.ts';
+import { origin } from '../support/merge-queue.ts';
 
 const AGENT = join(repoRoot, 'test/agents/merge-agent.mjs');
 
-/** A bare remote whose main holds shared.txt (60 numbered lines); each task's branch starts there too. */
-function origin(tasks: readonly string[]): string {
-  const dir = mkdtempSync(join(tmpdir(), 'episodic-mq-cluster-'));
-  const bare = join(dir, 'origin.git');
-  git(dir, 'init', '--quiet', '--bare', '-b', 'main', bare);
-  const seed = join(dir, 'seed');
-  git(dir, 'clone', '--quiet', bare, seed);
-  writeFileSync(join(seed, 'shared.txt'), `${Array.from({ length: 60 }, (_, i) => `line ${i + 1}`).join('\n')}\n`);
-  git(seed, 'add', '.');
-  git(seed, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '--quiet', '-m', 'seed');
-  git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main', ...tasks.map((t) => `HEAD:refs/heads/work/${t}`));
-  return bare;
-}
+/** A bare remote whose main holds shared.txt (60 numbered lines); each task's branch work/TASK starts there too. */
+const clusterOrigin = (tasks: readonly string[]) =>
+  origin(mkdtempSync(join(tmpdir(), 'episodic-mq-cluster-')), { branches: tasks.map((t) => `work/${t}`) });
 
 /** Task NAME, whose agent replaces line `line` of shared.txt with `text` on branch work/NAME. */
 function taskSpec(bare: string, name: string, line: number, text: string): Record<string, unknown> {
@@ -131,7 +122,7 @@ describe('cluster controller: the merge queue', { skip: skipCluster, timeout: SU
     const ns = await createNamespace('ctl-mq');
     await controller(ns);
     const watch = await watchIntegrate(client, ns);
-    const bare = origin(['a', 'b', 'c']);
+    const bare = clusterOrigin(['a', 'b', 'c']);
     const texts = { a: 'A was here', b: 'B was here', c: 'C was here' };
     await apply(ns, 'a', taskSpec(bare, 'a', 10, texts.a));
     await apply(ns, 'b', taskSpec(bare, 'b', 10, texts.b));
@@ -189,7 +180,7 @@ describe('cluster controller: the merge queue', { skip: skipCluster, timeout: SU
   it('a controller stopped while a resolution pod waits: the next one resumes from the journal, nothing twice', async () => {
     const ns = await createNamespace('ctl-mq-restart');
     const first = await controller(ns);
-    const bare = origin(['x', 'y']);
+    const bare = clusterOrigin(['x', 'y']);
     await apply(ns, 'x', taskSpec(bare, 'x', 20, 'X was here'));
     await apply(ns, 'y', taskSpec(bare, 'y', 20, 'Y was here'));
     await kubelet.runEpisode(await waitForPod(client, ns, 'x-ep-1'));

@@ -10,16 +10,21 @@ import { git } from './git.ts';
 
 export { git };
 
-/** origin.git with main holding shared.txt (60 numbered lines). */
-export function origin(dir: string): string {
+/** `count` numbered lines ("line 1"…), as shared.txt holds them. */
+export const numberedLines = (count: number) =>
+  `${Array.from({ length: count }, (_, i) => `line ${i + 1}`).join('\n')}\n`;
+
+/** origin.git in `dir` with main holding shared.txt (60 numbered lines unless `shared`); `branches` start there too. */
+export function origin(dir: string, opts: { shared?: string; branches?: readonly string[] } = {}): string {
   const bare = join(dir, 'origin.git');
   git(dir, 'init', '--quiet', '--bare', '-b', 'main', bare);
   const seed = join(dir, 'seed');
   git(dir, 'clone', '--quiet', bare, seed);
-  writeFileSync(join(seed, 'shared.txt'), `${Array.from({ length: 60 }, (_, i) => `line ${i + 1}`).join('\n')}\n`);
+  writeFileSync(join(seed, 'shared.txt'), opts.shared ?? numberedLines(60));
   git(seed, 'add', '.');
   git(seed, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '--quiet', '-m', 'seed');
-  git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main');
+  const branches = (opts.branches ?? []).map((b) => `HEAD:refs/heads/${b}`);
+  git(seed, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main', ...branches);
   return bare;
 }
 
